@@ -1,0 +1,82 @@
+"""The ``loopwatch`` command line.
+
+Each subcommand lives in ``monitor/commands/<name>.py`` with ``HELP``,
+``configure(parser)`` and ``run(args) -> int``; this module only assembles them.
+With no subcommand, loopwatch opens the live monitor (``watch``).
+
+Exit status: 0 nothing reached ``warn``; 1 something did; 2 bad usage, an
+unreadable path or an invalid config (with a message on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from monitor import __version__
+
+#: Subcommand name -> module under monitor.commands (imported lazily-light:
+#: command modules must not import Textual at import time).
+COMMANDS: dict[str, str] = {
+    "scan": "scan",
+    "watch": "watch",
+    "demo": "demo",
+    "history": "history",
+    "show": "show",
+    "open": "open_session",
+    "hook": "hook",
+    "install-hook": "install_hook",
+}
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="loopwatch",
+        description="Watch AI agents and catch them when they loop.",
+    )
+    parser.add_argument("--version", action="version", version=f"loopwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(f"monitor.commands.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"monitor.commands.{module_name}":
+                continue
+            raise
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
+    if "watch" in COMMANDS and (not argv or (argv[0] not in COMMANDS
+                                             and argv[0] not in ("-h", "--help", "--version"))):
+        argv = ["watch", *argv]
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""``loopwatch scan``: run the detectors over finished log files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
+from monitor.events import Level
+
+HELP = "scan log files offline and report loops (exit 1 if any reached warn)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="log files or directories; '-' reads standard input")
+    add_config_options(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object per detection")
+    parser.add_argument("--format", dest="fmt", metavar="NAME",
+                        help="force a line format instead of detecting it per file")
+    parser.add_argument("--min-level", default="notice", metavar="LEVEL",
+                        help="report detections at or above LEVEL (default: notice)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.formats import format_names
+    from monitor.scan import expand_paths, format_human, scan
+
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    try:
+        min_level = Level.parse(args.min_level)
+    except ValueError as exc:
+        return fail(f"--min-level: {exc}")
+    if args.fmt is not None and args.fmt not in format_names():
+        return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(format_names())})")
+    if not args.paths:
+        return fail("scan: name at least one PATH (or '-' for standard input)")
+    for path in expand_paths(args.paths):
+        if path == "-":
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            return fail(f"{path}: cannot read: {exc.strerror or exc}")
+    try:
+        report = scan(args.paths, config, fmt=args.fmt)
+    except OSError as exc:
+        return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
+
+    out = sys.stdout
+    if args.json:
+        for detection in report.detections:
+            if detection.level >= min_level:
+                out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
+    else:
+        out.write(format_human(report, min_level) + "\n")
+    for problem in report.problems[:200]:
+        print(f"loopwatch: skipped {problem}", file=sys.stderr)
+    if report.problem_count > 200:
+        print(f"loopwatch: … {report.problem_count - 200} more bad lines", file=sys.stderr)
+    return report.exit_code

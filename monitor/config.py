@@ -1,0 +1,292 @@
+"""Configuration: presets, the TOML file, and strict validation.
+
+One TOML file holds everything (``--config FILE``, or ``config.toml`` in the
+user config dir).  Unknown keys and wrong types are errors that name the key,
+e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
+
+    preset = "balanced"            # conservative | balanced | aggressive
+
+    [detectors.exact_repeat]
+    threshold = 4
+
+    [tools.write_stdin]
+    exempt = true
+    [tools.web_search]
+    threshold = 6
+
+    [escalation]
+    ladder = ["warn", "warn", "terminate"]
+    cooldown_seconds = 60
+
+    [store]   path = "…/loopwatch.db", retention_days = 30, content_chars = 4000
+    [sources] paths = ["~/agents/logs"], socket = "…", from_start = false
+    [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5
+    [ui]      theme = "loopwatch-dark", refresh_hz = 10, keymap = { kill = "ctrl+k" }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monitor.detect.base import DetectorSettings, ToolOverride
+from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
+from monitor.events import Level
+
+PRESETS = ("conservative", "balanced", "aggressive")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the offending key."""
+
+
+def user_config_dir() -> Path:
+    import platformdirs
+
+    return Path(os.environ.get("LOOPWATCH_CONFIG_DIR") or platformdirs.user_config_dir("loopwatch"))
+
+
+def user_data_dir() -> Path:
+    import platformdirs
+
+    return Path(os.environ.get("LOOPWATCH_DATA_DIR") or platformdirs.user_data_dir("loopwatch"))
+
+
+def default_socket_path() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        return Path(runtime) / "loopwatch.sock"
+    return Path(f"/tmp/loopwatch-{os.getuid()}") / "loopwatch.sock"
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    path: str = ""  # empty: <user data dir>/loopwatch.db
+    retention_days: float = 0.0  # 0: keep events forever
+    content_chars: int = 4000  # bounded copy of each event's content
+    batch_size: int = 500
+    flush_ms: int = 200
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    paths: tuple[str, ...] = ()
+    socket: str = ""  # empty: default path in the user runtime dir
+    listen: str = ""  # HOST:PORT for TCP (needs a token)
+    from_start: bool = False
+    idle_timeout_seconds: float = 1800.0
+    max_line_bytes: int = 1_048_576
+    max_connections: int = 256
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    auto_inject: bool = False
+    auto_kill: bool = False
+    kill_grace_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class UISettings:
+    theme: str = "loopwatch-dark"
+    refresh_hz: float = 10.0
+    keymap: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    """The whole configuration, with defaults for everything."""
+
+    preset: str = "balanced"
+    detectors: dict[str, DetectorSettings] = field(default_factory=dict)
+    tool_overrides: dict[str, ToolOverride] = field(default_factory=dict)
+    escalation: EscalationSettings = field(default_factory=EscalationSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    sources: SourceSettings = field(default_factory=SourceSettings)
+    control: ControlSettings = field(default_factory=ControlSettings)
+    ui: UISettings = field(default_factory=UISettings)
+    path: Path | None = None
+
+    def detector_settings(self, name: str) -> DetectorSettings:
+        settings = self.detectors.get(name)
+        if settings is None:
+            settings = _preset_settings(name, self.preset)
+            self.detectors[name] = settings
+        return settings
+
+    def with_preset(self, preset: str) -> Config:
+        """The same file's settings re-applied on top of another preset."""
+        if self.path is not None:
+            return load_config(self.path, preset=preset)
+        return build_config({}, preset=preset)
+
+
+def _registry() -> dict[str, type]:
+    import monitor.detect  # noqa: F401  (registers the detectors)
+    from monitor.detect.base import REGISTRY
+
+    return REGISTRY
+
+
+def _preset_settings(name: str, preset: str) -> DetectorSettings:
+    cls = _registry()[name]
+    overrides = cls.presets.get(preset, {})
+    return cls.Settings(**overrides)
+
+
+def _type_name(kind: Any) -> str:
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        kind, getattr(kind, "__name__", str(kind))
+    )
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """Check ``value`` against the type of ``default``; convert lists to tuples."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if isinstance(default, Level):
+        try:
+            return Level.parse(value)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must not be negative, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must not be negative, got {value!r}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    if isinstance(default, tuple):
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        sample = default[0] if default else None
+        return tuple(
+            _coerce(f"{key}[{i}]", item, sample) if sample is not None else item
+            for i, item in enumerate(value)
+        )
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a table, got {value!r}")
+        for k, v in value.items():
+            if not isinstance(v, str):
+                raise ConfigError(f"{key}.{k}: expected a string, got {v!r}")
+        return dict(value)
+    return value
+
+
+def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> Any:
+    """A frozen settings dataclass from a TOML table, strictly validated."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{section}: expected a table, got {table!r}")
+    base = base if base is not None else cls()
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    changes = {}
+    for key, value in table.items():
+        if key not in known:
+            choices = ", ".join(sorted(known))
+            raise ConfigError(f"{section}.{key}: unknown key (expected one of: {choices})")
+        changes[key] = _coerce(f"{section}.{key}", value, getattr(base, key))
+    return dataclasses.replace(base, **changes)
+
+
+def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
+    """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
+    registry = _registry()
+    allowed = {"preset", "detectors", "tools", "escalation", "store", "sources", "control", "ui"}
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
+    chosen = preset or data.get("preset", "balanced")
+    if not isinstance(chosen, str) or chosen not in PRESETS:
+        raise ConfigError(f"preset: expected one of {', '.join(PRESETS)}, got {chosen!r}")
+
+    config = Config(preset=chosen, path=path)
+    for name in registry:
+        config.detectors[name] = _preset_settings(name, chosen)
+    detectors = data.get("detectors", {})
+    if not isinstance(detectors, dict):
+        raise ConfigError(f"detectors: expected a table, got {detectors!r}")
+    for name, table in detectors.items():
+        if name not in registry:
+            raise ConfigError(
+                f"detectors.{name}: unknown detector (expected one of: {', '.join(sorted(registry))})"
+            )
+        cls = registry[name]
+        config.detectors[name] = _build_dataclass(cls.Settings, f"detectors.{name}", table, config.detectors[name])
+
+    tools = data.get("tools", {})
+    if not isinstance(tools, dict):
+        raise ConfigError(f"tools: expected a table, got {tools!r}")
+    for tool, table in tools.items():
+        override = _build_dataclass(ToolOverride, f"tools.{tool}", table, ToolOverride(threshold=0))
+        if override.threshold == 0:
+            override = dataclasses.replace(override, threshold=None)
+        config.tool_overrides[tool] = override
+
+    escalation = EscalationSettings(ladder=PRESET_LADDERS[chosen])
+    table = dict(data.get("escalation", {}))
+    nudges = table.pop("nudges", None)
+    escalation = _build_dataclass(EscalationSettings, "escalation", {k: v for k, v in table.items()}, escalation)
+    if not escalation.ladder:
+        raise ConfigError("escalation.ladder: must name at least one level")
+    if nudges is not None:
+        if not isinstance(nudges, dict):
+            raise ConfigError(f"escalation.nudges: expected a table, got {nudges!r}")
+        merged = dict(DEFAULT_NUDGES)
+        for level, text in nudges.items():
+            if level not in DEFAULT_NUDGES:
+                raise ConfigError(
+                    f"escalation.nudges.{level}: unknown level (expected one of: {', '.join(DEFAULT_NUDGES)})"
+                )
+            if not isinstance(text, str):
+                raise ConfigError(f"escalation.nudges.{level}: expected a string, got {text!r}")
+            merged[level] = text
+        escalation = dataclasses.replace(escalation, nudges=merged)
+    config.escalation = escalation
+
+    config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
+    config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
+    config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
+    config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
+    return config
+
+
+def default_config_path() -> Path:
+    return user_config_dir() / "config.toml"
+
+
+def load_config(path: str | Path | None = None, preset: str | None = None) -> Config:
+    """Load ``path`` (or the default file if it exists) on top of ``preset``.
+
+    Raises :class:`ConfigError` for an unreadable file, bad TOML or bad keys."""
+    explicit = path is not None
+    file = Path(path) if path is not None else default_config_path()
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"{file}: no such config file")
+        return build_config({}, preset=preset)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read config: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    try:
+        return build_config(data, preset=preset, path=file)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None

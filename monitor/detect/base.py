@@ -1,0 +1,169 @@
+"""The one interface every loop detector implements.
+
+A detector is a small pure class: it is created per session with its settings,
+sees that session's normalized events one at a time through :meth:`observe`,
+keeps bounded state, costs O(window) per event, does no I/O, and returns the
+detections (usually none) that the event triggers.
+
+Settings are a frozen dataclass per detector (``Detector.Settings``); their
+defaults come from the design notes and every field can be set from TOML under
+``[detectors.<name>]``.  Presets are per-detector overrides in ``presets``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable
+
+from monitor.events import Event, EventRef, Level
+
+
+@dataclass(slots=True)
+class Detection:
+    """One finding of one detector about one session.
+
+    ``pattern`` identifies *what* is repeating (a call fingerprint, a cycle, an
+    error signature); the escalation policy keys its ladder, acknowledgements
+    and false positives on ``(detector, pattern)``.  ``summary`` completes the
+    sentence "You've …" for nudges; ``advice`` is the detector's specific
+    suggestion for the agent.
+    """
+
+    detector: str
+    level: Level
+    score: float
+    message: str
+    pattern: str
+    count: int = 0
+    tool: str | None = None
+    summary: str = ""
+    advice: str = ""
+    evidence: tuple[EventRef, ...] = ()
+    # Filled in by the engine and the escalation policy.
+    session: str = ""
+    source: str = ""
+    line: int | None = None
+    ts: float = 0.0
+    seq: int = 0
+    proposed: Level = Level.NONE
+    nudge: str = ""
+    suppressed: str | None = None  # why the policy capped it (acknowledged, false positive…)
+
+    @property
+    def where(self) -> str:
+        return self.source if self.line is None else f"{self.source}:{self.line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.source,
+            "line": self.line,
+            "session": self.session,
+            "detector": self.detector,
+            "level": self.level.label,
+            "score": round(self.score, 4),
+            "message": self.message,
+            "pattern": self.pattern,
+            "count": self.count,
+            "tool": self.tool,
+            "nudge": self.nudge,
+            "seq": self.seq,
+            "evidence": [ref.to_dict() for ref in self.evidence],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOverride:
+    """Per-tool adjustments from ``[tools.<name>]``."""
+
+    exempt: bool = False
+    threshold: int | None = None  # replaces count thresholds of call detectors
+
+
+class SessionView:
+    """What a detector may know about its session beyond its own state.
+
+    The engine owns it; detectors read from it and report per-event
+    similarity into it (for the sparklines)."""
+
+    __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
+                 "started_ts", "events_seen", "tool_calls_seen")
+
+    def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
+        self.session = session
+        self.agent: str | None = None
+        self.tool_overrides = tool_overrides or {}
+        self.similarity = 0.0
+        self.detector_similarity: dict[str, float] = {}
+        self.started_ts: float | None = None
+        self.events_seen = 0
+        self.tool_calls_seen = 0
+
+    def exempt(self, tool: str | None) -> bool:
+        override = self.tool_overrides.get(tool or "")
+        return bool(override and override.exempt)
+
+    def threshold(self, tool: str | None, default: int) -> int:
+        override = self.tool_overrides.get(tool or "")
+        if override and override.threshold is not None:
+            return override.threshold
+        return default
+
+    def note_similarity(self, detector: str, score: float) -> None:
+        """Report how similar the current event is to what came before."""
+        if score > self.similarity:
+            self.similarity = score
+        if score > self.detector_similarity.get(detector, 0.0):
+            self.detector_similarity[detector] = score
+
+
+@dataclass(frozen=True)
+class DetectorSettings:
+    """Base class for per-detector settings; every detector can be disabled."""
+
+    enabled: bool = True
+
+
+class Detector:
+    """Base class: subclass, set ``name``, ``Settings`` and implement ``observe``."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    Settings: ClassVar[type[DetectorSettings]] = DetectorSettings
+    #: Preset name -> field overrides applied on top of ``Settings`` defaults.
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: A user turn ends the agent's streak: reset per-session state.
+    resets_on_user_turn: ClassVar[bool] = True
+    #: ``"session"``: one instance per session; ``"global"``: one for all.
+    scope: ClassVar[str] = "session"
+
+    def __init__(self, settings: DetectorSettings | None = None):
+        self.settings = settings if settings is not None else self.Settings()
+
+    def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
+        """Look at one event; return detections it triggers (or ``None``)."""
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Forget the session's streaks (a user turn, an operator reset)."""
+
+    def window(self) -> list[Event]:
+        """The events this detector is currently comparing (for the UI)."""
+        return []
+
+
+REGISTRY: dict[str, type[Detector]] = {}
+
+
+def register(cls: type[Detector]) -> type[Detector]:
+    """Class decorator adding a detector to the registry under its name."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def evidence(events: Iterable[Event], limit: int = 12) -> tuple[EventRef, ...]:
+    """Evidence references for the last ``limit`` of ``events``."""
+    refs = [EventRef.of(e) for e in events]
+    return tuple(refs[-limit:])
+

@@ -1,0 +1,186 @@
+"""The detection engine: the one pipeline ``scan``, ``watch`` and the TUI share.
+
+:class:`Engine` takes normalized events in any order of sessions, keeps one
+:class:`SessionState` per session (created on first sight), pairs each tool
+result with its call, runs every enabled detector, and passes what they find
+through the :class:`~monitor.detect.escalation.EscalationPolicy`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from monitor.config import Config
+from monitor.detect.base import REGISTRY, Detection, Detector, SessionView
+from monitor.detect.escalation import EscalationPolicy
+from monitor.events import Event, Kind, Level
+
+#: Tool calls awaiting their result, per session.  Calls whose results never
+#: arrive must not grow memory.
+MAX_PENDING_CALLS = 64
+#: Recent events kept per session for the UI's detection window.
+RECENT_EVENTS = 24
+#: Per-event similarity scores kept per session for the sparklines.
+SIMILARITY_HISTORY = 60
+
+
+@dataclass
+class SessionState:
+    """Everything the engine holds for one session; bounded in size."""
+
+    id: str
+    view: SessionView
+    detectors: list[Detector]
+    agent: str | None = None
+    source: str = ""
+    pid: int | None = None
+    parent: str | None = None
+    first_ts: float = 0.0
+    last_ts: float = 0.0
+    events: int = 0
+    ended: bool = False
+    status: str | None = None
+    muted: set[str] = field(default_factory=set)
+    pending: OrderedDict[str, Event] = field(default_factory=OrderedDict)
+    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
+    detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
+    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=50))
+
+    def window(self) -> list[Event]:
+        """The events the call detectors are comparing right now."""
+        for detector in self.detectors:
+            if detector.name == "exact_repeat":
+                events = detector.window()
+                if events:
+                    return events
+        return [e for e in self.recent if e.kind in (Kind.TOOL_CALL, Kind.MESSAGE)]
+
+
+class Engine:
+    """Runs all detectors over a stream of events from many sessions."""
+
+    def __init__(self, config: Config | None = None):
+        self.config = config or Config()
+        self.policy = EscalationPolicy(self.config.escalation)
+        self.sessions: dict[str, SessionState] = {}
+        self._session_classes = []
+        self.global_detectors: list[Detector] = []
+        for name, cls in REGISTRY.items():
+            settings = self.config.detector_settings(name)
+            if not settings.enabled:
+                continue
+            if cls.scope == "global":
+                self.global_detectors.append(cls(settings))
+            else:
+                self._session_classes.append((cls, settings))
+        self.events_processed = 0
+
+    # -- sessions -----------------------------------------------------------
+
+    def session(self, session_id: str, event: Event | None = None) -> SessionState:
+        state = self.sessions.get(session_id)
+        if state is None:
+            view = SessionView(session_id, self.config.tool_overrides)
+            detectors = [cls(settings) for cls, settings in self._session_classes]
+            state = SessionState(id=session_id, view=view, detectors=detectors)
+            if event is not None:
+                state.first_ts = event.ts
+                state.source = event.source
+                view.started_ts = event.ts
+            self.sessions[session_id] = state
+        return state
+
+    def close(self, session_id: str) -> SessionState | None:
+        """Drop a finished session's detector state (its escalation remains)."""
+        return self.sessions.pop(session_id, None)
+
+    # -- processing ---------------------------------------------------------
+
+    def process(self, event: Event) -> list[Detection]:
+        """Feed one event; return its detections after escalation."""
+        state = self.session(event.session, event)
+        self.events_processed += 1
+        state.events += 1
+        event.seq = state.events
+        state.last_ts = event.ts
+        view = state.view
+        view.events_seen = state.events
+        view.similarity = 0.0
+        view.detector_similarity.clear()
+
+        kind = event.kind
+        if kind is Kind.SESSION_START:
+            state.agent = event.agent or state.agent
+            view.agent = state.agent
+            state.pid = event.pid if event.pid is not None else state.pid
+            state.parent = event.parent or state.parent
+            state.ended = False
+        elif kind is Kind.TOOL_CALL:
+            view.tool_calls_seen += 1
+            if event.call_id:
+                state.pending[event.call_id] = event
+                if len(state.pending) > MAX_PENDING_CALLS:
+                    state.pending.popitem(last=False)
+        elif kind is Kind.TOOL_RESULT:
+            call = state.pending.pop(event.call_id, None) if event.call_id else None
+            if call is not None:
+                event.call = call
+                event.tool = event.tool or call.tool
+                event.args = event.args if event.args is not None else call.args
+        elif kind is Kind.SESSION_END:
+            state.ended = True
+            state.status = event.status or "ended"
+        elif kind is Kind.MESSAGE and event.role == "user":
+            for detector in state.detectors:
+                if detector.resets_on_user_turn:
+                    detector.reset()
+
+        state.recent.append(event)
+        found: list[Detection] = []
+        for detector in state.detectors:
+            if detector.name in state.muted:
+                continue
+            result = detector.observe(event, view)
+            if result:
+                found.extend(result)
+        for detector in self.global_detectors:
+            result = detector.observe(event, view)
+            if result:
+                found.extend(result)
+
+        if kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE):
+            state.similarity.append(view.similarity)
+            for name, score in view.detector_similarity.items():
+                history = state.detector_similarity.get(name)
+                if history is None:
+                    history = state.detector_similarity[name] = deque(maxlen=SIMILARITY_HISTORY)
+                history.append(score)
+
+        if not found:
+            return found
+        for detection in found:
+            detection.session = detection.session or event.session
+            detection.source = event.source
+            detection.line = event.line
+            detection.ts = event.ts
+            detection.seq = event.seq
+            self.policy.apply(detection)
+            state.detections.append(detection)
+        return found
+
+    def process_many(self, events: Iterable[Event]) -> list[Detection]:
+        out: list[Detection] = []
+        for event in events:
+            out.extend(self.process(event))
+        return out
+
+    # -- operator actions -----------------------------------------------------
+
+    def mute(self, session_id: str, detector: str) -> None:
+        self.session(session_id).muted.add(detector)
+
+    def level(self, session_id: str) -> Level:
+        return self.policy.state(session_id).level

@@ -1,0 +1,104 @@
+"""Exact repeat: the same tool call again and again within a short window.
+
+A call is keyed by its tool name and canonical arguments (sorted keys, white
+space normalized, call ids and timestamps dropped).  The 3rd occurrence in the
+last 10 calls warns, but only while the repeats keep getting the same result:
+a poll whose output moves is progress, not a loop.  The check runs when the
+call is made, so a stuck agent is flagged before its next result arrives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.events import Event, Kind, Level
+from monitor.text import call_key, result_key
+
+
+@dataclass(frozen=True)
+class ExactRepeatSettings(DetectorSettings):
+    window: int = 10  # the last N tool calls
+    threshold: int = 3  # warn at the Nth identical call
+
+
+class _Record:
+    __slots__ = ("key", "event", "result")
+
+    def __init__(self, key: str, event: Event):
+        self.key = key
+        self.event = event
+        self.result: str | None = None  # None until the result arrives
+
+
+@register
+class ExactRepeat(Detector):
+    name = "exact_repeat"
+    title = "Exact repeat"
+    Settings = ExactRepeatSettings
+    presets = {
+        "conservative": {"window": 15, "threshold": 4},
+        "aggressive": {"window": 10, "threshold": 2},
+    }
+
+    def __init__(self, settings: ExactRepeatSettings | None = None):
+        super().__init__(settings)
+        self.calls: deque[_Record] = deque(maxlen=self.settings.window)
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+    def window(self) -> list[Event]:
+        return [record.event for record in self.calls]
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is Kind.TOOL_RESULT:
+            if event.call is not None:
+                for record in reversed(self.calls):
+                    if record.event is event.call:
+                        record.result = result_key(event)
+                        break
+            return None
+        if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+            return None
+
+        key = call_key(event)
+        same = [record for record in self.calls if record.key == key]
+        record = _Record(key, event)
+        self.calls.append(record)
+        if not same:
+            return None
+        view.note_similarity(self.name, 1.0)
+
+        # Count back from the latest repeat while outcomes stay identical;
+        # a different outcome means the repeats are getting somewhere.
+        streak = [same[-1]]
+        outcome = same[-1].result
+        for earlier in reversed(same[:-1]):
+            if outcome is not None and earlier.result is not None and earlier.result != outcome:
+                break
+            outcome = outcome or earlier.result
+            streak.append(earlier)
+        count = len(streak) + 1
+        threshold = view.threshold(event.tool, self.settings.threshold)
+        if count < threshold:
+            return None
+        involved = [r.event for r in reversed(streak)] + [event]
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, count / (threshold + 2)),
+                message=(
+                    f"{event.tool} called {count} times with identical arguments "
+                    f"in the last {len(self.calls)} calls, with the same result"
+                ),
+                pattern=f"call:{key[:200]}",
+                count=count,
+                tool=event.tool,
+                summary=f"called {event.tool} with the same arguments {count} times",
+                advice="Its result has not changed; repeating it will not change it.",
+                evidence=evidence(involved),
+            )
+        ]

@@ -1,0 +1,120 @@
+"""From raw lines of bytes to events, without ever losing or crashing on input.
+
+:class:`LineDecoder` is what the offline scanner, the file tailer and the
+socket server all feed: it JSON-decodes each line, picks the file's format from
+its first valid record (unless forced), and reports every bad line as a
+:class:`~monitor.formats.base.Problem` with ``file:line``.  Non-UTF-8 bytes are
+replaced and reported, and the record is still used.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from monitor.events import Event
+from monitor.formats import LINE_FORMATS, sniff
+from monitor.formats.base import Problem, RecordDecoder, RecordError
+
+#: Lines longer than this are skipped (and reported) rather than parsed.
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+def session_from_path(source: str) -> str:
+    """The default session id of a file: its stem."""
+    name = Path(source).name
+    for suffix in (".jsonl", ".ndjson", ".json", ".log", ".traj"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)] or name
+    return name or source
+
+
+def _loads(raw: bytes) -> tuple[Any, str | None]:
+    """Parse one JSON line; return (value, note) where note reports repairs."""
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uerr:
+            text = raw.decode("utf-8", errors="replace")
+            try:
+                return json.loads(text), f"invalid UTF-8 at byte {uerr.start}, replaced with U+FFFD"
+            except ValueError as jerr:
+                raise ValueError(f"invalid UTF-8 at byte {uerr.start} and invalid JSON: {jerr}") from None
+        raise ValueError(f"invalid JSON: {exc}") from None
+
+
+class LineDecoder:
+    """Stateful decoder of one stream of JSON lines (a file or a connection)."""
+
+    def __init__(self, source: str, *, fmt: str | None = None, session: str | None = None,
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
+        if fmt is not None and fmt not in LINE_FORMATS:
+            raise ValueError(f"unknown format {fmt!r} (expected one of: {', '.join(sorted(LINE_FORMATS))})")
+        self.source = source
+        self.default_session = session or session_from_path(source)
+        self.max_line_bytes = max_line_bytes
+        self.decoder: RecordDecoder | None = (
+            LINE_FORMATS[fmt](source, self.default_session) if fmt else None
+        )
+        self.lines = 0
+        self.events = 0
+        self.problems: list[Problem] = []
+        self.problem_count = 0
+        self.max_problems_kept = 1000
+
+    @property
+    def format(self) -> str | None:
+        return self.decoder.name if self.decoder else None
+
+    def problem(self, line: int | None, reason: str) -> Problem:
+        problem = Problem(self.source, line, reason)
+        self.problem_count += 1
+        if len(self.problems) < self.max_problems_kept:
+            self.problems.append(problem)
+        return problem
+
+    def oversized(self, line: int, size: int) -> Problem:
+        """Report a line that was too long to parse (the reader skipped it)."""
+        return self.problem(line, f"line of {size:,} bytes exceeds the {self.max_line_bytes:,}-byte limit; skipped")
+
+    def feed(self, raw: bytes, line: int | None, now: float | None = None) -> tuple[list[Event], Problem | None]:
+        """Decode one line (without its newline).  Never raises on bad input."""
+        self.lines += 1
+        if now is None:
+            now = time.time()
+        stripped = raw.strip()
+        if not stripped:
+            return [], None
+        if len(raw) > self.max_line_bytes:
+            return [], self.oversized(line or 0, len(raw))
+        try:
+            record, note = _loads(stripped)
+        except ValueError as exc:
+            return [], self.problem(line, str(exc))
+        if not isinstance(record, dict):
+            return [], self.problem(line, f"expected a JSON object, got {type(record).__name__}")
+        return self.feed_record(record, line, now, note)
+
+    def feed_record(self, record: dict[str, Any], line: int | None, now: float,
+                    note: str | None = None) -> tuple[list[Event], Problem | None]:
+        if self.decoder is None:
+            cls = sniff(record)
+            if cls is None:
+                kind = record.get("type")
+                return [], self.problem(line, f"unrecognized record (type {kind!r}); no known format matches")
+            self.decoder = cls(self.source, self.default_session)
+        try:
+            events = self.decoder.decode(record, line, now)
+        except RecordError as exc:
+            return [], self.problem(line, str(exc))
+        except Exception as exc:  # an adapter bug must not take the monitor down
+            return [], self.problem(line, f"{type(exc).__name__} while decoding: {exc}")
+        problem = self.problem(line, note) if note else None
+        self.events += len(events)
+        return events, problem

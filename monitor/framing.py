@@ -1,0 +1,93 @@
+"""Splitting a byte stream into lines with bounded memory.
+
+:class:`LineSplitter` is fed chunks as they arrive (from a file being tailed or
+a socket) and returns complete lines.  A line longer than ``max_line_bytes`` is
+not kept in memory: its bytes are counted and dropped until its newline, and it
+comes out as ``(lineno, None, size)`` so the caller can report it.  A trailing
+partial line stays pending until its newline arrives (or :meth:`flush`).
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator
+
+Line = tuple[int, bytes | None, int]  # (1-based line number, bytes or None if oversized, size)
+
+
+class LineSplitter:
+    def __init__(self, max_line_bytes: int = 16 * 1024 * 1024, first_line: int = 1):
+        self.max_line_bytes = max_line_bytes
+        self.lineno = first_line - 1
+        self._parts: list[bytes] = []
+        self._pending = 0  # bytes in _parts
+        self._skipping = False  # inside an oversized line
+        self._skipped = 0
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an incomplete line held (or being skipped)."""
+        return self._skipped if self._skipping else self._pending
+
+    def feed(self, chunk: bytes) -> list[Line]:
+        out: list[Line] = []
+        start = 0
+        n = len(chunk)
+        while start < n:
+            nl = chunk.find(b"\n", start)
+            end = n if nl < 0 else nl
+            piece = chunk[start:end]
+            if self._skipping:
+                self._skipped += len(piece)
+            elif self._pending + len(piece) > self.max_line_bytes:
+                self._skipping = True
+                self._skipped = self._pending + len(piece)
+                self._parts.clear()
+                self._pending = 0
+            else:
+                self._parts.append(piece)
+                self._pending += len(piece)
+            if nl < 0:
+                break
+            self.lineno += 1
+            if self._skipping:
+                out.append((self.lineno, None, self._skipped))
+                self._skipping = False
+                self._skipped = 0
+            else:
+                data = b"".join(self._parts) if len(self._parts) != 1 else self._parts[0]
+                out.append((self.lineno, data, len(data)))
+                self._parts.clear()
+                self._pending = 0
+            start = nl + 1
+        return out
+
+    def flush(self) -> list[Line]:
+        """End of stream: a pending unterminated line counts as a line."""
+        if not self._skipping and not self._parts:
+            return []
+        self.lineno += 1
+        if self._skipping:
+            line: Line = (self.lineno, None, self._skipped)
+        else:
+            data = b"".join(self._parts)
+            line = (self.lineno, data, len(data))
+        self._parts.clear()
+        self._pending = 0
+        self._skipping = False
+        self._skipped = 0
+        return [line]
+
+    def reset(self, first_line: int = 1) -> None:
+        self.__init__(self.max_line_bytes, first_line)  # type: ignore[misc]
+
+
+def iter_lines(stream: BinaryIO, max_line_bytes: int = 16 * 1024 * 1024,
+               chunk_size: int = 1 << 20) -> Iterator[Line]:
+    """Every line of a finished stream, the last one even without a newline."""
+    splitter = LineSplitter(max_line_bytes)
+    while True:
+        chunk = stream.read(chunk_size)
+        if not chunk:
+            break
+        yield from splitter.feed(chunk)
+    yield from splitter.flush()

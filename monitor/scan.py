@@ -1,0 +1,143 @@
+"""Offline scanning: run the live engine over finished log files.
+
+Files are read together through one :class:`~monitor.detect.engine.Engine`, so
+a loop spread over several sessions (a swarm) is seen as it would be live.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from monitor.config import Config
+from monitor.detect.base import Detection
+from monitor.detect.engine import Engine
+from monitor.events import Event, Level
+from monitor.formats import documents
+from monitor.formats.base import Problem
+from monitor.formats.lines import LineDecoder
+from monitor.framing import iter_lines
+
+STDIN = "-"
+
+
+@dataclass
+class ScanReport:
+    """What a scan found: detections, bad input, and counts."""
+
+    engine: Engine
+    detections: list[Detection] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    files: int = 0
+    lines: int = 0
+    events: int = 0
+    formats: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def worst(self) -> Level:
+        return max((d.level for d in self.detections), default=Level.NONE)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.worst >= Level.WARN else 0
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files named directly, or found (``*.jsonl``, ``*.traj``, ``*.json``) under directories."""
+    out: list[str] = []
+    for raw in paths:
+        if raw == STDIN:
+            out.append(raw)
+            continue
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and (p.suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
+                and not p.name.endswith(".inbox.jsonl")
+            )
+            out.extend(str(p) for p in found)
+        else:
+            out.append(str(path))
+    return out
+
+
+def read_events(path: str, decoder: LineDecoder, stream=None) -> Iterator[Event]:
+    """Events of one line-format file, reporting bad lines to ``decoder``."""
+    opened = stream is None
+    stream = stream if stream is not None else open(path, "rb")
+    try:
+        for lineno, raw, size in iter_lines(stream, decoder.max_line_bytes):
+            if raw is None:
+                decoder.oversized(lineno, size)
+                continue
+            events, _ = decoder.feed(raw, lineno)
+            yield from events
+    finally:
+        if opened:
+            stream.close()
+
+
+def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
+         engine: Engine | None = None) -> ScanReport:
+    """Scan files (``-`` is stdin) and return the report.
+
+    Raises ``OSError`` for a path that cannot be read."""
+    engine = engine or Engine(config)
+    report = ScanReport(engine=engine)
+    for path in expand_paths(paths):
+        report.files += 1
+        if path != STDIN and fmt is None and documents.claims(Path(path)):
+            events, problems = documents.load(Path(path))
+            report.formats[path] = documents.name_of(Path(path))
+            report.problems.extend(problems)
+            report.problem_count += len(problems)
+            for event in events:
+                report.events += 1
+                report.detections.extend(engine.process(event))
+            continue
+        source = "<stdin>" if path == STDIN else path
+        decoder = LineDecoder(source, fmt=fmt, session="stdin" if path == STDIN else None)
+        stream = sys.stdin.buffer if path == STDIN else None
+        for event in read_events(path, decoder, stream):
+            report.events += 1
+            report.detections.extend(engine.process(event))
+        report.lines += decoder.lines
+        report.problems.extend(decoder.problems)
+        report.problem_count += decoder.problem_count
+        report.formats[source] = decoder.format or "unknown"
+    return report
+
+
+def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
+    """The report as text: detections grouped per session, then a summary."""
+    lines: list[str] = []
+    by_session: dict[str, list[Detection]] = {}
+    for detection in report.detections:
+        if detection.level >= min_level:
+            by_session.setdefault(detection.session, []).append(detection)
+    for session, detections in by_session.items():
+        state = report.engine.policy.state(session)
+        worst = max(d.level for d in detections)
+        agent = report.engine.sessions.get(session)
+        agent_name = agent.agent if agent and agent.agent else "agent"
+        lines.append(f"session {session} ({agent_name}): {worst.label.upper()}"
+                     + (f" — {state.reason}" if state.reason else ""))
+        for d in detections:
+            lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}")
+    counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
+    summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
+    lines.append(
+        f"scanned {report.files} file(s), {report.events:,} events in "
+        f"{len(report.engine.sessions)} session(s): {summary}; "
+        f"{report.problem_count} bad line(s); worst: {report.worst.label}"
+    )
+    return "\n".join(lines)
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,127 @@
+"""Text normalization shared by detectors, formats and the store.
+
+Everything here is pure and bounded: long texts are clipped before any
+expensive work so that a 1 MB tool result costs no more than a short one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+#: How much of a text the similarity detectors look at.  Loops show in the
+#: head and tail of an output; the middle of a 1 MB result adds cost, not signal.
+SIMILARITY_CHARS = 2000
+
+#: Argument keys that identify a call instance, not what it does.
+VOLATILE_KEYS = frozenset(
+    {"id", "call_id", "tool_use_id", "request_id", "timestamp", "ts", "time", "nonce", "uuid"}
+)
+
+_WS = re.compile(r"\s+")
+_VOLATILE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # ISO timestamps and clock times
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
+    # UUIDs and long hex (object addresses, hashes, request ids)
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
+    # durations: 1.23s, 150ms, 2 seconds
+    (re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"), "<dur>"),
+    # any remaining number (counters, pids, line numbers in tracebacks)
+    (re.compile(r"\d+(\.\d+)?"), "<n>"),
+)
+
+
+def squash_ws(text: str) -> str:
+    """Collapse runs of white space to one space and strip the ends."""
+    return _WS.sub(" ", text).strip()
+
+
+def clip(text: str, limit: int = SIMILARITY_CHARS) -> str:
+    """Head and tail of ``text`` within ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + text[-half:]
+
+
+def normalize_result(text: str, limit: int = SIMILARITY_CHARS) -> str:
+    """Strip what changes between identical outcomes: timestamps, durations,
+    addresses, ids and counters; collapse white space.  Bounded by ``limit``."""
+    text = clip(text, limit)
+    for pattern, repl in _VOLATILE_PATTERNS:
+        text = pattern.sub(repl, text)
+    return squash_ws(text)
+
+
+def _canonical(value: Any, depth: int = 0) -> Any:
+    if depth > 8:
+        return "…"
+    if isinstance(value, dict):
+        return {
+            str(k): _canonical(v, depth + 1)
+            for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+            if str(k) not in VOLATILE_KEYS
+        }
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, depth + 1) for v in value]
+    if isinstance(value, str):
+        return squash_ws(clip(value, 4000))
+    return value
+
+
+def canonical_args(args: dict[str, Any] | None) -> str:
+    """A stable string for a call's arguments: sorted keys, white space
+    normalized, call ids and timestamps dropped."""
+    if not args:
+        return "{}"
+    try:
+        return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(_canonical(args))
+
+
+def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
+    """A short human rendering of arguments for summaries."""
+    if not args:
+        return ""
+    parts = []
+    for key, value in args.items():
+        shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        parts.append(f"{key}={squash_ws(str(shown))[:width]}")
+    text = ", ".join(parts)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def tokens(text: str) -> frozenset[str]:
+    """Lower-cased white-space tokens, as in the Jaccard design note."""
+    return frozenset(clip(text).lower().split())
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b|; 0 when either is empty."""
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def call_key(event: Any) -> str:
+    """``tool(canonical args)`` of a tool call, memoized on the event."""
+    key = event.cache.get("call_key")
+    if key is None:
+        key = event.cache["call_key"] = f"{event.tool}:{canonical_args(event.args)}"
+    return key
+
+
+def result_key(event: Any) -> str:
+    """The normalized outcome of a tool result (error flag + normalized text)."""
+    key = event.cache.get("result_key")
+    if key is None:
+        prefix = "E:" if event.is_error else "R:"
+        key = event.cache["result_key"] = prefix + normalize_result(event.content)
+    return key
