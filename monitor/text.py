@@ -31,9 +31,9 @@ _VOLATILE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
     # durations: 1.23s, 150ms, 2 seconds
     (re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"), "<dur>"),
-    # any remaining number (counters, pids, line numbers in tracebacks)
-    (re.compile(r"\d+(\.\d+)?"), "<n>"),
 )
+#: Any remaining number: counters, pids, line numbers in tracebacks.
+_NUMBER = re.compile(r"\d+(\.\d+)?")
 
 
 def squash_ws(text: str) -> str:
@@ -49,12 +49,15 @@ def clip(text: str, limit: int = SIMILARITY_CHARS) -> str:
     return text[:half] + text[-half:]
 
 
-def normalize_result(text: str, limit: int = SIMILARITY_CHARS) -> str:
+def normalize_result(text: str, limit: int = SIMILARITY_CHARS, *, counters: bool = False) -> str:
     """Strip what changes between identical outcomes: timestamps, durations,
-    addresses, ids and counters; collapse white space.  Bounded by ``limit``."""
+    addresses and ids — and, with ``counters``, every other number too;
+    collapse white space.  Bounded by ``limit``."""
     text = clip(text, limit)
     for pattern, repl in _VOLATILE_PATTERNS:
         text = pattern.sub(repl, text)
+    if counters:
+        text = _NUMBER.sub("<n>", text)
     return squash_ws(text)
 
 
@@ -119,9 +122,22 @@ def call_key(event: Any) -> str:
 
 
 def result_key(event: Any) -> str:
-    """The normalized outcome of a tool result (error flag + normalized text)."""
+    """What a tool result said, for "did anything move?" checks: timestamps,
+    durations and ids removed, but counts kept — "5 failed" then "3 failed"
+    is progress, and so is a poll whose percentage climbs."""
     key = event.cache.get("result_key")
     if key is None:
         prefix = "E:" if event.is_error else "R:"
         key = event.cache["result_key"] = prefix + normalize_result(event.content)
+    return key
+
+
+def outcome_key(event: Any) -> str:
+    """The kind of outcome of a tool result, for "same error again" checks:
+    like :func:`result_key` with every counter removed too (line numbers in a
+    traceback, pids, retry counts)."""
+    key = event.cache.get("outcome_key")
+    if key is None:
+        prefix = "E:" if event.is_error else "R:"
+        key = event.cache["outcome_key"] = prefix + normalize_result(event.content, counters=True)
     return key

@@ -161,6 +161,8 @@ class Engine:
 
         if not found:
             return found
+        if len(found) > 1:
+            found = _distinct(found)
         for detection in found:
             detection.session = detection.session or event.session
             detection.source = event.source
@@ -184,3 +186,18 @@ class Engine:
 
     def level(self, session_id: str) -> Level:
         return self.policy.state(session_id).level
+
+
+def _distinct(found: list[Detection]) -> list[Detection]:
+    """Drop detections of one event that point at exactly the same evidence
+    (e.g. exact_repeat and fingerprint's exact tier on one streak): one loop,
+    one detection, the first detector in run order speaking for it."""
+    seen: set[frozenset[int]] = set()
+    out = []
+    for detection in found:
+        key = frozenset(ref.seq for ref in detection.evidence)
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(detection)
+    return out

@@ -1,0 +1,64 @@
+"""A bounded history of recent tool calls with their outcomes.
+
+Several detectors reason about "this call, and what it returned": they keep a
+:class:`CallHistory`, append calls as they are made and fill in each call's
+result when it arrives (matched by identity through ``Event.call``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Iterator
+
+from monitor.events import Event, Kind
+from monitor.text import result_key
+
+
+class CallRecord:
+    __slots__ = ("key", "event", "result", "result_event")
+
+    def __init__(self, key: str, event: Event):
+        self.key = key
+        self.event = event
+        self.result: str | None = None  # normalized outcome; None until it arrives
+        self.result_event: Event | None = None
+
+    def same_outcome(self, other: CallRecord) -> bool:
+        """Equal outcomes, counting an unknown one as equal (it may still come)."""
+        return self.result is None or other.result is None or self.result == other.result
+
+
+class CallHistory:
+    """The last ``size`` calls of one session, keyed by ``key_of``."""
+
+    def __init__(self, size: int, key_of: Callable[[Event], str]):
+        self.records: deque[CallRecord] = deque(maxlen=size)
+        self.key_of = key_of
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[CallRecord]:
+        return iter(self.records)
+
+    def clear(self) -> None:
+        self.records.clear()
+
+    def add_call(self, event: Event) -> CallRecord:
+        record = CallRecord(self.key_of(event), event)
+        self.records.append(record)
+        return record
+
+    def add_result(self, event: Event) -> CallRecord | None:
+        """Attach a tool result to the call it answers; return that record."""
+        if event.kind is not Kind.TOOL_RESULT or event.call is None:
+            return None
+        for record in reversed(self.records):
+            if record.event is event.call:
+                record.result = result_key(event)
+                record.result_event = event
+                return record
+        return None
+
+    def events(self) -> list[Event]:
+        return [record.event for record in self.records]

@@ -1,0 +1,330 @@
+"""What a command did: shell commands, test runs, failures and failure signatures.
+
+Shared by the ``test_fix``, ``failure_cascade`` and ``limits`` detectors.  All
+functions are pure and bounded: outputs are only searched in their head and
+tail (exit codes and test summaries live there), and results are memoized on
+the event so that several detectors pay for the analysis once.
+
+* :func:`shell_command` — the command line of a shell-like tool call.
+* :func:`is_test_run` — whether a call runs a test suite (pytest, npm test,
+  jest, vitest, go test, cargo test, make test, unittest, rspec, …).
+* :func:`exit_code` / :func:`failed` — a result failed when the tool says so
+  (``is_error``) or its output reports a nonzero exit code; ``grep``-like
+  "no match" (exit 1) is not a failure.
+* :func:`run_outcome` — failing/passed counts, failing test names and a
+  signature of the failure, for telling "the same failure again" from progress.
+* :func:`is_edit` / :func:`manual_file_op` — edits, and file operations done by
+  hand in the shell (``cat``, ``echo >``, ``sed -i``, ``printf >``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.events import Event
+from monitor.text import squash_ws
+
+#: Tools whose calls are shell commands even when the command key is unusual.
+SHELL_TOOLS = frozenset({
+    "bash", "shell", "sh", "zsh", "terminal", "exec", "exec_command", "execute_command",
+    "run_command", "run_shell_command", "run_terminal_cmd", "shell_command", "local_shell",
+    "execute_bash", "powershell", "container.exec", "cmd",
+})
+COMMAND_KEYS = ("command", "cmd", "script")
+_SHELL_STRING_KEYS = ("input", "code", "commands")
+
+#: How much of an output the exit-code search looks at, at each end.
+EXIT_CODE_SPAN = 600
+#: How much of a test output the summary parser looks at, at each end.
+TEST_OUTPUT_SPAN = 6000
+#: Failing test names and error lines kept per run (bounded signatures).
+MAX_FAILING_TESTS = 50
+MAX_ERROR_LINES = 30
+
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+_WRAPPERS = re.compile(
+    r"^(?:(?:[A-Za-z_][A-Za-z0-9_]*=\S*|env|time|sudo|nice|command|exec|timeout\s+\S+|"
+    r"npx|bunx|uv\s+run|poetry\s+run|pipenv\s+run|pdm\s+run|hatch\s+run|rye\s+run|"
+    r"bundle\s+exec|(?:yarn|pnpm)\s+(?:exec\s+|dlx\s+)?(?=jest|vitest|mocha)|"
+    r"python[\d.]*\s+-m|py\s+-m)\s+)*"
+)
+_RUNNERS = re.compile(
+    r"""(?x)^(?:
+        py\.?test | unittest | nose2? | nosetests | tox | nox | green | ward |
+        jest | vitest | mocha | ava | karma | tap | playwright\s+test | cypress\s+run |
+        rspec | phpunit | pest | ctest | busted | prove |
+        (?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test(?::\S*)? | npm\s+t | bun\s+test | deno\s+test |
+        go\s+test | cargo\s+(?:test|nextest) | make\s+(?:-\S+\s+)*(?:test|check)\S* |
+        rake\s+(?:test|spec) | (?:\./)?mvnw?\s+(?:\S+\s+)*test | (?:\./)?gradlew?\s+(?:\S+\s+)*test |
+        dotnet\s+test | mix\s+test | swift\s+test | (?:stack|cabal)\s+test | bazel\s+test | zig\s+build\s+test |
+        \S*manage\.py\s+test | python[\d.]*\s+(?:\S*/)?test\S*\.py |
+        \S*(?:run_tests|run-tests|runtests)\S* | (?:\./)?(?:tests?|scripts)/\S*test\S*
+    )(?=$|[\s;&|)])"""
+)
+_TEST_TOOLS = re.compile(r"(?i)(?:run_?)?tests?|test_?runner|run_?pytest|pytest")
+
+_EXIT = re.compile(
+    r"(?i)(?:\bexit(?:ed)?[ _]?(?:with[ ])?(?:status|code)\b|\bexitcode\b|\breturn[ _]?code\b)"
+    r"[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"
+    r"|\[exit (-?\d+)\]"
+    r"|\bmake(?:\[\d+\])?: \*\*\* .{0,200}?\bError (\d+)"
+)
+#: Programs whose exit status 1 means "no" (no match, files differ), not failure.
+_BENIGN_ONE = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "which", "pgrep"})
+
+_EDIT_TOOLS = re.compile(
+    r"(?i)edit|write|replace|patch|insert|create_file|str_replace|apply_diff|multiedit|notebook|save_file|append"
+)
+_SHELL_EDIT = re.compile(
+    r"\bsed\s+(?:-[^\s]*\s+)*-[a-zA-Z]*i|\bsed\b.*--in-place|\bperl\s+-\w*i|"
+    r"\b(?:echo|printf|cat)\b[^|<]*?>{1,2}\s*(?!/dev/null)[^\s&>]|\btee\b|\bpatch\b|\bgit\s+apply\b|<<-?\s*['\"]?\w+"
+)
+_READ_BY_HAND = re.compile(r"^(?:cat|head|tail|less|more|nl|tac|awk|sed)\b")
+
+# Test summaries: "2 failed, 3 passed", "Tests: 2 failed", "FAILED (failures=2, errors=1)",
+# "5 examples, 2 failures", "3 failing", "test result: FAILED. 3 passed; 2 failed".
+_COUNT = re.compile(
+    r"(?i)\b(\d+)\s+(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed)\b"
+    r"|\b(failures|errors)=(\d+)"
+)
+_FAILING_NAMES = (
+    re.compile(r"^(?:FAILED|ERROR)\s+(\S+?)(?:\s+-\s.*)?$", re.M),  # pytest short summary
+    re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.M),  # pytest -v
+    re.compile(r"^(?:FAIL|ERROR):\s+(\S+)\s+\(([^)]+)\)", re.M),  # unittest
+    re.compile(r"^\s*--- FAIL:\s+(\S+)", re.M),  # go test
+    re.compile(r"^test\s+(\S+)\s+\.\.\.\s+FAILED", re.M),  # cargo test
+    re.compile(r"^\s*●\s+(.+?)\s*$", re.M),  # jest
+    re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M),  # vitest / mocha / node:test
+    re.compile(r"^\s*FAIL\s+(\S+\s+>\s+.+?)\s*$", re.M),  # vitest "FAIL file > suite > test"
+    re.compile(r"^rspec\s+(\./\S+)", re.M),  # rspec
+    re.compile(r"^\s+\d+\)\s+(\S.*?)\s*$", re.M),  # mocha / ExUnit numbered failures
+)
+_ERROR_LINE = re.compile(
+    r"(?i)error|exception|assert|fail|panic|expected|received|traceback|cannot|can't|"
+    r"not found|undefined|mismatch|refused|denied|timeout|timed out|no such"
+)
+# Noise in failure text that changes between identical failures.
+_NOISE = (
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"), "<time>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b"), "<dur>"),
+    (re.compile(r"(\.\w{1,5}):\d+(?::\d+)?"), r"\1:<n>"),  # file.py:42 — moves with every edit
+    (re.compile(r"\bline \d+"), "line <n>"),
+    (re.compile(r"\bseed:? ?\d+"), "seed <n>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?%"), "<pct>"),
+)
+
+
+def _args_string(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # Codex-style argv: ["bash", "-lc", "pytest -q"] runs the last element.
+        if len(value) >= 3 and value[-2] in ("-c", "-lc", "-ic", "-lic", "/c", "-Command"):
+            return value[-1]
+        return " ".join(value)
+    return None
+
+
+def shell_command(call: Event | None) -> str | None:
+    """The command line a shell-like tool call runs, or ``None``."""
+    if call is None:
+        return None
+    cached = call.cache.get("shell_command", 0)
+    if cached != 0:
+        return cached
+    args = call.args or {}
+    command = None
+    for key in COMMAND_KEYS:
+        command = _args_string(args.get(key))
+        if command is not None:
+            break
+    if command is None and (call.tool or "").lower() in SHELL_TOOLS:
+        for key in _SHELL_STRING_KEYS:
+            command = _args_string(args.get(key))
+            if command is not None:
+                break
+    call.cache["shell_command"] = command
+    return command
+
+
+def _segments(command: str) -> list[str]:
+    return [s.strip() for s in _SEGMENTS.split(command[:4000]) if s.strip()]
+
+
+def _program(segment: str) -> str:
+    stripped = _WRAPPERS.sub("", segment, count=1)
+    word = stripped.split(None, 1)[0] if stripped else ""
+    return word.rsplit("/", 1)[-1]
+
+
+def is_test_run(call: Event | None) -> bool:
+    """True when the call runs tests: a test tool, or a shell command starting a test runner."""
+    if call is None:
+        return False
+    cached = call.cache.get("is_test_run")
+    if cached is not None:
+        return cached
+    result = False
+    if call.tool and _TEST_TOOLS.fullmatch(call.tool):
+        result = True
+    else:
+        command = shell_command(call)
+        if command:
+            for segment in _segments(command):
+                if _RUNNERS.match(segment) or _RUNNERS.match(_WRAPPERS.sub("", segment, count=1)):
+                    result = True
+                    break
+    call.cache["is_test_run"] = result
+    return result
+
+
+def _ends(text: str, span: int) -> tuple[str, str]:
+    if len(text) <= 2 * span:
+        return text, ""
+    return text[:span], text[-span:]
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a command output reports (``Exit code 1``, ``exit status 2``,
+    ``"exit_code": 1``, ``make: *** … Error 2``), searched at both ends; ``None`` if none."""
+    head, tail = _ends(text, EXIT_CODE_SPAN)
+    for part, last in ((tail, True), (head, False)):
+        if not part:
+            continue
+        matches = list(_EXIT.finditer(part))
+        if matches:
+            match = matches[-1] if last else matches[0]
+            return int(next(g for g in match.groups() if g is not None))
+    return None
+
+
+def failed(result: Event) -> bool:
+    """True when a tool result is a failure: ``is_error``, or a nonzero exit code
+    in its output.  Exit status 1 of ``grep``/``diff``/``test`` means "no", not failure."""
+    cached = result.cache.get("failed")
+    if cached is not None:
+        return cached
+    code = exit_code(result.content) if result.content else None
+    if code is None:
+        outcome = result.is_error
+    elif code == 0:
+        outcome = result.is_error
+    else:
+        outcome = True
+        command = shell_command(result.call)
+        if code == 1 and command and "||" not in command:
+            segments = _segments(command)
+            if segments and _program(segments[-1]) in _BENIGN_ONE:
+                outcome = False
+    result.cache["failed"] = outcome
+    return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What one test run reported."""
+
+    failing: bool
+    failures: int | None  # failing tests (failed + errors), when the summary says
+    passed: int | None
+    tests: tuple[str, ...]  # names of failing tests, when listed
+    signature: str  # short hash of the failing tests and their error lines
+    headline: str  # one line describing the failure, for messages
+
+
+def _normalize_failure(line: str) -> str:
+    for pattern, repl in _NOISE:
+        line = pattern.sub(repl, line)
+    return squash_ws(line)[:200]
+
+
+def _summary_counts(text: str) -> tuple[int | None, int | None]:
+    """(failures, passed) from the last summary line of a test output."""
+    for line in reversed(text.splitlines()[-80:]):
+        matches = list(_COUNT.finditer(line))
+        if not matches:
+            continue
+        failures = passed = None
+        for match in matches:
+            if match.group(3):
+                number, word = int(match.group(4)), match.group(3).lower()
+            else:
+                number, word = int(match.group(1)), match.group(2).lower()
+            if word.startswith(("fail", "error")):
+                failures = (failures or 0) + number
+            elif word.startswith(("pass", "test")):
+                passed = (passed or 0) + number
+            elif word.startswith("example"):
+                passed = (passed or 0) + number  # rspec: "5 examples, 2 failures"
+        if failures is not None or passed is not None:
+            if passed is not None and failures and "example" in line:
+                passed -= failures
+            return failures, passed
+    return None, None
+
+
+def run_outcome(result: Event) -> RunOutcome:
+    """Parse a test run's output (bounded to its head and tail)."""
+    cached = result.cache.get("run_outcome")
+    if cached is not None:
+        return cached
+    head, tail = _ends(result.content, TEST_OUTPUT_SPAN)
+    text = head + ("\n" + tail if tail else "")
+    failures, passed = _summary_counts(tail or head)
+    names: list[str] = []
+    seen: set[str] = set()
+    for pattern in _FAILING_NAMES:
+        for match in pattern.finditer(text):
+            name = ".".join(g for g in match.groups() if g)
+            name = _normalize_failure(name)
+            if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
+                seen.add(name)
+                names.append(name)
+                if len(names) >= MAX_FAILING_TESTS:
+                    break
+    errors: list[str] = []
+    for line in text.splitlines():
+        if _ERROR_LINE.search(line) and not _COUNT.search(line):
+            normalized = _normalize_failure(line)
+            if normalized and normalized not in errors:
+                errors.append(normalized)
+                if len(errors) >= MAX_ERROR_LINES:
+                    break
+    is_failing = failed(result) or bool(failures) or (failures is None and bool(names) and not passed)
+    if failures is None and names and is_failing:
+        failures = len(names)
+    material = "\n".join(sorted(names)) + "\n--\n" + "\n".join(errors)
+    if not names and not errors:
+        material = _normalize_failure(text[-1000:])
+    signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
+    headline = names[0] if names else (errors[0] if errors else "")
+    outcome = RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
+    result.cache["run_outcome"] = outcome
+    return outcome
+
+
+def is_edit(call: Event) -> bool:
+    """True when a tool call changes files (an edit/write tool, or a shell edit)."""
+    tool = (call.tool or "").lower()
+    if _EDIT_TOOLS.search(tool) and tool not in SHELL_TOOLS and "todo" not in tool:
+        return True
+    command = shell_command(call)
+    return bool(command and _SHELL_EDIT.search(command[:4000]))
+
+
+def manual_file_op(command: str | None) -> bool:
+    """True for a file operation done by hand in the shell: reading with
+    ``cat``/``head``/``tail``, writing with ``echo >``/``printf >``/heredocs, ``sed -i``."""
+    if not command:
+        return False
+    command = command[:4000]
+    if _SHELL_EDIT.search(command):
+        return True
+    segments = _segments(command)
+    return bool(segments) and all(_READ_BY_HAND.match(_WRAPPERS.sub("", s, count=1)) for s in segments)

@@ -1,0 +1,72 @@
+"""Cycle detector: A-B-A-B loops, and rhythms that make progress."""
+
+from monitor.detect.engine import Engine
+from monitor.config import build_config
+from tests.streams import Stream, by, run
+
+
+def test_ab_cycle_with_same_results_warns_on_second_pass():
+    """A-B-A-B with identical results is flagged when the 2nd repetition completes."""
+    s = Stream()
+    for _ in range(2):
+        s.call("read_file", "def f(): pass", path="a.py")
+        s.call("run_tests", "1 failed: test_f", command="pytest")
+    _, found = run(s)
+    hits = by(found, "cycle")
+    assert hits and hits[0].count == 2
+    assert "read_file → run_tests" in hits[0].message
+
+
+def test_abc_cycle_is_found_and_escalates_per_repetition():
+    """A-B-C repeated three times yields one detection per completed repetition."""
+    s = Stream()
+    for _ in range(3):
+        s.call("grep", "no matches", pattern="foo")
+        s.call("read_file", "x = 1", path="a.py")
+        s.call("bash", "error: boom", error=True, command="make")
+    _, found = run(s)
+    counts = [d.count for d in by(found, "cycle")]
+    assert counts == [2, 3]
+
+
+def test_edit_test_rhythm_with_moving_results_is_not_a_cycle():
+    """The same two calls whose test output changes each pass are progress."""
+    s = Stream()
+    for failing in (5, 3, 1, 0):
+        s.call("edit_file", "ok", path="a.py", old="x", new="y")
+        s.call("bash", f"{failing} failed" if failing else "all passed", command="pytest")
+    _, found = run(s)
+    assert not by(found, "cycle")
+
+
+def test_single_call_repeated_is_left_to_exact_repeat():
+    """A-A-A-A has one distinct call: not a cycle."""
+    s = Stream()
+    for _ in range(4):
+        s.call("bash", "same", command="ls")
+    _, found = run(s)
+    assert not by(found, "cycle")
+
+
+def test_user_turn_resets_the_cycle():
+    """A user message between passes starts the count again."""
+    s = Stream()
+    s.call("a", "1", x=1).call("b", "2", y=2)
+    s.say("please try again", role="user")
+    s.call("a", "1", x=1).call("b", "2", y=2)
+    _, found = run(s)
+    assert not by(found, "cycle")
+
+
+def test_conservative_preset_needs_three_repetitions():
+    """conservative: min_repetitions 3 and period >= 3."""
+    engine = Engine(build_config({}, preset="conservative"))
+    s = Stream()
+    for _ in range(2):
+        s.call("a", "1", x=1).call("b", "2", y=2).call("c", "3", z=3)
+    _, found = run(s, engine=engine)
+    assert not by(found, "cycle")
+    for _ in range(1):
+        s.call("a", "1", x=1).call("b", "2", y=2).call("c", "3", z=3)
+    _, found = run(s, engine=Engine(build_config({}, preset="conservative")))
+    assert by(found, "cycle")
