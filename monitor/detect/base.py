@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
-from monitor.events import Event, EventRef, Level
+from monitor.events import Event, EventRef, Kind, Level
 
 
 @dataclass(slots=True)
@@ -135,6 +135,9 @@ class Detector:
     resets_on_user_turn: ClassVar[bool] = True
     #: ``"session"``: one instance per session; ``"global"``: one for all.
     scope: ClassVar[str] = "session"
+    #: The event kinds ``observe`` cares about; the engine only calls it for
+    #: these (the hot path: most detectors skip most events).
+    kinds: ClassVar[frozenset[Kind]] = frozenset(Kind)
 
     def __init__(self, settings: DetectorSettings | None = None):
         self.settings = settings if settings is not None else self.Settings()

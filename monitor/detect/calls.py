@@ -15,17 +15,27 @@ from monitor.text import result_key
 
 
 class CallRecord:
-    __slots__ = ("key", "event", "result", "result_event")
+    __slots__ = ("key", "event", "result_event")
 
     def __init__(self, key: str, event: Event):
         self.key = key
         self.event = event
-        self.result: str | None = None  # normalized outcome; None until it arrives
-        self.result_event: Event | None = None
+        self.result_event: Event | None = None  # None until the result arrives
+
+    @property
+    def result(self) -> str | None:
+        """The normalized result; computed only when a comparison needs it
+        (normalizing every result would dominate the engine's cost)."""
+        return None if self.result_event is None else result_key(self.result_event)
 
     def same_outcome(self, other: CallRecord) -> bool:
         """Equal outcomes, counting an unknown one as equal (it may still come)."""
-        return self.result is None or other.result is None or self.result == other.result
+        a, b = self.result_event, other.result_event
+        if a is None or b is None:
+            return True
+        if a.content == b.content and a.is_error == b.is_error:
+            return True
+        return result_key(a) == result_key(b)
 
 
 class CallHistory:
@@ -55,7 +65,6 @@ class CallHistory:
             return None
         for record in reversed(self.records):
             if record.event is event.call:
-                record.result = result_key(event)
                 record.result_event = event
                 return record
         return None

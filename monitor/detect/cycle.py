@@ -34,6 +34,7 @@ class Cycle(Detector):
     name = "cycle"
     title = "Cycle"
     Settings = CycleSettings
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"window": 15, "min_period": 3, "min_repetitions": 3},
         "aggressive": {"max_period": 4},

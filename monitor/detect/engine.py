@@ -48,6 +48,15 @@ class SessionState:
     similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
     detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
     detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=50))
+    #: Detectors by the event kinds they observe (muted ones left out).
+    by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
+
+    def route(self) -> None:
+        """Rebuild the per-kind dispatch lists (after creation or a mute)."""
+        self.by_kind = {
+            kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
+            for kind in Kind
+        }
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now."""
@@ -76,6 +85,9 @@ class Engine:
                 self.global_detectors.append(cls(settings))
             else:
                 self._session_classes.append((cls, settings))
+        self._global_by_kind = {
+            kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
+        }
         self.events_processed = 0
 
     # -- sessions -----------------------------------------------------------
@@ -86,6 +98,7 @@ class Engine:
             view = SessionView(session_id, self.config.tool_overrides)
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(id=session_id, view=view, detectors=detectors)
+            state.route()
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
@@ -140,13 +153,11 @@ class Engine:
 
         state.recent.append(event)
         found: list[Detection] = []
-        for detector in state.detectors:
-            if detector.name in state.muted:
-                continue
+        for detector in state.by_kind[kind]:
             result = detector.observe(event, view)
             if result:
                 found.extend(result)
-        for detector in self.global_detectors:
+        for detector in self._global_by_kind[kind]:
             result = detector.observe(event, view)
             if result:
                 found.extend(result)
@@ -182,7 +193,14 @@ class Engine:
     # -- operator actions -----------------------------------------------------
 
     def mute(self, session_id: str, detector: str) -> None:
-        self.session(session_id).muted.add(detector)
+        state = self.session(session_id)
+        state.muted.add(detector)
+        state.route()
+
+    def unmute(self, session_id: str, detector: str) -> None:
+        state = self.session(session_id)
+        state.muted.discard(detector)
+        state.route()
 
     def level(self, session_id: str) -> Level:
         return self.policy.state(session_id).level

@@ -9,12 +9,12 @@ call is made, so a stuck agent is flagged before its next result arrives.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.calls import CallHistory
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key, result_key
+from monitor.text import call_key
 
 
 @dataclass(frozen=True)
@@ -23,20 +23,12 @@ class ExactRepeatSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth identical call
 
 
-class _Record:
-    __slots__ = ("key", "event", "result")
-
-    def __init__(self, key: str, event: Event):
-        self.key = key
-        self.event = event
-        self.result: str | None = None  # None until the result arrives
-
-
 @register
 class ExactRepeat(Detector):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"window": 15, "threshold": 4},
         "aggressive": {"window": 10, "threshold": 2},
@@ -44,29 +36,24 @@ class ExactRepeat(Detector):
 
     def __init__(self, settings: ExactRepeatSettings | None = None):
         super().__init__(settings)
-        self.calls: deque[_Record] = deque(maxlen=self.settings.window)
+        self.calls = CallHistory(self.settings.window, call_key)
 
     def reset(self) -> None:
         self.calls.clear()
 
     def window(self) -> list[Event]:
-        return [record.event for record in self.calls]
+        return self.calls.events()
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is Kind.TOOL_RESULT:
-            if event.call is not None:
-                for record in reversed(self.calls):
-                    if record.event is event.call:
-                        record.result = result_key(event)
-                        break
+            self.calls.add_result(event)
             return None
         if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
 
         key = call_key(event)
         same = [record for record in self.calls if record.key == key]
-        record = _Record(key, event)
-        self.calls.append(record)
+        self.calls.add_call(event)
         if not same:
             return None
         view.note_similarity(self.name, 1.0)
@@ -74,11 +61,12 @@ class ExactRepeat(Detector):
         # Count back from the latest repeat while outcomes stay identical;
         # a different outcome means the repeats are getting somewhere.
         streak = [same[-1]]
-        outcome = same[-1].result
+        reference = same[-1]
         for earlier in reversed(same[:-1]):
-            if outcome is not None and earlier.result is not None and earlier.result != outcome:
+            if not earlier.same_outcome(reference):
                 break
-            outcome = outcome or earlier.result
+            if reference.result_event is None:
+                reference = earlier
             streak.append(earlier)
         count = len(streak) + 1
         threshold = view.threshold(event.tool, self.settings.threshold)

@@ -32,6 +32,7 @@ class Fingerprint(Detector):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -65,11 +66,12 @@ class Fingerprint(Detector):
 
         # Walk back while the fingerprint holds and outcomes stay the same.
         fuzzy: list[CallRecord] = [current]
-        outcome: str | None = None
+        reference: CallRecord | None = None
         for record in reversed(records):
-            if outcome is not None and record.result is not None and record.result != outcome:
+            if reference is not None and not record.same_outcome(reference):
                 break
-            outcome = outcome or record.result
+            if reference is None or reference.result_event is None:
+                reference = record
             fuzzy.append(record)
         exact_key = call_key(event)
         exact = 0

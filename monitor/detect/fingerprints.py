@@ -21,6 +21,7 @@ PRIMARY_KEYS = ("path", "file_path", "command", "cmd", "pattern", "query", "url"
                 "filename", "offset", "limit")
 COMMAND_KEYS = ("command", "cmd")
 FILE_READERS = frozenset({"cat", "head", "tail", "less", "more", "bat"})
+_READ_PROGRAMS = FILE_READERS | {"sed"}
 _SHELL_META = re.compile(r"[|;&<>`]|\$\(")
 
 #: Acknowledgements that say "it worked" and nothing else.
@@ -32,11 +33,12 @@ _ACK = re.compile(
     r"exit code:? 0|process exited with code 0)\.?$",
     re.IGNORECASE | re.DOTALL,
 )
-_ERROR_HINT = re.compile(
-    r"error|exception|traceback|not found|no such|cannot|can't|failed|failure|denied|"
-    r"invalid|no matches|no results|0 results|timed? ?out|refused|exit (?:code|status):? [1-9]",
-    re.IGNORECASE,
-)
+#: Words that make a result read as a failure (checked on lower-cased text
+#: with ``in``, which is an order of magnitude cheaper than a regex here).
+_FAILURE_WORDS = ("error", "exception", "traceback", "not found", "no such", "cannot", "can't",
+                  "failed", "failure", "denied", "invalid", "no matches", "no results",
+                  "0 results", "timed out", "timeout", "refused")
+_NONZERO_EXIT = re.compile(r"exit (?:code|status):? ?[1-9]")
 
 
 def _command_text(value: Any) -> str | None:
@@ -56,6 +58,9 @@ def shell_file_read(command: str) -> str | None:
     ``cat foo.py``, ``head -n 50 foo.py``, ``tail -f log`` and
     ``sed -n '1,80p' foo.py`` all read one file; anything with pipes,
     redirects, ``;`` or several files does not fold."""
+    head = command.lstrip()[:8].split(None, 1)
+    if not head or head[0].rsplit("/", 1)[-1] not in _READ_PROGRAMS:
+        return None  # cheap exit for the common case
     if _SHELL_META.search(command):
         return None
     try:
@@ -112,17 +117,29 @@ def fingerprint(event: Event) -> str:
 
 def is_acknowledgement(result: Event) -> bool:
     """A result that only says "it worked" (or nothing at all)."""
-    if result.is_error:
+    if result.is_error or len(result.content) > 400:
         return False
-    text = squash_ws(result.content[:400]) if len(result.content) <= 400 else None
-    if text is None:
-        return False
-    return len(text) < 3 or bool(_ACK.match(text))
+    cached = result.cache.get("ack")
+    if cached is None:
+        text = squash_ws(result.content)
+        cached = result.cache["ack"] = len(text) < 3 or bool(_ACK.match(text))
+    return cached
 
 
 def looks_like_failure(result: Event) -> bool:
-    """An error result, or text that reads like one."""
-    return result.is_error or bool(_ERROR_HINT.search(result.content[:2000]))
+    """An error result, or text that reads like one (its head or tail)."""
+    if result.is_error:
+        return True
+    cached = result.cache.get("failure")
+    if cached is None:
+        text = result.content
+        sample = text if len(text) <= 1200 else text[:600] + text[-600:]
+        low = sample.lower()
+        cached = any(word in low for word in _FAILURE_WORDS) or (
+            "exit" in low and _NONZERO_EXIT.search(low) is not None
+        )
+        result.cache["failure"] = cached
+    return cached
 
 
 def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.fingerprints import is_acknowledgement, looks_like_failure
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key, outcome_key, result_key
+from monitor.text import call_key, clip, outcome_key
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class RepeatedResult(Detector):
     name = "repeated_result"
     title = "Repeated results"
     Settings = RepeatedResultSettings
+    kinds = frozenset({Kind.TOOL_RESULT})
     presets = {
         "conservative": {"threshold": 5, "min_distinct_calls": 4, "failures_only": True},
         "aggressive": {"threshold": 3, "min_distinct_calls": 2},
@@ -54,9 +55,12 @@ class RepeatedResult(Detector):
         if self.settings.failures_only and not looks_like_failure(event):
             return None
         # Errors are compared without counters (line numbers in tracebacks);
-        # other output must match exactly but for timestamps and ids, so that
-        # paging through numbered output is not "the same result".
-        outcome = outcome_key(event) if looks_like_failure(event) else result_key(event)
+        # other output must match exactly, so that paging through numbered
+        # output is not "the same result".
+        if looks_like_failure(event):
+            outcome = outcome_key(event)
+        else:
+            outcome = "R:" + clip(event.content)
         call = call_key(event.call)
         self.results.append((outcome, call, event))
         same = [(c, e) for o, c, e in self.results if o == outcome]

@@ -16,7 +16,7 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.detect.calls import CallRecord
 from monitor.detect.fingerprints import arg_similarity, is_acknowledgement
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key, result_key
+from monitor.text import call_key
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class SimilarArgs(Detector):
     name = "similar_args"
     title = "Similar arguments"
     Settings = SimilarArgsSettings
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"similarity": 0.85, "threshold": 4},
         "aggressive": {"similarity": 0.75},
@@ -105,6 +106,5 @@ class SimilarArgs(Detector):
             return
         for record in reversed(self.chain):
             if record.event is event.call:
-                record.result = result_key(event)
                 record.result_event = event
                 return

@@ -34,6 +34,7 @@ class Swarm(Detector):
     name = "swarm"
     title = "Swarm-wide loop"
     Settings = SwarmSettings
+    kinds = frozenset({Kind.TOOL_RESULT})
     scope = "global"
     resets_on_user_turn = False
     presets = {
@@ -43,7 +44,7 @@ class Swarm(Detector):
 
     def __init__(self, settings: SwarmSettings | None = None):
         super().__init__(settings)
-        self.table: OrderedDict[str, deque[tuple[float, str, EventRef]]] = OrderedDict()
+        self.table: OrderedDict[str, deque[tuple[float, str, Event]]] = OrderedDict()
 
     def reset(self) -> None:
         self.table.clear()
@@ -62,7 +63,7 @@ class Swarm(Detector):
                 self.table.popitem(last=False)
         else:
             self.table.move_to_end(key)
-        seen.append((event.ts, event.session, EventRef.of(event.call)))
+        seen.append((event.ts, event.session, event.call))
         horizon = event.ts - s.window_seconds
         while seen and seen[0][0] < horizon:
             seen.popleft()
@@ -90,6 +91,6 @@ class Swarm(Detector):
                         f"{total} times with the same result",
                 advice="The entire swarm is stuck on this approach: try a fundamentally different "
                        "strategy and do not retry the same tool and parameters.",
-                evidence=tuple(ref for _, _, ref in list(seen)[-12:]),
+                evidence=tuple(EventRef.of(call) for _, _, call in list(seen)[-12:]),
             )
         ]
