@@ -59,8 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        # Agents run this on every tool call: skip importing the other commands.
+        from monitor.commands.hook import main as hook_main
+
+        return hook_main(argv[1:])
+    parser = build_parser()
     # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
     if "watch" in COMMANDS and (not argv or (argv[0] not in COMMANDS
                                              and argv[0] not in ("-h", "--help", "--version"))):

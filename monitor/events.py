@@ -108,9 +108,9 @@ class Event:
             text = f"{self.tool}({compact_args(self.args)})"
         elif self.kind is Kind.TOOL_RESULT:
             prefix = "error" if self.is_error else "result"
-            text = f"{prefix}: {self.content}"
+            text = f"{prefix}: {self.content[: width * 8]}"
         elif self.kind is Kind.MESSAGE:
-            text = f"{self.role}: {self.content}"
+            text = f"{self.role}: {self.content[: width * 8]}"
         elif self.kind is Kind.USAGE:
             text = (
                 f"usage in={self.input_tokens} out={self.output_tokens} "
@@ -122,7 +122,9 @@ class Event:
             text = f"session end ({self.status or 'ended'})"
         else:
             text = self.kind.value
-        text = " ".join(text.split())
+        # Bound the work before normalizing: a 1 MB message must not cost a
+        # 1 MB copy or split.
+        text = " ".join(text[: width * 8 + 64].split())
         return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -104,7 +104,8 @@ def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
     parts = []
     for key, value in args.items():
         shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-        parts.append(f"{key}={squash_ws(str(shown))[:width]}")
+        # Bound before squashing: a 200 KB argument must not cost a 200 KB pass.
+        parts.append(f"{key}={squash_ws(str(shown)[: width * 8])[:width]}")
     text = ", ".join(parts)
     return text if len(text) <= width else text[: width - 1] + "…"
 

@@ -70,3 +70,62 @@ def test_conservative_preset_needs_three_repetitions():
         s.call("a", "1", x=1).call("b", "2", y=2).call("c", "3", z=3)
     _, found = run(s, engine=Engine(build_config({}, preset="conservative")))
     assert by(found, "cycle")
+
+
+def test_sleep_and_poll_whose_status_moves_is_not_a_cycle():
+    """sleep → check → sleep → check while the check's output moves: waiting, not looping."""
+    s = Stream()
+    for pct in (10, 40, 70, 90):
+        s.call("bash", "", command="sleep 30")
+        s.call("bash", f"build running: {pct}%", command="gh run view 42")
+    _, found = run(s)
+    assert not by(found, "cycle")
+
+
+def test_a_cycle_is_confirmed_when_the_closing_result_arrives():
+    """The second pass is reported on the closing call's result, so a last step
+    that finally gives a different answer is not flagged."""
+    s = Stream()
+    s.call("read_file", "x = 1", path="a.py").call("bash", "1 failed", command="pytest")
+    s.call("read_file", "x = 1", path="a.py").call("bash", "1 failed", command="pytest")
+    _, found = run(s)
+    assert [d.line for d in by(found, "cycle")] == [8]
+
+    changed = Stream()
+    changed.call("read_file", "x = 1", path="a.py").call("bash", "1 failed", command="pytest")
+    changed.call("read_file", "x = 1", path="a.py").call("bash", "all passed", command="pytest")
+    _, found = run(changed)
+    assert not by(found, "cycle")
+
+
+def test_without_results_the_cycle_is_flagged_on_the_call():
+    """Logs that carry no results: the calls alone decide, on the closing call."""
+    s = Stream()
+    for _ in range(2):
+        s.call("open_page", None, url="https://x.io/login").call("click", None, selector="#submit")
+    _, found = run(s)
+    assert [d.line for d in by(found, "cycle")] == [4]
+
+
+def test_rotations_of_one_cycle_share_a_pattern():
+    """A-B-A-B and B-A-B-A are the same loop to the escalation ladder."""
+    def pattern(first, second):
+        s = Stream()
+        for _ in range(2):
+            s.call(*first[:2], **first[2]).call(*second[:2], **second[2])
+        _, found = run(s)
+        return by(found, "cycle")[0].pattern
+
+    a = ("read_file", "x", {"path": "a.py"})
+    b = ("bash", "boom", {"command": "make"})
+    assert pattern(a, b) == pattern(b, a)
+
+
+def test_six_distinct_calls_are_not_a_cycle():
+    """Period 6 exceeds the longest cycle (5): twelve calls of honest variety stay quiet."""
+    s = Stream()
+    for _ in range(2):
+        for k in range(6):
+            s.call("step", f"result {k}", n=k)
+    _, found = run(s)
+    assert not by(found, "cycle")

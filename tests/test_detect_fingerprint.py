@@ -1,5 +1,7 @@
 """Fingerprint detector: loose keys, shell file reads, consecutive streaks."""
 
+from monitor.config import build_config
+from monitor.detect.engine import Engine
 from monitor.detect.fingerprints import fingerprint, shell_file_read
 from monitor.events import Event, Kind
 from tests.streams import Stream, by, run
@@ -70,3 +72,97 @@ def test_another_call_in_between_breaks_the_streak():
         s.call("bash", f"step {i}", command=f"echo {i}")
     _, found = run(s)
     assert not by(found, "fingerprint")
+
+
+SETTINGS = "\n".join(f"KEY_{i} = {i * 7}" for i in range(12))
+
+
+def test_one_file_read_many_ways_is_a_loop_although_outputs_differ():
+    """cat, head, tail, cat of one file: four different outputs, none showing a
+    line the first cat did not: the fuzzy tier fires on the 4th read."""
+    lines = SETTINGS.splitlines()
+    s = Stream()
+    s.call("Bash", SETTINGS, command="cat settings.py")
+    s.call("Bash", "\n".join(lines[:5]), command="head -n 5 settings.py")
+    s.call("Bash", "\n".join(lines[-5:]), command="tail -n 5 settings.py")
+    s.call("Bash", SETTINGS, command="cat settings.py")
+    _, found = run(s)
+    hits = by(found, "fingerprint")
+    assert hits and hits[0].count == 4 and hits[0].line == 7
+    assert hits[0].pattern == "fuzzy:Bash:file_read:settings.py"
+    assert "nothing new" in hits[0].message
+
+
+def test_a_growing_log_read_through_cat_and_tail_is_progress():
+    """The same file polled through cat and tail while it grows: each read shows a new line."""
+    s = Stream()
+    grown = []
+    for i in range(8):
+        grown.append(f"[{i}/8] compiling module_{i}.c")
+        if i % 2:
+            s.call("Bash", "\n".join(grown[-2:]), command="tail -n 2 build.log")
+        else:
+            s.call("Bash", "\n".join(grown), command="cat build.log")
+    _, found = run(s)
+    assert not by(found, "fingerprint")
+
+
+def _without_exact_repeat() -> Engine:
+    # The engine keeps one detection per loop: with exact_repeat on, it speaks
+    # for the same streak first and the fingerprint's exact tier is dropped.
+    return Engine(build_config({"detectors": {"exact_repeat": {"enabled": False}}}))
+
+
+def test_exact_tier_needs_the_same_outcome():
+    """Three identical calls warn as exact only while their result stays the same."""
+    s = Stream()
+    for _ in range(3):
+        s.call("Bash", "error: missing", command="make build")
+    _, found = run(s, engine=_without_exact_repeat())
+    hits = by(found, "fingerprint")
+    assert hits and hits[0].pattern.startswith("exact:") and hits[0].count == 3
+
+    moving = Stream()
+    for i in range(5):
+        moving.call("Bash", f"{i * 20}% done", command="make build")
+    _, found = run(moving, engine=_without_exact_repeat())
+    assert not by(found, "fingerprint")
+
+
+def test_optional_arguments_do_not_hide_a_repeat():
+    """Claude's Bash description changes every time; the command and the answer do not."""
+    s = Stream()
+    for desc in ("Check the service", "Check again", "Look at the service status", "One more check"):
+        s.call("Bash", "service: inactive (dead)", command="systemctl status app", description=desc)
+    _, found = run(s)
+    hits = by(found, "fingerprint")
+    assert hits and hits[0].pattern.startswith("fuzzy:") and hits[0].count == 4
+
+
+def test_an_unanswered_older_call_starts_the_run_over():
+    """A read whose result never came cannot be judged: the streak restarts after it."""
+    s = Stream()
+    s.call("Bash", SETTINGS, command="cat settings.py")
+    s.call("Bash", None, command="head settings.py")  # never answered
+    s.call("Bash", SETTINGS, command="cat settings.py")
+    s.call("Bash", "KEY_0 = 0", command="head -n 1 settings.py")
+    _, found = run(s)
+    assert not by(found, "fingerprint")
+
+
+def test_user_turn_resets_the_streak():
+    """A user message between reads starts the count again."""
+    s = Stream()
+    s.call("Bash", SETTINGS, command="cat settings.py").call("Bash", SETTINGS, command="cat settings.py")
+    s.say("read it once more please", role="user")
+    s.call("Bash", SETTINGS, command="cat settings.py").call("Bash", SETTINGS, command="cat settings.py")
+    _, found = run(s)
+    assert not by(found, "fingerprint")
+
+
+def test_sed_with_other_options_and_absolute_programs():
+    """sed -n with a script folds; sed -i (an edit) and two files do not."""
+    assert shell_file_read("sed -n '10,20p' src/a.py") == "src/a.py"
+    assert shell_file_read("sed -i 's/a/b/' src/a.py") is None
+    assert shell_file_read("head -n 5 a.py b.py") is None
+    assert shell_file_read("cd src && cat a.py") is None

@@ -1,6 +1,6 @@
 """Similar-arguments detector: small spelling variations, same informative result."""
 
-from monitor.detect.fingerprints import arg_similarity
+from monitor.detect.fingerprints import arg_similarity, varies_only_in_items
 from tests.streams import Stream, by, run
 
 
@@ -47,3 +47,108 @@ def test_argument_similarity_follows_design_note():
     assert 0.8 <= arg_similarity("grep fooBar src", "grep foobar src") < 1.0
     assert arg_similarity({"a": "x", "b": "y"}, {"a": "x", "b": "zzz"}) == 0.5
     assert arg_similarity([1, 2], [1, 2, 3]) == 0.0
+
+
+def test_claude_bash_greps_with_descriptions_and_silent_failures():
+    """Claude's Bash carries a free-text description; only the command is compared,
+    and "Exit code 1" (grep found nothing) is the same failure each time."""
+    s = Stream()
+    for term, desc in (("parseConfig", "Find it"), ("parse_config", "Snake case"), ("ParseConfig", "Class")):
+        s.call("Bash", "Exit code 1", error=True, command=f"grep -rn {term} src/", description=desc)
+    _, found = run(s)
+    hits = by(found, "similar_args")
+    assert hits and hits[0].count == 3 and hits[0].line == 5
+
+
+def test_one_command_over_many_files_failing_silently_is_not_a_retry():
+    """grep -q over a.py, b.py, c.py… differs only in the file: items, not retries."""
+    s = Stream()
+    for name in "abcdef":
+        s.call("Bash", "Exit code 1", error=True, command=f"grep -q TODO src/{name}.py")
+    _, found = run(s)
+    assert not by(found, "similar_args")
+
+
+def test_the_same_test_command_over_modules_with_the_same_success_is_not_flagged():
+    """pytest tests/test_a.py, test_b.py… all "4 passed": a success is an answer."""
+    s = Stream()
+    for name in "abcdef":
+        s.call("Bash", "....\n4 passed in 0.12s", command=f"pytest -q tests/test_{name}.py")
+    _, found = run(s)
+    assert not [d for d in found if d.level >= 2]
+
+
+def test_todo_list_updates_are_not_retries():
+    """TodoWrite with a slowly changing list, always the same acknowledgement."""
+    s = Stream()
+    steps = ["model", "migration", "endpoint", "tests", "docs"]
+    for i in range(5):
+        todos = [{"content": t, "status": "completed" if j < i else "pending"} for j, t in enumerate(steps)]
+        s.call("TodoWrite", "Todos have been modified successfully. Ensure that you continue to use "
+                            "the todo list to track your progress.", todos=todos)
+    _, found = run(s)
+    assert not [d for d in found if d.level >= 2]
+
+
+def test_a_variant_that_succeeds_ends_the_retry_story():
+    """Two misses, then a hit, then more variants: the hit resets the streak."""
+    s = Stream()
+    s.call("grep", "No matches found", pattern="fooBar", path="src/")
+    s.call("grep", "No matches found", pattern="foobar", path="src/")
+    s.call("grep", "src/a.py:3: foo_bar = 1", pattern="foo_bar", path="src/")
+    s.call("grep", "No matches found", pattern="foo_baz", path="src/")
+    _, found = run(s)
+    assert [d.line for d in by(found, "similar_args")] == [5]
+
+
+def test_another_tools_chain_is_not_blocked_by_an_open_one():
+    """A grep chain in progress does not stop a Bash chain from forming in between."""
+    s = Stream()
+    s.call("grep", "No matches found", pattern="fooBar")
+    for cmd in ("npm run buld", "npm run biuld", "npm run bulid"):
+        s.call("Bash", 'npm ERR! Missing script: "build"', error=True, command=cmd)
+    _, found = run(s)
+    hits = by(found, "similar_args")
+    assert hits and hits[0].tool == "Bash" and hits[0].count == 3
+
+
+def test_variants_still_running_are_not_yet_evidence():
+    """Three variants sent at once: no result is known, nothing to compare yet."""
+    s = Stream()
+    for pattern in ("fooBar", "foobar", "foo_bar"):
+        s.call("grep", None, pattern=pattern, path="src/")
+    _, found = run(s)
+    assert not by(found, "similar_args")
+
+
+def test_similar_failures_count_as_the_same():
+    """Errors that differ only in the misspelled name are one failure repeated."""
+    s = Stream()
+    for name in ("reqests", "requets", "requsts"):
+        s.call("Bash", f"ModuleNotFoundError: No module named '{name}'", error=True,
+               command=f"python -c 'import {name}'")
+    _, found = run(s)
+    assert by(found, "similar_args")
+
+
+def test_items_and_retries_are_told_apart():
+    """Paths, file names, URLs and numbers are items; a changed word is a retry."""
+    assert varies_only_in_items({"command": "git add src/a.py"}, {"command": "git add src/b.py"})
+    assert varies_only_in_items({"command": "sleep 5"}, {"command": "sleep 10"})
+    assert varies_only_in_items({"file_path": "/r/a.py"}, {"file_path": "/r/b.py"})
+    assert varies_only_in_items({"url": "https://x.io/p/1"}, {"url": "https://x.io/p/2"})
+    assert not varies_only_in_items({"command": "grep -rn fooBar src"}, {"command": "grep -rn foobar src"})
+    assert not varies_only_in_items({"pattern": "fooBar", "path": "src"}, {"pattern": "foobar", "path": "src"})
+    assert not varies_only_in_items({"command": "ls"}, {"command": "ls -la"})
+
+
+def test_a_long_retry_loop_keeps_one_pattern_and_climbs_the_ladder():
+    """Twelve spellings, all missing: one pattern, count rising, level escalating."""
+    s = Stream()
+    for i in range(12):
+        s.call("grep", "No matches found", pattern=f"requestHandler{'ABCDEFGHIJKL'[i]}", path="src/")
+    _, found = run(s)
+    hits = by(found, "similar_args")
+    assert len({d.pattern for d in hits}) == 1
+    assert [d.count for d in hits][:3] == [3, 4, 5]
+    assert hits[-1].level > hits[0].level

@@ -41,3 +41,59 @@ def test_different_outcomes_are_not_the_same_loop():
     workers = [_worker(f"w{i}", 2, f"items for {words[i]}", 1000.0 + i) for i in range(6)]
     _, found = run(*workers, interleave=True)
     assert not by(found, "swarm")
+
+
+def _status_worker(name: str, times: int, start: float) -> Stream:
+    s = Stream(session=name, start=start, step=5.0)
+    for i in range(times):
+        s.call("bash", "On branch main\nnothing to commit, working tree clean", command="git status")
+        s.call("read_file", f"{name} part {i}", path=f"docs/{name}_{i}.md")
+    return s
+
+
+def test_repeated_successes_across_workers_are_not_a_swarm_loop():
+    """Six read-only workers each check git status twice: same output, nothing failed."""
+    workers = [_status_worker(f"w{i}", 2, 1000.0 + i) for i in range(6)]
+    _, found = run(*workers, interleave=True)
+    assert not by(found, "swarm")
+
+
+def test_one_session_looping_alone_is_not_a_swarm():
+    """One worker failing nine times and another twice: a session's own loop, not the swarm's."""
+    workers = [_worker("w0", 9, "HTTP 503 Service Unavailable", 1000.0),
+               _worker("w1", 2, "HTTP 503 Service Unavailable", 1001.0)]
+    _, found = run(*workers, interleave=True)
+    assert not by(found, "swarm")
+
+
+def test_a_session_over_its_own_threshold_still_counts_up_to_it():
+    """Four workers at two failures each plus one at six: 4x2 + 2 (capped) = 10, flagged."""
+    workers = [_worker(f"w{i}", 2, "HTTP 503 Service Unavailable", 1000.0 + i) for i in range(4)]
+    workers.append(_worker("w9", 6, "HTTP 503 Service Unavailable", 1009.0))
+    _, found = run(*workers, interleave=True)
+    hits = by(found, "swarm")
+    assert hits and hits[-1].count == 10
+
+
+def test_cancelled_siblings_do_not_count():
+    """A sibling cancellation is not the call's own outcome."""
+    workers = [_worker(f"w{i}", 2, "<tool_use_error>Sibling tool call errored</tool_use_error>", 1000.0 + i)
+               for i in range(8)]
+    _, found = run(*workers, interleave=True)
+    assert not by(found, "swarm")
+
+
+def test_the_table_is_bounded():
+    """However many distinct failing calls, the table keeps at most max_patterns entries."""
+    from monitor.detect.swarm import Swarm, SwarmSettings
+    from monitor.detect.base import SessionView
+
+    swarm = Swarm(SwarmSettings(max_patterns=16))
+    s = Stream()
+    for i in range(100):
+        s.call("bash", f"error: step {i} broke because of reason {chr(65 + i % 26)}", error=True, command=f"run {i}")
+    engine, _ = run(s)  # pairs calls and results
+    view = SessionView("s1")
+    for event in s.events:
+        swarm.observe(event, view)
+    assert len(swarm.table) == 16

@@ -22,6 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="force a line format instead of detecting it per file")
     parser.add_argument("--min-level", default="notice", metavar="LEVEL",
                         help="report detections at or above LEVEL (default: notice)")
+    parser.add_argument("--db", metavar="PATH",
+                        help="re-scan sessions stored in this loopwatch database instead of "
+                             "files (what-if: try another --preset on your own history)")
+    parser.add_argument("--session", action="append", metavar="ID",
+                        help="with --db: only this session (an id or unique prefix; repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +43,14 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--min-level: {exc}")
     if args.fmt is not None and args.fmt not in format_names():
         return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(format_names())})")
+    if args.db is not None:
+        if args.paths:
+            return fail("scan: give PATHs or --db, not both")
+        from monitor.commands.stored import scan_database
+
+        return scan_database(args, config, min_level)
+    if args.session:
+        return fail("scan: --session needs --db")
     if not args.paths:
         return fail("scan: name at least one PATH (or '-' for standard input)")
     for path in expand_paths(args.paths):

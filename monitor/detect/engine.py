@@ -209,13 +209,18 @@ class Engine:
 def _distinct(found: list[Detection]) -> list[Detection]:
     """Drop detections of one event that point at exactly the same evidence
     (e.g. exact_repeat and fingerprint's exact tier on one streak): one loop,
-    one detection, the first detector in run order speaking for it."""
-    seen: set[frozenset[int]] = set()
-    out = []
+    one detection, the most severe proposal speaking for it (on a tie, the
+    first detector in run order) -- a later detector's TERMINATE must not be
+    lost to an earlier one's WARN."""
+    kept: dict[frozenset[int], int] = {}
+    out: list[Detection] = []
     for detection in found:
         key = frozenset(ref.seq for ref in detection.evidence)
-        if key and key in seen:
-            continue
-        seen.add(key)
-        out.append(detection)
+        index = kept.get(key) if key else None
+        if index is None:
+            if key:
+                kept[key] = len(out)
+            out.append(detection)
+        elif detection.level > out[index].level:
+            out[index] = detection
     return out

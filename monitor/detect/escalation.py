@@ -62,6 +62,19 @@ PRESET_LADDERS: dict[str, tuple[Level, ...]] = {
 }
 
 
+#: Patterns remembered per session (ladder rungs, acks): a session that loops in
+#: ever new ways must not grow memory without bound.
+MAX_PATTERNS = 64
+#: Standing detections kept per session (to fall back on after a false positive).
+MAX_STANDING = 8
+
+
+def _bound(table: dict, limit: int = MAX_PATTERNS) -> None:
+    """Forget the oldest entries beyond ``limit`` (dicts keep insertion order)."""
+    while len(table) > limit:
+        del table[next(iter(table))]
+
+
 class _SafeDict(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
@@ -79,6 +92,25 @@ class SessionEscalation:
     acked_until: dict[tuple[str, str], float] = field(default_factory=dict)
     false_positives: set[tuple[str, str]] = field(default_factory=set)
     last: Detection | None = None
+    #: The latest warn-or-above detection of each pattern still standing, so that
+    #: clearing one pattern (a false positive) leaves the others flagged.
+    active: dict[tuple[str, str], Detection] = field(default_factory=dict)
+
+    def show(self, detection: Detection) -> None:
+        """Make ``detection`` the session's current level, reason and nudge."""
+        self.level = detection.level
+        self.detector = detection.detector
+        self.reason = detection.message
+        self.nudge = detection.nudge
+        self.last = detection
+
+    def clear(self) -> None:
+        """Back to watching."""
+        self.level = Level.NONE
+        self.detector = None
+        self.reason = ""
+        self.nudge = ""
+        self.last = None
 
     def next_level(self, ladder: tuple[Level, ...], key: tuple[str, str]) -> Level:
         index = min(self.occurrences[key], len(ladder) - 1)
@@ -122,12 +154,13 @@ class EscalationPolicy:
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1
         self.by_level[detection.level.label] += 1
+        if detection.level >= Level.WARN:
+            state.active.pop(key, None)
+            state.active[key] = detection
+            _bound(state.active, MAX_STANDING)
+            _bound(state.occurrences)
         if detection.level >= state.level and detection.level > Level.NONE:
-            state.level = detection.level
-            state.detector = detection.detector
-            state.reason = detection.message
-            state.nudge = detection.nudge
-            state.last = detection
+            state.show(detection)
         return detection
 
     def render_nudge(self, detection: Detection) -> str:
@@ -153,10 +186,11 @@ class EscalationPolicy:
         until = now + self.settings.cooldown_seconds
         for key in state.occurrences:
             state.acked_until[key] = until
-        state.level = Level.NONE
-        state.detector = None
-        state.reason = ""
-        state.nudge = ""
+        _bound(state.acked_until)
+        state.active.clear()
+        last = state.last  # still the detection an operator may mark a false positive
+        state.clear()
+        state.last = last
 
     def mark_false_positive(self, detection: Detection) -> None:
         """That pattern is no longer flagged in that session."""
@@ -166,12 +200,14 @@ class EscalationPolicy:
             state.false_positives.add(key)
             self.false_positive_count += 1
         state.occurrences.pop(key, None)
+        state.active.pop(key, None)
         if state.last is not None and (state.last.detector, state.last.pattern) == key:
-            state.level = Level.NONE
-            state.detector = None
-            state.reason = ""
-            state.nudge = ""
-            state.last = None
+            # Fall back to the worst pattern still standing (latest first on ties).
+            standing = sorted(state.active.values(), key=lambda d: d.level)
+            if standing:
+                state.show(standing[-1])
+            else:
+                state.clear()
 
     def reset(self, session: str) -> None:
         """Forget everything about the session's escalation."""

@@ -48,7 +48,7 @@ _SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
 _WRAPPERS = re.compile(
     r"^(?:(?:[A-Za-z_][A-Za-z0-9_]*=\S*|env|time|sudo|nice|command|exec|timeout\s+\S+|"
     r"npx|bunx|uv\s+run|poetry\s+run|pipenv\s+run|pdm\s+run|hatch\s+run|rye\s+run|"
-    r"bundle\s+exec|(?:yarn|pnpm)\s+(?:exec\s+|dlx\s+)?(?=jest|vitest|mocha)|"
+    r"bundle\s+exec|(?:yarn|pnpm)(?:\s+(?:exec|dlx))?(?=\s+(?:jest|vitest|mocha)\b)|"
     r"python[\d.]*\s+-m|py\s+-m)\s+)*"
 )
 _RUNNERS = re.compile(
@@ -64,13 +64,19 @@ _RUNNERS = re.compile(
         \S*(?:run_tests|run-tests|runtests)\S* | (?:\./)?(?:tests?|scripts)/\S*test\S*
     )(?=$|[\s;&|)])"""
 )
+#: Every runner in _RUNNERS contains one of these.
+_RUNNER_HINT = re.compile(
+    r"test|spec|check|jest|mocha|ava|karma|tap|tox|nox|green|ward|pest|busted|prove|cypress|nextest"
+)
 _TEST_TOOLS = re.compile(r"(?i)(?:run_?)?tests?|test_?runner|run_?pytest|pytest")
 
-_EXIT = re.compile(
-    r"(?i)(?:\bexit(?:ed)?[ _]?(?:with[ ])?(?:status|code)\b|\bexitcode\b|\breturn[ _]?code\b)"
-    r"[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"
-    r"|\[exit (-?\d+)\]"
-    r"|\bmake(?:\[\d+\])?: \*\*\* .{0,200}?\bError (\d+)"
+# Exit-code reports, matched on lower-cased text; each pattern starts with a
+# literal so the regex engine can skip ahead instead of trying every position.
+_EXIT_PATTERNS = (
+    re.compile(r"exit(?:ed)?[ _]?(?:with )?(?:status|code)\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
+    re.compile(r"return[ _]?code\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
+    re.compile(r"\[exit (-?\d+)\]"),
+    re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)"),
 )
 #: Programs whose exit status 1 means "no" (no match, files differ), not failure.
 _BENIGN_ONE = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "which", "pgrep"})
@@ -90,34 +96,46 @@ _COUNT = re.compile(
     r"(?i)\b(\d+)\s+(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed)\b"
     r"|\b(failures|errors)=(\d+)"
 )
+#: (hint, pattern): a pattern only runs on text containing its hint (cheap substring test).
 _FAILING_NAMES = (
-    re.compile(r"^(?:FAILED|ERROR)\s+(\S+?)(?:\s+-\s.*)?$", re.M),  # pytest short summary
-    re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.M),  # pytest -v
-    re.compile(r"^(?:FAIL|ERROR):\s+(\S+)\s+\(([^)]+)\)", re.M),  # unittest
-    re.compile(r"^\s*--- FAIL:\s+(\S+)", re.M),  # go test
-    re.compile(r"^test\s+(\S+)\s+\.\.\.\s+FAILED", re.M),  # cargo test
-    re.compile(r"^\s*●\s+(.+?)\s*$", re.M),  # jest
-    re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M),  # vitest / mocha / node:test
-    re.compile(r"^\s*FAIL\s+(\S+\s+>\s+.+?)\s*$", re.M),  # vitest "FAIL file > suite > test"
-    re.compile(r"^rspec\s+(\./\S+)", re.M),  # rspec
-    re.compile(r"^\s+\d+\)\s+(\S.*?)\s*$", re.M),  # mocha / ExUnit numbered failures
+    ("FAILED", re.compile(r"^FAILED\s+([^\s(]\S*?)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
+    ("ERROR", re.compile(r"^ERROR\s+([^\s(]\S*?)(?:\s+-\s.*)?$", re.M)),  # pytest collection errors
+    ("::", re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.M)),  # pytest -v
+    (": ", re.compile(r"^(?:FAIL|ERROR):\s+(\S+)\s+\(([^)]+)\)", re.M)),  # unittest
+    ("--- FAIL", re.compile(r"^\s*--- FAIL:\s+(\S+)", re.M)),  # go test
+    ("... FAILED", re.compile(r"^test\s+(\S+)\s+\.\.\.\s+FAILED", re.M)),  # cargo test
+    ("●", re.compile(r"^\s*●\s+(.+?)\s*$", re.M)),  # jest
+    ("×", re.compile(r"^\s*×\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # vitest
+    ("✕", re.compile(r"^\s*✕\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # jest --verbose
+    ("✗", re.compile(r"^\s*✗\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # node:test, bats
+    (" > ", re.compile(r"^\s*FAIL\s+(\S+\s+>\s+.+?)\s*$", re.M)),  # vitest "FAIL file > suite > test"
+    ("rspec ", re.compile(r"^rspec\s+(\./\S+)", re.M)),  # rspec
+    (") ", re.compile(r"^\s+\d+\)\s+(\S.*?)\s*$", re.M)),  # mocha / ExUnit numbered failures
 )
 _ERROR_LINE = re.compile(
     r"(?i)error|exception|assert|fail|panic|expected|received|traceback|cannot|can't|"
     r"not found|undefined|mismatch|refused|denied|timeout|timed out|no such"
 )
-# Noise in failure text that changes between identical failures.
-_NOISE = (
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
-    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"), "<time>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
-    (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b"), "<dur>"),
-    (re.compile(r"(\.\w{1,5}):\d+(?::\d+)?"), r"\1:<n>"),  # file.py:42 — moves with every edit
-    (re.compile(r"\bline \d+"), "line <n>"),
-    (re.compile(r"\bseed:? ?\d+"), "seed <n>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s?%"), "<pct>"),
+# Noise in failure text that changes between identical failures: timestamps,
+# clock times, addresses, durations, percentages (one pass over the text for
+# everything that starts with a digit), then long hex ids, seeds, "line N" and
+# the line numbers of file:line references (they move with every edit).  Each
+# pattern starts with a digit or a literal, which keeps the regex engine fast.
+_NUMERIC_NOISE = re.compile(
+    r"(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
+    r"|(?P<time>\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b)"
+    r"|(?P<addr>0x[0-9a-fA-F]+\b)"
+    r"|(?P<dur>\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
+    r"|(?P<pct>\d+(?:\.\d+)?\s?%)"
 )
+_NUMERIC_REPL = {"ts": "<ts>", "time": "<time>", "addr": "<addr>", "dur": "<dur>", "pct": "<pct>"}
+_OTHER_NOISE = (
+    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
+    (re.compile(r"seed:? ?\d+"), "seed <n>"),
+    (re.compile(r"line \d+"), "line <n>"),
+    (re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
+)
+_HAS_DIGIT = re.compile(r"\d")
 
 
 def _args_string(value: Any) -> str | None:
@@ -175,7 +193,8 @@ def is_test_run(call: Event | None) -> bool:
         result = True
     else:
         command = shell_command(call)
-        if command:
+        # Most commands name no runner at all: skip the command-position analysis.
+        if command and _RUNNER_HINT.search(command, 0, 4000):
             for segment in _segments(command):
                 if _RUNNERS.match(segment) or _RUNNERS.match(_WRAPPERS.sub("", segment, count=1)):
                     result = True
@@ -197,27 +216,43 @@ def exit_code(text: str) -> int | None:
     for part, last in ((tail, True), (head, False)):
         if not part:
             continue
-        matches = list(_EXIT.finditer(part))
-        if matches:
-            match = matches[-1] if last else matches[0]
-            return int(next(g for g in match.groups() if g is not None))
+        low = part.lower()
+        if "exit" not in low and "return" not in low and "***" not in part:
+            continue  # the common case, without running the regexes
+        best: re.Match[str] | None = None
+        for pattern in _EXIT_PATTERNS:
+            if last:
+                for match in pattern.finditer(low):
+                    if best is None or match.start() > best.start():
+                        best = match
+            else:
+                match = pattern.search(low)
+                if match is not None and (best is None or match.start() < best.start()):
+                    best = match
+        if best is not None:
+            return int(best.group(1))
     return None
 
 
 def failed(result: Event) -> bool:
-    """True when a tool result is a failure: ``is_error``, or a nonzero exit code
-    in its output.  Exit status 1 of ``grep``/``diff``/``test`` means "no", not failure."""
+    """True when a tool result is a failure: ``is_error``, or a nonzero exit code in
+    a shell command's output (or a test tool's).  Exit status 1 of ``grep``/``diff``/
+    ``test`` means "no", not failure."""
     cached = result.cache.get("failed")
     if cached is not None:
         return cached
-    code = exit_code(result.content) if result.content else None
+    # Exit codes are only read from shell output: a file that *contains* "exit status 1"
+    # does not make read_file fail (and most results are spared the search).
+    command = shell_command(result.call)
+    shellish = (command is not None or (result.tool or "").lower() in SHELL_TOOLS
+                or is_test_run(result.call))
+    code = exit_code(result.content) if shellish and result.content else None
     if code is None:
         outcome = result.is_error
     elif code == 0:
         outcome = result.is_error
     else:
         outcome = True
-        command = shell_command(result.call)
         if code == 1 and command and "||" not in command:
             segments = _segments(command)
             if segments and _program(segments[-1]) in _BENIGN_ONE:
@@ -238,10 +273,18 @@ class RunOutcome:
     headline: str  # one line describing the failure, for messages
 
 
-def _normalize_failure(line: str) -> str:
-    for pattern, repl in _NOISE:
-        line = pattern.sub(repl, line)
-    return squash_ws(line)[:200]
+def _numeric(match: re.Match[str]) -> str:
+    return _NUMERIC_REPL[match.lastgroup]
+
+
+def _normalize_failure(text: str, limit: int = 200) -> str:
+    """``text`` without the noise that changes between identical failures; with a
+    ``limit``, white space squashed and clipped (0 keeps the lines)."""
+    if _HAS_DIGIT.search(text):  # every kind of noise has a digit in it
+        text = _NUMERIC_NOISE.sub(_numeric, text)
+        for pattern, repl in _OTHER_NOISE:
+            text = pattern.sub(repl, text)
+    return squash_ws(text)[:limit] if limit else text
 
 
 def _summary_counts(text: str) -> tuple[int | None, int | None]:
@@ -275,14 +318,16 @@ def run_outcome(result: Event) -> RunOutcome:
     if cached is not None:
         return cached
     head, tail = _ends(result.content, TEST_OUTPUT_SPAN)
-    text = head + ("\n" + tail if tail else "")
     failures, passed = _summary_counts(tail or head)
+    # Normalize the whole (bounded) text once; names and error lines come out clean.
+    text = _normalize_failure(head + ("\n" + tail if tail else ""), limit=0)
     names: list[str] = []
     seen: set[str] = set()
-    for pattern in _FAILING_NAMES:
+    for hint, pattern in _FAILING_NAMES:
+        if hint not in text:
+            continue
         for match in pattern.finditer(text):
-            name = ".".join(g for g in match.groups() if g)
-            name = _normalize_failure(name)
+            name = ".".join(g for g in match.groups() if g).strip()[:200]
             if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
                 seen.add(name)
                 names.append(name)
@@ -291,7 +336,7 @@ def run_outcome(result: Event) -> RunOutcome:
     errors: list[str] = []
     for line in text.splitlines():
         if _ERROR_LINE.search(line) and not _COUNT.search(line):
-            normalized = _normalize_failure(line)
+            normalized = squash_ws(line)[:200]
             if normalized and normalized not in errors:
                 errors.append(normalized)
                 if len(errors) >= MAX_ERROR_LINES:
@@ -301,7 +346,7 @@ def run_outcome(result: Event) -> RunOutcome:
         failures = len(names)
     material = "\n".join(sorted(names)) + "\n--\n" + "\n".join(errors)
     if not names and not errors:
-        material = _normalize_failure(text[-1000:])
+        material = squash_ws(text[-1000:])
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     outcome = RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)

@@ -3,11 +3,14 @@
 Two tiers (design note 003): *exact* — the same tool and arguments N times in
 a row (default 3) — and *fuzzy* — the same fingerprint (tool + primary
 arguments, shell file reads folded to ``file_read:PATH``) N times in a row
-(default 4).  Consecutive means no other call in between.  A repeat only
-extends the streak when its outcome matches the previous one, so paging
-through a file with a moving offset or ``sed -n`` range is not a loop, and
-the fuzzy tier ignores streaks answered by plain acknowledgements (successive
-different edits of one file).
+(default 4).  Consecutive means no other call in between.  An exact
+repeat only extends the streak while its outcome stays the same.  A fuzzy
+repeat extends it while its result shows nothing new — no line that the
+earlier results of the run did not already show — so ``cat foo``, ``head
+foo``, ``tail foo``, ``cat foo`` is a loop although the four outputs differ,
+while paging through a file with a moving ``sed -n`` range, or polling a log
+that grows, is not.  The fuzzy tier also ignores streaks answered by plain
+acknowledgements (successive different edits of one file).
 """
 
 from __future__ import annotations
@@ -16,9 +19,30 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.calls import CallHistory, CallRecord
-from monitor.detect.fingerprints import fingerprint, is_acknowledgement
+from monitor.detect.fingerprints import fingerprint, is_acknowledgement, line_marks
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
+
+
+def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
+    """The longest tail of a same-fingerprint run in which no result showed a
+    line the run had not shown before (its first record is the baseline).
+
+    A call still running just before the current one neither extends nor
+    breaks the tail; an older call whose result never came breaks it."""
+    seen = 0
+    start = 0
+    for index, record in enumerate(records):
+        result = record.result_event
+        if result is None:
+            if index != len(records) - 1:
+                start, seen = index + 1, 0
+            continue
+        marks = line_marks(result)
+        if marks & ~seen or index == start:
+            start = index  # something new: the run starts over from here
+        seen |= marks
+    return records[start:]
 
 
 @dataclass(frozen=True)
@@ -64,27 +88,26 @@ class Fingerprint(Detector):
             return None
         view.note_similarity(self.name, 0.9)
 
-        # Walk back while the fingerprint holds and outcomes stay the same.
-        fuzzy: list[CallRecord] = [current]
+        # Exact tier: identical calls at the end of the run, while their
+        # outcomes stay the same (a poll whose output moves is progress).
+        exact_key = call_key(event)
+        exact_streak: list[CallRecord] = [current]
         reference: CallRecord | None = None
         for record in reversed(records):
+            if record.key != key or call_key(record.event) != exact_key:
+                break
             if reference is not None and not record.same_outcome(reference):
                 break
             if reference is None or reference.result_event is None:
                 reference = record
-            fuzzy.append(record)
-        exact_key = call_key(event)
-        exact = 0
-        for record in fuzzy:
-            if call_key(record.event) != exact_key:
-                break
-            exact += 1
-
+            exact_streak.append(record)
+        exact = len(exact_streak)
+        fuzzy = [current] + list(reversed(_stale_tail(records)))
         s = self.settings
         exact_needed = view.threshold(event.tool, s.threshold)
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
         if exact >= exact_needed:
-            tier, count, involved = "exact", exact, fuzzy[:exact]
+            tier, count, involved = "exact", exact, exact_streak
         elif len(fuzzy) >= fuzzy_needed and not any(
             r.result_event is not None and is_acknowledgement(r.result_event) for r in fuzzy
         ):
@@ -100,8 +123,8 @@ class Fingerprint(Detector):
                 score=min(1.0, count / (fuzzy_needed + 2)),
                 message=(
                     f"{event.tool} called {count} times in a row "
-                    + ("with identical arguments" if tier == "exact" else f"on the same target ({what[:60]})")
-                    + " and the same result"
+                    + ("with identical arguments and the same result" if tier == "exact"
+                       else f"on the same target ({what[:60]}) and nothing new in the results")
                 ),
                 pattern=f"{tier}:{key[:200]}",
                 count=count,

@@ -6,16 +6,31 @@ primary arguments only (design note 003), with shell reads of one file through
 ``tool:file_read:PATH``.  An *outcome* says whether a result carries
 information: an empty or "done" acknowledgement of one command run over many
 items is not evidence of being stuck, an error or a "no matches" is.
+
+Also here, because several detectors need the same judgement:
+
+* :func:`failure_signature` — what went wrong, in a form that repeats when the
+  same thing goes wrong again (the last exception line of a traceback), or
+  ``None`` for a success or a failure that says nothing but "it failed";
+* :func:`not_an_outcome` — results that say nothing about the call itself (a
+  parallel sibling failed, the user refused the call);
+* :func:`varies_only_in_items` — two calls that differ only in a path, file
+  name, URL or number: one command over many items, not a retry;
+* :func:`line_marks` — a small bit set of a result's lines, to tell whether a
+  result showed anything new.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import zlib
 from typing import Any
 
+from rapidfuzz.distance import Levenshtein
+
 from monitor.events import Event
-from monitor.text import canonical_args, squash_ws
+from monitor.text import clip, canonical_args, squash_ws
 
 PRIMARY_KEYS = ("path", "file_path", "command", "cmd", "pattern", "query", "url", "content",
                 "filename", "offset", "limit")
@@ -145,8 +160,6 @@ def looks_like_failure(result: Event) -> bool:
 def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:
     """Normalized Levenshtein similarity of two argument values (design note 001):
     strings by edit distance, objects field by field, lists element-wise."""
-    from rapidfuzz.distance import Levenshtein
-
     if isinstance(a, str) and isinstance(b, str):
         if a == b:
             return 1.0
@@ -168,3 +181,180 @@ def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:
             return 1.0
         return sum(arg_similarity(x, y) for x, y in zip(a, b)) / len(a)
     return 1.0 if a == b else 0.0
+
+
+# -- failures and their signatures ------------------------------------------------
+
+#: Results that are not the call's own outcome: a sibling in a parallel batch
+#: failed, the user refused or interrupted the call.
+_NOT_AN_OUTCOME = ("sibling tool call errored", "doesn't want to proceed", "was rejected",
+                   "request interrupted", "interrupted by user", "user denied", "permission to use")
+#: What a non-error result says when a search came back empty-handed.
+EMPTY_HANDED = ("no matches", "no files found", "no results", "0 results", "nothing found",
+                 "not found", "no such file", "does not exist", "could not find", "cannot find",
+                 "unable to find", "no match")
+#: The last line of a traceback or a tool's error report: what went wrong.
+_ERROR_LINE = re.compile(
+    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b|error\b|ERROR\b|fatal\b|panic\b|"
+    r"Fatal\b|FATAL\b|thread '[^']*' panicked)[^\n]*",
+    re.MULTILINE,
+)
+#: Wrapper lines agents put around a command's output (Claude Code, Codex).
+_WRAPPER_LINE = re.compile(
+    r"^[ \t]*(?:exit code:?\s*-?\d+|wall time:[^\n]*|process exited with code -?\d+|"
+    r"chunk id:[^\n]*|original token count:[^\n]*|output:|error: exit code -?\d+|"
+    r"</?tool_use_error>)[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+#: Error lines that only say a command failed, not why ("make: Error 2",
+#: "Error: exit status 1"): a more specific line before them is preferred.
+_GENERIC_ERROR = re.compile(r"exit (?:code|status)|non-zero|returned \d|\berror \d+\s*$", re.IGNORECASE)
+_DROP_DIGITS = str.maketrans("", "", "0123456789")
+#: Shorter than this after normalization, a failure only says "it failed".
+MIN_SIGNATURE_CHARS = 8
+
+
+def not_an_outcome(result: Event) -> bool:
+    """A result that says nothing about its own call (sibling failed, user refused).
+    Agents report those as errors, which keeps the common case one attribute read."""
+    if not result.is_error or len(result.content) > 600:
+        return False
+    cached = result.cache.get("not_an_outcome")
+    if cached is None:
+        low = result.content.lower()
+        cached = result.cache["not_an_outcome"] = any(marker in low for marker in _NOT_AN_OUTCOME)
+    return cached
+
+
+def _signature(text: str) -> str:
+    """Normalized for "the same failure again": digits (line numbers, pids,
+    counters, timestamps) dropped, tool-use tags removed, white space squashed."""
+    text = text.replace("<tool_use_error>", " ").replace("</tool_use_error>", " ")
+    return " ".join(text.translate(_DROP_DIGITS).split())
+
+
+def _telling_error_line(lines: list[str]) -> str:
+    """The last error line that says why, not merely that, something failed."""
+    for line in reversed(lines):
+        if not _GENERIC_ERROR.search(line):
+            return line
+    return lines[-1]
+
+
+def failure_signature(result: Event) -> str | None:
+    """What went wrong, comparable across different calls; ``None`` when the
+    result is not a failure, or a failure with nothing to compare ("Exit code 1").
+
+    Errors keep their last exception-style line when they have one (the last
+    line of a Python traceback, ``fatal: …``, ``error[E0425]: …``), so five
+    different ways of starting a program that end in the same
+    ``ModuleNotFoundError`` share a signature although their tracebacks differ.
+    A non-error result counts only when it is short and empty-handed ("No
+    matches found") or ends in a traceback: a file that mentions "error" is not
+    a failure."""
+    cached = result.cache.get("failure_signature")
+    if cached is not None:
+        return cached or None
+    signature = ""
+    text = clip(result.content)
+    failed = result.is_error
+    if not failed:
+        if len(text) <= 300:
+            low = text.lower()
+            failed = any(phrase in low for phrase in EMPTY_HANDED)
+        if not failed and "Traceback (most recent call last)" in text:
+            failed = True
+    if failed and not not_an_outcome(result):
+        body = _WRAPPER_LINE.sub("", text)
+        lines = _ERROR_LINE.findall(body)
+        # Without an error line the whole (clipped) text is the signature: a
+        # shared preamble must not make two different failures look alike.
+        candidate = _signature(_telling_error_line(lines))[:300] if lines else _signature(body)
+        if len(candidate) >= MIN_SIGNATURE_CHARS:
+            signature = ("E:" if result.is_error else "R:") + candidate
+    result.cache["failure_signature"] = signature
+    return signature or None
+
+
+def failed_silently(result: Event) -> bool:
+    """An error result with nothing to say beyond its exit code."""
+    return result.is_error and failure_signature(result) is None and not not_an_outcome(result)
+
+
+# -- one command over many items ---------------------------------------------------
+
+#: Argument keys that name the item a call works on.
+ITEM_KEYS = frozenset({"path", "file_path", "filename", "url", "cwd", "workdir", "directory", "dir",
+                       "offset", "limit", "page", "notebook_path"})
+_ITEM_TOKEN = re.compile(r"^(?:[-\w.]*[/\\][^\s]*|[-\w]+\.[A-Za-z0-9]{1,6}|-?\d+(?:[.,:-]\d+)*[%a-z]{0,2})$")
+
+
+def _strip_quotes(token: str) -> str:
+    return token.strip("'\"`,;()[]{}")
+
+
+def _item_tokens_only(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ only in path, file name, URL or number tokens."""
+    ta, tb = a.split(), b.split()
+    if len(ta) != len(tb):
+        return False
+    changed = [(x, y) for x, y in zip(ta, tb) if x != y]
+    return bool(changed) and all(
+        _ITEM_TOKEN.match(_strip_quotes(x)) and _ITEM_TOKEN.match(_strip_quotes(y)) for x, y in changed
+    )
+
+
+def varies_only_in_items(a: Any, b: Any) -> bool:
+    """Two calls' arguments differ, but only in the item they work on (a path,
+    a file name, a URL, a page or a number): ``git add a.py`` / ``git add b.py``,
+    ``pytest tests/test_a.py`` / ``pytest tests/test_b.py``.  That is one command
+    run over many items, not a retry with a slightly different spelling."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        changed = [k for k in set(a) | set(b) if a.get(k) != b.get(k)]
+        if not changed:
+            return False
+        for key in changed:
+            x, y = a.get(key), b.get(key)
+            if key in ITEM_KEYS:
+                continue
+            if isinstance(x, list) and isinstance(y, list):
+                x, y = " ".join(map(str, x)), " ".join(map(str, y))
+            if not (isinstance(x, str) and isinstance(y, str) and _item_tokens_only(x, y)):
+                return False
+        return True
+    if isinstance(a, str) and isinstance(b, str):
+        return _item_tokens_only(a, b)
+    return False
+
+
+def primary_args(call: Event) -> dict[str, Any]:
+    """The primary arguments of a call, or all of them when it has none
+    (Claude's ``description`` of a Bash call says nothing about what runs);
+    memoized on the event."""
+    cached = call.cache.get("primary_args")
+    if cached is None:
+        args = call.args or {}
+        cached = call.cache["primary_args"] = {k: args[k] for k in PRIMARY_KEYS if k in args} or args
+    return cached
+
+
+# -- did a result show anything new? ----------------------------------------------
+
+#: Bits in a :func:`line_marks` set.  Collisions only ever make a new line look
+#: old; at 4096 bits and a few hundred lines that is rare, and the result must
+#: then also be wholly old to count.
+LINE_BITS = 4096
+
+
+def line_marks(result: Event) -> int:
+    """The result's non-blank lines (white space squashed, head and tail of a
+    long text) as a bit set in an ``int``: cheap to keep and to compare."""
+    cached = result.cache.get("line_marks")
+    if cached is None:
+        marks = 0
+        for line in clip(result.content).splitlines():
+            line = " ".join(line.split())
+            if line:
+                marks |= 1 << (zlib.crc32(line.encode("utf-8", "replace")) % LINE_BITS)
+        cached = result.cache["line_marks"] = marks
+    return cached

@@ -1,10 +1,17 @@
-"""Repeated results: different calls, the same result or error, over and over.
+"""Repeated results: different calls, the same failure, over and over.
 
 Five different ways of starting a program, each ending in the same
 ``ModuleNotFoundError``: the calls differ, so the call detectors stay quiet,
-but the outcome (normalized: timestamps, durations, addresses and counters
-removed) does not.  Acknowledgements ("OK", "file written", no output) are not
-outcomes worth comparing: one command run over many items stays quiet.
+but the failure does not.  Failures are compared by their signature (the last
+exception line of a traceback, or the whole short message; digits dropped), so
+tracebacks whose frames and line numbers differ still match.
+
+Successes do not count by default: the same "updated successfully", "Plan
+updated" or empty output after many different edits is work getting done, and
+a parallel batch where one call failed and its siblings were cancelled is one
+failure, not many.  Failures that say nothing but "exit code 1" do not count
+either (``grep -q`` over many files).  ``failures_only = false`` also compares
+substantial successes (exact text), for agents whose tools never report errors.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.fingerprints import is_acknowledgement, looks_like_failure
+from monitor.detect.fingerprints import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key, clip, outcome_key
+from monitor.text import call_key, clip
+
+#: A success shorter than this says too little to be "the same result".
+MIN_SUCCESS_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -23,7 +33,7 @@ class RepeatedResultSettings(DetectorSettings):
     threshold: int = 4  # results with the same outcome…
     window: int = 8  # …among the last N results
     min_distinct_calls: int = 3  # from at least this many different calls
-    failures_only: bool = False  # only errors count (stricter)
+    failures_only: bool = True  # false: identical substantial successes count too
 
 
 @register
@@ -33,62 +43,66 @@ class RepeatedResult(Detector):
     Settings = RepeatedResultSettings
     kinds = frozenset({Kind.TOOL_RESULT})
     presets = {
-        "conservative": {"threshold": 5, "min_distinct_calls": 4, "failures_only": True},
+        "conservative": {"threshold": 5, "min_distinct_calls": 4},
         "aggressive": {"threshold": 3, "min_distinct_calls": 2},
     }
 
     def __init__(self, settings: RepeatedResultSettings | None = None):
         super().__init__(settings)
-        self.results: deque[tuple[str, str, Event]] = deque(maxlen=self.settings.window)
+        # (outcome or None, call key, result event) of the last N results; a
+        # success takes a slot too, so failures spread thin do not add up.
+        self.results: deque[tuple[str | None, str, Event]] = deque(maxlen=self.settings.window)
 
     def reset(self) -> None:
         self.results.clear()
 
     def window(self) -> list[Event]:
-        return [event for _, _, event in self.results]
+        return [event.call or event for _, _, event in self.results]
+
+    def _outcome(self, event: Event) -> str | None:
+        signature = failure_signature(event)
+        if signature is not None or self.settings.failures_only:
+            return signature
+        if event.is_error or is_acknowledgement(event) or len(event.content.strip()) < MIN_SUCCESS_CHARS:
+            return None
+        return "R:" + clip(event.content)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is not Kind.TOOL_RESULT or event.call is None or view.exempt(event.tool):
             return None
-        if is_acknowledgement(event):
+        if not_an_outcome(event):
+            return None  # a cancelled sibling or a refused call: not this call's result
+        outcome = self._outcome(event)
+        self.results.append((outcome, call_key(event.call), event))
+        if outcome is None:
             return None
-        if self.settings.failures_only and not looks_like_failure(event):
-            return None
-        # Errors are compared without counters (line numbers in tracebacks);
-        # other output must match exactly, so that paging through numbered
-        # output is not "the same result".
-        if looks_like_failure(event):
-            outcome = outcome_key(event)
-        else:
-            outcome = "R:" + clip(event.content)
-        call = call_key(event.call)
-        self.results.append((outcome, call, event))
         same = [(c, e) for o, c, e in self.results if o == outcome]
-        if len(same) > 1:
-            view.note_similarity(self.name, len(same) / self.settings.threshold)
         calls = {c for c, _ in same}
-        if len(same) < self.settings.threshold or len(calls) < self.settings.min_distinct_calls:
+        if len(same) > 1:
+            view.note_similarity(self.name, min(1.0, len(same) / self.settings.threshold))
+        threshold = view.threshold(event.tool, self.settings.threshold)
+        if len(same) < threshold or len(calls) < self.settings.min_distinct_calls:
             return None
-        failure = looks_like_failure(event)
-        first_line = next((ln.strip() for ln in event.content.splitlines() if ln.strip()), "")
-        if failure:
-            # The last line of a traceback is the useful one.
-            lines = [ln.strip() for ln in event.content[-2000:].splitlines() if ln.strip()]
-            first_line = lines[-1] if lines else first_line
-        what = "error" if failure else "result"
+        failure = failure_signature(event) is not None
+        what = "error" if outcome.startswith("E:") else "result"
+        shown = outcome[2:] if failure else " ".join(event.content.split())
+        if failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED):
+            advice = ("You keep looking where it is not: search for it (find, glob, grep) "
+                      "instead of guessing another name or place.")
+        else:
+            advice = f"The {what} is the same whatever you change: read it and fix its cause ({shown[:100]})."
         return [
             Detection(
                 detector=self.name,
                 level=Level.WARN,
-                score=min(1.0, len(same) / (self.settings.threshold + 2)),
+                score=min(1.0, len(same) / (threshold + 2)),
                 message=f"{len(calls)} different calls ended in the same {what} "
-                        f"{len(same)} times: {first_line[:80]!r}",
-                pattern=f"result:{hash(outcome)}",
+                        f"{len(same)} times: {shown[:80]!r}",
+                pattern=f"result:{outcome[:200]}",
                 count=len(same),
                 tool=event.tool,
                 summary=f"tried {len(calls)} different calls that all ended in the same {what}",
-                advice=f"The {what} is the same whatever you change: read it and fix its cause "
-                       f"({first_line[:100]}).",
+                advice=advice,
                 evidence=evidence(e.call or e for _, e in same),
             )
         ]

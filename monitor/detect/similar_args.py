@@ -1,22 +1,41 @@
-"""Similar arguments: the same tool retried with small spelling changes, same result.
+"""Similar arguments: the same tool retried with small spelling changes, same failure.
 
 ``grep fooBar`` → ``grep foobar`` → ``grep foo_bar``, all "No matches": the
-agent is varying the arguments slightly (normalized Levenshtein >= 0.8, field
-by field for objects — design note 001) and getting the same informative
-outcome every time.  Plain acknowledgements ("OK", "file written", empty
-output) do not count, so one command run over many items is not flagged.
+agent varies the arguments slightly (normalized Levenshtein >= 0.8 on the
+primary arguments, field by field for objects — design note 001, level 3) and
+the outcome stays the same failure.  The check runs when the next variant is
+called, using the results of the earlier ones, so the retry is flagged early.
+
+Not flagged: variants whose results differ (exploration), variants that
+succeed (a success is an answer), and variants that differ only in a path,
+file name, URL or number — ``git add a.py``, ``git add b.py``… or ``pytest
+tests/test_a.py``, ``pytest tests/test_b.py``… is one command over many items.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
+
+from rapidfuzz import fuzz
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.calls import CallRecord
-from monitor.detect.fingerprints import arg_similarity, is_acknowledgement
+from monitor.detect.fingerprints import (
+    arg_similarity,
+    failed_silently,
+    failure_signature,
+    not_an_outcome,
+    primary_args,
+    varies_only_in_items,
+)
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
+
+#: Failure signatures at least this similar (rapidfuzz ratio, 0-100) are "the
+#: same failure": "No such file: src/foo" and "No such file: src/fo0".
+SAME_FAILURE_RATIO = 90.0
+#: Each chain keeps at most this many calls beyond its threshold.
+CHAIN_SLACK = 6
 
 
 @dataclass(frozen=True)
@@ -24,6 +43,24 @@ class SimilarArgsSettings(DetectorSettings):
     similarity: float = 0.8  # normalized Levenshtein, per field
     threshold: int = 3  # calls in the chain (the first plus its variants)
     window: int = 10  # calls of any tool the chain may span
+
+
+def _failure(record: CallRecord) -> str | None:
+    """The comparable failure of a call's result; ``None`` while unknown, ``""``
+    for a result that is not a failure (which ends the retry story)."""
+    result = record.result_event
+    if result is None:
+        return None
+    signature = failure_signature(result)
+    if signature is not None:
+        return signature
+    if failed_silently(result):
+        return "E:<no output>"
+    return ""
+
+
+def _same_failure(a: str, b: str) -> bool:
+    return a == b or fuzz.ratio(a, b, score_cutoff=SAME_FAILURE_RATIO) >= SAME_FAILURE_RATIO
 
 
 @register
@@ -39,15 +76,25 @@ class SimilarArgs(Detector):
 
     def __init__(self, settings: SimilarArgsSettings | None = None):
         super().__init__(settings)
-        self.chain: list[CallRecord] = []  # mutually similar calls of one tool
-        self.recent: deque[Event] = deque(maxlen=self.settings.window)
+        #: Per tool: calls each similar to the one before (other tools may come
+        #: in between), and the call number of its latest call.  A chain whose
+        #: latest call has left the window is over.
+        self.chains: dict[str, list[CallRecord]] = {}
+        self.last_call: dict[str, int] = {}
+        #: The pattern a tool's chain was first reported under: the same loop
+        #: keeps one name on the escalation ladder while its chain slides.
+        self.patterns: dict[str, str] = {}
+        self.calls = 0
+        self.last_tool = ""
 
     def reset(self) -> None:
-        self.chain.clear()
-        self.recent.clear()
+        self.chains.clear()
+        self.last_call.clear()
+        self.patterns.clear()
 
     def window(self) -> list[Event]:
-        return [record.event for record in self.chain]
+        chain = self.chains.get(self.last_tool)
+        return [record.event for record in chain] if chain else []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is Kind.TOOL_RESULT:
@@ -55,56 +102,95 @@ class SimilarArgs(Detector):
             return None
         if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
-        self.recent.append(event)
-        chain = self.chain
-        # The chain lapses when its start has left the window.
-        if chain and all(chain[0].event is not e for e in self.recent):
-            chain.clear()
-        if chain:
-            last = chain[-1]
-            if last.event.tool != event.tool:
-                return None  # other tools in between do not break the chain
-            score = arg_similarity(last.event.args or {}, event.args or {}, self.settings.similarity)
-            if score < self.settings.similarity:
-                chain.clear()
+        self.calls += 1
+        tool = self.last_tool = event.tool or ""
+        if self.calls - self.last_call.get(tool, self.calls) >= self.settings.window:
+            self._restart(tool)  # lapsed: its last call has left the window
+        self.last_call[tool] = self.calls
+        if len(self.chains) > self.settings.window:
+            self._expire()
+        chain = self.chains.get(tool)
+        if chain and _failure(chain[-1]) == "":
+            self._restart(tool)  # the last variant succeeded: what comes next is a new story
+        elif chain:
+            before, now = primary_args(chain[-1].event), primary_args(event)
+            score = arg_similarity(before, now, self.settings.similarity)
+            if score < self.settings.similarity or varies_only_in_items(before, now):
+                self._restart(tool)  # a different attempt, or the same command on the next item
             else:
                 view.note_similarity(self.name, score)
+        chain = self.chains.setdefault(tool, [])
         chain.append(CallRecord(call_key(event), event))
-        if len(chain) > self.settings.threshold + 6:
-            del chain[0]
         threshold = view.threshold(event.tool, self.settings.threshold)
+        if len(chain) > threshold + CHAIN_SLACK:
+            del chain[0]
         if len(chain) < threshold or len({r.key for r in chain}) < 2:
             return None
+        return self._check(chain, event, threshold)
+
+    def _expire(self) -> None:
+        """Drop every chain whose last call has left the window (bounds memory
+        when an agent uses many different tools)."""
+        horizon = self.calls - self.settings.window
+        for tool in [t for t, last in self.last_call.items() if last <= horizon]:
+            self._restart(tool)
+            del self.last_call[tool]
+
+    def _restart(self, tool: str) -> None:
+        self.chains.pop(tool, None)
+        self.patterns.pop(tool, None)
+
+    def _check(self, chain: list[CallRecord], event: Event, threshold: int) -> list[Detection] | None:
+        # The streak of earlier variants that all failed the same way, counted
+        # back from the newest; the one just before may still be running.
         earlier = chain[:-1]
-        outcomes = [r.result for r in earlier]
-        if any(o is None for o in outcomes[:-1]) or len(set(o for o in outcomes if o)) != 1:
-            return None  # results differ: the variations are getting somewhere
-        if any(r.result_event is not None and is_acknowledgement(r.result_event) for r in earlier):
+        streak: list[CallRecord] = []
+        reference: str | None = None
+        known = 0
+        for position, record in enumerate(reversed(earlier)):
+            failure = _failure(record)
+            if failure is None:
+                if position == 0:
+                    streak.append(record)
+                    continue
+                break
+            if failure == "" or (reference is not None and not _same_failure(reference, failure)):
+                break
+            reference = reference or failure
+            known += 1
+            streak.append(record)
+        if reference is None or known < 2:
+            return None  # one failure and a guess is not yet "the same failure again"
+
+        involved = list(reversed(streak)) + [chain[-1]]
+        count = len(involved)
+        if count < threshold or len({r.key for r in involved}) < 2:
             return None
-        count = len(chain)
-        sample = (earlier[-1].result_event.content if earlier[-1].result_event else "")[:60]
+        shown = reference[2:]
+        pattern = self.patterns.setdefault(event.tool or "", f"similar:{event.tool}:{involved[0].key[:160]}")
         return [
             Detection(
                 detector=self.name,
                 level=Level.WARN,
                 score=min(1.0, count / (threshold + 2)),
                 message=f"{event.tool} retried {count} times with slightly different arguments, "
-                        f"same result each time ({' '.join(sample.split())!r})",
-                pattern=f"similar:{event.tool}:{chain[0].key[:160]}",
+                        f"same failure each time ({shown[:60]!r})",
+                pattern=pattern,
                 count=count,
                 tool=event.tool,
                 summary=f"retried {event.tool} {count} times with slightly different arguments "
-                        "and got the same result",
-                advice="Small variations of the same arguments keep giving the same answer; "
+                        "and got the same failure",
+                advice="Small variations of the same arguments keep failing the same way; "
                        "question the assumption behind them instead.",
-                evidence=evidence(r.event for r in chain),
+                evidence=evidence(r.event for r in involved),
             )
         ]
 
     def _attach(self, event: Event) -> None:
-        if event.call is None:
+        if event.call is None or not_an_outcome(event):
             return
-        for record in reversed(self.chain):
+        chain = self.chains.get(event.call.tool or "")
+        for record in reversed(chain or ()):
             if record.event is event.call:
                 record.result_event = event
                 return

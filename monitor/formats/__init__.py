@@ -22,8 +22,11 @@ def register_line_format(cls: type[RecordDecoder]) -> type[RecordDecoder]:
 def sniff(record: dict) -> type[RecordDecoder] | None:
     """The line format ``record`` belongs to, or ``None``."""
     for cls in LINE_FORMATS.values():
-        if cls.sniff(record):
-            return cls
+        try:
+            if cls.sniff(record):
+                return cls
+        except Exception:  # e.g. {"type": []}: unhashable; bad input must not raise
+            continue
     return None
 
 
@@ -41,3 +44,8 @@ __all__ = [
     "register_line_format",
     "sniff",
 ]
+
+# Adapters register themselves on import; they come last because they import
+# ``register_line_format`` from this module.
+from monitor.formats import claude as _claude  # noqa: E402,F401
+from monitor.formats import codex as _codex  # noqa: E402,F401

@@ -1,24 +1,365 @@
 """Whole-document formats (offline trajectories) for ``scan``.
 
-Filled in by the trajectory adapters; until one claims a file, line formats apply.
+A trajectory is one JSON document, not a line a record, so there are no file
+lines to point at: the ``line`` of every event is the **1-based index of the
+step** it came from (SWE-agent: the position in ``trajectory[]``; OpenHands:
+the position in the event list).  Events from the task preamble (session
+start, the task statement) have no step and carry ``line`` ``None``.
+
+* **SWE-agent** ``.traj``: ``{"trajectory": [{"thought", "action",
+  "observation", "execution_time"?}…], "history": […], "info": {…}}``.  Each
+  step's thought is an assistant message, its action a tool call (tool = the
+  command's first word, args ``{"command": action}``) and its observation the
+  result.  The task statement is the first non-demonstration user message of
+  ``history``; ``info.model_stats`` becomes a usage event and
+  ``info.exit_status`` the session end.  A ``.traj`` whose ``trajectory`` is
+  empty is read from ``history`` (assistant ``action`` entries and the
+  ``observation`` messages after them).
+* **OpenHands** event-list JSON (``[{"id", "timestamp", "source", "action" |
+  "observation", "args" | "extras", "content", "cause"}…]``, or an object
+  holding that list under ``history`` / ``trajectory``): tool actions
+  (``run``, ``read``, ``edit``, ``browse``, ``mcp`` …) are tool calls, the
+  observation whose ``cause`` is the action's ``id`` its result (an error
+  when it is an ``error`` / ``user_rejected`` observation, ``success`` is
+  false or the exit code is positive), ``message`` actions are user or
+  assistant messages, an action's ``thought`` an assistant message,
+  ``condensation`` a compaction and growth of ``llm_metrics`` usage.
+
+Bad input becomes a :class:`~monitor.formats.base.Problem`; nothing raises
+except ``OSError`` for a file that cannot be read.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any, Callable
 
-from monitor.events import Event
-from monitor.formats.base import Problem
+import orjson
+
+from monitor.events import Event, Kind
+from monitor.formats.base import Problem, RecordError
+from monitor.formats.native import parse_ts
+
+#: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
+_PEEK_BYTES = 64 * 1024
+_OPENHANDS_TOOL_ACTIONS = frozenset({
+    "run", "run_ipython", "read", "write", "edit", "browse", "browse_interactive", "mcp",
+    "call_tool_mcp", "delegate", "think", "task_tracking",
+})
+#: Bookkeeping fields of OpenHands action args that are not the call's arguments.
+_OPENHANDS_META_ARGS = frozenset({
+    "thought", "confirmation_state", "security_risk", "hidden", "blocking", "is_confirmed",
+    "impl_source", "wait_for_response", "image_urls", "file_urls", "reasoning_content",
+})
+_OPENHANDS_SKIPPED_OBSERVATIONS = frozenset({
+    "agent_state_changed", "null", "recall", "condense", "message", "chat", "loop_detection",
+})
+
+
+# -- which files --------------------------------------------------------------
+
+def _looks_like_openhands(head: bytes) -> bool:
+    text = head.lstrip()
+    if not text.startswith((b"[", b"{")):
+        return False
+    return (b'"action"' in text or b'"observation"' in text) and (
+        b'"source"' in text or b'"args"' in text or b'"extras"' in text)
 
 
 def claims(path: Path) -> bool:
     """True when ``path`` is a whole-document trajectory this module reads."""
-    return False
+    if path.suffix == ".traj":
+        return True
+    if path.suffix != ".json":
+        return False
+    try:
+        with open(path, "rb") as stream:
+            return _looks_like_openhands(stream.read(_PEEK_BYTES))
+    except OSError:
+        return False
 
 
 def name_of(path: Path) -> str:
-    return "unknown"
+    return "swe-agent" if path.suffix == ".traj" else "openhands"
 
 
 def load(path: Path) -> tuple[list[Event], list[Problem]]:
-    raise ValueError(f"{path}: not a trajectory document")
+    """Every event of a trajectory document, and what was wrong with it."""
+    source = str(path)
+    raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return [], [Problem(source, None, f"invalid JSON: {exc}")]
+    session = path.name[: -len(path.suffix)] if path.suffix else path.name
+    try:
+        base = os.stat(path).st_mtime
+    except OSError:
+        base = 0.0
+    loader: Callable[..., tuple[list[Event], list[Problem]]]
+    if path.suffix == ".traj" or (isinstance(document, dict) and "trajectory" in document
+                                  and _is_swe_agent(document)):
+        loader = _load_swe_agent
+    else:
+        loader = _load_openhands
+    return loader(document, source, session or "trajectory", base)
+
+
+# -- SWE-agent ------------------------------------------------------------------
+
+def _is_swe_agent(document: dict[str, Any]) -> bool:
+    steps = document.get("trajectory")
+    return isinstance(steps, list) and all(
+        isinstance(s, dict) and "observation" in s and "action" in s and "source" not in s
+        for s in steps[:3])
+
+
+def _tool_of(command: str) -> str:
+    words = command.split()
+    return words[0] if words else "command"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # newer SWE-agent: content blocks
+        return "\n".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
+    return str(value)
+
+
+def _load_swe_agent(document: Any, source: str, session: str,
+                    base: float) -> tuple[list[Event], list[Problem]]:
+    problems: list[Problem] = []
+    if not isinstance(document, dict):
+        return [], [Problem(source, None, f"SWE-agent trajectory: expected an object, got {type(document).__name__}")]
+    steps = document.get("trajectory")
+    history = document.get("history")
+    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    if steps is None:
+        steps = []
+    if not isinstance(steps, list):
+        return [], [Problem(source, None, f"trajectory: expected a list, got {type(steps).__name__}")]
+    history = history if isinstance(history, list) else []
+
+    durations = [s.get("execution_time") for s in steps if isinstance(s, dict)]
+    total = sum(d for d in durations if isinstance(d, (int, float)) and not isinstance(d, bool))
+    clock = [base - max(total, float(len(steps)))]
+
+    def event(kind: Kind, line: int | None, **fields: Any) -> Event:
+        return Event(kind=kind, session=session, ts=clock[0], source=source, line=line, **fields)
+
+    meta: dict[str, Any] = {}
+    if isinstance(document.get("environment"), str):
+        meta["environment"] = document["environment"]
+    events = [event(Kind.SESSION_START, None, agent="swe-agent", meta=meta)]
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        role = entry.get("role")
+        if role == "assistant":
+            break
+        if role == "user" and not entry.get("is_demo") and entry.get("message_type") in (None, "user", "task"):
+            text = _text(entry.get("content"))
+            if text.strip():
+                events.append(event(Kind.MESSAGE, None, role="user", content=text))
+
+    if steps:
+        for index, step in enumerate(steps, start=1):
+            if not isinstance(step, dict):
+                problems.append(Problem(source, index, f"trajectory step: expected an object, got {type(step).__name__}"))
+                continue
+            spent = step.get("execution_time")
+            clock[0] += spent if isinstance(spent, (int, float)) and not isinstance(spent, bool) else 1.0
+            events.extend(_swe_step(event, index, step.get("thought"), step.get("action"),
+                                    step.get("observation"), problems, source))
+    else:
+        events.extend(_swe_history(event, history, clock, problems, source))
+
+    last = len(steps) or None
+    stats = info.get("model_stats")
+    if isinstance(stats, dict):
+        def number(key: str) -> Any:
+            value = stats.get(key)
+            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        sent, received, cost = number("tokens_sent"), number("tokens_received"), number("instance_cost")
+        if sent is not None or received is not None or cost is not None:
+            events.append(event(Kind.USAGE, last, input_tokens=None if sent is None else int(sent),
+                                output_tokens=None if received is None else int(received),
+                                cost_usd=None if cost is None else float(cost)))
+    status = info.get("exit_status")
+    if isinstance(status, str) and status:
+        events.append(event(Kind.SESSION_END, last, status=status))
+    return events, problems
+
+
+def _swe_step(event: Callable[..., Event], index: int, thought: Any, action: Any, observation: Any,
+              problems: list[Problem], source: str) -> list[Event]:
+    out: list[Event] = []
+    thought_text = _text(thought).strip()
+    if thought_text:
+        out.append(event(Kind.MESSAGE, index, role="assistant", content=thought_text))
+    if action is None or (isinstance(action, str) and not action.strip()):
+        return out
+    if not isinstance(action, str):
+        problems.append(Problem(source, index, f"action: expected text, got {type(action).__name__}"))
+        return out
+    command = action.strip()
+    call_id = f"step-{index}"
+    out.append(event(Kind.TOOL_CALL, index, tool=_tool_of(command), args={"command": command},
+                     call_id=call_id))
+    if observation is not None:
+        out.append(event(Kind.TOOL_RESULT, index, call_id=call_id, content=_text(observation)))
+    return out
+
+
+def _swe_history(event: Callable[..., Event], history: list[Any], clock: list[float],
+                 problems: list[Problem], source: str) -> list[Event]:
+    """Steps rebuilt from ``history`` when ``trajectory`` is empty."""
+    out: list[Event] = []
+    pending: tuple[int, Any, Any] | None = None
+    seen_assistant = False
+    for index, entry in enumerate(history, start=1):
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("role") == "assistant" and entry.get("action") is not None:
+            if pending:
+                out.extend(_swe_step(event, *pending, None, problems, source))
+            seen_assistant = True
+            clock[0] += 1.0
+            pending = (index, entry.get("thought"), entry.get("action"))
+        elif seen_assistant and entry.get("role") == "user" and pending:
+            out.extend(_swe_step(event, pending[0], pending[1], pending[2], entry.get("content"),
+                                 problems, source))
+            pending = None
+    if pending:
+        out.extend(_swe_step(event, *pending, None, problems, source))
+    return out
+
+
+# -- OpenHands ------------------------------------------------------------------
+
+def _openhands_events(document: Any) -> list[Any] | None:
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict):
+        for key in ("history", "trajectory", "events"):
+            if isinstance(document.get(key), list):
+                return document[key]
+    return None
+
+
+def _load_openhands(document: Any, source: str, session: str,
+                    base: float) -> tuple[list[Event], list[Problem]]:
+    items = _openhands_events(document)
+    if items is None:
+        return [], [Problem(source, None, "not an OpenHands event list (expected a JSON list of "
+                                          "events, or an object with 'history')")]
+    problems: list[Problem] = []
+    events: list[Event] = []
+    state = {"ts": base, "tokens_in": 0, "tokens_out": 0, "cost": 0.0}
+    start = Event(kind=Kind.SESSION_START, session=session, ts=base, source=source, line=None,
+                  agent="openhands")
+    events.append(start)
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            problems.append(Problem(source, index, f"expected an event object, got {type(item).__name__}"))
+            continue
+        try:
+            events.extend(_openhands_event(item, index, source, session, state))
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+    if len(events) > 1:
+        start.ts = events[1].ts
+    return events, problems
+
+
+def _openhands_event(item: dict[str, Any], index: int, source: str, session: str,
+                     state: dict[str, Any]) -> list[Event]:
+    if item.get("timestamp") is not None:
+        state["ts"] = parse_ts(item.get("timestamp"), state["ts"], "timestamp")
+    ts = state["ts"]
+
+    def event(kind: Kind, **fields: Any) -> Event:
+        return Event(kind=kind, session=session, ts=ts, source=source, line=index, **fields)
+
+    out: list[Event] = []
+    if "action" in item:
+        action = item.get("action")
+        args = item.get("args") if isinstance(item.get("args"), dict) else {}
+        origin = item.get("source")
+        if action == "message":
+            text = _text(args.get("content", item.get("message")))
+            if origin in ("user", "agent") and text.strip():
+                out.append(event(Kind.MESSAGE, role="user" if origin == "user" else "assistant",
+                                 content=text))
+        elif action == "condensation":
+            out.append(event(Kind.COMPACTION))
+        elif action == "finish":
+            text = _text(args.get("final_thought") or args.get("thought") or item.get("message"))
+            if text.strip():
+                out.append(event(Kind.MESSAGE, role="assistant", content=text))
+        elif action in _OPENHANDS_TOOL_ACTIONS or isinstance(item.get("tool_call_metadata"), dict):
+            thought = _text(args.get("thought")).strip()
+            if thought:
+                out.append(event(Kind.MESSAGE, role="assistant", content=thought))
+            metadata = item.get("tool_call_metadata")
+            tool = metadata.get("function_name") if isinstance(metadata, dict) else None
+            if not isinstance(tool, str) or not tool:
+                tool = str(action)
+            call_args = {k: v for k, v in args.items() if k not in _OPENHANDS_META_ARGS}
+            if action != tool:
+                call_args.setdefault("action", action)
+            meta = {}
+            if isinstance(metadata, dict) and isinstance(metadata.get("tool_call_id"), str):
+                meta["tool_call_id"] = metadata["tool_call_id"]
+            out.append(event(Kind.TOOL_CALL, tool=tool, args=call_args,
+                             call_id=f"oh-{item.get('id', index)}", meta=meta))
+        # system, recall, change_agent_state, null, …: nothing to detect
+        out.extend(_openhands_usage(item, event, state))
+        return out
+    if "observation" in item:
+        observation = item.get("observation")
+        cause = item.get("cause")
+        if observation in _OPENHANDS_SKIPPED_OBSERVATIONS:
+            return out
+        content = _text(item.get("content", item.get("message")))
+        extras = item.get("extras") if isinstance(item.get("extras"), dict) else {}
+        is_error = observation in ("error", "user_rejected") or item.get("success") is False
+        metadata = extras.get("metadata")
+        exit_code = metadata.get("exit_code") if isinstance(metadata, dict) else extras.get("exit_code")
+        if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code > 0:
+            is_error = True
+        if cause is None:
+            if observation == "error" and content.strip():
+                out.append(event(Kind.MESSAGE, role="system", content=content))
+            return out
+        out.append(event(Kind.TOOL_RESULT, call_id=f"oh-{cause}", content=content, is_error=is_error,
+                         meta={} if not isinstance(exit_code, int) else {"exit_code": exit_code}))
+        return out
+    raise RecordError("event has neither 'action' nor 'observation'")
+
+
+def _openhands_usage(item: dict[str, Any], event: Callable[..., Event],
+                     state: dict[str, Any]) -> list[Event]:
+    """A usage event when the accumulated token counts or cost grew."""
+    metrics = item.get("llm_metrics")
+    if not isinstance(metrics, dict):
+        return []
+    usage = metrics.get("accumulated_token_usage")
+    usage = usage if isinstance(usage, dict) else {}
+    tokens_in = usage.get("prompt_tokens")
+    tokens_out = usage.get("completion_tokens")
+    cost = metrics.get("accumulated_cost")
+    tokens_in = tokens_in if isinstance(tokens_in, int) else state["tokens_in"]
+    tokens_out = tokens_out if isinstance(tokens_out, int) else state["tokens_out"]
+    cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else state["cost"]
+    if (tokens_in, tokens_out, cost) == (state["tokens_in"], state["tokens_out"], state["cost"]):
+        return []
+    delta = event(Kind.USAGE, input_tokens=max(tokens_in - state["tokens_in"], 0),
+                  output_tokens=max(tokens_out - state["tokens_out"], 0),
+                  cost_usd=max(cost - state["cost"], 0.0))
+    state.update(tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    return [delta]

@@ -1,0 +1,86 @@
+"""The monitor side of the socket benchmarks, run as its own process.
+
+    python benchmarks/_socket_monitor.py --socket PATH [--db PATH]
+
+Starts the real pipeline (Hub + SocketServer, and a SQLite Store unless
+``--db ''``), prints ``READY`` once agents may connect, then one JSON line of
+counters every ``--every`` seconds, and stops cleanly (everything flushed) when
+its standard input closes.  Running it apart from the load generator keeps the
+two from sharing one interpreter and its GIL, and lets the driver measure the
+monitor's own CPU and memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from monitor.config import build_config  # noqa: E402
+from monitor.hub import Hub  # noqa: E402
+from monitor.sources.sockets import SocketServer  # noqa: E402
+
+
+async def serve(args: argparse.Namespace) -> None:
+    overrides = {"sources": {"max_connections": args.max_connections}}
+    config = build_config(overrides, preset=args.preset)
+    store = None
+    if args.db:
+        from monitor.store import Store
+
+        store = Store(args.db)
+        store.start()
+    hub = Hub(config, store)
+    await hub.start()
+    server = SocketServer(hub, config, unix_path=args.socket)
+    await server.start()
+    print("READY", flush=True)
+
+    loop = asyncio.get_running_loop()
+    stdin_closed = asyncio.Event()
+    loop.add_reader(sys.stdin.fileno(), lambda: sys.stdin.buffer.read1(4096) or stdin_closed.set())
+    try:
+        while not stdin_closed.is_set():
+            try:
+                async with asyncio.timeout(args.every):
+                    await stdin_closed.wait()
+            except TimeoutError:
+                pass
+            print(json.dumps({
+                "t": time.monotonic(), "events": hub.events_total, "received": server.events,
+                "detections": hub.detections_total, "problems": hub.problems_total,
+                "connections": len(server.connections), "queued_batches": hub._queue.qsize(),
+            }), flush=True)
+    finally:
+        loop.remove_reader(sys.stdin.fileno())
+        await server.stop()
+        await hub.stop()
+        if store is not None:
+            await asyncio.to_thread(store.close)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--db", default="")
+    parser.add_argument("--preset", default="balanced")
+    parser.add_argument("--every", type=float, default=0.5)
+    parser.add_argument("--max-connections", type=int, default=1024)
+    parser.add_argument("--profile", help="write a cProfile of the monitor to this file")
+    args = parser.parse_args()
+    if args.profile:
+        import cProfile
+
+        cProfile.runctx("asyncio.run(serve(args))", globals(), {"args": args, "serve": serve},
+                        filename=args.profile)
+    else:
+        asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

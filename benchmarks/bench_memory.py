@@ -1,0 +1,81 @@
+"""Memory: what the engine holds for one session after 100,000 events (issue 2).
+
+Runs a synthetic single-session trace (mixed honest work and occasional
+loops, see :mod:`monitor.demo.synthetic`) through the engine and measures the
+session's footprint with :func:`monitor.footprint.session_footprint` — every
+object reachable from the session's engine state and escalation state,
+counted once, shared objects (classes, settings, config) excluded — at a few
+checkpoints, broken down by detector.  tracemalloc's net allocations over the
+last stretch are shown too (bounded state: about zero, give or take the
+contents of the windows).  Global detectors (swarm) hold state shared by all
+sessions; their size is shown separately.
+
+Target: under 64 KB for the session after 100,000 events.
+
+    python benchmarks/bench_memory.py [--events N] [--loop-rate R]
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import orjson
+from common import parser, table
+
+TARGET = 64 * 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0], 100_000)
+    p.add_argument("--loop-rate", type=float, default=0.02, help="share of steps that start a short loop")
+    args = p.parse_args(argv)
+
+    from monitor.demo.synthetic import records
+    from monitor.detect.engine import Engine
+    from monitor.footprint import deep_size, session_footprint
+    from monitor.formats.lines import LineDecoder
+
+    engine = Engine()
+    decoder = LineDecoder("one-session.jsonl")
+    stream = records(args.events, sessions=1, seed=args.seed, loop_rate=args.loop_rate)
+    checkpoints = sorted({min(args.events, n) for n in (1_000, 10_000, args.events // 2, args.events)})
+    rows = []
+    footprint: dict[str, int] = {}
+    line = 0
+    traced_from = max(0, args.events - min(10_000, args.events // 2))
+    growth = None
+    for checkpoint in checkpoints:
+        while line < checkpoint:
+            if line == traced_from and growth is None:
+                tracemalloc.start()
+                before = tracemalloc.take_snapshot()
+                growth = 0
+            line += 1
+            events, _ = decoder.feed(orjson.dumps(next(stream)), line, now=0.0)
+            for event in events:
+                engine.process(event)
+        (session,) = engine.sessions
+        footprint = session_footprint(engine, session)
+        rows.append((f"after {checkpoint:,} events", footprint["total"], footprint["total"] / 1024))
+    if tracemalloc.is_tracing():
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+
+    print(table("one session's engine memory", ("checkpoint", "bytes", "KB"), rows))
+    parts = sorted(((k, v) for k, v in footprint.items() if k != "total"), key=lambda kv: -kv[1])
+    print()
+    print(table(f"breakdown after {args.events:,} events (detectors share events: parts overlap)",
+                ("part", "bytes", "KB"), [(k, v, v / 1024) for k, v in parts]))
+    shared = sum(deep_size(d) for d in engine.global_detectors)
+    print(f"global detectors (shared by all sessions): {shared:,} bytes")
+    if growth is not None:
+        print(f"tracemalloc net allocations over the last {args.events - traced_from:,} events: {growth:,} bytes")
+    total = footprint["total"]
+    verdict = "OK" if total < TARGET else "ABOVE TARGET"
+    print(f"target < {TARGET // 1024} KB for the session: {total / 1024:.1f} KB  [{verdict}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""Throughput of `loopwatch scan` over a generated mixed trace (issue 2).
+
+Generates a synthetic trace (default 1,000,000 events across 100 sessions:
+tool calls, results, messages, usage, compactions, occasional loops) into a
+temporary file, then measures in the same run:
+
+* the raw parse rate: the file split into lines and each line ``orjson.loads``-ed;
+* the scan rate: :func:`monitor.scan.scan` over the file — framing, decoding,
+  every enabled detector, the escalation policy — on one core;
+* with ``--profile``, where the time goes: decoding and each detector, in µs per event.
+
+Target: at least 100,000 events/s including parsing.
+
+    python benchmarks/bench_scan.py [--events N] [--sessions N] [--profile] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from common import DetectorTimer, parser, table
+
+TARGET = 100_000
+
+
+def parse_rate(path: str) -> tuple[int, float]:
+    """Lines and seconds to split the file into lines and orjson-parse each."""
+    import orjson
+
+    from monitor.framing import iter_lines
+
+    loads = orjson.loads
+    started = time.perf_counter()
+    count = 0
+    with open(path, "rb") as stream:
+        for _, raw, _ in iter_lines(stream):
+            if raw:
+                loads(raw)
+                count += 1
+    return count, time.perf_counter() - started
+
+
+def decode_rate(path: str) -> tuple[int, float]:
+    """Events and seconds for framing + JSON + the native decoder (no detection)."""
+    from monitor.formats.lines import LineDecoder
+    from monitor.scan import read_events
+
+    decoder = LineDecoder(path)
+    started = time.perf_counter()
+    count = sum(1 for _ in read_events(path, decoder))
+    return count, time.perf_counter() - started
+
+
+def scan_rate(path: str, profile: bool = False) -> tuple[object, float, DetectorTimer | None]:
+    from monitor.scan import scan
+
+    timer = DetectorTimer() if profile else None
+    started = time.perf_counter()
+    if timer is not None:
+        with timer.installed():
+            report = scan([path])
+    else:
+        report = scan([path])
+    return report, time.perf_counter() - started, timer
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0], 1_000_000)
+    p.add_argument("--sessions", type=int, default=100)
+    p.add_argument("--profile", action="store_true", help="also time each detector (slower)")
+    p.add_argument("--keep", metavar="FILE", help="write the trace here and keep it")
+    args = p.parse_args(argv)
+
+    from monitor.demo.synthetic import write_trace
+
+    path = args.keep or os.path.join(tempfile.mkdtemp(prefix="loopwatch-bench-"), "trace.jsonl")
+    started = time.perf_counter()
+    size = write_trace(path, args.events, args.sessions, seed=args.seed)
+    generated = time.perf_counter() - started
+    print(f"generated {args.events:,} events in {args.sessions} sessions ({size / 1e6:,.1f} MB) "
+          f"in {generated:.1f} s -> {path}")
+    try:
+        lines, parse_s = parse_rate(path)
+        decoded, decode_s = decode_rate(path)
+        report, scan_s, _ = scan_rate(path)
+        parse_eps = lines / parse_s
+        scan_eps = report.events / scan_s
+        rows = [
+            ("raw parse (lines + orjson.loads)", lines, parse_s, parse_eps, "1.00"),
+            ("decode (+ native events)", decoded, decode_s, decoded / decode_s, f"{decoded / decode_s / parse_eps:.2f}"),
+            ("scan (+ all detectors, policy)", report.events, scan_s, scan_eps, f"{scan_eps / parse_eps:.2f}"),
+        ]
+        print()
+        print(table("scan throughput (one core)", ("stage", "events", "seconds", "events/s", "ratio to parse"), rows))
+        print(f"detections: {len(report.detections):,}; bad lines: {report.problem_count}; "
+              f"sessions: {len(report.engine.sessions)}")
+        verdict = "OK" if scan_eps >= TARGET else "BELOW TARGET"
+        print(f"target >= {TARGET:,} events/s: {scan_eps:,.0f} events/s  [{verdict}]")
+
+        if args.profile:
+            _, profiled_s, timer = scan_rate(path, profile=True)
+            events = report.events
+            detector_s = sum(timer.total.values())
+            rows = [(name, timer.calls[name], timer.total[name] / events * 1e6,
+                     timer.total[name] / max(1, timer.calls[name]) * 1e6, timer.worst[name] * 1e3)
+                    for name in sorted(timer.total, key=lambda n: -timer.total[n])]
+            rows.insert(0, ("decode (framing + JSON + native)", decoded, decode_s / decoded * 1e6,
+                            decode_s / decoded * 1e6, 0.0))
+            rows.append(("engine + policy (rest)", events,
+                         max(0.0, profiled_s - decode_s - detector_s) / events * 1e6, 0.0, 0.0))
+            print()
+            print(table("where the time goes (with timing overhead)",
+                        ("part", "calls", "µs/event", "µs/call", "worst ms"), rows))
+    finally:
+        if not args.keep:
+            os.unlink(path)
+            os.rmdir(os.path.dirname(path))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

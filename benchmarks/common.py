@@ -1,0 +1,90 @@
+"""Helpers shared by the benchmarks: tables, argument parsing, per-detector timing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as `python benchmarks/x.py` from a checkout
+    sys.path.insert(0, str(ROOT))
+
+
+def parser(description: str, events: int) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--events", type=int, default=events, help=f"events to run (default {events:,})")
+    p.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace")
+    return p
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with a title, right-aligned numbers."""
+    cells = [[str(c) for c in header]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+
+    rule = "-" * len(line(cells[0]))
+    out = [title, rule, line(cells[0]), rule] + [line(r) for r in cells[1:]] + [rule]
+    return "\n".join(out)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        if value >= 100:
+            return f"{value:,.0f}"
+        return f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+class DetectorTimer:
+    """Wraps every registered detector's ``observe`` to record time per call."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.worst: dict[str, float] = {}
+
+    @contextmanager
+    def installed(self) -> Iterator["DetectorTimer"]:
+        from monitor.detect import REGISTRY
+
+        originals = {}
+        for name, cls in REGISTRY.items():
+            originals[cls] = cls.__dict__.get("observe")
+            cls.observe = self._wrap(name, cls.observe)
+        try:
+            yield self
+        finally:
+            for cls, original in originals.items():
+                if original is None:
+                    del cls.observe
+                else:
+                    cls.observe = original
+
+    def _wrap(self, name: str, observe):
+        clock = time.perf_counter
+        total, calls, worst = self.total, self.calls, self.worst
+        total[name] = 0.0
+        calls[name] = 0
+        worst[name] = 0.0
+
+        def timed(detector, event, view):
+            started = clock()
+            try:
+                return observe(detector, event, view)
+            finally:
+                spent = clock() - started
+                total[name] += spent
+                calls[name] += 1
+                if spent > worst[name]:
+                    worst[name] = spent
+
+        return timed

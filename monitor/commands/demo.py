@@ -1,0 +1,189 @@
+"""``loopwatch demo``: the monitor on a set of simulated agents.
+
+The agents (``monitor.demo``) are real subprocesses writing native JSONL logs
+in a temporary directory and following their inbox files; some work honestly,
+some loop in different ways.  The monitor tails their logs exactly as ``watch``
+would, records to a temporary database unless ``--db`` is given, and opens
+the dashboard — or, with ``--headless``, prints what happens for
+``--duration`` seconds while answering warnings on its own (auto-inject, and
+auto-kill at ``terminate``) so that the whole loop — detect, nudge, stop — can
+be seen without a terminal UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
+
+HELP = "run the monitor on built-in simulated agents (start here)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="PATH", help="record to this database (default: a temporary one)")
+    parser.add_argument("--headless", action="store_true",
+                        help="no TUI: print detections and actions; answer warnings automatically")
+    parser.add_argument("--duration", type=float, default=30.0, metavar="S",
+                        help="with --headless: stop after S seconds (default: 30)")
+    parser.add_argument("--auto", action="store_true",
+                        help="in the TUI too, inject nudges and kill at terminate automatically")
+    parser.add_argument("--theme", metavar="NAME", help="TUI theme (see themes/ and the config dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the agents' log directory")
+    add_config_options(parser)
+
+
+class DemoRun:
+    """Temporary directory, the live pipeline and the agent processes."""
+
+    def __init__(self, config: Any, db: str | None, keep: bool = False):
+        self.config = config
+        self.directory = Path(tempfile.mkdtemp(prefix="loopwatch-demo-"))
+        self.db = db or str(self.directory / "loopwatch.db")
+        self.keep = keep
+        self.processes: list[Any] = []
+        self.live: Any = None
+
+    def build(self) -> Any:
+        from monitor.commands.watch import LiveWatch
+        from monitor.sources.files import StartPolicy
+
+        logs = self.directory / "agents"
+        logs.mkdir()
+        self.live = LiveWatch(self.config, paths=[str(logs)], start_policy=StartPolicy(mode="start"),
+                              db=self.db, use_socket=False)
+        self.live.open_store()
+        return self.live
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        """Pipeline started, then the agents; everything stopped on exit."""
+        from monitor.demo import start_agents, stop_agents
+
+        live = self.live or self.build()
+        await live.start()
+        try:
+            self.processes = await asyncio.to_thread(start_agents, self.directory / "agents")
+            yield live.hub
+        finally:
+            try:
+                await asyncio.to_thread(stop_agents, self.processes)
+            finally:
+                await live.stop()
+
+    def cleanup(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.directory / "agents", ignore_errors=True)
+
+
+def _check_demo_module() -> str | None:
+    try:
+        import monitor.demo  # noqa: F401
+    except ImportError as exc:
+        return f"the simulated agents (monitor.demo) are not available: {exc}"
+    return None
+
+
+async def _headless(run: DemoRun, duration: float) -> int:
+    from monitor.commands.watch import HeadlessPrinter
+    from monitor.events import Level
+
+    printer = HeadlessPrinter(as_json=False, min_level=Level.WARN, out=sys.stdout, err=sys.stderr)
+    live = run.build()
+    hub = live.build_hub()
+    hub.subscribe(printer)
+    started = time.monotonic()
+    first_warn: float | None = None
+
+    def watch_first(update: object) -> None:
+        nonlocal first_warn
+        detection = getattr(update, "detection", None)
+        if first_warn is None and detection is not None and detection.level >= Level.WARN:
+            first_warn = time.monotonic() - started
+
+    hub.subscribe(watch_first)
+    async with run.running() as hub:
+        print(f"loopwatch demo: {len(run.processes)} agents in {run.directory / 'agents'}; "
+              f"recording to {run.db}; {duration:g} s", file=sys.stderr)
+        await asyncio.sleep(duration * 2 / 3)
+        killed = await _demonstrate_kill(hub, run.processes)
+        await asyncio.sleep(duration / 3)
+        processes = list(run.processes)
+        exited = [p for p in processes if p.poll() is not None]
+    sessions = sorted(hub.sessions(), key=lambda s: s.id)
+    print("\nsession              agent            level      events  status", file=sys.stderr)
+    for info in sessions:
+        print(f"{info.id[:20]:<20} {(info.agent or '-')[:16]:<16} {info.level.label:<10} "
+              f"{info.events:>6}  {info.status}", file=sys.stderr)
+    print(f"\nfirst warning after {first_warn:.1f} s" if first_warn is not None else "\nno warning",
+          file=sys.stderr)
+    print(f"{len(exited)} of {len(processes)} agent processes had exited before the demo ended"
+          + (f" (pid {killed.pid}, killed by loopwatch, exit status {killed.poll()})" if killed else ""),
+          file=sys.stderr)
+    return 0 if first_warn is not None else 1
+
+
+async def _demonstrate_kill(hub: Any, processes: list[Any]) -> Any:
+    """Play the operator once: kill the live session that warned the most.
+
+    Returns the process that was killed (or None)."""
+    from monitor.events import Level
+
+    candidates = [s for s in hub.sessions() if s.status == "live" and s.pid and s.level >= Level.NOTICE]
+    if not candidates:
+        candidates = [s for s in hub.sessions() if s.status == "live" and s.pid]
+    if not candidates:
+        return None
+    target = max(candidates, key=lambda s: (s.level, s.events))
+    print(f"loopwatch demo: operator kills {target.id}: {hub.describe_kill(target.id)}", file=sys.stderr)
+    record = await hub.act("kill", target.id)
+    print(f"loopwatch demo: kill {target.id} -> {record.outcome} ({record.detail})", file=sys.stderr)
+    return next((p for p in processes if p.pid == target.pid), None)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    problem = _check_demo_module()
+    if problem:
+        return fail(problem)
+    if args.headless or args.auto:
+        config.control = dataclasses.replace(config.control, auto_inject=True, auto_kill=True,
+                                             kill_grace_seconds=min(config.control.kill_grace_seconds, 2.0))
+    if args.headless:
+        if args.duration <= 0:
+            return fail("--duration: must be positive")
+        demo = DemoRun(config, args.db, keep=args.keep)
+        try:
+            return asyncio.run(_headless(demo, args.duration))
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            demo.cleanup()
+    try:
+        from monitor.ui.app import run_app, validate_ui
+    except ImportError as exc:
+        return fail(f"the terminal UI is not available ({exc}); use --headless")
+    try:
+        validate_ui(config, args.theme)
+    except ConfigError as exc:
+        return fail(str(exc))
+    demo = DemoRun(config, args.db, keep=args.keep)
+    try:
+        demo.build()
+    except Exception as exc:
+        return fail(f"cannot open the database: {exc}")
+    try:
+        return run_app(config, demo.running, theme=args.theme)
+    finally:
+        demo.cleanup()

@@ -1,0 +1,132 @@
+"""``loopwatch history``: list past sessions from the store."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from datetime import datetime
+
+from monitor.commands.common import fail
+from monitor.commands.stored import (
+    add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store,
+)
+from monitor.events import Level
+
+HELP = "list past sessions recorded in the database (newest first)"
+
+#: Widest session id shown in the table; longer ones end in "…" (``show``
+#: accepts the shortened id as a prefix).
+SESSION_WIDTH = 36
+_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """Epoch seconds from ``2d``/``12h``/``30m``/``1w`` ago or an ISO date/time
+    (local time unless it names a zone).  Raises ValueError."""
+    now = time.time() if now is None else now
+    match = _AGO.match(text)
+    if match:
+        return now - float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise ValueError(f"expected an age like 2d, 12h, 30m, 1w or an ISO date/time, "
+                         f"got {text!r}") from None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_db_options(parser)
+    parser.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
+    parser.add_argument("--since", metavar="WHEN",
+                        help="only sessions seen since WHEN: 2d, 12h, 30m, 1w or an ISO date/time")
+    parser.add_argument("--level", metavar="LEVEL",
+                        help="only sessions that reached LEVEL or above (notice, warn, critical, "
+                             "terminate)")
+    parser.add_argument("--search", metavar="TEXT", help="only sessions whose id, agent or "
+                        "source contains TEXT")
+    parser.add_argument("--limit", type=int, default=50, metavar="N",
+                        help="at most N sessions (default: 50; 0 = all)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per session")
+    parser.add_argument("--tui", action="store_true", help="browse the history in the TUI")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        return fail(f"--since: {exc}")
+    try:
+        level = Level.parse(args.level).label if args.level else None
+    except ValueError as exc:
+        return fail(f"--level: {exc}")
+    if args.limit < 0:
+        return fail("--limit: must not be negative")
+    store = open_store(args)
+    if isinstance(store, str):
+        return fail(store)
+    try:
+        if args.tui:
+            return _run_tui(store.path, agent=args.agent, since=since, level=level,
+                            text=args.search, limit=args.limit or None)
+        rows = store.list_sessions(agent=args.agent, since=since, level=level, text=args.search,
+                                   limit=args.limit or None)
+    finally:
+        store.close()
+    out = sys.stdout
+    if args.json:
+        for row in rows:
+            out.write(dumps(row) + "\n")
+        return 0
+    if not rows:
+        print("no sessions match", file=sys.stderr)
+        return 0
+    out.write(format_table(rows) + "\n")
+    if args.limit and len(rows) == args.limit:
+        print(f"(the newest {args.limit} sessions; --limit 0 lists all)", file=sys.stderr)
+    return 0
+
+
+def _run_tui(path, **filters) -> int:
+    # The seam for the TUI: imported only when asked for, so the command (and
+    # the core) never import Textual otherwise.
+    try:
+        from monitor.ui.app import run_history
+    except ImportError as exc:
+        return fail(f"history --tui needs the loopwatch TUI (monitor.ui.app.run_history), "
+                    f"which is not available here: {exc}")
+    return int(run_history(path, **filters) or 0)
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_table(rows: list[dict]) -> str:
+    """Sessions as an aligned text table."""
+    header = ("LAST SEEN", "SESSION", "AGENT", "ORIGIN", "EVENTS", "DURATION", "PEAK", "STATUS",
+              "DETECTOR")
+    table = [header]
+    for row in rows:
+        first, last = row.get("first_seen"), row.get("last_seen")
+        table.append((
+            fmt_time(last),
+            _short(row["id"], SESSION_WIDTH),
+            _short(row.get("agent") or "-", 16),
+            row.get("origin") or "-",
+            f"{row.get('events') or 0:,}",
+            fmt_duration(last - first if first is not None and last is not None else None),
+            level_label(row),
+            row.get("status") or "-",
+            _short(row.get("detector") or "-", 20),
+        ))
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    right = {4}  # numbers line up on the right
+    lines = []
+    for r in table:
+        cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i])
+                 for i in range(len(header))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)

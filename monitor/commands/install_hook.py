@@ -1,0 +1,246 @@
+"""``loopwatch install-hook claude|codex [--project DIR | --user] [--uninstall]``.
+
+Adds ``loopwatch hook <agent>`` to the agent's hook configuration for the
+events SessionStart, UserPromptSubmit, PreToolUse, PostToolUse and Stop
+(UserPromptSubmit lets a hook-only session see user turns, which reset the
+detectors' streaks):
+
+* Claude Code: ``~/.claude/settings.json`` (``--user``, the default) or
+  ``DIR/.claude/settings.json`` (``--project DIR``).
+* Codex: ``$CODEX_HOME/hooks.json`` (``--user``) or ``DIR/.codex/hooks.json``
+  (``--project DIR``), in the same Claude-style layout Codex reads.
+
+Everything else in the file is kept as it was, including other hooks.  Running
+it again changes nothing (an entry of ours pointing at an older command is
+updated in place); ``--uninstall`` removes only our entries.  The file is
+rewritten atomically (a temporary file renamed over it), and a file that is
+not valid JSON is left alone with an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HELP = "add (or --uninstall) the loopwatch hook in Claude Code's or Codex's hook settings"
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+#: Tool events take a matcher; "*" matches every tool in both agents.
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+#: Seconds Claude Code gives the hook (it answers in well under one).
+CLAUDE_TIMEOUT = 10
+#: Recognizes our own entries, whichever way loopwatch was invoked.
+_OURS = re.compile(r"(?:^|[\s/'\"])(?:loopwatch|-m\s+monitor)['\"]?\s+hook\s+(?P<agent>claude|codex)\b")
+CODEX_NOTE = (
+    "Codex runs these hooks only in versions with hook support (the `codex_hooks` feature; older "
+    "versions need `[features]\\ncodex_hooks = true` in config.toml, and project hooks need a "
+    "trusted project). Codex sends PreToolUse only for shell (Bash) calls: apply_patch, MCP and "
+    "web search calls reach loopwatch only through the rollout (`loopwatch watch --codex`). "
+    "Codex does not accept `continue: false` on PreToolUse, so a kill there denies the call; the "
+    "agent stops at its next PostToolUse or Stop hook."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent", choices=("claude", "codex"), help="which agent to configure")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true",
+                       help="the user's settings (~/.claude/settings.json or $CODEX_HOME/hooks.json); the default")
+    where.add_argument("--project", metavar="DIR",
+                       help="a project's settings (DIR/.claude/settings.json or DIR/.codex/hooks.json)")
+    parser.add_argument("--uninstall", action="store_true", help="remove loopwatch's entries instead")
+    parser.add_argument("--command", dest="hook_command", metavar="CMD",
+                        help="the command to install (default: this loopwatch's `hook <agent>`)")
+
+
+def settings_path(agent: str, project: str | None) -> Path:
+    """The file ``install-hook`` edits for ``agent``."""
+    from monitor.formats.locations import claude_home, codex_home
+
+    if project is not None:
+        base = Path(project).expanduser()
+        return base / ".claude" / "settings.json" if agent == "claude" else base / ".codex" / "hooks.json"
+    return claude_home() / "settings.json" if agent == "claude" else codex_home() / "hooks.json"
+
+
+def default_command(agent: str) -> str:
+    """How the agent should call this loopwatch: its script if on PATH, else ``python -m monitor``."""
+    script = shutil.which("loopwatch")
+    if script:
+        return f"{shlex.quote(str(Path(script).resolve()))} hook {agent}"
+    return f"{shlex.quote(sys.executable)} -m monitor hook {agent}"
+
+
+def is_ours(handler: Any, agent: str | None = None) -> bool:
+    """True for a hook handler that runs ``loopwatch hook`` (for ``agent`` if given)."""
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return False
+    match = _OURS.search(handler["command"])
+    return bool(match) and (agent is None or match.group("agent") == agent)
+
+
+def _handler(agent: str, command: str) -> dict[str, Any]:
+    handler: dict[str, Any] = {"type": "command", "command": command}
+    if agent == "claude":
+        handler["timeout"] = CLAUDE_TIMEOUT
+    return handler
+
+
+def install(settings: dict[str, Any], agent: str, command: str) -> bool:
+    """Add our entries to ``settings`` in place; True if anything changed."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError(f"'hooks' is a {type(hooks).__name__}, expected an object")
+    changed = False
+    for event in EVENTS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ValueError(f"'hooks.{event}' is a {type(groups).__name__}, expected a list")
+        found = False
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list):
+                continue
+            for index, handler in enumerate(handlers):
+                if is_ours(handler, agent):
+                    if found:
+                        continue  # duplicates are removed below
+                    found = True
+                    wanted = _handler(agent, command)
+                    if handler != wanted:
+                        handlers[index] = wanted
+                        changed = True
+        if found:
+            changed |= _drop_duplicates(groups, agent)
+            continue
+        group = {"hooks": [_handler(agent, command)]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        groups.append(group)
+        changed = True
+    return changed
+
+
+def _drop_duplicates(groups: list[Any], agent: str) -> bool:
+    """Keep only the first of our handlers for one event."""
+    seen = False
+    changed = False
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(handlers, list):
+            continue
+        kept = []
+        for handler in handlers:
+            if is_ours(handler, agent):
+                if seen:
+                    changed = True
+                    continue
+                seen = True
+            kept.append(handler)
+        handlers[:] = kept
+    groups[:] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
+    return changed
+
+
+def uninstall(settings: dict[str, Any], agent: str) -> bool:
+    """Remove our entries (and the groups and events they leave empty); True if any."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    changed = False
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(is_ours(h, agent) for h in handlers):
+                handlers = [h for h in handlers if not is_ours(h, agent)]
+                changed = True
+                if not handlers:
+                    continue
+                group = {**group, "hooks": handlers}
+            kept_groups.append(group)
+        if kept_groups:
+            hooks[event] = kept_groups
+        elif groups:  # only ours were there
+            del hooks[event]
+    if changed and not hooks:
+        del settings["hooks"]
+    return changed
+
+
+def load_settings(path: Path) -> dict[str, Any]:
+    """The settings object in ``path`` (empty if the file does not exist)."""
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc}); fix or move it first") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def write_atomically(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` with ``data`` as JSON in one rename, keeping its permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.commands.common import fail
+
+    path = settings_path(args.agent, args.project)
+    if args.project is not None and not Path(args.project).expanduser().is_dir():
+        return fail(f"--project {args.project}: no such directory")
+    try:
+        settings = load_settings(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        return fail(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}")
+    except ValueError as exc:
+        return fail(f"{path}: {exc}")
+    try:
+        if args.uninstall:
+            changed = uninstall(settings, args.agent)
+        else:
+            changed = install(settings, args.agent, args.hook_command or default_command(args.agent))
+    except ValueError as exc:
+        return fail(f"{path}: {exc}; not changed")
+    if changed:
+        try:
+            write_atomically(path, settings)
+        except OSError as exc:
+            return fail(f"{path}: cannot write: {exc.strerror or exc}")
+    if args.uninstall:
+        print(f"{path}: {'removed the loopwatch hook' if changed else 'no loopwatch hook to remove'}")
+    else:
+        print(f"{path}: {'installed' if changed else 'already installed'}: "
+              f"{', '.join(EVENTS)} run `{args.hook_command or default_command(args.agent)}`")
+        if args.agent == "codex":
+            print(CODEX_NOTE)
+    return 0

@@ -1,0 +1,110 @@
+"""``loopwatch show SESSION``: one stored session's summary, detections and actions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from monitor.commands.common import fail
+from monitor.commands.stored import (
+    add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store, resolve_session,
+)
+
+HELP = "show one recorded session: summary, detections and operator actions"
+
+#: Detections printed in the text view (the newest; --json has them all).
+MAX_DETECTIONS = 200
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", metavar="SESSION", help="session id (or a unique prefix)")
+    add_db_options(parser)
+    parser.add_argument("--events", type=int, default=0, metavar="N",
+                        help="also list the last N stored events")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object: session, detections, actions (and events)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.events < 0:
+        return fail("--events: must not be negative")
+    store = open_store(args)
+    if isinstance(store, str):
+        return fail(store)
+    try:
+        try:
+            session_id = resolve_session(store, args.session)
+        except LookupError as exc:
+            return fail(str(exc))
+        session = store.get_session(session_id)
+        stored = store.count_events(session_id)
+        detections = store.detections(session_id)
+        actions = store.actions(session_id)
+        events = (store.events(session_id, offset=max(stored - args.events, 0), limit=args.events)
+                  if args.events else [])
+    finally:
+        store.close()
+    if args.json:
+        document = {"session": session, "events_stored": stored, "detections": detections,
+                    "actions": actions}
+        if args.events:
+            document["events"] = events
+        sys.stdout.write(dumps(document) + "\n")
+        return 0
+    sys.stdout.write(format_session(session, stored, detections, actions, events) + "\n")
+    return 0
+
+
+def format_session(session: dict, stored: int, detections: list[dict], actions: list[dict],
+                   events: list[dict]) -> str:
+    first, last = session.get("first_seen"), session.get("last_seen")
+    duration = fmt_duration(last - first if first is not None and last is not None else None)
+    total = session.get("events") or 0
+    kept = f"{total:,}" if stored == total else f"{total:,} ({stored:,} kept; retention)"
+    lines = [
+        f"session {session['id']}",
+        f"  agent      {session.get('agent') or '-'}   origin {session.get('origin') or '-'}"
+        f"   pid {session.get('pid') if session.get('pid') is not None else '-'}"
+        f"   parent {session.get('parent') or '-'}",
+        f"  source     {session.get('source') or '-'}",
+        f"  seen       {fmt_time(first)} → {fmt_time(last)}  ({duration})",
+        f"  status     {session.get('status') or '-'}",
+        f"  level      {level_label(session, 'level')} (peak {level_label(session)})"
+        + (f" — {session['detector']}: {session['reason']}" if session.get("detector") else ""),
+        f"  events     {kept}",
+        "",
+        f"detections ({len(detections)})",
+    ]
+    if not detections:
+        lines.append("  none")
+    shown = detections[-MAX_DETECTIONS:]
+    if len(detections) > len(shown):
+        lines.append(f"  … {len(detections) - len(shown)} earlier (see --json)")
+    for d in shown:
+        where = d.get("file") or ""
+        if d.get("line") is not None:
+            where += f":{d['line']}"
+        lines.append(f"  {fmt_time(d['ts'])}  {d['level']:<9} {d['detector']:<17} "
+                     f"×{d.get('count') or 0:<3} {d.get('message') or ''}"
+                     + (f"  [{d['suppressed']}]" if d.get("suppressed") else ""))
+        if where:
+            lines.append(f"  {'':19}  at {where}")
+    lines += ["", f"actions ({len(actions)})"]
+    if not actions:
+        lines.append("  none")
+    for a in actions:
+        text = f" {a['text']!r}" if a.get("text") else ""
+        detail = f" — {a['detail']}" if a.get("detail") else ""
+        lines.append(f"  {fmt_time(a['ts'])}  {a['kind']:<14} by {a['who']:<10} "
+                     f"{a['outcome']}{detail}{text}")
+    if events:
+        lines += ["", f"last {len(events)} event(s)"]
+        for e in events:
+            lines.append(f"  #{e['seq']:<6} {fmt_time(e['ts'])}  {_event_summary(e)}")
+    return "\n".join(lines)
+
+
+def _event_summary(event: dict, width: int = 100) -> str:
+    from monitor.store_rows import event_from_row
+
+    return event_from_row(event).summary(width)

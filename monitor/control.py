@@ -1,0 +1,437 @@
+"""Control channels: how an operator's action reaches an agent, and safe kills.
+
+A session can be reached through a :class:`Channel`: its socket connection
+(``monitor.sources.sockets.SocketChannel``), an inbox file next to its native
+log (:class:`InboxChannel`), or, for hook-driven agents, a mailbox the next
+hook call collects (:class:`HookMailbox`).  Every ``send`` returns an
+:class:`Outcome` and never raises.
+
+Killing is separate from channels because it needs a pid, and a pid alone is
+not an identity: :class:`ProcessIdentity` records pid + start time + user when
+a session is first seen, :func:`check_killable` refuses unless the process is
+provably still that one, and :func:`terminate` sends SIGTERM, waits, then
+SIGKILL.  Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+DELIVERED, FAILED, UNSUPPORTED, REFUSED = "delivered", "failed", "unsupported", "refused"
+
+#: Appended to a native log's name to get its inbox, e.g. ``run.jsonl.inbox.jsonl``.
+INBOX_SUFFIX = ".inbox.jsonl"
+#: What a hook session's queued message reports; the hook collects it later.
+QUEUED_DETAIL = "queued for the agent's next hook call"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one control action."""
+
+    status: str  # "delivered" | "failed" | "unsupported" | "refused"
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == DELIVERED
+
+
+class Channel(Protocol):
+    """A way to reach one session's agent."""
+
+    name: str
+
+    async def send(self, message: dict) -> Outcome: ...
+
+
+def control_message(kind: str, session: str, **fields: Any) -> dict:
+    """``{"type": kind, "session": session, "ts": now, **fields}``."""
+    message: dict[str, Any] = {"type": kind, "session": session, "ts": time.time()}
+    message.update(fields)
+    return message
+
+
+def encode_line(message: dict) -> bytes:
+    """One control message as a complete JSONL line (non-JSON values become text)."""
+    return orjson.dumps(message, default=str) + b"\n"
+
+
+# -- inbox files ---------------------------------------------------------------
+
+
+def inbox_path(log_path: str | Path) -> Path:
+    """``<log>.inbox.jsonl`` beside the log."""
+    log = Path(log_path)
+    return log.with_name(log.name + INBOX_SUFFIX)
+
+
+class InboxChannel:
+    """Appends control messages to ``<log>.inbox.jsonl`` next to a native log.
+
+    Each message is one complete line written by a single ``write`` on an
+    ``O_APPEND`` descriptor, so concurrent writers never interleave inside a
+    line and a follower never sees half a message unless the disk is full
+    (then the fragment is terminated with a newline and the send fails).
+    """
+
+    name = "inbox"
+
+    def __init__(self, log_path: str | Path, *, fsync: bool = False):
+        self.log_path = Path(log_path)
+        self.path = inbox_path(log_path)
+        self.fsync = fsync
+
+    def append(self, message: dict) -> Outcome:
+        """The blocking write; :meth:`send` is the async face of it."""
+        data = encode_line(message)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            return Outcome(FAILED, f"cannot open inbox {self.path}: {exc.strerror or exc}")
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                # Terminate the fragment so the next message starts on its own line.
+                try:
+                    os.write(fd, b"\n")
+                except OSError:
+                    pass
+                return Outcome(FAILED, f"short write to {self.path} ({written} of {len(data)} bytes)")
+            if self.fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            return Outcome(FAILED, f"cannot write inbox {self.path}: {exc.strerror or exc}")
+        finally:
+            os.close(fd)
+        return Outcome(DELIVERED, f"appended to {self.path}")
+
+    async def send(self, message: dict) -> Outcome:
+        if self.fsync:  # an fsync can take long; keep it off the event loop
+            return await asyncio.to_thread(self.append, message)
+        return self.append(message)
+
+
+# -- hook mailboxes --------------------------------------------------------------
+
+
+class HookMailbox:
+    """Queues control messages for a session driven by short-lived hook processes.
+
+    The socket server drains it when a hook sends ``{"type":"poll"}``.  Bounded:
+    when full the oldest message is dropped (and counted) rather than growing.
+    """
+
+    name = "hook"
+
+    def __init__(self, session: str, *, limit: int = 100):
+        self.session = session
+        self._queue: deque[dict] = deque(maxlen=limit)
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    async def send(self, message: dict) -> Outcome:
+        if len(self._queue) == self._queue.maxlen:
+            self.dropped += 1
+        self._queue.append(message)
+        return Outcome(DELIVERED, QUEUED_DETAIL)
+
+    def drain(self) -> list[dict]:
+        messages = list(self._queue)
+        self._queue.clear()
+        return messages
+
+
+# -- process identity and kills ------------------------------------------------------
+
+
+def _clock_ticks() -> int:
+    try:
+        return os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError, AttributeError):
+        return 100
+
+
+def _proc_stat(pid: int) -> tuple[str, int, float] | None:
+    """(state, ppid, start seconds since boot) from ``/proc/<pid>/stat``; None if unreadable.
+
+    The raw start tick count never changes for a process, unlike wall-clock
+    start times derived from a boot time that moves with clock adjustments.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return fields[0].decode(), int(fields[1]), int(fields[19]) / _clock_ticks()
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc_uid(pid: int) -> int | None:
+    """The real uid from ``/proc/<pid>/status`` (the directory's owner can be root)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+_HAVE_PROC = os.path.isdir("/proc/self") and _proc_stat(os.getpid()) is not None
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """A process as it was when its session was first seen.
+
+    ``start_time`` is a stable per-process stamp: seconds since boot from
+    ``/proc`` on Linux, psutil's creation time elsewhere.  A pid whose start
+    time differs is another process that reused the number.
+    """
+
+    pid: int
+    start_time: float
+    uid: int
+    cmdline: str
+
+    @classmethod
+    def capture(cls, pid: int) -> ProcessIdentity | None:
+        """The identity of the running process ``pid``; None if there is none."""
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return None
+        if _HAVE_PROC:
+            stat = _proc_stat(pid)
+            if stat is None:
+                return None
+            uid = _proc_uid(pid)
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    raw = f.read(4096)
+            except OSError:
+                return None
+            if uid is None:
+                return None
+            cmdline = " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
+            return cls(pid, stat[2], uid, cmdline)
+        import psutil
+
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                return cls(pid, proc.create_time(), proc.uids().real, " ".join(proc.cmdline()))
+        except (psutil.Error, OSError):
+            return None
+
+    def describe(self, width: int = 60) -> str:
+        """``pid 123 (python agent.py)`` for messages."""
+        cmd = " ".join(self.cmdline.split()) or "?"
+        if len(cmd) > width:
+            cmd = cmd[: width - 1] + "…"
+        return f"pid {self.pid} ({cmd})"
+
+
+def _same_start(a: float, b: float) -> bool:
+    return abs(a - b) < 1e-6
+
+
+def _is_zombie(pid: int) -> bool:
+    """An exited process not yet reaped by its parent still has a pid and a start time."""
+    if _HAVE_PROC:
+        stat = _proc_stat(pid)
+        return stat is None or stat[0] in ("Z", "X")
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return True
+
+
+def _is_gone(identity: ProcessIdentity) -> bool:
+    """True when the identified process has exited (a zombie counts as exited)."""
+    current = ProcessIdentity.capture(identity.pid)
+    if current is None or not _same_start(current.start_time, identity.start_time):
+        return True
+    return _is_zombie(identity.pid)
+
+
+def _parent_of(pid: int) -> int:
+    if _HAVE_PROC:
+        stat = _proc_stat(pid)
+        return stat[1] if stat else 0
+    import psutil
+
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return 0
+
+
+def ancestors(pid: int) -> list[int]:
+    """The parent, grandparent, … of ``pid`` (pid 1 and 0 excluded), nearest first."""
+    found: list[int] = []
+    pid = _parent_of(pid) if pid > 0 else 0
+    while pid > 1 and pid not in found and len(found) < 64:
+        found.append(pid)
+        pid = _parent_of(pid)
+    return found
+
+
+def same_pid_namespace(pid: int) -> bool | None:
+    """Whether ``pid`` sees the same pids as the monitor (None: cannot tell).
+
+    A process in a container has its own pid numbers: a pid it reports for
+    itself names some other process here.
+    """
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino == os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def _ancestors() -> set[int]:
+    """Pids of the monitor's parent, grandparent, … (killing one could kill the monitor's terminal)."""
+    return set(ancestors(os.getpid()))
+
+
+def check_killable(identity: ProcessIdentity | None) -> str | None:
+    """None when ``identity`` may be killed now; otherwise why not, in words."""
+    if identity is None:
+        return "no process id is known for this session"
+    pid = identity.pid
+    if pid <= 0:
+        return f"refusing to signal pid {pid}: not a single process"
+    if pid == 1:
+        return "refusing to kill pid 1 (init)"
+    if pid == os.getpid():
+        return f"refusing to kill pid {pid}: it is the monitor itself"
+    if pid == os.getppid():
+        return f"refusing to kill pid {pid}: it is the monitor's parent process"
+    if pid in _ancestors():
+        return f"refusing to kill pid {pid}: it is an ancestor of the monitor"
+    me = os.getuid()
+    if identity.uid != me:
+        return f"refusing to kill pid {pid}: it belongs to uid {identity.uid}, not to the monitor's user (uid {me})"
+    current = ProcessIdentity.capture(pid)
+    if current is None:
+        return f"pid {pid} has already exited"
+    if not _same_start(current.start_time, identity.start_time):
+        return (f"refusing to kill pid {pid}: it is no longer the session's process "
+                f"(the pid was reused by another process: {current.describe()})")
+    if _is_zombie(pid):
+        return f"pid {pid} has already exited"
+    if current.uid != me:
+        return f"refusing to kill pid {pid}: it now belongs to uid {current.uid}, not to uid {me}"
+    return None
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd pins the process: signals sent through it cannot hit a reused pid."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:  # too old a kernel, seccomp, or already gone
+        return None
+
+
+def _signal(identity: ProcessIdentity, pidfd: int | None, sig: int) -> None:
+    if pidfd is not None:
+        signal.pidfd_send_signal(pidfd, sig)
+    else:
+        os.kill(identity.pid, sig)
+
+
+async def _wait_gone(identity: ProcessIdentity, pidfd: int | None, timeout: float) -> bool:
+    """Wait until the process exits or ``timeout`` passes; True if it exited."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    exited: asyncio.Future[None] | None = None
+    if pidfd is not None:
+        # A pidfd becomes readable when its process exits: no polling needed,
+        # but keep a slow poll as well in case the loop cannot watch it.
+        exited = loop.create_future()
+        try:
+            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+        except (OSError, NotImplementedError, ValueError):
+            exited = None
+    try:
+        while True:
+            if _is_gone(identity):
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            step = min(remaining, 0.5 if exited is not None else 0.02)
+            if exited is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(exited), step)
+                except TimeoutError:
+                    pass
+            else:
+                await asyncio.sleep(step)
+    finally:
+        if exited is not None:
+            loop.remove_reader(pidfd)
+
+
+async def terminate(identity: ProcessIdentity, grace: float = 5.0) -> Outcome:
+    """SIGTERM the session's process, then SIGKILL it if it outlives ``grace`` seconds.
+
+    Refuses (``refused``) unless :func:`check_killable` passes right before
+    each signal.
+    """
+    reason = check_killable(identity)
+    if reason is not None:
+        return Outcome(REFUSED, reason)
+    pidfd = _open_pidfd(identity.pid)
+    try:
+        # Re-check after pinning: if the pid was reused in between, the pidfd
+        # refers to the new process and the start time no longer matches.
+        reason = check_killable(identity)
+        if reason is not None:
+            return Outcome(REFUSED, reason)
+        try:
+            _signal(identity, pidfd, signal.SIGTERM)
+        except ProcessLookupError:
+            return Outcome(DELIVERED, f"pid {identity.pid} had already exited")
+        except PermissionError as exc:
+            return Outcome(FAILED, f"SIGTERM to pid {identity.pid} not permitted: {exc.strerror or exc}")
+        if await _wait_gone(identity, pidfd, grace):
+            return Outcome(DELIVERED, f"pid {identity.pid} exited after SIGTERM")
+        if pidfd is None:  # without a pidfd, make sure the pid was not reused meanwhile
+            if _is_gone(identity):
+                return Outcome(DELIVERED, f"pid {identity.pid} exited after SIGTERM")
+            reason = check_killable(identity)
+            if reason is not None:
+                return Outcome(REFUSED, reason)
+        try:
+            _signal(identity, pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            return Outcome(DELIVERED, f"pid {identity.pid} exited after SIGTERM")
+        except PermissionError as exc:
+            return Outcome(FAILED, f"SIGKILL to pid {identity.pid} not permitted: {exc.strerror or exc}")
+        if await _wait_gone(identity, pidfd, 5.0):
+            return Outcome(DELIVERED, f"pid {identity.pid} ignored SIGTERM for {grace:g}s; killed with SIGKILL")
+        return Outcome(FAILED, f"pid {identity.pid} is still running after SIGKILL (uninterruptible?)")
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)

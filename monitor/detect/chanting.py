@@ -1,0 +1,384 @@
+"""Chanting: the same stretch of text repeated over and over in a reply.
+
+A model that degenerates repeats a phrase or a paragraph back to back ("I will
+fix the test. I will fix the test. …") until it runs out of tokens, within one
+message or across the chunks of a streamed reply.  This detector finds such
+*periodic runs* in assistant prose: text that repeats a unit (of up to
+``max_period`` characters) back to back so long that a ``window_chars`` (50)
+window of it is seen ``min_repeats`` (10) times.  A 33-character sentence
+needs 12 copies; a 200-character paragraph 10.  Only one window per
+``window_chars`` is sampled, so a unit much shorter than the window may need
+up to a window's length more before it is seen ("the " about 26 copies).
+
+Honest repetition that is deliberately *not* flagged:
+
+* text inside fenced code blocks (``` or ~~~), indented code, or an inline
+  code span (quoted, not said);
+* tables, lists, headings, block quotes, divider lines (``-----``) and
+  box-drawing lines are structure, not prose: a run that contains one is cut
+  there, so a list whose items share a long prefix -- or even repeat -- and a
+  table of similar rows are not chants;
+* near-repetition: lines that share a long prefix but differ after it; only
+  exact back-to-back repetition is a chant;
+* units with fewer than two letters (``0, 0, 0``, ``=====``, ``.....``).
+
+Cost is linear in the text: one window per ``window_chars`` characters is
+looked up once (``str.find`` over at most ``max_period + window_chars``
+characters); a run found is measured with galloping slice comparisons and the
+samples inside it are skipped.  Of a huge message only the head and the tail
+are scanned (``max_scan_chars``); across streamed messages only a bounded tail
+of the stream is carried over.  A chant is reported when first seen and again
+each time it has grown by another ``min_repeats`` copies.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.output_similarity import digest
+from monitor.events import Event, Kind, Level
+from monitor.text import squash_ws
+
+#: A fence line opens or closes a fenced code block.
+FENCE = re.compile(r"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
+
+#: Lines that are structure, not prose (matched at a line start).
+STRUCTURAL = re.compile(
+    r"""
+      [ \t]{0,3}(?:```|~~~)                 # code fence
+    | (?:[ ]{4}|\t)                         # indented code
+    | [ \t]*(?:[-*+•‣◦▪][ \t]               # bullet list item
+             | \d{1,4}[.)][ \t]              # numbered list item
+             | \#{1,6}(?:[ \t]|$)            # heading
+             | >                             # block quote
+             | \|                            # table row
+             | \+[-=+]                       # ASCII table border
+             | [-=_*~]{3,}[ \t]*$            # divider, setext underline
+             )
+    | [^\n]*\|[^\n]*\|                       # table row without leading pipe
+    | [^\n]*[\u2500-\u259F]                  # box drawing and block elements
+    """,
+    re.VERBOSE | re.MULTILINE,  # ``$`` is the end of the line, not of the text
+)
+
+
+def line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def common_prefix(text: str, a: int, b: int, limit: int) -> int:
+    """The largest ``n <= limit`` with ``text[a:a+n] == text[b:b+n]``; galloping
+    slice comparisons, so the work is linear in ``n`` and runs in C."""
+    done, step = 0, 64
+    while done < limit:
+        stop = min(limit, done + step)
+        if text[a + done:a + stop] == text[b + done:b + stop]:
+            done, step = stop, step * 2
+            continue
+        while stop - done > 1:
+            mid = (done + stop) // 2
+            if text[a + done:a + mid] == text[b + done:b + mid]:
+                done = mid
+            else:
+                stop = mid
+        return done
+    return done
+
+
+def common_suffix(text: str, a: int, b: int, limit: int) -> int:
+    """The largest ``n <= limit`` with ``text[a-n:a] == text[b-n:b]``."""
+    done, step = 0, 64
+    while done < limit:
+        stop = min(limit, done + step)
+        if text[a - stop:a - done] == text[b - stop:b - done]:
+            done, step = stop, step * 2
+            continue
+        while stop - done > 1:
+            mid = (done + stop) // 2
+            if text[a - mid:a - done] == text[b - mid:b - done]:
+                done = mid
+            else:
+                stop = mid
+        return done
+    return done
+
+
+def canonical_unit(unit: str) -> str:
+    """The repeated unit independent of where the run was cut: its smallest
+    rotation, white space squashed, lower-cased."""
+    doubled = unit + unit
+    rotation = min(doubled[i:i + len(unit)] for i in range(len(unit)))
+    return squash_ws(rotation).lower()
+
+
+class Chant(NamedTuple):
+    start: int
+    end: int
+    period: int
+    count: int  # how often a window of the run recurs in it
+
+    def unit(self, text: str) -> str:
+        return text[self.start:self.start + self.period]
+
+
+@dataclass(frozen=True)
+class ChantingSettings(DetectorSettings):
+    window_chars: int = 50  # the repeated stretch is at least this long
+    min_repeats: int = 10  # times a window must recur back to back
+    max_period: int = 400  # longest repeated unit looked for
+    max_scan_chars: int = 8000  # of a longer message only head and tail (half each) are scanned
+
+
+class ChantFinder:
+    """Finds chants in a text; pure and stateless apart from its settings."""
+
+    def __init__(self, window_chars: int = 50, min_repeats: int = 10, max_period: int = 400):
+        self.window = max(2, window_chars)
+        self.min_repeats = max(2, min_repeats)
+        self.max_period = max(1, max_period)
+
+    def seen(self, length: int, period: int) -> int:
+        """How often the window recurs in a periodic run of ``length`` characters."""
+        return max(0, (length - self.window) // period + 1)
+
+    def runs(self, text: str) -> list[Chant]:
+        """Periodic runs long enough to be chants, ignoring structure."""
+        # One sample per window length: a run long enough to count has a
+        # sampled window inside it (short units need a few extra copies).
+        window = step = self.window
+        n = len(text)
+        found: list[Chant] = []
+        i = 0
+        while i + window <= n:
+            j = text.find(text[i:i + window], i + 1, min(n, i + self.max_period + window))
+            if j < 0:
+                i += step
+                continue
+            period = j - i
+            start = i - common_suffix(text, i, j, i)
+            end = j + common_prefix(text, i, j, n - j)
+            count = self.seen(end - start, period)
+            if count >= self.min_repeats:
+                found.append(Chant(start, end, period, count))
+                i = max(i + step, end - window + 1)
+            else:
+                i += step
+        return found
+
+    def find(self, text: str, fence_open: bool = False, first_line: bool | None = None,
+             lo: int = 0) -> list[Chant]:
+        """Chants in the prose of ``text``: runs outside code, cut at structural lines.
+
+        ``fence_open`` says whether ``text`` starts inside a code fence;
+        ``first_line`` whether its first (partial) line is structural when that
+        is known from earlier text.  Runs ending before ``lo`` are not reported.
+        """
+        out: list[Chant] = []
+        fences: list[int] | None = None
+        for run in self.runs(text):
+            if run.end <= lo:
+                continue
+            unit = run.unit(text)
+            if len(set(unit)) < 2 or sum(ch.isalpha() for ch in unit) < 2:
+                continue
+            if fences is None:
+                fences = [m.start() for m in FENCE.finditer(text)]
+            if fence_open ^ (bisect.bisect_left(fences, run.start) % 2 == 1):
+                continue  # inside a fenced code block
+            if text.count("`", line_start(text, run.start), run.start) % 2 == 1:
+                continue  # inside an inline code span: quoted, not said
+            trimmed = self._prose(text, run, first_line)
+            if trimmed is not None:
+                out.append(trimmed)
+        return out
+
+    def structural(self, text: str, start: int, first_line: bool | None) -> bool:
+        if start == 0 and first_line is not None:
+            return first_line
+        # Structure shows at the start of a line; bounding the match keeps a
+        # 1 MB line without newlines from costing a 1 MB regex scan.
+        return STRUCTURAL.match(text, start, start + 256) is not None
+
+    def _prose(self, text: str, run: Chant, first_line: bool | None) -> Chant | None:
+        """The run cut down to prose, or None when structure repeats inside it."""
+        start, end, period = run.start, run.end, run.period
+        # Lines wholly inside the run repeat every period: the first two periods
+        # show every distinct one.  If one is structural, it recurs every
+        # period and no prose piece can hold two copies.
+        probe_end = min(end, start + 2 * period + 1)
+        newline = text.find("\n", start, probe_end)
+        while newline >= 0:
+            begin = newline + 1
+            stop = line_end(text, begin)
+            if stop > end:
+                break
+            if self.structural(text, begin, first_line):
+                return None
+            newline = text.find("\n", begin, probe_end)
+        first = line_start(text, start)
+        if self.structural(text, first, first_line):
+            start = line_end(text, start) + 1
+        last = line_start(text, end - 1) if end > start else start
+        if last > start and line_end(text, last) > end and self.structural(text, last, first_line):
+            end = last
+        count = self.seen(end - start, period)
+        if count < self.min_repeats:
+            return None
+        return Chant(start, end, period, count)
+
+
+class _Region(NamedTuple):
+    text: str
+    fence_open: bool  # starts inside a code fence
+    first_line: bool | None  # its first (partial) line is structural, when known
+    fresh_from: int  # where this message's text starts (before: carried over)
+
+
+@register
+class Chanting(Detector):
+    name = "chanting"
+    title = "Chanting"
+    Settings = ChantingSettings
+    presets = {
+        "conservative": {"min_repeats": 15},
+        "aggressive": {"min_repeats": 6},
+    }
+
+    def __init__(self, settings: ChantingSettings | None = None):
+        super().__init__(settings)
+        s = self.settings
+        self.finder = ChantFinder(s.window_chars, s.min_repeats, s.max_period)
+        #: How much of the stream is carried to the next message: enough to
+        #: hold a whole chant of the longest unit.
+        self.carry_limit = self.finder.window + self.finder.min_repeats * self.finder.max_period
+        self.scan_limit = max(self.finder.window * 4, s.max_scan_chars)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream: consecutive assistant messages form one."""
+        self.carry = _Region("", False, None, 0)
+        self.blind = False  # lost track of code fences in this stream: stay quiet
+        self.active: tuple[str, int] | None = None  # (unit digest, run length) reaching the end
+        self.reported: dict[str, int] = {}  # unit digest -> count last reported
+        self.messages: list[Event] = []
+
+    def window(self) -> list[Event]:
+        return list(self.messages)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is not Kind.MESSAGE or event.role != "assistant":
+            if self.messages:
+                self.reset()  # anything between two messages ends the stream
+            return None
+        self.messages = (self.messages + [event])[-6:]
+        text = event.content
+        if not text or self.blind:
+            return None
+        regions, whole = self._regions(text)
+        chants, covered = self._measure(regions)
+        if whole:
+            self._carry_over(regions[-1])
+        else:
+            self.blind = True  # the tail was not scanned: later chunks lack context
+        view.note_similarity(self.name, min(1.0, covered / len(text)))
+        return self._report(chants) or None
+
+    def _regions(self, text: str) -> tuple[list[_Region], bool]:
+        """What to scan: the carried tail plus the message, or for a huge
+        message its head (with the carry) and its tail; and whether the
+        message's end was included."""
+        carry = self.carry
+        if len(text) <= self.scan_limit:
+            return [_Region(carry.text + text, carry.fence_open, carry.first_line, len(carry.text))], True
+        half = self.scan_limit // 2
+        head = _Region(carry.text + text[:half], carry.fence_open, carry.first_line, len(carry.text))
+        tail_at = len(text) - half
+        # The tail is scanned only when the fence state at its start is known:
+        # no fence marker in the skipped middle.  Single-character finds run at
+        # memchr speed; counting ``` over 1 MB would not.
+        if text.find("`", half, tail_at) >= 0 or text.find("~", half, tail_at) >= 0:
+            return [head], False
+        fence = carry.fence_open ^ (len(FENCE.findall(text, 0, half)) % 2 == 1)
+        first = self.finder.structural(text, line_start(text, tail_at), None)
+        return [head, _Region(text[tail_at:], fence, first, 0)], True
+
+    def _measure(self, regions: list[_Region]) -> tuple[dict[str, tuple[int, Chant, str]], int]:
+        """The chants per unit digest (largest count wins), and how much
+        of the new text they cover."""
+        chants: dict[str, tuple[int, Chant, str]] = {}
+        covered = 0
+        active = None
+        for index, region in enumerate(regions):
+            for chant in self.finder.find(region.text, region.fence_open, region.first_line,
+                                          lo=region.fresh_from):
+                unit = chant.unit(region.text)
+                key = digest(canonical_unit(unit))
+                length = chant.end - chant.start
+                if (index == 0 and chant.start < region.fresh_from and self.active is not None
+                        and self.active[0] == key):
+                    # The run goes on from the previous message of the stream.
+                    length = self.active[1] + (chant.end - region.fresh_from)
+                count = self.finder.seen(length, chant.period)
+                covered += chant.end - max(chant.start, region.fresh_from)
+                if key not in chants or count > chants[key][0]:
+                    chants[key] = (count, chant, unit)
+                if index == len(regions) - 1 and chant.end == len(region.text):
+                    active = (key, length)
+        self.active = active
+        return chants, covered
+
+    def _report(self, chants: dict[str, tuple[int, Chant, str]]) -> list[Detection]:
+        """A detection per chant first seen, or grown by another ``min_repeats``."""
+        found = []
+        step = self.finder.min_repeats
+        for key, (count, chant, unit) in chants.items():
+            if count < self.reported.get(key, 0) + step:
+                continue
+            self.reported[key] = count
+            if len(self.reported) > 32:
+                self.reported.pop(next(iter(self.reported)))
+            preview = squash_ws(unit)
+            preview = preview if len(preview) <= 60 else preview[:59] + "…"
+            found.append(
+                Detection(
+                    detector=self.name,
+                    level=Level.WARN,
+                    score=min(1.0, count / (2 * step)),
+                    message=(
+                        f"the same {max(chant.period, self.finder.window)}-character stretch "
+                        f"seen {count} times back to back: “{preview}”"
+                    ),
+                    pattern=f"chant:{key}",
+                    count=count,
+                    summary=f"repeated the same passage {count} times in a row in one reply",
+                    advice="You are repeating yourself word for word. Stop, and say it once.",
+                    evidence=evidence(self.messages),
+                )
+            )
+        return found
+
+    def _carry_over(self, region: _Region) -> None:
+        """Keep the tail of the stream for the next message, starting at a line
+        start when one is near, with the fence state at that point."""
+        text = region.text
+        if len(text) <= self.carry_limit:
+            self.carry = region._replace(fresh_from=0)
+            return
+        cut = len(text) - self.carry_limit
+        newline = text.find("\n", cut, cut + 256)
+        if newline >= 0:
+            start, first = newline + 1, None
+        else:
+            start = cut
+            first = self.finder.structural(text, line_start(text, cut), region.first_line)
+        opened = len(FENCE.findall(text, 0, start))
+        self.carry = _Region(text[start:], region.fence_open ^ (opened % 2 == 1), first, 0)

@@ -1,0 +1,220 @@
+"""Limits: the hard backstops of design note 000 — iterations, runtime, cost, failures.
+
+The orchestrator of design note 000 stops an agent when *any* of these is met:
+max iterations (100), max runtime (4 h), max cost ($10), max consecutive
+failures (5).  Here reaching a limit proposes ``terminate``; getting within
+80 % of it is a ``notice``.  Honest sessions can be long and expensive, so the
+first three are off (0) unless configured, e.g.::
+
+    [detectors.limits]
+    max_iterations = 100          # the larger of tool calls and assistant turns
+    max_runtime_seconds = 14400   # event time from the session's first event
+    max_cost_usd = 10.0           # sum of usage.cost_usd
+
+The consecutive-failure limit is on: 5 failing tool results in a row (a tool
+error or a nonzero exit code, see :mod:`monitor.detect.failures`) with no
+success and no user turn in between.  Past a limit the detection is repeated
+after every further N failures and every further 10 % of the other limits, so
+an acknowledged session is reminded while it keeps going.
+
+The totals are whole-session: a user turn does not reset them
+(``resets_on_user_turn = False``); it only breaks a failure streak.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.failures import failed
+from monitor.events import Event, Kind, Level
+
+#: The values design note 000 uses; the first three are opt-in here.
+DESIGN_VALUES = {"max_iterations": 100, "max_runtime_seconds": 4 * 3600.0, "max_cost_usd": 10.0,
+                 "max_consecutive_failures": 5}
+
+ADVICE = (
+    "This session has reached a configured limit and is about to be stopped. "
+    "Summarise what is done, what remains and what blocks you."
+)
+FAILURE_ADVICE = (
+    "Nothing has succeeded for a while. Stop, read the last errors, and explain what "
+    "is failing instead of trying another variant."
+)
+
+
+@dataclass(frozen=True)
+class LimitsSettings(DetectorSettings):
+    max_iterations: int = 0  # 0 = off; design note 000: 100
+    max_runtime_seconds: float = 0.0  # 0 = off; design note 000: 4 h
+    max_cost_usd: float = 0.0  # 0 = off; design note 000: $10
+    max_consecutive_failures: int = 5  # 0 = off
+    notice_fraction: float = 0.8  # a notice when this close to a limit
+    repeat_fraction: float = 0.1  # past a limit, remind every further 10 %
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+class _Limit:
+    """One limit's bookkeeping: whether the notice went out and when to remind next."""
+
+    __slots__ = ("name", "limit", "noticed", "next_at")
+
+    def __init__(self, name: str, limit: float):
+        self.name = name
+        self.limit = limit
+        self.noticed = False
+        self.next_at = limit
+
+    def check(self, value: float, settings: LimitsSettings, step: float) -> Level:
+        if self.limit <= 0:
+            return Level.NONE
+        if value >= self.next_at:
+            self.next_at = value + step
+            return Level.TERMINATE
+        if not self.noticed and value >= self.limit * settings.notice_fraction and value < self.limit:
+            self.noticed = True
+            return Level.NOTICE
+        return Level.NONE
+
+
+@register
+class Limits(Detector):
+    name = "limits"
+    title = "Limits"
+    Settings = LimitsSettings
+    presets = {"conservative": {"max_consecutive_failures": 8},
+               "aggressive": {"max_consecutive_failures": 4}}
+    resets_on_user_turn = False
+
+    def __init__(self, settings: LimitsSettings | None = None):
+        super().__init__(settings)
+        s = self.settings
+        self.first_ts: float | None = None
+        self.tool_calls = 0
+        self.turns = 0
+        self.cost = 0.0
+        self.failures = 0
+        self.failed_events: deque[Event] = deque(maxlen=12)
+        self.iterations = _Limit("iterations", s.max_iterations)
+        self.runtime = _Limit("runtime", s.max_runtime_seconds)
+        self.spend = _Limit("cost", s.max_cost_usd)
+        self.failure_limit = _Limit("failures", s.max_consecutive_failures)
+        # Only the events the enabled limits need (the engine dispatches by kind):
+        # by default just results (failures) and messages (a user turn breaks a streak).
+        kinds = {Kind.SESSION_START}
+        if s.max_consecutive_failures:
+            kinds |= {Kind.TOOL_RESULT, Kind.MESSAGE}
+        if s.max_iterations:
+            kinds |= {Kind.TOOL_CALL, Kind.MESSAGE}
+        if s.max_cost_usd:
+            kinds.add(Kind.USAGE)
+        self.kinds = frozenset(Kind) if s.max_runtime_seconds else frozenset(kinds)
+
+    def reset(self) -> None:
+        """An operator reset forgets the failure streak; the totals stay."""
+        self.failures = 0
+        self.failed_events.clear()
+        self.failure_limit = _Limit("failures", self.settings.max_consecutive_failures)
+
+    def window(self) -> list[Event]:
+        return list(self.failed_events)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        s = self.settings
+        if self.first_ts is None:
+            self.first_ts = event.ts
+        found: list[Detection] = []
+        kind = event.kind
+
+        if kind is Kind.TOOL_CALL:
+            self.tool_calls += 1
+        elif kind is Kind.MESSAGE:
+            if event.role == "assistant":
+                self.turns += 1
+            elif event.role == "user" and self.failures:
+                self.reset()  # the user stepped in: the failures are no longer "in a row"
+        elif kind is Kind.USAGE and event.cost_usd:
+            self.cost += event.cost_usd
+        elif kind is Kind.TOOL_RESULT:
+            if failed(event):
+                self.failures += 1
+                self.failed_events.append(event)  # the failed results are the evidence
+                level = self.failure_limit.check(self.failures, s, max(1, s.max_consecutive_failures))
+                if level:
+                    found.append(self._failure_detection(level))
+            elif self.failures:
+                self.reset()
+
+        if s.max_iterations and kind in (Kind.TOOL_CALL, Kind.MESSAGE):
+            iterations = max(self.tool_calls, self.turns)
+            level = self.iterations.check(iterations, s, max(1, round(s.max_iterations * s.repeat_fraction)))
+            if level:
+                found.append(self._detection(
+                    level, "iterations", iterations, s.max_iterations,
+                    f"{iterations} iterations ({self.tool_calls} tool calls, {self.turns} assistant turns)",
+                    f"{s.max_iterations} iterations", event))
+        if s.max_runtime_seconds:
+            runtime = event.ts - self.first_ts
+            level = self.runtime.check(runtime, s, max(1.0, s.max_runtime_seconds * s.repeat_fraction))
+            if level:
+                found.append(self._detection(
+                    level, "runtime", int(runtime), s.max_runtime_seconds,
+                    f"running for {_duration(runtime)}", _duration(s.max_runtime_seconds), event))
+        if s.max_cost_usd and kind is Kind.USAGE:
+            level = self.spend.check(self.cost, s, max(0.01, s.max_cost_usd * s.repeat_fraction))
+            if level:
+                found.append(self._detection(
+                    level, "cost", round(self.cost, 2), s.max_cost_usd,
+                    f"spent ${self.cost:.2f}", f"${s.max_cost_usd:.2f}", event))
+        return found or None
+
+    def _detection(self, level: Level, what: str, value: float, limit: float, state: str,
+                   limit_text: str, event: Event) -> Detection:
+        reached = level is Level.TERMINATE
+        if reached:
+            message = f"{what} limit reached: {state} (limit {limit_text})"
+            summary = f"reached the {what} limit ({state}; limit {limit_text})"
+        else:
+            message = f"approaching the {what} limit: {state} (limit {limit_text})"
+            summary = f"come close to the {what} limit ({state}; limit {limit_text})"
+        return Detection(
+            detector=self.name,
+            level=level,
+            score=min(1.0, value / limit) if limit else 1.0,
+            message=message,
+            pattern=f"limit:{what}",
+            count=int(value),
+            summary=summary,
+            advice=ADVICE if reached else "",
+            evidence=evidence([event]),
+        )
+
+    def _failure_detection(self, level: Level) -> Detection:
+        limit = self.settings.max_consecutive_failures
+        reached = level is Level.TERMINATE
+        tool = self.failed_events[-1].tool if self.failed_events else None
+        state = f"{self.failures} consecutive failed tool calls"
+        return Detection(
+            detector=self.name,
+            level=level,
+            score=min(1.0, self.failures / limit),
+            message=(f"failure limit reached: {state} (limit {limit})" if reached
+                     else f"approaching the failure limit: {state} (limit {limit})"),
+            pattern="limit:failures",
+            count=self.failures,
+            tool=tool,
+            summary=f"had {self.failures} tool calls fail in a row",
+            advice=FAILURE_ADVICE if reached else "",
+            evidence=evidence(self.failed_events),
+        )

@@ -1,0 +1,108 @@
+"""Monologue: the agent keeps talking instead of working (the "summary loop").
+
+Design note 003: consecutive text-only turns -- responses that call no tool --
+mean the agent is summarising or planning instead of acting.  Three in a row,
+with no tool call and no user turn between them, warn; so do three empty or
+white-space-only replies in a row (an agent that has stopped saying anything).
+Each further such turn is reported again, with the count rising.
+
+A *turn* is one model response (:mod:`monitor.detect.turns`), not one record:
+Claude Code writes a single response as several records (a white-space text
+block, thinking, text, each tool use), and streaming agents send chunks, so
+records of one response are grouped before counting.  Any tool call resets
+both counts; a user turn resets everything (the engine calls :meth:`reset`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.turns import Turn, TurnTracker
+from monitor.events import Event, Level
+
+
+@dataclass(frozen=True)
+class MonologueSettings(DetectorSettings):
+    threshold: int = 3  # text-only turns in a row that warn
+    empty_threshold: int = 3  # empty replies in a row that warn
+    same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
+
+
+@register
+class Monologue(Detector):
+    name = "monologue"
+    title = "Monologue"
+    Settings = MonologueSettings
+    presets = {
+        "conservative": {"threshold": 4, "empty_threshold": 4},
+        "aggressive": {"threshold": 2, "empty_threshold": 2},
+    }
+
+    def __init__(self, settings: MonologueSettings | None = None):
+        super().__init__(settings)
+        self.turns = TurnTracker(keep_text=False, same_turn_seconds=self.settings.same_turn_seconds)
+        self.talking = 0  # text-only turns in a row
+        self.silent = 0  # empty replies in a row
+        self.recent: deque[Event] = deque(maxlen=12)
+
+    def reset(self) -> None:
+        self.turns.reset()
+        self.talking = 0
+        self.silent = 0
+        self.recent.clear()
+
+    def window(self) -> list[Event]:
+        return list(self.recent)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        turn = self.turns.feed(event)
+        if turn is None:
+            return None
+        return self.judge(turn)
+
+    def judge(self, turn: Turn) -> list[Detection] | None:
+        s = self.settings
+        if not turn.text_only:
+            self.talking = 0
+            self.silent = 0
+            self.recent.clear()
+            return None
+        self.talking += 1
+        self.silent = 0 if turn.has_text else self.silent + 1
+        self.recent.append(turn.first)
+        if s.empty_threshold and self.silent >= s.empty_threshold:
+            n = self.silent
+            return [
+                Detection(
+                    detector=self.name,
+                    level=Level.WARN,
+                    score=min(1.0, n / (s.empty_threshold + 2)),
+                    message=f"{n} empty replies in a row",
+                    pattern="monologue:empty",
+                    count=n,
+                    summary=f"sent {n} empty replies in a row",
+                    advice="Say what you are doing or what blocks you, or call a tool.",
+                    evidence=evidence(list(self.recent)[-n:]),
+                )
+            ]
+        if s.threshold and self.talking >= s.threshold:
+            n = self.talking
+            return [
+                Detection(
+                    detector=self.name,
+                    level=Level.WARN,
+                    score=min(1.0, n / (s.threshold + 2)),
+                    message=f"{n} assistant turns in a row without a tool call or a user turn",
+                    pattern="monologue:text_only",
+                    count=n,
+                    summary=f"written {n} replies in a row without using a tool",
+                    advice=(
+                        "Stop summarising: pick the next concrete task and start on it "
+                        "with your tools now."
+                    ),
+                    evidence=evidence(list(self.recent)[-n:]),
+                )
+            ]
+        return None

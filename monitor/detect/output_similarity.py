@@ -1,0 +1,193 @@
+"""Output similarity: the agent keeps producing (nearly) the same output.
+
+Design note 000: each assistant output is compared with the last 5 by
+rapidfuzz ``fuzz.ratio``; 0.90 or more counts as a repeat.  Here an *output*
+is one assistant turn (see :mod:`monitor.detect.turns`): its text, compared
+once the turn is complete.
+
+What keeps honest repetition quiet:
+
+* Only substantive text is judged (``min_chars``, 40 by default): "Running the
+  tests." after every edit is narration, not a loop.  Turns with less text
+  reset the streak.
+* A turn with tool calls repeats an earlier one only if it made the same
+  calls and got the same results: the same words over different items (a
+  batch job) or over moving results (a poll, a test run whose failures
+  change) are progress.  Slightly varied calls are ``similar_args``' job.
+* One repeat is not a loop: ``threshold`` (2) repeats of the same output
+  warn, i.e. its third near-identical version, while every output in between
+  is a repeat too.  Any other output resets the count.  Repeats are counted
+  per repeated output, so templated lines about different things ("Plan for
+  the handler: …", "Starting with the handler …", then the same for the
+  serializer) are two chains of one repeat each, not a streak of two;
+  alternating stuck states (A, B, A, B, A) are still caught.
+* Leading narration openers ("Let me", "I'll", "Now") are dropped before
+  comparing: agents vary them while saying the same thing.
+
+Cost is bounded whatever the size of the output: the compared text is clipped
+(:func:`monitor.text.clip`), equal digests short-circuit, pairs whose lengths
+alone cap the ratio below the cut-off are skipped, and ``fuzz.ratio`` runs with
+``score_cutoff`` so it can stop early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.turns import Outcome, Turn, TurnTracker
+from monitor.events import Event, Level
+from monitor.text import clip, squash_ws
+
+#: Narration openers that carry no content ("Let me check X" = "Checking X").
+_OPENER = re.compile(
+    r"^(?:(?:ok(?:ay)?|now|next|so|alright|first|then|again)[,.!:]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to|"
+    r"i should)\s+",
+    re.IGNORECASE,
+)
+
+
+def normalize_output(text: str) -> str:
+    """The part of an output worth comparing: clipped, white space squashed,
+    leading narration opener dropped."""
+    text = squash_ws(clip(text))
+    return _OPENER.sub("", text, count=1)
+
+
+def similarity(a: str, b: str, cutoff: float = 0.0) -> float:
+    """``fuzz.ratio`` of two normalized outputs as 0..1 (0 when below ``cutoff``)."""
+    total = len(a) + len(b)
+    if total == 0:
+        return 1.0
+    if a == b:
+        return 1.0
+    # Indel ratio can never exceed 2*min/(len_a+len_b): skip hopeless pairs cheaply.
+    if 2 * min(len(a), len(b)) / total < cutoff:
+        return 0.0
+    return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100.0
+
+
+def digest(text: str) -> str:
+    """A short stable digest (pattern keys must survive restarts; ``hash()`` does not)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True)
+class OutputSimilaritySettings(DetectorSettings):
+    window: int = 5  # compare with the last N outputs
+    similarity: float = 0.90  # fuzz.ratio (0..1) from which an output is a repeat
+    threshold: int = 2  # repeats of one output, with nothing new between, that warn
+    min_chars: int = 40  # shorter text is not judged (and resets the streak)
+    same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
+
+
+class _Output:
+    __slots__ = ("text", "digest", "anchor", "calls", "results", "event")
+
+    def __init__(self, text: str, digest_: str, anchor: str, calls: tuple[str, ...],
+                 results: Outcome, event: Event):
+        self.text = text
+        self.digest = digest_
+        self.anchor = anchor  # digest of the first output of the chain it repeats
+        self.calls = calls
+        self.results = results
+        self.event = event
+
+
+@register
+class OutputSimilarity(Detector):
+    name = "output_similarity"
+    title = "Output similarity"
+    Settings = OutputSimilaritySettings
+    presets = {
+        "conservative": {"similarity": 0.95, "threshold": 3},
+        "aggressive": {"similarity": 0.85, "threshold": 1},
+    }
+
+    def __init__(self, settings: OutputSimilaritySettings | None = None):
+        super().__init__(settings)
+        s = self.settings
+        self.turns = TurnTracker(same_turn_seconds=s.same_turn_seconds)
+        self.outputs: deque[_Output] = deque(maxlen=max(1, s.window))
+        #: Per repeated output (its chain's anchor): how often it has come back
+        #: since the last output that repeated nothing, and the turns involved.
+        self.chains: dict[str, tuple[int, deque[Event]]] = {}
+
+    def reset(self) -> None:
+        self.turns.reset()
+        self.outputs.clear()
+        self.chains.clear()
+
+    def window(self) -> list[Event]:
+        return [output.event for output in self.outputs]
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        turn = self.turns.feed(event)
+        if turn is None:
+            return None
+        return self.judge(turn, view)
+
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+        s = self.settings
+        text = normalize_output(turn.text_value())
+        if len(text) < s.min_chars:
+            self.chains.clear()
+            return None
+        calls = tuple(sorted(digest(call.key) for call in turn.calls if not view.exempt(call.tool)))
+        own = digest(text)
+        results = turn.outcome()
+
+        # Scores below the cut-off read as 0 (also on the sparkline): a high
+        # score_cutoff lets rapidfuzz stop early, halving the cost of a
+        # 2,000-character pair.
+        closest, best, match = 0.0, 0.0, None
+        for earlier in self.outputs:
+            score = 1.0 if earlier.digest == own else similarity(text, earlier.text, s.similarity)
+            closest = max(closest, score)
+            if score < s.similarity or score <= best:
+                continue
+            if calls != earlier.calls:
+                continue  # same words, different action
+            if results.moved(earlier.results):
+                continue  # same words, new results: progress
+            best, match = score, earlier
+        view.note_similarity(self.name, closest)
+
+        anchor = match.anchor if match is not None else own
+        self.outputs.append(_Output(text, own, anchor, calls, results, turn.first))
+        if match is None:
+            self.chains.clear()
+            return None
+        repeats, involved = self.chains.get(anchor, (0, None))
+        if involved is None:
+            involved = deque([match.event], maxlen=12)
+        involved.append(turn.first)
+        repeats += 1
+        self.chains[anchor] = (repeats, involved)
+        if len(self.chains) > s.window:  # bounded: the oldest chain goes
+            self.chains.pop(next(iter(self.chains)))
+        if repeats < s.threshold:
+            return None
+        count = repeats + 1
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=best,
+                message=(
+                    f"assistant output {best:.0%} similar to one of the last {s.window} outputs; "
+                    f"{count} near-identical versions of it, nothing new in between"
+                ),
+                pattern=f"output:{anchor}",
+                count=count,
+                summary=f"produced nearly the same output {count} times",
+                advice="Your replies are not changing, so neither is the outcome.",
+                evidence=evidence(involved),
+            )
+        ]

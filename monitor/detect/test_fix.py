@@ -1,0 +1,223 @@
+"""Test-fix cycles and failure cascades: two detectors about failing commands.
+
+``test_fix``: consecutive failing test runs (pytest, npm/yarn/pnpm test, jest,
+vitest, go test, cargo test, make test, unittest, rspec, …) that fail *the same
+way* although the agent edits in between — the edits are not working, so the
+nudge is design note 003's "step back and rethink".  An edit-test cycle whose
+failure count falls, whose passing count rises or whose failing tests or
+errors change is progress and starts a new streak; a passing run ends it.
+
+``failure_cascade``: consecutive failing shell commands with no successful
+tool call in between.  When they are file operations done by hand (``cat``,
+``echo >``, ``sed -i``, ``printf >``) the advice is to use the file tools.
+
+A command fails when its result has ``is_error`` or reports a nonzero exit code
+(see :mod:`monitor.detect.failures`).  Both warn at 3 in a row — design note
+003's first nudge comes at 3 repetitions — so the nudge arrives before the hard
+consecutive-failure limit of 5 (design note 000, the ``limits`` detector).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.failures import (
+    SHELL_TOOLS,
+    failed,
+    is_edit,
+    is_test_run,
+    manual_file_op,
+    run_outcome,
+    shell_command,
+)
+from monitor.events import Event, Kind, Level
+
+#: Events kept as evidence per streak (calls and results).
+EVIDENCE = 12
+
+RETHINK = (
+    "Step back and rethink:\n"
+    "1. Re-read the error messages carefully\n"
+    "2. Consider whether your approach is fundamentally wrong\n"
+    "3. Try a DIFFERENT fix strategy instead of iterating on the same one"
+)
+RERUN = "Re-running the tests without changing anything will not change the result."
+FILE_TOOLS = (
+    "Use the file tools instead of shell one-liners: read_file to read a file, "
+    "write_file to create one, edit_file to change one."
+)
+CASCADE = (
+    "Read the last error carefully; check the working directory, the environment and "
+    "whether the program exists before trying another variant."
+)
+
+
+@dataclass(frozen=True)
+class TestFixSettings(DetectorSettings):
+    threshold: int = 3  # warn at the Nth consecutive failing run with the same failure
+
+
+@register
+class TestFix(Detector):
+    name = "test_fix"
+    title = "Test-fix cycle"
+    Settings = TestFixSettings
+    presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(self, settings: TestFixSettings | None = None):
+        super().__init__(settings)
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.signature = ""
+        self.failures: int | None = None
+        self.passed: int | None = None
+        self.edits_since_run = 0
+        self.edits_in_streak = 0
+        self.events: deque[Event] = deque(maxlen=EVIDENCE)
+
+    def window(self) -> list[Event]:
+        return list(self.events)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is Kind.TOOL_CALL:
+            if self.count and is_edit(event):
+                self.edits_since_run += 1
+            return None
+        if event.kind is not Kind.TOOL_RESULT:
+            return None
+        call = event.call
+        if call is None or not is_test_run(call) or view.exempt(call.tool):
+            return None
+        outcome = run_outcome(event)
+        if not outcome.failing:
+            self.reset()
+            return None
+
+        progress = (
+            (outcome.failures is not None and self.failures is not None and outcome.failures < self.failures)
+            or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
+        )
+        if self.count and outcome.signature == self.signature and not progress:
+            self.count += 1
+            self.edits_in_streak += self.edits_since_run
+            view.note_similarity(self.name, 1.0)
+        else:
+            # First failure, or the failure changed: a new streak starts here.
+            self.count = 1
+            self.signature = outcome.signature
+            self.edits_in_streak = 0
+            self.events.clear()
+        self.failures = outcome.failures
+        self.passed = outcome.passed
+        self.edits_since_run = 0
+        self.events.append(call)
+        self.events.append(event)
+
+        threshold = view.threshold(call.tool, self.settings.threshold)
+        if self.count < threshold:
+            return None
+        what = outcome.headline or "the same error"
+        if outcome.failures:
+            what = f"{outcome.failures} failing: {what}"
+        edits = self.edits_in_streak
+        edited = f" despite {edits} edit{'s' if edits != 1 else ''} in between" if edits else " with no edit in between"
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, self.count / (threshold + 2)),
+                message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
+                pattern=f"tests:{self.signature}",
+                count=self.count,
+                tool=call.tool,
+                summary=f"had {self.count} consecutive test failures with the same failure{edited}",
+                advice=RETHINK if edits else RERUN + "\n" + RETHINK,
+                evidence=evidence(self.events),
+            )
+        ]
+
+
+@dataclass(frozen=True)
+class FailureCascadeSettings(DetectorSettings):
+    threshold: int = 3  # warn at the Nth consecutive failing shell command
+
+
+@register
+class FailureCascade(Detector):
+    name = "failure_cascade"
+    title = "Failure cascade"
+    Settings = FailureCascadeSettings
+    presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
+    kinds = frozenset({Kind.TOOL_RESULT})
+
+    def __init__(self, settings: FailureCascadeSettings | None = None):
+        super().__init__(settings)
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.file_ops = 0
+        self.programs: dict[str, int] = {}
+        self.pattern = ""  # fixed when the streak first crosses the threshold
+        self.events: deque[Event] = deque(maxlen=EVIDENCE)
+
+    def window(self) -> list[Event]:
+        return list(self.events)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is not Kind.TOOL_RESULT:
+            return None
+        if not failed(event):
+            if self.count:
+                self.reset()  # any successful tool call ends the cascade
+            return None
+        call = event.call
+        command = shell_command(call)
+        tool = event.tool or (call.tool if call is not None else None)
+        if command is None and (tool or "").lower() not in SHELL_TOOLS:
+            return None  # a failing non-shell tool neither extends nor ends it
+        if view.exempt(tool):
+            return None
+        self.count += 1
+        if manual_file_op(command):
+            self.file_ops += 1
+            program = (command or "").split(None, 1)[0] if command else ""
+            if program and (len(self.programs) < 8 or program in self.programs):
+                self.programs[program] = self.programs.get(program, 0) + 1
+        if call is not None:
+            self.events.append(call)
+        self.events.append(event)
+        threshold = view.threshold(tool, self.settings.threshold)
+        view.note_similarity(self.name, min(1.0, self.count / threshold))
+        if self.count < threshold:
+            return None
+
+        by_hand = self.file_ops * 2 >= self.count
+        if not self.pattern:
+            # Stable for the whole streak so that each further failure climbs one ladder.
+            self.pattern = "shell_failures:file_ops" if by_hand else "shell_failures"
+        message = f"{self.count} consecutive shell commands failed"
+        if self.file_ops:
+            shown = ", ".join(sorted(self.programs)[:4])
+            message += f" ({self.file_ops} of them file operations done by hand: {shown})"
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, self.count / (threshold + 2)),
+                message=message,
+                pattern=self.pattern,
+                count=self.count,
+                tool=tool,
+                summary=f"had {self.count} shell commands fail in a row",
+                advice=FILE_TOOLS if by_hand else CASCADE,
+                evidence=evidence(self.events),
+            )
+        ]

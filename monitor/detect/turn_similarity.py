@@ -1,0 +1,174 @@
+"""Turn similarity: consecutive assistant turns that say and do the same thing.
+
+Design note 004: the Jaccard overlap of lower-cased white-space tokens of each
+turn with each of the last 5 turns; 0.85 or more makes the turn *similar*.
+3 consecutive similar turns warn, 5 terminate, and any dissimilar turn resets
+the count.  (The first turn of a loop is the one the others repeat, so the
+warning comes with the 4th turn of a loop, as in the note's code.)
+
+A *turn* is one model response (:mod:`monitor.detect.turns`): its text plus
+the tool calls it made (tool name and canonical arguments), judged once it is
+complete.  Honest repetition that must not count:
+
+* a turn whose calls got different results than the turn it resembles (a
+  poll whose output moves) is dissimilar: it made progress;
+* turns with fewer than ``min_tokens`` distinct tokens ("Done.", "OK") carry
+  too little to compare and reset the count;
+* calls to exempt tools (``[tools.<name>] exempt``) are left out; a turn with
+  nothing else, or an empty reply (monologue counts those), is skipped.
+
+Per session only the compared window is kept (the note caps its history at
+50 turns for memory; only the last 5 are ever compared, so those are all we
+hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
+and are kept as an array of 64-bit token hashes -- 8 bytes a token instead of
+a string and a set slot -- so five remembered turns cost about 12 KB.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.output_similarity import digest
+from monitor.detect.turns import Outcome, Turn, TurnTracker
+from monitor.events import Event, Level
+from monitor.text import SIMILARITY_CHARS, clip, tokens
+
+
+@dataclass(frozen=True)
+class TurnSimilaritySettings(DetectorSettings):
+    window: int = 5  # compare with the last N turns
+    similarity: float = 0.85  # Jaccard from which a turn is similar
+    warn_after: int = 3  # consecutive similar turns that warn
+    terminate_after: int = 5  # consecutive similar turns that terminate
+    min_tokens: int = 6  # turns with fewer distinct tokens are not compared
+    same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
+
+
+def turn_tokens(turn: Turn, view: SessionView) -> frozenset[str]:
+    """The tokens of a turn: its text, and its (non-exempt) calls."""
+    calls = " ".join(
+        f"{call.tool} {call.key}" for call in turn.calls if not view.exempt(call.tool)
+    )
+    text = turn.text_value()
+    if not calls:
+        return tokens(text)
+    return tokens(text) | tokens(clip(calls, SIMILARITY_CHARS))
+
+
+def token_hashes(toks: frozenset[str]) -> frozenset[int]:
+    """Tokens as hashes: equal tokens, equal hashes (within one process, which
+    is all a session's window needs); collisions at 64 bits are negligible."""
+    return frozenset(map(hash, toks))
+
+
+def overlap(current: frozenset[int], earlier: array) -> float:
+    """Jaccard of the current turn's token hashes with a remembered turn's."""
+    if not current or not earlier:
+        return 0.0
+    inter = len(current.intersection(earlier))
+    return inter / (len(current) + len(earlier) - inter)
+
+
+class _Seen:
+    __slots__ = ("tokens", "results", "anchor", "events")
+
+    def __init__(self, tokens_: array, results: Outcome, anchor: str,
+                 events: tuple[Event, ...]):
+        self.tokens = tokens_  # distinct token hashes
+        self.results = results
+        self.anchor = anchor
+        self.events = events  # what the turn said, called and got (bounded)
+
+
+@register
+class TurnSimilarity(Detector):
+    name = "turn_similarity"
+    title = "Turn similarity"
+    Settings = TurnSimilaritySettings
+    presets = {
+        "conservative": {"similarity": 0.90, "warn_after": 4, "terminate_after": 6},
+        "aggressive": {"warn_after": 2, "terminate_after": 4},
+    }
+
+    def __init__(self, settings: TurnSimilaritySettings | None = None):
+        super().__init__(settings)
+        s = self.settings
+        self.turns = TurnTracker(same_turn_seconds=s.same_turn_seconds)
+        self.history: deque[_Seen] = deque(maxlen=max(1, s.window))
+        self.consecutive = 0
+        self.streak: deque[tuple[Event, ...]] = deque(maxlen=6)  # the similar turns
+
+    def reset(self) -> None:
+        self.turns.reset()
+        self.history.clear()
+        self.consecutive = 0
+        self.streak.clear()
+
+    def window(self) -> list[Event]:
+        return [seen.events[0] for seen in self.history]
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        turn = self.turns.feed(event)
+        if turn is None:
+            return None
+        return self.judge(turn, view)
+
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+        s = self.settings
+        if not turn.has_text and all(view.exempt(call.tool) for call in turn.calls):
+            return None  # nothing of the agent's own to compare
+        toks = token_hashes(turn_tokens(turn, view))
+        if len(toks) < s.min_tokens:
+            self.consecutive = 0
+            return None
+        results = turn.outcome()
+
+        closest, best, match = 0.0, 0.0, None
+        for seen in self.history:
+            score = overlap(toks, seen.tokens)
+            closest = max(closest, score)
+            if score < s.similarity or score <= best:
+                continue
+            if results.moved(seen.results):
+                continue  # the same words got new results: progress
+            best, match = score, seen
+        view.note_similarity(self.name, closest)
+
+        if match is not None:
+            anchor = match.anchor
+        else:  # names the chain this turn may start; cheap and stable across runs
+            anchor = digest(turn.text_value()[:300] + "".join(call.key[:100] for call in turn.calls[:3]))
+        events = tuple(turn.events)
+        self.history.append(_Seen(array("q", toks), results, anchor, events))
+        if match is None:
+            self.consecutive = 0
+            return None
+        if self.consecutive == 0:
+            self.streak.clear()
+            self.streak.append(match.events)
+        self.consecutive += 1
+        self.streak.append(events)
+        if self.consecutive < s.warn_after:
+            return None
+        level = Level.TERMINATE if self.consecutive >= s.terminate_after else Level.WARN
+        n = self.consecutive
+        return [
+            Detection(
+                detector=self.name,
+                level=level,
+                score=best,
+                message=(
+                    f"{n} consecutive turns each {s.similarity:.0%}+ similar (Jaccard) to one of "
+                    f"the last {s.window}; this one {best:.0%}"
+                    + ("; the design notes stop the session here" if level is Level.TERMINATE else "")
+                ),
+                pattern=f"turn:{anchor}",
+                count=n,
+                summary=f"taken {n + 1} turns in a row that say and do nearly the same thing",
+                advice="Rephrasing the same step does not make progress; change what you do.",
+                evidence=evidence(event for turn_events in self.streak for event in turn_events),
+            )
+        ]

@@ -1,0 +1,366 @@
+"""Assistant turns: a session's events grouped into what one model response did.
+
+The turn-level detectors (output similarity, turn similarity, monologue) judge
+*turns*, not records.  A turn is one model response: its text (possibly split
+over several ``message`` events) plus the tool calls it made, and the results
+those calls got.  :class:`TurnTracker` assembles turns from the event stream
+and hands each one back, once, when it is complete.
+
+Why this needs care: real transcripts split one response into several records
+(Claude Code writes the text, thinking and each ``tool_use`` block of one API
+message on separate lines, up to a minute apart), and streaming agents send a
+reply in chunks.  Counting records as turns would make one long answer look
+like a monologue.  Rules, in order:
+
+* a ``tool_result``, a system message, a compaction or a session boundary
+  ends the response that came before it; so does a ``usage`` report unless
+  it belongs to that response (same id, same record, or a ``delta``);
+* an assistant message carrying a response id (``meta`` key such as
+  ``message_id``) continues the current turn exactly when the id matches;
+* when the adapter reports usage per response with the response's id (Claude
+  Code does, on the response's first record), the turn takes that id and
+  later messages continue it until a report names another response; a usage
+  on the same record as a message that had been taken as a continuation
+  moves that message to a new turn;
+* with no ids at all, a message continues a text-only turn when it arrives
+  less than ``same_turn_seconds`` after the previous text, and starts a new turn
+  otherwise (and always after the turn's tool calls);
+* a tool call joins the current turn until that turn has been answered;
+  after that it starts a tool-only turn.
+
+A turn is complete when it has been ended and every call has its result, or
+when the next turn starts.  Everything kept is bounded: the text is held as a
+head and a tail, calls and results up to :data:`MAX_CALLS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.events import Event, Kind
+from monitor.text import SIMILARITY_CHARS, call_key, result_key
+
+#: ``meta`` keys under which adapters may carry the id of the model response
+#: a record belongs to.  Records of one response share it.
+RESPONSE_ID_KEYS = ("message_id", "response_id", "msg_id", "request_id", "requestId")
+
+#: Calls, results and evidence events kept per turn.
+MAX_CALLS = 16
+MAX_EVIDENCE = 8
+
+
+def response_id(event: Event) -> str | None:
+    """The id of the model response ``event`` belongs to, if the adapter kept one."""
+    meta = event.meta
+    if not meta:
+        return None
+    for key in RESPONSE_ID_KEYS:
+        value = meta.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+            return str(value)
+    return None
+
+
+def has_text(text: str) -> bool:
+    """True unless ``text`` is empty or white space only."""
+    return bool(text) and not text.isspace()
+
+
+class BoundedText:
+    """Text appended piece by piece, of which only the head and tail are kept
+    (like :func:`monitor.text.clip`), so a 1 MB reply costs what a short one does."""
+
+    __slots__ = ("limit", "head", "tail", "length")
+
+    def __init__(self, limit: int = SIMILARITY_CHARS):
+        self.limit = limit
+        self.head = ""
+        self.tail = ""
+        self.length = 0
+
+    def add(self, piece: str) -> None:
+        # Only slices of at most ``limit`` characters are ever copied.
+        if self.length and piece:
+            self._append("\n")  # pieces are separate records: keep words apart
+        self._append(piece)
+
+    def _append(self, piece: str) -> None:
+        half = self.limit // 2
+        self.length += len(piece)
+        taken = 0
+        if len(self.head) < half:
+            taken = half - len(self.head)
+            self.head += piece[:taken]
+        if len(piece) > taken:
+            self.tail = (self.tail + piece[max(taken, len(piece) - half):])[-half:]
+
+    def text(self) -> str:
+        return self.head + self.tail
+
+
+class Outcome:
+    """The results a turn got.  Normalized (:func:`result_key`) only when a
+    comparison needs it: most turns never resemble another, and normalizing
+    every result would dominate the cost."""
+
+    __slots__ = ("events", "_key")
+
+    def __init__(self, events: list[Event]):
+        self.events = tuple(events)
+        self._key: tuple[str, ...] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.events)
+
+    def key(self) -> tuple[str, ...]:
+        """The normalized results, order-free (parallel calls finish in any order)."""
+        if self._key is None:
+            self._key = tuple(sorted(result_key(event) for event in self.events))
+        return self._key
+
+    def moved(self, other: Outcome) -> bool:
+        """True when both turns got results and they differ: progress."""
+        if not self.events or not other.events:
+            return False
+        if len(self.events) == len(other.events) and all(
+            a.content == b.content and a.is_error == b.is_error
+            for a, b in zip(self.events, other.events)
+        ):
+            return False
+        return self.key() != other.key()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call made in a turn, by tool name and canonical key."""
+
+    tool: str | None
+    key: str
+
+
+class Turn:
+    """One assistant response: text, tool calls, and the results they got."""
+
+    __slots__ = ("first", "last", "last_ts", "response", "text", "has_text", "messages", "calls",
+                 "call_ids", "open_calls", "results", "ended", "answered", "events", "_undo",
+                 "keep_keys")
+
+    def __init__(self, first: Event, keep_text: bool, response: str | None = None):
+        self.keep_keys = keep_text  # callers that need no text need no call/result keys either
+        self.first = first
+        self.last = first  # latest event added
+        self.last_ts = first.ts
+        self.response = response_id(first) or response
+        self.text: BoundedText | None = BoundedText() if keep_text else None
+        self.has_text = False
+        self.messages = 0
+        self.calls: list[Call] = []
+        self.call_ids: set[str] = set()
+        self.open_calls = 0  # calls still waiting for their result
+        self.results: list[Event] = []  # the results, as events
+        self.ended = False  # the response is over (result, usage of another, system message…)
+        self.answered = False  # at least one tool result came back
+        self.events: list[Event] = []
+        self._undo: tuple[Any, ...] | None = None  # state before the latest message
+
+    # -- building ---------------------------------------------------------
+
+    def _remember(self, event: Event) -> None:
+        self.last = event
+        self.last_ts = event.ts
+        if len(self.events) < MAX_EVIDENCE:
+            self.events.append(event)
+
+    def add_message(self, event: Event) -> None:
+        text = self.text
+        self._undo = (self.has_text, self.messages, len(self.events), self.last, self.last_ts,
+                      None if text is None else (text.head, text.tail, text.length))
+        self.messages += 1
+        if has_text(event.content):
+            self.has_text = True
+        if text is not None and event.content:
+            text.add(event.content)
+        self.response = self.response or response_id(event)
+        self._remember(event)
+
+    def take_back_message(self) -> None:
+        """Undo the latest :meth:`add_message` (it turned out to start another response)."""
+        if self._undo is None:
+            return
+        self.has_text, self.messages, events, self.last, self.last_ts, text = self._undo
+        del self.events[events:]
+        if text is not None and self.text is not None:
+            self.text.head, self.text.tail, self.text.length = text
+        self._undo = None
+
+    def add_call(self, event: Event) -> None:
+        self._undo = None
+        self.open_calls += 1
+        if event.call_id:
+            self.call_ids.add(event.call_id)
+        if len(self.calls) < MAX_CALLS:
+            self.calls.append(Call(event.tool, call_key(event) if self.keep_keys else ""))
+        self.response = self.response or response_id(event)
+        self._remember(event)
+
+    def owns(self, result: Event) -> bool:
+        """True when ``result`` answers one of this turn's calls (or cannot be placed)."""
+        if result.call_id and self.call_ids:
+            return result.call_id in self.call_ids
+        return True
+
+    def add_result(self, event: Event) -> None:
+        self._undo = None
+        self.open_calls = max(0, self.open_calls - 1)
+        self.answered = True
+        self.ended = True
+        if len(self.results) < MAX_CALLS and self.keep_keys:
+            self.results.append(event)
+        if len(self.events) < MAX_EVIDENCE:
+            self.events.append(event)
+
+    # -- reading ----------------------------------------------------------
+
+    @property
+    def complete(self) -> bool:
+        return self.ended and self.open_calls == 0
+
+    @property
+    def text_only(self) -> bool:
+        return not self.calls and self.open_calls == 0
+
+    def text_value(self) -> str:
+        return self.text.text() if self.text is not None else ""
+
+    def outcome(self) -> Outcome:
+        return Outcome(self.results)
+
+
+def _same_record(a: Event, b: Event) -> bool:
+    """Events decoded from one record (one line of one file)."""
+    return a.line is not None and a.line == b.line and a.source == b.source
+
+
+class TurnTracker:
+    """Assembles one session's assistant turns; :meth:`feed` returns a turn once
+    it is complete (at most one per event)."""
+
+    def __init__(self, *, keep_text: bool = True, same_turn_seconds: float = 1.0):
+        """``keep_text=False`` keeps only the shape of each turn (text or not,
+        calls or not): no text, call keys or result keys are computed."""
+        self.keep_text = keep_text
+        self.same_turn_seconds = same_turn_seconds
+        self.current: Turn | None = None
+        #: Response id announced by a usage report before any of its content
+        #: (Claude Code reports usage on a response's first record).
+        self._announced: str | None = None
+
+    def reset(self) -> None:
+        self.current = None
+        self._announced = None
+
+    def _close(self) -> Turn | None:
+        turn, self.current = self.current, None
+        return turn
+
+    def _start(self, event: Event) -> None:
+        self.current = Turn(event, self.keep_text, self._announced)
+        self._announced = None
+
+    def _continues(self, turn: Turn, message: Event) -> bool:
+        """Does an assistant ``message`` belong to the response ``turn`` is building?"""
+        if turn.answered or turn.ended:
+            return False  # a result came back or the response ended: a new response
+        ours, theirs = turn.response, response_id(message)
+        if theirs is not None:
+            return ours == theirs
+        if ours is not None:
+            # The adapter reports each response's usage (with its id): until a
+            # report names another response, this is the same one.
+            return True
+        if turn.calls:
+            return False
+        return message.ts - turn.last_ts < self.same_turn_seconds
+
+    def _joins(self, turn: Turn, call: Event) -> bool:
+        """Does a tool ``call`` belong to the response ``turn`` is building?"""
+        if turn.answered:
+            return False  # results came back: the model has been called again
+        ours, theirs = turn.response, response_id(call)
+        if ours is not None and theirs is not None:
+            return ours == theirs
+        return not turn.ended
+
+    def feed(self, event: Event) -> Turn | None:
+        kind = event.kind
+        turn = self.current
+        if kind is Kind.MESSAGE:
+            if event.role == "assistant":
+                if turn is not None and self._continues(turn, event):
+                    turn.add_message(event)
+                    return None
+                closed = self._close()
+                self._start(event)
+                self.current.add_message(event)
+                return closed
+            if event.role == "user":
+                self.reset()  # the engine resets detectors too; be safe on our own
+                return None
+            return self._end_response()
+        if kind is Kind.TOOL_CALL:
+            if turn is not None and self._joins(turn, event):
+                turn.add_call(event)
+                return None
+            closed = self._close()
+            self._start(event)
+            self.current.add_call(event)
+            return closed
+        if kind is Kind.TOOL_RESULT:
+            if turn is None or not turn.owns(event):
+                return None
+            turn.add_result(event)
+            return self._close() if turn.complete else None
+        if kind is Kind.USAGE:
+            return self._usage(event)
+        # compaction, session start/end: whatever was in progress is over
+        if turn is not None:
+            turn.ended = True
+            turn.open_calls = 0
+        return self._close()
+
+    def _usage(self, event: Event) -> Turn | None:
+        """A usage report ends the response in progress, unless it belongs to it."""
+        if event.meta.get("delta"):
+            return None  # more output of a response already reported
+        rid = response_id(event)
+        turn = self.current
+        if turn is not None and rid is not None:
+            if rid == turn.response:
+                return None
+            if _same_record(event, turn.last):
+                if turn.response is None:
+                    turn.response = rid  # the usage of the record just added
+                    return None
+                if turn.messages > 1 and turn.last.kind is Kind.MESSAGE:
+                    # That message opened a new response (its usage names
+                    # another): give it back and start the new turn with it.
+                    message = turn.last
+                    turn.take_back_message()
+                    turn.ended = True
+                    self._announced = rid
+                    closed = self._close()
+                    self._start(message)
+                    self.current.add_message(message)
+                    return closed
+        closed = self._end_response()
+        self._announced = rid
+        return closed
+
+    def _end_response(self) -> Turn | None:
+        turn = self.current
+        if turn is None:
+            return None
+        turn.ended = True
+        return self._close() if turn.complete else None
+

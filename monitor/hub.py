@@ -1,0 +1,797 @@
+"""The live core: sources → engine → escalation → store → subscribers.
+
+One :class:`Hub` runs on one asyncio loop (the headless watcher's, or
+Textual's).  Sources :meth:`Hub.submit` batches of events into a bounded queue
+(a full queue makes them wait: back-pressure instead of unbounded memory); one
+worker feeds them through the :class:`~monitor.detect.engine.Engine`, queues
+them for the :class:`~monitor.store.Store`, and tells subscribers what changed.
+
+Sessions are created on first sight and closed (their detector state freed) on
+``session_end`` or when idle for ``[sources] idle_timeout_seconds``; a closed
+session that speaks again is revived.  Each is described by an immutable
+:class:`SessionInfo` snapshot, rebuilt lazily when it changed.
+
+Operator actions go through :meth:`Hub.act`: the action is committed to the
+store *before* it is carried out, delivered through the session's channel (its
+socket, the inbox file next to a native log, a hook mailbox) or, for kills, by
+signalling the process whose identity was captured when its pid was first
+seen; the outcome is recorded and published as :class:`ActionFinished`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import logging
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from monitor.config import Config
+from monitor.detect.base import Detection
+from monitor.detect.engine import Engine
+from monitor.events import Event, Kind, Level
+from monitor.formats.base import Problem
+
+log = logging.getLogger("loopwatch.hub")
+
+ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
+#: Events per queued item; bigger submissions are split.
+BATCH_EVENTS = 512
+#: Queued items before :meth:`Hub.submit` waits.
+QUEUE_ITEMS = 64
+#: Subscribers get coalesced SessionChanged updates at most this often under load.
+PUBLISH_INTERVAL = 0.05
+#: Session rows are written to the store at most this often per session.
+STORE_INTERVAL = 1.0
+#: Closed (ended or idle) sessions remembered for the UI and history.
+MAX_CLOSED_SESSIONS = 2000
+#: Auto-responses only answer detections this recent (not replayed history).
+AUTO_MAX_AGE_SECONDS = 60.0
+#: A session still receiving events within this many seconds is never idle.
+IDLE_ARRIVAL_SECONDS = 60.0
+#: Problems published per source before they are only counted.
+PROBLEMS_PER_SOURCE = 200
+AUTO_WHO = "loopwatch (auto)"
+
+
+# -- what subscribers see -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """An immutable snapshot of one session; the hub replaces it on every change."""
+
+    id: str
+    agent: str | None
+    source: str
+    origin: str  # "file" | "socket" | "hook"
+    pid: int | None
+    parent: str | None
+    first_ts: float
+    last_ts: float
+    events: int
+    status: str  # "live" | "idle" | "ended"
+    level: Level
+    detector: str | None
+    reason: str
+    nudge: str
+    similarity: tuple[float, ...]
+    detector_similarity: dict[str, tuple[float, ...]]
+    window: tuple[Event, ...]
+    last_detection: Detection | None
+    muted: frozenset[str]
+    channel: str  # "socket" | "inbox" | "hook" | "none"
+    kill: str  # "" when it can be killed, else why not
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    id: int
+    kind: str
+    session: str
+    text: str | None
+    ts: float
+    who: str
+    outcome: str  # "delivered" | "failed" | "unsupported" | "refused"
+    detail: str
+
+
+@dataclass(frozen=True)
+class SessionChanged:
+    info: SessionInfo
+
+
+@dataclass(frozen=True)
+class DetectionRaised:
+    detection: Detection
+
+
+@dataclass(frozen=True)
+class ActionFinished:
+    action: ActionRecord
+
+
+@dataclass(frozen=True)
+class ProblemReported:
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class Stats:
+    events_total: int
+    events_per_sec: float
+    sessions_live: int
+    warnings_open: int
+
+
+# -- per-session bookkeeping ------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Session:
+    id: str
+    origin: str
+    source: str
+    first_ts: float
+    last_ts: float = 0.0
+    last_activity: float = 0.0  # min(event ts, arrival): idle timing immune to clocks ahead
+    last_arrival: float = 0.0  # when its latest event reached the hub
+    events: int = 0
+    agent: str | None = None
+    pid: int | None = None
+    parent: str | None = None
+    status: str = "live"
+    channel: Any = None
+    identity: Any = None
+    kill_reason: str = "no process id is known for this session"
+    muted: set[str] = field(default_factory=set)
+    last_detection: Detection | None = None
+    info: SessionInfo | None = None
+    dirty: bool = True
+    store_dirty: bool = True
+    stored_at: float = 0.0
+    auto_done: set[tuple] = field(default_factory=set)
+    order: int = 0  # first-seen position: updates are published in this order
+
+
+def _origin_of(source: str, channel: Any) -> str:
+    name = getattr(channel, "name", "")
+    if name == "hook":
+        return "hook"
+    if name == "socket" or source.startswith("socket:"):
+        return "socket"
+    if source.startswith("hook:"):
+        return "hook"
+    return "file"
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry (containers): the uid still says who
+        return f"uid {os.getuid()}"
+
+
+class _Stop:
+    """Queue sentinel: everything before it has been processed."""
+
+
+class Hub:
+    """Wires sources to the engine, the store and the subscribers."""
+
+    def __init__(self, config: Config, store: Any = None, *, clock: Callable[[], float] = time.time,
+                 queue_items: int = QUEUE_ITEMS):
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.engine = Engine(config)
+        self.who = _who()
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
+        self._sessions: dict[str, _Session] = {}
+        self._channels: dict[str, Any] = {}  # registered before the session was seen
+        self._subscribers: list[Callable[[object], None]] = []
+        self._worker: asyncio.Task | None = None
+        self._ticker: asyncio.Task | None = None
+        self._actions: set[asyncio.Task] = set()
+        self._seen = 0
+        self._closed_count = 0  # sessions not live (bounded by MAX_CLOSED_SESSIONS)
+        self._changed: set[str] = set()  # sessions with a SessionChanged to publish
+        self._store_changed: set[str] = set()  # sessions whose row must be written
+        self._publish_handle: asyncio.TimerHandle | None = None
+        self._rate: deque[list[float]] = deque(maxlen=8)  # [second, count]
+        self._problems_by_source: dict[str, int] = {}
+        self._store_failed = False
+        self._next_action_id = 0
+        self.events_total = 0
+        self.detections_total = 0
+        self.problems_total = 0
+        self.started = False
+        self.stopped = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
+        self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
+
+    async def stop(self) -> None:
+        """Process everything queued, finish running actions, flush the store."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._worker is not None:
+            await self._queue.put(_Stop())
+            await asyncio.gather(self._worker, return_exceptions=True)
+        else:  # never started: still process what was queued
+            await self._drain_now()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+        if self._actions:
+            await asyncio.gather(*list(self._actions), return_exceptions=True)
+        self._publish_dirty()
+        self._store_sessions(force=True)
+        self._publish(self.stats())
+        if self.store is not None:
+            try:
+                await asyncio.to_thread(self.store.flush)
+            except Exception:
+                log.exception("store flush failed")
+
+    async def _drain_now(self) -> None:
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if not isinstance(item, _Stop):
+                self._process(*item)
+            self._queue.task_done()
+
+    # -- input ----------------------------------------------------------------------------
+
+    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = ()) -> None:
+        """Queue events for processing; waits while the queue is full (back-pressure)."""
+        if self.stopped:
+            raise RuntimeError("the hub is stopped")
+        events = list(events)
+        problems = list(problems)
+        if not events and not problems:
+            return
+        arrival = self.clock()
+        for start in range(0, max(len(events), 1), BATCH_EVENTS):
+            chunk = events[start:start + BATCH_EVENTS]
+            await self._queue.put((chunk, problems if start == 0 else [], arrival))
+
+    async def join(self) -> None:
+        """Wait until everything submitted so far has been processed and published."""
+        await self._queue.join()
+        self._publish_dirty()
+
+    drain = join
+
+    def register_channel(self, session: str, channel: Any) -> None:
+        """``channel`` is how ``session``'s agent can be reached from now on."""
+        state = self._sessions.get(session)
+        if state is None:
+            self._channels[session] = channel
+            if len(self._channels) > 4 * MAX_CLOSED_SESSIONS:  # never-seen sessions must not pile up
+                self._channels.pop(next(iter(self._channels)))
+            return
+        state.channel = channel
+        origin = _origin_of(state.source, channel)
+        if origin != "file" or state.origin == "file":
+            state.origin = origin
+        self._touch(state)
+
+    # -- subscribers ---------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[object], None]) -> Callable[[], None]:
+        """Call ``callback`` with each update (on the hub's loop; it must not block)."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            try:
+                self._subscribers.remove(callback)
+            except ValueError:
+                pass
+
+        return unsubscribe
+
+    def _publish(self, update: object) -> None:
+        for callback in list(self._subscribers):
+            try:
+                callback(update)
+            except Exception:  # one broken subscriber must not stop the others
+                log.exception("hub subscriber %r failed", callback)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def sessions(self) -> list[SessionInfo]:
+        return [self._info(state) for state in self._sessions.values()]
+
+    def session(self, id: str) -> SessionInfo | None:
+        state = self._sessions.get(id)
+        return self._info(state) if state is not None else None
+
+    def stats(self) -> Stats:
+        now = self.clock()
+        second = int(now)
+        window = [count for sec, count in self._rate if second - 5 <= sec < second]
+        span = max(1, min(5, second - self._rate[0][0])) if self._rate else 1
+        live = warnings = 0
+        for state in self._sessions.values():
+            if state.status == "live":
+                live += 1
+            if state.status != "ended" and self._level(state.id) >= Level.WARN:
+                warnings += 1
+        return Stats(self.events_total, sum(window) / span, live, warnings)
+
+    def _level(self, session: str) -> Level:
+        escalation = self.engine.policy.sessions.get(session)
+        return escalation.level if escalation is not None else Level.NONE
+
+    def describe_kill(self, session: str) -> str:
+        """What a kill would do ("SIGTERM pid 123 (python agent.py) …"), or why it cannot."""
+        state = self._sessions.get(session)
+        if state is None:
+            return f"unknown session {session!r}"
+        grace = self.config.control.kill_grace_seconds
+        if state.identity is not None:
+            try:
+                from monitor.control import check_killable
+            except ImportError:
+                return "process control is not available"
+            reason = check_killable(state.identity)
+            if reason is None:
+                return f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s"
+            return reason
+        if state.channel is not None:
+            return (f"{state.kill_reason}; a kill request will be sent to the agent "
+                    f"over its {state.channel.name} channel")
+        return state.kill_reason
+
+    # -- the worker ------------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                if isinstance(item, _Stop):
+                    return
+                try:
+                    self._process(*item)
+                except Exception:  # a bug must cost one batch, not the monitor
+                    log.exception("hub failed to process a batch")
+                if self._changed and self._publish_handle is None:
+                    # Coalesce: one SessionChanged per session per interval, however many events.
+                    self._publish_handle = asyncio.get_running_loop().call_later(
+                        PUBLISH_INTERVAL, self._publish_dirty)
+            finally:
+                self._queue.task_done()
+            # Let sources, the UI and actions run between batches.
+            await asyncio.sleep(0)
+
+    def _process(self, events: list[Event], problems: list[Problem], arrival: float) -> None:
+        for problem in problems:
+            self._problem(problem)
+        if not events:
+            return
+        found: list[Detection] = []
+        engine = self.engine
+        second = int(arrival)
+        if self._rate and self._rate[-1][0] == second:
+            self._rate[-1][1] += len(events)
+        else:
+            self._rate.append([second, len(events)])
+        for event in events:
+            state = self._sessions.get(event.session)
+            if state is None:
+                state = self._new_session(event)
+            elif state.status != "live":
+                self._revive(state, event)
+            detections = engine.process(event)
+            self._observe(state, event, arrival)
+            if detections:
+                found.extend(detections)
+                for detection in detections:
+                    state.last_detection = detection
+            if event.kind is Kind.SESSION_END:
+                self._close(state, "ended")
+        self.events_total += len(events)
+        store = self.store
+        if store is not None and not self._store_failed:
+            try:
+                store.add_events(events)
+                if found:
+                    store.add_detections(found)
+            except Exception:
+                self._store_failed = True
+                log.exception("store rejected writes; continuing without recording")
+        for detection in found:
+            self.detections_total += 1
+            self._publish(DetectionRaised(detection))
+            self._auto_respond(detection)
+
+    def _new_session(self, event: Event) -> _Session:
+        channel = self._channels.pop(event.session, None)
+        self._seen += 1
+        state = _Session(id=event.session, origin=_origin_of(event.source, channel),
+                         source=event.source, first_ts=event.ts, channel=channel, order=self._seen)
+        self._sessions[event.session] = state
+        self._forget_old()
+        return state
+
+    def _revive(self, state: _Session, event: Event) -> None:
+        """A closed session speaks again: fresh detector state, same mutes."""
+        state.status = "live"
+        self._closed_count -= 1
+        engine_state = self.engine.session(event.session, event)
+        engine_state.muted |= state.muted
+
+    def _observe(self, state: _Session, event: Event, arrival: float) -> None:
+        state.events += 1
+        state.last_ts = event.ts
+        state.last_activity = min(event.ts, arrival)
+        state.last_arrival = arrival
+        if event.source and state.source != event.source and state.origin == "file":
+            state.source = event.source
+        if event.agent:
+            state.agent = event.agent
+        if event.parent:
+            state.parent = event.parent
+        if event.pid is not None and event.pid != state.pid:
+            state.pid = event.pid
+            self._capture(state, event.pid)
+        self._touch(state)
+
+    def _capture(self, state: _Session, pid: int) -> None:
+        """Remember who ``pid`` is now, so that a later kill can check it is still them."""
+        state.identity = None
+        try:
+            from monitor.control import ProcessIdentity, check_killable
+        except ImportError:
+            state.kill_reason = "process control is not available"
+            return
+        identity = ProcessIdentity.capture(pid)
+        if identity is None:
+            state.kill_reason = f"pid {pid} is not running on this machine"
+            return
+        reason = check_killable(identity)
+        state.identity = identity
+        state.kill_reason = reason or ""
+
+    def _close(self, state: _Session, status: str) -> None:
+        """Free the session's detector state; keep its snapshot."""
+        if state.status == status:
+            return
+        state.info = self._build_info(state)  # last window and sparklines, before they go
+        if state.status == "live":
+            self._closed_count += 1
+        state.status = status
+        self.engine.close(state.id)
+        state.stored_at = 0.0  # written at the next tick, not after the usual interval
+        self._touch(state)
+
+    def _forget_old(self) -> None:
+        if self._closed_count <= MAX_CLOSED_SESSIONS:
+            return
+        closed = [s for s in self._sessions.values() if s.status != "live"]
+        closed.sort(key=lambda s: s.last_activity)
+        for state in closed[: len(closed) - MAX_CLOSED_SESSIONS]:
+            del self._sessions[state.id]
+            self.engine.policy.reset(state.id)
+            self._closed_count -= 1
+
+    def _problem(self, problem: Problem) -> None:
+        self.problems_total += 1
+        count = self._problems_by_source.get(problem.source, 0) + 1
+        self._problems_by_source[problem.source] = count
+        if count <= PROBLEMS_PER_SOURCE:
+            self._publish(ProblemReported(problem))
+        elif count == PROBLEMS_PER_SOURCE + 1:
+            self._publish(ProblemReported(Problem(
+                problem.source, problem.line,
+                f"more than {PROBLEMS_PER_SOURCE} problems from this source; counting the rest silently")))
+
+    # -- periodic work ------------------------------------------------------------------------------
+
+    async def _tick(self) -> None:
+        idle = self.config.sources.idle_timeout_seconds
+        period = min(1.0, max(0.05, idle / 10)) if idle > 0 else 1.0
+        while True:
+            await asyncio.sleep(period)
+            try:
+                self.sweep_idle()
+                self._publish_dirty()
+                self._store_sessions()
+                self._publish(self.stats())
+            except Exception:
+                log.exception("hub tick failed")
+
+    def sweep_idle(self) -> list[str]:
+        """Close live sessions silent for longer than the idle timeout; return their ids.
+
+        Silent means both: its latest event is older than the timeout (event
+        time, so replayed history goes idle soon after the replay), and nothing
+        arrived for it for a while (so a replay in progress, or an agent whose
+        clock lags, is not closed and reset between two of its events).
+        """
+        timeout = self.config.sources.idle_timeout_seconds
+        if timeout <= 0:
+            return []
+        quiet = min(timeout, IDLE_ARRIVAL_SECONDS)
+        now = self.clock()
+        closed = []
+        for state in list(self._sessions.values()):
+            if (state.status == "live" and now - state.last_activity > timeout
+                    and now - state.last_arrival > quiet):
+                self._close(state, "idle")
+                closed.append(state.id)
+        if closed:
+            self._forget_old()
+            self._publish_dirty()
+        return closed
+
+    def _touch(self, state: _Session) -> None:
+        """The session changed: rebuild its snapshot lazily, publish it and store it soon."""
+        state.dirty = True
+        state.store_dirty = True
+        self._changed.add(state.id)
+        self._store_changed.add(state.id)
+
+    def _publish_dirty(self) -> None:
+        if self._publish_handle is not None:
+            self._publish_handle.cancel()
+            self._publish_handle = None
+        changed, self._changed = self._changed, set()
+        states = [self._sessions[s] for s in changed if s in self._sessions]
+        for state in sorted(states, key=lambda state: state.order):  # deterministic, like the UI wants
+            self._publish(SessionChanged(self._info(state)))
+
+    def _store_sessions(self, force: bool = False) -> None:
+        if self.store is None or self._store_failed:
+            self._store_changed.clear()
+            return
+        now = time.monotonic()
+        for session in list(self._store_changed):
+            state = self._sessions.get(session)
+            if state is None or not state.store_dirty:
+                self._store_changed.discard(session)
+            elif force or now - state.stored_at >= STORE_INTERVAL:
+                self._store_session(state)
+                self._store_changed.discard(session)
+
+    def _store_session(self, state: _Session) -> None:
+        state.store_dirty = False
+        state.stored_at = time.monotonic()
+        escalation = self.engine.policy.sessions.get(state.id)
+        try:
+            self.store.upsert_session({
+                "id": state.id, "agent": state.agent, "source": state.source, "kind": state.origin,
+                "pid": state.pid, "parent": state.parent, "first_seen": state.first_ts,
+                "last_seen": state.last_ts, "status": state.status,
+                "level": self._level(state.id).label, "events": state.events,
+                "detector": escalation.detector if escalation else None,
+                "reason": escalation.reason if escalation else "",
+            })
+        except Exception:
+            self._store_failed = True
+            log.exception("store rejected a session row; continuing without recording")
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    def _info(self, state: _Session) -> SessionInfo:
+        if state.dirty or state.info is None:
+            state.info = self._build_info(state)
+            state.dirty = False
+        return state.info
+
+    def _build_info(self, state: _Session) -> SessionInfo:
+        escalation = self.engine.policy.sessions.get(state.id)
+        level = escalation.level if escalation else Level.NONE
+        engine_state = self.engine.sessions.get(state.id) if state.status == "live" else None
+        previous = state.info
+        if engine_state is not None:
+            similarity = tuple(engine_state.similarity)
+            by_detector = {k: tuple(v) for k, v in engine_state.detector_similarity.items()}
+            window = tuple(engine_state.window())
+            muted = frozenset(engine_state.muted | state.muted)
+        elif previous is not None:
+            similarity, by_detector, window = previous.similarity, previous.detector_similarity, previous.window
+            muted = frozenset(state.muted)
+        else:
+            similarity, by_detector, window, muted = (), {}, (), frozenset(state.muted)
+        if state.identity is not None and not state.kill_reason:
+            kill = ""
+        elif state.channel is not None:
+            kill = ""  # the agent can be asked to stop over its channel
+        else:
+            kill = state.kill_reason
+        return SessionInfo(
+            id=state.id, agent=state.agent, source=state.source, origin=state.origin,
+            pid=state.pid, parent=state.parent, first_ts=state.first_ts, last_ts=state.last_ts,
+            events=state.events, status=state.status, level=level,
+            detector=escalation.detector if escalation else None,
+            reason=escalation.reason if escalation else "",
+            nudge=escalation.nudge if escalation else "",
+            similarity=similarity, detector_similarity=by_detector, window=window,
+            last_detection=state.last_detection, muted=muted,
+            channel=state.channel.name if state.channel is not None else "none", kill=kill,
+        )
+
+    # -- operator actions ---------------------------------------------------------------------------
+
+    async def act(self, kind: str, session: str, *, text: str | None = None,
+                  detection: Detection | None = None, detector: str | None = None) -> ActionRecord:
+        """Record, then carry out, an operator action; publish its outcome."""
+        return await self._act(kind, session, text=text, detection=detection, detector=detector,
+                               who=self.who)
+
+    async def _act(self, kind: str, session: str, *, text: str | None, detection: Detection | None,
+                   detector: str | None, who: str) -> ActionRecord:
+        if kind not in ACTION_KINDS:
+            raise ValueError(f"unknown action {kind!r} (expected one of: {', '.join(ACTION_KINDS)})")
+        state = self._sessions.get(session)
+        escalation = self.engine.policy.sessions.get(session)
+        if kind == "inject" and not text:
+            text = (detection.nudge if detection is not None else "") or (escalation.nudge if escalation else "")
+        if kind == "false_positive" and detection is None and state is not None:
+            detection = self._pick_detection(state, detector)
+        if kind == "mute" and detector is None:
+            detector = detection.detector if detection is not None else (
+                escalation.detector if escalation else None)
+        detail = detector or (detection.detector if detection is not None else "") or ""
+        ts = self.clock()
+        # Nothing acknowledged is lost: the action is committed before it is carried out.
+        if self.store is not None:
+            try:
+                # The store commits durably (fsync) before returning: off the loop.
+                action_id = await asyncio.to_thread(self.store.begin_action, kind, session, text, who, detail)
+            except Exception as exc:
+                log.exception("could not record action")
+                self._next_action_id -= 1
+                record = ActionRecord(self._next_action_id, kind, session, text, ts, who, "failed",
+                                      f"not carried out: could not record it ({exc})")
+                self._publish(ActionFinished(record))
+                return record
+        else:
+            self._next_action_id += 1
+            action_id = self._next_action_id
+        try:
+            status, outcome_detail = await self._carry_out(kind, session, state, text, detection, detector)
+        except Exception as exc:
+            log.exception("action %s on %s failed", kind, session)
+            status, outcome_detail = "failed", f"{type(exc).__name__}: {exc}"
+        if self.store is not None:
+            try:
+                await asyncio.to_thread(self.store.finish_action, action_id, status, outcome_detail)
+            except Exception:
+                log.exception("could not record the outcome of action %s", action_id)
+        record = ActionRecord(action_id, kind, session, text, ts, who, status, outcome_detail)
+        if state is not None:
+            self._touch(state)
+            if self.store is not None and not self._store_failed:
+                self._store_session(state)
+            self._publish(SessionChanged(self._info(state)))
+        self._publish(ActionFinished(record))
+        return record
+
+    def _pick_detection(self, state: _Session, detector: str | None) -> Detection | None:
+        """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""
+        escalation = self.engine.policy.sessions.get(state.id)
+        engine_state = self.engine.sessions.get(state.id)
+        candidates = [escalation.last if escalation else None]
+        candidates += list(reversed(engine_state.detections)) if engine_state else []
+        candidates.append(state.last_detection)
+        for candidate in candidates:
+            if candidate is not None and (detector is None or candidate.detector == detector):
+                return candidate
+        return None
+
+    async def _carry_out(self, kind: str, session: str, state: _Session | None, text: str | None,
+                         detection: Detection | None, detector: str | None) -> tuple[str, str]:
+        if state is None:
+            return "failed", f"unknown session {session!r}"
+        policy = self.engine.policy
+        if kind == "ack":
+            # Escalation runs on event time: the cool-down starts at the session's latest event.
+            policy.acknowledge(session, state.last_ts)
+            state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
+            if state.channel is None:
+                return "delivered", "acknowledged in loopwatch (the session has no channel to tell the agent)"
+            extra = {"detector": detection.detector, "pattern": detection.pattern} if detection else {}
+            status, detail = await self._send(state, "ack", **extra)
+            if status != "delivered":  # the acknowledgement itself took effect here regardless
+                return "delivered", f"acknowledged in loopwatch; telling the agent failed: {detail}"
+            return status, detail
+        if kind == "inject":
+            if not text:
+                return "failed", "nothing to inject: no text given and the session has no current nudge"
+            if state.channel is None:
+                return "unsupported", (f"this {state.origin} session has no control channel (only socket "
+                                       "sessions, hook sessions and native-format log files can be reached)")
+            return await self._send(state, "inject", text=text)
+        if kind == "kill":
+            return await self._kill(state)
+        if kind == "false_positive":
+            if detection is None:
+                return "failed", "no detection to mark as a false positive"
+            policy.mark_false_positive(detection)
+            return "delivered", (f"{detection.detector} no longer flags this pattern in this session: "
+                                 f"{detection.pattern[:120]}")
+        # mute
+        if not detector:
+            return "failed", "no detector named to mute"
+        state.muted.add(detector)
+        if state.status == "live":  # a closed session gets its mutes back when it is revived
+            self.engine.mute(session, detector)
+        return "delivered", f"{detector} muted for this session"
+
+    async def _send(self, state: _Session, kind: str, **fields: Any) -> tuple[str, str]:
+        from monitor.control import control_message
+
+        outcome = await state.channel.send(control_message(kind, state.id, **fields))
+        return outcome.status, outcome.detail
+
+    async def _kill(self, state: _Session) -> tuple[str, str]:
+        if state.identity is None:
+            if state.channel is not None:
+                status, detail = await self._send(state, "kill")
+                return status, f"{state.kill_reason}; asked the agent to stop instead: {detail}"
+            return "refused", state.kill_reason
+        try:
+            from monitor.control import check_killable, terminate
+        except ImportError:
+            return "unsupported", "process control is not available"
+        reason = check_killable(state.identity)
+        if reason is not None:
+            return "refused", reason
+        if state.channel is not None:  # tell the agent why, best effort, before the signal
+            try:
+                await asyncio.wait_for(self._send(state, "kill"), 1.0)
+            except Exception:
+                pass
+        outcome = await terminate(state.identity, grace=self.config.control.kill_grace_seconds)
+        return outcome.status, outcome.detail
+
+    # -- auto-response --------------------------------------------------------------------------------
+
+    def _auto_respond(self, detection: Detection) -> None:
+        control = self.config.control
+        if not (control.auto_inject or control.auto_kill) or detection.suppressed:
+            return
+        if detection.level < Level.WARN or self.clock() - detection.ts > AUTO_MAX_AGE_SECONDS:
+            return  # replayed history: the agent is not waiting for an answer now
+        state = self._sessions.get(detection.session)
+        if state is None or state.status != "live":
+            return
+        if control.auto_kill and detection.level >= Level.TERMINATE:
+            key: tuple = ("kill",)
+            if key not in state.auto_done:
+                state.auto_done.add(key)
+                self._spawn(self._act("kill", state.id, text=None, detection=detection, detector=None,
+                                      who=AUTO_WHO))
+            return
+        if control.auto_inject and detection.nudge:
+            # One nudge per rung the session reaches (several detectors may flag
+            # the same loop); an acknowledgement re-arms it.
+            key = ("inject", int(detection.level))
+            if key not in state.auto_done:
+                state.auto_done.add(key)
+                self._spawn(self._act("inject", state.id, text=detection.nudge, detection=detection,
+                                      detector=None, who=AUTO_WHO))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._actions.add(task)
+        task.add_done_callback(self._actions.discard)
+
+
+__all__ = [
+    "ActionFinished", "ActionRecord", "DetectionRaised", "Hub", "ProblemReported",
+    "SessionChanged", "SessionInfo", "Stats",
+]

@@ -1,0 +1,28 @@
+"""Sources: where live events come from (log files, agent sockets, hooks).
+
+A source turns bytes into :class:`~monitor.events.Event` objects through a
+:class:`~monitor.formats.lines.LineDecoder` and hands them to a :class:`Sink`
+(in practice the :class:`~monitor.hub.Hub`).  Sources never raise on bad
+input: it becomes a :class:`~monitor.formats.base.Problem` handed on with the
+events.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from monitor.events import Event
+from monitor.formats.base import Problem
+
+
+class Sink(Protocol):
+    """What a source feeds: the hub's input side."""
+
+    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = ()) -> None:
+        """Queue events (and bad-input reports); awaits while the consumer is full."""
+
+    def register_channel(self, session: str, channel: Any) -> None:
+        """Make ``channel`` the way to reach ``session``'s agent."""
+
+
+__all__ = ["Sink"]

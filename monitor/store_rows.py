@@ -1,0 +1,311 @@
+"""Conversions between the event model and the store's rows, and the SQL
+that writes them (events, detections, and the merged ``sessions`` rows).
+
+Rows are built in the caller's thread (so the writer queue holds bounded
+copies, never a 10 MB tool output) and turned back into :class:`Event` objects
+for ``scan --db``.
+
+The bounded copy of a long content keeps its head and its tail with a marker
+in between: detectors look at the first and last 2,000 characters of a result
+(:func:`monitor.text.clip`), so with the default 4,000 characters a re-scan of
+stored events sees exactly what the live engine saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+
+from monitor.detect.base import Detection
+from monitor.events import Event, Kind, Level
+
+#: Column order of an event row (``seq`` is filled in by the writer thread).
+EVENT_COLUMNS = (
+    "session", "seq", "ts", "type", "role", "tool", "call_id", "args", "is_error",
+    "content", "content_length", "content_hash", "file", "line", "agent", "status",
+    "pid", "parent", "input_tokens", "output_tokens", "cost_usd", "meta",
+)
+SEQ = EVENT_COLUMNS.index("seq")
+
+DETECTION_COLUMNS = (
+    "session", "ts", "seq", "detector", "level", "level_rank", "score", "pattern", "count",
+    "tool", "message", "nudge", "suppressed", "evidence", "file", "line",
+)
+DETECTION_SEQ = DETECTION_COLUMNS.index("seq")
+
+#: Strings inside a detection's evidence references are clipped to this.
+EVIDENCE_CHARS = 400
+#: Strings inside args/meta are clipped to this many characters at least.
+MIN_ARG_CHARS = 200
+#: A whole args/meta JSON larger than this (or 8 × content_chars) is replaced.
+MIN_JSON_CHARS = 16_000
+
+
+def safe_text(text: str | None) -> str | None:
+    """``text`` as valid UTF-8: lone surrogates (undecodable bytes that a
+    decoder kept with ``surrogateescape``) would make SQLite reject the row."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:  # the original bytes, each invalid one shown as U+FFFD
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # surrogates that never were bytes
+            return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def content_hash(text: str) -> str:
+    """blake2b-128 of the UTF-8 text, hex (stable across runs and machines)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else its head and tail
+    (``limit`` characters in all) around a marker naming what was left out."""
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    head = limit // 2
+    tail = limit - head
+    omitted = len(text) - limit
+    return f"{text[:head]}\n[… {omitted:,} characters omitted …]\n{text[-tail:]}"
+
+
+def _clip_strings(value: Any, limit: int, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return safe_text(value if len(value) <= limit else value[:limit])
+    if depth > 20:
+        return "…"
+    if isinstance(value, dict):
+        return {str(k): _clip_strings(v, limit, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clip_strings(v, limit, depth + 1) for v in value]
+    return value
+
+
+def bounded_json(value: Any, content_chars: int) -> str | None:
+    """``value`` as JSON with long strings clipped and the whole bounded."""
+    if value is None:
+        return None
+    clipped = _clip_strings(value, max(content_chars, MIN_ARG_CHARS))
+    try:
+        text = orjson.dumps(clipped, default=str).decode()
+    except TypeError:
+        text = json.dumps(clipped, default=str, ensure_ascii=True)
+    limit = max(8 * content_chars, MIN_JSON_CHARS)
+    if len(text) > limit:
+        text = orjson.dumps({"…": f"too large to store: {len(text):,} characters of JSON"}).decode()
+    return text
+
+
+def event_row(event: Event, content_chars: int) -> list[Any]:
+    """The row for one event, in :data:`EVENT_COLUMNS` order."""
+    content = event.content or ""
+    return [
+        safe_text(event.session), event.seq, event.ts, event.kind.value, event.role,
+        safe_text(event.tool), safe_text(event.call_id),
+        bounded_json(event.args, content_chars), 1 if event.is_error else 0,
+        safe_text(bounded(content, content_chars)), len(content),
+        content_hash(content) if content else None,
+        safe_text(event.source) or None, event.line, safe_text(event.agent), safe_text(event.status),
+        event.pid, safe_text(event.parent), event.input_tokens, event.output_tokens, event.cost_usd,
+        bounded_json(event.meta, content_chars) if event.meta else None,
+    ]
+
+
+def detection_row(detection: Detection) -> list[Any]:
+    """The row for one detection, in :data:`DETECTION_COLUMNS` order."""
+    evidence = [ref.to_dict() for ref in detection.evidence]
+    return [
+        safe_text(detection.session), detection.ts, detection.seq or None, detection.detector,
+        detection.level.label, int(detection.level), float(detection.score),
+        safe_text(detection.pattern), detection.count, safe_text(detection.tool),
+        safe_text(detection.message), safe_text(detection.nudge), detection.suppressed,
+        bounded_json(evidence, EVIDENCE_CHARS),
+        safe_text(detection.source) or None, detection.line,
+    ]
+
+
+def _loads(text: Any) -> Any:
+    """Decode a JSON column (a value already decoded passes through)."""
+    return orjson.loads(text) if isinstance(text, str) else text
+
+
+def event_dict(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored event row with its JSON columns decoded."""
+    out = dict(row)
+    out["args"] = _loads(row.get("args"))
+    out["meta"] = _loads(row.get("meta")) or {}
+    out["is_error"] = bool(row.get("is_error"))
+    return out
+
+
+def detection_dict(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    evidence = _loads(row.get("evidence"))
+    out["evidence"] = evidence if isinstance(evidence, list) else []
+    return out
+
+
+def event_from_row(row: dict[str, Any]) -> Event:
+    """Rebuild the :class:`Event` a stored row (raw or from :func:`event_dict`)
+    came from; its content is the bounded copy."""
+    return Event(
+        kind=Kind(row["type"]), session=row["session"], ts=row["ts"],
+        source=row.get("file") or "", line=row.get("line"), agent=row.get("agent"),
+        role=row.get("role"), content=row.get("content") or "", call_id=row.get("call_id"),
+        tool=row.get("tool"), args=_loads(row.get("args")), is_error=bool(row.get("is_error")),
+        input_tokens=row.get("input_tokens"), output_tokens=row.get("output_tokens"),
+        cost_usd=row.get("cost_usd"), status=row.get("status"), pid=row.get("pid"),
+        parent=row.get("parent"), meta=_loads(row.get("meta")) or {}, seq=row.get("seq") or 0,
+    )
+
+
+def level_rank(value: str | int | Level | None) -> int | None:
+    """The numeric rank of a level label (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    return int(Level.parse(value))
+
+
+# -- sessions ------------------------------------------------------------------
+
+SESSION_COLUMNS = (
+    "id", "agent", "source", "origin", "pid", "parent", "first_seen", "last_seen", "status",
+    "level", "level_rank", "peak", "peak_rank", "detector", "reason", "events", "detections",
+)
+#: Counted by the store itself from what it committed (the engine's count
+#: restarts with the monitor), so a hub's value for them is ignored.
+STORE_COUNTED = frozenset({"events", "detections"})
+#: Keys the hub may use for the same columns (the contract's names).
+SESSION_ALIASES = {"kind": "origin", "first_ts": "first_seen", "last_ts": "last_seen"}
+
+
+def session_update(row: dict[str, Any]) -> dict[str, Any]:
+    """A hub session row normalized to ``sessions`` columns."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        key = SESSION_ALIASES.get(key, key)
+        if key not in SESSION_COLUMNS or value is None or key in STORE_COUNTED:
+            continue  # extra SessionInfo fields (similarity, window…) are not stored
+        out[key] = value
+    if "id" not in out or not isinstance(out["id"], str) or not out["id"]:
+        raise ValueError(f"upsert_session: row needs a non-empty 'id', got {row.get('id')!r}")
+    if "level" in out:
+        level = Level.parse(out["level"])
+        out["level"], out["level_rank"] = level.label, int(level)
+        out.setdefault("peak", level.label)
+        out.setdefault("peak_rank", int(level))
+    if "peak" in out:
+        out["peak_rank"] = level_rank(out["peak"])
+        out["peak"] = Level(out["peak_rank"]).label
+    if "status" in out and isinstance(out["status"], Level):
+        out["status"] = out["status"].label
+    for key in ("agent", "source", "origin", "parent", "status", "detector", "reason", "id"):
+        if key in out:
+            out[key] = safe_text(str(out[key]))
+    return out
+
+
+def merge_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Merge ``new`` into ``old`` the way the SQL upsert merges rows."""
+    for key, value in new.items():
+        if key == "first_seen" and old.get(key) is not None:
+            old[key] = min(old[key], value)
+        elif key in ("last_seen", "events") and old.get(key) is not None:
+            old[key] = max(old[key], value)
+        elif key == "detections":
+            old[key] = old.get(key, 0) + value
+        elif key == "peak_rank":
+            if value >= old.get("peak_rank", -1):
+                old["peak_rank"], old["peak"] = value, new.get("peak", Level(value).label)
+        elif key != "peak":
+            old[key] = value
+
+
+def _session_upsert_sql() -> str:
+    merge = {
+        "first_seen": "MIN(COALESCE(excluded.first_seen, sessions.first_seen), "
+                      "COALESCE(sessions.first_seen, excluded.first_seen))",
+        "last_seen": "MAX(COALESCE(excluded.last_seen, sessions.last_seen), "
+                     "COALESCE(sessions.last_seen, excluded.last_seen))",
+        "events": "MAX(excluded.events, sessions.events)",
+        "detections": "sessions.detections + excluded.detections",
+        # The first source a session was seen in stays its source.
+        "source": "COALESCE(sessions.source, excluded.source)",
+        "peak": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
+                "THEN excluded.peak ELSE sessions.peak END",
+        "peak_rank": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
+                     "THEN excluded.peak_rank ELSE sessions.peak_rank END",
+    }
+    columns = ", ".join(SESSION_COLUMNS)
+    marks = ", ".join("?" for _ in SESSION_COLUMNS)
+    sets = ", ".join(f"{c} = {merge.get(c, f'COALESCE(excluded.{c}, sessions.{c})')}"
+                     for c in SESSION_COLUMNS if c != "id")
+    return f"INSERT INTO sessions ({columns}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {sets}"
+
+
+SESSION_UPSERT = _session_upsert_sql()
+EVENT_INSERT = (f"INSERT OR IGNORE INTO events ({', '.join(EVENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})")
+DETECTION_INSERT = (f"INSERT INTO detections ({', '.join(DETECTION_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' for _ in DETECTION_COLUMNS)})")
+
+
+_START, _END = Kind.SESSION_START.value, Kind.SESSION_END.value
+_TS, _TYPE, _FILE = EVENT_COLUMNS.index("ts"), EVENT_COLUMNS.index("type"), EVENT_COLUMNS.index("file")
+_FROM_START = tuple((key, EVENT_COLUMNS.index(key)) for key in ("agent", "pid", "parent"))
+
+
+def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
+    """What an event row says about its session (merged into ``sessions``)."""
+    ts = row[_TS]
+    first = info.get("first_seen")
+    if first is None:
+        info["first_seen"] = info["last_seen"] = ts
+        if row[_FILE]:
+            info["source"] = row[_FILE]
+    elif ts < first:
+        info["first_seen"] = ts
+    elif ts > info["last_seen"]:
+        info["last_seen"] = ts
+    info["events"] = row[SEQ]
+    kind = row[_TYPE]
+    if kind == _START:
+        for key, index in _FROM_START:
+            if row[index] is not None:
+                info[key] = row[index]
+    # Any event after a session_end means it is live again.
+    info["status"] = "ended" if kind == _END else "live"
+
+
+_D_DETECTOR, _D_LEVEL, _D_RANK, _D_MESSAGE = (
+    DETECTION_COLUMNS.index(k) for k in ("detector", "level", "level_rank", "message"))
+
+
+def derive_from_detection(info: dict[str, Any], row: list[Any]) -> None:
+    """What a detection row says about its session: level now, peak, reason."""
+    rank = row[_D_RANK]
+    info["detections"] = info.get("detections", 0) + 1
+    info["level"], info["level_rank"] = row[_D_LEVEL], rank
+    info["detector"], info["reason"] = row[_D_DETECTOR], row[_D_MESSAGE]
+    if rank >= info.get("peak_rank", -1):
+        info["peak"], info["peak_rank"] = row[_D_LEVEL], rank
+
+
+_EVENTS, _DETECTIONS = SESSION_COLUMNS.index("events"), SESSION_COLUMNS.index("detections")
+
+
+def session_values(update: dict[str, Any]) -> list[Any]:
+    """An update as SESSION_UPSERT parameters (absent columns are NULL: kept)."""
+    values = [update.get(column) for column in SESSION_COLUMNS]
+    values[_EVENTS] = update.get("events") or 0
+    values[_DETECTIONS] = update.get("detections") or 0
+    return values

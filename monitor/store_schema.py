@@ -1,0 +1,188 @@
+"""The store's SQLite schema and its migrations.
+
+The schema is versioned: ``schema_version`` holds one row per applied
+migration, and :data:`MIGRATIONS` lists the migration functions in order.
+Opening a database applies the ones it lacks, each in its own transaction
+together with its version row, so a crash mid-migration leaves the database
+at the previous version.  A migration is never edited once released; a change
+is a new function appended to the list.
+
+Tables (see ``loopwatch show``/``history`` for readers):
+
+* ``sessions``    one row per agent session, merged from its events, its
+  detections and the hub's updates (final and peak escalation level).
+* ``events``      every event: type, tool, args JSON, a bounded copy of the
+  content plus its full length and hash, file/line, ts, seq.
+* ``detections``  every detection after escalation.
+* ``actions``     operator actions: recorded ``pending`` before they are
+  carried out, then ``delivered`` | ``failed`` | ``unsupported`` | ``refused``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlite_utils import Database
+
+
+class SchemaError(RuntimeError):
+    """The file is not a loopwatch database this version can use."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Database], None]
+
+
+def _v1_tables(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE sessions (
+            id          TEXT PRIMARY KEY,
+            agent       TEXT,
+            source      TEXT,            -- log file, or socket:<peer>
+            origin      TEXT,            -- file | socket | hook
+            pid         INTEGER,
+            parent      TEXT,
+            first_seen  REAL,            -- epoch seconds (event time)
+            last_seen   REAL,
+            status      TEXT,            -- live | idle | ended
+            level       TEXT,            -- final escalation level (label)
+            level_rank  INTEGER,         -- 0 watching .. 4 terminate
+            peak        TEXT,            -- highest level ever reached
+            peak_rank   INTEGER,
+            detector    TEXT,            -- detector behind the final level
+            reason      TEXT,
+            events      INTEGER NOT NULL DEFAULT 0,
+            detections  INTEGER NOT NULL DEFAULT 0
+        )""")
+    db.execute("CREATE INDEX sessions_last_seen ON sessions(last_seen)")
+    db.execute("""
+        CREATE TABLE events (
+            id             INTEGER PRIMARY KEY,
+            session        TEXT NOT NULL,
+            seq            INTEGER NOT NULL,  -- 1-based position in the session
+            ts             REAL NOT NULL,
+            type           TEXT NOT NULL,
+            role           TEXT,
+            tool           TEXT,
+            call_id        TEXT,
+            args           TEXT,              -- JSON, long strings clipped
+            is_error       INTEGER NOT NULL DEFAULT 0,
+            content        TEXT,              -- bounded copy: head + tail
+            content_length INTEGER NOT NULL DEFAULT 0,  -- full length (characters)
+            content_hash   TEXT,              -- blake2b-128 of the full content
+            file           TEXT,
+            line           INTEGER,
+            agent          TEXT,
+            status         TEXT,
+            pid            INTEGER,
+            parent         TEXT,
+            input_tokens   INTEGER,
+            output_tokens  INTEGER,
+            cost_usd       REAL,
+            meta           TEXT               -- JSON or NULL
+        )""")
+    db.execute("CREATE UNIQUE INDEX events_session_seq ON events(session, seq)")
+    db.execute("""
+        CREATE TABLE detections (
+            id         INTEGER PRIMARY KEY,
+            session    TEXT NOT NULL,
+            ts         REAL NOT NULL,
+            seq        INTEGER,
+            detector   TEXT NOT NULL,
+            level      TEXT NOT NULL,
+            level_rank INTEGER NOT NULL,
+            score      REAL,
+            pattern    TEXT,
+            count      INTEGER,
+            tool       TEXT,
+            message    TEXT,
+            nudge      TEXT,
+            suppressed TEXT,
+            evidence   TEXT,                  -- JSON list of event references
+            file       TEXT,
+            line       INTEGER
+        )""")
+    db.execute("CREATE INDEX detections_session ON detections(session, ts)")
+    db.execute("""
+        CREATE TABLE actions (
+            id          INTEGER PRIMARY KEY,
+            session     TEXT NOT NULL,
+            kind        TEXT NOT NULL,        -- ack | inject | kill | false_positive | mute
+            text        TEXT,
+            ts          REAL NOT NULL,        -- wall clock when requested
+            who         TEXT NOT NULL,        -- OS user
+            outcome     TEXT NOT NULL DEFAULT 'pending',
+            detail      TEXT NOT NULL DEFAULT '',
+            finished_ts REAL
+        )""")
+    db.execute("CREATE INDEX actions_session ON actions(session, ts)")
+
+
+def _v2_events_by_time(db: Database) -> None:
+    # Retention deletes by event time, and `scan --db` over many sessions
+    # replays them in time order; both need this index.
+    db.execute("CREATE INDEX events_ts ON events(ts)")
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "sessions, events, detections and actions", _v1_tables),
+    Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
+]
+
+
+def latest_version() -> int:
+    return MIGRATIONS[-1].version
+
+
+def current_version(db: Database) -> int:
+    """The schema version of ``db``; 0 for an empty database.
+
+    Raises :class:`SchemaError` for a database that has tables but is not a
+    loopwatch store."""
+    names = set(db.table_names())
+    if "schema_version" not in names:
+        if names:
+            raise SchemaError("not a loopwatch database (it has no schema_version table)")
+        return 0
+    row = next(db.query("SELECT MAX(version) AS v FROM schema_version"))
+    return int(row["v"] or 0)
+
+
+def migrate(db: Database, upto: int | None = None) -> list[int]:
+    """Apply the migrations ``db`` lacks (up to ``upto``); return their versions.
+
+    ``db`` must be a writable connection outside any transaction.  Each
+    migration runs in a ``BEGIN IMMEDIATE`` transaction that re-reads the
+    version first, so two processes opening the same file cannot both apply it.
+    """
+    target = latest_version() if upto is None else upto
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.version > target:
+            break
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if "schema_version" not in db.table_names():
+                if db.table_names():
+                    raise SchemaError("not a loopwatch database (it has no schema_version table)")
+                db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                           "applied_ts REAL NOT NULL, description TEXT NOT NULL)")
+            if current_version(db) < migration.version:
+                migration.apply(db)
+                db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
+                           [migration.version, time.time(), migration.description])
+                applied.append(migration.version)
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+    version = current_version(db)
+    if version > latest_version():
+        raise SchemaError(f"database schema v{version} is newer than this loopwatch "
+                          f"(v{latest_version()}); upgrade loopwatch to use it")
+    return applied

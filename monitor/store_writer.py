@@ -1,0 +1,527 @@
+"""The store's ONE writer thread: a bounded queue drained in batched transactions.
+
+Producers (any thread) queue rows and session updates; synchronous requests
+(actions, flush, prune) wait for their result.  The thread owns the only
+writing connection and commits:
+
+* queued rows every ``batch_size`` rows, or ``flush_ms`` after the oldest one;
+* session rows at most every ``flush_ms`` (coalesced: with 1,000 live
+  sessions, upserting each on every batch would cost more than the events);
+* each action in its own transaction with ``synchronous=FULL``.
+
+Database errors never kill the thread: a locked file is retried, a batch SQLite
+refuses is retried row by row and the bad rows counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import OrderedDict, deque
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
+
+from sqlite_utils import Database
+
+from monitor.store_rows import (
+    DETECTION_INSERT, DETECTION_SEQ, EVENT_INSERT, SEQ, SESSION_UPSERT, derive_from_detection,
+    derive_from_event, merge_update, session_values,
+)
+
+log = logging.getLogger("loopwatch.store")
+
+#: While closing, give up on a database another process keeps locked after this.
+CLOSE_BUSY_SECONDS = 30.0
+#: How long actions and prune may wait for another process's lock.
+DURABLE_BUSY_SECONDS = 15.0
+PRUNE_INTERVAL = 3600.0
+PRUNE_CHUNK = 5000
+#: Sessions whose numbering the writer remembers (the rest are re-read).
+SEQ_CACHE = 20_000
+
+Rows = list[tuple[str, list[Any]]]       # ("e" | "d", row)
+Sessions = dict[str, dict[str, Any]]     # session id -> pending columns
+
+
+class WriterStopped(RuntimeError):
+    """The writer is not running (not started, closing, closed or failed)."""
+
+
+@dataclass
+class StoreStats:
+    """Counters of what the writer did (a snapshot; see ``Store.stats``)."""
+
+    events: int = 0          # event rows committed
+    detections: int = 0      # detection rows committed
+    actions: int = 0         # action rows committed
+    transactions: int = 0    # write transactions committed
+    duplicates: int = 0      # event rows ignored: same (session, seq) already stored
+    dropped: int = 0         # rows given up because the queue stayed full
+    failed: int = 0          # rows SQLite refused
+    pruned: int = 0          # event rows deleted by retention
+    pending: int = 0         # rows queued right now
+    last_error: str = ""
+
+
+class Request:
+    """Synchronous work for the writer thread, with its result."""
+
+    __slots__ = ("kind", "args", "done", "result", "error")
+
+    def __init__(self, kind: str, *args: Any):
+        self.kind = kind
+        self.args = args
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+class SeqState:
+    """How the writer numbers one session's stored events.
+
+    Stored ``seq`` keeps counting across monitor restarts and engine resets
+    (the engine numbers a session from 1 each time it first sees it), so
+    ``(session, seq)`` stays unique and in order: ``stored = base + engine seq``
+    while the engine's numbering moves forward."""
+
+    __slots__ = ("base", "last_stored")
+
+    def __init__(self, last_stored: int):
+        self.base = last_stored
+        self.last_stored = last_stored
+
+    def copy(self) -> SeqState:
+        other = SeqState(self.last_stored)
+        other.base = self.base
+        return other
+
+    def assign(self, raw: int) -> int:
+        if raw <= 0:  # not numbered by an engine
+            stored = self.last_stored + 1
+        else:
+            if self.base + raw <= self.last_stored:  # the engine started over
+                self.base = self.last_stored - raw + 1
+            stored = self.base + raw
+        self.last_stored = stored
+        return stored
+
+    def map(self, raw: int | None) -> int | None:
+        """The stored seq of the event a detection (engine seq ``raw``) is about."""
+        return self.base + raw if raw and raw > 0 else None
+
+
+def _merged(base: Sessions, new: Sessions) -> Sessions:
+    """``base`` with ``new`` merged in, without changing either."""
+    out = dict(base)
+    for session, info in new.items():
+        old = out.get(session)
+        if old is None:
+            out[session] = info
+        else:
+            old = dict(old)
+            merge_update(old, info)
+            out[session] = old
+    return out
+
+
+class Writer:
+    """Owns the writing connection and the thread that uses it."""
+
+    def __init__(self, db: Database, *, batch_size: int, flush_seconds: float,
+                 retention_days: float, max_pending: int, block_seconds: float,
+                 clock: Callable[[], float]):
+        self.db = db
+        self.batch_size = batch_size
+        self.flush_seconds = flush_seconds
+        self.retention_days = retention_days
+        self.max_pending = max_pending
+        self.block_seconds = block_seconds
+        self.clock = clock
+        self.state = "running"  # running | closing | closed | failed
+        self._cond = threading.Condition()
+        self._pending: deque[tuple[str, list[Any]]] = deque()
+        self._oldest_at: float | None = None   # monotonic time the oldest queued row came
+        self._dirty: Sessions = {}             # the hub's session updates, not yet written
+        self._derived: Sessions = {}           # committed rows' session info, not yet written
+        self._sessions_at = time.monotonic()   # when session rows were last written
+        self._requests: deque[Request] = deque()
+        self._seqs: OrderedDict[str, SeqState] = OrderedDict()
+        self._stats = StoreStats()
+        self._closing_since = 0.0
+        self._failure: BaseException | None = None
+        self._warned_drop = False
+        if retention_days > 0:
+            self._requests.append(Request("prune"))  # before anything else
+        self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    # -- producers (any thread) ----------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self.state == "failed":
+            raise WriterStopped(f"the store writer stopped: {self._failure!r}")
+        if self.state != "running":
+            raise WriterStopped(f"the store is {self.state}")
+
+    @property
+    def stats(self) -> StoreStats:
+        with self._cond:
+            return replace(self._stats, pending=len(self._pending))
+
+    def enqueue(self, kind: str, rows: list[list[Any]]) -> None:
+        """Queue rows; when the queue is full wait up to ``block_seconds``, then
+        drop the overflow (counted) so memory stays bounded."""
+        deadline: float | None = None
+        with self._cond:
+            self._check_running()
+            index = 0
+            while index < len(rows):
+                space = self.max_pending - len(self._pending)
+                if space <= 0:
+                    now = time.monotonic()
+                    deadline = deadline if deadline is not None else now + self.block_seconds
+                    if now >= deadline or self.state != "running":
+                        self._drop(len(rows) - index)
+                        return
+                    self._cond.notify_all()
+                    self._cond.wait(deadline - now)
+                    continue
+                chunk = rows[index:index + space]
+                self._pending.extend((kind, row) for row in chunk)
+                index += len(chunk)
+                if self._oldest_at is None:
+                    self._oldest_at = time.monotonic()
+                    self._cond.notify_all()
+                elif len(self._pending) >= self.batch_size:
+                    self._cond.notify_all()
+
+    def _drop(self, count: int) -> None:
+        self._stats.dropped += count
+        if not self._warned_drop:
+            self._warned_drop = True
+            log.warning("store queue full for %.1fs: dropped %d rows (the disk is slower "
+                        "than the agents; see stats.dropped)", self.block_seconds, count)
+
+    def upsert_session(self, update: dict[str, Any]) -> None:
+        with self._cond:
+            self._check_running()
+            pending = self._dirty.get(update["id"])
+            if pending is None:
+                self._dirty[update["id"]] = update
+                self._cond.notify_all()
+            else:
+                merge_update(pending, update)
+
+    def call(self, kind: str, *args: Any, timeout: float | None) -> Any:
+        """Run a request on the writer thread and return its result."""
+        request = Request(kind, *args)
+        with self._cond:
+            self._check_running()
+            self._requests.append(request)
+            self._cond.notify_all()
+        if not request.done.wait(timeout):
+            raise TimeoutError(f"the store writer did not answer within {timeout:.0f}s")
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def close(self) -> None:
+        """Write everything queued, then stop the thread."""
+        with self._cond:
+            if self.state == "running":
+                self.state = "closing"
+                self._closing_since = time.monotonic()
+            self._cond.notify_all()
+        self._thread.join()
+        with self._cond:
+            if self.state != "failed":
+                self.state = "closed"
+
+    # -- the thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a bug, not a database error: fail loudly, never hang
+            log.exception("store writer stopped")
+            with self._cond:
+                self._failure = exc
+                self.state = "failed"
+                self._stats.last_error = repr(exc)
+                for request in self._requests:
+                    request.error = exc
+                    request.done.set()
+                self._requests.clear()
+                self._cond.notify_all()
+
+    def _loop(self) -> None:
+        next_prune = time.monotonic() + PRUNE_INTERVAL
+        flush = self.flush_seconds
+        while True:
+            with self._cond:
+                while True:
+                    now = time.monotonic()
+                    closing = self.state != "running"
+                    oldest = self._oldest_at if self._oldest_at is not None else now
+                    rows_due = bool(self._pending) and (
+                        closing or len(self._pending) >= self.batch_size or now >= oldest + flush)
+                    sessions_waiting = bool(self._dirty or self._derived)
+                    sessions_due = sessions_waiting and (closing or now >= self._sessions_at + flush)
+                    prune_due = self.retention_days > 0 and now >= next_prune
+                    if self._requests or rows_due or sessions_due or prune_due:
+                        break
+                    if closing:  # and everything is written
+                        return
+                    waits = [next_prune - now] if self.retention_days > 0 else []
+                    if self._pending:
+                        waits.append(oldest + flush - now)
+                    if sessions_waiting:
+                        waits.append(self._sessions_at + flush - now)
+                    self._cond.wait(min(waits) if waits else None)
+                request = self._requests.popleft() if self._requests else None
+                if request is None and not prune_due:
+                    rows = self._take_rows(self.batch_size if rows_due else 0)
+                    sessions = self._take_sessions() if sessions_due else None
+            if request is not None:
+                self._serve(request)
+            elif prune_due:
+                next_prune = time.monotonic() + PRUNE_INTERVAL
+                self._prune()
+            else:
+                self._write(rows, sessions)
+
+    def _take_rows(self, limit: int) -> Rows:
+        """Up to ``limit`` queued rows (lock held); wakes producers waiting for space."""
+        count = min(limit, len(self._pending))
+        rows = [self._pending.popleft() for _ in range(count)]
+        if not self._pending:
+            self._oldest_at = None
+        # (otherwise the rest is at least as old: the next batch goes right away)
+        if rows:
+            self._cond.notify_all()
+        return rows
+
+    def _take_sessions(self) -> Sessions:
+        sessions, self._dirty = self._dirty, {}
+        return sessions
+
+    def _serve(self, request: Request) -> None:
+        try:
+            if request.kind == "flush":
+                self._flush()
+            elif request.kind == "begin_action":
+                request.result = self._durable(lambda: self.db.execute(
+                    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", request.args[0]).lastrowid)
+                self._stats.actions += 1
+            elif request.kind == "finish_action":
+                outcome, detail, finished_ts, action_id = request.args[0]
+                # An empty detail keeps the one given to begin_action.
+                request.result = self._durable(lambda: self.db.execute(
+                    "UPDATE actions SET outcome = ?, detail = CASE WHEN ? = '' THEN detail "
+                    "ELSE ? END, finished_ts = ? WHERE id = ?",
+                    [outcome, detail, detail, finished_ts, action_id]).rowcount)
+            elif request.kind == "prune":
+                request.result = self._prune()
+            else:
+                raise ValueError(f"unknown store request {request.kind!r}")
+        except Exception as exc:
+            request.error = exc
+            self._stats.last_error = f"{request.kind}: {exc}"
+        finally:
+            request.done.set()
+
+    def _flush(self) -> None:
+        # Only what was queued before the flush: under a steady stream of new
+        # rows "everything" would never end.
+        with self._cond:
+            remaining = len(self._pending)
+        while remaining > 0:
+            with self._cond:
+                rows = self._take_rows(min(remaining, self.batch_size))
+            if not rows:
+                break
+            remaining -= len(rows)
+            self._write(rows, None)
+        with self._cond:
+            sessions = self._take_sessions()
+        if sessions or self._derived:
+            self._write([], sessions)
+
+    # -- transactions ------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, durable: bool = False) -> Iterator[Database]:
+        # BEGIN IMMEDIATE (not sqlite-utils' deferred atomic()): take the write
+        # lock up front, so reading MAX(seq) and then writing cannot fail with
+        # a stale snapshot when another process wrote in between.
+        db = self.db
+        if durable:
+            db.execute("PRAGMA synchronous = FULL")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.commit()
+            except BaseException:
+                db.rollback()
+                raise
+            self._stats.transactions += 1
+        finally:
+            if durable:
+                db.execute("PRAGMA synchronous = NORMAL")
+
+    def _retrying(self, work: Callable[[], Any], *, durable: bool = False,
+                  give_up_after: float | None = None) -> Any:
+        """Run ``work`` in a transaction, retrying while another process holds the lock."""
+        started = time.monotonic()
+        delay = 0.05
+        while True:
+            try:
+                with self._transaction(durable):
+                    return work()
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                now = time.monotonic()
+                if give_up_after is not None and now - started > give_up_after:
+                    raise
+                if self.state != "running" and now - self._closing_since > CLOSE_BUSY_SECONDS:
+                    raise
+                if delay == 0.05:
+                    log.warning("database is locked by another process; retrying")
+                time.sleep(delay)  # only this thread waits; producers keep queueing
+                delay = min(delay * 2, 1.0)
+
+    def _durable(self, work: Callable[[], Any]) -> Any:
+        return self._retrying(work, durable=True, give_up_after=DURABLE_BUSY_SECONDS)
+
+    def _write(self, rows: Rows, sessions: Sessions | None) -> None:
+        """Commit rows (and session rows when ``sessions`` is given); if SQLite
+        refuses the batch, retry row by row and count the bad ones."""
+        try:
+            self._commit(rows, sessions)
+            return
+        except sqlite3.Error as exc:
+            log.warning("store batch of %d rows failed (%s); retrying row by row", len(rows), exc)
+            self._stats.last_error = str(exc)
+        for row in rows:
+            try:
+                self._commit([row], None)
+            except sqlite3.Error as exc:
+                self._stats.failed += 1
+                self._stats.last_error = str(exc)
+        if sessions is not None:
+            try:
+                self._commit([], sessions)
+            except sqlite3.Error as exc:
+                self._stats.last_error = str(exc)
+                log.warning("session updates lost: %s", exc)
+
+    def _commit(self, rows: Rows, sessions: Sessions | None) -> None:
+        seqs: dict[str, SeqState] = {}
+        result: list[Any] = []
+
+        def work() -> None:
+            seqs.clear()
+            counts, derived = self._insert(rows, seqs)
+            derived = _merged(self._derived, derived)
+            if sessions is not None:
+                updates = [*derived.values(), *sessions.values()]
+                if updates:
+                    self.db.conn.executemany(SESSION_UPSERT, [session_values(u) for u in updates])
+            result[:] = [counts, derived]
+
+        self._retrying(work)
+        (events, detections, inserted), derived = result
+        self._stats.events += inserted
+        self._stats.duplicates += events - inserted
+        self._stats.detections += detections
+        # Only a committed batch moves the numbering and the session info on.
+        if sessions is not None:
+            self._derived = {}
+            self._sessions_at = time.monotonic()
+        else:
+            self._derived = derived
+        for session, state in seqs.items():
+            self._seqs[session] = state
+            self._seqs.move_to_end(session)
+        while len(self._seqs) > SEQ_CACHE:
+            self._seqs.popitem(last=False)
+
+    def _seq_state(self, session: str, seqs: dict[str, SeqState]) -> SeqState:
+        state = seqs.get(session)
+        if state is None:
+            cached = self._seqs.get(session)
+            if cached is not None:
+                state = cached.copy()
+            else:
+                # sessions.events remembers the last seq even when retention
+                # has deleted the rows, so numbers are never reused.
+                row = self.db.execute(
+                    "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events WHERE session = ?), 0), "
+                    "COALESCE((SELECT events FROM sessions WHERE id = ?), 0))",
+                    [session, session]).fetchone()
+                state = SeqState(int(row[0] or 0))
+            seqs[session] = state
+        return state
+
+    def _insert(self, rows: Rows, seqs: dict[str, SeqState]) -> tuple[tuple[int, int, int], Sessions]:
+        """Insert rows in the open transaction; return (events, detections,
+        inserted) and what they say about their sessions."""
+        events: list[list[Any]] = []
+        detections: list[list[Any]] = []
+        derived: Sessions = {}
+        for kind, row in rows:
+            session = row[0]
+            state = self._seq_state(session, seqs)
+            info = derived.get(session)
+            if info is None:
+                info = derived[session] = {"id": session}
+            row = list(row)
+            if kind == "e":
+                row[SEQ] = state.assign(row[SEQ])
+                events.append(row)
+                derive_from_event(info, row)
+            else:
+                row[DETECTION_SEQ] = state.map(row[DETECTION_SEQ])
+                detections.append(row)
+                derive_from_detection(info, row)
+        inserted = 0
+        conn = self.db.conn
+        if events:
+            before = conn.total_changes
+            conn.executemany(EVENT_INSERT, events)
+            inserted = conn.total_changes - before
+        if detections:
+            conn.executemany(DETECTION_INSERT, detections)
+        return (len(events), len(detections), inserted), derived
+
+    def _prune(self) -> int:
+        """Delete events older than the retention, in chunks (short write locks)."""
+        if self.retention_days <= 0:
+            return 0
+        cutoff = self.clock() - self.retention_days * 86400.0
+        total = 0
+        while True:
+            deleted = self._retrying(lambda: self.db.execute(
+                "DELETE FROM events WHERE id IN "
+                "(SELECT id FROM events WHERE ts < ? LIMIT ?)", [cutoff, PRUNE_CHUNK]).rowcount)
+            total += deleted
+            if deleted < PRUNE_CHUNK:
+                break
+        if total:
+            log.info("retention: deleted %d events older than %g days", total, self.retention_days)
+        self._stats.pruned += total
+        return total

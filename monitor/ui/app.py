@@ -1,0 +1,364 @@
+"""The loopwatch Textual app and the entry points the commands call.
+
+:class:`LoopwatchApp` never owns detection: it is handed a running
+:class:`~monitor.hub.Hub` (live mode) and/or a :class:`~monitor.store.Store`
+(history and ``open``), subscribes to the hub with a callback that only stores
+updates (:class:`~monitor.ui.live.LiveFeed`), and flushes them to the screens
+at most ``[ui] refresh_hz`` times a second.  Operator actions go through
+``hub.act`` in named workers (group ``actions``) so the UI never waits on a
+kill's grace period.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, AsyncIterator, Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
+
+from monitor.config import Config, ConfigError
+from monitor.events import Level
+from monitor.ui.literal import visible
+from monitor.ui.live import LiveFeed
+from monitor.ui.operator import OPERATOR_COMMANDS
+from monitor.ui.render import Palette
+from monitor.ui.themes import DEFAULT_THEME, DOMAIN_VARIABLES, check_theme_name, load_themes
+from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts
+
+SEVERITY = {"delivered": "information", "pending": "information", "failed": "error",
+            "refused": "warning", "unsupported": "warning"}
+ACTION_TITLES = {"ack": "Acknowledged", "inject": "Inject", "kill": "Kill",
+                 "false_positive": "False positive", "mute": "Mute"}
+
+HubFactory = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+class LoopwatchApp(App[int]):
+    """Live dashboard, session detail and history over one hub and store."""
+
+    TITLE = "loopwatch"
+    CSS_PATH = ["app.tcss", "dashboard.tcss", "detail.tcss", "history.tcss"]
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help"),
+    ]
+
+    def __init__(self, config: Config | None = None, *, hub: Any = None,
+                 hub_factory: HubFactory | None = None, store: Any = None,
+                 mode: str = "live", session: str | None = None,
+                 clock: Callable[[], float] = time.time, theme: str | None = None):
+        super().__init__()
+        self.config = config or Config()
+        self.hub = hub
+        self.hub_factory = hub_factory
+        self._hub_context: AbstractAsyncContextManager[Any] | None = None
+        self.store = store if store is not None else getattr(hub, "store", None)
+        self.mode = mode
+        self.initial_session = session
+        self.clock = clock
+        self.feed = LiveFeed(self._request_flush)
+        self.flushes = 0
+        self._flush_pending = False
+        self._last_flush = 0.0
+        self._unsubscribe: Callable[[], None] | None = None
+        self.startup_notes: list[str] = []
+        self.history_filters: dict[str, Any] = {}
+        self.loopwatch_themes = load_themes()
+        for loaded in self.loopwatch_themes.values():
+            self.register_theme(loaded)
+        name = theme or self.config.ui.theme or DEFAULT_THEME
+        check_theme_name(name, self.loopwatch_themes, tuple(BUILTIN_THEMES))
+        self.theme = name
+        self.palette = self._palette()
+        check_keymap(self.config.ui.keymap)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def on_mount(self) -> None:
+        if self.hub is None and self.hub_factory is not None:
+            # Entered on the app's own loop; exited in on_unmount (awaited at shutdown).
+            self._hub_context = self.hub_factory()
+            self.hub = await self._hub_context.__aenter__()
+            if self.store is None:
+                self.store = getattr(self.hub, "store", None)
+        if self.config.ui.keymap:
+            self.set_keymap(self.config.ui.keymap)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self.hub is not None:
+            self.feed.seed(self.hub.sessions(), recent_detections(self.hub))
+            self._unsubscribe = self.hub.subscribe(self.feed.push)
+        for note in self.startup_notes:
+            self.notify(visible(note), severity="warning", markup=False, timeout=10)
+        if self.mode == "history":
+            from monitor.ui.screens.history import HistoryScreen
+
+            self.push_screen(HistoryScreen())
+        elif self.mode == "open":
+            self.open_session(self.initial_session or "", read_only=self.hub is None)
+        else:
+            from monitor.ui.screens.dashboard import DashboardScreen
+
+            self.push_screen(DashboardScreen())
+            if self.initial_session:
+                self.open_session(self.initial_session)
+
+    async def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._hub_context is not None:
+            context, self._hub_context = self._hub_context, None
+            await context.__aexit__(None, None, None)
+
+    # -- live updates ------------------------------------------------------------
+
+    def _request_flush(self) -> None:
+        """Called by the feed for every update: schedule at most one flush."""
+        if self._flush_pending or not self.is_running:
+            return
+        self._flush_pending = True
+        hz = self.config.ui.refresh_hz
+        delay = 0.0 if hz <= 0 else max(0.0, self._last_flush + 1.0 / hz - time.monotonic())
+        if delay <= 0.001:
+            self.call_later(self.flush_live)
+        else:
+            self.set_timer(delay, self.flush_live, name="flush-live")
+
+    def flush_live(self) -> None:
+        """Hand the accumulated batch to every screen that shows live data."""
+        self._flush_pending = False
+        self._last_flush = time.monotonic()
+        batch = self.feed.drain()
+        if not batch:
+            return
+        self.flushes += 1
+        for screen in self.screen_stack:
+            apply = getattr(screen, "apply_live", None)
+            if apply is not None and getattr(screen, "ready", False):
+                try:
+                    apply(batch)
+                except NoMatches:  # the screen is being torn down
+                    pass
+
+    # -- themes --------------------------------------------------------------------
+
+    def _palette(self) -> Palette:
+        return Palette.from_variables({**DOMAIN_VARIABLES, **self.current_theme.variables})
+
+    def _theme_changed(self, _theme: Any) -> None:
+        self.palette = self._palette()
+        for screen in self.screen_stack:
+            restyle = getattr(screen, "restyle", None)
+            if restyle is not None and getattr(screen, "ready", False):
+                try:
+                    restyle()
+                except NoMatches:
+                    pass
+
+    # -- navigation --------------------------------------------------------------
+
+    def open_session(self, session: str, *, read_only: bool = False) -> None:
+        from monitor.ui.screens.detail import SessionDetailScreen
+
+        live = self.hub is not None and session in self.feed.sessions
+        self.push_screen(SessionDetailScreen(session, read_only=read_only or not live))
+
+    def action_history(self) -> None:
+        if self.store is None:
+            self.notify("No database: history needs a store.", severity="warning", markup=False)
+            return
+        from monitor.ui.screens.history import HistoryScreen
+
+        self.push_screen(HistoryScreen())
+
+    def go_back(self) -> None:
+        """Pop the current screen, or quit if it is the only one."""
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+        else:
+            self.exit(0)
+
+    def action_help(self) -> None:
+        from monitor.ui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str, str]]:
+        """(key now, binding id, description) for every loopwatch binding."""
+        rows = []
+        keymap = self.config.ui.keymap
+        for binding in all_bindings():
+            key = keymap.get(binding.id, binding.key) if binding.id else binding.key
+            rows.append((self.get_key_display(Binding(key.split(",")[0], "")), binding.id or "",
+                         binding.tooltip or binding.description))
+        return rows
+
+    # -- operator actions ------------------------------------------------------------
+
+    def escalation_facts(self, info: Any) -> EscalationFacts:
+        """The policy's view of ``info`` for the escalation panel."""
+        occurrences, acked = 0, None
+        last = info.last_detection
+        proposed = last.proposed if last is not None else Level.NONE
+        engine = getattr(self.hub, "engine", None)
+        policy = getattr(engine, "policy", None)
+        if policy is not None and info.id in policy.sessions:
+            state = policy.sessions[info.id]
+            if last is not None:
+                key = (last.detector, last.pattern)
+                occurrences = state.occurrences.get(key, 0)
+                acked = state.acked_until.get(key)
+        keymap = self.config.ui.keymap
+        keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "k"))}
+        return EscalationFacts(ladder=tuple(self.config.escalation.ladder), occurrences=occurrences,
+                               acked_until=acked, proposed=proposed, auto_inject=self.config.control.auto_inject,
+                               auto_kill=self.config.control.auto_kill, keys=keys)
+
+    def perform(self, kind: str, session: str, **fields: Any) -> None:
+        """Carry out an operator action in a worker; show the outcome."""
+        self.run_worker(self._perform(kind, session, **fields), name=f"{kind}:{session}",
+                        group="actions", exit_on_error=False)
+
+    async def _perform(self, kind: str, session: str, **fields: Any) -> Any:
+        title = ACTION_TITLES.get(kind, kind)
+        try:
+            record = await self.hub.act(kind, session, **fields)
+        except Exception as exc:  # the hub should not raise; never take the UI down
+            self.notify(visible(f"{session}: {exc}"), title=f"{title} failed", severity="error",
+                        markup=False)
+            return None
+        detail = f" — {record.detail}" if record.detail else ""
+        self.notify(visible(f"{session}: {record.outcome}{detail}"), title=title,
+                    severity=SEVERITY.get(record.outcome, "information"), markup=False)
+        return record
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for action, (title, help_text) in OPERATOR_COMMANDS.items():
+            if hasattr(screen, f"action_{action}") and screen.check_action(action, ()) is True:
+                yield SystemCommand(title, help_text, getattr(screen, f"action_{action}"))
+        if self.store is not None:
+            yield SystemCommand("History", "Browse past sessions in the database", self.action_history)
+        yield SystemCommand("Help", "Show every key and its keymap id", self.action_help)
+        for name in sorted(self.loopwatch_themes):
+            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
+                                lambda n=name: setattr(self, "theme", n), discover=False)
+
+
+def recent_detections(hub: Any) -> list[Any]:
+    """Detections the engine still holds (raised before the UI subscribed)."""
+    engine = getattr(hub, "engine", None)
+    found = [d for state in getattr(engine, "sessions", {}).values()
+             for d in getattr(state, "detections", ())]
+    return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
+
+
+def all_bindings() -> list[Binding]:
+    """Every binding with an id that loopwatch defines (for help and keymap checks)."""
+    from monitor.ui.screens.dashboard import DashboardScreen
+    from monitor.ui.screens.detail import SessionDetailScreen
+    from monitor.ui.screens.help import HelpScreen
+    from monitor.ui.screens.history import HistoryScreen
+    from monitor.ui.screens.inject import InjectScreen
+    from monitor.ui.screens.kill import KillScreen
+    from monitor.ui.screens.mute import MuteScreen
+    from monitor.ui.widgets.detail.event_stream import EventStream
+
+    seen: dict[str, Binding] = {}
+    for owner in (LoopwatchApp, DashboardScreen, SessionDetailScreen, HistoryScreen, EventStream,
+                  InjectScreen, KillScreen, MuteScreen, HelpScreen):
+        for binding in owner.BINDINGS:
+            if isinstance(binding, Binding) and binding.id and binding.id not in seen:
+                seen[binding.id] = binding
+    return list(seen.values())
+
+
+def check_keymap(keymap: dict[str, str]) -> None:
+    """Raise a :class:`ConfigError` naming ``ui.keymap.<id>`` for an unknown id."""
+    known = {b.id for b in all_bindings()}
+    for binding_id, keys in keymap.items():
+        if binding_id not in known:
+            raise ConfigError(f"ui.keymap.{binding_id}: unknown action (expected one of: "
+                              f"{', '.join(sorted(known))})")
+        if not keys.strip():
+            raise ConfigError(f"ui.keymap.{binding_id}: expected a key such as \"ctrl+k\"")
+
+
+# -- entry points ----------------------------------------------------------------
+
+
+def run_app(config: Any, hub_factory: HubFactory | None = None, *, theme: str | None = None,
+            session: str | None = None) -> int:
+    """Run the live monitor; returns the exit status.
+
+    ``hub_factory()`` returns an async context manager that starts the hub (and
+    whatever feeds it: sources, store) on entry, yields the running
+    :class:`~monitor.hub.Hub`, and stops it all on exit; it is entered on the
+    app's own event loop.  ``run_app(live)`` with a ``LiveWatch`` (from
+    ``monitor.commands.watch``: ``start()``, ``stop()``, ``hub``, ``config``)
+    is accepted too.  Raises :class:`ConfigError` (naming ``ui.theme`` or
+    ``ui.keymap.<id>``) before touching the terminal if the UI config is bad.
+    """
+    notes: list[str] = []
+    if hub_factory is None and hasattr(config, "start") and hasattr(config, "stop"):
+        live = config
+        config, hub_factory, notes = live.config, live_factory(live), live.notes
+    validate_ui(config, theme)
+    app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
+    app.startup_notes = notes
+    return int(app.run() or 0)
+
+
+def live_factory(live: Any) -> HubFactory:
+    """A hub factory around an object with async ``start()``/``stop()`` and ``hub``."""
+
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[Any]:
+        await live.start()
+        try:
+            yield live.hub
+        finally:
+            await live.stop()
+
+    return factory
+
+
+def run_history(config: Any, store: Any = None, *, theme: str | None = None,
+                agent: str | None = None, since: float | None = None, level: str | None = None,
+                text: str | None = None, limit: int | None = None) -> int:
+    """Browse past sessions in ``store`` (read-only; its writer need not be started).
+
+    ``run_history(path, **filters)`` (a database path, config from the default
+    file) is accepted too.  The filters pre-fill the history screen."""
+    if not isinstance(config, Config):
+        from monitor.config import load_config
+        from monitor.store import Store
+
+        store = Store(config)
+        try:
+            config = load_config()
+        except ConfigError:
+            config = Config()
+    validate_ui(config, theme)
+    app = LoopwatchApp(config, store=store, mode="history", theme=theme)
+    app.history_filters = {"agent": agent, "since": since, "level": level, "text": text}
+    return int(app.run() or 0)
+
+
+def run_open(config: Config, store: Any, session: str, *, theme: str | None = None) -> int:
+    """Show one stored session read-only, exactly like a live one."""
+    validate_ui(config, theme)
+    return int(LoopwatchApp(config, store=store, mode="open", session=session, theme=theme).run() or 0)
+
+
+def validate_ui(config: Config, theme: str | None = None) -> None:
+    """Check ``[ui]`` (theme name, keymap ids) without starting anything."""
+    check_theme_name(theme or config.ui.theme or DEFAULT_THEME, load_themes(), tuple(BUILTIN_THEMES))
+    check_keymap(config.ui.keymap)

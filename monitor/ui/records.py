@@ -1,0 +1,140 @@
+"""Uniform rows for the detail screen, from live objects or store rows.
+
+A live session hands the UI :class:`~monitor.detect.base.Detection` objects and
+the hub's ``ActionRecord``; a stored one hands it dicts from
+:class:`~monitor.store.Store`.  These adapters turn both into the same small
+rows so one set of widgets shows a live session and a past one identically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from monitor.events import Event, Kind, Level
+from monitor.text import compact_args
+
+
+@dataclass(frozen=True)
+class EventRow:
+    seq: int
+    ts: float
+    kind: str
+    summary: str
+    is_error: bool = False
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class DetectionRow:
+    ts: float
+    level: Level
+    detector: str
+    message: str
+    count: int
+    score: float
+    seq: int
+    evidence: tuple[int, ...]
+    nudge: str = ""
+    suppressed: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    id: int
+    ts: float
+    kind: str
+    outcome: str
+    detail: str
+    text: str | None
+    who: str
+
+
+def _get(row: Any, *names: str, default: Any = None) -> Any:
+    for name in names:
+        if isinstance(row, dict):
+            if name in row and row[name] is not None:
+                return row[name]
+        elif getattr(row, name, None) is not None:
+            return getattr(row, name)
+    return default
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, (bytes, str)) and value[:1] in ("{", "[", b"{", b"["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def summarize(kind: str, *, tool: str | None, args: Any, content: str, role: str | None,
+              is_error: bool, agent: str | None = None, status: str | None = None) -> str:
+    if kind == Kind.TOOL_CALL:
+        return f"{tool}({compact_args(args if isinstance(args, dict) else None)})"
+    if kind == Kind.TOOL_RESULT:
+        return f"{'error' if is_error else 'result'}: {content}"
+    if kind == Kind.MESSAGE:
+        return f"{role}: {content}"
+    if kind == Kind.SESSION_START:
+        return f"session start ({agent or 'agent'})"
+    if kind == Kind.SESSION_END:
+        return f"session end ({status or 'ended'})"
+    return content or str(kind)
+
+
+def event_row(row: Any) -> EventRow:
+    """An :class:`EventRow` from an :class:`Event` or a store ``events()`` dict."""
+    if isinstance(row, Event):
+        return EventRow(row.seq, row.ts, row.kind.value, row.summary(4000), row.is_error, row.where)
+    kind = str(_get(row, "type", "kind", default="?"))
+    is_error = bool(_get(row, "is_error", default=False))
+    summary = summarize(kind, tool=_get(row, "tool", "name"), args=_json(_get(row, "args")),
+                        content=str(_get(row, "content", default="")), role=_get(row, "role"),
+                        is_error=is_error, agent=_get(row, "agent"), status=_get(row, "status"))
+    file, line = _get(row, "file", "source", default=""), _get(row, "line")
+    return EventRow(int(_get(row, "seq", default=0)), float(_get(row, "ts", default=0.0)), kind,
+                    summary, is_error, f"{file}:{line}" if line is not None else str(file))
+
+
+def _evidence_seqs(value: Any) -> tuple[int, ...]:
+    value = _json(value) or ()
+    seqs = []
+    for ref in value:
+        seq = ref.get("seq") if isinstance(ref, dict) else getattr(ref, "seq", None)
+        if isinstance(seq, int):
+            seqs.append(seq)
+    return tuple(seqs)
+
+
+def detection_row(row: Any) -> DetectionRow:
+    """A :class:`DetectionRow` from a ``Detection`` or a store ``detections()`` dict."""
+    level = _get(row, "level", default=Level.NONE)
+    return DetectionRow(
+        ts=float(_get(row, "ts", default=0.0)),
+        level=Level.parse(level) if not isinstance(level, Level) else level,
+        detector=str(_get(row, "detector", default="")),
+        message=str(_get(row, "message", default="")),
+        count=int(_get(row, "count", default=0) or 0),
+        score=float(_get(row, "score", default=0.0) or 0.0),
+        seq=int(_get(row, "seq", default=0) or 0),
+        evidence=_evidence_seqs(_get(row, "evidence", default=())),
+        nudge=str(_get(row, "nudge", default="")),
+        suppressed=_get(row, "suppressed"),
+    )
+
+
+def action_row(row: Any) -> ActionRow:
+    """An :class:`ActionRow` from an ``ActionRecord`` or a store ``actions()`` dict."""
+    return ActionRow(
+        id=int(_get(row, "id", default=0) or 0),
+        ts=float(_get(row, "ts", default=0.0) or 0.0),
+        kind=str(_get(row, "kind", default="")),
+        outcome=str(_get(row, "outcome", default="pending")),
+        detail=str(_get(row, "detail", default="")),
+        text=_get(row, "text"),
+        who=str(_get(row, "who", default="")),
+    )

@@ -1,0 +1,1 @@
+"""Screens: dashboard, detail, history, and the modals (inject, kill, mute, help)."""

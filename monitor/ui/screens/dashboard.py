@@ -1,0 +1,197 @@
+"""The live dashboard: every session at a glance, the selected one in depth.
+
+Top: counts (sessions live, warnings open, events/s).  Middle: the sessions
+table, most urgent first.  Bottom left: the selected session's similarity
+sparkline and detection window; bottom right: its escalation state and the
+feed of detections from all sessions.  Updates arrive in coalesced batches
+(:meth:`DashboardScreen.apply_live`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.live import Batch
+from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.widgets.common.sparkline import SimilaritySparkline
+from monitor.ui.widgets.common.text_panel import TextPanel
+from monitor.ui.widgets.dashboard.counts import CountsBar
+from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
+from monitor.ui.widgets.dashboard.escalation_view import EscalationView
+from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
+from monitor.ui.widgets.dashboard.window_view import WindowView
+
+
+class DashboardScreen(OperatorActions, Screen):
+    """Live sessions, sorted by attention."""
+
+    BINDINGS = [
+        *OPERATOR_BINDINGS,
+        Binding("enter", "open_session", "Open", id="open", priority=True),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="filter.clear"),
+        Binding("h", "app.history", "History", id="history"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield CountsBar(id="counts")
+        yield Input(placeholder="filter sessions: agent, id, source, level, detector, reason (enter: done, esc: clear)",
+                    id="filter")
+        yield SessionsTable(id="sessions")
+        with Horizontal(id="lower"):
+            with Vertical(id="selected"):
+                yield TextPanel("Similarity", id="spark-title", classes="panel-title")
+                yield SimilaritySparkline(id="spark")
+                yield TextPanel("Window", id="window-title", classes="panel-title")
+                yield WindowView(id="window")
+            with Vertical(id="side"):
+                yield Label("Escalation", classes="panel-title")
+                yield EscalationView(id="escalation")
+                yield Label("Detections", classes="panel-title")
+                yield DetectionsFeed(id="feed")
+        yield Footer()
+
+    # -- data ----------------------------------------------------------------
+
+    @property
+    def table(self) -> SessionsTable:
+        return self.query_one(SessionsTable)
+
+    #: Set once mounted: live batches and restyles are applied only then.
+    ready = False
+
+    def on_mount(self) -> None:
+        self.ready = True
+        table = self.table
+        table.palette = self.app.palette
+        table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.app.size.width)
+        self.query_one(DetectionsFeed).add(list(self.app.feed.detections), self.app.palette)
+        self.show_counts()
+        self.show_selected()
+        table.focus()
+        self.set_interval(1.0, self.tick, name="dashboard-clock")
+
+    def on_resize(self) -> None:
+        table = self.table
+        if table.needs_rebuild(self.size.width):
+            table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+
+    def apply_live(self, batch: Batch) -> None:
+        """One coalesced batch of hub updates."""
+        now = self.app.clock()
+        table = self.table
+        if batch.sessions:
+            table.apply(batch.sessions.values(), now, self.app.feed.sessions)
+        if batch.detections:
+            self.query_one(DetectionsFeed).add(batch.detections, self.app.palette)
+        self.show_counts()
+        selected = table.selected_session
+        if selected is not None and selected in batch.sessions:
+            self.show_selected()
+        elif selected is not None and batch.sessions:
+            self.refresh_operator_bindings()
+
+    def tick(self) -> None:
+        self.table.tick(self.app.feed.sessions, self.app.clock())
+
+    def restyle(self) -> None:
+        """The theme changed: re-render everything coloured."""
+        table = self.table
+        table.palette = self.app.palette
+        table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        self.show_counts()
+        self.show_selected(force=True)
+
+    def show_counts(self) -> None:
+        feed = self.app.feed
+        sessions = feed.sessions.values()
+        stats = feed.stats
+        live = sum(1 for s in sessions if s.status == "live")
+        warnings = sum(1 for s in sessions if s.level >= Level.WARN)
+        self.query_one(CountsBar).show(
+            live=stats.sessions_live if stats else live,
+            warnings=stats.warnings_open if stats else warnings,
+            events_per_sec=stats.events_per_sec if stats else 0.0,
+            total=stats.events_total if stats else sum(s.events for s in sessions),
+            problems=feed.problems, title=self.app.title, palette=self.app.palette,
+        )
+
+    def selected_info(self) -> Any | None:
+        session = self.table.selected_session
+        return self.app.feed.sessions.get(session) if session else None
+
+    def show_selected(self, force: bool = False) -> None:
+        info = self.selected_info()
+        palette = self.app.palette
+        window_title = self.query_one("#window-title", TextPanel)
+        spark_title = self.query_one("#spark-title", TextPanel)
+        if info is None:
+            spark_title.show_renderable(Text("Similarity"))
+            window_title.show_renderable(Text("Window"))
+            self.query_one(SimilaritySparkline).show(())
+            self.query_one(WindowView).show(None, palette, force=True)
+            self.query_one(EscalationView).show(None, None, self.app.clock(), palette)
+        else:
+            title = Text("Similarity — ")
+            title.append_text(literal(info.id, limit=40))
+            if info.agent:
+                title.append(" · ")
+                title.append_text(literal(info.agent, limit=20))
+            spark_title.show_renderable(title)
+            window_title.show_renderable(Text(f"Window — what the detectors compare ({len(info.window)} events)"))
+            self.query_one(SimilaritySparkline).show(info.similarity)
+            self.query_one(WindowView).show(info.window, palette, force=force)
+            self.query_one(EscalationView).show(info, self.app.escalation_facts(info),
+                                                self.app.clock(), palette)
+        self.refresh_operator_bindings()
+
+    # -- events and actions ------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_selected()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_session()
+
+    def action_open_session(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        if filter_input.has_focus:
+            self.table.focus()
+            return
+        info = self.selected_info()
+        if info is not None:
+            self.app.open_session(info.id)
+
+    def action_filter(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        filter_input.add_class("-shown")
+        filter_input.focus()
+
+    def action_clear_filter(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        if filter_input.value:
+            filter_input.value = ""
+        filter_input.remove_class("-shown")
+        self.table.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "filter":
+            return
+        table = self.table
+        table.filter_text = event.value.strip()
+        table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        self.show_selected()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self.table.focus()

@@ -1,0 +1,250 @@
+"""One session in full: its event stream, per-detector sparklines,
+detections with their evidence, and the actions taken.
+
+The same screen shows a live session (updated from the hub, operator actions
+enabled) and a stored one (``read_only``: from the store alone, actions
+hidden).  For a stored session the per-detector sparklines are recomputed by
+replaying its last events through the same :class:`~monitor.detect.engine.Engine`
+in a background thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Label
+from textual.worker import Worker, WorkerState
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.live import Batch
+from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.records import ActionRow, DetectionRow, action_row, detection_row
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, date_time
+from monitor.ui.widgets.common.text_panel import TextPanel
+from monitor.ui.widgets.detail.actions_list import ActionsList
+from monitor.ui.widgets.detail.detections_list import DetectionsList
+from monitor.ui.widgets.detail.event_source import MemoryEvents, StoreEvents
+from monitor.ui.widgets.detail.event_stream import EventStream
+from monitor.ui.widgets.detail.sparklines import DetectorSparklines
+
+#: Events replayed to rebuild a stored session's sparklines.
+REPLAY_EVENTS = 2000
+OVERALL = "(any detector)"
+
+
+def _detection_key(row: DetectionRow) -> tuple:
+    return (round(row.ts, 3), row.detector, row.seq, row.level)
+
+
+def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAULT_PALETTE) -> Text:
+    level = info["level"]
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f" {LEVEL_ICONS[level]} {level.label.upper()} ", style=palette.level(level) + Style(reverse=True))
+    text.append(" ")
+    text.append_text(literal(info["id"], style="bold"))
+    for label, value in (("agent", info.get("agent")), ("status", info.get("status")),
+                         ("events", f"{info.get('events') or 0:,}"), ("pid", info.get("pid")),
+                         ("via", info.get("channel")), ("detector", info.get("detector"))):
+        if value not in (None, ""):
+            text.append(f"  {label} ", style="dim")
+            text.append_text(literal(str(value)))
+    text.append("  [read-only: history]" if read_only else "", style="dim")
+    if info.get("reason"):
+        text.append("\n")
+        text.append_text(literal(info["reason"], style="italic"))
+    text.append("\n")
+    text.append_text(literal(f"{info.get('source') or ''}  ·  {date_time(info.get('first_ts'))} → "
+                             f"{date_time(info.get('last_ts'))}", style="dim"))
+    return text
+
+
+def live_header(info: Any) -> dict[str, Any]:
+    return {"id": info.id, "level": info.level, "agent": info.agent, "status": info.status,
+            "events": info.events, "pid": info.pid, "channel": info.channel,
+            "detector": info.detector, "reason": info.reason, "source": info.source,
+            "first_ts": info.first_ts, "last_ts": info.last_ts}
+
+
+def stored_header(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "level": Level.parse(row.get("level") or "watching"),
+            "agent": row.get("agent"), "status": row.get("status"), "events": row.get("events"),
+            "pid": row.get("pid"), "channel": None, "detector": row.get("detector"),
+            "reason": row.get("reason") or "", "source": row.get("source"),
+            "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen")}
+
+
+class SessionDetailScreen(OperatorActions, Screen):
+    """The whole story of one session."""
+
+    BINDINGS = [
+        *OPERATOR_BINDINGS,
+        Binding("escape", "back", "Back", id="back"),
+        Binding("tab", "app.focus_next", "Next pane", show=False, id="detail.focus_next"),
+    ]
+
+    def __init__(self, session: str, *, read_only: bool = False):
+        super().__init__()
+        self.session = session
+        self.read_only = read_only
+        self._seen_detections: set[tuple] = set()
+
+    # -- layout -------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        app = self.app
+        store = app.store
+        if store is not None:
+            source = StoreEvents(store, self.session)
+        else:
+            info = app.feed.sessions.get(self.session)
+            source = MemoryEvents(info.window if info else ())
+        yield TextPanel(id="detail-header")
+        with Horizontal(id="detail-body"):
+            with Vertical(id="stream-pane"):
+                yield TextPanel("Events", id="stream-title", classes="panel-title")
+                yield EventStream(source, id="stream")
+            with Vertical(id="detail-side"):
+                yield Label("Similarity by detector", classes="panel-title")
+                yield DetectorSparklines(self.initial_series(), id="detector-sparks")
+                yield Label("Detections — enter: jump to evidence", classes="panel-title")
+                yield DetectionsList(id="detections")
+                yield Label("Actions", classes="panel-title")
+                yield ActionsList(id="actions")
+        yield Footer()
+
+    #: Set once mounted: live batches and restyles are applied only then.
+    ready = False
+
+    def on_mount(self) -> None:
+        self.ready = True
+        palette = self.app.palette
+        for widget in (self.stream, self.query_one(DetectionsList), self.query_one(ActionsList)):
+            widget.palette = palette
+        store = self.app.store
+        detections = [detection_row(r) for r in store.detections(self.session)] if store else []
+        actions = [action_row(r) for r in store.actions(self.session)] if store else []
+        if not self.read_only:
+            detections += [detection_row(d) for d in self.app.feed.detections_for(self.session)]
+            actions += [action_row(a) for a in self.app.feed.actions_for(self.session)]
+        self.query_one(DetectionsList).set_rows(self._new_detections(detections))
+        self.query_one(ActionsList).set_rows(actions)
+        self.show_header()
+        if self.read_only and store is not None:
+            self.replay_sparklines()
+        self.stream.focus()
+
+    @property
+    def stream(self) -> EventStream:
+        return self.query_one(EventStream)
+
+    def _new_detections(self, rows: list[DetectionRow]) -> list[DetectionRow]:
+        fresh = []
+        for row in sorted(rows, key=lambda r: (r.ts, r.seq)):
+            key = _detection_key(row)
+            if key not in self._seen_detections:
+                self._seen_detections.add(key)
+                fresh.append(row)
+        return fresh
+
+    # -- data ----------------------------------------------------------------
+
+    def selected_info(self) -> Any | None:
+        return None if self.read_only else self.app.feed.sessions.get(self.session)
+
+    def show_header(self) -> None:
+        info = self.selected_info()
+        if info is not None:
+            header = live_header(info)
+        else:
+            row = self.app.store.get_session(self.session) if self.app.store else None
+            header = stored_header(row) if row else {"id": self.session, "level": Level.NONE}
+        self.query_one("#detail-header", TextPanel).show_renderable(
+            header_text(header, self.read_only, self.app.palette))
+        count = self.stream.source.count()
+        self.query_one("#stream-title", TextPanel).show_renderable(Text(
+            f"Events — {count:,} (↑↓ pgup pgdn home end; click to select)"))
+
+    def initial_series(self) -> dict[str, tuple[float, ...]]:
+        info = None if self.read_only else self.app.feed.sessions.get(self.session)
+        if info is None:
+            return {}
+        return {OVERALL: info.similarity, **info.detector_similarity}
+
+    def show_sparklines(self) -> None:
+        info = self.selected_info()
+        if info is None:
+            return
+        series = {OVERALL: info.similarity, **info.detector_similarity}
+        self.query_one(DetectorSparklines).show(series)
+
+    def apply_live(self, batch: Batch) -> None:
+        if self.read_only or not batch.touches(self.session):
+            return
+        self.stream.grew()
+        self.show_header()
+        self.show_sparklines()
+        detections = [detection_row(d) for d in batch.detections if d.session == self.session]
+        self.query_one(DetectionsList).append_rows(self._new_detections(detections))
+        actions = [action_row(a) for a in batch.actions if a.session == self.session]
+        if actions:
+            self.query_one(ActionsList).add_rows(actions)
+        self.refresh_operator_bindings()
+
+    def restyle(self) -> None:
+        palette = self.app.palette
+        self.stream.palette = palette
+        self.stream.refresh()
+        detections = self.query_one(DetectionsList)
+        detections.palette = palette
+        detections.set_rows(detections.rows)
+        actions = self.query_one(ActionsList)
+        actions.palette = palette
+        actions.add_rows([])
+        self.show_header()
+
+    # -- stored sessions: sparklines by replay -----------------------------------
+
+    @work(thread=True, name="replay-sparklines", group="detail", exclusive=True)
+    def replay_sparklines(self) -> dict[str, tuple[float, ...]]:
+        from monitor.detect.engine import Engine
+        from monitor.store_rows import event_from_row
+
+        store = self.app.store
+        engine = Engine(self.app.config)
+        total = store.count_events(self.session)
+        offset = max(0, total - REPLAY_EVENTS)
+        while offset < total:
+            rows = store.events(self.session, offset=offset, limit=500)
+            if not rows:
+                break
+            for row in rows:
+                engine.process(event_from_row(row))
+            offset += len(rows)
+        state = engine.sessions.get(self.session)
+        if state is None:
+            return {}
+        return {OVERALL: tuple(state.similarity),
+                **{name: tuple(values) for name, values in state.detector_similarity.items()}}
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "replay-sparklines" and event.state is WorkerState.SUCCESS:
+            self.query_one(DetectorSparklines).show(event.worker.result or {})
+
+    # -- interactions ----------------------------------------------------------
+
+    def on_detections_list_jump(self, event: DetectionsList.Jump) -> None:
+        row = event.row
+        target = row.evidence[0] if row.evidence else row.seq
+        self.stream.jump_to_seq(target, frozenset(row.evidence or (row.seq,)))
+        self.stream.focus()
+
+    def action_back(self) -> None:
+        self.app.go_back()

@@ -1,0 +1,184 @@
+"""Past sessions from the SQLite store, filterable; enter opens one read-only.
+
+Filters: agent (exact), since (``2026-05-01``, ``2026-05-01 14:00``, or a
+duration back from now: ``90m``, ``12h``, ``3d``), level (reached at least),
+and free text (in id, agent or source).  Filters apply as you type.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label, Select
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.render import date_time, level_text
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
+_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+LEVEL_CHOICES = [(f"≥ {level.label}", level.label) for level in
+                 (Level.NOTICE, Level.WARN, Level.CRITICAL, Level.TERMINATE)]
+HISTORY_LIMIT = 500
+
+
+def parse_since(text: str, now: float) -> float | None:
+    """Epoch seconds for the ``since`` filter; ``ValueError`` if unreadable."""
+    text = text.strip()
+    if not text:
+        return None
+    match = _DURATION.match(text)
+    if match:
+        return now - float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise ValueError(f"since: expected a date (2026-05-01) or a duration (12h, 3d), got {text!r}") from None
+
+
+def _duration(first: float | None, last: float | None) -> str:
+    if not first or not last:
+        return "-"
+    seconds = max(0, int(last - first))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class HistoryScreen(Screen):
+    """Browse the database."""
+
+    BINDINGS = [
+        Binding("enter", "open_session", "Open", id="open", priority=True),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("escape", "back", "Back", id="back"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Label("History — past sessions (read-only)", classes="panel-title", id="history-title")
+        with Horizontal(id="history-filters"):
+            yield Input(placeholder="agent", id="agent")
+            yield Input(placeholder="since: 2026-05-01 or 12h", id="since")
+            yield Select(LEVEL_CHOICES, prompt="any level", id="level", allow_blank=True)
+            yield Input(placeholder="text in id, agent, source", id="text")
+        yield DataTable(id="history-table", cursor_type="row")
+        yield Label("", id="history-status")
+        yield Footer()
+
+    #: Set once mounted: live batches and restyles are applied only then.
+    ready = False
+
+    def on_mount(self) -> None:
+        self.ready = True
+        table = self.query_one(DataTable)
+        for key, label, width in (("started", "Started", 16), ("agent", "Agent", 12),
+                                  ("session", "Session", 24), ("status", "Status", 6),
+                                  ("level", "Final", 11), ("peak", "Peak", 11),
+                                  ("events", "Events", 8), ("duration", "Length", 7),
+                                  ("detector", "Detector", 16), ("source", "Source", 30)):
+            table.add_column(label, key=key, width=width)
+        self.prefill(getattr(self.app, "history_filters", {}) or {})
+        self.reload()
+        table.focus()
+
+    def prefill(self, filters: dict[str, Any]) -> None:
+        """Start from the command line's filters (``history --tui --agent …``)."""
+        with self.prevent(Input.Changed, Select.Changed):
+            if filters.get("agent"):
+                self.query_one("#agent", Input).value = filters["agent"]
+            if filters.get("since"):
+                self.query_one("#since", Input).value = datetime.fromtimestamp(
+                    filters["since"]).strftime("%Y-%m-%d %H:%M")
+            if filters.get("level") in {value for _, value in LEVEL_CHOICES}:
+                self.query_one("#level", Select).value = filters["level"]
+            if filters.get("text"):
+                self.query_one("#text", Input).value = filters["text"]
+
+    def filters(self) -> dict[str, Any]:
+        agent = self.query_one("#agent", Input).value.strip() or None
+        since = parse_since(self.query_one("#since", Input).value, self.app.clock())
+        level = self.query_one("#level", Select).value
+        text = self.query_one("#text", Input).value.strip() or None
+        return {"agent": agent, "since": since,
+                "level": level if isinstance(level, str) else None, "text": text}
+
+    def reload(self) -> None:
+        status = self.query_one("#history-status", Label)
+        try:
+            filters = self.filters()
+        except ValueError as exc:
+            status.update(Text(str(exc), style="bold"))
+            return
+        rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
+        table = self.query_one(DataTable)
+        selected = None
+        if table.row_count:
+            selected = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        table.clear()
+        palette = self.app.palette
+        for row in rows:
+            level = Level.parse(row.get("level") or "watching")
+            peak = Level.parse(row.get("peak") or row.get("level") or "watching")
+            table.add_row(
+                Text(date_time(row.get("first_seen"))), literal(row.get("agent") or "-", limit=12),
+                literal(row["id"], limit=24), Text(row.get("status") or "-"),
+                level_text(level, palette), level_text(peak, palette),
+                Text(f"{row.get('events') or 0:,}", justify="right"),
+                Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
+                literal(row.get("detector") or "", limit=16), literal(row.get("source") or "", limit=30),
+                key=row["id"],
+            )
+        if selected is not None:
+            try:
+                table.move_cursor(row=table.get_row_index(selected), animate=False)
+            except Exception:
+                pass
+        more = " (showing the most recent)" if len(rows) >= HISTORY_LIMIT else ""
+        status.update(Text(f"{len(rows):,} sessions{more} · enter or click again: open · / filter · esc back",
+                           style="dim"))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.reload()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_session()
+
+    def action_open_session(self) -> None:
+        table = self.query_one(DataTable)
+        if isinstance(self.focused, Select):
+            self.focused.expanded = True
+            return
+        if not table.has_focus:
+            table.focus()
+            return
+        if not table.row_count:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self.app.open_session(key, read_only=True)
+
+    def action_filter(self) -> None:
+        self.query_one("#text", Input).focus()
+
+    def action_back(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Input):
+            self.query_one(DataTable).focus()
+            return
+        self.app.go_back()
+
+    def restyle(self) -> None:
+        self.reload()

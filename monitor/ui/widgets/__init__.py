@@ -1,0 +1,1 @@
+"""Widgets, one folder per screen (``dashboard``, ``detail``, ``history``) plus ``common``."""

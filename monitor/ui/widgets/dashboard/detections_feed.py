@@ -1,0 +1,40 @@
+"""Detections as they arrive, newest at the bottom, across all sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock
+
+FEED_LINES = 300
+
+
+def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE) -> Text:
+    level: Level = detection.level
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(f"{clock(detection.ts)} ", style="dim")
+    line.append(f"{LEVEL_ICONS[level]} {level.label:<10}", style=palette.level(level))
+    line.append_text(literal(detection.session, limit=18))
+    line.append(" ")
+    line.append_text(literal(detection.detector, style="bold"))
+    line.append(" ")
+    line.append_text(literal(detection.message))
+    if detection.suppressed:
+        line.append(f" ({detection.suppressed})", style="dim")
+    return line
+
+
+class DetectionsFeed(RichLog):
+    """A bounded log of detections (``notice`` and up)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(max_lines=FEED_LINES, wrap=False, markup=False, auto_scroll=True, **kwargs)
+
+    def add(self, detections: list[Any], palette: Palette = DEFAULT_PALETTE) -> None:
+        for detection in detections[-FEED_LINES:]:
+            self.write(detection_line(detection, palette))

@@ -1,0 +1,110 @@
+"""The selected session's escalation state: level, ladder, what happens next.
+
+The ladder is the configured sequence of levels for the 1st, 2nd, 3rd …
+detection of the same pattern; the current rung is shown reversed, and the
+"next" line says which level the next repetition brings and whether loopwatch
+will inject or kill on its own (``[control] auto_inject`` / ``auto_kill``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group
+from rich.style import Style
+from rich.text import Text
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock
+from monitor.ui.widgets.common.text_panel import TextPanel
+
+
+@dataclass(frozen=True)
+class EscalationFacts:
+    """What the view needs beyond the session snapshot (read from the policy)."""
+
+    ladder: tuple[Level, ...]
+    occurrences: int = 0  # detections so far of the current pattern
+    proposed: Level = Level.NONE  # what the detector itself proposes for it
+    acked_until: float | None = None
+    auto_inject: bool = False
+    auto_kill: bool = False
+    keys: dict[str, str] = field(default_factory=dict)  # binding id -> key shown
+
+
+def _label(title: str) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{title:<8}", style="bold")
+    return text
+
+
+def escalation_lines(info: Any, facts: EscalationFacts, now: float,
+                     palette: Palette = DEFAULT_PALETTE) -> list[Text]:
+    lines: list[Text] = []
+    level: Level = info.level
+    head = _label("Level")
+    head.append(f"{LEVEL_ICONS[level]} {level.label.upper()}", style=palette.level(level))
+    if info.detector:
+        head.append("  by ")
+        head.append_text(literal(info.detector))
+    if level > Level.NONE and info.last_detection is not None and info.last_detection.count:
+        head.append(f"  (×{info.last_detection.count})", style="dim")
+    lines.append(head)
+    if info.reason:
+        reason = Text(f"{'Reason':<8}", style="bold")
+        reason.append_text(literal(info.reason, limit=240))
+        reason.no_wrap = False
+        lines.append(reason)
+
+    ladder = _label("Ladder")
+    current = facts.occurrences - 1 if level > Level.NONE else -1
+    for index, rung in enumerate(facts.ladder):
+        if index:
+            ladder.append("→", style="dim")
+        style = palette.level(rung)
+        if index == min(current, len(facts.ladder) - 1):
+            style = style + Style(reverse=True)
+        ladder.append(f"{LEVEL_ICONS[rung]}{rung.label}", style=style)
+    lines.append(ladder)
+
+    nxt = _label("Next")
+    if facts.acked_until and facts.acked_until > now:
+        nxt.append(f"acknowledged — quiet until {clock(facts.acked_until)}", style="dim")
+    elif level == Level.NONE:
+        nxt.append("watching: the first repetition past a threshold warns", style="dim")
+    else:
+        index = min(max(facts.occurrences, 0), len(facts.ladder) - 1)
+        coming = max(facts.ladder[index], facts.proposed)
+        nxt.append("next repeat → ")
+        nxt.append(f"{LEVEL_ICONS[coming]} {coming.label}", style=palette.level(coming))
+        nxt.append(f" (rung {index + 1}/{len(facts.ladder)})", style="dim")
+    lines.append(nxt)
+
+    auto = _label("")
+    auto.append(f"auto-inject {'on' if facts.auto_inject else 'off'} · "
+                f"auto-kill {'on' if facts.auto_kill else 'off'}", style="dim")
+    lines.append(auto)
+    if level >= Level.WARN and facts.keys:
+        hints = _label("You")
+        hints.append(" · ".join(f"{facts.keys[k]} {name}" for k, name in
+                                (("ack", "acknowledge"), ("inject", "inject the nudge"),
+                                 ("kill", "kill")) if k in facts.keys))
+        lines.append(hints)
+    if info.muted:
+        muted = _label("Muted")
+        muted.append_text(literal(", ".join(sorted(info.muted))))
+        lines.append(muted)
+    return lines
+
+
+class EscalationView(TextPanel):
+    """Level, ladder and next step for the selected session."""
+
+    def show(self, info: Any | None, facts: EscalationFacts | None, now: float,
+             palette: Palette = DEFAULT_PALETTE) -> None:
+        if info is None or facts is None:
+            self.show_renderable(Text("No session selected.", style="dim"))
+            return
+        self.show_renderable(Group(*escalation_lines(info, facts, now, palette)))

@@ -1,0 +1,261 @@
+"""The sessions table, sorted so that what needs attention is on top.
+
+Rows are keyed by session id and updated cell by cell (``update_cell``) when a
+snapshot changes; the table is only rebuilt when the filter or the width
+changes.  Order: escalation level (highest first), then live before idle
+before ended, then most recent activity.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
+
+from monitor.events import Level
+from monitor.ui.literal import literal
+from monitor.ui.render import DEFAULT_PALETTE, Palette, ago, level_text, spark_text
+
+STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
+#: (key, label, width); ``None`` takes what is left.
+COLUMNS: tuple[tuple[str, str, int | None], ...] = (
+    ("level", "Level", 11), ("agent", "Agent", 12), ("session", "Session", 18),
+    ("status", "Status", 6), ("events", "Events", 7), ("last", "Last", 4),
+    ("detector", "Detector", 16), ("similarity", "Similarity", 16),
+    ("source", "Source", 22), ("reason", "Reason", None),
+)
+#: Below a table width: columns dropped and narrower widths.
+NARROW = ((150, {"source"}, {}),
+          (125, {"source", "detector"}, {"agent": 10, "session": 16, "similarity": 12}))
+MIN_REASON = 12
+
+
+class _Same:
+    """Wraps the palette so that signatures compare it by identity (cheap)."""
+
+    __slots__ = ("palette",)
+
+    def __init__(self, palette: Palette):
+        self.palette = palette
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.palette is self.palette
+
+
+class SessionCell(Text):
+    """The session column's text, which remembers the full id for sorting."""
+
+    def __init__(self, session: str, width: int):
+        super().__init__(no_wrap=True, overflow="ellipsis")
+        self.append_text(literal(session, limit=width))
+        self.session_id = session
+
+
+def attention_key(info: Any) -> tuple:
+    """Sort key: what needs an operator first — running sessions before ended
+    ones, then the highest level, live before idle; within that, stable by start
+    time so that busy sessions do not make rows jump around under the cursor."""
+    return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3),
+            info.first_ts, info.id)
+
+
+def matches(info: Any, needle: str) -> bool:
+    """Whether the ``/`` filter text appears in the session's visible fields."""
+    if not needle:
+        return True
+    hay = " ".join(str(x) for x in (info.id, info.agent or "", info.source, info.status,
+                                       info.level.label, info.detector or "", info.reason))
+    return needle.lower() in hay.lower()
+
+
+class SessionsTable(DataTable):
+    """One row per session, keyed by its id."""
+
+    DEFAULT_CSS = """
+    SessionsTable { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.palette: Palette = DEFAULT_PALETTE
+        self.filter_text = ""
+        self._signatures: dict[str, dict[str, Any]] = {}
+        self._order: list[str] = []
+        self._columns: list[tuple[str, str, int]] = []
+        self._built_width = -1
+        self.cell_updates = 0  # for the benchmark: proves rows are updated in place
+        self.rebuilds = 0
+        #: Until the operator moves the cursor, it stays on the most urgent row;
+        #: afterwards it follows the chosen session wherever sorting moves it.
+        self.user_selected = False
+        self._programmatic = False
+
+    # -- columns -----------------------------------------------------------
+
+    def _layout(self, width: int) -> list[tuple[str, str, int]]:
+        dropped: set[str] = set()
+        narrower: dict[str, int] = {}
+        for limit, drop, sizes in NARROW:
+            if width < limit:
+                dropped, narrower = drop, sizes
+        chosen = [(key, label, narrower.get(key, w)) for key, label, w in COLUMNS if key not in dropped]
+        fixed = sum((w or 0) + 2 for _, _, w in chosen)
+        rest = max(MIN_REASON, width - fixed - 4)
+        return [(key, label, w if w is not None else rest) for key, label, w in chosen]
+
+    def rebuild(self, sessions: dict[str, Any], now: float, width: int | None = None) -> None:
+        """Recreate columns and rows (filter or width changed)."""
+        width = width if width is not None else (self.size.width or 120)
+        selected = self.selected_session
+        self.rebuilds += 1
+        self._programmatic = True
+        try:
+            self.clear(columns=True)
+        finally:
+            self._programmatic = False
+        self._columns = self._layout(width)
+        self._built_width = width
+        for key, label, w in self._columns:
+            self.add_column(label, key=key, width=w)
+        self._signatures.clear()
+        self._order = []
+        self.apply(sessions.values(), now, sessions)
+        if selected is not None:
+            self.select_session(selected)
+
+    def needs_rebuild(self, width: int) -> bool:
+        return self._layout(width) != self._columns
+
+    # -- rows ----------------------------------------------------------------
+
+    def _cells(self, info: Any, now: float, width: dict[str, int]) -> dict[str, Any]:
+        palette = _Same(self.palette)
+        sig: dict[str, Any] = {}
+        for key in width:
+            if key == "level":
+                sig[key] = (info.level, palette)
+            elif key == "agent":
+                sig[key] = info.agent or "-"
+            elif key == "session":
+                sig[key] = info.id
+            elif key == "status":
+                sig[key] = (info.status, palette)
+            elif key == "events":
+                sig[key] = info.events
+            elif key == "last":
+                sig[key] = ago(info.last_ts, now)
+            elif key == "detector":
+                sig[key] = info.detector or ""
+            elif key == "similarity":
+                sig[key] = (tuple(info.similarity[-width[key]:]), palette)
+            elif key == "source":
+                sig[key] = info.source
+            elif key == "reason":
+                sig[key] = info.reason
+        return sig
+
+    def _render(self, key: str, value: Any, width: int) -> Any:
+        if key == "level":
+            return level_text(value[0], value[1].palette)
+        if key == "session":
+            return SessionCell(value, width)
+        if key == "status":
+            status, palette = value[0], value[1].palette
+            return Text(status, style=palette.fg(f"status-{status}") if status in STATUS_RANK else "")
+        if key == "events":
+            return Text(f"{value:,}", justify="right")
+        if key == "similarity":
+            return spark_text(value[0], width, value[1].palette)
+        if key == "last":
+            return Text(value, justify="right")
+        return literal(str(value), limit=width)
+
+    def apply(self, infos: Iterable[Any], now: float, everything: dict[str, Any]) -> None:
+        """Add or update the rows of ``infos`` in place, then re-sort if needed."""
+        widths = {key: w for key, _, w in self._columns}
+        if not widths:
+            return
+        changed_order = False
+        was_empty = not self._signatures
+        for info in infos:
+            if not matches(info, self.filter_text):
+                if info.id in self._signatures:
+                    self.remove_row(info.id)
+                    del self._signatures[info.id]
+                    changed_order = True
+                continue
+            sig = self._cells(info, now, widths)
+            old = self._signatures.get(info.id)
+            if old is None:
+                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=info.id)
+                changed_order = True
+            else:
+                for key, value in sig.items():
+                    if old[key] != value:
+                        self.update_cell(info.id, key, self._render(key, value, widths[key]))
+                        self.cell_updates += 1
+            self._signatures[info.id] = sig
+        order = sorted(self._signatures, key=lambda sid: attention_key(everything[sid]))
+        if changed_order or order != self._order:
+            self._sort(order, keep_selection=self.user_selected and not was_empty)
+
+    def tick(self, sessions: dict[str, Any], now: float) -> None:
+        """Refresh the relative times (``Last``) once a second."""
+        if "last" not in self._signatures.get(next(iter(self._signatures), ""), {}):
+            return
+        for sid, sig in self._signatures.items():
+            text = ago(sessions[sid].last_ts, now)
+            if sig["last"] != text:
+                sig["last"] = text
+                self.update_cell(sid, "last", Text(text, justify="right"))
+                self.cell_updates += 1
+
+    def _sort(self, order: list[str], keep_selection: bool = True) -> None:
+        """Reorder rows (no rebuild); the selected session stays selected."""
+        selected = self.selected_session if keep_selection else None
+        rank = {sid: i for i, sid in enumerate(order)}
+        was, self._programmatic = self._programmatic, True
+        try:
+            self.sort("session", key=lambda cell: rank.get(cell.session_id, len(rank)))
+        finally:
+            self._programmatic = was
+        self._order = order
+        if selected is not None:
+            self.select_session(selected)
+        elif self.row_count:
+            self._move(0)
+
+    # -- selection -----------------------------------------------------------
+
+    @property
+    def selected_session(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        except CellDoesNotExist:
+            return None
+        return key.value
+
+    def select_session(self, session: str) -> bool:
+        try:
+            index = self.get_row_index(session)
+        except Exception:  # RowDoesNotExist
+            return False
+        if index != self.cursor_row:
+            self._move(index)
+        return True
+
+    def _move(self, row: int) -> None:
+        was, self._programmatic = self._programmatic, True
+        try:
+            self.move_cursor(row=row, animate=False)
+        finally:
+            self._programmatic = was
+
+    def watch_cursor_coordinate(self, old: Any, new: Any) -> None:
+        super().watch_cursor_coordinate(old, new)
+        if not self._programmatic and old != new and self.row_count:
+            self.user_selected = True

@@ -1,0 +1,1 @@
+"""Widgets of the session detail screen."""

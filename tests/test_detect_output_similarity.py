@@ -1,0 +1,176 @@
+"""Output similarity: near-identical assistant outputs in a row, and what is not a loop."""
+
+from __future__ import annotations
+
+import pytest
+from rapidfuzz import fuzz
+
+from monitor.detect import output_similarity as mod
+from monitor.detect.output_similarity import OutputSimilarity, normalize_output, similarity
+from monitor.events import Level
+from tests.eventkit import Script, by, only
+
+NOTE_OUTPUTS = [
+    "Let me check the database for user information...",
+    "I'll query the database to find the user data...",
+    "Checking the database for user information...",
+]
+
+
+def run(script: Script, **settings):
+    return by(script.run(only("output_similarity", **settings)), "output_similarity")
+
+
+def test_design_note_example_counts_as_a_repeat():
+    """Note 000's pair: raw fuzz.ratio is 0.872 (the note's "~0.91" is not what rapidfuzz
+    gives), but with the narration opener dropped it is 0.96: a repeat at the 0.90 cut-off.
+    The note's middle output is no repeat of either."""
+    first, middle, last = NOTE_OUTPUTS
+    assert fuzz.ratio(first, last) / 100 == pytest.approx(0.872, abs=0.001)
+    assert similarity(normalize_output(first), normalize_output(last)) >= 0.90
+    assert similarity(normalize_output(first), normalize_output(middle)) < 0.90
+    assert similarity(normalize_output(middle), normalize_output(last)) < 0.90
+
+
+def test_design_note_outputs_in_a_session():
+    """The note's three outputs as replies: one repeat (the third), which alone does not warn."""
+    s = Script(step=5)
+    for text in NOTE_OUTPUTS:
+        s.say(text + " The users table has the account records we need to inspect.")
+        s.usage(0.01)
+    assert not run(s)
+
+
+def test_third_near_identical_output_warns_and_keeps_reporting():
+    """Outputs that keep saying the same thing warn on the third, then again on each repeat
+    with the count rising, under one pattern (so the escalation ladder climbs)."""
+    s = Script(step=5)
+    lines = []
+    variants = [
+        "I'm still waiting for the migration to finish before I can verify the tables.",
+        "I am still waiting for the migration to finish before I can verify the tables.",
+        "I'm still waiting for the migration to finish before I can verify the tables...",
+        "I'm still waiting for the migration to finish, before I can verify the tables.",
+    ]
+    for text in variants:
+        s.say(text).usage(0.01)
+        lines.append(s.line)
+    hits = run(s)
+    assert [d.count for d in hits] == [3, 4]
+    assert hits[0].line == lines[2]  # the usage closing the third reply
+    assert len({d.pattern for d in hits}) == 1
+    assert hits[0].level >= Level.WARN and hits[0].score >= 0.9
+    assert "similar" in hits[0].message
+
+
+def test_a_different_output_resets_the_streak():
+    """Two repeats, then something new, then two more: never two repeats in a row."""
+    s = Script(step=5)
+    same = "The build is still failing on the same linker error in the network module."
+    for text in [same, same, "Switching approach: I will vendor the library and pin its version.", same]:
+        s.say(text).usage(0.01)
+    assert not run(s)
+
+
+def test_short_narration_is_not_judged():
+    """'Running the tests again.' after every edit is narration, below min_chars."""
+    s = Script(step=5)
+    for _ in range(6):
+        s.say("Running the tests again.").usage(0.01)
+    assert not run(s)
+
+
+def test_same_words_with_moving_results_are_progress():
+    """A narrated poll whose output changes each time is not a repeat."""
+    s = Script(step=5)
+    for pct in (10, 40, 70, 90, 100):
+        s.say("Checking whether the deployment to the staging cluster has finished yet.")
+        s.call("kubectl", {"command": "rollout status deploy/web"}, f"{pct}% of pods updated")
+    assert not run(s)
+
+
+def test_same_words_over_different_items_are_progress():
+    """A batch job narrated identically but calling with different items is not a repeat."""
+    s = Script(step=5)
+    for batch in range(1, 7):
+        s.say("Importing the next batch of customer records into the staging database now.")
+        s.call("import_batch", {"batch": batch}, "OK")
+    assert not run(s)
+
+
+def test_same_words_same_call_same_result_is_a_loop():
+    """Saying and doing exactly the same thing with the same outcome warns on the third turn."""
+    s = Script(step=5)
+    for _ in range(3):
+        s.say("Let me query the users table again to find the account for bob@example.com.")
+        s.call("sql", {"query": "select * from users where email = 'bob@example.com'"}, "0 rows")
+    hits = run(s)
+    assert hits and hits[0].count == 3
+
+
+def test_user_turn_resets():
+    """A person asking again makes a similar answer legitimate."""
+    s = Script(step=5)
+    answer = "The configuration file lives in ~/.config/app/settings.toml and is read at start."
+    for _ in range(4):
+        s.user("where is the config?").say(answer).usage(0.01)
+    assert not run(s)
+
+
+def test_alternating_outputs_are_caught_within_the_window():
+    """A, B, A, B, A: each output repeats one of the last five, so the streak grows."""
+    s = Script(step=5)
+    a = "I need more information about the failing request before I can change anything."
+    b = "Let me check the request logs again to see what the failing request looked like."
+    for text in [a, b, a, b, a]:
+        s.say(text).usage(0.01)
+    hits = run(s)
+    assert hits and hits[0].count == 3
+
+
+def test_conservative_preset_needs_more_repeats():
+    """The conservative preset warns later (threshold 3) than balanced (2)."""
+    s = Script(step=5)
+    for _ in range(3):
+        s.say("I'm still waiting for the migration to finish before I can verify the tables.").usage(0.01)
+    assert run(s)
+    assert not run(s, threshold=3)
+
+
+def test_huge_outputs_compare_bounded_text(monkeypatch):
+    """1 MB replies are clipped before comparing; pairs whose lengths cannot reach the
+    cut-off never reach rapidfuzz, and equal texts are settled by digest."""
+    calls = []
+    real = mod.fuzz.ratio
+
+    def counting(a, b, **kw):
+        calls.append((len(a), len(b)))
+        return real(a, b, **kw)
+
+    monkeypatch.setattr(mod.fuzz, "ratio", counting)
+    s = Script(step=5)
+    s.say("x" * 1_000_000).usage(0.01)
+    s.say("short reply that cannot be ninety percent like a long one").usage(0.01)
+    s.say("x" * 1_000_000).usage(0.01)
+    s.say("x" * 1_000_000).usage(0.01)
+    from monitor.detect.engine import Engine
+
+    engine = Engine(only("output_similarity"))
+    hits = by(engine.process_many(s.events()), "output_similarity")
+    assert not calls  # length bound and digest settled every pair
+    assert hits and hits[0].count == 3
+    kept = engine.sessions["s1"].detectors[0].outputs
+    assert len(kept) == 4 and all(len(o.text) <= 2000 for o in kept)
+
+
+def test_memory_is_bounded_by_the_window():
+    """After many distinct outputs only the last `window` are kept."""
+    from monitor.detect.engine import Engine
+
+    s = Script(step=5)
+    for i in range(40):
+        s.say(f"Output number {i} is entirely different: {'abcdefghij'[i % 10] * (50 + i)}").usage(0.01)
+    engine = Engine(only("output_similarity"))
+    engine.process_many(s.events())
+    detector = engine.sessions["s1"].detectors[0]
+    assert isinstance(detector, OutputSimilarity) and len(detector.outputs) == 5

@@ -1,0 +1,342 @@
+"""The test-fix cycle and failure cascade detectors, on loops and on honest near-misses."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.eventkit import Script, by, only
+from monitor.config import build_config
+from monitor.detect.failures import exit_code, failed, is_test_run, manual_file_op, run_outcome
+from monitor.events import Event, Kind, Level
+
+
+def pytest_output(failing: dict[str, str], passed: int = 10, secs: str = "0.12", line: int = 8) -> str:
+    """A realistic pytest report with ``failing`` test -> assertion message."""
+    blocks = []
+    for name, message in failing.items():
+        blocks.append(
+            f"___ {name} ___\n\n    def {name}():\n>       assert thing()\nE       {message}\n\n"
+            f"tests/test_calc.py:{line}: AssertionError"
+        )
+    summary = "\n".join(f"FAILED tests/test_calc.py::{n} - {m}" for n, m in failing.items())
+    counts = f"{len(failing)} failed, {passed} passed" if failing else f"{passed} passed"
+    return (
+        "============================= test session starts ==============================\n"
+        f"collected {len(failing) + passed} items\n\n"
+        "=================================== FAILURES ===================================\n"
+        + "\n".join(blocks)
+        + "\n=========================== short test summary info ============================\n"
+        + summary
+        + f"\n========================= {counts} in {secs}s =========================\n"
+    )
+
+
+def edit(script: Script, n: int) -> None:
+    script.call("edit_file", {"path": "calc.py", "old": f"v{n}", "new": f"v{n + 1}"}, "edited calc.py")
+
+
+def run_tests(script: Script, output: str, code: int = 1, command: str = "pytest -q") -> None:
+    script.bash(command, output, code=code)
+
+
+# -- recognising test runs, failures and signatures ------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "pytest -q", "python -m pytest tests/", "cd repo && python3 -m pytest -x 2>&1 | tail -20",
+    "npm test", "npm run test:unit", "yarn test", "pnpm test", "pnpm vitest run", "npx jest",
+    "go test ./...", "cargo test", "make test", "python -m unittest discover", "bundle exec rspec",
+    "uv run pytest", "timeout 60 pytest", "mix test test/foo_test.exs", "npx vitest run",
+])
+def test_test_runners_are_recognised(command):
+    """Each common test runner, also behind wrappers (uv run, timeout, cd &&), is a test run."""
+    assert is_test_run(Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": command}))
+
+
+@pytest.mark.parametrize("command", [
+    "grep jest package.json", "cat tests/test_x.py", "ls tests", "echo pytest", "pip install pytest",
+    "git commit -m 'fix test'", "python app.py", "make",
+])
+def test_commands_that_mention_tests_are_not_test_runs(command):
+    """Mentioning a runner is not running it: only a runner in command position counts."""
+    assert not is_test_run(Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": command}))
+
+
+def test_codex_argv_and_test_tools():
+    """Codex argv lists (["bash", "-lc", cmd]) and dedicated test tools are test runs."""
+    argv = Event(Kind.TOOL_CALL, "s", 0.0, tool="shell", args={"command": ["bash", "-lc", "cargo test"]})
+    tool = Event(Kind.TOOL_CALL, "s", 0.0, tool="run_tests", args={})
+    assert is_test_run(argv) and is_test_run(tool)
+
+
+@pytest.mark.parametrize("text,code", [
+    ("Exit code 1\nboom", 1), ("exit status 2", 2), ('{"output":"x","metadata":{"exit_code":1}}', 1),
+    ("Process exited with code 0", 0), ("make: *** [Makefile:3: test] Error 2", 2),
+    ("[The command completed with exit code 127.]", 127), ("HTTP status code 500", None), ("fine", None),
+])
+def test_exit_codes_in_output(text, code):
+    """Exit codes are read from the common shapes agents print; HTTP status codes are not exit codes."""
+    assert exit_code(text) == code
+
+
+def test_grep_without_match_is_not_a_failure():
+    """grep/rg/diff exit 1 means "no match"/"differs", not a failure; exit 2 is a failure."""
+    call = Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": "grep -rn TODO src"})
+    nomatch = Event(Kind.TOOL_RESULT, "s", 0.0, content="Exit code 1", is_error=True, call=call)
+    broken = Event(Kind.TOOL_RESULT, "s", 0.0, content="Exit code 2\ngrep: src: No such file", call=call)
+    assert not failed(nomatch) and failed(broken)
+
+
+@pytest.mark.parametrize("runner,output,failures,tests", [
+    ("jest", "FAIL src/sum.test.js\n  ● sum › adds 1 + 2\n\n    Expected: 3\n    Received: 4\n\n"
+             "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n", 1, ("sum › adds 1 + 2",)),
+    ("go", "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\n"
+           "FAIL\texample.com/parse\t0.004s\n", 1, ("TestParse",)),
+    ("cargo", "test tests::parses ... FAILED\n\nthread 'tests::parses' panicked at src/lib.rs:10:9\n"
+              "test result: FAILED. 2 passed; 1 failed; 0 ignored\n", 1, ("tests::parses",)),
+    ("unittest", "FAIL: test_upper (test_str.TestString.test_upper)\nAssertionError: 'FOO' != 'FOO2'\n"
+                 "Ran 3 tests in 0.001s\n\nFAILED (failures=1)\n", 1, ("test_upper.test_str.TestString.test_upper",)),
+    ("rspec", "  1) Calc adds\n     Failure/Error: expect(add(1,1)).to eq(3)\n\n5 examples, 1 failure\n\n"
+              "rspec ./spec/calc_spec.rb:4 # Calc adds\n", 1, None),
+])
+def test_runner_summaries_are_parsed(runner, output, failures, tests):
+    """The failure count and failing test names are read from each runner's report."""
+    outcome = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=output))
+    assert outcome.failing and outcome.failures == failures
+    if tests is not None:
+        assert outcome.tests == tests
+
+
+def test_signature_ignores_durations_and_moving_line_numbers():
+    """The same failure after an edit that shifted line numbers and timings has the same signature."""
+    a = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=pytest_output({"test_add": "assert 5 == 4"}, line=8)))
+    b = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0,
+                          content=pytest_output({"test_add": "assert 5 == 4"}, secs="0.31", line=11)))
+    c = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=pytest_output({"test_add": "assert 6 == 4"})))
+    assert a.signature == b.signature != c.signature
+
+
+# -- test_fix ------------------------------------------------------------------------------
+
+def test_same_failure_despite_edits_warns_at_third_run():
+    """Edit, test, edit, test, edit, test with the identical failure: warn at the 3rd run's result."""
+    s = Script()
+    failing = {"test_add": "assert 5 == 4", "test_sub": "assert 1 == 0"}
+    for n in range(3):
+        edit(s, n)
+        run_tests(s, pytest_output(failing, line=8 + n))
+    detections = s.run(only("test_fix"))
+    warned = by(detections, "test_fix")
+    assert len(warned) == 1
+    d = warned[0]
+    assert d.line == s.line and d.count == 3
+    assert "despite 2 edits" in d.message and "2 failing" in d.message
+    assert "rethink" in d.advice.lower() and "DIFFERENT fix strategy" in d.nudge
+
+
+def test_streak_keeps_emitting_and_climbs_the_ladder():
+    """Each further identical failure emits again with a rising count; the ladder reaches critical."""
+    s = Script()
+    for n in range(6):
+        edit(s, n)
+        run_tests(s, pytest_output({"test_add": "assert 5 == 4"}))
+    warned = by(s.run(only("test_fix")), "test_fix")
+    assert [d.count for d in warned] == [3, 4, 5, 6]
+    assert warned[-1].level >= Level.CRITICAL
+    assert len({d.pattern for d in warned}) == 1
+
+
+def test_converging_edit_test_cycle_is_progress():
+    """Failure count falling 3 → 2 → 1 → 0 over four edit-test rounds never warns."""
+    s = Script()
+    names = ["test_a", "test_b", "test_c"]
+    for n in range(4):
+        edit(s, n)
+        failing = {name: "assert False" for name in names[n:]}
+        run_tests(s, pytest_output(failing, passed=7 + n), code=1 if failing else 0)
+    assert not by(s.run(), "test_fix")
+
+
+def test_changing_failing_tests_is_progress():
+    """Same count, but a different failing test each time: the agent is moving through them."""
+    s = Script()
+    for n in range(5):
+        edit(s, n)
+        run_tests(s, pytest_output({f"test_case_{n}": "assert False"}))
+    assert not by(s.run(), "test_fix")
+
+
+def test_changing_error_is_progress():
+    """Same test failing, but with a different error each time (the fix is doing something)."""
+    s = Script()
+    errors = ["NameError: name 'x' is not defined", "TypeError: unsupported operand", "assert 5 == 4",
+              "assert 4 == 3"]
+    for n, message in enumerate(errors):
+        edit(s, n)
+        run_tests(s, pytest_output({"test_add": message}))
+    assert not by(s.run(), "test_fix")
+
+
+def test_rising_pass_count_is_progress():
+    """The same test keeps failing while more and more tests pass: work is landing."""
+    s = Script()
+    for n in range(5):
+        edit(s, n)
+        run_tests(s, pytest_output({"test_legacy": "assert old_behaviour()"}, passed=10 + n))
+    assert not by(s.run(only("test_fix")), "test_fix")
+
+
+def test_passing_run_ends_the_streak():
+    """fail, fail, pass, fail, fail: never three identical failures in a row."""
+    s = Script()
+    out = pytest_output({"test_add": "assert 5 == 4"})
+    for code in (1, 1, 0, 1, 1):
+        edit(s, code)
+        run_tests(s, out if code else "12 passed in 0.1s", code=code)
+    assert not by(s.run(only("test_fix")), "test_fix")
+
+
+def test_user_turn_resets_the_streak():
+    """A user message between runs (the user asked to try again) starts over."""
+    s = Script()
+    out = pytest_output({"test_add": "assert 5 == 4"})
+    edit(s, 0)
+    run_tests(s, out)
+    edit(s, 1)
+    run_tests(s, out)
+    s.user("try once more, I changed the fixture")
+    edit(s, 2)
+    run_tests(s, out)
+    assert not by(s.run(only("test_fix")), "test_fix")
+
+
+def test_rerun_without_edits_says_so():
+    """Identical failures with no edit between: still flagged, and the advice says rerunning won't help."""
+    s = Script()
+    for _ in range(3):
+        run_tests(s, pytest_output({"test_add": "assert 5 == 4"}))
+    (d,) = by(s.run(only("test_fix")), "test_fix")
+    assert "no edit in between" in d.message and "without changing anything" in d.advice
+
+
+@pytest.mark.parametrize("command,output", [
+    ("npx jest", "FAIL src/sum.test.js\n  ● sum › adds\n\n    Expected: 3\n    Received: 4\n\n"
+                 "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n"),
+    ("go test ./...", "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\nexit status 1\n"),
+    ("cargo test", "test tests::parses ... FAILED\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n"),
+    ("make test", "cc -o t t.c\n./t\nassertion failed: x == 2\nmake: *** [Makefile:4: test] Error 1\n"),
+    ("npm test", "> app@1.0.0 test\n> node test.js\n\nAssertionError [ERR_ASSERTION]: 1 == 2\n"),
+])
+def test_other_runners_loop(command, output):
+    """The same failure three times through jest, go, cargo, make and npm is caught."""
+    s = Script()
+    for n in range(3):
+        edit(s, n)
+        run_tests(s, output, command=command)
+    assert by(s.run(only("test_fix")), "test_fix")
+
+
+def test_test_tool_with_is_error():
+    """A dedicated run_tests tool whose result is an error counts as a failing run."""
+    s = Script()
+    for n in range(3):
+        edit(s, n)
+        s.call("run_tests", {}, "1 failed: test_login - KeyError: 'user'", is_error=True)
+    assert by(s.run(only("test_fix")), "test_fix")
+
+
+def test_exempt_tool_and_threshold_override():
+    """[tools.bash] exempt silences it; threshold = 5 moves the warning to the 5th run."""
+    def script() -> Script:
+        s = Script()
+        for n in range(5):
+            edit(s, n)
+            run_tests(s, pytest_output({"test_add": "assert 5 == 4"}))
+        return s
+
+    disabled = {n: {"enabled": False} for n in ("exact_repeat", "failure_cascade", "limits")}
+    exempt = build_config({"tools": {"bash": {"exempt": True}}, "detectors": disabled})
+    assert not by(script().run(exempt), "test_fix")
+    raised = build_config({"tools": {"bash": {"threshold": 5}}, "detectors": disabled})
+    warned = by(script().run(raised), "test_fix")
+    assert [d.count for d in warned] == [5]
+
+
+# -- failure_cascade -----------------------------------------------------------------------
+
+def test_cascade_of_failing_commands_warns_at_third():
+    """Three different shell commands failing in a row warn, with the general advice."""
+    s = Script()
+    s.bash("python app.py", "ModuleNotFoundError: No module named 'flask'", code=1)
+    s.bash("pip install flask", "ERROR: Could not find a version that satisfies the requirement", code=1)
+    s.bash("python3 -m pip install --user flask", "error: externally-managed-environment", code=1)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3 and d.line == s.line
+    assert "3 consecutive shell commands failed" in d.message
+    assert "write_file" not in d.advice
+
+
+def test_file_operations_by_hand_get_file_tool_advice():
+    """Failing cat / sed -i / echo > / printf > point the agent at read_file, write_file, edit_file."""
+    s = Script()
+    s.bash("cat src/config.yml", "cat: src/config.yml: No such file or directory", code=1)
+    s.bash("sed -i 's/debug: false/debug: true/' src/config.yaml", "sed: can't read src/config.yaml", code=2)
+    s.bash("echo 'debug: true' > /etc/app/config.yml", "bash: /etc/app/config.yml: Permission denied", code=1)
+    s.bash("printf 'x' > conf/out.txt", "bash: conf/out.txt: No such file or directory", code=1)
+    warned = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert [d.count for d in warned] == [3, 4]
+    assert all(d.pattern == "shell_failures:file_ops" for d in warned)
+    for tool in ("read_file", "write_file", "edit_file"):
+        assert tool in warned[-1].advice and tool in warned[-1].nudge
+    assert "file operations done by hand" in warned[-1].message
+
+
+def test_failing_command_then_fix_is_honest():
+    """A command fails, the agent fixes the cause, it succeeds: no warning, ever."""
+    s = Script()
+    for n in range(4):
+        s.bash(f"python step{n}.py", "Traceback ...\nKeyError: 'x'", code=1)
+        s.call("edit_file", {"path": f"step{n}.py"}, "ok")
+        s.bash(f"python step{n}.py", "done")
+    assert not by(s.run(), "failure_cascade")
+
+
+def test_grep_misses_do_not_cascade():
+    """Searching and finding nothing (grep/rg exit 1) is not a failing command."""
+    s = Script()
+    for word in ("fooBar", "foo_bar", "FOO_BAR", "foobar"):
+        s.call("bash", {"command": f"rg -n {word} src"}, "Exit code 1", is_error=True)
+    assert not by(s.run(only("failure_cascade")), "failure_cascade")
+
+
+def test_non_shell_results_reset_or_are_neutral():
+    """A successful read_file ends a cascade; a failing web_fetch neither counts nor ends it."""
+    s = Script()
+    s.bash("make build", "make: *** [Makefile:2: build] Error 1", code=2)
+    s.bash("make all", "make: *** [Makefile:5: all] Error 1", code=2)
+    s.call("read_file", {"path": "Makefile"}, "build:\n\tcc main.c")
+    s.bash("make -j4", "make: *** [Makefile:2: build] Error 1", code=2)
+    assert not by(s.run(only("failure_cascade")), "failure_cascade")
+
+    s = Script()
+    s.bash("make build", "make: *** [Makefile:2: build] Error 1", code=2)
+    s.bash("make all", "make: *** [Makefile:5: all] Error 1", code=2)
+    s.call("web_fetch", {"url": "https://example.com/docs"}, "timeout", is_error=True)
+    s.bash("make -j4", "make: *** [Makefile:2: build] Error 1", code=2)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3
+
+
+def test_codex_style_results():
+    """Codex argv commands with "exit_code" metadata in the output and no is_error flag fail too."""
+    s = Script()
+    for n in range(3):
+        s.call("shell", {"command": ["bash", "-lc", f"./configure --opt{n}"]},
+               '{"output":"configure: error: no acceptable C compiler","metadata":{"exit_code":77}}')
+    assert by(s.run(only("failure_cascade")), "failure_cascade")
+
+
+def test_manual_file_op_classification():
+    """cat/head reads, echo/printf redirects, heredocs and sed -i are by hand; python x.py and echo alone are not."""
+    assert all(manual_file_op(c) for c in ("cat foo.py", "echo hi > a.txt", "sed -i 's/a/b/' f",
+                                            "printf 'x' >> f", "cat > f <<EOF\nx\nEOF", "head -n 5 a.py"))
+    assert not any(manual_file_op(c) for c in ("python x.py", "echo hi", "ls > /dev/null", "make", None))
