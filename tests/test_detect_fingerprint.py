@@ -166,3 +166,23 @@ def test_sed_with_other_options_and_absolute_programs():
     assert shell_file_read("sed -i 's/a/b/' src/a.py") is None
     assert shell_file_read("head -n 5 a.py b.py") is None
     assert shell_file_read("cd src && cat a.py") is None
+
+
+def test_sleep_between_moving_polls_is_not_an_exact_repeat():
+    """sleep 30 → status → sleep 30 → status …: the status moves, so the sleeps are waiting, not looping."""
+    s = Stream()
+    for pct in (10, 30, 50, 70, 90):
+        s.call("bash", "", command="sleep 30")
+        s.call("bash", f"deploy {pct}% done", command="./deploy status")
+    _, found = run(s)
+    assert not [d for d in found if d.level >= 2]
+
+
+def test_sleep_between_frozen_polls_is_still_caught():
+    """The same rhythm with a status that never changes is a loop."""
+    s = Stream()
+    for _ in range(5):
+        s.call("bash", "", command="sleep 30")
+        s.call("bash", "deploy 50% done", command="./deploy status")
+    _, found = run(s)
+    assert [d for d in found if d.level >= 2]

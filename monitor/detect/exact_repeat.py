@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallHistory
+from monitor.detect.calls import CallHistory, CallRecord
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
 
@@ -52,22 +52,33 @@ class ExactRepeat(Detector):
             return None
 
         key = call_key(event)
-        same = [record for record in self.calls if record.key == key]
+        records = list(self.calls)
+        positions = [i for i, record in enumerate(records) if record.key == key]
         self.calls.add_call(event)
-        if not same:
+        if not positions:
             return None
         view.note_similarity(self.name, 1.0)
 
-        # Count back from the latest repeat while outcomes stay identical;
-        # a different outcome means the repeats are getting somewhere.
-        streak = [same[-1]]
-        reference = same[-1]
-        for earlier in reversed(same[:-1]):
-            if not earlier.same_outcome(reference):
+        # Count back from the latest repeat while outcomes stay identical and
+        # nothing in between moved: a different outcome, or a poll between
+        # the repeats whose output changed (sleep → status → sleep → status),
+        # means the repeats are getting somewhere.
+        latest = positions[-1]
+        streak = [records[latest]]
+        reference = records[latest]
+        if _moved_between(records, latest + 1, len(records)):
+            streak = []
+        for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
+            if not streak:
+                break
+            earlier = records[earlier_at]
+            if not earlier.same_outcome(reference) or _moved_between(records, earlier_at + 1, later):
                 break
             if reference.result_event is None:
                 reference = earlier
             streak.append(earlier)
+        if not streak:
+            return None
         count = len(streak) + 1
         threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:
@@ -90,3 +101,17 @@ class ExactRepeat(Detector):
                 evidence=evidence(involved),
             )
         ]
+
+
+def _moved_between(records: list[CallRecord], start: int, stop: int) -> bool:
+    """True when a call in ``records[start:stop]`` repeated an earlier call of
+    the window and got a different result: something being polled moved."""
+    for index in range(start, stop):
+        record = records[index]
+        if record.result_event is None:
+            continue
+        for earlier in records[:index]:
+            if earlier.key == record.key and earlier.result_event is not None:
+                if not record.same_outcome(earlier):
+                    return True
+    return False

@@ -38,8 +38,9 @@ _SHELL_STRING_KEYS = ("input", "code", "commands")
 
 #: How much of an output the exit-code search looks at, at each end.
 EXIT_CODE_SPAN = 600
-#: How much of a test output the summary parser looks at, at each end.
-TEST_OUTPUT_SPAN = 6000
+#: How much of a test output the summary parser looks at, at each end (runners
+#: print failures and the summary last; the head catches jest-style reports).
+TEST_OUTPUT_SPAN = 2000
 #: Failing test names and error lines kept per run (bounded signatures).
 MAX_FAILING_TESTS = 50
 MAX_ERROR_LINES = 30
@@ -129,11 +130,11 @@ _NUMERIC_NOISE = re.compile(
     r"|(?P<pct>\d+(?:\.\d+)?\s?%)"
 )
 _NUMERIC_REPL = {"ts": "<ts>", "time": "<time>", "addr": "<addr>", "dur": "<dur>", "pct": "<pct>"}
-_OTHER_NOISE = (
-    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
-    (re.compile(r"seed:? ?\d+"), "seed <n>"),
-    (re.compile(r"line \d+"), "line <n>"),
-    (re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
+_OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
+    (None, re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
+    ("seed", re.compile(r"seed:? ?\d+"), "seed <n>"),
+    ("line ", re.compile(r"line \d+"), "line <n>"),
+    (":", re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
 
@@ -282,8 +283,9 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
     ``limit``, white space squashed and clipped (0 keeps the lines)."""
     if _HAS_DIGIT.search(text):  # every kind of noise has a digit in it
         text = _NUMERIC_NOISE.sub(_numeric, text)
-        for pattern, repl in _OTHER_NOISE:
-            text = pattern.sub(repl, text)
+        for hint, pattern, repl in _OTHER_NOISE:
+            if hint is None or hint in text:
+                text = pattern.sub(repl, text)
     return squash_ws(text)[:limit] if limit else text
 
 
