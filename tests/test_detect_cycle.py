@@ -129,3 +129,20 @@ def test_six_distinct_calls_are_not_a_cycle():
             s.call("step", f"result {k}", n=k)
     _, found = run(s)
     assert not by(found, "cycle")
+
+
+def test_the_same_call_reported_twice_counts_once():
+    """A call seen through a hook and again in the transcript (same call id) is one call."""
+    from monitor.events import Event, Kind
+
+    engine = Engine()
+    found = []
+    for i in range(3):
+        for _source in ("hook", "transcript"):
+            found += engine.process(Event(kind=Kind.TOOL_CALL, session="s", ts=float(i), tool="bash",
+                                          args={"command": "ls"}, call_id=f"toolu_{i}"))
+            found += engine.process(Event(kind=Kind.TOOL_RESULT, session="s", ts=float(i), call_id=f"toolu_{i}",
+                                          content="nothing"))
+    assert engine.duplicates == 6
+    assert engine.sessions["s"].events == 6
+    assert [d.count for d in found if d.detector == "exact_repeat"] == [3]

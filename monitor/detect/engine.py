@@ -20,6 +20,9 @@ from monitor.events import Event, Kind, Level
 #: Tool calls awaiting their result, per session.  Calls whose results never
 #: arrive must not grow memory.
 MAX_PENDING_CALLS = 64
+#: Call ids remembered per session to drop the same call seen twice (a hook
+#: and the transcript of one Claude Code session both report every call).
+MAX_SEEN_IDS = 256
 #: Recent events kept per session for the UI's detection window.
 RECENT_EVENTS = 24
 #: Per-event similarity scores kept per session for the sparklines.
@@ -44,6 +47,7 @@ class SessionState:
     status: str | None = None
     muted: set[str] = field(default_factory=set)
     pending: OrderedDict[str, Event] = field(default_factory=OrderedDict)
+    seen_ids: OrderedDict[str, None] = field(default_factory=OrderedDict)
     recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
     detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
@@ -68,6 +72,9 @@ class SessionState:
         return [e for e in self.recent if e.kind in (Kind.TOOL_CALL, Kind.MESSAGE)]
 
 
+_ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+
+
 class Engine:
     """Runs all detectors over a stream of events from many sessions."""
 
@@ -89,6 +96,7 @@ class Engine:
             kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
         }
         self.events_processed = 0
+        self.duplicates = 0
 
     # -- sessions -----------------------------------------------------------
 
@@ -113,8 +121,20 @@ class Engine:
     # -- processing ---------------------------------------------------------
 
     def process(self, event: Event) -> list[Detection]:
-        """Feed one event; return its detections after escalation."""
+        """Feed one event; return its detections after escalation.
+
+        A tool call or result whose call id the session already reported is
+        dropped (counted in ``duplicates``): two sources for one session must
+        not make one call look like a repeat."""
         state = self.session(event.session, event)
+        if event.call_id and event.kind in _ID_KINDS:
+            key = f"{event.kind.value}:{event.call_id}"
+            if key in state.seen_ids:
+                self.duplicates += 1
+                return []
+            state.seen_ids[key] = None
+            if len(state.seen_ids) > MAX_SEEN_IDS:
+                state.seen_ids.popitem(last=False)
         self.events_processed += 1
         state.events += 1
         event.seq = state.events

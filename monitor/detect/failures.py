@@ -336,7 +336,7 @@ def run_outcome(result: Event) -> RunOutcome:
                 if len(names) >= MAX_FAILING_TESTS:
                     break
     errors: list[str] = []
-    for line in text.splitlines():
+    for line in dict.fromkeys(text.splitlines()):  # each distinct line once
         if _ERROR_LINE.search(line) and not _COUNT.search(line):
             normalized = squash_ws(line)[:200]
             if normalized and normalized not in errors:
