@@ -27,6 +27,10 @@ MAX_SEEN_IDS = 256
 RECENT_EVENTS = 24
 #: Per-event similarity scores kept per session for the sparklines.
 SIMILARITY_HISTORY = 60
+#: Latest detections kept per session (the hub picks the one an operator acts on
+#: from these; the store keeps them all).  Each carries up to 12 evidence refs,
+#: so this is most of a looping session's memory.
+RECENT_DETECTIONS = 8
 
 
 @dataclass
@@ -51,7 +55,7 @@ class SessionState:
     recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
     detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
-    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=50))
+    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=RECENT_DETECTIONS))
     #: Detectors by the event kinds they observe (muted ones left out).
     by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
 
@@ -183,12 +187,12 @@ class Engine:
                 found.extend(result)
 
         if kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE):
-            state.similarity.append(view.similarity)
+            state.similarity.append(_quantize(view.similarity))
             for name, score in view.detector_similarity.items():
                 history = state.detector_similarity.get(name)
                 if history is None:
                     history = state.detector_similarity[name] = deque(maxlen=SIMILARITY_HISTORY)
-                history.append(score)
+                history.append(_quantize(score))
 
         if not found:
             return found
@@ -224,6 +228,15 @@ class Engine:
 
     def level(self, session_id: str) -> Level:
         return self.policy.state(session_id).level
+
+
+#: Sparkline values in steps of 0.01, one shared float object per step: the
+#: histories then hold pointers only (60 x 13 floats a session would be ~20 KB).
+_SIMILARITY_STEPS = tuple(i / 100 for i in range(101))
+
+
+def _quantize(score: float) -> float:
+    return _SIMILARITY_STEPS[min(100, max(0, int(score * 100 + 0.5)))]
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:
