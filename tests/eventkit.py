@@ -22,8 +22,9 @@ from monitor.formats.lines import LineDecoder
 
 class Script:
     def __init__(self, session: str = "s1", agent: str = "test-agent", start: float = 1_700_000_000.0,
-                 step: float = 2.0):
+                 step: float = 2.0, ids: str = "c"):
         self.session = session
+        self.ids = ids  # call-id prefix: the engine drops a call id it has already seen
         self.ts = start
         self.step = step
         self.records: list[dict[str, Any]] = []
@@ -50,7 +51,7 @@ class Script:
     def call(self, name: str, args: dict[str, Any], result: str = "", *, is_error: bool = False,
              answer: bool = True) -> Script:
         self._ids += 1
-        call_id = f"c{self._ids}"
+        call_id = f"{self.ids}{self._ids}"
         self.add({"type": "tool_call", "id": call_id, "name": name, "args": args})
         if answer:
             self.add({"type": "tool_result", "id": call_id, "content": result, "is_error": is_error})

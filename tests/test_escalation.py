@@ -184,7 +184,7 @@ def test_engine_applies_the_policy_with_event_times():
     assert [d.level for d in by(found, "exact_repeat")] == [Level.WARN, Level.WARN]
     engine.policy.acknowledge("s1", now=events[-1].ts)
     assert engine.level("s1") == Level.NONE
-    more = Script(step=1.0, start=events[-1].ts + 1)
+    more = Script(step=1.0, start=events[-1].ts + 1, ids="later")
     more.call("bash", {"command": "ls build/"}, "ls: cannot access 'build/': No such file or directory")
     later = engine.process_many(more.events()[1:])
     assert later and later[-1].level == Level.NOTICE and later[-1].suppressed
