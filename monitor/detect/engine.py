@@ -236,7 +236,9 @@ _SIMILARITY_STEPS = tuple(i / 100 for i in range(101))
 
 
 def _quantize(score: float) -> float:
-    return _SIMILARITY_STEPS[min(100, max(0, int(score * 100 + 0.5)))]
+    if score <= 0.0:
+        return 0.0  # the common case
+    return _SIMILARITY_STEPS[min(100, int(score * 100 + 0.5))]
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:

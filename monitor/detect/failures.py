@@ -97,6 +97,8 @@ _COUNT = re.compile(
     r"(?i)\b(\d+)\s+(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed)\b"
     r"|\b(failures|errors)=(\d+)"
 )
+#: Text that can name a failing test when no summary line says how many failed.
+_FAILED_HINT = re.compile(r"FAIL|ERROR|●|×|✕|✗|rspec \./")
 #: (hint, pattern): a pattern only runs on text containing its hint (cheap substring test).
 _FAILING_NAMES = (
     ("FAILED", re.compile(r"^FAILED\s+([^\s(]\S*?)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
@@ -137,6 +139,22 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (":", re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
+
+
+#: Tool name -> (a test tool?, an edit tool?): names repeat, regexes need not.
+_TOOL_KINDS: dict[str, tuple[bool, bool]] = {}
+
+
+def _tool_kind(tool: str | None) -> tuple[bool, bool]:
+    tool = tool or ""
+    kind = _TOOL_KINDS.get(tool)
+    if kind is None:
+        low = tool.lower()
+        kind = (bool(_TEST_TOOLS.fullmatch(tool)),
+                bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low)
+        if len(_TOOL_KINDS) < 4096:  # bounded even if tool names are made up on the fly
+            _TOOL_KINDS[tool] = kind
+    return kind
 
 
 def _args_string(value: Any) -> str | None:
@@ -190,7 +208,7 @@ def is_test_run(call: Event | None) -> bool:
     if cached is not None:
         return cached
     result = False
-    if call.tool and _TEST_TOOLS.fullmatch(call.tool):
+    if _tool_kind(call.tool)[0]:
         result = True
     else:
         command = shell_command(call)
@@ -321,6 +339,11 @@ def run_outcome(result: Event) -> RunOutcome:
         return cached
     head, tail = _ends(result.content, TEST_OUTPUT_SPAN)
     failures, passed = _summary_counts(tail or head)
+    if not failures and not failed(result) and (passed or not _FAILED_HINT.search(head + tail)):
+        # A passing run: nothing to compare, so no signature to compute.
+        outcome = RunOutcome(False, failures, passed, (), "", "")
+        result.cache["run_outcome"] = outcome
+        return outcome
     # Normalize the whole (bounded) text once; names and error lines come out clean.
     text = _normalize_failure(head + ("\n" + tail if tail else ""), limit=0)
     names: list[str] = []
@@ -358,8 +381,7 @@ def run_outcome(result: Event) -> RunOutcome:
 
 def is_edit(call: Event) -> bool:
     """True when a tool call changes files (an edit/write tool, or a shell edit)."""
-    tool = (call.tool or "").lower()
-    if _EDIT_TOOLS.search(tool) and tool not in SHELL_TOOLS and "todo" not in tool:
+    if _tool_kind(call.tool)[1]:
         return True
     command = shell_command(call)
     return bool(command and _SHELL_EDIT.search(command[:4000]))
