@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     shared = sum(deep_size(d) for d in engine.global_detectors)
     print(f"global detectors (shared by all sessions): {shared:,} bytes")
     if growth is not None:
-        print(f"tracemalloc net allocations over the last {args.events - traced_from:,} events: {growth:,} bytes")
+        print(f"tracemalloc net allocations over the last {args.events - traced_from:,} events "
+              f"(session and global detectors together): {growth:,} bytes")
     total = footprint["total"]
     verdict = "OK" if total < TARGET else "ABOVE TARGET"
     print(f"target < {TARGET // 1024} KB for the session: {total / 1024:.1f} KB  [{verdict}]")

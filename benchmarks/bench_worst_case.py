@@ -41,6 +41,9 @@ def cases(rng: random.Random):
     near = [same[: MB // 2] + str(i) + same[MB // 2 + 1:] for i in range(4)]
     failing = ("FAILED tests/test_big.py::test_case - AssertionError: assert 1 == 2\n" * (MB // 70)
                + "=== 15000 failed, 3 passed in 12.3s ===")
+    many_failures = ("".join(f"FAILED tests/test_big.py::test_case_{i} - AssertionError: assert {i} == {i + 1} "
+                             f"at 0x{i:08x} in {i / 7:.2f}s\n" for i in range(MB // 100))
+                     + "=== 10485 failed, 3 passed in 12.3s ===")
     chant = "I will now fix the import so the importer works again. " * (MB // 56)
     fenced = "```\n" + _text(rng, MB - 8) + "\n```"
     seq = [0]
@@ -64,7 +67,10 @@ def cases(rng: random.Random):
         ("result 1 MB, all different", lambda: pair("s1", "read_file", {"path": f"f{rng.randrange(99)}"},
                                                      rng.choice(unique))),
         ("error 1 MB", lambda: pair("s1", "bash", {"command": "make"}, "Exit code 2\n" + same, True)),
-        ("test report 1 MB", lambda: pair("s1", "bash", {"command": "pytest -q"}, "Exit code 1\n" + failing, True)),
+        ("test report 1 MB, one failure", lambda: pair("s1", "bash", {"command": "pytest -q"},
+                                                        "Exit code 1\n" + failing, True)),
+        ("test report 1 MB, 10k failures", lambda: pair("s1", "bash", {"command": "pytest -q"},
+                                                         "Exit code 1\n" + many_failures, True)),
         ("args 1 MB (write_file)", lambda: pair("s1", "write_file", {"path": "big.txt", "content": same}, "ok")),
         ("command 1 MB", lambda: pair("s1", "bash", {"command": "echo " + rng.choice(near)}, "ok")),
         ("swarm: same 1 MB error, 2 sessions", lambda: pair(rng.choice(("s1", "s2")), "fetch",
@@ -88,28 +94,31 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     print("building 1 MB inputs…")
     kinds = cases(rng)
-    engine = Engine()
-    # Warm up: compile regexes, create sessions, fill windows with small events.
-    for n in range(50):
-        for session in ("s1", "s2"):
-            engine.process(Event(Kind.TOOL_CALL, session, float(n), tool="bash", args={"command": f"ls {n}"},
-                                 call_id=f"w{n}"))
-            engine.process(Event(Kind.TOOL_RESULT, session, float(n), content=f"out {n}", call_id=f"w{n}"))
     timer = DetectorTimer()
     costs: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in kinds}
     rounds = max(1, args.events // (len(kinds) * 2))
-    gc.collect()
-    gc.disable()
-    try:
-        with timer.installed():
+    # The timer goes in before the engine exists: sessions keep bound methods.
+    with timer.installed():
+        engine = Engine()
+        # Warm up: compile regexes, create sessions, fill windows with small events.
+        for n in range(50):
+            for session in ("s1", "s2"):
+                engine.process(Event(Kind.TOOL_CALL, session, float(n), tool="bash",
+                                     args={"command": f"ls {n}"}, call_id=f"w{n}"))
+                engine.process(Event(Kind.TOOL_RESULT, session, float(n), content=f"out {n}", call_id=f"w{n}"))
+        timer.clear()
+        gc.collect()
+        gc.disable()
+        try:
             for _ in range(rounds):
                 for label, make in kinds:
                     for event in make():
                         cpu, wall = time.thread_time(), time.perf_counter()
                         engine.process(event)
-                        costs[label].append(((time.thread_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3))
-    finally:
-        gc.enable()
+                        costs[label].append(((time.thread_time() - cpu) * 1e3,
+                                             (time.perf_counter() - wall) * 1e3))
+        finally:
+            gc.enable()
 
     rows = []
     worst_cpu = 0.0

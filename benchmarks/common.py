@@ -45,12 +45,22 @@ def _fmt(value: object) -> str:
 
 
 class DetectorTimer:
-    """Wraps every registered detector's ``observe`` to record time per call."""
+    """Wraps every registered detector's ``observe`` to record time per call.
+
+    Install it before creating the engine: sessions keep bound methods."""
 
     def __init__(self) -> None:
         self.total: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self.worst: dict[str, float] = {}
+
+    def clear(self) -> None:
+        """Forget what was recorded so far (e.g. a warm-up)."""
+        for table in (self.total, self.worst):
+            for name in table:
+                table[name] = 0.0
+        for name in self.calls:
+            self.calls[name] = 0
 
     @contextmanager
     def installed(self) -> Iterator["DetectorTimer"]:

@@ -30,36 +30,59 @@ class LineSplitter:
 
     def feed(self, chunk: bytes) -> list[Line]:
         out: list[Line] = []
-        start = 0
-        n = len(chunk)
-        while start < n:
-            nl = chunk.find(b"\n", start)
-            end = n if nl < 0 else nl
-            piece = chunk[start:end]
-            if self._skipping:
-                self._skipped += len(piece)
-            elif self._pending + len(piece) > self.max_line_bytes:
-                self._skipping = True
-                self._skipped = self._pending + len(piece)
-                self._parts.clear()
-                self._pending = 0
-            else:
-                self._parts.append(piece)
-                self._pending += len(piece)
-            if nl < 0:
-                break
-            self.lineno += 1
-            if self._skipping:
-                out.append((self.lineno, None, self._skipped))
-                self._skipping = False
-                self._skipped = 0
-            else:
-                data = b"".join(self._parts) if len(self._parts) != 1 else self._parts[0]
-                out.append((self.lineno, data, len(data)))
-                self._parts.clear()
-                self._pending = 0
-            start = nl + 1
+        if not chunk:
+            return out
+        # One C-speed split; only the line continuing from the previous chunk
+        # and the partial line at the end go through the bookkeeping.
+        pieces = chunk.split(b"\n")
+        tail = pieces.pop()  # after the last newline: a partial line (or b"")
+        first = 0
+        if self._skipping or self._parts:
+            if not pieces:
+                self._take(tail)
+                return out
+            self._take(pieces[0])
+            out.append(self._end_line())
+            first = 1
+        limit = self.max_line_bytes
+        lineno = self.lineno
+        append = out.append
+        for index in range(first, len(pieces)):
+            piece = pieces[index]
+            lineno += 1
+            size = len(piece)
+            append((lineno, piece if size <= limit else None, size))
+        self.lineno = lineno
+        if tail:
+            self._take(tail)
         return out
+
+    def _take(self, piece: bytes) -> None:
+        """Add a piece of the line in progress (or count it, past the limit)."""
+        if self._skipping:
+            self._skipped += len(piece)
+        elif self._pending + len(piece) > self.max_line_bytes:
+            self._skipping = True
+            self._skipped = self._pending + len(piece)
+            self._parts.clear()
+            self._pending = 0
+        else:
+            self._parts.append(piece)
+            self._pending += len(piece)
+
+    def _end_line(self) -> Line:
+        """The line in progress is complete (its newline arrived)."""
+        self.lineno += 1
+        if self._skipping:
+            line: Line = (self.lineno, None, self._skipped)
+            self._skipping = False
+            self._skipped = 0
+        else:
+            data = b"".join(self._parts) if len(self._parts) != 1 else self._parts[0]
+            line = (self.lineno, data, len(data))
+            self._parts.clear()
+            self._pending = 0
+        return line
 
     def flush(self) -> list[Line]:
         """End of stream: a pending unterminated line counts as a line."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
+from monitor.detect.turns import TurnTracker
 from monitor.events import Event, EventRef, Kind, Level
 
 
@@ -86,7 +87,7 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "started_ts", "events_seen", "tool_calls_seen")
+                 "started_ts", "events_seen", "tool_calls_seen", "_turns")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -97,10 +98,33 @@ class SessionView:
         self.started_ts: float | None = None
         self.events_seen = 0
         self.tool_calls_seen = 0
+        #: same_turn_seconds -> [tracker, last event fed, its position, the turn it completed]
+        self._turns: dict[float, list[Any]] = {}
 
     def exempt(self, tool: str | None) -> bool:
+        if not self.tool_overrides:
+            return False  # the common case: no [tools.*] overrides at all
         override = self.tool_overrides.get(tool or "")
         return bool(override and override.exempt)
+
+    def turn(self, event: Event, same_turn_seconds: float) -> Any:
+        """The assistant turn (:class:`~monitor.detect.turns.Turn`) that
+        ``event`` completes, or ``None``.
+
+        The turn detectors (output similarity, turn similarity, monologue) all
+        group the session's events into turns the same way; one shared
+        :class:`~monitor.detect.turns.TurnTracker` per ``same_turn_seconds``
+        does it once per event instead of once per detector.  The tracker
+        resets itself on a user turn, as the detectors do."""
+        entry = self._turns.get(same_turn_seconds)
+        if entry is None:
+            entry = self._turns[same_turn_seconds] = [
+                TurnTracker(same_turn_seconds=same_turn_seconds), None, 0, None]
+        elif entry[1] is event and entry[2] == self.events_seen:
+            return entry[3]  # another turn detector already fed this event
+        turn = entry[0].feed(event)
+        entry[1], entry[2], entry[3] = event, self.events_seen, turn
+        return turn
 
     def threshold(self, tool: str | None, default: int) -> int:
         override = self.tool_overrides.get(tool or "")

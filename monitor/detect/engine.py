@@ -27,10 +27,6 @@ MAX_SEEN_IDS = 256
 RECENT_EVENTS = 24
 #: Per-event similarity scores kept per session for the sparklines.
 SIMILARITY_HISTORY = 60
-#: Latest detections kept per session (the hub picks the one an operator acts on
-#: from these; the store keeps them all).  Each carries up to 12 evidence refs,
-#: so this is most of a looping session's memory.
-RECENT_DETECTIONS = 8
 
 
 @dataclass
@@ -55,14 +51,25 @@ class SessionState:
     recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
     detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
-    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=RECENT_DETECTIONS))
+    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=50))
     #: Detectors by the event kinds they observe (muted ones left out).
     by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
+    #: The engine's global detectors by kind (shared by every session).
+    global_by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
+    #: Per kind, the bound ``observe`` methods to call: this session's
+    #: detectors, then the global ones.  Precomputed so that the hot loop is
+    #: one dict lookup and plain calls.
+    observers: dict[Kind, tuple] = field(default_factory=dict)
 
     def route(self) -> None:
-        """Rebuild the per-kind dispatch lists (after creation or a mute)."""
+        """Rebuild the per-kind dispatch (after creation or a mute)."""
         self.by_kind = {
             kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
+            for kind in Kind
+        }
+        self.observers = {
+            kind: tuple(d.observe for d in self.by_kind[kind])
+            + tuple(d.observe for d in self.global_by_kind.get(kind, ()))
             for kind in Kind
         }
 
@@ -76,7 +83,11 @@ class SessionState:
         return [e for e in self.recent if e.kind in (Kind.TOOL_CALL, Kind.MESSAGE)]
 
 
-_ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+#: Kinds whose call ids are checked for duplicates, and the prefix of their key.
+_ID_PREFIX = {Kind.TOOL_CALL: "tool_call:", Kind.TOOL_RESULT: "tool_result:"}
+#: Kinds whose per-event similarity goes into the sparkline histories.
+_SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
+_TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
 
 
 class Engine:
@@ -109,7 +120,8 @@ class Engine:
         if state is None:
             view = SessionView(session_id, self.config.tool_overrides)
             detectors = [cls(settings) for cls, settings in self._session_classes]
-            state = SessionState(id=session_id, view=view, detectors=detectors)
+            state = SessionState(id=session_id, view=view, detectors=detectors,
+                                 global_by_kind=self._global_by_kind)
             state.route()
             if event is not None:
                 state.first_ts = event.ts
@@ -129,70 +141,80 @@ class Engine:
 
         A tool call or result whose call id the session already reported is
         dropped (counted in ``duplicates``): two sources for one session must
-        not make one call look like a repeat."""
-        state = self.session(event.session, event)
-        if event.call_id and event.kind in _ID_KINDS:
-            key = f"{event.kind.value}:{event.call_id}"
-            if key in state.seen_ids:
-                self.duplicates += 1
-                return []
-            state.seen_ids[key] = None
-            if len(state.seen_ids) > MAX_SEEN_IDS:
-                state.seen_ids.popitem(last=False)
+        not make one call look like a repeat.
+
+        This runs for every event of every session: it is written flat (no
+        helper calls, locals for what is used twice) on purpose."""
+        state = self.sessions.get(event.session)
+        if state is None:
+            state = self.session(event.session, event)
+        kind = event.kind
+        call_id = event.call_id
+        if call_id:
+            prefix = _ID_PREFIX.get(kind)
+            if prefix is not None:
+                key = prefix + call_id
+                seen = state.seen_ids
+                if key in seen:
+                    self.duplicates += 1
+                    return []
+                seen[key] = None
+                if len(seen) > MAX_SEEN_IDS:
+                    seen.popitem(last=False)
         self.events_processed += 1
-        state.events += 1
-        event.seq = state.events
+        seq = event.seq = state.events = state.events + 1
         state.last_ts = event.ts
         view = state.view
-        view.events_seen = state.events
+        view.events_seen = seq
         view.similarity = 0.0
-        view.detector_similarity.clear()
+        scores = view.detector_similarity
+        if scores:
+            scores.clear()
 
-        kind = event.kind
-        if kind is Kind.SESSION_START:
+        if kind is _TOOL_CALL:
+            view.tool_calls_seen += 1
+            if call_id:
+                pending = state.pending
+                pending[call_id] = event
+                if len(pending) > MAX_PENDING_CALLS:
+                    pending.popitem(last=False)
+        elif kind is _TOOL_RESULT:
+            call = state.pending.pop(call_id, None) if call_id else None
+            if call is not None:
+                event.call = call
+                event.tool = event.tool or call.tool
+                event.args = event.args if event.args is not None else call.args
+        elif kind is _MESSAGE:
+            if event.role == "user":
+                for detector in state.detectors:
+                    if detector.resets_on_user_turn:
+                        detector.reset()
+        elif kind is Kind.SESSION_START:
             state.agent = event.agent or state.agent
             view.agent = state.agent
             state.pid = event.pid if event.pid is not None else state.pid
             state.parent = event.parent or state.parent
             state.ended = False
-        elif kind is Kind.TOOL_CALL:
-            view.tool_calls_seen += 1
-            if event.call_id:
-                state.pending[event.call_id] = event
-                if len(state.pending) > MAX_PENDING_CALLS:
-                    state.pending.popitem(last=False)
-        elif kind is Kind.TOOL_RESULT:
-            call = state.pending.pop(event.call_id, None) if event.call_id else None
-            if call is not None:
-                event.call = call
-                event.tool = event.tool or call.tool
-                event.args = event.args if event.args is not None else call.args
         elif kind is Kind.SESSION_END:
             state.ended = True
             state.status = event.status or "ended"
-        elif kind is Kind.MESSAGE and event.role == "user":
-            for detector in state.detectors:
-                if detector.resets_on_user_turn:
-                    detector.reset()
 
         state.recent.append(event)
         found: list[Detection] = []
-        for detector in state.by_kind[kind]:
-            result = detector.observe(event, view)
-            if result:
-                found.extend(result)
-        for detector in self._global_by_kind[kind]:
-            result = detector.observe(event, view)
+        for observe in state.observers[kind]:
+            result = observe(event, view)
             if result:
                 found.extend(result)
 
-        if kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE):
-            state.similarity.append(_quantize(view.similarity))
-            for name, score in view.detector_similarity.items():
-                history = state.detector_similarity.get(name)
-                if history is None:
-                    history = state.detector_similarity[name] = deque(maxlen=SIMILARITY_HISTORY)
-                history.append(_quantize(score))
+        if kind in _SIMILARITY_KINDS:
+            state.similarity.append(view.similarity)
+            if scores:
+                histories = state.detector_similarity
+                for name, score in scores.items():
+                    history = histories.get(name)
+                    if history is None:
+                        history = histories[name] = deque(maxlen=SIMILARITY_HISTORY)
+                    history.append(score)
 
         if not found:
             return found
@@ -203,7 +225,7 @@ class Engine:
             detection.source = event.source
             detection.line = event.line
             detection.ts = event.ts
-            detection.seq = event.seq
+            detection.seq = seq
             self.policy.apply(detection)
             state.detections.append(detection)
         return found
@@ -228,17 +250,6 @@ class Engine:
 
     def level(self, session_id: str) -> Level:
         return self.policy.state(session_id).level
-
-
-#: Sparkline values in steps of 0.01, one shared float object per step: the
-#: histories then hold pointers only (60 x 13 floats a session would be ~20 KB).
-_SIMILARITY_STEPS = tuple(i / 100 for i in range(101))
-
-
-def _quantize(score: float) -> float:
-    if score <= 0.0:
-        return 0.0  # the common case
-    return _SIMILARITY_STEPS[min(100, int(score * 100 + 0.5))]
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:

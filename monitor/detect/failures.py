@@ -43,7 +43,7 @@ EXIT_CODE_SPAN = 600
 TEST_OUTPUT_SPAN = 2000
 #: Failing test names and error lines kept per run (bounded signatures).
 MAX_FAILING_TESTS = 50
-MAX_ERROR_LINES = 30
+MAX_ERROR_LINES = 12
 
 _SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
 _WRAPPERS = re.compile(
@@ -85,11 +85,13 @@ _BENIGN_ONE = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "c
 _EDIT_TOOLS = re.compile(
     r"(?i)edit|write|replace|patch|insert|create_file|str_replace|apply_diff|multiedit|notebook|save_file|append"
 )
-_SHELL_EDIT = re.compile(
-    r"\bsed\s+(?:-[^\s]*\s+)*-[a-zA-Z]*i|\bsed\b.*--in-place|\bperl\s+-\w*i|"
-    r"\b(?:echo|printf|cat)\b[^|<]*?>{1,2}\s*(?!/dev/null)[^\s&>]|\btee\b|\bpatch\b|\bgit\s+apply\b|<<-?\s*['\"]?\w+"
-)
-_READ_BY_HAND = re.compile(r"^(?:cat|head|tail|less|more|nl|tac|awk|sed)\b")
+# Editing files from the shell is judged per simple command (segment) by its
+# program: scanning a long command with word-boundary regexes costs milliseconds.
+_REDIRECT = re.compile(r">{1,2}\s*(?!/dev/null|&)[^\s&>]")
+_SED_INPLACE = re.compile(r"\s(?:-[a-zA-Z]*i|--in-place)")
+_PERL_INPLACE = re.compile(r"\s-\w*i")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?\w+")
+_READ_PROGRAMS = frozenset({"cat", "head", "tail", "less", "more", "nl", "tac", "awk", "sed"})
 
 # Test summaries: "2 failed, 3 passed", "Tests: 2 failed", "FAILED (failures=2, errors=1)",
 # "5 examples, 2 failures", "3 failing", "test result: FAILED. 3 passed; 2 failed".
@@ -139,6 +141,7 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (":", re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
+_LINE_REF = _OTHER_NOISE[-1][1]
 
 
 #: Tool name -> (a test tool?, an edit tool?): names repeat, regexes need not.
@@ -344,24 +347,26 @@ def run_outcome(result: Event) -> RunOutcome:
         outcome = RunOutcome(False, failures, passed, (), "", "")
         result.cache["run_outcome"] = outcome
         return outcome
-    # Normalize the whole (bounded) text once; names and error lines come out clean.
-    text = _normalize_failure(head + ("\n" + tail if tail else ""), limit=0)
+    # Each distinct line once (a report of 10,000 identical failures is three lines).
+    lines = list(dict.fromkeys((head + ("\n" + tail if tail else "")).splitlines()))
+    text = "\n".join(lines)
     names: list[str] = []
     seen: set[str] = set()
     for hint, pattern in _FAILING_NAMES:
         if hint not in text:
             continue
         for match in pattern.finditer(text):
-            name = ".".join(g for g in match.groups() if g).strip()[:200]
+            # Names carry no timings; only a file:line in them moves with edits (rspec).
+            name = _LINE_REF.sub(":<n>", ".".join(g for g in match.groups() if g)).strip()[:200]
             if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
                 seen.add(name)
                 names.append(name)
                 if len(names) >= MAX_FAILING_TESTS:
                     break
     errors: list[str] = []
-    for line in dict.fromkeys(text.splitlines()):  # each distinct line once
+    for line in lines:
         if _ERROR_LINE.search(line) and not _COUNT.search(line):
-            normalized = squash_ws(line)[:200]
+            normalized = _normalize_failure(line)
             if normalized and normalized not in errors:
                 errors.append(normalized)
                 if len(errors) >= MAX_ERROR_LINES:
@@ -371,7 +376,7 @@ def run_outcome(result: Event) -> RunOutcome:
         failures = len(names)
     material = "\n".join(sorted(names)) + "\n--\n" + "\n".join(errors)
     if not names and not errors:
-        material = squash_ws(text[-1000:])
+        material = _normalize_failure(text[-1000:], limit=1000)
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     outcome = RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
@@ -384,7 +389,27 @@ def is_edit(call: Event) -> bool:
     if _tool_kind(call.tool)[1]:
         return True
     command = shell_command(call)
-    return bool(command and _SHELL_EDIT.search(command[:4000]))
+    return bool(command) and _shell_edit(command[:4000], _segments(command))
+
+
+def _shell_edit(command: str, segments: list[str]) -> bool:
+    """A heredoc, or a simple command that writes a file: ``sed -i``, ``perl -i``,
+    ``tee``, ``patch``, ``git apply``, ``echo/printf/cat … > file``."""
+    if "<<" in command and _HEREDOC.search(command):
+        return True
+    for segment in segments:
+        program = _program(segment)
+        if program in ("tee", "patch"):
+            return True
+        if program == "sed" and _SED_INPLACE.search(segment):
+            return True
+        if program == "perl" and _PERL_INPLACE.search(segment):
+            return True
+        if program == "git" and segment.split()[1:2] == ["apply"]:
+            return True
+        if program in ("echo", "printf", "cat") and ">" in segment and _REDIRECT.search(segment):
+            return True
+    return False
 
 
 def manual_file_op(command: str | None) -> bool:
@@ -393,7 +418,7 @@ def manual_file_op(command: str | None) -> bool:
     if not command:
         return False
     command = command[:4000]
-    if _SHELL_EDIT.search(command):
-        return True
     segments = _segments(command)
-    return bool(segments) and all(_READ_BY_HAND.match(_WRAPPERS.sub("", s, count=1)) for s in segments)
+    if _shell_edit(command, segments):
+        return True
+    return bool(segments) and all(_program(s) in _READ_PROGRAMS for s in segments)

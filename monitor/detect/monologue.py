@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.turns import Turn, TurnTracker
+from monitor.detect.turns import Turn
 from monitor.events import Event, Level
 
 
@@ -42,13 +42,11 @@ class Monologue(Detector):
 
     def __init__(self, settings: MonologueSettings | None = None):
         super().__init__(settings)
-        self.turns = TurnTracker(keep_text=False, same_turn_seconds=self.settings.same_turn_seconds)
         self.talking = 0  # text-only turns in a row
         self.silent = 0  # empty replies in a row
         self.recent: deque[Event] = deque(maxlen=12)
 
     def reset(self) -> None:
-        self.turns.reset()
         self.talking = 0
         self.silent = 0
         self.recent.clear()
@@ -57,7 +55,8 @@ class Monologue(Detector):
         return list(self.recent)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        turn = self.turns.feed(event)
+        # The session's turns, grouped once for all turn detectors (SessionView.turn).
+        turn = view.turn(event, self.settings.same_turn_seconds)
         if turn is None:
             return None
         return self.judge(turn)

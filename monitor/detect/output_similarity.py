@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.turns import Outcome, Turn, TurnTracker
+from monitor.detect.turns import Outcome, Turn
 from monitor.events import Event, Level
 from monitor.text import clip, squash_ws
 
@@ -113,14 +113,12 @@ class OutputSimilarity(Detector):
     def __init__(self, settings: OutputSimilaritySettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.turns = TurnTracker(same_turn_seconds=s.same_turn_seconds)
         self.outputs: deque[_Output] = deque(maxlen=max(1, s.window))
         #: Per repeated output (its chain's anchor): how often it has come back
         #: since the last output that repeated nothing, and the turns involved.
         self.chains: dict[str, tuple[int, deque[Event]]] = {}
 
     def reset(self) -> None:
-        self.turns.reset()
         self.outputs.clear()
         self.chains.clear()
 
@@ -128,7 +126,8 @@ class OutputSimilarity(Detector):
         return [output.event for output in self.outputs]
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        turn = self.turns.feed(event)
+        # The session's turns, grouped once for all turn detectors (SessionView.turn).
+        turn = view.turn(event, self.settings.same_turn_seconds)
         if turn is None:
             return None
         return self.judge(turn, view)

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from typing import Iterable
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.output_similarity import digest
-from monitor.detect.turns import Outcome, Turn, TurnTracker
+from monitor.detect.turns import Outcome, Turn
 from monitor.events import Event, Level
-from monitor.text import SIMILARITY_CHARS, clip, tokens
+from monitor.text import SIMILARITY_CHARS, clip
 
 
 @dataclass(frozen=True)
@@ -47,21 +48,24 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def turn_tokens(turn: Turn, view: SessionView) -> frozenset[str]:
-    """The tokens of a turn: its text, and its (non-exempt) calls."""
+def turn_words(turn: Turn, view: SessionView) -> list[str]:
+    """The words of a turn, lower-cased, repeats included: its (clipped) text,
+    and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
+    the distinct words."""
+    words = clip(turn.text_value()).lower().split()
     calls = " ".join(
         f"{call.tool} {call.key}" for call in turn.calls if not view.exempt(call.tool)
     )
-    text = turn.text_value()
-    if not calls:
-        return tokens(text)
-    return tokens(text) | tokens(clip(calls, SIMILARITY_CHARS))
+    if calls:
+        words += clip(calls, SIMILARITY_CHARS).lower().split()
+    return words
 
 
-def token_hashes(toks: frozenset[str]) -> frozenset[int]:
-    """Tokens as hashes: equal tokens, equal hashes (within one process, which
-    is all a session's window needs); collisions at 64 bits are negligible."""
-    return frozenset(map(hash, toks))
+def token_hashes(words: Iterable[str]) -> frozenset[int]:
+    """Distinct tokens as hashes: equal tokens, equal hashes (within one
+    process, which is all a session's window needs); collisions at 64 bits
+    are negligible."""
+    return frozenset(map(hash, words))
 
 
 def overlap(current: frozenset[int], earlier: array) -> float:
@@ -96,13 +100,11 @@ class TurnSimilarity(Detector):
     def __init__(self, settings: TurnSimilaritySettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.turns = TurnTracker(same_turn_seconds=s.same_turn_seconds)
         self.history: deque[_Seen] = deque(maxlen=max(1, s.window))
         self.consecutive = 0
         self.streak: deque[tuple[Event, ...]] = deque(maxlen=6)  # the similar turns
 
     def reset(self) -> None:
-        self.turns.reset()
         self.history.clear()
         self.consecutive = 0
         self.streak.clear()
@@ -111,7 +113,8 @@ class TurnSimilarity(Detector):
         return [seen.events[0] for seen in self.history]
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        turn = self.turns.feed(event)
+        # The session's turns, grouped once for all turn detectors (SessionView.turn).
+        turn = view.turn(event, self.settings.same_turn_seconds)
         if turn is None:
             return None
         return self.judge(turn, view)
@@ -120,7 +123,10 @@ class TurnSimilarity(Detector):
         s = self.settings
         if not turn.has_text and all(view.exempt(call.tool) for call in turn.calls):
             return None  # nothing of the agent's own to compare
-        toks = token_hashes(turn_tokens(turn, view))
+        words = turn_words(turn, view)
+        # Fewer words than min_tokens means fewer distinct tokens too: most
+        # tool-only turns stop here, before any set is built.
+        toks = token_hashes(words) if len(words) >= s.min_tokens else ()
         if len(toks) < s.min_tokens:
             self.consecutive = 0
             return None

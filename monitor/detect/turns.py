@@ -35,8 +35,7 @@ head and a tail, calls and results up to :data:`MAX_CALLS`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.events import Event, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, result_key
@@ -131,9 +130,9 @@ class Outcome:
         return self.key() != other.key()
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A tool call made in a turn, by tool name and canonical key."""
+class Call(NamedTuple):
+    """A tool call made in a turn, by tool name and canonical key (a tuple:
+    one is built per call, and tuples are the cheapest immutable record)."""
 
     tool: str | None
     key: str
@@ -151,8 +150,9 @@ class Turn:
         self.first = first
         self.last = first  # latest event added
         self.last_ts = first.ts
-        self.response = response_id(first) or response
-        self.text: BoundedText | None = BoundedText() if keep_text else None
+        self.response = (response_id(first) if first.meta else None) or response
+        #: Created with the first message (most turns are tool calls only).
+        self.text: BoundedText | None = None
         self.has_text = False
         self.messages = 0
         self.calls: list[Call] = []
@@ -174,6 +174,8 @@ class Turn:
 
     def add_message(self, event: Event) -> None:
         text = self.text
+        if text is None and self.keep_keys:
+            text = self.text = BoundedText()
         self._undo = (self.has_text, self.messages, len(self.events), self.last, self.last_ts,
                       None if text is None else (text.head, text.tail, text.length))
         self.messages += 1
@@ -201,7 +203,8 @@ class Turn:
             self.call_ids.add(event.call_id)
         if len(self.calls) < MAX_CALLS:
             self.calls.append(Call(event.tool, call_key(event) if self.keep_keys else ""))
-        self.response = self.response or response_id(event)
+        if self.response is None and event.meta:
+            self.response = response_id(event)
         self._remember(event)
 
     def owns(self, result: Event) -> bool:
