@@ -83,7 +83,11 @@ async def test_table_updates_in_place_and_flushes_are_rate_limited(tmp_path):
         elapsed = time.monotonic() - started
         assert table.rebuilds == rebuilds
         assert table.cell_updates > updates
-        assert table.get_cell("claude-7f3a", "events").plain == f"{app.feed.sessions['claude-7f3a'].events:,}"
+        events = f"{app.feed.sessions['claude-7f3a'].events:,}"
+        assert table.get_cell("claude-7f3a", "events").plain == events
+        row = table.get_row_index("claude-7f3a")
+        drawn = "".join(segment.text for segment in table.render_line(row + 1 - table.scroll_offset.y))
+        assert f" {events} " in drawn  # the repaint shows the new value, not a cached one
         assert app.flushes - flushes <= elapsed * 5 + 2
         assert spark.data is app.feed.sessions["claude-7f3a"].similarity
         assert spark.data is not before and isinstance(spark.data, tuple)
@@ -203,3 +207,16 @@ def test_open_command_errors(tmp_path, capsys):
     assert "no stored session 'zzz'" in capsys.readouterr().err
     assert main(["open", "claude", "--db", str(db), "--theme", "nope"]) == 2
     assert "ui.theme: unknown theme" in capsys.readouterr().err
+
+
+async def test_history_prefilled_from_the_command_line(tmp_path):
+    """`history --tui --agent codex --level warn` opens with those filters applied."""
+    db = tmp_path / "h.sqlite"
+    await asyncio.to_thread(record_history, db)
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app.history_filters = {"agent": "swe-agent", "level": "warn", "since": T0 - 3600, "text": None}
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#history-table")
+        assert [str(k.value) for k in table.rows] == ["swe-agent-3"]
+        assert app.screen.query_one("#since").value == "2026-01-01 08:00"

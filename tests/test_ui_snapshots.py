@@ -54,6 +54,9 @@ async def settle(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
     pilot.app.flush_live()
     await pilot.pause()
+    for widget in pilot.app.screen.query("TextArea, Input"):
+        widget.cursor_blink = False  # a blinking cursor would make the SVG random
+    await pilot.pause()
 
 
 def then(*keys: str):

@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--auto", action="store_true",
                         help="in the TUI too, inject nudges and kill at terminate automatically")
     parser.add_argument("--theme", metavar="NAME", help="TUI theme (see themes/ and the config dir)")
-    parser.add_argument("--keep", action="store_true", help="keep the agents' log directory")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary directory (agents' logs, and the database unless --db)")
     add_config_options(parser)
 
 
@@ -80,8 +81,9 @@ class DemoRun:
                 await live.stop()
 
     def cleanup(self) -> None:
+        """Remove the agents' logs and the temporary database (unless --keep)."""
         if not self.keep:
-            shutil.rmtree(self.directory / "agents", ignore_errors=True)
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _check_demo_module() -> str | None:
@@ -184,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         return fail(f"cannot open the database: {exc}")
     try:
-        return run_app(config, demo.running, theme=args.theme)
+        where = "a temporary database" if args.db is None else args.db
+        note = ("Demo: simulated agents start now; some will loop within seconds. Select a warning, "
+                f"press i to inject the nudge (watch the agent change course) or k to kill it. "
+                f"Recording to {where}. ? lists every key.")
+        return run_app(config, demo.running, theme=args.theme, notes=[note])
     finally:
         demo.cleanup()

@@ -44,8 +44,8 @@ class LoopwatchApp(App[int]):
     TITLE = "loopwatch"
     CSS_PATH = ["app.tcss", "dashboard.tcss", "detail.tcss", "history.tcss"]
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit loopwatch"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Show this list of keys"),
     ]
 
     def __init__(self, config: Config | None = None, *, hub: Any = None,
@@ -93,7 +93,7 @@ class LoopwatchApp(App[int]):
             self.feed.seed(self.hub.sessions(), recent_detections(self.hub))
             self._unsubscribe = self.hub.subscribe(self.feed.push)
         for note in self.startup_notes:
-            self.notify(visible(note), severity="warning", markup=False, timeout=10)
+            self.notify(visible(note), markup=False, timeout=12)
         if self.mode == "history":
             from monitor.ui.screens.history import HistoryScreen
 
@@ -295,7 +295,7 @@ def check_keymap(keymap: dict[str, str]) -> None:
 
 
 def run_app(config: Any, hub_factory: HubFactory | None = None, *, theme: str | None = None,
-            session: str | None = None) -> int:
+            session: str | None = None, notes: Iterable[str] = ()) -> int:
     """Run the live monitor; returns the exit status.
 
     ``hub_factory()`` returns an async context manager that starts the hub (and
@@ -306,10 +306,11 @@ def run_app(config: Any, hub_factory: HubFactory | None = None, *, theme: str | 
     is accepted too.  Raises :class:`ConfigError` (naming ``ui.theme`` or
     ``ui.keymap.<id>``) before touching the terminal if the UI config is bad.
     """
-    notes: list[str] = []
+    notes = list(notes)
     if hub_factory is None and hasattr(config, "start") and hasattr(config, "stop"):
         live = config
-        config, hub_factory, notes = live.config, live_factory(live), live.notes
+        config, hub_factory = live.config, live_factory(live)
+        notes += live.notes
     validate_ui(config, theme)
     app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
     app.startup_notes = notes

@@ -46,6 +46,10 @@ class OperatorActions:
     def selected_info(self) -> Any | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def pin_selection(self) -> None:
+        """Keep the acted-on session selected even if the action re-sorts it
+        (a second key press must not hit another session)."""
+
     def refresh_operator_bindings(self) -> None:
         """Refresh the footer only when an action's availability changed
         (a footer refresh rebuilds its keys: too costly for every update)."""
@@ -65,6 +69,7 @@ class OperatorActions:
         return True if self.selected_info() is not None else None
 
     def action_ack(self) -> None:
+        self.pin_selection()
         info = self.selected_info()
         if info is None:
             return
@@ -75,6 +80,7 @@ class OperatorActions:
         self.app.perform("ack", info.id)
 
     def action_inject(self) -> None:
+        self.pin_selection()
         info = self.selected_info()
         if info is None:
             return
@@ -87,6 +93,7 @@ class OperatorActions:
         self.app.push_screen(InjectScreen(info.id, nudge, info.channel), send)
 
     def action_kill(self) -> None:
+        self.pin_selection()
         info = self.selected_info()
         if info is None:
             return
@@ -100,6 +107,7 @@ class OperatorActions:
         self.app.push_screen(KillScreen(info.id, describe, latest.kill), confirmed)
 
     def action_false_positive(self) -> None:
+        self.pin_selection()
         info = self.selected_info()
         if info is None:
             return
@@ -110,6 +118,7 @@ class OperatorActions:
         self.app.perform("false_positive", info.id, detection=info.last_detection)
 
     def action_mute(self) -> None:
+        self.pin_selection()
         info = self.selected_info()
         if info is None:
             return

@@ -36,10 +36,13 @@ class DashboardScreen(OperatorActions, Screen):
 
     BINDINGS = [
         *OPERATOR_BINDINGS,
-        Binding("enter", "open_session", "Open", id="open", priority=True),
-        Binding("slash", "filter", "Filter", id="filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="filter.clear"),
-        Binding("h", "app.history", "History", id="history"),
+        Binding("enter", "open_session", "Open", id="open", priority=True,
+                tooltip="Open the selected session (events, detections, actions)"),
+        Binding("slash", "filter", "Filter", id="filter", tooltip="Filter sessions by text"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="filter.clear",
+                tooltip="Clear the session filter"),
+        Binding("h", "app.history", "History", id="history",
+                tooltip="Past sessions from the database"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -124,6 +127,9 @@ class DashboardScreen(OperatorActions, Screen):
             total=stats.events_total if stats else sum(s.events for s in sessions),
             problems=feed.problems, title=self.app.title, palette=self.app.palette,
         )
+
+    def pin_selection(self) -> None:
+        self.table.user_selected = True
 
     def selected_info(self) -> Any | None:
         session = self.table.selected_session

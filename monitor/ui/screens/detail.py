@@ -86,7 +86,7 @@ class SessionDetailScreen(OperatorActions, Screen):
 
     BINDINGS = [
         *OPERATOR_BINDINGS,
-        Binding("escape", "back", "Back", id="back"),
+        Binding("escape", "back", "Back", id="back", tooltip="Back to the previous screen"),
         Binding("tab", "app.focus_next", "Next pane", show=False, id="detail.focus_next"),
     ]
 

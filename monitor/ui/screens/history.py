@@ -7,40 +7,20 @@ and free text (in id, agent or source).  Filters apply as you type.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Select
 
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import date_time, level_text
+from monitor.ui.widgets.history.filters import HistoryFilters
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
-_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
-LEVEL_CHOICES = [(f"≥ {level.label}", level.label) for level in
-                 (Level.NOTICE, Level.WARN, Level.CRITICAL, Level.TERMINATE)]
 HISTORY_LIMIT = 500
-
-
-def parse_since(text: str, now: float) -> float | None:
-    """Epoch seconds for the ``since`` filter; ``ValueError`` if unreadable."""
-    text = text.strip()
-    if not text:
-        return None
-    match = _DURATION.match(text)
-    if match:
-        return now - float(match.group(1)) * _UNITS[match.group(2)]
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        raise ValueError(f"since: expected a date (2026-05-01) or a duration (12h, 3d), got {text!r}") from None
 
 
 def _duration(first: float | None, last: float | None) -> str:
@@ -63,11 +43,7 @@ class HistoryScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Label("History — past sessions (read-only)", classes="panel-title", id="history-title")
-        with Horizontal(id="history-filters"):
-            yield Input(placeholder="agent", id="agent")
-            yield Input(placeholder="since: 2026-05-01 or 12h", id="since")
-            yield Select(LEVEL_CHOICES, prompt="any level", id="level", allow_blank=True)
-            yield Input(placeholder="text in id, agent, source", id="text")
+        yield HistoryFilters(id="history-filters")
         yield DataTable(id="history-table", cursor_type="row")
         yield Label("", id="history-status")
         yield Footer()
@@ -84,30 +60,12 @@ class HistoryScreen(Screen):
                                   ("events", "Events", 8), ("duration", "Length", 7),
                                   ("detector", "Detector", 16), ("source", "Source", 30)):
             table.add_column(label, key=key, width=width)
-        self.prefill(getattr(self.app, "history_filters", {}) or {})
+        self.query_one(HistoryFilters).prefill(getattr(self.app, "history_filters", {}) or {})
         self.reload()
         table.focus()
 
-    def prefill(self, filters: dict[str, Any]) -> None:
-        """Start from the command line's filters (``history --tui --agent …``)."""
-        with self.prevent(Input.Changed, Select.Changed):
-            if filters.get("agent"):
-                self.query_one("#agent", Input).value = filters["agent"]
-            if filters.get("since"):
-                self.query_one("#since", Input).value = datetime.fromtimestamp(
-                    filters["since"]).strftime("%Y-%m-%d %H:%M")
-            if filters.get("level") in {value for _, value in LEVEL_CHOICES}:
-                self.query_one("#level", Select).value = filters["level"]
-            if filters.get("text"):
-                self.query_one("#text", Input).value = filters["text"]
-
     def filters(self) -> dict[str, Any]:
-        agent = self.query_one("#agent", Input).value.strip() or None
-        since = parse_since(self.query_one("#since", Input).value, self.app.clock())
-        level = self.query_one("#level", Select).value
-        text = self.query_one("#text", Input).value.strip() or None
-        return {"agent": agent, "since": since,
-                "level": level if isinstance(level, str) else None, "text": text}
+        return self.query_one(HistoryFilters).values(self.app.clock())
 
     def reload(self) -> None:
         status = self.query_one("#history-status", Label)

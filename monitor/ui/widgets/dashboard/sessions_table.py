@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from monitor.events import Level
 from monitor.ui.literal import literal
@@ -91,6 +91,7 @@ class SessionsTable(DataTable):
         #: afterwards it follows the chosen session wherever sorting moves it.
         self.user_selected = False
         self._programmatic = False
+        self._dirty: set[tuple[RowKey, ColumnKey]] = set()
 
     # -- columns -----------------------------------------------------------
 
@@ -194,12 +195,48 @@ class SessionsTable(DataTable):
             else:
                 for key, value in sig.items():
                     if old[key] != value:
-                        self.update_cell(info.id, key, self._render(key, value, widths[key]))
-                        self.cell_updates += 1
+                        self._set_cell(info.id, key, self._render(key, value, widths[key]))
             self._signatures[info.id] = sig
+        self._invalidate()
         order = sorted(self._signatures, key=lambda sid: attention_key(everything[sid]))
         if changed_order or order != self._order:
             self._sort(order, keep_selection=self.user_selected and not was_empty)
+
+    # -- in-place cell updates ---------------------------------------------------
+    #
+    # ``DataTable.update_cell`` bumps a counter that is part of every render
+    # cache key, so one changed cell re-renders every visible cell.  With 200
+    # busy sessions that is the whole table ten times a second.  Instead the
+    # changed cells are written and only their cached renders are dropped, once
+    # per batch.  (Relies on DataTable's cache layout in Textual 8.2.8, which is
+    # pinned; ``test_ui_live`` checks the table shows the new values.)
+
+    def _set_cell(self, row: str, column: str, value: Any) -> None:
+        row_key, column_key = RowKey(row), ColumnKey(column)
+        self._data[row_key][column_key] = value
+        self._dirty.add((row_key, column_key))
+        self.cell_updates += 1
+
+    def _invalidate(self) -> None:
+        dirty = self._dirty
+        if not dirty:
+            return
+        rows = {row for row, _ in dirty}
+        indices = {self._row_locations.get(row) for row in rows}
+        for key in list(self._cell_render_cache.keys()):
+            if (key[0], key[1]) in dirty:
+                self._cell_render_cache.discard(key)
+        for key in list(self._row_render_cache.keys()):
+            if key[0] in rows:
+                self._row_render_cache.discard(key)
+        for key in list(self._row_renderable_cache.keys()):
+            if key[1] in indices:
+                self._row_renderable_cache.discard(key)
+        self._line_cache.clear()
+        dirty.clear()
+        for index in indices:
+            if index is not None:
+                self.refresh_row(index)
 
     def tick(self, sessions: dict[str, Any], now: float) -> None:
         """Refresh the relative times (``Last``) once a second."""
@@ -209,8 +246,8 @@ class SessionsTable(DataTable):
             text = ago(sessions[sid].last_ts, now)
             if sig["last"] != text:
                 sig["last"] = text
-                self.update_cell(sid, "last", Text(text, justify="right"))
-                self.cell_updates += 1
+                self._set_cell(sid, "last", Text(text, justify="right"))
+        self._invalidate()
 
     def _sort(self, order: list[str], keep_selection: bool = True) -> None:
         """Reorder rows (no rebuild); the selected session stays selected."""
