@@ -81,7 +81,7 @@ def test_nudges_escalate_in_firmness_and_fill_placeholders():
     nudges = [policy.apply(detection(ts=100.0 + i, count=3 + i)).nudge for i in range(5)]
     assert nudges[0].startswith("[loopwatch] You've called bash with the same arguments 3 times")
     assert "Its result has not changed." in nudges[0]
-    assert "WARNING" in nudges[2] and "STOP repeating bash" in nudges[2] and "(5 times)" in nudges[2]
+    assert "WARNING" in nudges[2] and "STOP repeating bash" in nudges[2] and "same arguments 5 times." in nudges[2]
     assert "CRITICAL" in nudges[4] and "about to be stopped" in nudges[4]
     assert policy.state("s1").nudge == nudges[4]
 

@@ -29,14 +29,14 @@ DEFAULT_NUDGES: dict[str, str] = {
         "{advice}"
     ),
     "critical": (
-        "[loopwatch] WARNING: You've {summary} ({count} times). This is a stuck state.\n"
+        "[loopwatch] WARNING: You've {summary}. This is a stuck state.\n"
         "1. STOP repeating {pattern_short}\n"
         "2. Explain what you're stuck on\n"
         "3. Try a completely different approach\n"
         "{advice}"
     ),
     "terminate": (
-        "[loopwatch] CRITICAL: You've {summary} ({count} times). You are in a loop "
+        "[loopwatch] CRITICAL: You've {summary}. You are in a loop "
         "and this session is about to be stopped. Stop now, summarise what you tried "
         "and what blocks you, and ask the user for help.\n{advice}"
     ),
