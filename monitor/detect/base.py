@@ -178,6 +178,29 @@ class Detector:
         return []
 
 
+class TurnDetector(Detector):
+    """Base class of detectors that judge whole assistant turns (output
+    similarity, turn similarity, monologue): subclass, give ``Settings`` a
+    ``same_turn_seconds`` field, and implement :meth:`judge`.
+
+    :meth:`observe` groups the session's events into turns through the
+    view's shared tracker (:meth:`SessionView.turn`) and calls :meth:`judge`
+    with each completed turn.  Since that is all it does, the engine asks the
+    tracker once per event and skips these detectors for the events that
+    complete no turn (most of them); a subclass that overrides ``observe``
+    opts out of that."""
+
+    def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
+        turn = view.turn(event, self.settings.same_turn_seconds)
+        if turn is None:
+            return None
+        return self.judge(turn, view)
+
+    def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
+        """Look at one completed :class:`~monitor.detect.turns.Turn`."""
+        raise NotImplementedError
+
+
 REGISTRY: dict[str, type[Detector]] = {}
 
 

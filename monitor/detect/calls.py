@@ -61,10 +61,11 @@ class CallHistory:
 
     def add_result(self, event: Event) -> CallRecord | None:
         """Attach a tool result to the call it answers; return that record."""
-        if event.kind is not Kind.TOOL_RESULT or event.call is None:
+        call = event.call
+        if call is None or event.kind is not Kind.TOOL_RESULT:
             return None
         for record in reversed(self.records):
-            if record.event is event.call:
+            if record.event is call:
                 record.result_event = event
                 return record
         return None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from monitor.config import Config
-from monitor.detect.base import REGISTRY, Detection, Detector, SessionView
+from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
 from monitor.detect.escalation import EscalationPolicy
 from monitor.events import Event, Kind, Level
 
@@ -60,18 +60,35 @@ class SessionState:
     #: detectors, then the global ones.  Precomputed so that the hot loop is
     #: one dict lookup and plain calls.
     observers: dict[Kind, tuple] = field(default_factory=dict)
+    #: The ``same_turn_seconds`` of this session's turn detectors when they
+    #: can be skipped for events that complete no turn (see ``route``).
+    turn_gate: float | None = None
+    #: ``observers`` without those turn detectors.
+    quiet_observers: dict[Kind, tuple] = field(default_factory=dict)
 
     def route(self) -> None:
-        """Rebuild the per-kind dispatch (after creation or a mute)."""
+        """Rebuild the per-kind dispatch (after creation or a mute).
+
+        Turn detectors whose ``observe`` is :meth:`TurnDetector.observe` do
+        nothing but feed the session's turn tracker and judge the turn an
+        event completes.  When they share one tracker the engine feeds it
+        itself and, for an event that completes no turn, runs
+        ``quiet_observers``: the same calls in the same order, minus theirs."""
         self.by_kind = {
             kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
             for kind in Kind
         }
-        self.observers = {
-            kind: tuple(d.observe for d in self.by_kind[kind])
-            + tuple(d.observe for d in self.global_by_kind.get(kind, ()))
-            for kind in Kind
-        }
+        gated = [d for d in self.detectors if d.name not in self.muted and isinstance(d, TurnDetector)
+                 and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
+        seconds = {d.settings.same_turn_seconds for d in gated}
+        self.turn_gate = seconds.pop() if len(seconds) == 1 else None
+        skip = {id(d) for d in gated} if self.turn_gate is not None else set()
+        self.observers, self.quiet_observers = {}, {}
+        for kind in Kind:
+            shared = self.global_by_kind.get(kind, ())
+            self.observers[kind] = tuple(d.observe for d in [*self.by_kind[kind], *shared])
+            self.quiet_observers[kind] = tuple(
+                d.observe for d in [*self.by_kind[kind], *shared] if id(d) not in skip)
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now."""
@@ -88,6 +105,7 @@ _ID_PREFIX = {Kind.TOOL_CALL: "tool_call:", Kind.TOOL_RESULT: "tool_result:"}
 #: Kinds whose per-event similarity goes into the sparkline histories.
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
+_ALL_KINDS = frozenset(Kind)
 
 
 class Engine:
@@ -201,7 +219,11 @@ class Engine:
 
         state.recent.append(event)
         found: list[Detection] = []
-        for observe in state.observers[kind]:
+        observers = state.observers[kind]
+        gate = state.turn_gate
+        if gate is not None and view.turn(event, gate) is None:
+            observers = state.quiet_observers[kind]  # no turn completed: skip the turn detectors
+        for observe in observers:
             result = observe(event, view)
             if result:
                 found.extend(result)

@@ -45,18 +45,24 @@ class ExactRepeat(Detector):
         return self.calls.events()
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_RESULT:
+        kind = event.kind
+        if kind is Kind.TOOL_RESULT:
             self.calls.add_result(event)
             return None
-        if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
 
         key = call_key(event)
-        records = list(self.calls)
-        positions = [i for i, record in enumerate(records) if record.key == key]
-        self.calls.add_call(event)
-        if not positions:
+        history = self.calls.records
+        for record in history:
+            if record.key == key:
+                break
+        else:  # not in the window, the common case: nothing repeats
+            history.append(CallRecord(key, event))
             return None
+        records = list(history)
+        positions = [i for i, record in enumerate(records) if record.key == key]
+        history.append(CallRecord(key, event))
         view.note_similarity(self.name, 1.0)
 
         # Count back from the latest repeat while outcomes stay identical and

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
 from monitor.detect.turns import Turn
 from monitor.events import Event, Level
 
@@ -31,7 +31,7 @@ class MonologueSettings(DetectorSettings):
 
 
 @register
-class Monologue(Detector):
+class Monologue(TurnDetector):
     name = "monologue"
     title = "Monologue"
     Settings = MonologueSettings
@@ -54,14 +54,7 @@ class Monologue(Detector):
     def window(self) -> list[Event]:
         return list(self.recent)
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # The session's turns, grouped once for all turn detectors (SessionView.turn).
-        turn = view.turn(event, self.settings.same_turn_seconds)
-        if turn is None:
-            return None
-        return self.judge(turn)
-
-    def judge(self, turn: Turn) -> list[Detection] | None:
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings
         if not turn.text_only:
             self.talking = 0

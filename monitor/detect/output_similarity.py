@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
 from monitor.detect.turns import Outcome, Turn
 from monitor.events import Event, Level
 from monitor.text import clip, squash_ws
@@ -101,7 +101,7 @@ class _Output:
 
 
 @register
-class OutputSimilarity(Detector):
+class OutputSimilarity(TurnDetector):
     name = "output_similarity"
     title = "Output similarity"
     Settings = OutputSimilaritySettings
@@ -124,13 +124,6 @@ class OutputSimilarity(Detector):
 
     def window(self) -> list[Event]:
         return [output.event for output in self.outputs]
-
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # The session's turns, grouped once for all turn detectors (SessionView.turn).
-        turn = view.turn(event, self.settings.same_turn_seconds)
-        if turn is None:
-            return None
-        return self.judge(turn, view)
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import Iterable
 from dataclasses import dataclass
+from typing import Iterable
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
 from monitor.detect.output_similarity import digest
 from monitor.detect.turns import Outcome, Turn
 from monitor.events import Event, Level
@@ -52,12 +52,18 @@ def turn_words(turn: Turn, view: SessionView) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text,
     and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
     the distinct words."""
-    words = clip(turn.text_value()).lower().split()
-    calls = " ".join(
-        f"{call.tool} {call.key}" for call in turn.calls if not view.exempt(call.tool)
-    )
+    text = turn.text_value()
+    words = clip(text).lower().split() if text else []
+    calls = turn.calls
     if calls:
-        words += clip(calls, SIMILARITY_CHARS).lower().split()
+        if view.tool_overrides:
+            calls = [call for call in calls if not view.exempt(call.tool)]
+        if len(calls) == 1:  # most turns make one call: no generator, no join
+            joined = f"{calls[0].tool} {calls[0].key}"
+        else:
+            joined = " ".join(f"{call.tool} {call.key}" for call in calls)
+        if joined:
+            words += clip(joined, SIMILARITY_CHARS).lower().split()
     return words
 
 
@@ -88,7 +94,7 @@ class _Seen:
 
 
 @register
-class TurnSimilarity(Detector):
+class TurnSimilarity(TurnDetector):
     name = "turn_similarity"
     title = "Turn similarity"
     Settings = TurnSimilaritySettings
@@ -112,16 +118,10 @@ class TurnSimilarity(Detector):
     def window(self) -> list[Event]:
         return [seen.events[0] for seen in self.history]
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # The session's turns, grouped once for all turn detectors (SessionView.turn).
-        turn = view.turn(event, self.settings.same_turn_seconds)
-        if turn is None:
-            return None
-        return self.judge(turn, view)
-
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings
-        if not turn.has_text and all(view.exempt(call.tool) for call in turn.calls):
+        if not turn.has_text and (not turn.calls or (
+                view.tool_overrides and all(view.exempt(call.tool) for call in turn.calls))):
             return None  # nothing of the agent's own to compare
         words = turn_words(turn, view)
         # Fewer words than min_tokens means fewer distinct tokens too: most
@@ -133,9 +133,16 @@ class TurnSimilarity(Detector):
         results = turn.outcome()
 
         closest, best, match = 0.0, 0.0, None
+        size = len(toks)
         for seen in self.history:
-            score = overlap(toks, seen.tokens)
-            closest = max(closest, score)
+            earlier = seen.tokens
+            if toks and earlier:  # overlap(), inlined: this loop runs for every compared turn
+                common = len(toks.intersection(earlier))
+                score = common / (size + len(earlier) - common)
+            else:
+                score = 0.0
+            if score > closest:
+                closest = score
             if score < s.similarity or score <= best:
                 continue
             if results.moved(seen.results):
@@ -148,7 +155,8 @@ class TurnSimilarity(Detector):
         else:  # names the chain this turn may start; cheap and stable across runs
             anchor = digest(turn.text_value()[:300] + "".join(call.key[:100] for call in turn.calls[:3]))
         events = tuple(turn.events)
-        self.history.append(_Seen(array("q", toks), results, anchor, events))
+        # (An array fills faster from a list than from a set.)
+        self.history.append(_Seen(array("q", list(toks)), results, anchor, events))
         if match is None:
             self.consecutive = 0
             return None

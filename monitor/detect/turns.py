@@ -205,7 +205,11 @@ class Turn:
             self.calls.append(Call(event.tool, call_key(event) if self.keep_keys else ""))
         if self.response is None and event.meta:
             self.response = response_id(event)
-        self._remember(event)
+        # _remember(), inlined: one call per tool call saved
+        self.last = event
+        self.last_ts = event.ts
+        if len(self.events) < MAX_EVIDENCE:
+            self.events.append(event)
 
     def owns(self, result: Event) -> bool:
         """True when ``result`` answers one of this turn's calls (or cannot be placed)."""
@@ -215,7 +219,8 @@ class Turn:
 
     def add_result(self, event: Event) -> None:
         self._undo = None
-        self.open_calls = max(0, self.open_calls - 1)
+        if self.open_calls > 0:
+            self.open_calls -= 1
         self.answered = True
         self.ended = True
         if len(self.results) < MAX_CALLS and self.keep_keys:
@@ -315,15 +320,19 @@ class TurnTracker:
             if turn is not None and self._joins(turn, event):
                 turn.add_call(event)
                 return None
-            closed = self._close()
-            self._start(event)
-            self.current.add_call(event)
-            return closed
+            # _close() and _start(), inlined: most tool calls start a turn
+            self.current = new = Turn(event, self.keep_text, self._announced)
+            self._announced = None
+            new.add_call(event)
+            return turn
         if kind is Kind.TOOL_RESULT:
             if turn is None or not turn.owns(event):
                 return None
             turn.add_result(event)
-            return self._close() if turn.complete else None
+            if turn.ended and turn.open_calls == 0:  # turn.complete
+                self.current = None
+                return turn
+            return None
         if kind is Kind.USAGE:
             return self._usage(event)
         # compaction, session start/end: whatever was in progress is over
