@@ -127,6 +127,8 @@ class SessionView:
         return turn
 
     def threshold(self, tool: str | None, default: int) -> int:
+        if not self.tool_overrides:
+            return default
         override = self.tool_overrides.get(tool or "")
         if override and override.threshold is not None:
             return override.threshold
@@ -214,6 +216,15 @@ def register(cls: type[Detector]) -> type[Detector]:
 
 def evidence(events: Iterable[Event], limit: int = 12) -> tuple[EventRef, ...]:
     """Evidence references for the last ``limit`` of ``events``."""
-    refs = [EventRef.of(e) for e in events]
-    return tuple(refs[-limit:])
+    return tuple(map(_ref, list(events)[-limit:]))
+
+
+def _ref(event: Event) -> EventRef:
+    """The reference to ``event``, made once and kept on it: a loop's
+    detections repeat, each citing the same events plus one (and a summary
+    costs microseconds to write)."""
+    ref = event.cache.get("ref")
+    if ref is None or ref.seq != event.seq:
+        ref = event.cache["ref"] = EventRef.of(event)
+    return ref
 

@@ -55,27 +55,42 @@ class Cycle(Detector):
         return self.calls.events()
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_RESULT:
+        kind = event.kind
+        history = self.calls.records
+        runs = self._runs
+        if kind is Kind.TOOL_RESULT:
             record = self.calls.add_result(event)
-            records = list(self.calls)
-            if record is None or record is not records[-1]:
+            if record is None or record is not history[-1]:
                 return None
             # The latest call's result arrived: confirm or break its cycles.
-            for period, run in self._runs.items():
-                if run and not _same(records[-1], records[-1 - period]):
-                    self._runs[period] = 0
-            return self._check(records, view, confirmed=True)
-        if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+            pending = False
+            for period, run in runs.items():
+                if run:
+                    if not _same(record, history[-1 - period]):
+                        runs[period] = 0
+                    elif run >= period:
+                        pending = True
+            return self._check(list(history), view, confirmed=True) if pending else None
+        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
-        self.calls.add_call(event)
-        records = list(self.calls)
-        n = len(records)
-        for period in self._runs:
-            if n > period and _same(records[-1], records[-1 - period]):
-                self._runs[period] += 1
-            else:
-                self._runs[period] = 0
-        return self._check(records, view, confirmed=False)
+        last = CallRecord(call_key(event), event)
+        history.append(last)  # CallHistory.add_call, without recomputing the key
+        n = len(history)
+        key = last.key
+        pending = False
+        for period, run in runs.items():
+            if n > period:
+                earlier = history[-1 - period]
+                # _same(), with the cheap key test first: most calls repeat nothing
+                if earlier.key == key and last.same_outcome(earlier):
+                    runs[period] = run = run + 1
+                    if run >= period:
+                        pending = True
+                    continue
+            if run:
+                runs[period] = 0
+        # _check finds nothing (and notes nothing) unless a run spans its period.
+        return self._check(list(history), view, confirmed=False) if pending else None
 
     def _check(self, records: list[CallRecord], view: SessionView, confirmed: bool) -> list[Detection] | None:
         s = self.settings

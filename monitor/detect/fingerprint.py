@@ -73,19 +73,22 @@ class Fingerprint(Detector):
         return self.streak.events()
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_RESULT:
+        kind = event.kind
+        if kind is Kind.TOOL_RESULT:
             self.streak.add_result(event)
             return None
-        if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
         key = fingerprint(event)
-        records = list(self.streak)
-        if records and records[-1].key != key:
-            self.streak.clear()
-            records = []
-        current = self.streak.add_call(event)
-        if not records:
+        history = self.streak.records
+        if not history or history[-1].key != key:
+            # Not the fingerprint of the run (the common case): a new run starts.
+            history.clear()
+            history.append(CallRecord(key, event))
             return None
+        records = list(history)
+        current = CallRecord(key, event)
+        history.append(current)
         view.note_similarity(self.name, 0.9)
 
         # Exact tier: identical calls at the end of the run, while their

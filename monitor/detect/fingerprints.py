@@ -30,10 +30,11 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from monitor.events import Event
-from monitor.text import clip, canonical_args, squash_ws
+from monitor.text import call_key, canonical_args, clip, squash_ws
 
 PRIMARY_KEYS = ("path", "file_path", "command", "cmd", "pattern", "query", "url", "content",
                 "filename", "offset", "limit")
+_PRIMARY_SET = frozenset(PRIMARY_KEYS)
 COMMAND_KEYS = ("command", "cmd")
 FILE_READERS = frozenset({"cat", "head", "tail", "less", "more", "bat"})
 _READ_PROGRAMS = FILE_READERS | {"sed"}
@@ -121,9 +122,15 @@ def fingerprint(event: Event) -> str:
                 result = f"{tool}:file_read:{path}"
             break
     if result is None:
-        primary = {k: args[k] for k in PRIMARY_KEYS if k in args}
-        if primary:
+        primary_keys = _PRIMARY_SET.intersection(args)
+        if primary_keys and len(primary_keys) < len(args):
+            primary = {k: args[k] for k in PRIMARY_KEYS if k in primary_keys}
             result = f"{tool}:{canonical_args(primary)}"
+        elif event.tool:
+            # Every argument is primary, or none is: the fingerprint is the
+            # exact call key (same tool, same canonical arguments), which the
+            # other call detectors compute anyway.
+            result = call_key(event)
         else:
             result = f"{tool}:{canonical_args(args)}"
     event.cache["fingerprint"] = result
@@ -193,6 +200,18 @@ _NOT_AN_OUTCOME = ("sibling tool call errored", "doesn't want to proceed", "was 
 EMPTY_HANDED = ("no matches", "no files found", "no results", "0 results", "nothing found",
                  "not found", "no such file", "does not exist", "could not find", "cannot find",
                  "unable to find", "no match")
+#: Every phrase of EMPTY_HANDED contains one of these (most texts contain none).
+_EMPTY_HANDED_HINTS = ("no", "0 results", "unable to find")
+
+
+def _empty_handed(low: str) -> bool:
+    """``low`` (lower-cased) contains an :data:`EMPTY_HANDED` phrase."""
+    for hint in _EMPTY_HANDED_HINTS:
+        if hint in low:
+            return any(phrase in low for phrase in EMPTY_HANDED)
+    return False
+
+
 #: The last line of a traceback or a tool's error report: what went wrong.
 _ERROR_LINE = re.compile(
     r"^[ \t]*(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b|error\b|ERROR\b|fatal\b|panic\b|"
@@ -260,8 +279,7 @@ def failure_signature(result: Event) -> str | None:
     failed = result.is_error
     if not failed:
         if len(text) <= 300:
-            low = text.lower()
-            failed = any(phrase in low for phrase in EMPTY_HANDED)
+            failed = _empty_handed(text.lower())
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):

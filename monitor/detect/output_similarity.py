@@ -127,7 +127,10 @@ class OutputSimilarity(TurnDetector):
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings
-        text = normalize_output(turn.text_value())
+        raw = turn.text_value()
+        # Normalizing never lengthens a text: a turn with less raw text than
+        # min_chars (most turns: tool calls only, no text) needs no normalizing.
+        text = normalize_output(raw) if len(raw) >= s.min_chars else ""
         if len(text) < s.min_chars:
             self.chains.clear()
             return None

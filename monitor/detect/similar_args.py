@@ -97,17 +97,19 @@ class SimilarArgs(Detector):
         return [record.event for record in chain] if chain else []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_RESULT:
+        kind = event.kind
+        if kind is Kind.TOOL_RESULT:
             self._attach(event)
             return None
-        if event.kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
             return None
-        self.calls += 1
+        calls = self.calls = self.calls + 1
+        window = self.settings.window
         tool = self.last_tool = event.tool or ""
-        if self.calls - self.last_call.get(tool, self.calls) >= self.settings.window:
+        if calls - self.last_call.get(tool, calls) >= window:
             self._restart(tool)  # lapsed: its last call has left the window
-        self.last_call[tool] = self.calls
-        if len(self.chains) > self.settings.window:
+        self.last_call[tool] = calls
+        if len(self.chains) > window:
             self._expire()
         chain = self.chains.get(tool)
         if chain and _failure(chain[-1]) == "":
@@ -187,10 +189,13 @@ class SimilarArgs(Detector):
         ]
 
     def _attach(self, event: Event) -> None:
-        if event.call is None or not_an_outcome(event):
+        call = event.call
+        if call is None:
             return
-        chain = self.chains.get(event.call.tool or "")
-        for record in reversed(chain or ()):
-            if record.event is event.call:
+        chain = self.chains.get(call.tool or "")
+        if not chain or not_an_outcome(event):
+            return
+        for record in reversed(chain):
+            if record.event is call:
                 record.result_event = event
                 return
