@@ -73,13 +73,13 @@ def read_events(path: str, decoder: LineDecoder, stream=None) -> Iterator[Event]
     """Events of one line-format file, reporting bad lines to ``decoder``."""
     opened = stream is None
     stream = stream if stream is not None else open(path, "rb")
+    feed = decoder.feed
     try:
         for lineno, raw, size in iter_lines(stream, decoder.max_line_bytes):
             if raw is None:
                 decoder.oversized(lineno, size)
                 continue
-            events, _ = decoder.feed(raw, lineno)
-            yield from events
+            yield from feed(raw, lineno)[0]
     finally:
         if opened:
             stream.close()
@@ -106,9 +106,12 @@ def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = N
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt, session="stdin" if path == STDIN else None)
         stream = sys.stdin.buffer if path == STDIN else None
+        process, found = engine.process, report.detections
         for event in read_events(path, decoder, stream):
             report.events += 1
-            report.detections.extend(engine.process(event))
+            detections = process(event)
+            if detections:
+                found.extend(detections)
         report.lines += decoder.lines
         report.problems.extend(decoder.problems)
         report.problem_count += decoder.problem_count

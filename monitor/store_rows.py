@@ -49,6 +49,8 @@ def safe_text(text: str | None) -> str | None:
     decoder kept with ``surrogateescape``) would make SQLite reject the row."""
     if text is None:
         return None
+    if text.isascii():
+        return text  # the common case, without encoding a copy
     try:
         text.encode("utf-8")
         return text
@@ -90,11 +92,39 @@ def _clip_strings(value: Any, limit: int, depth: int = 0) -> Any:
     return value
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
+def _flat_and_short(value: dict, limit: int) -> bool:
+    """A dict of string keys and scalar or short-string values, which
+    :func:`_clip_strings` would leave exactly as it is."""
+    for key, item in value.items():
+        if key.__class__ is not str:
+            return False
+        if item.__class__ is str:
+            if len(item) > limit:
+                return False
+        elif not isinstance(item, _SCALARS):
+            return False
+    return True
+
+
 def bounded_json(value: Any, content_chars: int) -> str | None:
     """``value`` as JSON with long strings clipped and the whole bounded."""
     if value is None:
         return None
-    clipped = _clip_strings(value, max(content_chars, MIN_ARG_CHARS))
+    limit = max(content_chars, MIN_ARG_CHARS)
+    if value.__class__ is dict and _flat_and_short(value, limit):
+        # Nothing to clip or convert: dump it as it is.  A text orjson
+        # refuses (a lone surrogate) falls through to the careful path.
+        try:
+            text = orjson.dumps(value).decode()
+        except TypeError:
+            pass
+        else:
+            if len(text) <= max(8 * content_chars, MIN_JSON_CHARS):
+                return text
+    clipped = _clip_strings(value, limit)
     try:
         text = orjson.dumps(clipped, default=str).decode()
     except TypeError:
@@ -105,11 +135,15 @@ def bounded_json(value: Any, content_chars: int) -> str | None:
     return text
 
 
+#: ``Kind.value`` is a Python-level property: a dict lookup is cheaper per row.
+_KIND_VALUE = {kind: kind.value for kind in Kind}
+
+
 def event_row(event: Event, content_chars: int) -> list[Any]:
     """The row for one event, in :data:`EVENT_COLUMNS` order."""
     content = event.content or ""
     return [
-        safe_text(event.session), event.seq, event.ts, event.kind.value, event.role,
+        safe_text(event.session), event.seq, event.ts, _KIND_VALUE[event.kind], event.role,
         safe_text(event.tool), safe_text(event.call_id),
         bounded_json(event.args, content_chars), 1 if event.is_error else 0,
         safe_text(bounded(content, content_chars)), len(content),

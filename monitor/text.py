@@ -100,16 +100,41 @@ def _canonical(value: Any, depth: int = 0) -> Any:
     return value
 
 
+#: Serialized arguments this long are canonicalized the careful way.
+_FAST_ARGS_BYTES = 8000
+_PLAIN = (int, float, bool, type(None))
+
+
+def _surely_long(args: dict[str, Any]) -> bool:
+    """True when ``orjson.dumps(args)`` would certainly succeed and be too
+    long for the fast path of :func:`canonical_args`: string keys, plain
+    values, ASCII strings (no lone surrogates to make it fail; ``isascii`` is
+    a flag test), one of them at least ``_FAST_ARGS_BYTES`` long.  Dumping a
+    1 MB command only to throw the result away costs over a millisecond."""
+    long = False
+    for key, value in args.items():
+        if key.__class__ is not str:
+            return False
+        if value.__class__ is str:
+            if not value.isascii():
+                return False
+            if len(value) >= _FAST_ARGS_BYTES:
+                long = True
+        elif not isinstance(value, _PLAIN):
+            return False
+    return long
+
+
 def canonical_args(args: dict[str, Any] | None) -> str:
     """A stable string for a call's arguments: sorted keys, white space
     normalized, call ids and timestamps dropped."""
     if not args:
         return "{}"
     try:
-        if VOLATILE_KEYS.isdisjoint(args):
+        if VOLATILE_KEYS.isdisjoint(args) and not _surely_long(args):
             # Fast path: most arguments need no rewriting at all.
             raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-            if len(raw) < 8000:
+            if len(raw) < _FAST_ARGS_BYTES:
                 text = raw.decode()
                 if not _needs_squash(text):
                     return text

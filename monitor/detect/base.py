@@ -87,7 +87,7 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "started_ts", "events_seen", "tool_calls_seen", "_turns")
+                 "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -100,6 +100,9 @@ class SessionView:
         self.tool_calls_seen = 0
         #: same_turn_seconds -> [tracker, last event fed, its position, the turn it completed]
         self._turns: dict[float, list[Any]] = {}
+        #: The turn the current event completed, while the engine runs the
+        #: turn detectors on it (see :meth:`TurnDetector.observe_completed`).
+        self.completed: Any = None
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:
@@ -197,6 +200,11 @@ class TurnDetector(Detector):
         if turn is None:
             return None
         return self.judge(turn, view)
+
+    def observe_completed(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
+        """:meth:`observe` when the engine has fed the tracker itself and the
+        event completed ``view.completed``."""
+        return self.judge(view.completed, view)
 
     def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
         """Look at one completed :class:`~monitor.detect.turns.Turn`."""

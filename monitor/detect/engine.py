@@ -72,8 +72,9 @@ class SessionState:
         Turn detectors whose ``observe`` is :meth:`TurnDetector.observe` do
         nothing but feed the session's turn tracker and judge the turn an
         event completes.  When they share one tracker the engine feeds it
-        itself and, for an event that completes no turn, runs
-        ``quiet_observers``: the same calls in the same order, minus theirs."""
+        itself: for an event that completes no turn it runs ``quiet_observers``
+        (the same calls in the same order, minus theirs), and for one that
+        does, their :meth:`TurnDetector.observe_completed`."""
         self.by_kind = {
             kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
             for kind in Kind
@@ -85,10 +86,10 @@ class SessionState:
         skip = {id(d) for d in gated} if self.turn_gate is not None else set()
         self.observers, self.quiet_observers = {}, {}
         for kind in Kind:
-            shared = self.global_by_kind.get(kind, ())
-            self.observers[kind] = tuple(d.observe for d in [*self.by_kind[kind], *shared])
-            self.quiet_observers[kind] = tuple(
-                d.observe for d in [*self.by_kind[kind], *shared] if id(d) not in skip)
+            detectors = [*self.by_kind[kind], *self.global_by_kind.get(kind, ())]
+            self.observers[kind] = tuple(d.observe_completed if id(d) in skip else d.observe
+                                         for d in detectors)
+            self.quiet_observers[kind] = tuple(d.observe for d in detectors if id(d) not in skip)
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now."""
@@ -219,14 +220,19 @@ class Engine:
 
         state.recent.append(event)
         found: list[Detection] = []
-        observers = state.observers[kind]
         gate = state.turn_gate
-        if gate is not None and view.turn(event, gate) is None:
-            observers = state.quiet_observers[kind]  # no turn completed: skip the turn detectors
+        if gate is None:
+            observers = state.observers[kind]
+        else:
+            # Feed the session's turn tracker once; the turn detectors only
+            # run when the event completed a turn (and judge it directly).
+            view.completed = view.turn(event, gate)
+            observers = (state.quiet_observers if view.completed is None else state.observers)[kind]
         for observe in observers:
             result = observe(event, view)
             if result:
                 found.extend(result)
+        view.completed = None
 
         if kind in _SIMILARITY_KINDS:
             state.similarity.append(view.similarity)

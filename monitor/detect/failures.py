@@ -181,14 +181,18 @@ def shell_command(call: Event | None) -> str | None:
     args = call.args or {}
     command = None
     for key in COMMAND_KEYS:
-        command = _args_string(args.get(key))
-        if command is not None:
-            break
-    if command is None and (call.tool or "").lower() in SHELL_TOOLS:
-        for key in _SHELL_STRING_KEYS:
-            command = _args_string(args.get(key))
+        value = args.get(key)
+        if value is not None:  # (most calls have none of these keys)
+            command = _args_string(value)
             if command is not None:
                 break
+    if command is None and (call.tool or "").lower() in SHELL_TOOLS:
+        for key in _SHELL_STRING_KEYS:
+            value = args.get(key)
+            if value is not None:
+                command = _args_string(value)
+                if command is not None:
+                    break
     call.cache["shell_command"] = command
     return command
 

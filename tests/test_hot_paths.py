@@ -1,0 +1,152 @@
+"""The hot path's shortcuts give exactly what the plain computations give.
+
+Several per-event computations have a fast path (substring tests instead of a
+regex, a skipped dump, turn detectors skipped when no turn completed, …).
+Each test here checks a shortcut against the straightforward computation it
+replaces, so that a later edit of one side cannot silently change behaviour.
+"""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from monitor.config import build_config
+from monitor.demo.synthetic import records
+from monitor.detect.engine import Engine
+from monitor.detect.fingerprints import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
+from monitor.events import Event, Kind
+from monitor.formats.lines import LineDecoder
+from monitor.framing import LineSplitter
+from monitor.store_rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
+from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _needs_squash, canonical_args
+
+ALPHABET = ' \t\n\r"\\abn\x0b\xa0\u2028é'
+
+
+def test_needs_squash_matches_the_regex_on_orjson_output():
+    rng = random.Random(0)
+    for _ in range(20_000):
+        args = {"k": "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(12)))}
+        raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+        assert _needs_squash(raw.decode()) == bool(_NEEDS_SQUASH.search(raw)), raw
+
+
+def careful_canonical_args(args):
+    """canonical_args without its shortcuts (the reference)."""
+    if not args:
+        return "{}"
+    try:
+        if VOLATILE_KEYS.isdisjoint(args):
+            raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+            if len(raw) < 8000 and not _NEEDS_SQUASH.search(raw):
+                return raw.decode()
+        return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(_canonical(args))
+
+
+@pytest.mark.parametrize("args", [
+    {"command": "x" * 9000},
+    {"command": "echo  hi\n" * 2000, "timeout": 5},
+    {"content": "a\tb " * 3000, "path": "f.py", "n": 2 ** 70},
+    {"content": "é" * 9000},
+    {"content": "ok" * 5000, "nested": {"a": 1}},
+    {"content": "ok" * 5000, 3: "int key"},
+    {"content": "x" * 9000, "id": "call-1"},
+    {"path": "a.py", "command": "ls  -l"},
+])
+def test_long_arguments_skip_the_fast_dump_with_the_same_key(args):
+    assert canonical_args(args) == careful_canonical_args(args)
+
+
+def test_empty_handed_hints_cover_every_phrase():
+    for phrase in EMPTY_HANDED:
+        assert _empty_handed(phrase) and _empty_handed(f"x {phrase.upper().lower()} y")
+    assert not _empty_handed("all good")
+
+
+def test_fingerprint_is_the_primary_arguments_key():
+    cases = [("read_file", {"path": "a.py"}), ("grep", {"pattern": "x", "path": "src", "flags": "-i"}),
+             ("bash", {"command": "pytest -q", "description": "run"}), ("tool", {"a": 1}), (None, {"path": "p"}),
+             ("", {}), ("edit", {"path": "a", "old": "x", "new": "y"})]
+    for tool, args in cases:
+        event = Event(Kind.TOOL_CALL, "s", 0.0, tool=tool, args=args)
+        primary = {k: args[k] for k in PRIMARY_KEYS if k in args}
+        assert fingerprint(event) == f"{tool or '?'}:{canonical_args(primary or args)}"
+
+
+def reference_lines(data: bytes, limit: int) -> list[tuple[int, bytes | None, int]]:
+    pieces = data.split(b"\n")
+    if pieces[-1] == b"":
+        pieces.pop()
+    return [(n, p if len(p) <= limit else None, len(p)) for n, p in enumerate(pieces, 1)]
+
+
+def test_line_splitter_matches_a_plain_split_however_the_stream_is_chunked():
+    rng = random.Random(1)
+    for _ in range(2000):
+        data = bytes(rng.choice(b"ab\n\n  x") for _ in range(rng.randrange(200)))
+        limit = rng.randrange(1, 20)
+        cuts = sorted(rng.sample(range(len(data) + 1), min(len(data) + 1, rng.randrange(8))))
+        splitter = LineSplitter(limit)
+        out, start = [], 0
+        for cut in cuts + [len(data)]:
+            out += splitter.feed(data[start:cut])
+            start = cut
+        out += splitter.flush()
+        assert out == reference_lines(data, limit), (data, cuts, limit)
+
+
+@pytest.mark.parametrize("value", [
+    {"path": "a.py", "n": 3, "ok": True, "x": None, "f": 1.5},
+    {"command": "y" * 5000},
+    {"bad": "\udcff"},
+    {"nested": {"a": [1, 2]}},
+    {"big": 2 ** 80},
+])
+def test_flat_json_columns_skip_the_clipping_with_the_same_text(value):
+    def careful(value, content_chars):
+        clipped = _clip_strings(value, max(content_chars, MIN_ARG_CHARS))
+        try:
+            text = orjson.dumps(clipped, default=str).decode()
+        except TypeError:
+            import json
+            text = json.dumps(clipped, default=str, ensure_ascii=True)
+        if len(text) > max(8 * content_chars, MIN_JSON_CHARS):
+            text = orjson.dumps({"…": f"too large to store: {len(text):,} characters of JSON"}).decode()
+        return text
+
+    for chars in (200, 4000):
+        assert bounded_json(value, chars) == careful(value, chars)
+
+
+@pytest.mark.parametrize("preset", ["balanced", "aggressive"])
+def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
+    """The engine skips the turn detectors for events that complete no turn;
+    with that shortcut off, every detection and sparkline is the same."""
+
+    def run(gated: bool):
+        engine = Engine(build_config({}, preset=preset))
+        decoder = LineDecoder("trace.jsonl")
+        found = []
+        for line, record in enumerate(records(6000, sessions=6, seed=3, loop_rate=0.1), 1):
+            events, _ = decoder.feed(orjson.dumps(record), line, now=0.0)
+            for event in events:
+                state = engine.session(event.session, event)
+                if not gated and state.turn_gate is not None:
+                    state.turn_gate = None  # every detector's observe, for every event
+                    state.observers = {kind: tuple(d.observe for d in [*state.by_kind[kind],
+                                                                      *state.global_by_kind.get(kind, ())])
+                                       for kind in Kind}
+                found += [(d.detector, d.seq, d.session, d.level, d.message) for d in engine.process(event)]
+        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+                  for sid, s in engine.sessions.items()}
+        return found, sparks
+
+    gated, ungated = run(True), run(False)
+    assert gated == ungated
+    # The turn detectors did judge something.
+    assert any(any(scores.get("turn_similarity", ())) for _, scores in gated[1].values())
