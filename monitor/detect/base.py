@@ -222,15 +222,24 @@ def register(cls: type[Detector]) -> type[Detector]:
     return cls
 
 
-def evidence(events: Iterable[Event], limit: int = 12) -> tuple[EventRef, ...]:
-    """Evidence references for the last ``limit`` of ``events``."""
+def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:
+    """Evidence references for the last ``limit`` of ``events`` (events, or
+    the :class:`EventRef` a detector kept instead of holding the event)."""
     return tuple(map(_ref, list(events)[-limit:]))
 
 
-def _ref(event: Event) -> EventRef:
+def ref(event: Event | EventRef) -> EventRef:
+    """The :class:`EventRef` of ``event``, made once per event: what a detector
+    keeps in its window instead of the event (whose content may be large)."""
+    return _ref(event)
+
+
+def _ref(event: Event | EventRef) -> EventRef:
     """The reference to ``event``, made once and kept on it: a loop's
     detections repeat, each citing the same events plus one (and a summary
     costs microseconds to write)."""
+    if event.__class__ is EventRef:
+        return event
     ref = event.cache.get("ref")
     if ref is None or ref.seq != event.seq:
         ref = event.cache["ref"] = EventRef.of(event)
