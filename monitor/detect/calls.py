@@ -1,49 +1,166 @@
-"""A bounded history of recent tool calls with their outcomes.
+"""Compact records of recent tool calls and their outcomes.
 
-Several detectors reason about "this call, and what it returned": they keep a
-:class:`CallHistory`, append calls as they are made and fill in each call's
-result when it arrives (matched by identity through ``Event.call``).
+Several detectors reason about "this call, and what it returned" (exact
+repeat, cycle, fingerprint, similar arguments).  They keep windows of
+:class:`CallRecord` instead of events: a record holds what a comparison or a
+detection can need later -- hashes of the keys, the keys bounded, the
+evidence reference, and the result's head and tail -- and nothing that grows
+with the event (no ``Event``, no 1 MB content).
+
+A call's record is made once, by :func:`call_record`, and memoized on the
+event, so the detectors of a session share it: the keys are computed and the
+result is attached once per event, whichever detector sees it first.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterator
+from typing import Any, Iterator
 
-from monitor.events import Event, Kind
-from monitor.text import result_key
+from monitor.detect.base import ref
+from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
+from monitor.events import Event, EventRef, Kind
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
+
+#: How much of a key a record keeps (patterns show at most 200 characters).
+KEY_CHARS = 200
+_TOOL_CALL = Kind.TOOL_CALL
 
 
 class CallRecord:
-    __slots__ = ("key", "event", "result_event")
+    """One tool call: its keys, its evidence, and (once known) its result.
 
-    def __init__(self, key: str, event: Event):
-        self.key = key
-        self.event = event
-        self.result_event: Event | None = None  # None until the result arrives
+    ``hash`` and ``key`` identify the exact call (``call_key``): equal
+    records have equal hashes of the whole key and equal bounded keys.  The
+    result is kept as its clipped text (what every result comparison reads)
+    until a comparison has reduced it to a hash."""
+
+    __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
+                 "_outcome", "_marks", "failure")
+
+    def __init__(self, event: Event):
+        key = call_key(event)
+        self.seq = event.seq
+        self.ts = event.ts
+        self.tool = event.tool
+        self.hash = hash(key)
+        self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+        self.ref: EventRef = ref(event)
+        #: The result's head and tail (``clip``); ``None`` until it arrives.
+        #: ``error``, ``long`` (over 400 characters) and the memos below are
+        #: set when it does.
+        self.text: str | None = None
+        #: similar_args: the comparable failure (``None`` while unknown).
+        self.failure: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """The result arrived."""
+        return self.text is not None
+
+    def same_call(self, other: CallRecord) -> bool:
+        return self.hash == other.hash and self.key == other.key
 
     @property
     def result(self) -> str | None:
-        """The normalized result; computed only when a comparison needs it
-        (normalizing every result would dominate the engine's cost)."""
-        return None if self.result_event is None else result_key(self.result_event)
+        """The normalized result (``result_key``), ``None`` until it arrives."""
+        if self.text is None:
+            return None
+        return ("E:" if self.error else "R:") + normalize_result(self.text)
+
+    def outcome(self) -> int:
+        """The hash of the normalized result, computed once."""
+        outcome = self._outcome
+        if outcome is None:
+            outcome = self._outcome = hash(self.result)
+        return outcome
 
     def same_outcome(self, other: CallRecord) -> bool:
         """Equal outcomes, counting an unknown one as equal (it may still come)."""
-        a, b = self.result_event, other.result_event
-        if a is None or b is None:
+        if self.text is None or other.text is None:
             return True
-        if a.content == b.content and a.is_error == b.is_error:
-            return True
-        return result_key(a) == result_key(b)
+        if self.error == other.error and self.text == other.text:
+            return True  # the same head and tail: the same normalized result
+        return self.outcome() == other.outcome()
+
+    def marks(self) -> int:
+        """:func:`~monitor.detect.fingerprints.line_marks` of the result."""
+        marks = self._marks
+        if marks is None:
+            marks = self._marks = text_marks(self.text)
+        return marks
+
+    def acknowledged(self) -> bool:
+        """:func:`~monitor.detect.fingerprints.is_acknowledgement` of the result."""
+        return not self.error and not self.long and text_is_acknowledgement(self.text)
+
+    def attach(self, result: Event) -> None:
+        content = result.content
+        self.error = result.is_error
+        self.long = len(content) > 400
+        self._outcome = self._marks = None
+        self.text = clip(content, SIMILARITY_CHARS)
+
+    def event(self) -> Event:
+        """A stand-in event for the UI's window (seq, kind, summary, key)."""
+        return RecalledCall(self)
 
 
-class CallHistory:
-    """The last ``size`` calls of one session, keyed by ``key_of``."""
+def call_record(event: Event) -> CallRecord:
+    """The record of a tool call, made once per event and shared."""
+    cache = event.cache
+    record = cache.get("record")
+    if record is None or record.seq != event.seq:
+        record = cache["record"] = CallRecord(event)
+    return record
 
-    def __init__(self, size: int, key_of: Callable[[Event], str]):
-        self.records: deque[CallRecord] = deque(maxlen=size)
-        self.key_of = key_of
+
+def attach_result(result: Event) -> CallRecord | None:
+    """Attach a tool result to its call's record (once); return that record."""
+    call = result.call
+    if call is None or result.kind is not Kind.TOOL_RESULT:
+        return None
+    record = call.cache.get("record")
+    if record is None or record.seq != call.seq:
+        return None  # no call detector kept the call
+    if record.text is None:
+        record.attach(result)
+    return record
+
+
+class RecalledCall(Event):
+    """An event rebuilt from a record for the UI's window: its summary is the
+    evidence's, and its ``call_key`` matches exactly when the calls' keys do."""
+
+    __slots__ = ("_summary",)
+
+    def __init__(self, record: CallRecord):
+        found: EventRef = record.ref
+        super().__init__(_TOOL_CALL, "", record.ts, source=found.source, line=found.line,
+                         tool=record.tool, seq=record.seq,
+                         cache={"call_key": f"{record.key}#{record.hash:x}"})
+        self._summary = found.summary
+
+    def summary(self, width: int = 80) -> str:
+        text = self._summary
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def events(records: Any) -> list[Event]:
+    """Stand-in events for the records (a detector's ``window()``)."""
+    return [RecalledCall(record) for record in records]
+
+
+class CallWindow:
+    """The last ``size`` call records, with how many records of each call
+    hash it holds: "is this call in the window?" is one dict lookup."""
+
+    __slots__ = ("records", "counts", "size")
+
+    def __init__(self, size: int):
+        self.records: deque[CallRecord] = deque()
+        self.counts: dict[int, int] = {}
+        self.size = size
 
     def __len__(self) -> int:
         return len(self.records)
@@ -53,22 +170,19 @@ class CallHistory:
 
     def clear(self) -> None:
         self.records.clear()
+        self.counts.clear()
 
-    def add_call(self, event: Event) -> CallRecord:
-        record = CallRecord(self.key_of(event), event)
-        self.records.append(record)
-        return record
-
-    def add_result(self, event: Event) -> CallRecord | None:
-        """Attach a tool result to the call it answers; return that record."""
-        call = event.call
-        if call is None or event.kind is not Kind.TOOL_RESULT:
-            return None
-        for record in reversed(self.records):
-            if record.event is call:
-                record.result_event = event
-                return record
-        return None
-
-    def events(self) -> list[Event]:
-        return [record.event for record in self.records]
+    def push(self, record: CallRecord) -> None:
+        records, counts = self.records, self.counts
+        if len(records) >= self.size:
+            if not records:
+                return  # a window of no calls (as a deque with maxlen 0)
+            old = records.popleft().hash
+            left = counts[old] - 1
+            if left:
+                counts[old] = left
+            else:
+                del counts[old]
+        records.append(record)
+        key = record.hash
+        counts[key] = counts.get(key, 0) + 1

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallHistory, CallRecord
+from monitor.detect.calls import CallRecord, CallWindow, call_record, events
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key
+
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class CycleSettings(DetectorSettings):
 
 
 def _same(a: CallRecord, b: CallRecord) -> bool:
-    return a.key == b.key and a.same_outcome(b)
+    return a.same_call(b) and a.same_outcome(b)
 
 
 @register
@@ -43,26 +44,39 @@ class Cycle(Detector):
     def __init__(self, settings: CycleSettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.calls = CallHistory(max(s.window, s.max_period * s.min_repetitions), call_key)
+        self.calls = CallWindow(max(s.window, s.max_period * s.min_repetitions))
         # For each period p: how many calls in a row matched the call p before.
         self._runs = dict.fromkeys(range(s.min_period, s.max_period + 1), 0)
+        #: Some run is non-zero (lets a call that repeats nothing skip the loop).
+        self._running = False
 
     def reset(self) -> None:
         self.calls.clear()
         self._runs = dict.fromkeys(self._runs, 0)
+        self._running = False
 
     def window(self) -> list[Event]:
-        return self.calls.events()
+        return events(self.calls)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # Runs for every call and result of every session: written flat.
         kind = event.kind
-        history = self.calls.records
-        runs = self._runs
-        if kind is Kind.TOOL_RESULT:
-            record = self.calls.add_result(event)
-            if record is None or record is not history[-1]:
+        if kind is _TOOL_RESULT:
+            call = event.call
+            if call is None:
+                return None
+            record = call.cache.get("record")
+            if record is None or record.seq != call.seq:
+                return None
+            if record.text is None:
+                record.attach(event)
+            if not self._running:
+                return None  # no run to confirm or break
+            history = self.calls.records
+            if not history or record is not history[-1]:
                 return None
             # The latest call's result arrived: confirm or break its cycles.
+            runs = self._runs
             pending = False
             for period, run in runs.items():
                 if run:
@@ -70,25 +84,38 @@ class Cycle(Detector):
                         runs[period] = 0
                     elif run >= period:
                         pending = True
+            self._running = any(runs.values())
             return self._check(list(history), view, confirmed=True) if pending else None
-        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        last = CallRecord(call_key(event), event)
-        history.append(last)  # CallHistory.add_call, without recomputing the key
+        last = call_record(event)
+        calls = self.calls
+        if last.hash not in calls.counts:
+            # No earlier occurrence in the window: every run breaks.
+            calls.push(last)
+            if self._running:
+                self._runs = dict.fromkeys(self._runs, 0)
+                self._running = False
+            return None
+        calls.push(last)
+        history = calls.records
+        runs = self._runs
         n = len(history)
-        key = last.key
         pending = False
+        running = False
         for period, run in runs.items():
             if n > period:
                 earlier = history[-1 - period]
                 # _same(), with the cheap key test first: most calls repeat nothing
-                if earlier.key == key and last.same_outcome(earlier):
+                if earlier.same_call(last) and last.same_outcome(earlier):
                     runs[period] = run = run + 1
+                    running = True
                     if run >= period:
                         pending = True
                     continue
             if run:
                 runs[period] = 0
+        self._running = running
         # _check finds nothing (and notes nothing) unless a run spans its period.
         return self._check(list(history), view, confirmed=False) if pending else None
 
@@ -99,7 +126,7 @@ class Cycle(Detector):
             if run < period:
                 continue
             block = records[-period:]
-            if len({r.key for r in block}) < 2:
+            if len({r.hash for r in block}) < 2:
                 continue  # a single call repeated is exact_repeat's job
             reps = 1 + run // period
             view.note_similarity(self.name, min(1.0, reps / s.min_repetitions))
@@ -107,9 +134,9 @@ class Cycle(Detector):
             if reps < s.min_repetitions or run % period != 0:
                 return None
             # Wait for the closing call's result unless results are not logged.
-            if not confirmed and records[-1 - period].result is not None:
+            if not confirmed and records[-1 - period].done:
                 return None
-            names = " → ".join(r.event.tool or "?" for r in block)
+            names = " → ".join(r.tool or "?" for r in block)
             involved = records[-min(n, run + period):]
             return [
                 Detection(
@@ -119,11 +146,11 @@ class Cycle(Detector):
                     message=f"cycle of {period} calls ({names}) repeated {reps} times with the same results",
                     pattern="cycle:" + "→".join(sorted(r.key[:80] for r in block)),
                     count=reps,
-                    tool=block[-1].event.tool,
+                    tool=block[-1].tool,
                     summary=f"repeated the same sequence of {period} calls ({names}) {reps} times",
                     advice="Each pass gives the same results. Break the cycle: change the approach, "
                            "not the order of the same steps.",
-                    evidence=evidence(r.event for r in involved),
+                    evidence=evidence(r.ref for r in involved),
                 )
             ]
         return None

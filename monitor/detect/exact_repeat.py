@@ -5,6 +5,9 @@ space normalized, call ids and timestamps dropped).  The 3rd occurrence in the
 last 10 calls warns, but only while the repeats keep getting the same result:
 a poll whose output moves is progress, not a loop.  The check runs when the
 call is made, so a stuck agent is flagged before its next result arrives.
+
+The window holds compact call records (:mod:`monitor.detect.calls`) and
+counts them by key, so a call that repeats nothing costs one lookup.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallHistory, CallRecord
+from monitor.detect.calls import CallRecord, CallWindow, call_record, events
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key
+
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 @dataclass(frozen=True)
@@ -36,33 +40,38 @@ class ExactRepeat(Detector):
 
     def __init__(self, settings: ExactRepeatSettings | None = None):
         super().__init__(settings)
-        self.calls = CallHistory(self.settings.window, call_key)
+        self.calls = CallWindow(self.settings.window)
 
     def reset(self) -> None:
         self.calls.clear()
 
     def window(self) -> list[Event]:
-        return self.calls.events()
+        return events(self.calls)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # Runs for every call and result of every session: written flat.
         kind = event.kind
-        if kind is Kind.TOOL_RESULT:
-            self.calls.add_result(event)
+        if kind is _TOOL_RESULT:
+            call = event.call
+            if call is not None:
+                # attach_result(), inlined: the common case is one lookup
+                record = call.cache.get("record")
+                if record is not None and record.text is None and record.seq == call.seq:
+                    record.attach(event)
             return None
-        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
 
-        key = call_key(event)
-        history = self.calls.records
-        for record in history:
-            if record.key == key:
-                break
-        else:  # not in the window, the common case: nothing repeats
-            history.append(CallRecord(key, event))
+        record = call_record(event)
+        calls = self.calls
+        if record.hash not in calls.counts:  # the common case: nothing repeats
+            calls.push(record)
             return None
-        records = list(history)
-        positions = [i for i, record in enumerate(records) if record.key == key]
-        history.append(CallRecord(key, event))
+        records = list(calls.records)
+        positions = [i for i, earlier in enumerate(records) if earlier.same_call(record)]
+        calls.push(record)
+        if not positions:
+            return None  # only a hash collision
         view.note_similarity(self.name, 1.0)
 
         # Count back from the latest repeat while outcomes stay identical and
@@ -80,7 +89,7 @@ class ExactRepeat(Detector):
             earlier = records[earlier_at]
             if not earlier.same_outcome(reference) or _moved_between(records, earlier_at + 1, later):
                 break
-            if reference.result_event is None:
+            if not reference.done:
                 reference = earlier
             streak.append(earlier)
         if not streak:
@@ -89,7 +98,7 @@ class ExactRepeat(Detector):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:
             return None
-        involved = [r.event for r in reversed(streak)] + [event]
+        involved = [r.ref for r in reversed(streak)] + [record.ref]
         return [
             Detection(
                 detector=self.name,
@@ -97,9 +106,9 @@ class ExactRepeat(Detector):
                 score=min(1.0, count / (threshold + 2)),
                 message=(
                     f"{event.tool} called {count} times with identical arguments "
-                    f"in the last {len(self.calls)} calls, with the same result"
+                    f"in the last {len(calls)} calls, with the same result"
                 ),
-                pattern=f"call:{key[:200]}",
+                pattern=f"call:{record.key}",
                 count=count,
                 tool=event.tool,
                 summary=f"called {event.tool} with the same arguments {count} times",
@@ -114,10 +123,10 @@ def _moved_between(records: list[CallRecord], start: int, stop: int) -> bool:
     the window and got a different result: something being polled moved."""
     for index in range(start, stop):
         record = records[index]
-        if record.result_event is None:
+        if not record.done:
             continue
         for earlier in records[:index]:
-            if earlier.key == record.key and earlier.result_event is not None:
+            if earlier.done and earlier.same_call(record):
                 if not record.same_outcome(earlier):
                     return True
     return False

@@ -15,13 +15,15 @@ acknowledgements (successive different edits of one file).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallHistory, CallRecord
-from monitor.detect.fingerprints import fingerprint, is_acknowledgement, line_marks
+from monitor.detect.calls import KEY_CHARS, CallRecord, call_record, events
+from monitor.detect.fingerprints import fingerprint
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key
+
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
@@ -33,12 +35,11 @@ def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
     seen = 0
     start = 0
     for index, record in enumerate(records):
-        result = record.result_event
-        if result is None:
+        if not record.done:
             if index != len(records) - 1:
                 start, seen = index + 1, 0
             continue
-        marks = line_marks(result)
+        marks = record.marks()
         if marks & ~seen or index == start:
             start = index  # something new: the run starts over from here
         seen |= marks
@@ -64,44 +65,57 @@ class Fingerprint(Detector):
 
     def __init__(self, settings: FingerprintSettings | None = None):
         super().__init__(settings)
-        self.streak = CallHistory(max(self.settings.threshold, self.settings.fuzzy_threshold) + 8, fingerprint)
+        #: The current run: calls with one fingerprint, in a row.
+        self.streak: deque[CallRecord] = deque(
+            maxlen=max(self.settings.threshold, self.settings.fuzzy_threshold) + 8)
+        #: The run's fingerprint: its hash and its first KEY_CHARS characters.
+        self.print_hash = 0
+        self.print_key = ""
 
     def reset(self) -> None:
         self.streak.clear()
 
     def window(self) -> list[Event]:
-        return self.streak.events()
+        return events(self.streak)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # Runs for every call and result of every session: written flat.
         kind = event.kind
-        if kind is Kind.TOOL_RESULT:
-            self.streak.add_result(event)
+        if kind is _TOOL_RESULT:
+            call = event.call
+            if call is not None:
+                # attach_result(), inlined: the common case is one lookup
+                record = call.cache.get("record")
+                if record is not None and record.text is None and record.seq == call.seq:
+                    record.attach(event)
             return None
-        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
         key = fingerprint(event)
-        history = self.streak.records
-        if not history or history[-1].key != key:
+        current = call_record(event)
+        history = self.streak
+        key_hash = hash(key)
+        bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+        if not history or key_hash != self.print_hash or bounded != self.print_key:
             # Not the fingerprint of the run (the common case): a new run starts.
             history.clear()
-            history.append(CallRecord(key, event))
+            history.append(current)
+            self.print_hash, self.print_key = key_hash, bounded
             return None
         records = list(history)
-        current = CallRecord(key, event)
         history.append(current)
         view.note_similarity(self.name, 0.9)
 
         # Exact tier: identical calls at the end of the run, while their
         # outcomes stay the same (a poll whose output moves is progress).
-        exact_key = call_key(event)
         exact_streak: list[CallRecord] = [current]
         reference: CallRecord | None = None
         for record in reversed(records):
-            if record.key != key or call_key(record.event) != exact_key:
+            if not record.same_call(current):
                 break
             if reference is not None and not record.same_outcome(reference):
                 break
-            if reference is None or reference.result_event is None:
+            if reference is None or not reference.done:
                 reference = record
             exact_streak.append(record)
         exact = len(exact_streak)
@@ -111,9 +125,7 @@ class Fingerprint(Detector):
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
         if exact >= exact_needed:
             tier, count, involved = "exact", exact, exact_streak
-        elif len(fuzzy) >= fuzzy_needed and not any(
-            r.result_event is not None and is_acknowledgement(r.result_event) for r in fuzzy
-        ):
+        elif len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.
             tier, count, involved = "fuzzy", len(fuzzy), fuzzy
         else:
@@ -136,6 +148,6 @@ class Fingerprint(Detector):
                          if tier == "exact" else
                          f"called {event.tool} on the same target {count} times in a row"),
                 advice="Nothing changed between these calls; use what the last result told you.",
-                evidence=evidence(r.event for r in reversed(involved)),
+                evidence=evidence(r.ref for r in reversed(involved)),
             )
         ]

@@ -143,9 +143,14 @@ def is_acknowledgement(result: Event) -> bool:
         return False
     cached = result.cache.get("ack")
     if cached is None:
-        text = squash_ws(result.content)
-        cached = result.cache["ack"] = len(text) < 3 or bool(_ACK.match(text))
+        cached = result.cache["ack"] = text_is_acknowledgement(result.content)
     return cached
+
+
+def text_is_acknowledgement(content: str) -> bool:
+    """:func:`is_acknowledgement` of a successful result of at most 400 characters."""
+    text = squash_ws(content)
+    return len(text) < 3 or bool(_ACK.match(text))
 
 
 def looks_like_failure(result: Event) -> bool:
@@ -351,9 +356,13 @@ def primary_args(call: Event) -> dict[str, Any]:
     memoized on the event."""
     cached = call.cache.get("primary_args")
     if cached is None:
-        args = call.args or {}
-        cached = call.cache["primary_args"] = {k: args[k] for k in PRIMARY_KEYS if k in args} or args
+        cached = call.cache["primary_args"] = primary_of(call.args or {})
     return cached
+
+
+def primary_of(args: dict[str, Any]) -> dict[str, Any]:
+    """:func:`primary_args` of a call's arguments."""
+    return {k: args[k] for k in PRIMARY_KEYS if k in args} or args
 
 
 # -- did a result show anything new? ----------------------------------------------
@@ -369,10 +378,15 @@ def line_marks(result: Event) -> int:
     long text) as a bit set in an ``int``: cheap to keep and to compare."""
     cached = result.cache.get("line_marks")
     if cached is None:
-        marks = 0
-        for line in clip(result.content).splitlines():
-            line = " ".join(line.split())
-            if line:
-                marks |= 1 << (zlib.crc32(line.encode("utf-8", "replace")) % LINE_BITS)
-        cached = result.cache["line_marks"] = marks
+        cached = result.cache["line_marks"] = text_marks(clip(result.content))
     return cached
+
+
+def text_marks(text: str) -> int:
+    """:func:`line_marks` of a result's clipped text."""
+    marks = 0
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            marks |= 1 << (zlib.crc32(line.encode("utf-8", "replace")) % LINE_BITS)
+    return marks

@@ -26,9 +26,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.failures import failed
-from monitor.events import Event, Kind, Level
+from monitor.events import Event, EventRef, Kind, Level
+
+_TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
 
 #: The values design note 000 uses; the first three are opt-in here.
 DESIGN_VALUES = {"max_iterations": 100, "max_runtime_seconds": 4 * 3600.0, "max_cost_usd": 10.0,
@@ -105,7 +107,11 @@ class Limits(Detector):
         self.turns = 0
         self.cost = 0.0
         self.failures = 0
-        self.failed_events: deque[Event] = deque(maxlen=12)
+        #: The failed results in a row (their evidence), and the last one's tool.
+        self.failed_events: deque[EventRef] = deque(maxlen=12)
+        self.failed_tool: str | None = None
+        #: Any limit but the failure streak is on (most sessions: none is).
+        self.totals = bool(s.max_iterations or s.max_runtime_seconds or s.max_cost_usd)
         self.iterations = _Limit("iterations", s.max_iterations)
         self.runtime = _Limit("runtime", s.max_runtime_seconds)
         self.spend = _Limit("cost", s.max_cost_usd)
@@ -125,17 +131,25 @@ class Limits(Detector):
         """An operator reset forgets the failure streak; the totals stay."""
         self.failures = 0
         self.failed_events.clear()
+        self.failed_tool = None
         self.failure_limit = _Limit("failures", self.settings.max_consecutive_failures)
 
     def window(self) -> list[Event]:
-        return list(self.failed_events)
+        return []  # the failed results are kept as evidence references only
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        s = self.settings
         if self.first_ts is None:
             self.first_ts = event.ts
-        found: list[Detection] = []
         kind = event.kind
+        if kind is _TOOL_RESULT and not self.totals:
+            # The common case, written flat: only the failure streak to follow.
+            if failed(event):
+                return self._failed(event)
+            if self.failures:
+                self.reset()
+            return None
+        s = self.settings
+        found: list[Detection] = []
 
         if kind is Kind.TOOL_CALL:
             self.tool_calls += 1
@@ -148,11 +162,7 @@ class Limits(Detector):
             self.cost += event.cost_usd
         elif kind is Kind.TOOL_RESULT:
             if failed(event):
-                self.failures += 1
-                self.failed_events.append(event)  # the failed results are the evidence
-                level = self.failure_limit.check(self.failures, s, max(1, s.max_consecutive_failures))
-                if level:
-                    found.append(self._failure_detection(level))
+                found += self._failed(event) or ()
             elif self.failures:
                 self.reset()
 
@@ -179,6 +189,15 @@ class Limits(Detector):
                     f"spent ${self.cost:.2f}", f"${s.max_cost_usd:.2f}", event))
         return found or None
 
+    def _failed(self, event: Event) -> list[Detection] | None:
+        """Count a failed result; a detection when that reaches the limit."""
+        s = self.settings
+        self.failures += 1
+        self.failed_events.append(ref(event))  # the failed results are the evidence
+        self.failed_tool = event.tool
+        level = self.failure_limit.check(self.failures, s, max(1, s.max_consecutive_failures))
+        return [self._failure_detection(level)] if level else None
+
     def _detection(self, level: Level, what: str, value: float, limit: float, state: str,
                    limit_text: str, event: Event) -> Detection:
         reached = level is Level.TERMINATE
@@ -203,7 +222,7 @@ class Limits(Detector):
     def _failure_detection(self, level: Level) -> Detection:
         limit = self.settings.max_consecutive_failures
         reached = level is Level.TERMINATE
-        tool = self.failed_events[-1].tool if self.failed_events else None
+        tool = self.failed_tool if self.failed_events else None
         state = f"{self.failures} consecutive failed tool calls"
         return Detection(
             detector=self.name,

@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.fingerprints import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
-from monitor.events import Event, Kind, Level
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key, clip
 
 #: A success shorter than this says too little to be "the same result".
 MIN_SUCCESS_CHARS = 80
+_TOOL_RESULT = Kind.TOOL_RESULT
 
 
 @dataclass(frozen=True)
@@ -49,15 +50,16 @@ class RepeatedResult(Detector):
 
     def __init__(self, settings: RepeatedResultSettings | None = None):
         super().__init__(settings)
-        # (outcome or None, call key, result event) of the last N results; a
-        # success takes a slot too, so failures spread thin do not add up.
-        self.results: deque[tuple[str | None, str, Event]] = deque(maxlen=self.settings.window)
+        # (outcome or None, hash of the call key, the call's evidence) of the
+        # last N results; a success takes a slot too, so failures spread thin
+        # do not add up.  Successes keep no evidence: they are never cited.
+        self.results: deque[tuple[str | None, int, EventRef | None]] = deque(maxlen=self.settings.window)
 
     def reset(self) -> None:
         self.results.clear()
 
     def window(self) -> list[Event]:
-        return [event.call or event for _, _, event in self.results]
+        return []  # the results compared are summarized, not kept
 
     def _outcome(self, event: Event) -> str | None:
         signature = failure_signature(event)
@@ -68,15 +70,18 @@ class RepeatedResult(Detector):
         return "R:" + clip(event.content)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is not Kind.TOOL_RESULT or event.call is None or view.exempt(event.tool):
+        call = event.call
+        if event.kind is not _TOOL_RESULT or call is None or view.exempt(event.tool):
             return None
         if not_an_outcome(event):
             return None  # a cancelled sibling or a refused call: not this call's result
         outcome = self._outcome(event)
-        self.results.append((outcome, call_key(event.call), event))
+        results = self.results
         if outcome is None:
+            results.append((None, 0, None))
             return None
-        same = [(c, e) for o, c, e in self.results if o == outcome]
+        results.append((outcome, hash(call_key(call)), ref(call)))
+        same = [(c, e) for o, c, e in results if o == outcome]
         calls = {c for c, _ in same}
         if len(same) > 1:
             view.note_similarity(self.name, min(1.0, len(same) / self.settings.threshold))
@@ -103,6 +108,6 @@ class RepeatedResult(Detector):
                 tool=event.tool,
                 summary=f"tried {len(calls)} different calls that all ended in the same {what}",
                 advice=advice,
-                evidence=evidence(e.call or e for _, e in same),
+                evidence=evidence(e for _, e in same),
             )
         ]

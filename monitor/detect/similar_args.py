@@ -15,21 +15,24 @@ tests/test_a.py``, ``pytest tests/test_b.py``… is one command over many items.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rapidfuzz import fuzz
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord
+from monitor.detect.calls import CallRecord, call_record, events
 from monitor.detect.fingerprints import (
     arg_similarity,
     failed_silently,
     failure_signature,
     not_an_outcome,
     primary_args,
+    primary_of,
     varies_only_in_items,
 )
 from monitor.events import Event, Kind, Level
-from monitor.text import call_key
+
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 #: Failure signatures at least this similar (rapidfuzz ratio, 0-100) are "the
 #: same failure": "No such file: src/foo" and "No such file: src/fo0".
@@ -45,12 +48,10 @@ class SimilarArgsSettings(DetectorSettings):
     window: int = 10  # calls of any tool the chain may span
 
 
-def _failure(record: CallRecord) -> str | None:
-    """The comparable failure of a call's result; ``None`` while unknown, ``""``
-    for a result that is not a failure (which ends the retry story)."""
-    result = record.result_event
-    if result is None:
-        return None
+def _failure(result: Event) -> str:
+    """The comparable failure of a call's result, ``""`` for a result that is
+    not a failure (which ends the retry story).  A record's ``failure`` is
+    this, or ``None`` while the result is unknown."""
     signature = failure_signature(result)
     if signature is not None:
         return signature
@@ -81,6 +82,8 @@ class SimilarArgs(Detector):
         #: latest call has left the window is over.
         self.chains: dict[str, list[CallRecord]] = {}
         self.last_call: dict[str, int] = {}
+        #: Per tool: the primary arguments of its chain's latest call.
+        self.last_args: dict[str, Any] = {}
         #: The pattern a tool's chain was first reported under: the same loop
         #: keeps one name on the escalation ladder while its chain slides.
         self.patterns: dict[str, str] = {}
@@ -90,43 +93,67 @@ class SimilarArgs(Detector):
     def reset(self) -> None:
         self.chains.clear()
         self.last_call.clear()
+        self.last_args.clear()
         self.patterns.clear()
 
     def window(self) -> list[Event]:
         chain = self.chains.get(self.last_tool)
-        return [record.event for record in chain] if chain else []
+        return events(chain) if chain else []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # Runs for every call and result of every session: written flat.
         kind = event.kind
-        if kind is Kind.TOOL_RESULT:
-            self._attach(event)
+        if kind is _TOOL_RESULT:
+            call = event.call
+            if call is None:
+                return None
+            chain = self.chains.get(call.tool or "")
+            if not chain:
+                return None
+            record = call.cache.get("record")
+            if record is None or record.failure is not None or not_an_outcome(event):
+                return None
+            for earlier in reversed(chain):
+                if earlier is record:
+                    record.failure = _failure(event)
+                    break
             return None
-        if kind is not Kind.TOOL_CALL or view.exempt(event.tool):
+        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
         calls = self.calls = self.calls + 1
         window = self.settings.window
         tool = self.last_tool = event.tool or ""
-        if calls - self.last_call.get(tool, calls) >= window:
+        chains = self.chains
+        last_call = self.last_call
+        if calls - last_call.get(tool, calls) >= window:
             self._restart(tool)  # lapsed: its last call has left the window
-        self.last_call[tool] = calls
-        if len(self.chains) > window:
+        last_call[tool] = calls
+        if len(chains) > window:
             self._expire()
-        chain = self.chains.get(tool)
-        if chain and _failure(chain[-1]) == "":
-            self._restart(tool)  # the last variant succeeded: what comes next is a new story
-        elif chain:
-            before, now = primary_args(chain[-1].event), primary_args(event)
-            score = arg_similarity(before, now, self.settings.similarity)
-            if score < self.settings.similarity or varies_only_in_items(before, now):
-                self._restart(tool)  # a different attempt, or the same command on the next item
+        chain = chains.get(tool)
+        if chain:
+            if chain[-1].failure == "":
+                self._restart(tool)  # the last variant succeeded: what comes next is a new story
             else:
-                view.note_similarity(self.name, score)
-        chain = self.chains.setdefault(tool, [])
-        chain.append(CallRecord(call_key(event), event))
+                before, now = primary_of(self.last_args[tool]), primary_args(event)
+                score = arg_similarity(before, now, self.settings.similarity)
+                if score < self.settings.similarity or varies_only_in_items(before, now):
+                    self._restart(tool)  # a different attempt, or the same command on the next item
+                else:
+                    view.note_similarity(self.name, score)
+        # The arguments as they are: their primary part is only needed when
+        # the next call of the tool is compared with this one (rarely).
+        self.last_args[tool] = event.args or {}
+        record = call_record(event)
+        chain = chains.get(tool)
+        if chain is None:
+            chains[tool] = [record]
+            return None  # a chain of one call: nothing to check yet
+        chain.append(record)
         threshold = view.threshold(event.tool, self.settings.threshold)
         if len(chain) > threshold + CHAIN_SLACK:
             del chain[0]
-        if len(chain) < threshold or len({r.key for r in chain}) < 2:
+        if len(chain) < threshold or len({r.hash for r in chain}) < 2:
             return None
         return self._check(chain, event, threshold)
 
@@ -137,6 +164,7 @@ class SimilarArgs(Detector):
         for tool in [t for t, last in self.last_call.items() if last <= horizon]:
             self._restart(tool)
             del self.last_call[tool]
+            self.last_args.pop(tool, None)
 
     def _restart(self, tool: str) -> None:
         self.chains.pop(tool, None)
@@ -150,7 +178,7 @@ class SimilarArgs(Detector):
         reference: str | None = None
         known = 0
         for position, record in enumerate(reversed(earlier)):
-            failure = _failure(record)
+            failure = record.failure
             if failure is None:
                 if position == 0:
                     streak.append(record)
@@ -166,7 +194,7 @@ class SimilarArgs(Detector):
 
         involved = list(reversed(streak)) + [chain[-1]]
         count = len(involved)
-        if count < threshold or len({r.key for r in involved}) < 2:
+        if count < threshold or len({r.hash for r in involved}) < 2:
             return None
         shown = reference[2:]
         pattern = self.patterns.setdefault(event.tool or "", f"similar:{event.tool}:{involved[0].key[:160]}")
@@ -184,18 +212,6 @@ class SimilarArgs(Detector):
                         "and got the same failure",
                 advice="Small variations of the same arguments keep failing the same way; "
                        "question the assumption behind them instead.",
-                evidence=evidence(r.event for r in involved),
+                evidence=evidence(r.ref for r in involved),
             )
         ]
-
-    def _attach(self, event: Event) -> None:
-        call = event.call
-        if call is None:
-            return
-        chain = self.chains.get(call.tool or "")
-        if not chain or not_an_outcome(event):
-            return
-        for record in reversed(chain):
-            if record.event is call:
-                record.result_event = event
-                return

@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement, not_an_outcome
-from monitor.events import Event, Kind, Level
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import outcome_key
 
 #: Calls kept per entry as evidence.
 EVIDENCE_CALLS = 12
+_TOOL_RESULT = Kind.TOOL_RESULT
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,40 @@ class SwarmSettings(DetectorSettings):
 
 
 class _Entry:
-    """The recent calls of one (fingerprint, outcome) across sessions."""
+    """The recent calls of one (fingerprint, outcome) across sessions: their
+    times and sessions, how many each session has among them, and the
+    evidence of the last few."""
 
-    __slots__ = ("times", "calls")
+    __slots__ = ("times", "sessions", "per_session", "size", "calls")
 
     def __init__(self, size: int):
-        self.times: deque[tuple[float, str]] = deque(maxlen=size)
-        self.calls: deque[Event] = deque(maxlen=EVIDENCE_CALLS)
+        self.times: deque[float] = deque()
+        self.sessions: deque[str] = deque()
+        self.per_session: dict[str, int] = {}
+        self.size = size
+        self.calls: deque[EventRef] = deque(maxlen=EVIDENCE_CALLS)
+
+    def add(self, ts: float, session: str, horizon: float) -> None:
+        """Count a call; forget the oldest beyond ``size`` and those before ``horizon``."""
+        times, sessions, per_session = self.times, self.sessions, self.per_session
+        if len(times) >= self.size:
+            if not times:
+                return  # room for no calls at all
+            times.popleft()
+            self._forget(sessions.popleft())
+        times.append(ts)
+        sessions.append(session)
+        per_session[session] = per_session.get(session, 0) + 1
+        while times and times[0] < horizon:
+            times.popleft()
+            self._forget(sessions.popleft())
+
+    def _forget(self, session: str) -> None:
+        left = self.per_session[session] - 1
+        if left:
+            self.per_session[session] = left
+        else:
+            del self.per_session[session]
 
 
 @register
@@ -74,9 +102,7 @@ class Swarm(Detector):
         self.table.clear()
 
     def window(self) -> list[Event]:
-        if not self.table:
-            return []
-        return list(next(reversed(self.table.values())).calls)
+        return []  # the calls compared are summarized (see ``table``), not kept
 
     def _outcome(self, event: Event) -> str | None:
         signature = failure_signature(event)
@@ -87,7 +113,8 @@ class Swarm(Detector):
         return outcome_key(event)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is not Kind.TOOL_RESULT or event.call is None or view.exempt(event.tool):
+        call = event.call
+        if event.kind is not _TOOL_RESULT or call is None or view.exempt(event.tool):
             return None
         if not_an_outcome(event):
             return None
@@ -95,28 +122,26 @@ class Swarm(Detector):
         if outcome is None:
             return None
         s = self.settings
-        print_ = fingerprint(event.call)
+        print_ = fingerprint(call)
         key = f"{print_}\x00{outcome}"
-        entry = self.table.get(key)
+        table = self.table
+        entry = table.get(key)
         if entry is None:
             # Room for the swarm's threshold several times over, so one busy
             # session cannot push the others' calls out.
-            entry = self.table[key] = _Entry(s.threshold * 4)
-            if len(self.table) > s.max_patterns:
-                self.table.popitem(last=False)
+            entry = table[key] = _Entry(s.threshold * 4)
+            if len(table) > s.max_patterns:
+                table.popitem(last=False)
         else:
-            self.table.move_to_end(key)
-        entry.times.append((event.ts, event.session))
-        entry.calls.append(event.call)
-        horizon = event.ts - s.window_seconds
-        while entry.times and entry.times[0][0] < horizon:
-            entry.times.popleft()
+            table.move_to_end(key)
+        entry.add(event.ts, event.session, event.ts - s.window_seconds)
+        entry.calls.append(ref(call))
 
-        per_session: dict[str, int] = {}
-        for _, session in entry.times:
-            per_session[session] = per_session.get(session, 0) + 1
         # A session's calls beyond its own threshold are its own loop, flagged
         # by its own detectors: the swarm counts only what none of them sees.
+        per_session = entry.per_session
+        if len(per_session) < 2 and s.min_sessions > 1:
+            return None  # one session alone: nothing to note or report
         cap = max(s.session_threshold - 1, s.min_per_session)
         counted = {
             session: min(n, cap) for session, n in per_session.items() if n >= s.min_per_session
@@ -126,7 +151,7 @@ class Swarm(Detector):
             view.note_similarity(self.name, min(1.0, total / s.threshold))
         if len(counted) < s.min_sessions or total < s.threshold or event.session not in counted:
             return None
-        tool = event.call.tool
+        tool = call.tool
         shown = outcome[2:] if outcome[:2] in ("E:", "R:") else outcome
         return [
             Detection(
