@@ -59,6 +59,38 @@ _VOLATILE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 
 
+def _byte_classes(classes: dict[str, str]) -> bytes:
+    table = bytearray(b"." * 256)
+    for chars, mark in classes.items():
+        for char in chars:
+            table[ord(char)] = ord(mark)
+    return bytes(table)
+
+
+# Each volatile pattern only matches where the text has a telltale sequence
+# of characters: four digits and a dash, a digit before a unit, eight hex
+# digits and a dash...  The regexes cost about as much per character whether
+# they match or not (no literal prefix to skip ahead with), so an ASCII text is
+# first mapped to character classes with two C-speed ``bytes.translate``
+# calls, and a pattern runs only when its telltale occurs.  A substitution
+# cannot create a telltale where there was none: a match consists of digits,
+# hex letters, separators and units, and the placeholders are fenced by "<"
+# and ">" (so a later pattern's match lies within the original text).
+_DIGITS_AND_UNITS = _byte_classes({
+    "0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":"})
+_HEX_RUNS = _byte_classes({"0123456789abcdefABCDEF": "h", "-": "-"})
+#: Per pattern of _VOLATILE_PATTERNS: (class table, telltales); a pattern
+#: may match only when one of its telltales is in the text mapped by its table.
+_TELLTALES: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
+    (_DIGITS_AND_UNITS, (b"dddd-dd-dd",)),  # ISO timestamp
+    (_DIGITS_AND_UNITS, (b"d:dd:dd",)),  # clock time
+    (_HEX_RUNS, (b"hhhhhhhh-hhhh-",)),  # UUID
+    (b"", (b"0x", b"0X")),  # hex address: tested on the text itself
+    (_HEX_RUNS, (b"h" * 12,)),  # long hex
+    (_DIGITS_AND_UNITS, (b"du", b"dsu")),  # duration: a digit, maybe a space, a unit
+)
+
+
 def squash_ws(text: str) -> str:
     """Collapse runs of white space to one space and strip the ends."""
     return " ".join(text.split())
@@ -77,8 +109,20 @@ def normalize_result(text: str, limit: int = SIMILARITY_CHARS, *, counters: bool
     addresses and ids — and, with ``counters``, every other number too;
     collapse white space.  Bounded by ``limit``."""
     text = clip(text, limit)
-    for pattern, repl in _VOLATILE_PATTERNS:
-        text = pattern.sub(repl, text)
+    if text.isascii():
+        raw = text.encode("ascii")
+        mapped = {b"": raw}
+        for (pattern, repl), (table, telltales) in zip(_VOLATILE_PATTERNS, _TELLTALES):
+            classes = mapped.get(table)
+            if classes is None:
+                classes = mapped[table] = raw.translate(table)
+            for telltale in telltales:
+                if telltale in classes:
+                    text = pattern.sub(repl, text)
+                    break
+    else:  # \d and \s match more than ASCII digits and spaces: no shortcut
+        for pattern, repl in _VOLATILE_PATTERNS:
+            text = pattern.sub(repl, text)
     if counters:
         text = _NUMBER.sub("<n>", text)
     return squash_ws(text)

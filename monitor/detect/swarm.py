@@ -20,7 +20,7 @@ and the last few calls as evidence.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
@@ -51,12 +51,14 @@ class _Entry:
 
     __slots__ = ("times", "sessions", "per_session", "size", "calls")
 
+    # Lists, not deques: a deque's first block alone is 600 bytes, and the
+    # table holds a thousand entries of a few dozen items.
     def __init__(self, size: int):
-        self.times: deque[float] = deque()
-        self.sessions: deque[str] = deque()
+        self.times: list[float] = []
+        self.sessions: list[str] = []
         self.per_session: dict[str, int] = {}
         self.size = size
-        self.calls: deque[EventRef] = deque(maxlen=EVIDENCE_CALLS)
+        self.calls: list[EventRef] = []
 
     def add(self, ts: float, session: str, horizon: float) -> None:
         """Count a call; forget the oldest beyond ``size`` and those before ``horizon``."""
@@ -64,14 +66,14 @@ class _Entry:
         if len(times) >= self.size:
             if not times:
                 return  # room for no calls at all
-            times.popleft()
-            self._forget(sessions.popleft())
+            del times[0]
+            self._forget(sessions.pop(0))
         times.append(ts)
         sessions.append(session)
         per_session[session] = per_session.get(session, 0) + 1
         while times and times[0] < horizon:
-            times.popleft()
-            self._forget(sessions.popleft())
+            del times[0]
+            self._forget(sessions.pop(0))
 
     def _forget(self, session: str) -> None:
         left = self.per_session[session] - 1
@@ -135,7 +137,10 @@ class Swarm(Detector):
         else:
             table.move_to_end(key)
         entry.add(event.ts, event.session, event.ts - s.window_seconds)
-        entry.calls.append(ref(call))
+        calls = entry.calls
+        calls.append(ref(call))
+        if len(calls) > EVIDENCE_CALLS:
+            del calls[0]
 
         # A session's calls beyond its own threshold are its own loop, flagged
         # by its own detectors: the swarm counts only what none of them sees.
