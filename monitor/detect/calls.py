@@ -38,13 +38,15 @@ class CallRecord:
                  "_outcome", "_marks", "failure")
 
     def __init__(self, event: Event):
-        key = call_key(event)
-        self.seq = event.seq
+        cache = event.cache
+        key = cache.get("call_key") or call_key(event)
+        self.seq = seq = event.seq
         self.ts = event.ts
         self.tool = event.tool
         self.hash = hash(key)
         self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
-        self.ref: EventRef = ref(event)
+        found = cache.get("ref")
+        self.ref: EventRef = found if found is not None and found.seq == seq else ref(event)
         #: The result's head and tail (``clip``); ``None`` until it arrives.
         #: ``error``, ``long`` (over 400 characters) and the memos below are
         #: set when it does.

@@ -88,11 +88,26 @@ class Cycle(Detector):
             return self._check(list(history), view, confirmed=True) if pending else None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        last = call_record(event)
+        cache = event.cache
+        last = cache.get("record")
+        if last is None or last.seq != event.seq:
+            last = call_record(event)
         calls = self.calls
-        if last.hash not in calls.counts:
+        counts = calls.counts
+        if last.hash not in counts:
             # No earlier occurrence in the window: every run breaks.
-            calls.push(last)
+            # CallWindow.push, inlined (the common case).
+            records = calls.records
+            if len(records) >= calls.size and records:
+                old = records.pop(0).hash
+                left = counts[old] - 1
+                if left:
+                    counts[old] = left
+                else:
+                    del counts[old]
+            if len(records) < calls.size:
+                records.append(last)
+                counts[last.hash] = 1
             if self._running:
                 self._runs = dict.fromkeys(self._runs, 0)
                 self._running = False

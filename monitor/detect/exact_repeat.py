@@ -62,10 +62,26 @@ class ExactRepeat(Detector):
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
 
-        record = call_record(event)
+        cache = event.cache
+        record = cache.get("record")
+        if record is None or record.seq != event.seq:
+            record = call_record(event)
         calls = self.calls
-        if record.hash not in calls.counts:  # the common case: nothing repeats
-            calls.push(record)
+        counts = calls.counts
+        if record.hash not in counts:
+            # The common case: nothing repeats.  CallWindow.push, inlined.
+            records = calls.records
+            if len(records) >= calls.size:
+                if not records:
+                    return None
+                old = records.pop(0).hash
+                left = counts[old] - 1
+                if left:
+                    counts[old] = left
+                else:
+                    del counts[old]
+            records.append(record)
+            counts[record.hash] = 1
             return None
         records = list(calls.records)
         positions = [i for i, earlier in enumerate(records) if earlier.same_call(record)]

@@ -91,8 +91,11 @@ class Fingerprint(Detector):
             return None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        key = fingerprint(event)
-        current = call_record(event)
+        cache = event.cache
+        key = cache.get("fingerprint") or fingerprint(event)
+        current = cache.get("record")
+        if current is None or current.seq != event.seq:
+            current = call_record(event)
         history = self.streak
         key_hash = hash(key)
         bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]

@@ -114,13 +114,14 @@ def fingerprint(event: Event) -> str:
     args = event.args or {}
     tool = event.tool or "?"
     result = None
-    for key in COMMAND_KEYS:
-        command = _command_text(args.get(key))
-        if command is not None:
-            path = shell_file_read(command)
-            if path is not None:
-                result = f"{tool}:file_read:{path}"
-            break
+    if "command" in args or "cmd" in args:  # COMMAND_KEYS; most calls have neither
+        for key in COMMAND_KEYS:
+            command = _command_text(args.get(key))
+            if command is not None:
+                path = shell_file_read(command)
+                if path is not None:
+                    result = f"{tool}:file_read:{path}"
+                break
     if result is None:
         primary_keys = _PRIMARY_SET.intersection(args)
         if primary_keys and len(primary_keys) < len(args):

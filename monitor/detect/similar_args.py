@@ -125,26 +125,35 @@ class SimilarArgs(Detector):
         tool = self.last_tool = event.tool or ""
         chains = self.chains
         last_call = self.last_call
-        if calls - last_call.get(tool, calls) >= window:
-            self._restart(tool)  # lapsed: its last call has left the window
+        previous = last_call.get(tool)
         last_call[tool] = calls
+        if previous is not None and calls - previous >= window:
+            self._restart(tool)  # lapsed: its last call has left the window
         if len(chains) > window:
             self._expire()
+        cache = event.cache
+        record = cache.get("record")
+        if record is None or record.seq != event.seq:
+            record = call_record(event)
+        # The arguments as they are: their primary part is only needed when
+        # the next call of the tool is compared with this one (rarely).
+        last_args = self.last_args
+        before = last_args.get(tool)
+        last_args[tool] = event.args or {}
         chain = chains.get(tool)
         if chain:
             if chain[-1].failure == "":
-                self._restart(tool)  # the last variant succeeded: what comes next is a new story
+                # The last variant succeeded: what comes next is a new story
+                # (the common case: _restart, and a chain of one call).
+                self.patterns.pop(tool, None)
+                chains[tool] = [record]
+                return None
+            before, now = primary_of(before), primary_args(event)
+            score = arg_similarity(before, now, self.settings.similarity)
+            if score < self.settings.similarity or varies_only_in_items(before, now):
+                self._restart(tool)  # a different attempt, or the same command on the next item
             else:
-                before, now = primary_of(self.last_args[tool]), primary_args(event)
-                score = arg_similarity(before, now, self.settings.similarity)
-                if score < self.settings.similarity or varies_only_in_items(before, now):
-                    self._restart(tool)  # a different attempt, or the same command on the next item
-                else:
-                    view.note_similarity(self.name, score)
-        # The arguments as they are: their primary part is only needed when
-        # the next call of the tool is compared with this one (rarely).
-        self.last_args[tool] = event.args or {}
-        record = call_record(event)
+                view.note_similarity(self.name, score)
         chain = chains.get(tool)
         if chain is None:
             chains[tool] = [record]
