@@ -231,8 +231,7 @@ class SessionDetailScreen(OperatorActions, Screen):
         state = engine.sessions.get(self.session)
         if state is None:
             return {}
-        return {OVERALL: tuple(state.similarity),
-                **{name: tuple(values) for name, values in state.detector_similarity.items()}}
+        return {OVERALL: state.similarity_history(), **state.detector_similarity_history()}
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "replay-sparklines" and event.state is WorkerState.SUCCESS:
