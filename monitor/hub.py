@@ -257,7 +257,7 @@ class Hub:
         self.config = config
         self.store = store
         self.clock = clock
-        self.engine = Engine(config)
+        self.engine = Engine(config, sparklines=True)
         self.who = _who()
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
         self._sessions: dict[str, _Session] = {}

@@ -26,13 +26,16 @@ MAX_PENDING_CALLS = 64
 MAX_SEEN_IDS = 256
 #: Per-event similarity scores kept per session for the sparklines.
 SIMILARITY_HISTORY = 60
-#: Detections kept per session for operator actions and a UI that subscribes
-#: late (the UI's feed and the store keep their own history).
-RECENT_DETECTIONS = 2
+#: Detections kept per session: the latest, for operator actions (the hub,
+#: the UI's feed and the store keep their own history).
+RECENT_DETECTIONS = 1
 
 #: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
 _SEEN_SLOT = 8
 _SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
+#: Counters of the filter in front of that ring (one byte each).
+_FILTER_SLOTS = 1024
+_FILTER_MASK = _FILTER_SLOTS - 1
 
 
 @dataclass
@@ -62,7 +65,10 @@ class SessionState:
     #: written at ``seen_at``); grows only once the session has call ids.
     seen: bytearray = field(default_factory=bytearray)
     seen_at: int = 0
-    #: Overall per-event similarity, the oldest first.  Flat arrays of
+    #: How many ids in ``seen`` have each hash slot (see ``process``).
+    seen_counts: bytearray = field(default_factory=bytearray)
+    #: Overall per-event similarity, the oldest first (when the engine keeps
+    #: sparklines).  Flat arrays of
     #: doubles: a deque of float objects costs four times as much, and
     #: rounding the scores would change the colours of the sparklines.
     similarity: array = field(default_factory=lambda: array("d"))
@@ -151,10 +157,16 @@ _ALL_KINDS = frozenset(Kind)
 
 
 class Engine:
-    """Runs all detectors over a stream of events from many sessions."""
+    """Runs all detectors over a stream of events from many sessions.
 
-    def __init__(self, config: Config | None = None):
+    With ``sparklines`` it also keeps each session's recent similarity scores
+    for a UI (the hub's engine does; ``scan``'s has no use for them)."""
+
+    def __init__(self, config: Config | None = None, *, sparklines: bool = False):
         self.config = config or Config()
+        #: Keep per-session similarity histories (``SessionState.similarity``,
+        #: ``detector_similarity``) for a UI to draw; a scan needs none.
+        self.sparklines = sparklines
         self.policy = EscalationPolicy(self.config.escalation)
         self.sessions: dict[str, SessionState] = {}
         self._session_classes = []
@@ -211,27 +223,39 @@ class Engine:
         kind = event.kind
         call_id = event.call_id
         if call_id and kind in _ID_KINDS:
-            # The id's hash, as 8 bytes, looked up in the session's ring of
-            # recent ones: a C-speed scan of 2 KB instead of a dict of
-            # strings (a result's hash is inverted so that a call and its
-            # result differ; ``| 1`` keeps a token from matching an empty slot).
+            # The id's 64-bit hash (a result's inverted, so that a call and
+            # its result differ; ``| 1`` so that it never matches an empty
+            # slot), kept in a ring of bytes instead of a dict of strings.  A
+            # counting filter indexed by the hash says when it cannot be in
+            # the ring (most ids), so the ring is scanned only when it may.
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            token = (digest | 1).to_bytes(_SEEN_SLOT, "little", signed=True)
+            digest |= 1
+            token = digest.to_bytes(_SEEN_SLOT, "little", signed=True)
+            slot = (digest >> 1) & _FILTER_MASK
+            counts = state.seen_counts
             seen = state.seen
-            at = seen.find(token)
-            while at > 0 and at % _SEEN_SLOT:
-                at = seen.find(token, at + 1)
-            if at >= 0:
-                self.duplicates += 1
-                return []
+            if counts and counts[slot]:
+                at = seen.find(token)
+                while at > 0 and at % _SEEN_SLOT:
+                    at = seen.find(token, at + 1)
+                if at >= 0:
+                    self.duplicates += 1
+                    return []
+            if not counts:
+                counts = state.seen_counts = bytearray(_FILTER_SLOTS)
             if len(seen) < _SEEN_BYTES:
                 seen += token
             else:
                 at = state.seen_at
+                old = (int.from_bytes(seen[at:at + _SEEN_SLOT], "little", signed=True) >> 1) & _FILTER_MASK
+                if counts[old] < 255:  # a saturated counter stays (it never undercounts)
+                    counts[old] -= 1
                 seen[at:at + _SEEN_SLOT] = token
                 state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+            if counts[slot] < 255:
+                counts[slot] += 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
         state.last_ts = event.ts
@@ -285,7 +309,7 @@ class Engine:
                 found.extend(result)
         view.completed = None
 
-        if kind in _SIMILARITY_KINDS:
+        if self.sparklines and kind in _SIMILARITY_KINDS:
             history = state.similarity
             history.append(view.similarity)
             if len(history) > SIMILARITY_HISTORY:

@@ -218,7 +218,7 @@ class SessionDetailScreen(OperatorActions, Screen):
         from monitor.store_rows import event_from_row
 
         store = self.app.store
-        engine = Engine(self.app.config)
+        engine = Engine(self.app.config, sparklines=True)
         total = store.count_events(self.session)
         offset = max(0, total - REPLAY_EVENTS)
         while offset < total:
