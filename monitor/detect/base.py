@@ -8,6 +8,11 @@ detections (usually none) that the event triggers.
 Settings are a frozen dataclass per detector (``Detector.Settings``); their
 defaults come from the design notes and every field can be set from TOML under
 ``[detectors.<name>]``.  Presets are per-detector overrides in ``presets``.
+
+Evidence: a detector keeps :func:`ref` of an event in its window (a small
+:class:`~monitor.events.EventRef`, made once per event and shared by every
+detector), never the event itself (whose content may be megabytes), and
+builds a detection's evidence with :func:`evidence` from what it kept.
 """
 
 from __future__ import annotations
@@ -223,9 +228,10 @@ def register(cls: type[Detector]) -> type[Detector]:
 
 
 def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:
-    """Evidence references for the last ``limit`` of ``events`` (events, or
-    the :class:`EventRef` a detector kept instead of holding the event)."""
-    return tuple(map(_ref, list(events)[-limit:]))
+    """Evidence references for the last ``limit`` of ``events``: the
+    :class:`EventRef` a detector kept (see :func:`ref`), or events."""
+    kept = events if isinstance(events, (list, tuple)) else list(events)
+    return tuple(map(_ref, kept[-limit:]))
 
 
 def ref(event: Event | EventRef) -> EventRef:
