@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator
+
+import orjson
 
 from monitor.detect.base import Detection
 from monitor.events import Level
@@ -141,8 +143,8 @@ class SessionEscalation:
     """The escalation state of one session.
 
     Patterns are remembered by :func:`pattern_key`, and standing detections
-    without their evidence and nudge (re-rendered if one is shown again): the
-    state stays a few KB however long the session runs."""
+    packed without their evidence and nudge (re-rendered if one is shown
+    again): the state stays a few KB however long the session runs."""
 
     level: Level = Level.NONE
     detector: str | None = None
@@ -153,8 +155,9 @@ class SessionEscalation:
     false_positives: dict[int, None] = field(default_factory=dict)  # a set costs 216 bytes empty
     last: Detection | None = None
     #: The latest warn-or-above detection of each pattern still standing, so that
-    #: clearing one pattern (a false positive) leaves the others flagged.
-    active: dict[int, Detection] = field(default_factory=dict)
+    #: clearing one pattern (a false positive) leaves the others flagged: its
+    #: level, and the rest packed (see :func:`_pack`).
+    active: dict[int, tuple[Level, bytes]] = field(default_factory=dict)
 
     def show(self, detection: Detection) -> None:
         """Make ``detection`` the session's current level, reason and nudge."""
@@ -223,7 +226,7 @@ class EscalationPolicy:
         self.by_level[detection.level.label] += 1
         if detection.level >= Level.WARN:
             state.active.pop(key, None)
-            state.active[key] = _standing(detection)
+            state.active[key] = (detection.level, _pack(detection))
             _bound(state.active, MAX_STANDING)
         if detection.level >= state.level and detection.level > Level.NONE:
             state.show(detection)
@@ -269,11 +272,10 @@ class EscalationPolicy:
         state.active.pop(key, None)
         if state.last is not None and pattern_key(state.last.detector, state.last.pattern) == key:
             # Fall back to the worst pattern still standing (latest first on ties).
-            standing = sorted(state.active.values(), key=lambda d: d.level)
+            standing = sorted(state.active.values(), key=lambda entry: entry[0])
             if standing:
-                worst = standing[-1]
-                if not worst.nudge:
-                    worst.nudge = self.render_nudge(worst)
+                worst = _unpack(*standing[-1])
+                worst.nudge = self.render_nudge(worst)
                 state.show(worst)
             else:
                 state.clear()
@@ -291,7 +293,18 @@ class EscalationPolicy:
         }
 
 
-def _standing(detection: Detection) -> Detection:
-    """What a standing detection keeps: all but its evidence and nudge
-    (re-rendered should it be shown again)."""
-    return replace(detection, evidence=(), nudge="")
+def _pack(detection: Detection) -> bytes:
+    """A standing detection but its level, evidence and nudge, as one bytes
+    object (a Detection with its strings, floats and ints costs three times
+    as much, and a session keeps ``MAX_STANDING`` of them)."""
+    d = detection
+    return orjson.dumps([d.detector, d.score, d.message, d.pattern, d.count, d.tool, d.summary, d.advice,
+                         d.session, d.source, d.line, d.ts, d.seq, int(d.proposed), d.suppressed])
+
+
+def _unpack(level: Level, packed: bytes) -> Detection:
+    """The detection :func:`_pack` packed (without evidence; nudge to render)."""
+    (detector, score, message, pattern, count, tool, summary, advice,
+     session, source, line, ts, seq, proposed, suppressed) = orjson.loads(packed)
+    return Detection(detector, level, score, message, pattern, count, tool, summary, advice, (),
+                     session, source, line, ts, seq, Level(proposed), "", suppressed)
