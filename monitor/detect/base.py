@@ -92,7 +92,7 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
+                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -100,6 +100,8 @@ class SessionView:
         self.tool_overrides = tool_overrides or {}
         self.similarity = 0.0
         self.detector_similarity: dict[str, float] = {}
+        #: Whether the engine keeps similarity histories (else reports are dropped).
+        self.keeps_similarity = True
         self.started_ts: float | None = None
         self.events_seen = 0
         self.tool_calls_seen = 0
@@ -144,6 +146,8 @@ class SessionView:
 
     def note_similarity(self, detector: str, score: float) -> None:
         """Report how similar the current event is to what came before."""
+        if not self.keeps_similarity:
+            return
         if score > self.similarity:
             self.similarity = score
         if score > self.detector_similarity.get(detector, 0.0):

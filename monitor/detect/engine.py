@@ -36,6 +36,7 @@ _SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
+_FILTER_HIGH = _FILTER_MASK >> 8
 
 
 @dataclass
@@ -191,6 +192,7 @@ class Engine:
         state = self.sessions.get(session_id)
         if state is None:
             view = SessionView(session_id, self.config.tool_overrides)
+            view.keeps_similarity = self.sparklines
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(id=session_id, view=view, detectors=detectors,
                                  global_by_kind=self._global_by_kind)
@@ -226,34 +228,35 @@ class Engine:
             # The id's 64-bit hash (a result's inverted, so that a call and
             # its result differ; ``| 1`` so that it never matches an empty
             # slot), kept in a ring of bytes instead of a dict of strings.  A
-            # counting filter indexed by the hash says when it cannot be in
-            # the ring (most ids), so the ring is scanned only when it may.
+            # counting filter indexed by bits 8..17 of the hash says when it
+            # cannot be in the ring (most ids), so the ring is scanned only
+            # when it may.  Flat on purpose: this runs for most events.
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            digest |= 1
-            token = digest.to_bytes(_SEEN_SLOT, "little", signed=True)
-            slot = (digest >> 1) & _FILTER_MASK
+            token = (digest | 1).to_bytes(_SEEN_SLOT, "little", signed=True)
+            slot = (digest >> 8) & _FILTER_MASK
             counts = state.seen_counts
             seen = state.seen
-            if counts and counts[slot]:
+            if not counts:
+                counts = state.seen_counts = bytearray(_FILTER_SLOTS)
+            elif counts[slot]:
                 at = seen.find(token)
                 while at > 0 and at % _SEEN_SLOT:
                     at = seen.find(token, at + 1)
                 if at >= 0:
                     self.duplicates += 1
                     return []
-            if not counts:
-                counts = state.seen_counts = bytearray(_FILTER_SLOTS)
+            at = state.seen_at
             if len(seen) < _SEEN_BYTES:
                 seen += token
             else:
-                at = state.seen_at
-                old = (int.from_bytes(seen[at:at + _SEEN_SLOT], "little", signed=True) >> 1) & _FILTER_MASK
-                if counts[old] < 255:  # a saturated counter stays (it never undercounts)
+                # The oldest id's filter slot, from its bytes 1 and 2.
+                old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
+                if counts[old] < 255:  # a saturated counter stays: it never undercounts
                     counts[old] -= 1
                 seen[at:at + _SEEN_SLOT] = token
-                state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+            state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
             if counts[slot] < 255:
                 counts[slot] += 1
         self.events_processed += 1
@@ -261,9 +264,9 @@ class Engine:
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
-        view.similarity = 0.0
         scores = view.detector_similarity
-        if scores:
+        if view.similarity:  # reported since the last event (only with sparklines)
+            view.similarity = 0.0
             scores.clear()
 
         if kind is _TOOL_CALL:
