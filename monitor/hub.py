@@ -55,6 +55,14 @@ IDLE_ARRIVAL_SECONDS = 60.0
 #: Problems published per source before they are only counted.
 PROBLEMS_PER_SOURCE = 200
 AUTO_WHO = "loopwatch (auto)"
+#: Recent events per live session shown in the UI's window when the
+#: detectors compare none (bounded copies: see :func:`window_copy`).
+RECENT_EVENTS = 24
+#: Characters of content (and of each argument) kept in those copies.
+WINDOW_CHARS = 512
+#: Detections kept for a UI that subscribes late, and per session of them.
+RECENT_DETECTIONS = 500
+RECENT_DETECTIONS_PER_SESSION = 50
 
 
 # -- what subscribers see -----------------------------------------------------------------
@@ -149,12 +157,74 @@ class _Session:
     kill_reason: str = "no process id is known for this session"
     muted: set[str] = field(default_factory=set)
     last_detection: Detection | None = None
+    #: While live: the latest detection of each detector (for operator actions).
+    latest: dict[str, Detection] = field(default_factory=dict)
+    #: While live: bounded copies of its latest calls and messages (for the window).
+    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     info: SessionInfo | None = None
     dirty: bool = True
     store_dirty: bool = True
     stored_at: float = 0.0
     auto_done: set[tuple] = field(default_factory=set)
     order: int = 0  # first-seen position: updates are published in this order
+
+
+def _window(engine_state: Any, recent: Sequence[Event]) -> tuple[Event, ...]:
+    """What the detectors compare now: the call detectors' window (events,
+    or references matched to ``recent`` copies), else the calls and messages
+    among the session's last ``RECENT_EVENTS`` events."""
+    compared = engine_state.window()
+    if compared:
+        if all(isinstance(item, Event) for item in compared):
+            return tuple(compared)
+        copies = {event.seq: event for event in recent}
+        matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
+        if matched:
+            return matched
+    horizon = engine_state.events - RECENT_EVENTS
+    return tuple(event for event in recent if event.seq > horizon)
+
+
+def window_copy(event: Event) -> Event:
+    """A copy of a call or message for the window, bounded in size: long
+    content and arguments are cut to ``WINDOW_CHARS`` (a 1 MB message must
+    not stay alive for the UI), the call's key kept for highlighting repeats."""
+    content = event.content
+    if len(content) > WINDOW_CHARS:
+        content = content[:WINDOW_CHARS]
+    args = event.args
+    if args is not None and _size(args, WINDOW_CHARS * 4) < 0:
+        args = {key: value[:WINDOW_CHARS] if isinstance(value, str) else "…"
+                for key, value in list(args.items())[:16]}
+    meta = event.meta if not event.meta or _size(event.meta, WINDOW_CHARS) >= 0 else {}
+    copy = Event(event.kind, event.session, event.ts, event.source, event.line, event.agent, event.role,
+                 content, event.call_id, event.tool, args, event.is_error, meta=meta, seq=event.seq)
+    key = event.cache.get("call_key")
+    if key is not None:
+        # Equal keys stay equal and different ones differ (but for a hash collision).
+        copy.cache["call_key"] = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
+    return copy
+
+
+def _size(value: Any, budget: int) -> int:
+    """``budget`` less the characters in ``value`` (JSON-like), or -1 once spent."""
+    if isinstance(value, str):
+        budget -= len(value)
+    elif isinstance(value, dict):
+        budget -= len(value)
+        for key, item in value.items():
+            if budget < 0:
+                return -1
+            budget = _size(item, budget - len(key) if isinstance(key, str) else budget)
+    elif isinstance(value, (list, tuple)):
+        budget -= len(value)
+        for item in value:
+            if budget < 0:
+                return -1
+            budget = _size(item, budget)
+    else:
+        budget -= 8
+    return budget if budget >= 0 else -1
 
 
 def _origin_of(source: str, channel: Any) -> str:
@@ -187,7 +257,7 @@ class Hub:
         self.config = config
         self.store = store
         self.clock = clock
-        self.engine = Engine(config)
+        self.engine = Engine(config, sparklines=True)
         self.who = _who()
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
         self._sessions: dict[str, _Session] = {}
@@ -198,6 +268,7 @@ class Hub:
         self._actions: set[asyncio.Task] = set()
         self._seen = 0
         self._closed_count = 0  # sessions not live (bounded by MAX_CLOSED_SESSIONS)
+        self._detections: deque[Detection] = deque(maxlen=RECENT_DETECTIONS)
         self._changed: set[str] = set()  # sessions with a SessionChanged to publish
         self._store_changed: set[str] = set()  # sessions whose row must be written
         self._publish_handle: asyncio.TimerHandle | None = None
@@ -317,6 +388,22 @@ class Hub:
         state = self._sessions.get(id)
         return self._info(state) if state is not None else None
 
+    def recent_detections(self) -> list[Detection]:
+        """Detections raised lately in live sessions (at most
+        ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
+        subscribes now has missed."""
+        live = self.engine.sessions
+        per_session: dict[str, int] = {}
+        found = []
+        for detection in reversed(self._detections):
+            session = detection.session
+            count = per_session.get(session, 0)
+            if session in live and count < RECENT_DETECTIONS_PER_SESSION:
+                per_session[session] = count + 1
+                found.append(detection)
+        found.reverse()  # raised order among detections of one event
+        return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
+
     def stats(self) -> Stats:
         now = self.clock()
         second = int(now)
@@ -395,10 +482,17 @@ class Hub:
                 self._revive(state, event)
             detections = engine.process(event)
             self._observe(state, event, arrival)
+            kind = event.kind
+            if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
+                recent = state.recent
+                if not recent or recent[-1].seq < event.seq:  # not a duplicate the engine dropped
+                    recent.append(window_copy(event))
             if detections:
                 found.extend(detections)
+                self._detections.extend(detections)
                 for detection in detections:
                     state.last_detection = detection
+                    state.latest[detection.detector] = detection
             if event.kind is Kind.SESSION_END:
                 self._close(state, "ended")
         self.events_total += len(events)
@@ -429,6 +523,7 @@ class Hub:
         """A closed session speaks again: fresh detector state, same mutes."""
         state.status = "live"
         self._closed_count -= 1
+        state.recent.clear()  # the engine starts the session afresh
         engine_state = self.engine.session(event.session, event)
         engine_state.muted |= state.muted
 
@@ -473,6 +568,8 @@ class Hub:
             self._closed_count += 1
         state.status = status
         self.engine.close(state.id)
+        state.recent.clear()
+        state.latest.clear()
         state.stored_at = 0.0  # written at the next tick, not after the usual interval
         self._touch(state)
 
@@ -596,9 +693,9 @@ class Hub:
         engine_state = self.engine.sessions.get(state.id) if state.status == "live" else None
         previous = state.info
         if engine_state is not None:
-            similarity = tuple(engine_state.similarity)
-            by_detector = {k: tuple(v) for k, v in engine_state.detector_similarity.items()}
-            window = tuple(engine_state.window())
+            similarity = engine_state.similarity_history()
+            by_detector = engine_state.detector_similarity_history()
+            window = _window(engine_state, state.recent)
             muted = frozenset(engine_state.muted | state.muted)
         elif previous is not None:
             similarity, by_detector, window = previous.similarity, previous.detector_similarity, previous.window
@@ -686,7 +783,7 @@ class Hub:
         engine_state = self.engine.sessions.get(state.id)
         candidates = [escalation.last if escalation else None]
         candidates += list(reversed(engine_state.detections)) if engine_state else []
-        candidates.append(state.last_detection)
+        candidates += [state.latest.get(detector) if detector else None, state.last_detection]
         for candidate in candidates:
             if candidate is not None and (detector is None or candidate.detector == detector):
                 return candidate

@@ -32,6 +32,19 @@ def run_scan_cli(*args: str, stdin: bytes | None = None) -> subprocess.Completed
                           capture_output=True, env=env)
 
 
+def processed(monkeypatch) -> list:
+    """The events the engine is given from now on (it keeps none of them whole)."""
+    events: list = []
+    process = Engine.process
+
+    def recording(self, event):
+        events.append(event)
+        return process(self, event)
+
+    monkeypatch.setattr(Engine, "process", recording)
+    return events
+
+
 def problems_by_line(report) -> dict[int, str]:
     return {p.line: p.reason for p in report.problems}
 
@@ -78,15 +91,16 @@ def test_wrong_types_are_reported_per_line(tmp_path):
     assert report.events == 1
 
 
-def test_non_utf8_bytes_are_replaced_and_reported(tmp_path):
+def test_non_utf8_bytes_are_replaced_and_reported(tmp_path, monkeypatch):
     """Invalid UTF-8 inside a record: reported with its line, and the record is still used."""
+    events = processed(monkeypatch)
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(line(GOOD_CALL) + b'{"type": "message", "role": "assistant", "content": "caf\xe9 cr\xe8me"}\n')
     report = scan([str(path)])
     assert report.events == 2
     (problem,) = report.problems
     assert problem.line == 2 and "UTF-8" in problem.reason
-    message = report.engine.sessions["latin1"].recent[-1]
+    message = events[-1]
     assert message.content == "caf\ufffd cr\ufffdme"
 
 
@@ -167,14 +181,15 @@ def test_truncated_last_line_is_reported_with_its_number(tmp_path):
     assert list(problems_by_line(report)) == [3]
 
 
-def test_unknown_types_and_extra_fields_are_not_problems(tmp_path):
+def test_unknown_types_and_extra_fields_are_not_problems(tmp_path, monkeypatch):
     """Unknown record types are counted and skipped; unknown fields go to meta."""
+    events = processed(monkeypatch)
     path = tmp_path / "extra.jsonl"
     path.write_bytes(line({"type": "session_start", "agent": "a"}) + line({"type": "heartbeat", "n": 1})
                      + line({**GOOD_CALL, "model": "x-1", "cwd": "/repo"}))
     report = scan([str(path)])
     assert report.problem_count == 0 and report.events == 2
-    call = report.engine.sessions["extra"].recent[-1]
+    call = events[-1]
     assert call.meta == {"model": "x-1", "cwd": "/repo"}
 
 

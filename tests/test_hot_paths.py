@@ -129,7 +129,7 @@ def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
     with that shortcut off, every detection and sparkline is the same."""
 
     def run(gated: bool):
-        engine = Engine(build_config({}, preset=preset))
+        engine = Engine(build_config({}, preset=preset), sparklines=True)
         decoder = LineDecoder("trace.jsonl")
         found = []
         for line, record in enumerate(records(6000, sessions=6, seed=3, loop_rate=0.1), 1):

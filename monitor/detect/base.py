@@ -8,6 +8,11 @@ detections (usually none) that the event triggers.
 Settings are a frozen dataclass per detector (``Detector.Settings``); their
 defaults come from the design notes and every field can be set from TOML under
 ``[detectors.<name>]``.  Presets are per-detector overrides in ``presets``.
+
+Evidence: a detector keeps :func:`ref` of an event in its window (a small
+:class:`~monitor.events.EventRef`, made once per event and shared by every
+detector), never the event itself (whose content may be megabytes), and
+builds a detection's evidence with :func:`evidence` from what it kept.
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
+                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -95,6 +100,8 @@ class SessionView:
         self.tool_overrides = tool_overrides or {}
         self.similarity = 0.0
         self.detector_similarity: dict[str, float] = {}
+        #: Whether the engine keeps similarity histories (else reports are dropped).
+        self.keeps_similarity = True
         self.started_ts: float | None = None
         self.events_seen = 0
         self.tool_calls_seen = 0
@@ -139,6 +146,8 @@ class SessionView:
 
     def note_similarity(self, detector: str, score: float) -> None:
         """Report how similar the current event is to what came before."""
+        if not self.keeps_similarity:
+            return
         if score > self.similarity:
             self.similarity = score
         if score > self.detector_similarity.get(detector, 0.0):
@@ -223,9 +232,10 @@ def register(cls: type[Detector]) -> type[Detector]:
 
 
 def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:
-    """Evidence references for the last ``limit`` of ``events`` (events, or
-    the :class:`EventRef` a detector kept instead of holding the event)."""
-    return tuple(map(_ref, list(events)[-limit:]))
+    """Evidence references for the last ``limit`` of ``events``: the
+    :class:`EventRef` a detector kept (see :func:`ref`), or events."""
+    kept = events if isinstance(events, (list, tuple)) else list(events)
+    return tuple(map(_ref, kept[-limit:]))
 
 
 def ref(event: Event | EventRef) -> EventRef:

@@ -8,7 +8,8 @@ through the :class:`~monitor.detect.escalation.EscalationPolicy`.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -23,15 +24,28 @@ MAX_PENDING_CALLS = 64
 #: Call ids remembered per session to drop the same call seen twice (a hook
 #: and the transcript of one Claude Code session both report every call).
 MAX_SEEN_IDS = 256
-#: Recent events kept per session for the UI's detection window.
-RECENT_EVENTS = 24
 #: Per-event similarity scores kept per session for the sparklines.
 SIMILARITY_HISTORY = 60
+#: Detections kept per session: the latest, for operator actions (the hub,
+#: the UI's feed and the store keep their own history).
+RECENT_DETECTIONS = 1
+
+#: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
+_SEEN_SLOT = 8
+_SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
+#: Counters of the filter in front of that ring (one byte each).
+_FILTER_SLOTS = 1024
+_FILTER_MASK = _FILTER_SLOTS - 1
+_FILTER_HIGH = _FILTER_MASK >> 8
 
 
 @dataclass
 class SessionState:
-    """Everything the engine holds for one session; bounded in size."""
+    """Everything the engine holds for one session; bounded in size.
+
+    The per-session structures are kept compact because there may be
+    thousands of sessions: call ids as 64-bit hashes in one ring of bytes,
+    similarity histories as arrays, only the last few detections."""
 
     id: str
     view: SessionView
@@ -46,14 +60,22 @@ class SessionState:
     ended: bool = False
     status: str | None = None
     muted: set[str] = field(default_factory=set)
-    pending: OrderedDict[str, Event] = field(default_factory=OrderedDict)
-    seen_ids: OrderedDict[str, None] = field(default_factory=OrderedDict)
-    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
-    similarity: deque[float] = field(default_factory=lambda: deque(maxlen=SIMILARITY_HISTORY))
-    detector_similarity: dict[str, deque[float]] = field(default_factory=dict)
-    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=50))
-    #: Detectors by the event kinds they observe (muted ones left out).
-    by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
+    #: Calls awaiting their result by call id (insertion order: oldest first).
+    pending: dict[str, Event] = field(default_factory=dict)
+    #: Hashes of the call ids seen lately (``_SEEN_SLOT`` bytes each, a ring
+    #: written at ``seen_at``); grows only once the session has call ids.
+    seen: bytearray = field(default_factory=bytearray)
+    seen_at: int = 0
+    #: How many ids in ``seen`` have each hash slot (see ``process``).
+    seen_counts: bytearray = field(default_factory=bytearray)
+    #: Overall per-event similarity, the oldest first (when the engine keeps
+    #: sparklines).  Flat arrays of
+    #: doubles: a deque of float objects costs four times as much, and
+    #: rounding the scores would change the colours of the sparklines.
+    similarity: array = field(default_factory=lambda: array("d"))
+    #: Per detector, its non-zero per-event similarity scores.
+    detector_similarity: dict[str, array] = field(default_factory=dict)
+    detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=RECENT_DETECTIONS))
     #: The engine's global detectors by kind (shared by every session).
     global_by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
     #: Per kind, the bound ``observe`` methods to call: this session's
@@ -66,6 +88,12 @@ class SessionState:
     #: ``observers`` without those turn detectors.
     quiet_observers: dict[Kind, tuple] = field(default_factory=dict)
 
+    @property
+    def by_kind(self) -> dict[Kind, list[Detector]]:
+        """This session's detectors by the event kinds they observe (muted ones left out)."""
+        return {kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
+                for kind in Kind}
+
     def route(self) -> None:
         """Rebuild the per-kind dispatch (after creation or a mute).
 
@@ -74,35 +102,55 @@ class SessionState:
         event completes.  When they share one tracker the engine feeds it
         itself: for an event that completes no turn it runs ``quiet_observers``
         (the same calls in the same order, minus theirs), and for one that
-        does, their :meth:`TurnDetector.observe_completed`."""
-        self.by_kind = {
-            kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
-            for kind in Kind
-        }
+        does, their :meth:`TurnDetector.observe_completed`.
+
+        One bound method per detector and one tuple per distinct list are
+        shared between kinds: they are held per session."""
+        by_kind = self.by_kind
         gated = [d for d in self.detectors if d.name not in self.muted and isinstance(d, TurnDetector)
                  and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
         seconds = {d.settings.same_turn_seconds for d in gated}
         self.turn_gate = seconds.pop() if len(seconds) == 1 else None
         skip = {id(d) for d in gated} if self.turn_gate is not None else set()
+        methods: dict[tuple[int, bool], object] = {}
+        tuples: dict[tuple, tuple] = {}
+
+        def method(detector: Detector, completed: bool) -> object:
+            key = (id(detector), completed)
+            if key not in methods:
+                methods[key] = detector.observe_completed if completed else detector.observe
+            return methods[key]
+
+        def shared(calls: tuple) -> tuple:
+            return tuples.setdefault(tuple(map(id, calls)), calls)
+
         self.observers, self.quiet_observers = {}, {}
         for kind in Kind:
-            detectors = [*self.by_kind[kind], *self.global_by_kind.get(kind, ())]
-            self.observers[kind] = tuple(d.observe_completed if id(d) in skip else d.observe
-                                         for d in detectors)
-            self.quiet_observers[kind] = tuple(d.observe for d in detectors if id(d) not in skip)
+            detectors = [*by_kind[kind], *self.global_by_kind.get(kind, ())]
+            self.observers[kind] = shared(tuple(method(d, id(d) in skip) for d in detectors))
+            self.quiet_observers[kind] = shared(tuple(method(d, False) for d in detectors
+                                                      if id(d) not in skip))
 
     def window(self) -> list[Event]:
-        """The events the call detectors are comparing right now."""
+        """The events the call detectors are comparing right now (what a
+        detector keeps as :class:`~monitor.events.EventRef` is left to the
+        caller, which may hold copies of recent events: see the hub)."""
         for detector in self.detectors:
             if detector.name == "exact_repeat":
-                events = detector.window()
-                if events:
-                    return events
-        return [e for e in self.recent if e.kind in (Kind.TOOL_CALL, Kind.MESSAGE)]
+                return list(detector.window())
+        return []
+
+    def similarity_history(self) -> tuple[float, ...]:
+        """The overall per-event similarity (0..1), the oldest first."""
+        return tuple(self.similarity)
+
+    def detector_similarity_history(self) -> dict[str, tuple[float, ...]]:
+        """Per detector, its per-event similarity scores (0..1), the oldest first."""
+        return {name: tuple(scores) for name, scores in self.detector_similarity.items()}
 
 
-#: Kinds whose call ids are checked for duplicates, and the prefix of their key.
-_ID_PREFIX = {Kind.TOOL_CALL: "tool_call:", Kind.TOOL_RESULT: "tool_result:"}
+#: Kinds whose call ids are checked for duplicates.
+_ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Kinds whose per-event similarity goes into the sparkline histories.
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
@@ -110,10 +158,16 @@ _ALL_KINDS = frozenset(Kind)
 
 
 class Engine:
-    """Runs all detectors over a stream of events from many sessions."""
+    """Runs all detectors over a stream of events from many sessions.
 
-    def __init__(self, config: Config | None = None):
+    With ``sparklines`` it also keeps each session's recent similarity scores
+    for a UI (the hub's engine does; ``scan``'s has no use for them)."""
+
+    def __init__(self, config: Config | None = None, *, sparklines: bool = False):
         self.config = config or Config()
+        #: Keep per-session similarity histories (``SessionState.similarity``,
+        #: ``detector_similarity``) for a UI to draw; a scan needs none.
+        self.sparklines = sparklines
         self.policy = EscalationPolicy(self.config.escalation)
         self.sessions: dict[str, SessionState] = {}
         self._session_classes = []
@@ -138,6 +192,7 @@ class Engine:
         state = self.sessions.get(session_id)
         if state is None:
             view = SessionView(session_id, self.config.tool_overrides)
+            view.keeps_similarity = self.sparklines
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(id=session_id, view=view, detectors=detectors,
                                  global_by_kind=self._global_by_kind)
@@ -169,25 +224,49 @@ class Engine:
             state = self.session(event.session, event)
         kind = event.kind
         call_id = event.call_id
-        if call_id:
-            prefix = _ID_PREFIX.get(kind)
-            if prefix is not None:
-                key = prefix + call_id
-                seen = state.seen_ids
-                if key in seen:
+        if call_id and kind in _ID_KINDS:
+            # The id's 64-bit hash (a result's inverted, so that a call and
+            # its result differ; ``| 1`` so that it never matches an empty
+            # slot), kept in a ring of bytes instead of a dict of strings.  A
+            # counting filter indexed by bits 8..17 of the hash says when it
+            # cannot be in the ring (most ids), so the ring is scanned only
+            # when it may.  Flat on purpose: this runs for most events.
+            digest = hash(call_id)
+            if kind is _TOOL_RESULT:
+                digest = ~digest
+            token = (digest | 1).to_bytes(_SEEN_SLOT, "little", signed=True)
+            slot = (digest >> 8) & _FILTER_MASK
+            counts = state.seen_counts
+            seen = state.seen
+            if not counts:
+                counts = state.seen_counts = bytearray(_FILTER_SLOTS)
+            elif counts[slot]:
+                at = seen.find(token)
+                while at > 0 and at % _SEEN_SLOT:
+                    at = seen.find(token, at + 1)
+                if at >= 0:
                     self.duplicates += 1
                     return []
-                seen[key] = None
-                if len(seen) > MAX_SEEN_IDS:
-                    seen.popitem(last=False)
+            at = state.seen_at
+            if len(seen) < _SEEN_BYTES:
+                seen += token
+            else:
+                # The oldest id's filter slot, from its bytes 1 and 2.
+                old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
+                if counts[old] < 255:  # a saturated counter stays: it never undercounts
+                    counts[old] -= 1
+                seen[at:at + _SEEN_SLOT] = token
+            state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+            if counts[slot] < 255:
+                counts[slot] += 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
-        view.similarity = 0.0
         scores = view.detector_similarity
-        if scores:
+        if view.similarity:  # reported since the last event (only with sparklines)
+            view.similarity = 0.0
             scores.clear()
 
         if kind is _TOOL_CALL:
@@ -196,7 +275,7 @@ class Engine:
                 pending = state.pending
                 pending[call_id] = event
                 if len(pending) > MAX_PENDING_CALLS:
-                    pending.popitem(last=False)
+                    del pending[next(iter(pending))]
         elif kind is _TOOL_RESULT:
             call = state.pending.pop(call_id, None) if call_id else None
             if call is not None:
@@ -218,7 +297,6 @@ class Engine:
             state.ended = True
             state.status = event.status or "ended"
 
-        state.recent.append(event)
         found: list[Detection] = []
         gate = state.turn_gate
         if gate is None:
@@ -234,15 +312,20 @@ class Engine:
                 found.extend(result)
         view.completed = None
 
-        if kind in _SIMILARITY_KINDS:
-            state.similarity.append(view.similarity)
+        if self.sparklines and kind in _SIMILARITY_KINDS:
+            history = state.similarity
+            history.append(view.similarity)
+            if len(history) > SIMILARITY_HISTORY:
+                del history[0]
             if scores:
                 histories = state.detector_similarity
                 for name, score in scores.items():
                     history = histories.get(name)
                     if history is None:
-                        history = histories[name] = deque(maxlen=SIMILARITY_HISTORY)
+                        history = histories[name] = array("d")
                     history.append(score)
+                    if len(history) > SIMILARITY_HISTORY:
+                        del history[0]
 
         if not found:
             return found

@@ -13,8 +13,12 @@ All time is event time, so offline scans replay exactly as they happened live.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Iterator
+
+import orjson
 
 from monitor.detect.base import Detection
 from monitor.events import Level
@@ -69,10 +73,64 @@ MAX_PATTERNS = 64
 MAX_STANDING = 8
 
 
+def pattern_key(detector: str, pattern: str) -> int:
+    """The key of a pattern in a session's escalation state: a 64-bit hash
+    of ``(detector, pattern)`` (a pattern may be 200 characters long, and a
+    session remembers up to ``MAX_PATTERNS`` of them)."""
+    return hash((detector, pattern))
+
+
 def _bound(table: dict, limit: int = MAX_PATTERNS) -> None:
     """Forget the oldest entries beyond ``limit`` (dicts keep insertion order)."""
     while len(table) > limit:
         del table[next(iter(table))]
+
+
+class PatternCounts:
+    """How often each pattern (by :func:`pattern_key`) has escalated, the
+    least recently escalated first; the least recent go beyond ``limit``.
+
+    Two flat arrays instead of a dict: a few hundred bytes per session."""
+
+    __slots__ = ("keys", "counts", "limit")
+
+    def __init__(self, limit: int = MAX_PATTERNS):
+        self.keys = array("q")
+        self.counts = array("I")
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(list(self.keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys
+
+    def get(self, key: int, default: int = 0) -> int:
+        try:
+            return self.counts[self.keys.index(key)]
+        except ValueError:
+            return default
+
+    def bump(self, key: int) -> int:
+        """Count one more escalation of ``key`` (now the most recent); return the new count."""
+        count = self.pop(key, 0) + 1
+        self.keys.append(key)
+        self.counts.append(min(count, 0xFFFFFFFF))
+        if len(self.keys) > self.limit:
+            del self.keys[0], self.counts[0]
+        return count
+
+    def pop(self, key: int, default: int = 0) -> int:
+        try:
+            at = self.keys.index(key)
+        except ValueError:
+            return default
+        count = self.counts[at]
+        del self.keys[at], self.counts[at]
+        return count
 
 
 class _SafeDict(dict):
@@ -82,19 +140,24 @@ class _SafeDict(dict):
 
 @dataclass
 class SessionEscalation:
-    """The escalation state of one session."""
+    """The escalation state of one session.
+
+    Patterns are remembered by :func:`pattern_key`, and standing detections
+    packed without their evidence and nudge (re-rendered if one is shown
+    again): the state stays a few KB however long the session runs."""
 
     level: Level = Level.NONE
     detector: str | None = None
     reason: str = ""
     nudge: str = ""
-    occurrences: Counter[tuple[str, str]] = field(default_factory=Counter)
-    acked_until: dict[tuple[str, str], float] = field(default_factory=dict)
-    false_positives: set[tuple[str, str]] = field(default_factory=set)
+    occurrences: PatternCounts = field(default_factory=PatternCounts)
+    acked_until: dict[int, float] = field(default_factory=dict)
+    false_positives: dict[int, None] = field(default_factory=dict)  # a set costs 216 bytes empty
     last: Detection | None = None
     #: The latest warn-or-above detection of each pattern still standing, so that
-    #: clearing one pattern (a false positive) leaves the others flagged.
-    active: dict[tuple[str, str], Detection] = field(default_factory=dict)
+    #: clearing one pattern (a false positive) leaves the others flagged: its
+    #: level, and the rest packed (see :func:`_pack`).
+    active: dict[int, tuple[Level, bytes]] = field(default_factory=dict)
 
     def show(self, detection: Detection) -> None:
         """Make ``detection`` the session's current level, reason and nudge."""
@@ -112,9 +175,16 @@ class SessionEscalation:
         self.nudge = ""
         self.last = None
 
-    def next_level(self, ladder: tuple[Level, ...], key: tuple[str, str]) -> Level:
-        index = min(self.occurrences[key], len(ladder) - 1)
+    def next_level(self, ladder: tuple[Level, ...], key: int) -> Level:
+        index = min(self.occurrences.get(key), len(ladder) - 1)
         return ladder[index]
+
+    def count(self, detector: str, pattern: str) -> int:
+        """Detections of that pattern so far that climbed the ladder."""
+        return self.occurrences.get(pattern_key(detector, pattern))
+
+    def acknowledged_until(self, detector: str, pattern: str) -> float | None:
+        return self.acked_until.get(pattern_key(detector, pattern))
 
 
 class EscalationPolicy:
@@ -138,7 +208,7 @@ class EscalationPolicy:
         """Set the detection's final level and nudge; update the session."""
         self.checks += 1
         state = self.state(detection.session)
-        key = (detection.detector, detection.pattern)
+        key = pattern_key(detection.detector, detection.pattern)
         detection.proposed = detection.level
         if detection.level >= Level.WARN:
             if key in state.false_positives:
@@ -149,16 +219,15 @@ class EscalationPolicy:
                 detection.level = Level.NOTICE
             else:
                 rung = state.next_level(self.settings.ladder, key)
-                state.occurrences[key] += 1
+                state.occurrences.bump(key)
                 detection.level = max(detection.level, rung)
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1
         self.by_level[detection.level.label] += 1
         if detection.level >= Level.WARN:
             state.active.pop(key, None)
-            state.active[key] = detection
+            state.active[key] = (detection.level, _pack(detection))
             _bound(state.active, MAX_STANDING)
-            _bound(state.occurrences)
         if detection.level >= state.level and detection.level > Level.NONE:
             state.show(detection)
         return detection
@@ -195,17 +264,19 @@ class EscalationPolicy:
     def mark_false_positive(self, detection: Detection) -> None:
         """That pattern is no longer flagged in that session."""
         state = self.state(detection.session)
-        key = (detection.detector, detection.pattern)
+        key = pattern_key(detection.detector, detection.pattern)
         if key not in state.false_positives:
-            state.false_positives.add(key)
+            state.false_positives[key] = None
             self.false_positive_count += 1
-        state.occurrences.pop(key, None)
+        state.occurrences.pop(key)
         state.active.pop(key, None)
-        if state.last is not None and (state.last.detector, state.last.pattern) == key:
+        if state.last is not None and pattern_key(state.last.detector, state.last.pattern) == key:
             # Fall back to the worst pattern still standing (latest first on ties).
-            standing = sorted(state.active.values(), key=lambda d: d.level)
+            standing = sorted(state.active.values(), key=lambda entry: entry[0])
             if standing:
-                state.show(standing[-1])
+                worst = _unpack(*standing[-1])
+                worst.nudge = self.render_nudge(worst)
+                state.show(worst)
             else:
                 state.clear()
 
@@ -220,3 +291,20 @@ class EscalationPolicy:
             "detections_by_level": dict(self.by_level),
             "false_positives": self.false_positive_count,
         }
+
+
+def _pack(detection: Detection) -> bytes:
+    """A standing detection but its level, evidence and nudge, as one bytes
+    object (a Detection with its strings, floats and ints costs three times
+    as much, and a session keeps ``MAX_STANDING`` of them)."""
+    d = detection
+    return orjson.dumps([d.detector, d.score, d.message, d.pattern, d.count, d.tool, d.summary, d.advice,
+                         d.session, d.source, d.line, d.ts, d.seq, int(d.proposed), d.suppressed])
+
+
+def _unpack(level: Level, packed: bytes) -> Detection:
+    """The detection :func:`_pack` packed (without evidence; nudge to render)."""
+    (detector, score, message, pattern, count, tool, summary, advice,
+     session, source, line, ts, seq, proposed, suppressed) = orjson.loads(packed)
+    return Detection(detector, level, score, message, pattern, count, tool, summary, advice, (),
+                     session, source, line, ts, seq, Level(proposed), "", suppressed)

@@ -212,9 +212,8 @@ class LoopwatchApp(App[int]):
         if policy is not None and info.id in policy.sessions:
             state = policy.sessions[info.id]
             if last is not None:
-                key = (last.detector, last.pattern)
-                occurrences = state.occurrences.get(key, 0)
-                acked = state.acked_until.get(key)
+                occurrences = state.count(last.detector, last.pattern)
+                acked = state.acknowledged_until(last.detector, last.pattern)
         keymap = self.config.ui.keymap
         keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "k"))}
         return EscalationFacts(ladder=tuple(self.config.escalation.ladder), occurrences=occurrences,
@@ -253,7 +252,10 @@ class LoopwatchApp(App[int]):
 
 
 def recent_detections(hub: Any) -> list[Any]:
-    """Detections the engine still holds (raised before the UI subscribed)."""
+    """Detections the hub still holds (raised before the UI subscribed)."""
+    held = getattr(hub, "recent_detections", None)
+    if callable(held):
+        return held()
     engine = getattr(hub, "engine", None)
     found = [d for state in getattr(engine, "sessions", {}).values()
              for d in getattr(state, "detections", ())]

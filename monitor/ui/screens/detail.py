@@ -218,7 +218,7 @@ class SessionDetailScreen(OperatorActions, Screen):
         from monitor.store_rows import event_from_row
 
         store = self.app.store
-        engine = Engine(self.app.config)
+        engine = Engine(self.app.config, sparklines=True)
         total = store.count_events(self.session)
         offset = max(0, total - REPLAY_EVENTS)
         while offset < total:
@@ -231,8 +231,7 @@ class SessionDetailScreen(OperatorActions, Screen):
         state = engine.sessions.get(self.session)
         if state is None:
             return {}
-        return {OVERALL: tuple(state.similarity),
-                **{name: tuple(values) for name, values in state.detector_similarity.items()}}
+        return {OVERALL: state.similarity_history(), **state.detector_similarity_history()}
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "replay-sparklines" and event.state is WorkerState.SUCCESS:
