@@ -34,7 +34,7 @@ from typing import Iterable
 from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
                                  register)
 from monitor.detect.output_similarity import digest
-from monitor.detect.turns import Outcome, Turn
+from monitor.detect.turns import Call, Outcome, Turn
 from monitor.events import EventRef, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
@@ -53,18 +53,28 @@ def turn_words(turn: Turn, view: SessionView) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text,
     and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
     the distinct words."""
-    text = turn.text_value()
-    words = clip(text).lower().split() if text else []
     calls = turn.calls
+    if calls and view.tool_overrides:
+        calls = [call for call in calls if not view.exempt(call.tool)]
+    return _words(turn, calls)
+
+
+def _words(turn: Turn, calls: list[Call]) -> list[str]:
+    """:func:`turn_words` with the exempt calls already left out."""
+    text = turn.text
+    words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
-        if view.tool_overrides:
-            calls = [call for call in calls if not view.exempt(call.tool)]
         if len(calls) == 1:  # most turns make one call: no generator, no join
-            joined = f"{calls[0].tool} {calls[0].key}"
+            call = calls[0]
+            joined = f"{call.tool} {call.key}"
         else:
             joined = " ".join(f"{call.tool} {call.key}" for call in calls)
-        if joined:
-            words += clip(joined, SIMILARITY_CHARS).lower().split()
+        if len(joined) > SIMILARITY_CHARS:
+            joined = clip(joined, SIMILARITY_CHARS)
+        if words:
+            words += joined.lower().split()
+        else:
+            words = joined.lower().split()
     return words
 
 
@@ -123,11 +133,15 @@ class TurnSimilarity(TurnDetector):
         return [seen.events[0] for seen in self.history if seen.events]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
-        s = self.settings
-        if not turn.has_text and (not turn.calls or (
-                view.tool_overrides and all(view.exempt(call.tool) for call in turn.calls))):
+        # Runs for every completed turn (most are one tool call and its
+        # result): flat, with the common case decided before any set is built.
+        calls = turn.calls
+        if calls and view.tool_overrides:
+            calls = [call for call in calls if not view.exempt(call.tool)]
+        if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
-        words = turn_words(turn, view)
+        s = self.settings
+        words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most
         # tool-only turns stop here, before any set is built.
         toks = token_hashes(words) if len(words) >= s.min_tokens else ()

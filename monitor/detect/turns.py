@@ -143,6 +143,10 @@ class Call(NamedTuple):
     key: str
 
 
+#: ``Call(tool, key)`` without the Python-level ``__new__`` of a NamedTuple.
+_new_call = tuple.__new__
+
+
 class Turn:
     """One assistant response: text, tool calls, and the results they got.
 
@@ -156,24 +160,35 @@ class Turn:
                  "keep_keys", "_outcome")
 
     def __init__(self, first: Event, keep_text: bool, response: str | None = None):
+        """A turn opened by ``first``: a tool call is added here (most turns
+        are one call and its result, and this runs for each), anything else
+        is added by the caller."""
         self.keep_keys = keep_text  # callers that need no text need no call/result keys either
         self.first = first
         self.last = first  # latest event added
         self.last_ts = first.ts
-        self.response = (response_id(first) if first.meta else None) or response
+        meta = first.meta
+        self.response = (response_id(first) if meta else None) or response
         #: Created with the first message (most turns are tool calls only).
         self.text: BoundedText | None = None
         self.has_text = False
         self.messages = 0
-        self.calls: list[Call] = []
-        self.call_ids: set[str] = set()
-        self.open_calls = 0  # calls still waiting for their result
         self.results: list[tuple[bool, str]] = []  # (is_error, clipped content) per result
         self.ended = False  # the response is over (result, usage of another, system message…)
         self.answered = False  # at least one tool result came back
-        self.events: list[Event] = []
         self._undo: tuple[Any, ...] | None = None  # state before the latest message
         self._outcome: Outcome | None = None
+        if first.kind is _TOOL_CALL:  # add_call(), inlined
+            self.calls: list[Call] = [_new_call(Call, (first.tool, call_key(first) if keep_text else ""))]
+            call_id = first.call_id
+            self.call_ids: set[str] = {call_id} if call_id else set()
+            self.open_calls = 1  # calls still waiting for their result
+            self.events: list[Event] = [first]
+        else:
+            self.calls = []
+            self.call_ids = set()
+            self.open_calls = 0
+            self.events = []
 
     # -- building ---------------------------------------------------------
 
@@ -214,7 +229,7 @@ class Turn:
         if event.call_id:
             self.call_ids.add(event.call_id)
         if len(self.calls) < MAX_CALLS:
-            self.calls.append(Call(event.tool, call_key(event) if self.keep_keys else ""))
+            self.calls.append(_new_call(Call, (event.tool, call_key(event) if self.keep_keys else "")))
         if self.response is None and event.meta:
             self.response = response_id(event)
         # _remember(), inlined: one call per tool call saved
@@ -353,9 +368,8 @@ class TurnTracker:
                     turn.add_call(event)
                     return None
             # _close() and _start(), inlined: most tool calls start a turn
-            self.current = new = Turn(event, self.keep_text, self._announced)
+            self.current = Turn(event, self.keep_text, self._announced)  # with the call added
             self._announced = None
-            new.add_call(event)
             self._done = turn
             return turn
         if kind is _TOOL_RESULT:
