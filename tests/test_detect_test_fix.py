@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from tests.eventkit import Script, by, only
@@ -340,3 +343,40 @@ def test_manual_file_op_classification():
     assert all(manual_file_op(c) for c in ("cat foo.py", "echo hi > a.txt", "sed -i 's/a/b/' f",
                                             "printf 'x' >> f", "cat > f <<EOF\nx\nEOF", "head -n 5 a.py"))
     assert not any(manual_file_op(c) for c in ("python x.py", "echo hi", "ls > /dev/null", "make", None))
+
+
+# -- shortcuts in monitor.detect.failures give what the plain regexes give ------
+
+_PLAIN_NUMERIC_NOISE = re.compile(
+    r"(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
+    r"|(?P<time>\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b)"
+    r"|(?P<addr>0x[0-9a-fA-F]+\b)"
+    r"|(?P<dur>\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
+    r"|(?P<pct>\d+(?:\.\d+)?\s?%)"
+)
+_PLAIN_LINE_REF = re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?")
+_PLAIN_RUNNER_HINT = re.compile(
+    r"test|spec|check|jest|mocha|ava|karma|tap|tox|nox|green|ward|pest|busted|prove|cypress|nextest"
+)
+
+
+def test_failure_noise_patterns_match_the_plain_ones():
+    from monitor.detect import failures
+
+    rng = random.Random(7)
+    alphabet = "0123456789:.-T Zx+abcfmsµ%\nline seed A١"
+    for _ in range(30_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        assert (failures._NUMERIC_NOISE.sub(failures._numeric, text)
+                == _PLAIN_NUMERIC_NOISE.sub(lambda m: failures._NUMERIC_REPL[m.lastgroup], text)), text
+        assert failures._LINE_REF.sub(":<n>", text) == _PLAIN_LINE_REF.sub(":<n>", text), text
+
+
+def test_runner_hint_on_long_commands_matches_the_regex():
+    from monitor.detect.failures import _runner_hint
+
+    rng = random.Random(8)
+    words = ["echo", "x" * 300, "pytest", "npm", " ", "tes", "t", "ch", "eck", "\n", "é" * 50, "tap"]
+    for _ in range(5000):
+        command = "".join(rng.choice(words) for _ in range(rng.randrange(1, 30)))
+        assert _runner_hint(command) == bool(_PLAIN_RUNNER_HINT.search(command, 0, 4000)), command

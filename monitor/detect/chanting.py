@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.output_similarity import digest
-from monitor.events import Event, Kind, Level
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import squash_ws
 
 #: A fence line opens or closes a fenced code block.
@@ -269,9 +270,10 @@ class Chanting(Detector):
         self.blind = False  # lost track of code fences in this stream: stay quiet
         self.active: tuple[str, int] | None = None  # (unit digest, run length) reaching the end
         self.reported: dict[str, int] = {}  # unit digest -> count last reported
-        self.messages: list[Event] = []
+        #: The stream's last messages (references: a message may be megabytes).
+        self.messages: deque[EventRef] = deque(maxlen=6)
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
@@ -279,7 +281,7 @@ class Chanting(Detector):
             if self.messages:
                 self.reset()  # anything between two messages ends the stream
             return None
-        self.messages = (self.messages + [event])[-6:]
+        self.messages.append(ref(event))
         text = event.content
         if not text or self.blind:
             return None

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.events import Event, Kind, Level
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
+from monitor.events import Event, EventRef, Kind, Level
 
 ADVICE = (
     "Compacting again will not free enough context. Write down the essential state "
@@ -47,9 +47,9 @@ class CompactionLoop(Detector):
     def reset(self) -> None:
         self.count = 0  # compactions in the current run without work
         self.calls_since = 0  # tool calls since the last compaction
-        self.events: deque[Event] = deque(maxlen=8)
+        self.events: deque[EventRef] = deque(maxlen=8)  # the compactions
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
@@ -64,7 +64,7 @@ class CompactionLoop(Detector):
             self.count = 1
             self.events.clear()
         self.calls_since = 0
-        self.events.append(event)
+        self.events.append(ref(event))
         threshold = max(2, self.settings.threshold)
         view.note_similarity(self.name, min(1.0, (self.count - 1) / (threshold - 1)))
         if self.count < threshold:

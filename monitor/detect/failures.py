@@ -66,9 +66,13 @@ _RUNNERS = re.compile(
     )(?=$|[\s;&|)])"""
 )
 #: Every runner in _RUNNERS contains one of these.
-_RUNNER_HINT = re.compile(
-    r"test|spec|check|jest|mocha|ava|karma|tap|tox|nox|green|ward|pest|busted|prove|cypress|nextest"
-)
+_RUNNER_WORDS = ("test", "spec", "check", "jest", "mocha", "ava", "karma", "tap", "tox", "nox", "green",
+                 "ward", "pest", "busted", "prove", "cypress", "nextest")
+_RUNNER_HINT = re.compile("|".join(_RUNNER_WORDS))
+#: Commands longer than this are searched for a runner word with substring
+#: tests: the regex tries every alternative at every position (0.2 ms on 4,000
+#: characters), ``in`` runs at memchr speed.
+_HINT_REGEX_CHARS = 200
 _TEST_TOOLS = re.compile(r"(?i)(?:run_?)?tests?|test_?runner|run_?pytest|pytest")
 
 # Exit-code reports, matched on lower-cased text; each pattern starts with a
@@ -127,18 +131,22 @@ _ERROR_LINE = re.compile(
 # the line numbers of file:line references (they move with every edit).  Each
 # pattern starts with a digit or a literal, which keeps the regex engine fast.
 _NUMERIC_NOISE = re.compile(
-    r"(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
+    # Every alternative starts with a digit: the lookahead rejects the other
+    # positions at once (about 2.5 times faster than trying each alternative).
+    r"(?=\d)(?:(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
     r"|(?P<time>\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b)"
     r"|(?P<addr>0x[0-9a-fA-F]+\b)"
     r"|(?P<dur>\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
-    r"|(?P<pct>\d+(?:\.\d+)?\s?%)"
+    r"|(?P<pct>\d+(?:\.\d+)?\s?%))"
 )
 _NUMERIC_REPL = {"ts": "<ts>", "time": "<time>", "addr": "<addr>", "dur": "<dur>", "pct": "<pct>"}
 _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (None, re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
     ("seed", re.compile(r"seed:? ?\d+"), "seed <n>"),
     ("line ", re.compile(r"line \d+"), "line <n>"),
-    (":", re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?"), ":<n>"),
+    # ``(?<=[A-Za-z]):\d+`` with the literal first: found by a fast literal
+    # search instead of trying the lookbehind at every position (20 times faster).
+    (":", re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
 _LINE_REF = _OTHER_NOISE[-1][1]
@@ -207,6 +215,17 @@ def _program(segment: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+def _runner_hint(command: str) -> bool:
+    """``_RUNNER_HINT.search(command, 0, 4000)``, cheap for long commands too."""
+    if len(command) <= _HINT_REGEX_CHARS:
+        return _RUNNER_HINT.search(command) is not None
+    head = command[:4000]
+    for word in _RUNNER_WORDS:
+        if word in head:
+            return True
+    return False
+
+
 def is_test_run(call: Event | None) -> bool:
     """True when the call runs tests: a test tool, or a shell command starting a test runner."""
     if call is None:
@@ -220,7 +239,7 @@ def is_test_run(call: Event | None) -> bool:
     else:
         command = shell_command(call)
         # Most commands name no runner at all: skip the command-position analysis.
-        if command and _RUNNER_HINT.search(command, 0, 4000):
+        if command and _runner_hint(command):
             for segment in _segments(command):
                 if _RUNNERS.match(segment) or _RUNNERS.match(_WRAPPERS.sub("", segment, count=1)):
                     result = True

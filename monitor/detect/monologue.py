@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref, register
 from monitor.detect.turns import Turn
-from monitor.events import Event, Level
+from monitor.events import EventRef, Level
 
 
 @dataclass(frozen=True)
@@ -44,26 +44,27 @@ class Monologue(TurnDetector):
         super().__init__(settings)
         self.talking = 0  # text-only turns in a row
         self.silent = 0  # empty replies in a row
-        self.recent: deque[Event] = deque(maxlen=12)
+        self.recent: deque[EventRef] = deque(maxlen=12)  # the turns' first events
 
     def reset(self) -> None:
         self.talking = 0
         self.silent = 0
         self.recent.clear()
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return list(self.recent)
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
-        s = self.settings
-        if not turn.text_only:
-            self.talking = 0
-            self.silent = 0
-            self.recent.clear()
+        if turn.calls or turn.open_calls:  # not turn.text_only
+            if self.talking:
+                self.talking = 0
+                self.silent = 0
+                self.recent.clear()
             return None
+        s = self.settings
         self.talking += 1
         self.silent = 0 if turn.has_text else self.silent + 1
-        self.recent.append(turn.first)
+        self.recent.append(ref(turn.first))
         if s.empty_threshold and self.silent >= s.empty_threshold:
             n = self.silent
             return [

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
+from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
+                                 register)
 from monitor.detect.turns import Outcome, Turn
-from monitor.events import Event, Level
+from monitor.events import EventRef, Level
 from monitor.text import clip, squash_ws
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
@@ -88,16 +89,19 @@ class OutputSimilaritySettings(DetectorSettings):
 
 
 class _Output:
+    """One remembered output: its compared text, digests and a reference to
+    the turn (never the turn's events)."""
+
     __slots__ = ("text", "digest", "anchor", "calls", "results", "event")
 
-    def __init__(self, text: str, digest_: str, anchor: str, calls: tuple[str, ...],
-                 results: Outcome, event: Event):
+    def __init__(self, text: str, digest_: str, anchor: str, calls: tuple[int, ...],
+                 results: Outcome, event: EventRef):
         self.text = text
         self.digest = digest_
         self.anchor = anchor  # digest of the first output of the chain it repeats
-        self.calls = calls
+        self.calls = calls  # sorted hashes of the call keys (compared for equality only)
         self.results = results
-        self.event = event
+        self.event = event  # the turn's first event, as evidence
 
 
 @register
@@ -116,25 +120,36 @@ class OutputSimilarity(TurnDetector):
         self.outputs: deque[_Output] = deque(maxlen=max(1, s.window))
         #: Per repeated output (its chain's anchor): how often it has come back
         #: since the last output that repeated nothing, and the turns involved.
-        self.chains: dict[str, tuple[int, deque[Event]]] = {}
+        self.chains: dict[str, tuple[int, deque[EventRef]]] = {}
 
     def reset(self) -> None:
         self.outputs.clear()
         self.chains.clear()
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return [output.event for output in self.outputs]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings
-        raw = turn.text_value()
+        bounded = turn.text
         # Normalizing never lengthens a text: a turn with less raw text than
         # min_chars (most turns: tool calls only, no text) needs no normalizing.
-        text = normalize_output(raw) if len(raw) >= s.min_chars else ""
-        if len(text) < s.min_chars:
-            self.chains.clear()
+        # (The held text is min(length, limit) characters long.)
+        if bounded is None or min(bounded.length, bounded.limit) < s.min_chars:
+            if self.chains:
+                self.chains.clear()
             return None
-        calls = tuple(sorted(digest(call.key) for call in turn.calls if not view.exempt(call.tool)))
+        text = normalize_output(bounded.text())
+        if len(text) < s.min_chars:
+            if self.chains:
+                self.chains.clear()
+            return None
+        calls = turn.calls
+        if calls:
+            exempt = view.exempt
+            calls = tuple(sorted(hash(call.key) for call in calls if not exempt(call.tool)))
+        else:
+            calls = ()
         own = digest(text)
         results = turn.outcome()
 
@@ -142,10 +157,12 @@ class OutputSimilarity(TurnDetector):
         # score_cutoff lets rapidfuzz stop early, halving the cost of a
         # 2,000-character pair.
         closest, best, match = 0.0, 0.0, None
+        cutoff = s.similarity
         for earlier in self.outputs:
-            score = 1.0 if earlier.digest == own else similarity(text, earlier.text, s.similarity)
-            closest = max(closest, score)
-            if score < s.similarity or score <= best:
+            score = 1.0 if earlier.digest == own else similarity(text, earlier.text, cutoff)
+            if score > closest:
+                closest = score
+            if score < cutoff or score <= best:
                 continue
             if calls != earlier.calls:
                 continue  # same words, different action
@@ -155,14 +172,15 @@ class OutputSimilarity(TurnDetector):
         view.note_similarity(self.name, closest)
 
         anchor = match.anchor if match is not None else own
-        self.outputs.append(_Output(text, own, anchor, calls, results, turn.first))
+        first = ref(turn.first)
+        self.outputs.append(_Output(text, own, anchor, calls, results, first))
         if match is None:
             self.chains.clear()
             return None
         repeats, involved = self.chains.get(anchor, (0, None))
         if involved is None:
             involved = deque([match.event], maxlen=12)
-        involved.append(turn.first)
+        involved.append(first)
         repeats += 1
         self.chains[anchor] = (repeats, involved)
         if len(self.chains) > s.window:  # bounded: the oldest chain goes

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.failures import (
     SHELL_TOOLS,
     failed,
@@ -32,9 +32,10 @@ from monitor.detect.failures import (
     run_outcome,
     shell_command,
 )
-from monitor.events import Event, Kind, Level
+from monitor.events import Event, EventRef, Kind, Level
 
-#: Events kept as evidence per streak (calls and results).
+#: Events kept as evidence per streak (calls and results), as references:
+#: a test report may be megabytes.
 EVIDENCE = 12
 
 RETHINK = (
@@ -80,9 +81,9 @@ class TestFix(Detector):
         self.passed: int | None = None
         self.edits_since_run = 0
         self.edits_in_streak = 0
-        self.events: deque[Event] = deque(maxlen=EVIDENCE)
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
@@ -117,8 +118,8 @@ class TestFix(Detector):
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.edits_since_run = 0
-        self.events.append(call)
-        self.events.append(event)
+        self.events.append(ref(call))
+        self.events.append(ref(event))
 
         threshold = view.threshold(call.tool, self.settings.threshold)
         if self.count < threshold:
@@ -166,9 +167,9 @@ class FailureCascade(Detector):
         self.file_ops = 0
         self.programs: dict[str, int] = {}
         self.pattern = ""  # fixed when the streak first crosses the threshold
-        self.events: deque[Event] = deque(maxlen=EVIDENCE)
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
@@ -192,8 +193,8 @@ class FailureCascade(Detector):
             if program and (len(self.programs) < 8 or program in self.programs):
                 self.programs[program] = self.programs.get(program, 0) + 1
         if call is not None:
-            self.events.append(call)
-        self.events.append(event)
+            self.events.append(ref(call))
+        self.events.append(ref(event))
         threshold = view.threshold(tool, self.settings.threshold)
         view.note_similarity(self.name, min(1.0, self.count / threshold))
         if self.count < threshold:

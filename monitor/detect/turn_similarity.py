@@ -31,10 +31,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable
 
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, register
+from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
+                                 register)
 from monitor.detect.output_similarity import digest
-from monitor.detect.turns import Outcome, Turn
-from monitor.events import Event, Level
+from monitor.detect.turns import Call, Outcome, Turn
+from monitor.events import EventRef, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
 
@@ -52,18 +53,28 @@ def turn_words(turn: Turn, view: SessionView) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text,
     and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
     the distinct words."""
-    text = turn.text_value()
-    words = clip(text).lower().split() if text else []
     calls = turn.calls
+    if calls and view.tool_overrides:
+        calls = [call for call in calls if not view.exempt(call.tool)]
+    return _words(turn, calls)
+
+
+def _words(turn: Turn, calls: list[Call]) -> list[str]:
+    """:func:`turn_words` with the exempt calls already left out."""
+    text = turn.text
+    words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
-        if view.tool_overrides:
-            calls = [call for call in calls if not view.exempt(call.tool)]
         if len(calls) == 1:  # most turns make one call: no generator, no join
-            joined = f"{calls[0].tool} {calls[0].key}"
+            call = calls[0]
+            joined = f"{call.tool} {call.key}"
         else:
             joined = " ".join(f"{call.tool} {call.key}" for call in calls)
-        if joined:
-            words += clip(joined, SIMILARITY_CHARS).lower().split()
+        if len(joined) > SIMILARITY_CHARS:
+            joined = clip(joined, SIMILARITY_CHARS)
+        if words:
+            words += joined.lower().split()
+        else:
+            words = joined.lower().split()
     return words
 
 
@@ -83,10 +94,13 @@ def overlap(current: frozenset[int], earlier: array) -> float:
 
 
 class _Seen:
+    """One remembered turn: its token hashes, outcome, chain anchor and
+    references to its events (never the events themselves)."""
+
     __slots__ = ("tokens", "results", "anchor", "events")
 
     def __init__(self, tokens_: array, results: Outcome, anchor: str,
-                 events: tuple[Event, ...]):
+                 events: tuple[EventRef, ...]):
         self.tokens = tokens_  # distinct token hashes
         self.results = results
         self.anchor = anchor
@@ -108,42 +122,54 @@ class TurnSimilarity(TurnDetector):
         s = self.settings
         self.history: deque[_Seen] = deque(maxlen=max(1, s.window))
         self.consecutive = 0
-        self.streak: deque[tuple[Event, ...]] = deque(maxlen=6)  # the similar turns
+        self.streak: deque[tuple[EventRef, ...]] = deque(maxlen=6)  # the similar turns
 
     def reset(self) -> None:
         self.history.clear()
         self.consecutive = 0
         self.streak.clear()
 
-    def window(self) -> list[Event]:
-        return [seen.events[0] for seen in self.history]
+    def window(self) -> list[EventRef]:
+        return [seen.events[0] for seen in self.history if seen.events]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
-        s = self.settings
-        if not turn.has_text and (not turn.calls or (
-                view.tool_overrides and all(view.exempt(call.tool) for call in turn.calls))):
+        # Runs for every completed turn (most are one tool call and its
+        # result): flat, with the common case decided before any set is built.
+        calls = turn.calls
+        if calls and view.tool_overrides:
+            calls = [call for call in calls if not view.exempt(call.tool)]
+        if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
-        words = turn_words(turn, view)
+        s = self.settings
+        words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most
         # tool-only turns stop here, before any set is built.
         toks = token_hashes(words) if len(words) >= s.min_tokens else ()
-        if len(toks) < s.min_tokens:
+        size = len(toks)
+        if size < s.min_tokens:
             self.consecutive = 0
             return None
         results = turn.outcome()
 
+        # Jaccard is at most min/max of the two sizes: a remembered turn whose
+        # size alone keeps it below both the best score so far and the
+        # cut-off cannot change the outcome, and is not intersected.  (The
+        # closest score, even below the cut-off, feeds the sparkline.)
         closest, best, match = 0.0, 0.0, None
-        size = len(toks)
+        cutoff = s.similarity
         for seen in self.history:
             earlier = seen.tokens
-            if toks and earlier:  # overlap(), inlined: this loop runs for every compared turn
-                common = len(toks.intersection(earlier))
-                score = common / (size + len(earlier) - common)
-            else:
-                score = 0.0
+            other = len(earlier)
+            if not other:
+                continue  # (score 0)
+            bound = other / size if other < size else size / other
+            if bound <= closest and bound < cutoff:
+                continue
+            common = len(toks.intersection(earlier))  # overlap(), inlined
+            score = common / (size + other - common)
             if score > closest:
                 closest = score
-            if score < s.similarity or score <= best:
+            if score < cutoff or score <= best:
                 continue
             if results.moved(seen.results):
                 continue  # the same words got new results: progress
@@ -154,7 +180,7 @@ class TurnSimilarity(TurnDetector):
             anchor = match.anchor
         else:  # names the chain this turn may start; cheap and stable across runs
             anchor = digest(turn.text_value()[:300] + "".join(call.key[:100] for call in turn.calls[:3]))
-        events = tuple(turn.events)
+        events = tuple(map(ref, turn.events))
         # (An array fills faster from a list than from a set.)
         self.history.append(_Seen(array("q", list(toks)), results, anchor, events))
         if match is None:

@@ -38,11 +38,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from monitor.events import Event, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, result_key
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: ``meta`` keys under which adapters may carry the id of the model response
 #: a record belongs to.  Records of one response share it.
 RESPONSE_ID_KEYS = ("message_id", "response_id", "msg_id", "request_id", "requestId")
+
+_TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
 
 #: Calls, results and evidence events kept per turn.
 MAX_CALLS = 16
@@ -99,35 +101,38 @@ class BoundedText:
 
 
 class Outcome:
-    """The results a turn got.  Normalized (:func:`result_key`) only when a
+    """The results a turn got, held without their events: for each result its
+    error flag and the head and tail of its content (:func:`monitor.text.clip`,
+    all that :func:`monitor.text.result_key` reads).  Normalized only when a
     comparison needs it: most turns never resemble another, and normalizing
     every result would dominate the cost."""
 
-    __slots__ = ("events", "_key")
+    __slots__ = ("items", "_key")
 
-    def __init__(self, events: list[Event]):
-        self.events = tuple(events)
+    def __init__(self, items: tuple[tuple[bool, str], ...]):
+        self.items = items  # (is_error, clipped content) per result
         self._key: tuple[str, ...] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.events)
+        return bool(self.items)
 
     def key(self) -> tuple[str, ...]:
         """The normalized results, order-free (parallel calls finish in any order)."""
         if self._key is None:
-            self._key = tuple(sorted(result_key(event) for event in self.events))
+            self._key = tuple(sorted(("E:" if error else "R:") + normalize_result(content)
+                                     for error, content in self.items))
         return self._key
 
     def moved(self, other: Outcome) -> bool:
         """True when both turns got results and they differ: progress."""
-        if not self.events or not other.events:
+        if not self.items or not other.items:
             return False
-        if len(self.events) == len(other.events) and all(
-            a.content == b.content and a.is_error == b.is_error
-            for a, b in zip(self.events, other.events)
-        ):
-            return False
+        if self.items == other.items:
+            return False  # the same contents (as far as normalizing looks)
         return self.key() != other.key()
+
+
+_NO_RESULTS = Outcome(())
 
 
 class Call(NamedTuple):
@@ -138,31 +143,52 @@ class Call(NamedTuple):
     key: str
 
 
+#: ``Call(tool, key)`` without the Python-level ``__new__`` of a NamedTuple.
+_new_call = tuple.__new__
+
+
 class Turn:
-    """One assistant response: text, tool calls, and the results they got."""
+    """One assistant response: text, tool calls, and the results they got.
+
+    While the turn is built it holds its first, latest and (up to
+    :data:`MAX_EVIDENCE`) evidence events; the detectors judging it take
+    :class:`~monitor.events.EventRef` of each event they keep, and the tracker
+    drops the events (:meth:`release`) when the next event arrives."""
 
     __slots__ = ("first", "last", "last_ts", "response", "text", "has_text", "messages", "calls",
                  "call_ids", "open_calls", "results", "ended", "answered", "events", "_undo",
-                 "keep_keys")
+                 "keep_keys", "_outcome")
 
     def __init__(self, first: Event, keep_text: bool, response: str | None = None):
+        """A turn opened by ``first``: a tool call is added here (most turns
+        are one call and its result, and this runs for each), anything else
+        is added by the caller."""
         self.keep_keys = keep_text  # callers that need no text need no call/result keys either
         self.first = first
         self.last = first  # latest event added
         self.last_ts = first.ts
-        self.response = (response_id(first) if first.meta else None) or response
+        meta = first.meta
+        self.response = (response_id(first) if meta else None) or response
         #: Created with the first message (most turns are tool calls only).
         self.text: BoundedText | None = None
         self.has_text = False
         self.messages = 0
-        self.calls: list[Call] = []
-        self.call_ids: set[str] = set()
-        self.open_calls = 0  # calls still waiting for their result
-        self.results: list[Event] = []  # the results, as events
+        self.results: list[tuple[bool, str]] = []  # (is_error, clipped content) per result
         self.ended = False  # the response is over (result, usage of another, system message…)
         self.answered = False  # at least one tool result came back
-        self.events: list[Event] = []
         self._undo: tuple[Any, ...] | None = None  # state before the latest message
+        self._outcome: Outcome | None = None
+        if first.kind is _TOOL_CALL:  # add_call(), inlined
+            self.calls: list[Call] = [_new_call(Call, (first.tool, call_key(first) if keep_text else ""))]
+            call_id = first.call_id
+            self.call_ids: set[str] = {call_id} if call_id else set()
+            self.open_calls = 1  # calls still waiting for their result
+            self.events: list[Event] = [first]
+        else:
+            self.calls = []
+            self.call_ids = set()
+            self.open_calls = 0
+            self.events = []
 
     # -- building ---------------------------------------------------------
 
@@ -179,10 +205,11 @@ class Turn:
         self._undo = (self.has_text, self.messages, len(self.events), self.last, self.last_ts,
                       None if text is None else (text.head, text.tail, text.length))
         self.messages += 1
-        if has_text(event.content):
+        content = event.content
+        if content and not content.isspace():  # has_text(), inlined
             self.has_text = True
-        if text is not None and event.content:
-            text.add(event.content)
+        if text is not None and content:
+            text.add(content)
         self.response = self.response or response_id(event)
         self._remember(event)
 
@@ -202,7 +229,7 @@ class Turn:
         if event.call_id:
             self.call_ids.add(event.call_id)
         if len(self.calls) < MAX_CALLS:
-            self.calls.append(Call(event.tool, call_key(event) if self.keep_keys else ""))
+            self.calls.append(_new_call(Call, (event.tool, call_key(event) if self.keep_keys else "")))
         if self.response is None and event.meta:
             self.response = response_id(event)
         # _remember(), inlined: one call per tool call saved
@@ -224,9 +251,19 @@ class Turn:
         self.answered = True
         self.ended = True
         if len(self.results) < MAX_CALLS and self.keep_keys:
-            self.results.append(event)
+            content = event.content
+            if len(content) > SIMILARITY_CHARS:
+                content = clip(content)
+            self.results.append((event.is_error, content))
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
+
+    def release(self) -> None:
+        """Drop the events: the turn has been judged (its text, calls and
+        outcome stay readable)."""
+        self.first = self.last = None  # type: ignore[assignment]
+        self.events = []
+        self._undo = None
 
     # -- reading ----------------------------------------------------------
 
@@ -242,7 +279,11 @@ class Turn:
         return self.text.text() if self.text is not None else ""
 
     def outcome(self) -> Outcome:
-        return Outcome(self.results)
+        """The results, made once per turn (the turn detectors share it)."""
+        outcome = self._outcome
+        if outcome is None:
+            outcome = self._outcome = Outcome(tuple(self.results)) if self.results else _NO_RESULTS
+        return outcome
 
 
 def _same_record(a: Event, b: Event) -> bool:
@@ -260,6 +301,9 @@ class TurnTracker:
         self.keep_text = keep_text
         self.same_turn_seconds = same_turn_seconds
         self.current: Turn | None = None
+        #: The turn :meth:`feed` handed back last; its events are dropped on
+        #: the next call, once it has been judged.
+        self._done: Turn | None = None
         #: Response id announced by a usage report before any of its content
         #: (Claude Code reports usage on a response's first record).
         self._announced: str | None = None
@@ -267,6 +311,9 @@ class TurnTracker:
     def reset(self) -> None:
         self.current = None
         self._announced = None
+        if self._done is not None:
+            self._done.release()
+            self._done = None
 
     def _close(self) -> Turn | None:
         turn, self.current = self.current, None
@@ -301,9 +348,43 @@ class TurnTracker:
         return not turn.ended
 
     def feed(self, event: Event) -> Turn | None:
+        """The turn ``event`` completes, if any.
+
+        Runs for every event of every session: the common paths (a tool call
+        opening a turn, its result closing it) are written flat on purpose."""
+        done = self._done
+        if done is not None:
+            # The turn handed back for the previous event has been judged.
+            done.release()
+            self._done = None
         kind = event.kind
         turn = self.current
-        if kind is Kind.MESSAGE:
+        if kind is _TOOL_CALL:
+            if turn is not None and not turn.answered:
+                # _joins(): results came back means the model was called again
+                ours = turn.response
+                theirs = response_id(event) if event.meta else None
+                if (ours == theirs) if (ours is not None and theirs is not None) else not turn.ended:
+                    turn.add_call(event)
+                    return None
+            # _close() and _start(), inlined: most tool calls start a turn
+            self.current = Turn(event, self.keep_text, self._announced)  # with the call added
+            self._announced = None
+            self._done = turn
+            return turn
+        if kind is _TOOL_RESULT:
+            if turn is None:
+                return None
+            call_id = event.call_id
+            if call_id and turn.call_ids and call_id not in turn.call_ids:
+                return None  # not an answer to this turn's calls (turn.owns)
+            turn.add_result(event)
+            if turn.ended and turn.open_calls == 0:  # turn.complete
+                self.current = None
+                self._done = turn
+                return turn
+            return None
+        if kind is _MESSAGE:
             if event.role == "assistant":
                 if turn is not None and self._continues(turn, event):
                     turn.add_message(event)
@@ -311,35 +392,22 @@ class TurnTracker:
                 closed = self._close()
                 self._start(event)
                 self.current.add_message(event)
+                self._done = closed
                 return closed
             if event.role == "user":
                 self.reset()  # the engine resets detectors too; be safe on our own
                 return None
-            return self._end_response()
-        if kind is Kind.TOOL_CALL:
-            if turn is not None and self._joins(turn, event):
-                turn.add_call(event)
-                return None
-            # _close() and _start(), inlined: most tool calls start a turn
-            self.current = new = Turn(event, self.keep_text, self._announced)
-            self._announced = None
-            new.add_call(event)
-            return turn
-        if kind is Kind.TOOL_RESULT:
-            if turn is None or not turn.owns(event):
-                return None
-            turn.add_result(event)
-            if turn.ended and turn.open_calls == 0:  # turn.complete
-                self.current = None
-                return turn
-            return None
-        if kind is Kind.USAGE:
-            return self._usage(event)
+            closed = self._done = self._end_response()
+            return closed
+        if kind is _USAGE:
+            closed = self._done = self._usage(event)
+            return closed
         # compaction, session start/end: whatever was in progress is over
         if turn is not None:
             turn.ended = True
             turn.open_calls = 0
-        return self._close()
+        closed = self._done = self._close()
+        return closed
 
     def _usage(self, event: Event) -> Turn | None:
         """A usage report ends the response in progress, unless it belongs to it."""
