@@ -19,6 +19,7 @@ import orjson
 from monitor.events import Event
 from monitor.formats import LINE_FORMATS, sniff
 from monitor.formats.base import Problem, RecordDecoder, RecordError
+from monitor.framing import Line
 
 #: Lines longer than this are skipped (and reported) rather than parsed.
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -121,6 +122,60 @@ class LineDecoder:
             return [], self.problem(line, f"{type(exc).__name__} while decoding: {exc}")
         self.events += len(events)
         return events, None
+
+    def feed_lines(self, lines: list[Line], now: float | None = None) -> list[Event]:
+        """The events of many lines, as :class:`~monitor.framing.LineSplitter`
+        gives them with this decoder's ``max_line_bytes`` (``raw`` is None
+        for a longer line), every bad line reported as :meth:`feed` and
+        :meth:`oversized` do.
+
+        This is the per-line loop of a scan, so it is written flat: a line
+        ``orjson`` parses into an object, for a format already known, goes
+        straight to the decoder (orjson skips white space around it as
+        :meth:`feed` would); anything else takes :meth:`feed`.  ``now``
+        (the time of records without one) is read once."""
+        if now is None:
+            now = time.time()
+        out: list[Event] = []
+        append, extend = out.append, out.extend
+        loads, decode_error = _fast_loads, orjson.JSONDecodeError
+        decode = decode_event = None
+        if self.decoder is not None:
+            decode = self.decoder.decode
+            decode_event = getattr(self.decoder, "decode_event", None)
+        careful = 0  # lines that went through feed() or were too long: it counts its own
+        for lineno, raw, size in lines:
+            if raw is not None and decode is not None:
+                try:
+                    record = loads(raw)
+                except decode_error:
+                    record = None  # perhaps invalid UTF-8 to repair: feed() sees to it
+                if record.__class__ is dict:
+                    try:
+                        if decode_event is not None:
+                            event = decode_event(record, lineno, now)
+                            if event is not None:
+                                append(event)
+                        else:
+                            extend(decode(record, lineno, now))
+                    except RecordError as exc:
+                        self.problem(lineno, str(exc))
+                    except Exception as exc:  # an adapter bug must not take the monitor down
+                        self.problem(lineno, f"{type(exc).__name__} while decoding: {exc}")
+                    continue
+            careful += 1
+            if raw is None:
+                self.oversized(lineno, size)
+                continue
+            before = len(out)
+            extend(self.feed(raw, lineno, now)[0])
+            self.events -= len(out) - before  # counted below with the others
+            if decode is None and self.decoder is not None:
+                decode = self.decoder.decode
+                decode_event = getattr(self.decoder, "decode_event", None)
+        self.lines += len(lines) - careful
+        self.events += len(out)
+        return out
 
     def feed_record(self, record: dict[str, Any], line: int | None, now: float,
                     note: str | None = None) -> tuple[list[Event], Problem | None]:

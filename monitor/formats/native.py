@@ -20,7 +20,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from monitor.events import KINDS, Event, Kind
+from monitor.events import (KINDS, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event, Kind,
+                            new_event)
 from monitor.formats.base import RecordDecoder, RecordError
 
 ROLES = frozenset({"user", "assistant", "system"})
@@ -36,6 +37,7 @@ _FIELDS: dict[str, set[str]] = {
 }
 
 
+_new = object.__new__
 _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind}
 #: Per type, the fields that are not ``meta``.
 _ALLOWED: dict[str, frozenset[str]] = {name: frozenset(_COMMON | fields) for name, fields in _FIELDS.items()}
@@ -94,62 +96,151 @@ class NativeDecoder(RecordDecoder):
         return record.get("type") in KINDS
 
     def decode(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
-        """One record's event.  This runs for every line of every native log:
-        each type builds its :class:`Event` in one positional call (setting
-        fields one by one afterwards costs twice as much), with the checks of
-        the common, valid case first."""
+        event = self.decode_event(record, line, now)
+        return [] if event is None else [event]
+
+    def decode_event(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
+        """The one event of a record (None for a type that is skipped).
+
+        This runs for every line of every native log (see
+        :meth:`LineDecoder.feed_lines`), so it is written flat.  A call,
+        result or message with every field present, of the usual types, and
+        nothing else (so no ``meta``) is built here, in place; anything else
+        -- a missing field, a field to convert or reject, an extra field, a
+        rarer type -- is left to :meth:`decode_carefully`, which gives the
+        same event or the same error for the common case too.  Subscripts
+        and ``__class__ is`` tests cost a fraction of ``dict.get`` calls and
+        ``isinstance``, and a record is only known-fields-only when its
+        length is the number of fields read."""
+        try:
+            kind_name = record["type"]
+            session = record["session"]
+            ts = record["ts"]
+            if session.__class__ is not str or not session or ts.__class__ is not float or ts > 1e11:
+                return self.decode_carefully(record, line, now)
+            if kind_name == "tool_call":
+                tool = record["name"]
+                args = record["args"]
+                call_id = record["id"]
+                if (len(record) != 6 or tool.__class__ is not str or not tool or args.__class__ is not dict
+                        or call_id.__class__ is not str):
+                    return self.decode_carefully(record, line, now)
+                kind = TOOL_CALL
+                role = None
+                content = ""
+                is_error = False
+            elif kind_name == "tool_result":
+                call_id = record["id"]
+                content = record["content"]
+                is_error = record["is_error"]
+                if (len(record) != 6 or call_id.__class__ is not str or content.__class__ is not str
+                        or is_error.__class__ is not bool):
+                    return self.decode_carefully(record, line, now)
+                kind = TOOL_RESULT
+                role = tool = args = None
+            elif kind_name == "message":
+                role = record["role"]
+                content = record["content"]
+                if len(record) != 5 or role.__class__ is not str or role not in ROLES or content.__class__ is not str:
+                    return self.decode_carefully(record, line, now)
+                kind = MESSAGE
+                call_id = tool = args = None
+                is_error = False
+            else:
+                return self.decode_carefully(record, line, now)
+        except KeyError:
+            return self.decode_carefully(record, line, now)
+        event = _new(Event)
+        event.kind = kind
+        event.session = session
+        event.ts = ts
+        event.source = self.source
+        event.line = line
+        event.agent = None
+        event.role = role
+        event.content = content
+        event.call_id = call_id
+        event.tool = tool
+        event.args = args
+        event.is_error = is_error
+        event.input_tokens = None
+        event.output_tokens = None
+        event.cost_usd = None
+        event.status = None
+        event.pid = None
+        event.parent = None
+        event.meta = {}
+        event.seq = 0
+        event.call = None
+        event.cache = {}
+        return event
+
+    def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
+        """:meth:`decode_event` for any record: every check, conversion and
+        error message, and unknown fields into ``meta``."""
         get = record.get
         kind_name = get("type")
         if not isinstance(kind_name, str):
             raise RecordError("missing 'type' (expected one of: " + ", ".join(sorted(KINDS)) + ")")
-        kind = _KIND_BY_NAME.get(kind_name)  # a dict lookup: Kind(name) is slow on the hot path
+        kind = _KIND_BY_NAME.get(kind_name)  # a dict lookup: Kind(name) is slow
         if kind is None:
             self.skip(kind_name)
-            return []
+            return None
         session = get("session", self.default_session)
         if session.__class__ is not str or not session:
             session = _session(session, kind_name)
-        ts = get("ts")
-        if ts.__class__ is float and ts <= 1e11:
-            pass  # epoch seconds, the common case: parse_ts would return it as is
-        else:
-            ts = parse_ts(ts, now)
-        # Most records carry only known fields: test that at C speed before building meta.
+        ts = parse_ts(get("ts"), now)
         allowed = _ALLOWED[kind_name]
         meta = {} if record.keys() <= allowed else {k: v for k, v in record.items() if k not in allowed}
-        source = self.source
-        if kind is Kind.TOOL_CALL:
-            name = get("name")
-            if name.__class__ is not str or not name:
-                if not isinstance(name, str) or not name:
-                    raise RecordError(f"tool_call.name: expected a non-empty string, got {name!r}")
+        if kind is TOOL_CALL:
+            tool = get("name")
+            if tool.__class__ is not str or not tool:
+                if not isinstance(tool, str) or not tool:
+                    raise RecordError(f"tool_call.name: expected a non-empty string, got {tool!r}")
             args = get("args")
-            if args is None:
-                args = {}
-            if not isinstance(args, dict):
-                raise RecordError(f"tool_call.args: expected an object, got {type(args).__name__}")
+            if args.__class__ is not dict:
+                if args is None:
+                    args = {}
+                elif not isinstance(args, dict):
+                    raise RecordError(f"tool_call.args: expected an object, got {type(args).__name__}")
             call_id = get("id")
-            return [Event(kind, session, ts, source, line, None, None, "",
-                          None if call_id is None else str(call_id), name, args, False,
-                          None, None, None, None, None, None, meta)]
-        if kind is Kind.TOOL_RESULT:
+            if call_id.__class__ is not str and call_id is not None:
+                call_id = str(call_id)
+            role = None
+            content = ""
+            is_error = False
+        elif kind is TOOL_RESULT:
             call_id = get("id")
-            content = _text(record, "content", kind_name)
+            if call_id.__class__ is not str and call_id is not None:
+                call_id = str(call_id)
+            content = get("content")
+            if content.__class__ is not str:
+                content = _text(record, "content", kind_name)
             is_error = get("is_error", False)
-            if not isinstance(is_error, bool):
+            if is_error.__class__ is not bool:
                 raise RecordError(f"tool_result.is_error: expected true or false, got {is_error!r}")
-            return [Event(kind, session, ts, source, line, None, None, content,
-                          None if call_id is None else str(call_id), None, None, is_error,
-                          None, None, None, None, None, None, meta)]
-        if kind is Kind.MESSAGE:
+            role = tool = args = None
+        elif kind is MESSAGE:
             role = get("role")
             if role not in ROLES:
                 raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
-            return [Event(kind, session, ts, source, line, None, role, _text(record, "content", kind_name),
-                          None, None, None, False, None, None, None, None, None, None, meta)]
+            content = get("content")
+            if content.__class__ is not str:
+                content = _text(record, "content", kind_name)
+            call_id = tool = args = None
+            is_error = False
+        else:
+            return self._decode_other(record, kind, kind_name, session, ts, line, meta)
+        return new_event(kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta)
+
+    def _decode_other(self, record: dict[str, Any], kind: Kind, kind_name: str, session: str, ts: float,
+                      line: int | None, meta: dict[str, Any]) -> Event:
+        """Session start and end, usage and compaction: rare, so built plainly."""
+        get = record.get
+        source = self.source
         event = Event(kind, session, ts, source, line, None, None, "", None, None, None, False,
                       None, None, None, None, None, None, meta)
-        if kind is Kind.SESSION_START:
+        if kind is SESSION_START:
             agent = get("agent")
             if agent is not None and not isinstance(agent, str):
                 raise RecordError(f"session_start.agent: expected a string, got {type(agent).__name__}")
@@ -162,14 +253,14 @@ class NativeDecoder(RecordDecoder):
                 event.meta.update(extra)
             parent = get("parent")
             event.parent = str(parent) if parent is not None else None
-        elif kind is Kind.USAGE:
+        elif kind is USAGE:
             event.input_tokens = _opt_number(record, "input_tokens", kind_name, integer=True)
             event.output_tokens = _opt_number(record, "output_tokens", kind_name, integer=True)
             event.cost_usd = _opt_number(record, "cost_usd", kind_name, integer=False)
-        elif kind is Kind.SESSION_END:
+        elif kind is SESSION_END:
             status = get("status")
             event.status = None if status is None else str(status)
-        return [event]
+        return event
 
 
 def _session(session: Any, kind_name: str) -> str:
