@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from orjson import dumps as _dumps
+
 
 class Kind(StrEnum):
     """The event types of the native format."""
@@ -113,30 +115,37 @@ class Event:
 
     def summary(self, width: int = 80) -> str:
         """A one-line human description, bounded to ``width`` characters."""
-        if self.kind is Kind.TOOL_CALL:
+        return _finish(self._summary_text(width), width)
+
+    def _summary_text(self, width: int) -> str:
+        """What :meth:`summary` shortens and puts on one line."""
+        if self.kind is TOOL_CALL:
             from monitor.text import compact_args
 
-            text = f"{self.tool}({compact_args(self.args)})"
-        elif self.kind is Kind.TOOL_RESULT:
+            return f"{self.tool}({compact_args(self.args)})"
+        if self.kind is TOOL_RESULT:
             prefix = "error" if self.is_error else "result"
-            text = f"{prefix}: {self.content[: width * 8]}"
-        elif self.kind is Kind.MESSAGE:
-            text = f"{self.role}: {self.content[: width * 8]}"
-        elif self.kind is Kind.USAGE:
-            text = (
+            return f"{prefix}: {self.content[: width * 8]}"
+        if self.kind is MESSAGE:
+            return f"{self.role}: {self.content[: width * 8]}"
+        if self.kind is USAGE:
+            return (
                 f"usage in={self.input_tokens} out={self.output_tokens} "
                 f"cost={self.cost_usd}"
             )
-        elif self.kind is Kind.SESSION_START:
-            text = f"session start ({self.agent or 'agent'})"
-        elif self.kind is Kind.SESSION_END:
-            text = f"session end ({self.status or 'ended'})"
-        else:
-            text = self.kind.value
-        # Bound the work before normalizing: a 1 MB message must not cost a
-        # 1 MB copy or split.
-        text = " ".join(text[: width * 8 + 64].split())
-        return text if len(text) <= width else text[: width - 1] + "…"
+        if self.kind is SESSION_START:
+            return f"session start ({self.agent or 'agent'})"
+        if self.kind is SESSION_END:
+            return f"session end ({self.status or 'ended'})"
+        return self.kind.value
+
+
+def _finish(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters."""
+    # Bound the work before normalizing: a 1 MB message must not cost a
+    # 1 MB copy or split.
+    text = " ".join(text[: width * 8 + 64].split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 _new = object.__new__
@@ -176,19 +185,101 @@ def new_event(kind: Kind, session: str, ts: float, source: str, line: int | None
     return event
 
 
-@dataclass(frozen=True, slots=True)
-class EventRef:
-    """A pointer to an event used as evidence in a detection."""
+#: ``Event.summary()``'s default width, which ``EventRef.summary`` has.
+SUMMARY_WIDTH = 80
+#: Characters of a text (or of an argument's value) that an EventRef keeps
+#: when they surely hold all its summary shows (see ``_head``).
+_HEAD = 128
+_ARG_HEAD = 100
+#: Width of one argument's value and of all of them in ``compact_args``.
+_ARG_WIDTH = 60
+_KIND_VALUE: dict[Kind, str] = {k: k.value for k in Kind}
 
-    seq: int
-    kind: str
-    source: str
-    line: int | None
-    summary: str
+
+class EventRef:
+    """A pointer to an event used as evidence in a detection: ``seq``,
+    ``kind`` (the type's name), ``source``, ``line`` and ``summary`` (the
+    event's :meth:`Event.summary`).
+
+    Detectors keep these in their windows instead of events, one per event,
+    so :meth:`of` must be cheap and small: it keeps a bounded snapshot of
+    what the summary shows (the start of a text, a call's tool and the
+    start of each argument that can show), never the event, and writes the
+    summary only when it is first read -- the same text ``Event.summary()``
+    gives.  Refs compare and hash by their five values; treat them as
+    immutable.
+    """
+
+    __slots__ = ("seq", "kind", "source", "line", "_summary", "_raw")
+    __match_args__ = ("seq", "kind", "source", "line", "summary")
+
+    def __init__(self, seq: int, kind: str, source: str, line: int | None, summary: str):
+        self.seq = seq
+        self.kind = kind
+        self.source = source
+        self.line = line
+        self._summary = summary
+        self._raw = None
 
     @classmethod
     def of(cls, event: Event) -> EventRef:
-        return cls(event.seq, event.kind.value, event.source, event.line, event.summary())
+        """The reference to ``event``.  Runs once per event in several
+        detectors: ordinary events take the flat path below."""
+        ref = _new(cls)
+        ref.seq = event.seq
+        kind = event.kind
+        ref.kind = _KIND_VALUE[kind] if kind.__class__ is Kind else kind.value
+        ref.source = event.source
+        ref.line = event.line
+        ref._summary = None
+        if kind is TOOL_RESULT or kind is MESSAGE:
+            content = event.content
+            if kind is TOOL_RESULT:
+                prefix = "error: " if event.is_error else "result: "
+            else:
+                role = event.role
+                prefix = f"{role}: " if role is None or (role.__class__ is str and len(role) <= 64) else None
+            if prefix is not None and content.__class__ is str:
+                ref._raw = prefix + _head(content, _HEAD, SUMMARY_WIDTH, SUMMARY_WIDTH * 8)
+                return ref
+        elif kind is TOOL_CALL:
+            snapshot = _call_snapshot(event.tool, event.args)
+            if snapshot is not None:
+                ref._raw = snapshot
+                return ref
+        # Anything else (usage, session start and end, odd field types): the
+        # text now, bounded as the summary bounds it.
+        ref._raw = event._summary_text(SUMMARY_WIDTH)[: SUMMARY_WIDTH * 9 + 64]
+        return ref
+
+    @property
+    def summary(self) -> str:
+        summary = self._summary
+        if summary is None:
+            raw = self._raw
+            if raw.__class__ is tuple:
+                raw = _call_text(raw)
+            summary = self._summary = _finish(raw, SUMMARY_WIDTH)
+            self._raw = None
+        return summary
+
+    def _key(self) -> tuple:
+        return (self.seq, self.kind, self.source, self.line, self.summary)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not EventRef:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"EventRef(seq={self.seq!r}, kind={self.kind!r}, source={self.source!r}, "
+                f"line={self.line!r}, summary={self.summary!r})")
+
+    def __reduce__(self):
+        return (EventRef, self._key())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -198,3 +289,84 @@ class EventRef:
             "line": self.line,
             "summary": self.summary,
         }
+
+
+def _head(text: str, keep: int, shown: int, limit: int) -> str:
+    """A prefix of ``text`` that gives the same first ``shown`` characters
+    once white space is collapsed (``" ".join(t.split())``), and shows that
+    there are more: ``text[:keep]`` when its characters other than white
+    space are more than ``shown``, else ``text[:limit]`` (the most that is
+    ever looked at).  Every white space character but " " is unprintable,
+    so a printable head (newlines made spaces) counts its spaces alone."""
+    if len(text) <= keep:
+        return text
+    head = text[:keep]
+    if "\n" in head:
+        head = head.replace("\n", " ")
+    if head.isprintable() and keep - head.count(" ") > shown:
+        return head
+    return text[:limit]
+
+
+class _Pairs(tuple):
+    """Key-value pairs that ``compact_args`` reads like a dict's items."""
+
+    __slots__ = ()
+
+    def items(self) -> _Pairs:
+        return self
+
+
+def _call_text(snapshot: tuple) -> str:
+    """A call's summary text from :func:`_call_snapshot`'s ``(tool, key,
+    value, key, value, ...)``, as ``Event._summary_text`` writes it."""
+    from monitor.text import compact_args
+
+    pairs = _Pairs(zip(snapshot[1::2], snapshot[2::2]))
+    return f"{snapshot[0]}({compact_args(pairs)})"
+
+
+def _call_snapshot(tool: Any, args: Any) -> tuple | None:
+    """``(tool, key, value, ...)``: what ``compact_args`` can show of
+    ``args``, bounded -- the arguments until their text is surely past its
+    width, each value as the text it shows (a long one cut by ``_head``, a
+    number as its JSON).  None when something is unusual, e.g. a structure
+    (then the caller writes the text at once)."""
+    if tool.__class__ is not str:
+        if tool is not None:
+            return None
+    elif len(tool) > SUMMARY_WIDTH * 9:
+        tool = tool[: SUMMARY_WIDTH * 9]
+    if not args:
+        return (tool,) if args is None or args.__class__ is dict else None
+    if args.__class__ is not dict:
+        return None
+    snapshot = [tool]
+    # A lower bound of the length of "k=v, k=v": once past the width, later
+    # arguments cannot show.
+    length = -2
+    for key, value in args.items():
+        if length > _ARG_WIDTH:
+            break
+        if key.__class__ is not str:
+            return None
+        if len(key) > _ARG_WIDTH + 4:
+            key = key[: _ARG_WIDTH + 4]
+        length += len(key) + 3
+        cls = value.__class__
+        if cls is not str:
+            if value is not None and cls is not int and cls is not float and cls is not bool:
+                # A structure or a str subclass: its JSON collapses white
+                # space in ways a bounded head cannot promise; write it now.
+                return None
+            try:
+                value = _dumps(value).decode()
+            except (TypeError, ValueError):
+                return None  # an int past 64 bits: as the summary has it
+        shown = _head(value, _ARG_HEAD, _ARG_WIDTH, _ARG_WIDTH * 8)
+        if shown is not value and len(shown) == _ARG_HEAD:
+            length += _ARG_WIDTH  # a head that surely fills the value's width
+        snapshot.append(key)
+        snapshot.append(shown)
+    return tuple(snapshot)
+
