@@ -28,6 +28,8 @@ TARGET = 64 * 1024
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0], 100_000)
     p.add_argument("--loop-rate", type=float, default=0.02, help="share of steps that start a short loop")
+    p.add_argument("--sparklines", action="store_true",
+                   help="measure the engine as the live monitor runs it (keeping similarity histories for the sparklines)")
     args = p.parse_args(argv)
 
     from monitor.demo.synthetic import records
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from monitor.footprint import deep_size, session_footprint
     from monitor.formats.lines import LineDecoder
 
-    engine = Engine()
+    engine = Engine(sparklines=args.sparklines)
     decoder = LineDecoder("one-session.jsonl")
     stream = records(args.events, sessions=1, seed=args.seed, loop_rate=args.loop_rate)
     checkpoints = sorted({min(args.events, n) for n in (1_000, 10_000, args.events // 2, args.events)})
@@ -62,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         tracemalloc.stop()
         growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
 
-    print(table("one session's engine memory", ("checkpoint", "bytes", "KB"), rows))
+    title = "one session's engine memory" + (" (with sparkline histories, as in the monitor)" if args.sparklines else " (as in scan)")
+    print(table(title, ("checkpoint", "bytes", "KB"), rows))
     parts = sorted(((k, v) for k, v in footprint.items() if k != "total"), key=lambda kv: -kv[1])
     print()
     print(table(f"breakdown after {args.events:,} events (detectors share events: parts overlap)",

@@ -6,6 +6,9 @@ temporary file, then measures in the same run:
 
 * the raw parse rate: the file split into lines and each line ``orjson.loads``-ed;
 * the decode rate: framing, JSON and the native decoder into Events, as the scan reads;
+* the engine floor: the same scan with every detector disabled — framing,
+  decoding, the engine's bookkeeping, no detection (the most any detector set
+  could reach);
 * the scan rate: :func:`monitor.scan.scan` over the file — framing, decoding,
   every enabled detector, the escalation policy — on one core;
 * with ``--profile``, where the time goes: decoding and each detector, in µs per event.
@@ -57,16 +60,23 @@ def decode_rate(path: str) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
-def scan_rate(path: str, profile: bool = False) -> tuple[object, float, DetectorTimer | None]:
+def scan_rate(path: str, profile: bool = False, detectors: bool = True) -> tuple[object, float, DetectorTimer | None]:
+    """The report and seconds of a scan of ``path``; ``detectors=False``
+    disables every detector (the engine floor)."""
+    from monitor.config import build_config
+    from monitor.detect import REGISTRY
     from monitor.scan import scan
 
+    config = None
+    if not detectors:
+        config = build_config({"detectors": {name: {"enabled": False} for name in REGISTRY}})
     timer = DetectorTimer() if profile else None
     started = time.perf_counter()
     if timer is not None:
         with timer.installed():
-            report = scan([path])
+            report = scan([path], config)
     else:
-        report = scan([path])
+        report = scan([path], config)
     return report, time.perf_counter() - started, timer
 
 
@@ -95,12 +105,18 @@ def main(argv: list[str] | None = None) -> int:
             parse_s = min(parse_s, seconds)
             decoded, seconds = decode_rate(path)
             decode_s = min(decode_s, seconds)
+        floor_s = float("inf")
+        for _ in range(args.repeat):
+            floor, seconds, _ = scan_rate(path, detectors=False)
+            floor_s = min(floor_s, seconds)
         report, scan_s, _ = scan_rate(path)
         parse_eps = lines / parse_s
+        floor_eps = floor.events / floor_s
         scan_eps = report.events / scan_s
         rows = [
             ("raw parse (lines + orjson.loads)", lines, parse_s, parse_eps, "1.00"),
             ("decode (+ native events)", decoded, decode_s, decoded / decode_s, f"{decoded / decode_s / parse_eps:.2f}"),
+            ("engine floor (scan, no detectors)", floor.events, floor_s, floor_eps, f"{floor_eps / parse_eps:.2f}"),
             ("scan (+ all detectors, policy)", report.events, scan_s, scan_eps, f"{scan_eps / parse_eps:.2f}"),
         ]
         print()
@@ -108,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"detections: {len(report.detections):,}; bad lines: {report.problem_count}; "
               f"sessions: {len(report.engine.sessions)}")
         verdict = "OK" if scan_eps >= TARGET else "BELOW TARGET"
-        print(f"target >= {TARGET:,} events/s: {scan_eps:,.0f} events/s  [{verdict}]")
+        print(f"target >= {TARGET:,} events/s: {scan_eps:,.0f} events/s  [{verdict}]; "
+              f"detection costs {1e6 / scan_eps - 1e6 / floor_eps:.1f} µs of the {1e6 / scan_eps:.1f} µs per event")
 
         if args.profile:
             _, profiled_s, timer = scan_rate(path, profile=True)

@@ -240,16 +240,19 @@ class EventRef:
                 role = event.role
                 prefix = f"{role}: " if role is None or (role.__class__ is str and len(role) <= 64) else None
             if prefix is not None and content.__class__ is str:
-                ref._raw = prefix + _head(content, _HEAD, SUMMARY_WIDTH, SUMMARY_WIDTH * 8)
-                return ref
+                head = _head(content, _HEAD, SUMMARY_WIDTH)
+                if head is not None:
+                    ref._raw = prefix + head
+                    return ref
         elif kind is TOOL_CALL:
             snapshot = _call_snapshot(event.tool, event.args)
             if snapshot is not None:
                 ref._raw = snapshot
                 return ref
-        # Anything else (usage, session start and end, odd field types): the
-        # text now, bounded as the summary bounds it.
-        ref._raw = event._summary_text(SUMMARY_WIDTH)[: SUMMARY_WIDTH * 9 + 64]
+        # Anything else (usage, session start and end, text full of white
+        # space, odd field types): the summary now.
+        ref._summary = event.summary(SUMMARY_WIDTH)
+        ref._raw = None
         return ref
 
     @property
@@ -291,13 +294,15 @@ class EventRef:
         }
 
 
-def _head(text: str, keep: int, shown: int, limit: int) -> str:
+def _head(text: str, keep: int, shown: int) -> str | None:
     """A prefix of ``text`` that gives the same first ``shown`` characters
     once white space is collapsed (``" ".join(t.split())``), and shows that
-    there are more: ``text[:keep]`` when its characters other than white
-    space are more than ``shown``, else ``text[:limit]`` (the most that is
-    ever looked at).  Every white space character but " " is unprintable,
-    so a printable head (newlines made spaces) counts its spaces alone."""
+    there are more: ``text`` itself when it is at most ``keep`` long, else
+    ``text[:keep]`` when its characters other than white space are more
+    than ``shown``; None when neither holds (text full of white space: the
+    caller writes the summary at once rather than keep a long copy).  Every
+    white space character but " " is unprintable, so a printable head
+    (newlines made spaces) counts its spaces alone."""
     if len(text) <= keep:
         return text
     head = text[:keep]
@@ -305,7 +310,7 @@ def _head(text: str, keep: int, shown: int, limit: int) -> str:
         head = head.replace("\n", " ")
     if head.isprintable() and keep - head.count(" ") > shown:
         return head
-    return text[:limit]
+    return None
 
 
 class _Pairs(tuple):
@@ -363,8 +368,10 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
                 value = _dumps(value).decode()
             except (TypeError, ValueError):
                 return None  # an int past 64 bits: as the summary has it
-        shown = _head(value, _ARG_HEAD, _ARG_WIDTH, _ARG_WIDTH * 8)
-        if shown is not value and len(shown) == _ARG_HEAD:
+        shown = _head(value, _ARG_HEAD, _ARG_WIDTH)
+        if shown is None:
+            return None
+        if shown is not value:
             length += _ARG_WIDTH  # a head that surely fills the value's width
         snapshot.append(key)
         snapshot.append(shown)

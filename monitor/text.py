@@ -193,7 +193,13 @@ def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
         return ""
     parts = []
     for key, value in args.items():
-        shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        if isinstance(value, str):
+            shown = value
+        else:
+            try:
+                shown = orjson.dumps(value, default=str).decode()
+            except TypeError:  # an int past 64 bits, deep inside a structure
+                shown = repr(value)
         # Bound before squashing: a 200 KB argument must not cost a 200 KB pass.
         parts.append(f"{key}={squash_ws(str(shown)[: width * 8])[:width]}")
     text = ", ".join(parts)

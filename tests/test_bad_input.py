@@ -268,3 +268,11 @@ def test_exit_2_for_bad_usage_and_unreadable_paths(tmp_path):
         locked.chmod(0)
         result = run_scan_cli(str(locked))
         assert result.returncode == 2 and b"locked.jsonl" in result.stderr
+
+
+def test_summary_of_arguments_with_an_integer_past_64_bits():
+    """orjson cannot write integers past 64 bits: a call's summary still shows them."""
+    from monitor.events import Event, Kind
+
+    event = Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": {"n": -(2**63) - 1}})
+    assert str(-(2**63) - 1) in event.summary(200)

@@ -214,10 +214,18 @@ def test_refuses_the_monitor_itself():
 
 
 def test_refuses_the_monitors_parent():
-    """The monitor's parent (its shell, its terminal) is refused."""
-    identity = ProcessIdentity.capture(os.getppid())
-    assert identity is not None
-    assert "the monitor's parent" in check_killable(identity)
+    """The monitor's parent (its shell, its terminal) is refused.
+
+    Checked from a child process, whose parent is this test process: the
+    test's own parent may be pid 1 (a detached run), which is refused first."""
+    code = textwrap.dedent("""
+        import os
+        from monitor.control import ProcessIdentity, check_killable
+        print(check_killable(ProcessIdentity.capture(os.getppid())))
+    """)
+    reason = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, timeout=60).stdout
+    assert f"refusing to kill pid {os.getpid()}: it is the monitor's parent process" in reason
 
 
 def test_refuses_negative_and_zero_pids():

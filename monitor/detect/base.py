@@ -235,7 +235,12 @@ def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[Event
     """Evidence references for the last ``limit`` of ``events``: the
     :class:`EventRef` a detector kept (see :func:`ref`), or events."""
     kept = events if isinstance(events, (list, tuple)) else list(events)
-    return tuple(map(_ref, kept[-limit:]))
+    refs = tuple(map(_ref, kept[-limit:]))
+    for cited in refs:
+        # Written now: a detection is shown and stored, and a written
+        # summary is smaller than the snapshot it replaces.
+        cited.summary  # noqa: B018
+    return refs
 
 
 def ref(event: Event | EventRef) -> EventRef:
