@@ -150,3 +150,33 @@ def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
     assert gated == ungated
     # The turn detectors did judge something.
     assert any(any(scores.get("turn_similarity", ())) for _, scores in gated[1].values())
+
+
+def _moved_by_definition(records, start):
+    """exact_repeat's "did a poll move?" per record, written as its definition."""
+    return [record.done and any(earlier.done and earlier.same_call(record) and not record.same_outcome(earlier)
+                                for earlier in records[:index])
+            for index, record in enumerate(records) if index >= start]
+
+
+def test_grouped_moved_check_matches_its_definition():
+    """exact_repeat compares each record only with earlier records of its own
+    call; over random windows (few calls, few results, some still running, a
+    forced hash collision) that gives what comparing with every earlier record gives."""
+    from monitor.detect.calls import CallRecord
+    from monitor.detect.exact_repeat import _moved
+
+    rng = random.Random(3)
+    for _ in range(3_000):
+        records = []
+        for seq in range(1, rng.randrange(1, 12)):
+            call = Event(Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq)
+            record = CallRecord(call)
+            if rng.random() < 0.2:
+                record.hash = 42  # a collision: equal hashes, different keys
+            if rng.random() < 0.85:
+                record.attach(Event(Kind.TOOL_RESULT, "s", float(seq), content=rng.choice(("1%", "2%", "done")),
+                                    is_error=rng.random() < 0.1))
+            records.append(record)
+        start = rng.randrange(len(records) + 1)
+        assert _moved(records, start) == _moved_by_definition(records, start)

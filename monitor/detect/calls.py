@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from monitor.detect.base import ref
 from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
-from monitor.events import Event, EventRef, Kind
+from monitor.events import TOOL_RESULT, Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -119,7 +119,7 @@ def call_record(event: Event) -> CallRecord:
 def attach_result(result: Event) -> CallRecord | None:
     """Attach a tool result to its call's record (once); return that record."""
     call = result.call
-    if call is None or result.kind is not Kind.TOOL_RESULT:
+    if call is None or result.kind is not TOOL_RESULT:
         return None
     record = call.cache.get("record")
     if record is None or record.seq != call.seq:

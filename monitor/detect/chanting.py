@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.output_similarity import digest
-from monitor.events import Event, EventRef, Kind, Level
+from monitor.events import MESSAGE, Event, EventRef, Kind, Level
 from monitor.text import squash_ws
 
 #: A fence line opens or closes a fenced code block.
@@ -244,6 +244,9 @@ class _Region(NamedTuple):
     fresh_from: int  # where this message's text starts (before: carried over)
 
 
+_NO_CARRY = _Region("", False, None, 0)
+
+
 @register
 class Chanting(Detector):
     name = "chanting"
@@ -262,22 +265,25 @@ class Chanting(Detector):
         #: hold a whole chant of the longest unit.
         self.carry_limit = self.finder.window + self.finder.min_repeats * self.finder.max_period
         self.scan_limit = max(self.finder.window * 4, s.max_scan_chars)
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget the stream: consecutive assistant messages form one."""
-        self.carry = _Region("", False, None, 0)
-        self.blind = False  # lost track of code fences in this stream: stay quiet
-        self.active: tuple[str, int] | None = None  # (unit digest, run length) reaching the end
         self.reported: dict[str, int] = {}  # unit digest -> count last reported
         #: The stream's last messages (references: a message may be megabytes).
         self.messages: deque[EventRef] = deque(maxlen=6)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream: consecutive assistant messages form one.  (Runs
+        after every stream: the containers are emptied, not rebuilt.)"""
+        self.carry = _NO_CARRY
+        self.blind = False  # lost track of code fences in this stream: stay quiet
+        self.active: tuple[str, int] | None = None  # (unit digest, run length) reaching the end
+        self.reported.clear()
+        self.messages.clear()
 
     def window(self) -> list[EventRef]:
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is not Kind.MESSAGE or event.role != "assistant":
+        if event.kind is not MESSAGE or event.role != "assistant":
             if self.messages:
                 self.reset()  # anything between two messages ends the stream
             return None

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.events import Event, EventRef, Kind, Level
+from monitor.events import COMPACTION, TOOL_CALL, Event, EventRef, Kind, Level
 
 ADVICE = (
     "Compacting again will not free enough context. Write down the essential state "
@@ -53,10 +53,11 @@ class CompactionLoop(Detector):
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_CALL:
+        kind = event.kind
+        if kind is TOOL_CALL:
             self.calls_since += 1
             return None
-        if event.kind is not Kind.COMPACTION:
+        if kind is not COMPACTION:
             return None
         if self.count and self.calls_since < self.settings.min_calls:
             self.count += 1

@@ -16,7 +16,7 @@ from typing import Iterable
 from monitor.config import Config
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
 from monitor.detect.escalation import EscalationPolicy
-from monitor.events import Event, Kind, Level
+from monitor.events import SESSION_END, SESSION_START, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
 #: arrive must not grow memory.
@@ -287,13 +287,13 @@ class Engine:
                 for detector in state.detectors:
                     if detector.resets_on_user_turn:
                         detector.reset()
-        elif kind is Kind.SESSION_START:
+        elif kind is SESSION_START:
             state.agent = event.agent or state.agent
             view.agent = state.agent
             state.pid = event.pid if event.pid is not None else state.pid
             state.parent = event.parent or state.parent
             state.ended = False
-        elif kind is Kind.SESSION_END:
+        elif kind is SESSION_END:
             state.ended = True
             state.status = event.status or "ended"
 

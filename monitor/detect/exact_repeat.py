@@ -84,7 +84,8 @@ class ExactRepeat(Detector):
             counts[record.hash] = 1
             return None
         records = list(calls.records)
-        positions = [i for i, earlier in enumerate(records) if earlier.same_call(record)]
+        digest, key = record.hash, record.key
+        positions = [i for i, earlier in enumerate(records) if earlier.hash == digest and earlier.key == key]
         calls.push(record)
         if not positions:
             return None  # only a hash collision
@@ -94,16 +95,16 @@ class ExactRepeat(Detector):
         # nothing in between moved: a different outcome, or a poll between
         # the repeats whose output changed (sleep → status → sleep → status),
         # means the repeats are getting somewhere.
+        first = positions[0] + 1
+        moved = _moved(records, first)
         latest = positions[-1]
-        streak = [records[latest]]
         reference = records[latest]
-        if _moved_between(records, latest + 1, len(records)):
-            streak = []
+        streak = [] if True in moved[latest + 1 - first:] else [reference]
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
-            if not earlier.same_outcome(reference) or _moved_between(records, earlier_at + 1, later):
+            if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first]:
                 break
             if not reference.done:
                 reference = earlier
@@ -134,15 +135,26 @@ class ExactRepeat(Detector):
         ]
 
 
-def _moved_between(records: list[CallRecord], start: int, stop: int) -> bool:
-    """True when a call in ``records[start:stop]`` repeated an earlier call of
-    the window and got a different result: something being polled moved."""
-    for index in range(start, stop):
-        record = records[index]
+def _moved(records: list[CallRecord], start: int) -> list[bool]:
+    """For each of ``records[start:]``: did it repeat an earlier call of the
+    window (any of ``records``) and get a different result?  Then something
+    being polled moved.  Records are grouped by call, so each is compared
+    only with the earlier records of its own call."""
+    groups: dict[int, list[CallRecord]] = {}
+    moved: list[bool] = []
+    for index, record in enumerate(records):
         if not record.done:
+            if index >= start:
+                moved.append(False)
             continue
-        for earlier in records[:index]:
-            if earlier.done and earlier.same_call(record):
-                if not record.same_outcome(earlier):
-                    return True
-    return False
+        group = groups.get(record.hash)
+        if group is None:
+            groups[record.hash] = [record]
+            if index >= start:
+                moved.append(False)
+            continue
+        if index >= start:
+            key = record.key
+            moved.append(any(earlier.key == key and not record.same_outcome(earlier) for earlier in group))
+        group.append(record)
+    return moved

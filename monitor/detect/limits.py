@@ -151,22 +151,22 @@ class Limits(Detector):
         s = self.settings
         found: list[Detection] = []
 
-        if kind is Kind.TOOL_CALL:
+        if kind is _TOOL_CALL:
             self.tool_calls += 1
-        elif kind is Kind.MESSAGE:
+        elif kind is _MESSAGE:
             if event.role == "assistant":
                 self.turns += 1
             elif event.role == "user" and self.failures:
                 self.reset()  # the user stepped in: the failures are no longer "in a row"
-        elif kind is Kind.USAGE and event.cost_usd:
+        elif kind is _USAGE and event.cost_usd:
             self.cost += event.cost_usd
-        elif kind is Kind.TOOL_RESULT:
+        elif kind is _TOOL_RESULT:
             if failed(event):
                 found += self._failed(event) or ()
             elif self.failures:
                 self.reset()
 
-        if s.max_iterations and kind in (Kind.TOOL_CALL, Kind.MESSAGE):
+        if s.max_iterations and (kind is _TOOL_CALL or kind is _MESSAGE):
             iterations = max(self.tool_calls, self.turns)
             level = self.iterations.check(iterations, s, max(1, round(s.max_iterations * s.repeat_fraction)))
             if level:
@@ -181,7 +181,7 @@ class Limits(Detector):
                 found.append(self._detection(
                     level, "runtime", int(runtime), s.max_runtime_seconds,
                     f"running for {_duration(runtime)}", _duration(s.max_runtime_seconds), event))
-        if s.max_cost_usd and kind is Kind.USAGE:
+        if s.max_cost_usd and kind is _USAGE:
             level = self.spend.check(self.cost, s, max(0.01, s.max_cost_usd * s.repeat_fraction))
             if level:
                 found.append(self._detection(
