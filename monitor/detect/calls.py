@@ -8,8 +8,10 @@ evidence reference, and the result's head and tail -- and nothing that grows
 with the event (no ``Event``, no 1 MB content).
 
 A call's record is made once, by :func:`call_record`, and memoized on the
-event, so the detectors of a session share it: the keys are computed and the
-result is attached once per event, whichever detector sees it first.
+event, so the detectors of a session share it: the keys are computed once per
+call, whichever detector sees it first, and the engine attaches the result
+(:meth:`CallRecord.attach`) when it pairs it with its call, before any
+detector sees the result.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Iterator
 
 from monitor.detect.base import ref
 from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
-from monitor.events import TOOL_RESULT, Event, EventRef, Kind
+from monitor.events import Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -113,19 +115,6 @@ def call_record(event: Event) -> CallRecord:
     record = cache.get("record")
     if record is None or record.seq != event.seq:
         record = cache["record"] = CallRecord(event)
-    return record
-
-
-def attach_result(result: Event) -> CallRecord | None:
-    """Attach a tool result to its call's record (once); return that record."""
-    call = result.call
-    if call is None or result.kind is not TOOL_RESULT:
-        return None
-    record = call.cache.get("record")
-    if record is None or record.seq != call.seq:
-        return None  # no call detector kept the call
-    if record.text is None:
-        record.attach(result)
     return record
 
 

@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.output_similarity import digest
-from monitor.events import MESSAGE, Event, EventRef, Kind, Level
+from monitor.events import MESSAGE, Event, EventRef, Level
 from monitor.text import squash_ws
 
 #: A fence line opens or closes a fenced code block.

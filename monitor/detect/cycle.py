@@ -62,16 +62,14 @@ class Cycle(Detector):
         # Runs for every call and result of every session: written flat.
         kind = event.kind
         if kind is _TOOL_RESULT:
+            if not self._running:
+                return None  # no run to confirm or break
             call = event.call
             if call is None:
                 return None
-            record = call.cache.get("record")
+            record = call.cache.get("record")  # its result attached by the engine
             if record is None or record.seq != call.seq:
                 return None
-            if record.text is None:
-                record.attach(event)
-            if not self._running:
-                return None  # no run to confirm or break
             history = self.calls.records
             if not history or record is not history[-1]:
                 return None

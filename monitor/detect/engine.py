@@ -282,6 +282,11 @@ class Engine:
                 event.call = call
                 event.tool = event.tool or call.tool
                 event.args = event.args if event.args is not None else call.args
+                # The call's record, if a call detector made one, learns its
+                # result here, once, before any detector looks at it.
+                record = call.cache.get("record")
+                if record is not None and record.text is None and record.seq == call.seq:
+                    record.attach(event)
         elif kind is _MESSAGE:
             if event.role == "user":
                 for detector in state.detectors:

@@ -18,7 +18,6 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.detect.calls import CallRecord, CallWindow, call_record, events
 from monitor.events import Event, Kind, Level
 
-_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class ExactRepeat(Detector):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings
-    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+    kinds = frozenset({Kind.TOOL_CALL})
     presets = {
         "conservative": {"window": 15, "threshold": 4},
         "aggressive": {"window": 10, "threshold": 2},
@@ -49,17 +48,9 @@ class ExactRepeat(Detector):
         return events(self.calls)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call and result of every session: written flat.
-        kind = event.kind
-        if kind is _TOOL_RESULT:
-            call = event.call
-            if call is not None:
-                # attach_result(), inlined: the common case is one lookup
-                record = call.cache.get("record")
-                if record is not None and record.text is None and record.seq == call.seq:
-                    record.attach(event)
-            return None
-        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
+        # Runs for every call of every session: written flat.  (Results
+        # reach the records through the engine: see calls.py.)
+        if view.tool_overrides and view.exempt(event.tool):
             return None
 
         cache = event.cache

@@ -23,7 +23,6 @@ from monitor.detect.calls import KEY_CHARS, CallRecord, call_record, events
 from monitor.detect.fingerprints import fingerprint
 from monitor.events import Event, Kind, Level
 
-_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
@@ -57,7 +56,7 @@ class Fingerprint(Detector):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings
-    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+    kinds = frozenset({Kind.TOOL_CALL})
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -79,17 +78,9 @@ class Fingerprint(Detector):
         return events(self.streak)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call and result of every session: written flat.
-        kind = event.kind
-        if kind is _TOOL_RESULT:
-            call = event.call
-            if call is not None:
-                # attach_result(), inlined: the common case is one lookup
-                record = call.cache.get("record")
-                if record is not None and record.text is None and record.seq == call.seq:
-                    record.attach(event)
-            return None
-        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
+        # Runs for every call of every session: written flat.  (Results
+        # reach the records through the engine: see calls.py.)
+        if view.tool_overrides and view.exempt(event.tool):
             return None
         cache = event.cache
         key = cache.get("fingerprint") or fingerprint(event)
