@@ -235,7 +235,7 @@ def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[Event
     """Evidence references for the last ``limit`` of ``events``: the
     :class:`EventRef` a detector kept (see :func:`ref`), or events."""
     kept = events if isinstance(events, (list, tuple)) else list(events)
-    refs = tuple(map(_ref, kept[-limit:]))
+    refs = tuple(map(ref, kept[-limit:]))
     for cited in refs:
         # Written now: a detection is shown and stored, and a written
         # summary is smaller than the snapshot it replaces.
@@ -244,19 +244,14 @@ def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[Event
 
 
 def ref(event: Event | EventRef) -> EventRef:
-    """The :class:`EventRef` of ``event``, made once per event: what a detector
-    keeps in its window instead of the event (whose content may be large)."""
-    return _ref(event)
-
-
-def _ref(event: Event | EventRef) -> EventRef:
-    """The reference to ``event``, made once and kept on it: a loop's
+    """The :class:`EventRef` of ``event``: what a detector keeps in its window
+    instead of the event (whose content may be large).  Made once and kept
+    on the event: several detectors keep the same events, and a loop's
     detections repeat, each citing the same events plus one (and a summary
     costs microseconds to write)."""
     if event.__class__ is EventRef:
         return event
-    ref = event.cache.get("ref")
-    if ref is None or ref.seq != event.seq:
-        ref = event.cache["ref"] = EventRef.of(event)
-    return ref
-
+    made = event.cache.get("ref")
+    if made is None or made.seq != event.seq:
+        made = event.cache["ref"] = EventRef.of(event)
+    return made

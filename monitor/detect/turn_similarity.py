@@ -152,11 +152,13 @@ class TurnSimilarity(TurnDetector):
         results = turn.outcome()
 
         # Jaccard is at most min/max of the two sizes: a remembered turn whose
-        # size alone keeps it below both the best score so far and the
+        # size alone keeps it below both the closest score so far and the
         # cut-off cannot change the outcome, and is not intersected.  (The
-        # closest score, even below the cut-off, feeds the sparkline.)
-        closest, best, match = 0.0, 0.0, None
+        # closest score, even below the cut-off, feeds the sparkline; when
+        # no sparkline is kept, as in a scan, it starts at the cut-off, so
+        # only turns that may reach it are intersected.)
         cutoff = s.similarity
+        closest, best, match = 0.0 if view.keeps_similarity else cutoff, 0.0, None
         for seen in self.history:
             earlier = seen.tokens
             other = len(earlier)
