@@ -22,6 +22,7 @@ from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
 from monitor.store_rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
 from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _needs_squash, canonical_args
+from tests.conftest import SCENARIOS
 
 ALPHABET = ' \t\n\r"\\abn\x0b\xa0\u2028é'
 
@@ -150,6 +151,33 @@ def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
     assert gated == ungated
     # The turn detectors did judge something.
     assert any(any(scores.get("turn_similarity", ())) for _, scores in gated[1].values())
+
+
+@pytest.mark.parametrize("preset", ["conservative", "balanced", "aggressive"])
+def test_keeping_sparklines_changes_no_detection(preset):
+    """A scan keeps no sparkline histories and may skip comparisons that only
+    feed them; the live monitor's engine keeps them.  Both detect exactly the
+    same things (one pipeline)."""
+
+    # A synthetic mix of honest work and short loops, then the labelled
+    # corpus (which holds every detector's loops and near-misses).
+    streams = [("trace.jsonl", [orjson.dumps(r) for r in records(8000, sessions=8, seed=5, loop_rate=0.1)])]
+    streams += [(path.name, path.read_bytes().splitlines()) for path in sorted(SCENARIOS.glob("*.jsonl"))]
+
+    def run(sparklines: bool):
+        engine = Engine(build_config({}, preset=preset), sparklines=sparklines)
+        found = []
+        for name, lines in streams:
+            decoder = LineDecoder(name)
+            for line, raw in enumerate(lines, 1):
+                for event in decoder.feed(raw, line, now=0.0)[0]:
+                    found += [(d.detector, d.seq, d.session, d.level, d.score, d.message, d.pattern,
+                               tuple(ref.seq for ref in d.evidence)) for d in engine.process(event)]
+        return found
+
+    scanned = run(False)
+    assert scanned == run(True)
+    assert {found[0] for found in scanned} >= {"turn_similarity", "output_similarity", "exact_repeat", "cycle"}
 
 
 def _moved_by_definition(records, start):
