@@ -141,10 +141,17 @@ class TurnSimilarity(TurnDetector):
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
         s = self.settings
-        words = _words(turn, calls)
+        if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
+            call = calls[0]
+            joined = f"{call.tool} {call.key}"
+            if len(joined) > SIMILARITY_CHARS:
+                joined = clip(joined, SIMILARITY_CHARS)
+            words = joined.lower().split()
+        else:
+            words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most
         # tool-only turns stop here, before any set is built.
-        toks = token_hashes(words) if len(words) >= s.min_tokens else ()
+        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()  # token_hashes()
         size = len(toks)
         if size < s.min_tokens:
             self.consecutive = 0
@@ -158,7 +165,8 @@ class TurnSimilarity(TurnDetector):
         # no sparkline is kept, as in a scan, it starts at the cut-off, so
         # only turns that may reach it are intersected.)
         cutoff = s.similarity
-        closest, best, match = 0.0 if view.keeps_similarity else cutoff, 0.0, None
+        keep = view.keeps_similarity
+        closest, best, match = 0.0 if keep else cutoff, 0.0, None
         for seen in self.history:
             earlier = seen.tokens
             other = len(earlier)
@@ -176,12 +184,16 @@ class TurnSimilarity(TurnDetector):
             if results.moved(seen.results):
                 continue  # the same words got new results: progress
             best, match = score, seen
-        view.note_similarity(self.name, closest)
+        if keep:
+            view.note_similarity(self.name, closest)
 
         if match is not None:
             anchor = match.anchor
         else:  # names the chain this turn may start; cheap and stable across runs
-            anchor = digest(turn.text_value()[:300] + "".join(call.key[:100] for call in turn.calls[:3]))
+            text, made = turn.text, turn.calls
+            head = text.text()[:300] if text is not None else ""
+            keys = made[0].key[:100] if len(made) == 1 else "".join(call.key[:100] for call in made[:3])
+            anchor = digest(head + keys)
         events = tuple(map(ref, turn.events))
         # (An array fills faster from a list than from a set.)
         self.history.append(_Seen(array("q", list(toks)), results, anchor, events))
