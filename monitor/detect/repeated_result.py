@@ -73,12 +73,14 @@ class RepeatedResult(Detector):
         call = event.call
         if event.kind is not _TOOL_RESULT or call is None or view.exempt(event.tool):
             return None
-        if not_an_outcome(event):
-            return None  # a cancelled sibling or a refused call: not this call's result
         outcome = self._outcome(event)
         results = self.results
         if outcome is None:
-            results.append((None, 0, None))
+            # A cancelled sibling or a refused call is not this call's result
+            # and takes no slot.  (Neither has an outcome: ``failure_signature``
+            # leaves them out, and they are errors.)
+            if not not_an_outcome(event):
+                results.append((None, 0, None))
             return None
         results.append((outcome, hash(call_key(call)), ref(call)))
         same = [(c, e) for o, c, e in results if o == outcome]

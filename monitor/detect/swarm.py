@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement, not_an_outcome
+from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import outcome_key
 
@@ -116,12 +116,14 @@ class Swarm(Detector):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         call = event.call
-        if event.kind is not _TOOL_RESULT or call is None or view.exempt(event.tool):
+        if event.kind is not _TOOL_RESULT or call is None:
             return None
-        if not_an_outcome(event):
-            return None
+        # The outcome first: most results have none (successes), and a result
+        # that is not its call's outcome (a sibling failed, the user refused)
+        # has none either — ``failure_signature`` leaves them out, and they
+        # are errors — so ``not_an_outcome`` needs no test of its own here.
         outcome = self._outcome(event)
-        if outcome is None:
+        if outcome is None or view.exempt(event.tool):
             return None
         s = self.settings
         print_ = fingerprint(call)

@@ -32,7 +32,7 @@ from monitor.detect.failures import (
     run_outcome,
     shell_command,
 )
-from monitor.events import Event, EventRef, Kind, Level
+from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
 #: Events kept as evidence per streak (calls and results), as references:
 #: a test report may be megabytes.
@@ -72,6 +72,7 @@ class TestFix(Detector):
 
     def __init__(self, settings: TestFixSettings | None = None):
         super().__init__(settings)
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
         self.reset()
 
     def reset(self) -> None:
@@ -81,24 +82,26 @@ class TestFix(Detector):
         self.passed: int | None = None
         self.edits_since_run = 0
         self.edits_in_streak = 0
-        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
+        self.events.clear()
 
     def window(self) -> list[EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is Kind.TOOL_CALL:
+        kind = event.kind
+        if kind is TOOL_CALL:
             if self.count and is_edit(event):
                 self.edits_since_run += 1
             return None
-        if event.kind is not Kind.TOOL_RESULT:
+        if kind is not TOOL_RESULT:
             return None
         call = event.call
         if call is None or not is_test_run(call) or view.exempt(call.tool):
             return None
         outcome = run_outcome(event)
         if not outcome.failing:
-            self.reset()
+            if self.count:  # (without a streak there is nothing to forget)
+                self.reset()
             return None
 
         progress = (
@@ -160,20 +163,22 @@ class FailureCascade(Detector):
 
     def __init__(self, settings: FailureCascadeSettings | None = None):
         super().__init__(settings)
+        self.programs: dict[str, int] = {}
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
         self.reset()
 
     def reset(self) -> None:
         self.count = 0
         self.file_ops = 0
-        self.programs: dict[str, int] = {}
+        self.programs.clear()
         self.pattern = ""  # fixed when the streak first crosses the threshold
-        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
+        self.events.clear()
 
     def window(self) -> list[EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is not Kind.TOOL_RESULT:
+        if event.kind is not TOOL_RESULT:
             return None
         if not failed(event):
             if self.count:
