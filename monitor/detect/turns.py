@@ -354,8 +354,11 @@ class TurnTracker:
         opening a turn, its result closing it) are written flat on purpose."""
         done = self._done
         if done is not None:
-            # The turn handed back for the previous event has been judged.
-            done.release()
+            # The turn handed back for the previous event has been judged:
+            # release() it (inlined, as the common paths below are).
+            done.first = done.last = None  # type: ignore[assignment]
+            done.events = []
+            done._undo = None
             self._done = None
         kind = event.kind
         turn = self.current
@@ -378,8 +381,19 @@ class TurnTracker:
             call_id = event.call_id
             if call_id and turn.call_ids and call_id not in turn.call_ids:
                 return None  # not an answer to this turn's calls (turn.owns)
-            turn.add_result(event)
-            if turn.ended and turn.open_calls == 0:  # turn.complete
+            # add_result(), inlined: one call per tool result saved
+            turn._undo = None
+            if turn.open_calls > 0:
+                turn.open_calls -= 1
+            turn.answered = turn.ended = True
+            if len(turn.results) < MAX_CALLS and turn.keep_keys:
+                content = event.content
+                if len(content) > SIMILARITY_CHARS:
+                    content = clip(content)
+                turn.results.append((event.is_error, content))
+            if len(turn.events) < MAX_EVIDENCE:
+                turn.events.append(event)
+            if turn.open_calls == 0:  # turn.complete: the result ended it
                 self.current = None
                 self._done = turn
                 return turn
