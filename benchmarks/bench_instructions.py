@@ -15,7 +15,7 @@ trace as ``bench_scan`` under ``valgrind --tool=callgrind`` and reports
 
 Each figure is (instructions of the run − instructions of the same run over
 an empty file) / events, so start-up and imports are not counted; the hash
-seed is fixed, so a run repeats its count to within a few instructions.  Runs go
+seed is fixed, so runs of the same code give (nearly) the same count.  Runs go
 two at a time (the counts do not depend on it).  Needs ``valgrind``
 (``apt-get install valgrind``); without it the benchmark says so and exits 0.
 
