@@ -60,7 +60,8 @@ def turn_words(turn: Turn, view: SessionView) -> list[str]:
 
 
 def _words(turn: Turn, calls: list[Call]) -> list[str]:
-    """:func:`turn_words` with the exempt calls already left out."""
+    """:func:`turn_words` with the exempt calls already left out.
+    (:meth:`TurnSimilarity.judge` inlines the case of one call and no text.)"""
     text = turn.text
     words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
