@@ -103,9 +103,10 @@ _COUNT = re.compile(
     r"(?i)\b(\d+)\s+(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed)\b"
     r"|\b(failures|errors)=(\d+)"
 )
-#: :data:`_COUNT` for text without "=" (most), where its second half cannot
-#: match: starting with a digit (the lookbehind stands for ``\b``) lets the
-#: regex engine skip to the digits instead of trying both halves everywhere.
+#: :data:`_COUNT` for text without "failures=" or "errors=" (most), where its
+#: second half cannot match: starting with a digit (the lookbehind stands for
+#: ``\b``) lets the regex engine skip to the digits instead of trying both
+#: halves everywhere.
 _COUNT_NUMBER = re.compile(
     r"(\d(?<!\w\d)\d*)\s+(?i:(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed))\b"
 )
@@ -114,10 +115,12 @@ _FAILED_HINT = re.compile(r"FAIL|ERROR|●|×|✕|✗|rspec \./")
 #: (hint, pattern): a pattern only runs on text containing its hint (cheap substring test).
 #: ``WORD(?<!.WORD)`` is ``^WORD`` (``.`` is anything but a newline) with the
 #: literal first, which the regex engine finds at memchr speed instead of
-#: trying every position of a long report.
+#: trying every position of a long report.  A pytest name is a whole run of
+#: non-space characters (only there can ``$`` or a space follow), so ``\S*``
+#: finds it at once where ``\S*?`` tried the rest after every character.
 _FAILING_NAMES = (
-    ("FAILED", re.compile(r"FAILED(?<!.FAILED)\s+([^\s(]\S*?)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
-    ("ERROR", re.compile(r"ERROR(?<!.ERROR)\s+([^\s(]\S*?)(?:\s+-\s.*)?$", re.M)),  # pytest collection errors
+    ("FAILED", re.compile(r"FAILED(?<!.FAILED)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
+    ("ERROR", re.compile(r"ERROR(?<!.ERROR)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest collection errors
     ("::", re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.M)),  # pytest -v
     (": ", re.compile(r"(?:FAIL(?<!.FAIL)|ERROR(?<!.ERROR)):\s+(\S+)\s+\(([^)]+)\)", re.M)),  # unittest
     ("--- FAIL", re.compile(r"^\s*--- FAIL:\s+(\S+)", re.M)),  # go test
@@ -348,9 +351,15 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
     return squash_ws(text)[:limit] if limit else text
 
 
+def _may_have_key(line: str) -> bool:
+    """Whether ``line`` may hold ``failures=`` or ``errors=`` (in any case; a
+    non-ASCII "ſ" matches "s" too); "==" in an assertion does not count."""
+    return "=" in line and ("s=" in line or "S=" in line or not line.isascii())
+
+
 def _counts(line: str) -> list[tuple[str, str]]:
     """(number, word) of each :data:`_COUNT` match in ``line``."""
-    if "=" not in line:
+    if not _may_have_key(line):
         return [match.groups() for match in _COUNT_NUMBER.finditer(line)]
     return [(match.group(4), match.group(3)) if match.group(3) else (match.group(1), match.group(2))
             for match in _COUNT.finditer(line)]
@@ -358,7 +367,7 @@ def _counts(line: str) -> list[tuple[str, str]]:
 
 def _has_count(line: str) -> bool:
     """``_COUNT.search(line)``, cheaper."""
-    return (_COUNT if "=" in line else _COUNT_NUMBER).search(line) is not None
+    return (_COUNT if _may_have_key(line) else _COUNT_NUMBER).search(line) is not None
 
 
 def _summary_counts(text: str) -> tuple[int | None, int | None]:
