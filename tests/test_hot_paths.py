@@ -8,6 +8,7 @@ replaces, so that a later edit of one side cannot silently change behaviour.
 
 from __future__ import annotations
 
+import gc
 import random
 
 import orjson
@@ -208,3 +209,29 @@ def test_grouped_moved_check_matches_its_definition():
             records.append(record)
         start = rng.randrange(len(records) + 1)
         assert _moved(records, start) == _moved_by_definition(records, start)
+
+
+def test_a_scan_makes_no_reference_cycles(tmp_path):
+    """scan() runs the cyclic garbage collector rarely because scanning makes
+    no reference cycles: with the collector off, a scan of a synthetic trace,
+    the whole corpus and the real transcripts leaves it nothing to free."""
+    from monitor.demo.synthetic import write_trace
+    from monitor.scan import scan
+    from tests.conftest import SHARED_FIXTURES
+
+    trace = tmp_path / "trace.jsonl"
+    write_trace(str(trace), 20_000, sessions=20, seed=2, loop_rate=0.1)
+    paths = [str(trace), *map(str, sorted(SCENARIOS.glob("*.jsonl")))]
+    if SHARED_FIXTURES.is_dir():
+        paths.append(str(SHARED_FIXTURES))
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.disable()
+    try:
+        report = scan(paths)
+        left = gc.collect()
+    finally:
+        gc.enable()
+    assert report.events > 20_000 and report.detections
+    assert left == 0
+    assert gc.get_threshold() == thresholds  # the scan put the collector back as it was
