@@ -244,20 +244,6 @@ class Turn:
             return result.call_id in self.call_ids
         return True
 
-    def add_result(self, event: Event) -> None:
-        self._undo = None
-        if self.open_calls > 0:
-            self.open_calls -= 1
-        self.answered = True
-        self.ended = True
-        if len(self.results) < MAX_CALLS and self.keep_keys:
-            content = event.content
-            if len(content) > SIMILARITY_CHARS:
-                content = clip(content)
-            self.results.append((event.is_error, content))
-        if len(self.events) < MAX_EVIDENCE:
-            self.events.append(event)
-
     def release(self) -> None:
         """Drop the events: the turn has been judged (its text, calls and
         outcome stay readable)."""
@@ -381,7 +367,8 @@ class TurnTracker:
             call_id = event.call_id
             if call_id and turn.call_ids and call_id not in turn.call_ids:
                 return None  # not an answer to this turn's calls (turn.owns)
-            # add_result(), inlined: one call per tool result saved
+            # The result joins the turn (here, not in a Turn method: this
+            # runs for every tool result).
             turn._undo = None
             if turn.open_calls > 0:
                 turn.open_calls -= 1
