@@ -139,7 +139,7 @@ def test_conservative_preset_needs_more_repeats():
 
 def test_huge_outputs_compare_bounded_text(monkeypatch):
     """1 MB replies are clipped before comparing; pairs whose lengths cannot reach the
-    cut-off never reach rapidfuzz, and equal texts are settled by digest."""
+    cut-off never reach rapidfuzz, and equal texts are settled by comparing them."""
     calls = []
     real = mod.fuzz.ratio
 
@@ -157,7 +157,7 @@ def test_huge_outputs_compare_bounded_text(monkeypatch):
 
     engine = Engine(only("output_similarity"))
     hits = by(engine.process_many(s.events()), "output_similarity")
-    assert not calls  # length bound and digest settled every pair
+    assert not calls  # length bound and equality settled every pair
     assert hits and hits[0].count == 3
     kept = engine.sessions["s1"].detectors[0].outputs
     assert len(kept) == 4 and all(len(o.text) <= 2000 for o in kept)

@@ -25,7 +25,7 @@ What keeps honest repetition quiet:
   comparing: agents vary them while saying the same thing.
 
 Cost is bounded whatever the size of the output: the compared text is clipped
-(:func:`monitor.text.clip`), equal digests short-circuit, pairs whose lengths
+(:func:`monitor.text.clip`), equal texts short-circuit, pairs whose lengths
 alone cap the ratio below the cut-off are skipped, and ``fuzz.ratio`` runs with
 ``score_cutoff`` so it can stop early.
 """
@@ -89,19 +89,28 @@ class OutputSimilaritySettings(DetectorSettings):
 
 
 class _Output:
-    """One remembered output: its compared text, digests and a reference to
-    the turn (never the turn's events)."""
+    """One remembered output: its compared text, chain anchor and a reference
+    to the turn (never the turn's events)."""
 
-    __slots__ = ("text", "digest", "anchor", "calls", "results", "event")
+    __slots__ = ("text", "_anchor", "calls", "results", "event")
 
-    def __init__(self, text: str, digest_: str, anchor: str, calls: tuple[int, ...],
+    def __init__(self, text: str, anchor: str | None, calls: tuple[int, ...],
                  results: Outcome, event: EventRef):
         self.text = text
-        self.digest = digest_
-        self.anchor = anchor  # digest of the first output of the chain it repeats
+        #: The digest of the first output of the chain it repeats; None for
+        #: an output that repeated nothing until one repeats it (most never
+        #: are: its own digest is written only then, see :attr:`anchor`).
+        self._anchor = anchor
         self.calls = calls  # sorted hashes of the call keys (compared for equality only)
         self.results = results
         self.event = event  # the turn's first event, as evidence
+
+    @property
+    def anchor(self) -> str:
+        anchor = self._anchor
+        if anchor is None:
+            anchor = self._anchor = digest(self.text)
+        return anchor
 
 
 @register
@@ -150,7 +159,6 @@ class OutputSimilarity(TurnDetector):
             calls = tuple(sorted(hash(call.key) for call in calls if not exempt(call.tool)))
         else:
             calls = ()
-        own = digest(text)
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
@@ -159,7 +167,7 @@ class OutputSimilarity(TurnDetector):
         closest, best, match = 0.0, 0.0, None
         cutoff = s.similarity
         for earlier in self.outputs:
-            score = 1.0 if earlier.digest == own else similarity(text, earlier.text, cutoff)
+            score = 1.0 if earlier.text == text else similarity(text, earlier.text, cutoff)
             if score > closest:
                 closest = score
             if score < cutoff or score <= best:
@@ -171,9 +179,11 @@ class OutputSimilarity(TurnDetector):
             best, match = score, earlier
         view.note_similarity(self.name, closest)
 
-        anchor = match.anchor if match is not None else own
+        # An output that repeats nothing anchors a chain only once another
+        # repeats it: its digest waits until then (_Output.anchor).
+        anchor = match.anchor if match is not None else None
         first = ref(turn.first)
-        self.outputs.append(_Output(text, own, anchor, calls, results, first))
+        self.outputs.append(_Output(text, anchor, calls, results, first))
         if match is None:
             self.chains.clear()
             return None
