@@ -14,7 +14,8 @@ through ONE writer thread that owns the only writing connection:
 * ``upsert_session`` merges into a per-session pending update (never blocks).
   The writer also keeps ``sessions`` up to date from the events and
   detections themselves, so a session is complete even if nobody upserts it;
-  session rows are written at most every ``flush_ms`` (and on flush/close).
+  session rows are written at most once a second (``flush_ms`` if longer) and
+  on flush/close, one row per session.
 * ``begin_action`` / ``finish_action`` are synchronous: they return once the
   row is committed (with ``synchronous=FULL``), so an action is on disk
   before it is carried out.
@@ -199,7 +200,8 @@ class Store:
                 raise StoreError(str(exc)) from None
 
     def upsert_session(self, row: dict) -> None:
-        """Record a session's current state (merged; written within ``flush_ms``).
+        """Record a session's current state (merged; written within a second, or
+        ``flush_ms`` if longer; at once by :meth:`flush`).
 
         Keys: id, agent, source, origin (or kind), pid, parent, first_seen,
         last_seen, status, level (label or Level), detector, reason.  ``events``

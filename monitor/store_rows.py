@@ -257,6 +257,8 @@ def merge_update(old: dict[str, Any], new: dict[str, Any]) -> None:
             old[key] = max(old[key], value)
         elif key == "detections":
             old[key] = old.get(key, 0) + value
+        elif key == "source":
+            old.setdefault(key, value)  # the first source a session was seen in stays
         elif key == "peak_rank":
             if value >= old.get("peak_rank", -1):
                 old["peak_rank"], old["peak"] = value, new.get("peak", Level(value).label)

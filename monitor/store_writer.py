@@ -5,8 +5,10 @@ Producers (any thread) queue rows and session updates; synchronous requests
 writing connection and commits:
 
 * queued rows every ``batch_size`` rows, or ``flush_ms`` after the oldest one;
-* session rows at most every ``flush_ms`` (coalesced: with 1,000 live
-  sessions, upserting each on every batch would cost more than the events);
+* session rows at most every ``session_seconds`` (``SESSION_SECONDS``, or
+  ``flush_ms`` if longer), one row per session with what its committed rows
+  and the hub's updates said (coalesced: with 1,000 live sessions, upserting
+  each on every batch would cost more than the events);
 * each action in its own transaction with ``synchronous=FULL``.
 
 Database errors never kill the thread: a locked file is retried, a batch SQLite
@@ -41,6 +43,11 @@ PRUNE_INTERVAL = 3600.0
 PRUNE_CHUNK = 5000
 #: Sessions whose numbering the writer remembers (the rest are re-read).
 SEQ_CACHE = 20_000
+#: Session rows are written at most this often (or every ``flush_ms`` if that
+#: is longer), and on flush and close.  Each is an upsert as costly as a few
+#: event rows; with 1,000 live sessions writing them every 200 ms cost the
+#: writer a third of its time.
+SESSION_SECONDS = 1.0
 
 Rows = list[tuple[str, list[Any]]]       # ("e" | "d", row)
 Sessions = dict[str, dict[str, Any]]     # session id -> pending columns
@@ -139,10 +146,12 @@ class Writer:
 
     def __init__(self, db: Database, *, batch_size: int, flush_seconds: float,
                  retention_days: float, max_pending: int, block_seconds: float,
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], session_seconds: float | None = None):
         self.db = db
         self.batch_size = batch_size
         self.flush_seconds = flush_seconds
+        self.session_seconds = max(flush_seconds, SESSION_SECONDS if session_seconds is None
+                                   else session_seconds)
         self.retention_days = retention_days
         self.max_pending = max_pending
         self.block_seconds = block_seconds
@@ -268,6 +277,7 @@ class Writer:
     def _loop(self) -> None:
         next_prune = time.monotonic() + PRUNE_INTERVAL
         flush = self.flush_seconds
+        every = self.session_seconds
         while True:
             with self._cond:
                 while True:
@@ -277,7 +287,7 @@ class Writer:
                     rows_due = bool(self._pending) and (
                         closing or len(self._pending) >= self.batch_size or now >= oldest + flush)
                     sessions_waiting = bool(self._dirty or self._derived)
-                    sessions_due = sessions_waiting and (closing or now >= self._sessions_at + flush)
+                    sessions_due = sessions_waiting and (closing or now >= self._sessions_at + every)
                     prune_due = self.retention_days > 0 and now >= next_prune
                     if self._requests or rows_due or sessions_due or prune_due:
                         break
@@ -287,7 +297,7 @@ class Writer:
                     if self._pending:
                         waits.append(oldest + flush - now)
                     if sessions_waiting:
-                        waits.append(self._sessions_at + flush - now)
+                        waits.append(self._sessions_at + every - now)
                     self._cond.wait(min(waits) if waits else None)
                 request = self._requests.popleft() if self._requests else None
                 if request is None and not prune_due:
@@ -438,9 +448,11 @@ class Writer:
             counts, derived = self._insert(rows, seqs)
             derived = _merged(self._derived, derived)
             if sessions is not None:
-                updates = [*derived.values(), *sessions.values()]
+                # One row per session: what its rows said, then the hub's
+                # update merged in as a second upsert would merge it.
+                updates = _merged(derived, sessions) if sessions else derived
                 if updates:
-                    self.db.conn.executemany(SESSION_UPSERT, [session_values(u) for u in updates])
+                    self.db.conn.executemany(SESSION_UPSERT, [session_values(u) for u in updates.values()])
             result[:] = [counts, derived]
 
         self._retrying(work)

@@ -251,6 +251,76 @@ def test_sessions_merge_events_detections_and_hub_updates(store: Store):
         store.upsert_session({"agent": "no id"})
 
 
+def test_one_merged_session_row_is_what_upserting_each_update_in_turn_gives(tmp_path: Path):
+    """The writer writes one row per session: what its committed rows said
+    with the hub's update merged in.  For random updates that is exactly the
+    row upserting each of them in turn gives (the first source stays, counts
+    add up, the peak never drops, the latest level wins)."""
+    import random
+
+    from monitor.store_rows import SESSION_UPSERT, session_update, session_values
+    from monitor.store_writer import _merged
+
+    rng = random.Random(7)
+    db = Database(sqlite3.connect(str(tmp_path / "m.db")))
+    migrate(db)
+    for trial in range(300):
+        updates = []
+        for _ in range(rng.randrange(1, 5)):
+            update = {"id": "s"}
+            for key, values in (("source", ["/a.jsonl", "/b.jsonl", "socket:1"]),
+                                ("agent", ["x", "y"]), ("status", ["live", "ended", "idle"]),
+                                ("detector", ["exact_repeat", "cycle"]), ("reason", ["r1", "r2"])):
+                if rng.random() < 0.5:
+                    update[key] = rng.choice(values)
+            if rng.random() < 0.6:
+                update["first_seen"] = NOW + rng.randrange(10)
+                update["last_seen"] = update["first_seen"] + rng.randrange(10)
+            if rng.random() < 0.5:
+                update["level"] = rng.choice(list(Level))
+            update = session_update(update)
+            if rng.random() < 0.5:
+                update["events"] = rng.randrange(100)
+            if rng.random() < 0.3:
+                update["detections"] = rng.randrange(1, 4)
+            updates.append(update)
+        start = [{"id": "s", "source": "/first.jsonl", "events": 3, "detections": 1}] if trial % 3 == 0 else []
+        rows = []
+        for merged in (False, True):
+            db.execute("DELETE FROM sessions")
+            for update in start:
+                db.conn.execute(SESSION_UPSERT, session_values(update))
+            if merged:
+                combined = {}
+                for update in updates:
+                    combined = _merged(combined, {"s": update})
+                db.conn.execute(SESSION_UPSERT, session_values(combined["s"]))
+            else:
+                for update in updates:
+                    db.conn.execute(SESSION_UPSERT, session_values(update))
+            rows.append(db.execute("SELECT * FROM sessions").fetchall())
+        assert rows[0] == rows[1], updates
+
+
+def test_the_session_row_keeps_every_event_and_the_hubs_update(db_path: Path):
+    """Events of many sessions and the hub's updates for them, written in one
+    go: every event row, and one session row per session with its count, its
+    first source and the hub's level."""
+    with Store(db_path, batch_size=50, flush_ms=60_000) as s:
+        for n in range(40):
+            s.add_events([call(f"s{n}", seq, NOW + seq) for seq in range(1, 1 + n % 7 + 1)])
+            s.upsert_session({"id": f"s{n}", "kind": "file", "source": "/elsewhere.jsonl",
+                              "level": Level.WARN, "last_ts": NOW + 100, "events": 999})
+        s.flush()
+        sessions = {row["id"]: row for row in s.list_sessions(limit=100)}
+    assert count(db_path, "SELECT COUNT(*) FROM events") == sum(n % 7 + 1 for n in range(40))
+    assert len(sessions) == 40
+    for n in range(40):
+        row = sessions[f"s{n}"]
+        assert (row["events"], row["source"], row["level"], row["peak"], row["last_seen"]) == \
+            (n % 7 + 1, f"/logs/s{n}.jsonl", "warn", "warn", NOW + 100)
+
+
 def test_numbering_continues_across_restarts_and_engine_resets(db_path: Path):
     """(session, seq) stays unique and ordered when the engine numbers from 1 again
     (a monitor restart, or a session closed and seen again); detections follow."""
