@@ -21,6 +21,7 @@ seen; the outcome is recorded and published as :class:`ActionFinished`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import getpass
 import logging
 import os
@@ -31,6 +32,8 @@ from typing import Any, Callable, Sequence
 
 from monitor.config import Config
 from monitor.detect.base import Detection
+from monitor.detect.calls import CallWindow
+from monitor.detect.calls import events as recalled_events
 from monitor.detect.engine import Engine
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
@@ -63,6 +66,9 @@ WINDOW_CHARS = 512
 #: Detections kept for a UI that subscribes late, and per session of them.
 RECENT_DETECTIONS = 500
 RECENT_DETECTIONS_PER_SESSION = 50
+#: The cyclic garbage collector's first threshold while a hub runs (CPython's
+#: default is 700): see :func:`_collect_rarely`.
+LIVE_GC_THRESHOLD = 10_000
 
 
 # -- what subscribers see -----------------------------------------------------------------
@@ -88,11 +94,64 @@ class SessionInfo:
     nudge: str
     similarity: tuple[float, ...]
     detector_similarity: dict[str, tuple[float, ...]]
-    window: tuple[Event, ...]
+    window: tuple[Event, ...]  # built when first read: see _WindowField
     last_detection: Detection | None
     muted: frozenset[str]
     channel: str  # "socket" | "inbox" | "hook" | "none"
     kill: str  # "" when it can be killed, else why not
+
+
+class LazyWindow:
+    """A session's detection window as it was when its snapshot was taken,
+    turned into events only when first read, then kept.
+
+    The hub rebuilds the snapshot of every changed session on every publish
+    (1,000 live sessions: several thousand a second), while the UI shows the
+    window of one, the selected session: so a snapshot keeps the call
+    detectors' records as they were (a tuple of at most a window's
+    references; what a window event shows of a record -- its seq, time,
+    tool, keys and evidence -- never changes once made) or the recent copies,
+    and the events are made on demand, exactly as they would have been."""
+
+    __slots__ = ("_records", "_recent", "_horizon", "_value")
+
+    def __init__(self, records: tuple[Any, ...], recent: tuple[Event, ...] = (), horizon: int = 0):
+        self._records = records
+        self._recent = recent
+        self._horizon = horizon
+        self._value: tuple[Event, ...] | None = None
+
+    def get(self) -> tuple[Event, ...]:
+        value = self._value
+        if value is None:
+            if self._records:
+                value = tuple(recalled_events(self._records))
+            else:
+                horizon = self._horizon
+                value = tuple(event for event in self._recent if event.seq > horizon)
+            self._value = value
+            self._records = self._recent = ()  # what it was made from can go
+        return value
+
+
+class _WindowField:
+    """``SessionInfo.window``: set to a tuple or a :class:`LazyWindow`, always
+    read as the tuple (the same object on every read, so widgets that compare
+    windows by identity see a change only when there is one)."""
+
+    def __get__(self, info: Any, owner: Any = None) -> Any:
+        if info is None:
+            return self
+        value = info.__dict__["_window"]
+        return value.get() if value.__class__ is LazyWindow else value
+
+    def __set__(self, info: Any, value: Any) -> None:
+        # Only the dataclass' __init__ gets here: a frozen instance refuses
+        # attribute assignment before descriptors are consulted.
+        info.__dict__["_window"] = value if value.__class__ is LazyWindow else tuple(value)
+
+
+SessionInfo.window = _WindowField()  # type: ignore[assignment]  # after @dataclass made __init__
 
 
 @dataclass(frozen=True)
@@ -167,6 +226,24 @@ class _Session:
     stored_at: float = 0.0
     auto_done: set[tuple] = field(default_factory=set)
     order: int = 0  # first-seen position: updates are published in this order
+
+
+def _window_snapshot(engine_state: Any, recent: Sequence[Event]) -> LazyWindow | tuple[Event, ...]:
+    """:func:`_window` now, as a :class:`LazyWindow` that builds it when read.
+
+    The window the engine reports is the ``exact_repeat`` detector's
+    (:meth:`SessionState.window`): its records are snapshotted as they are.  A
+    session without that detector gets its window built now."""
+    for detector in engine_state.detectors:
+        if detector.name == "exact_repeat":
+            calls = getattr(detector, "calls", None)
+            if calls.__class__ is not CallWindow:
+                break  # not the detector this knows: ask the engine
+            records = tuple(calls.records)
+            if records:
+                return LazyWindow(records)
+            return LazyWindow((), tuple(recent), engine_state.events - RECENT_EVENTS)
+    return _window(engine_state, recent)
 
 
 def _window(engine_state: Any, recent: Sequence[Event]) -> tuple[Event, ...]:
@@ -245,6 +322,34 @@ def _who() -> str:
         return f"uid {os.getuid()}"
 
 
+_gc_users = 0
+_gc_before: tuple[int, ...] | None = None
+
+
+def _collect_rarely(on: bool) -> None:
+    """While any hub runs, run the cyclic garbage collector rarely.
+
+    At CPython's default threshold a live monitor with 1,000 sessions ran it
+    about 25 times a second and, every few seconds, over the whole heap (a
+    quarter of a million objects, ~0.2 s): about a sixth of the CPU it used
+    at 5,000 events/s.  Events, detector state and store rows are freed by
+    reference counting; the collector only ever finds the odd cycle (asyncio,
+    the UI), which can wait for the next collection.  The threshold is put
+    back when the last hub stops, unless someone else changed it meanwhile."""
+    global _gc_users, _gc_before
+    if on:
+        _gc_users += 1
+        if _gc_users == 1:
+            _gc_before = before = gc.get_threshold()
+            gc.set_threshold(max(LIVE_GC_THRESHOLD, before[0]), *before[1:])
+        return
+    _gc_users -= 1
+    if _gc_users == 0 and _gc_before is not None:
+        if gc.get_threshold()[0] == max(LIVE_GC_THRESHOLD, _gc_before[0]):
+            gc.set_threshold(*_gc_before)
+        _gc_before = None
+
+
 class _Stop:
     """Queue sentinel: everything before it has been processed."""
 
@@ -262,7 +367,7 @@ class Hub:
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
         self._sessions: dict[str, _Session] = {}
         self._channels: dict[str, Any] = {}  # registered before the session was seen
-        self._subscribers: list[Callable[[object], None]] = []
+        self._subscribers: list[tuple[Callable[[object], None], tuple[type, ...] | None]] = []
         self._worker: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
         self._actions: set[asyncio.Task] = set()
@@ -281,6 +386,7 @@ class Hub:
         self.problems_total = 0
         self.started = False
         self.stopped = False
+        self._collects_rarely = False
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -288,6 +394,8 @@ class Hub:
         if self.started:
             return
         self.started = True
+        _collect_rarely(True)
+        self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
 
@@ -296,6 +404,14 @@ class Hub:
         if self.stopped:
             return
         self.stopped = True
+        try:
+            await self._finish()
+        finally:
+            if self._collects_rarely:
+                self._collects_rarely = False
+                _collect_rarely(False)
+
+    async def _finish(self) -> None:
         if self._worker is not None:
             await self._queue.put(_Stop())
             await asyncio.gather(self._worker, return_exceptions=True)
@@ -360,20 +476,34 @@ class Hub:
 
     # -- subscribers ---------------------------------------------------------------------------
 
-    def subscribe(self, callback: Callable[[object], None]) -> Callable[[], None]:
-        """Call ``callback`` with each update (on the hub's loop; it must not block)."""
-        self._subscribers.append(callback)
+    def subscribe(self, callback: Callable[[object], None],
+                  kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
+        """Call ``callback`` with each update (on the hub's loop; it must not
+        block), or only with those of the classes in ``kinds``.
+
+        Session snapshots are built to be published only while some
+        subscriber takes :class:`SessionChanged` (a headless watcher's
+        subscribers do not: with 1,000 live sessions that saves rebuilding
+        thousands of snapshots a second); :meth:`sessions` and
+        :meth:`session` build them on demand either way."""
+        entry = (callback, tuple(kinds) if kinds is not None else None)
+        self._subscribers.append(entry)
 
         def unsubscribe() -> None:
             try:
-                self._subscribers.remove(callback)
+                self._subscribers.remove(entry)
             except ValueError:
                 pass
 
         return unsubscribe
 
+    def _wants_sessions(self) -> bool:
+        return any(kinds is None or SessionChanged in kinds for _callback, kinds in self._subscribers)
+
     def _publish(self, update: object) -> None:
-        for callback in list(self._subscribers):
+        for callback, kinds in list(self._subscribers):
+            if kinds is not None and not isinstance(update, kinds):
+                continue
             try:
                 callback(update)
             except Exception:  # one broken subscriber must not stop the others
@@ -444,21 +574,31 @@ class Hub:
     # -- the worker ------------------------------------------------------------------------------
 
     async def _work(self) -> None:
+        queue = self._queue
         while True:
-            item = await self._queue.get()
-            try:
-                if isinstance(item, _Stop):
-                    return
+            item = await queue.get()
+            # Then what else is queued already, up to BATCH_EVENTS events: one
+            # round of the event loop per backlog, not per queued item (1,000
+            # tailed files submit a line or two each).
+            budget = BATCH_EVENTS
+            while True:
                 try:
-                    self._process(*item)
-                except Exception:  # a bug must cost one batch, not the monitor
-                    log.exception("hub failed to process a batch")
-                if self._changed and self._publish_handle is None:
-                    # Coalesce: one SessionChanged per session per interval, however many events.
-                    self._publish_handle = asyncio.get_running_loop().call_later(
-                        PUBLISH_INTERVAL, self._publish_dirty)
-            finally:
-                self._queue.task_done()
+                    if isinstance(item, _Stop):
+                        return
+                    try:
+                        self._process(*item)
+                    except Exception:  # a bug must cost one batch, not the monitor
+                        log.exception("hub failed to process a batch")
+                    budget -= len(item[0]) + 1
+                finally:
+                    queue.task_done()
+                if budget <= 0 or queue.empty():
+                    break
+                item = queue.get_nowait()
+            if self._changed and self._publish_handle is None:
+                # Coalesce: one SessionChanged per session per interval, however many events.
+                self._publish_handle = asyncio.get_running_loop().call_later(
+                    PUBLISH_INTERVAL, self._publish_dirty)
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 
@@ -563,7 +703,8 @@ class Hub:
         """Free the session's detector state; keep its snapshot."""
         if state.status == status:
             return
-        state.info = self._build_info(state)  # last window and sparklines, before they go
+        info = state.info = self._build_info(state)  # last window and sparklines, before they go
+        info.window  # built now: the records it was made from must not outlive the session
         if state.status == "live":
             self._closed_count += 1
         state.status = status
@@ -645,6 +786,8 @@ class Hub:
             self._publish_handle.cancel()
             self._publish_handle = None
         changed, self._changed = self._changed, set()
+        if not self._wants_sessions():
+            return  # nobody to tell: snapshots are built when asked for
         states = [self._sessions[s] for s in changed if s in self._sessions]
         for state in sorted(states, key=lambda state: state.order):  # deterministic, like the UI wants
             self._publish(SessionChanged(self._info(state)))
@@ -695,10 +838,11 @@ class Hub:
         if engine_state is not None:
             similarity = engine_state.similarity_history()
             by_detector = engine_state.detector_similarity_history()
-            window = _window(engine_state, state.recent)
+            window = _window_snapshot(engine_state, state.recent)
             muted = frozenset(engine_state.muted | state.muted)
-        elif previous is not None:
-            similarity, by_detector, window = previous.similarity, previous.detector_similarity, previous.window
+        elif previous is not None:  # the window as it was (the same object, built or not)
+            similarity, by_detector = previous.similarity, previous.detector_similarity
+            window = previous.__dict__["_window"]
             muted = frozenset(state.muted)
         else:
             similarity, by_detector, window, muted = (), {}, (), frozenset(state.muted)
@@ -773,7 +917,8 @@ class Hub:
             self._touch(state)
             if self.store is not None and not self._store_failed:
                 self._store_session(state)
-            self._publish(SessionChanged(self._info(state)))
+            if self._wants_sessions():
+                self._publish(SessionChanged(self._info(state)))
         self._publish(ActionFinished(record))
         return record
 

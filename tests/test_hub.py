@@ -418,3 +418,118 @@ async def test_stats_are_published(config, hub_factory):
     clock.now = T0 + 1
     stats = hub.stats()
     assert isinstance(stats, Stats) and stats.events_total == 10 and stats.events_per_sec == 10.0
+
+
+def _mixed_events(session: str, n: int, *, ts: float = T0) -> list[Event]:
+    """Calls that repeat now and then (so windows fill and slide), their results, and messages."""
+    out = []
+    for i in range(n):
+        args = {"cmd": "ls"} if i % 4 == 0 else {"cmd": f"cat f{i % 13}.py"}
+        out.append(Event(Kind.TOOL_CALL, session, ts + i, source="/logs/m.jsonl", tool="bash", args=args,
+                         call_id=f"c{i}"))
+        out.append(Event(Kind.TOOL_RESULT, session, ts + i + 0.2, source="/logs/m.jsonl", call_id=f"c{i}",
+                         content="nothing here" if i % 4 == 0 else f"line {i}"))
+        if i % 3 == 0:
+            out.append(Event(Kind.MESSAGE, session, ts + i + 0.4, role="assistant", content=f"step {i}"))
+    return out
+
+
+async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_time(config, hub_factory):
+    """SessionInfo.window is made from a snapshot when first read: read long after,
+    while the detectors' windows have moved on (or the session ended), it holds
+    exactly the events the hub used to build at publish time; a tuple, the same
+    object on every read, and as immutable as the rest of the snapshot."""
+    from monitor.hub import _window
+
+    hub = await hub_factory(config)
+    published: list[tuple[SessionInfo, tuple[Event, ...]]] = []
+
+    def on_update(update):
+        if isinstance(update, SessionChanged):
+            info = update.info
+            engine_state = hub.engine.sessions.get(info.id)
+            if engine_state is not None and info.status == "live":  # what was built eagerly before
+                published.append((info, _window(engine_state, hub._sessions[info.id].recent)))
+
+    hub.subscribe(on_update)
+    events = _mixed_events("calls", 60) + [
+        Event(Kind.MESSAGE, "talk", T0 + i, role="assistant", content=f"thinking {i}") for i in range(40)]
+    for start in range(0, len(events), 7):
+        await hub.submit(events[start:start + 7])
+        await hub.join()
+    await hub.submit([Event(Kind.SESSION_END, "calls", T0 + 100, status="done")])
+    await hub.join()
+    assert len(published) > 20
+    assert any(info.id == "talk" for info, _ in published) and any(len(w) == 10 for _, w in published)
+    for info, eager in published:
+        window = info.window
+        assert type(window) is tuple and window == eager
+        assert [type(e) for e in window] == [type(e) for e in eager]
+        assert [e.summary() for e in window] == [e.summary() for e in eager]
+        assert info.window is window
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            info.window = ()  # type: ignore[misc]
+    ended = hub.session("calls")  # built when it closed: no detector records kept alive
+    assert ended.status == "ended" and type(ended.window) is tuple and len(ended.window) == 10
+    assert getattr(ended.__dict__["_window"], "_records", ()) == ()
+
+
+async def test_snapshots_are_built_for_publishing_only_when_someone_takes_them(config, hub_factory):
+    """Subscribers may take only some kinds of update; while none takes
+    SessionChanged the hub builds no snapshots to publish, and sessions()
+    still answers with up-to-date ones."""
+    hub = await hub_factory(config)
+    built = []
+    build = hub._build_info
+    hub._build_info = lambda state: built.append(state.id) or build(state)
+    detections: list[object] = []
+    hub.subscribe(detections.append, kinds=(DetectionRaised,))
+    await hub.submit(loop_events("s", 4))
+    await hub.join()
+    assert detections and all(isinstance(u, DetectionRaised) for u in detections)
+    assert built == []
+    info = hub.session("s")
+    assert built == ["s"] and info.events == 8 and info.level >= Level.WARN and len(info.window) == 4
+    changes: list[object] = []
+    unsubscribe = hub.subscribe(changes.append, kinds=(SessionChanged,))
+    await hub.submit(loop_events("s", 1, start=4))
+    await hub.join()
+    assert [type(u) for u in changes] == [SessionChanged] and changes[0].info.events == 10
+    unsubscribe()
+    await hub.submit(loop_events("s", 1, start=5))
+    await hub.join()
+    assert len(changes) == 1 and hub.session("s").events == 12
+
+
+async def test_many_small_submissions_are_processed_in_order(config, store, hub_factory):
+    """The worker takes what is queued several items at a time (1,000 tailed
+    files submit a line or two each): every event is processed once, in order,
+    and stored."""
+    hub = await hub_factory(config, store)
+    events = _mixed_events("many", 150)
+    submits = [hub.submit(events[i:i + 2]) for i in range(0, len(events), 2)]
+    await asyncio.gather(*submits)
+    await hub.join()
+    assert hub.events_total == len(events) == hub.session("many").events
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    await hub.stop()
+    assert store.count_events("many") == len(events)
+    assert [row["call_id"] for row in store.events("many", limit=1000)] == [e.call_id for e in events]
+
+
+async def test_the_collector_runs_rarely_while_a_hub_runs(config):
+    """While any hub runs the cyclic collector's first threshold is raised; the
+    last hub to stop puts it back as it was."""
+    import gc
+
+    from monitor.hub import LIVE_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    first, second = Hub(config), Hub(config)
+    await first.start()
+    await second.start()
+    assert gc.get_threshold() == (max(LIVE_GC_THRESHOLD, before[0]), *before[1:])
+    await first.stop()
+    assert gc.get_threshold()[0] == max(LIVE_GC_THRESHOLD, before[0])
+    await second.stop()
+    assert gc.get_threshold() == before

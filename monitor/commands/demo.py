@@ -97,11 +97,12 @@ def _check_demo_module() -> str | None:
 async def _headless(run: DemoRun, duration: float) -> int:
     from monitor.commands.watch import HeadlessPrinter
     from monitor.events import Level
+    from monitor.hub import DetectionRaised
 
     printer = HeadlessPrinter(as_json=False, min_level=Level.WARN, out=sys.stdout, err=sys.stderr)
     live = run.build()
     hub = live.build_hub()
-    hub.subscribe(printer)
+    hub.subscribe(printer, kinds=printer.kinds)
     started = time.monotonic()
     first_warn: float | None = None
 
@@ -111,7 +112,7 @@ async def _headless(run: DemoRun, duration: float) -> int:
         if first_warn is None and detection is not None and detection.level >= Level.WARN:
             first_warn = time.monotonic() - started
 
-    hub.subscribe(watch_first)
+    hub.subscribe(watch_first, kinds=(DetectionRaised,))
     async with run.running() as hub:
         print(f"loopwatch demo: {len(run.processes)} agents in {run.directory / 'agents'}; "
               f"recording to {run.db}; {duration:g} s", file=sys.stderr)

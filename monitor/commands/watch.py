@@ -158,12 +158,16 @@ class HeadlessPrinter:
     """A hub subscriber that prints detections (stdout) and problems/actions (stderr)."""
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
+        from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
+
         self.as_json = as_json
         self.min_level = min_level
         self.out = out
         self.err = err
         self.detections = 0
         self.worst = Level.NONE
+        #: The updates it prints: subscribe with ``kinds=printer.kinds``.
+        self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished)
 
     def __call__(self, update: object) -> None:
         from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
@@ -206,7 +210,7 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
         except (NotImplementedError, RuntimeError):
             pass
     hub = live.build_hub()
-    hub.subscribe(printer)
+    hub.subscribe(printer, kinds=printer.kinds)
     try:
         await live.start()
         for note in live.notes:

@@ -120,7 +120,7 @@ class SocketServer:
         except BaseException:
             await self.stop()
             raise
-        self._unsubscribe = self.hub.subscribe(self._on_update)
+        self._unsubscribe = self.hub.subscribe(self._on_update, kinds=(DetectionRaised,))
 
     async def stop(self) -> None:
         if self._unsubscribe is not None:
