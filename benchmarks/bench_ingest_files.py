@@ -10,6 +10,10 @@ must not grow), how far behind it was when the writer stopped, and that no
 event was lost.
 
     .venv/bin/python benchmarks/bench_ingest_files.py [--files 1000] [--rate 5000] [--seconds 30]
+
+``--ui-feed`` also subscribes as the TUI does: every changed session's
+snapshot is published (to a ``LiveFeed``) and one session's window is read
+ten times a second, as the dashboard shows the selected session's.
 """
 
 from __future__ import annotations
@@ -106,6 +110,22 @@ async def monitor(args: argparse.Namespace) -> dict:
             engine_cpu[0] += time.thread_time() - started
 
     hub.engine.process = timed_process
+    ui_task = None
+    if args.ui_feed:
+        from monitor.ui.live import LiveFeed  # the TUI's subscriber (no Textual import)
+
+        feed = LiveFeed()
+        hub.subscribe(feed.push)
+
+        async def ui() -> None:
+            while True:
+                await asyncio.sleep(0.1)
+                feed.drain()
+                info = feed.sessions.get("s0000")
+                if info is not None:
+                    info.window  # the selected session's window
+
+        ui_task = asyncio.create_task(ui())
     await hub.start()
     source = FileSource([str(logs)], hub, start=StartPolicy("start"))
     await source.start()
@@ -127,13 +147,15 @@ async def monitor(args: argparse.Namespace) -> dict:
         await asyncio.sleep(0.05)
     drain = time.monotonic() - drain_start
     await source.stop()
+    if ui_task is not None:
+        ui_task.cancel()
     await hub.stop()
     if store is not None:
         store.close()
     wall = t1 - t0
     return {
         "files": args.files, "target_events_per_sec": args.rate, "store": store is not None,
-        "events_per_sec": round((events1 - events0) / wall),
+        "ui_feed": args.ui_feed, "events_per_sec": round((events1 - events0) / wall),
         "cpu_cores": round((cpu1 - cpu0) / wall, 2),
         "engine_cpu_cores": round((engine1 - engine0) / wall, 2),
         "engine_us_per_event": round(1e6 * (engine1 - engine0) / max(1, events1 - events0), 1),
@@ -215,6 +237,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--no-db", action="store_true", help="no SQLite store in the pipeline")
+    parser.add_argument("--ui-feed", action="store_true",
+                        help="subscribe as the TUI does (every session snapshot published)")
     parser.add_argument("--backlog", type=int, default=0, metavar="EVENTS",
                         help="capacity mode: ingest this many pre-written events, report events per CPU-second")
     args = parser.parse_args()
