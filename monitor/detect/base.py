@@ -195,7 +195,10 @@ class Detector:
 class TurnDetector(Detector):
     """Base class of detectors that judge whole assistant turns (output
     similarity, turn similarity, monologue): subclass, give ``Settings`` a
-    ``same_turn_seconds`` field, and implement :meth:`judge`.
+    ``same_turn_seconds`` field, and implement :meth:`judge` -- or, as the
+    built-in ones do, :meth:`observe_completed` (the same work, reading the
+    turn from ``view.completed``: the engine calls it for every completed
+    turn, and judging there saves a call per turn and detector).
 
     :meth:`observe` groups the session's events into turns through the
     view's shared tracker (:meth:`SessionView.turn`) and calls :meth:`judge`
@@ -210,14 +213,21 @@ class TurnDetector(Detector):
             return None
         return self.judge(turn, view)
 
-    def observe_completed(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
+    def observe_completed(self, event: Event | None, view: SessionView) -> Iterable[Detection] | None:
         """:meth:`observe` when the engine has fed the tracker itself and the
         event completed ``view.completed``."""
         return self.judge(view.completed, view)
 
     def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
         """Look at one completed :class:`~monitor.detect.turns.Turn`."""
-        raise NotImplementedError
+        if type(self).observe_completed is TurnDetector.observe_completed:
+            raise NotImplementedError
+        # A subclass that judges in observe_completed: hand it the turn there.
+        completed, view.completed = view.completed, turn
+        try:
+            return self.observe_completed(None, view)
+        finally:
+            view.completed = completed
 
 
 REGISTRY: dict[str, type[Detector]] = {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref, register
 from monitor.detect.turns import Turn
-from monitor.events import EventRef, Level
+from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,9 @@ class Monologue(TurnDetector):
     def window(self) -> list[EventRef]:
         return list(self.recent)
 
-    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
+        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
+        turn: Turn = view.completed
         if turn.calls or turn.open_calls:  # not turn.text_only
             if self.talking:
                 self.talking = 0

@@ -42,7 +42,7 @@ from rapidfuzz import fuzz
 from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
                                  register)
 from monitor.detect.turns import Outcome, Turn
-from monitor.events import EventRef, Level
+from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squash_ws
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
@@ -138,7 +138,9 @@ class OutputSimilarity(TurnDetector):
     def window(self) -> list[EventRef]:
         return [output.event for output in self.outputs]
 
-    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
+        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
+        turn: Turn = view.completed
         s = self.settings
         bounded = turn.text
         # Normalizing never lengthens a text: a turn with less raw text than

@@ -35,7 +35,7 @@ from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnD
                                  register)
 from monitor.detect.output_similarity import digest
 from monitor.detect.turns import Call, Outcome, Turn
-from monitor.events import EventRef, Level
+from monitor.events import Event, EventRef, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
 
@@ -61,7 +61,7 @@ def turn_words(turn: Turn, view: SessionView) -> list[str]:
 
 def _words(turn: Turn, calls: list[Call]) -> list[str]:
     """:func:`turn_words` with the exempt calls already left out.
-    (:meth:`TurnSimilarity.judge` inlines the case of one call and no text.)"""
+    (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
     text = turn.text
     words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
@@ -133,7 +133,9 @@ class TurnSimilarity(TurnDetector):
     def window(self) -> list[EventRef]:
         return [seen.events[0] for seen in self.history if seen.events]
 
-    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
+        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
+        turn: Turn = view.completed
         # Runs for every completed turn (most are one tool call and its
         # result): flat, with the common case decided before any set is built.
         calls = turn.calls
