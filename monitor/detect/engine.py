@@ -309,8 +309,16 @@ class Engine:
         else:
             # Feed the session's turn tracker once; the turn detectors only
             # run when the event completed a turn (and judge it directly).
-            view.completed = view.turn(event, gate)
-            observers = (state.quiet_observers if view.completed is None else state.observers)[kind]
+            entry = view._turns.get(gate)
+            if entry is None or (entry[1] is event and entry[2] == seq):
+                completed = view.turn(event, gate)
+            else:  # SessionView.turn(), inlined: this runs for every event
+                completed = entry[0].feed(event)
+                entry[1] = event
+                entry[2] = seq
+                entry[3] = completed
+            view.completed = completed
+            observers = (state.quiet_observers if completed is None else state.observers)[kind]
         for observe in observers:
             result = observe(event, view)
             if result:
