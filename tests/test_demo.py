@@ -196,6 +196,15 @@ def test_socket_mode_streams_events_and_obeys_control(tmp_path):
     server.listen(1)
     received: list[dict] = []
     injected = threading.Event()
+    killed = threading.Event()
+
+    def send(conn: socket.socket, data: bytes) -> None:
+        # The agent may be gone already (it exits once killed): what it sent
+        # before that still has to be read, so a broken pipe ends nothing.
+        try:
+            conn.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def serve() -> None:
         conn, _ = server.accept()
@@ -211,17 +220,18 @@ def test_socket_mode_streams_events_and_obeys_control(tmp_path):
                         continue
                     message = orjson.loads(raw)
                     if message.get("type") == "hello":
-                        conn.sendall(b'{"type":"welcome","server":"loopwatch","version":"test"}\n')
+                        send(conn, b'{"type":"welcome","server":"loopwatch","version":"test"}\n')
                         continue
                     received.append(message)
                     calls = sum(m.get("type") == "tool_call" for m in received)
                     if calls == 3 and not injected.is_set():
                         injected.set()
-                        conn.sendall(orjson.dumps({"type": "inject", "session": "sock", "text": "over the socket"})
-                                     + b"\n")
+                        send(conn, orjson.dumps({"type": "inject", "session": "sock", "text": "over the socket"})
+                             + b"\n")
                     if any(m.get("role") == "user" and m.get("content") == "over the socket" for m in received) \
-                            and calls >= 6:
-                        conn.sendall(b'{"type":"kill","session":"sock"}\n')
+                            and calls >= 6 and not killed.is_set():
+                        killed.set()
+                        send(conn, b'{"type":"kill","session":"sock"}\n')
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

@@ -120,3 +120,24 @@ def test_limits_from_a_config_file_through_scan(tmp_path):
     assert honest.returncode == 0, honest.stdout + honest.stderr
     assert limited.returncode == 1, limited.stdout + limited.stderr
     assert "iterations limit reached" in limited.stdout
+
+
+def test_calls_cancelled_with_a_failing_sibling_are_not_failures_of_their_own():
+    """Claude Code cancels the rest of a parallel batch when one call fails:
+    one failure and four "Sibling tool call errored", twice, never reach even a
+    limit of 4; the cancelled calls neither count nor break a real streak."""
+    s = Script()
+    for batch in range(2):
+        s.call("Read", {"file_path": f"/repo/dir{batch}"}, "EISDIR: illegal operation on a directory, read",
+               is_error=True)
+        for n in range(4):
+            s.call("Read", {"file_path": f"/repo/dir{batch}/{n}.py"},
+                   "<tool_use_error>Sibling tool call errored</tool_use_error>", is_error=True)
+    assert not labels(s.run(only("limits", max_consecutive_failures=4)))
+    # Four real failures with cancelled siblings among them still reach the limit.
+    s = Script()
+    for n in range(4):
+        s.call("web_fetch", {"url": f"https://example.com/{n}"}, "HTTP error 503", is_error=True)
+        s.call("Read", {"file_path": f"/x/{n}"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
+               is_error=True)
+    assert labels(s.run(only("limits", max_consecutive_failures=4)))[-1] == ("limit:failures", "terminate", 4)

@@ -380,3 +380,18 @@ def test_runner_hint_on_long_commands_matches_the_regex():
     for _ in range(5000):
         command = "".join(rng.choice(words) for _ in range(rng.randrange(1, 30)))
         assert _runner_hint(command) == bool(_PLAIN_RUNNER_HINT.search(command, 0, 4000)), command
+
+
+def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
+    """One failing command in a parallel batch and its cancelled siblings are one
+    failure: the cancelled ones neither extend nor end the cascade."""
+    s = Script()
+    s.bash("python app.py", "ModuleNotFoundError: No module named 'flask'", code=1)
+    for n in range(3):
+        s.call("Bash", {"command": f"ls dir{n}"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
+               is_error=True)
+    assert not by(s.run(only("failure_cascade")), "failure_cascade")
+    s.bash("pip install flask", "ERROR: Could not find a version", code=1)
+    s.bash("python3 -m pip install flask", "error: externally-managed-environment", code=1)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3

@@ -188,3 +188,49 @@ def test_engine_applies_the_policy_with_event_times():
     more.call("bash", {"command": "ls build/"}, "ls: cannot access 'build/': No such file or directory")
     later = engine.process_many(more.events()[1:])
     assert later and later[-1].level == Level.NOTICE and later[-1].suppressed
+
+
+def test_a_loop_that_goes_on_keeps_climbing_after_its_count_stops_growing():
+    """exact_repeat's count is bounded by its window (10 calls): once it stops
+    growing, the detections still cite the same streak, so the loop climbs on."""
+    s = Script(step=1.0)
+    for _ in range(16):
+        s.call("bash", {"command": "make"}, "make: *** [all] Error 1", is_error=True)
+    found = by(Engine(only("exact_repeat")).process_many(s.events()), "exact_repeat")
+    counts = [d.count for d in found]
+    assert counts[-1] == counts[-2] == counts[-3]  # the count has plateaued ...
+    assert [d.level for d in found][-1] == Level.TERMINATE  # ... and the ladder went on
+
+
+def test_a_later_separate_episode_of_a_pattern_starts_at_the_first_rung():
+    """The same loop twice, with real progress in between: two episodes, each
+    starting at warn -- the first loop's rungs do not carry over, so a session
+    that recovers is not terminated for falling into a short loop again later."""
+    s = Script(step=1.0)
+    for episode in range(2):
+        for _ in range(5):
+            s.call("bash", {"command": "pytest -q"}, "1 failed, 9 passed", is_error=True)
+        for n in range(12):  # a dozen different calls that succeed: the window moves on
+            s.call("read_file", {"path": f"src/m{episode}_{n}.py"}, f"module {n}")
+    found = by(Engine(only("exact_repeat")).process_many(s.events()), "exact_repeat")
+    levels = [d.level for d in found]
+    assert levels == [Level.WARN, Level.WARN, Level.CRITICAL] * 2
+
+
+def test_continues_needs_two_earlier_events_or_a_growing_count():
+    """A repeat that cites only the one earlier output it repeats ("Round 3
+    done" after "Round 2 done") is a new episode; one that cites the streak is not."""
+    from monitor.detect.escalation import continues
+    from monitor.events import EventRef
+
+    def found(count: int, seqs: list[int], seq: int) -> Detection:
+        refs = tuple(EventRef(n, "message", "a.jsonl", n, "x") for n in seqs)
+        d = detection(count=count)
+        d.evidence, d.seq, d.source = refs, seq, "a.jsonl"
+        return d
+
+    assert not continues(found(2, [63, 103], 104), (2, 64))  # links back to one output only
+    assert continues(found(2, [60, 63, 103], 104), (2, 64))  # cites the streak
+    assert continues(found(3, [63, 103], 104), (2, 64))  # the count grew
+    assert continues(found(2, [63, 103], 0), (2, 64))  # no position: as before
+    assert continues(found(2, [103], 104), (2, 64))  # too little evidence to tell

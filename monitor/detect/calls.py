@@ -109,6 +109,26 @@ class CallRecord:
         return RecalledCall(self)
 
 
+def moved_since(streak: list[CallRecord], broke: bool) -> bool:
+    """Whether a streak of identical calls, counted back from the latest one
+    and ended (``broke``) at an earlier repeat whose result differed, has had
+    fewer than two results back: the call's results were seen to move and
+    nothing yet shows they have stopped.  A threshold of 2 would otherwise
+    flag a poll that moves at every call (its latest result and the new call
+    always make "two with the same result").  A streak that reaches back to
+    the first call of its run is not protected: with no result seen to move,
+    an early threshold may flag the second call before its result is in."""
+    if not broke:
+        return False
+    done = 0
+    for record in streak:
+        if record.text is not None:
+            done += 1
+            if done == 2:
+                return False
+    return True
+
+
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
     cache = event.cache

@@ -1,9 +1,11 @@
 """The escalation policy: from raw detections to a session's escalation state.
 
 Per session the state climbs ``notice < warn < critical < terminate``.  Each
-time the same pattern (``detector`` + ``pattern``) is detected again its
-occurrence count moves one rung up the configured ladder; the final level is
-the higher of the ladder's rung and the level the detector proposed.  Each
+time the same pattern (``detector`` + ``pattern``) is detected again while its
+loop goes on, its occurrence count moves one rung up the configured ladder (a
+later, separate episode of the pattern starts again at the first rung: see
+:func:`continues`); the final level is the higher of the ladder's rung and the
+level the detector proposed.  Each
 level has a nudge template, firmer as the level rises.
 
 Operators act through :meth:`EscalationPolicy.acknowledge`,
@@ -87,16 +89,22 @@ def _bound(table: dict, limit: int = MAX_PATTERNS) -> None:
 
 
 class PatternCounts:
-    """How often each pattern (by :func:`pattern_key`) has escalated, the
-    least recently escalated first; the least recent go beyond ``limit``.
+    """How often each pattern (by :func:`pattern_key`) has escalated in its
+    current episode, the least recently escalated first; the least recent go
+    beyond ``limit``.  With each, what its latest detection said: its count
+    and the position (``seq``) of the event that triggered it, so that the
+    next detection can tell whether it continues that loop (see
+    :func:`continues`).
 
-    Two flat arrays instead of a dict: a few hundred bytes per session."""
+    Flat arrays instead of a dict: a few hundred bytes per session."""
 
-    __slots__ = ("keys", "counts", "limit")
+    __slots__ = ("keys", "counts", "sizes", "ends", "limit")
 
     def __init__(self, limit: int = MAX_PATTERNS):
         self.keys = array("q")
         self.counts = array("I")
+        self.sizes = array("I")  # the latest detection's count
+        self.ends = array("q")  # the latest detection's seq
         self.limit = limit
 
     def __len__(self) -> int:
@@ -114,13 +122,24 @@ class PatternCounts:
         except ValueError:
             return default
 
-    def bump(self, key: int) -> int:
-        """Count one more escalation of ``key`` (now the most recent); return the new count."""
+    def latest(self, key: int) -> tuple[int, int] | None:
+        """``(count, seq)`` of the pattern's latest detection that escalated."""
+        try:
+            at = self.keys.index(key)
+        except ValueError:
+            return None
+        return self.sizes[at], self.ends[at]
+
+    def bump(self, key: int, size: int = 0, end: int = 0) -> int:
+        """Count one more escalation of ``key`` (now the most recent), by a
+        detection of count ``size`` at seq ``end``; return the new count."""
         count = self.pop(key, 0) + 1
         self.keys.append(key)
         self.counts.append(min(count, 0xFFFFFFFF))
+        self.sizes.append(min(max(size, 0), 0xFFFFFFFF))
+        self.ends.append(end)
         if len(self.keys) > self.limit:
-            del self.keys[0], self.counts[0]
+            del self.keys[0], self.counts[0], self.sizes[0], self.ends[0]
         return count
 
     def pop(self, key: int, default: int = 0) -> int:
@@ -129,8 +148,39 @@ class PatternCounts:
         except ValueError:
             return default
         count = self.counts[at]
-        del self.keys[at], self.counts[at]
+        del self.keys[at], self.counts[at], self.sizes[at], self.ends[at]
         return count
+
+
+def continues(detection: Detection, latest: tuple[int, int]) -> bool:
+    """Whether ``detection`` continues the loop its pattern's latest
+    detection (``latest``: its count and seq) was about: the count grew (the
+    loop went on), or it cites at least two events from that detection's
+    time or earlier (the same streak, seen again: a window-bounded count such
+    as exact_repeat's stops growing while the loop goes on).
+
+    A detection that does neither is about a new episode: the earlier streak
+    ended (progress, a user turn) and the same thing happened again later --
+    two bursts of honest polling an hour apart, a plan restated before each of
+    three pieces of work, "Round 3 done" after "Round 2 done" -- and must not
+    climb the ladder to ``terminate`` as one loop would.  (Citing one earlier
+    event is not enough: a repeat names the output it repeats.)  Where that
+    cannot be told -- no positions, as for a detection made outside the
+    engine, or fewer than two events cited -- it continues."""
+    size, end = latest
+    if detection.count > size or not detection.seq or not end:
+        return True
+    evidence = detection.evidence
+    if len(evidence) < 2:
+        return True
+    source = detection.source
+    earlier = 0
+    for ref in evidence:
+        if ref.seq <= end and ref.source == source:
+            earlier += 1
+            if earlier == 2:
+                return True
+    return False
 
 
 class _SafeDict(dict):
@@ -218,8 +268,12 @@ class EscalationPolicy:
                 detection.suppressed = "acknowledged (cooling down)"
                 detection.level = Level.NOTICE
             else:
+                occurrences = state.occurrences
+                latest = occurrences.latest(key)
+                if latest is not None and not continues(detection, latest):
+                    occurrences.pop(key)  # a new episode: back to the first rung
                 rung = state.next_level(self.settings.ladder, key)
-                state.occurrences.bump(key)
+                occurrences.bump(key, detection.count, detection.seq)
                 detection.level = max(detection.level, rung)
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1

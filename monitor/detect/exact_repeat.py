@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, CallWindow, call_record, events
+from monitor.detect.calls import CallRecord, CallWindow, call_record, events, moved_since
 from monitor.events import Event, Kind, Level
 
 
@@ -91,11 +91,13 @@ class ExactRepeat(Detector):
         latest = positions[-1]
         reference = records[latest]
         streak = [] if True in moved[latest + 1 - first:] else [reference]
+        broke = False  # the streak ends at an earlier repeat whose result differed
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
             if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first]:
+                broke = True
                 break
             if not reference.done:
                 reference = earlier
@@ -106,6 +108,8 @@ class ExactRepeat(Detector):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:
             return None
+        if moved_since(streak, broke):
+            return None  # a poll that moved, not yet seen to stop (threshold 2)
         involved = [r.ref for r in reversed(streak)] + [record.ref]
         return [
             Detection(

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import KEY_CHARS, CallRecord, call_record, events
+from monitor.detect.calls import KEY_CHARS, CallRecord, call_record, events, moved_since
 from monitor.detect.fingerprints import fingerprint
 from monitor.events import Event, Kind, Level
 
@@ -104,10 +104,12 @@ class Fingerprint(Detector):
         # outcomes stay the same (a poll whose output moves is progress).
         exact_streak: list[CallRecord] = [current]
         reference: CallRecord | None = None
+        broke = False  # at an earlier identical call whose result differed
         for record in reversed(records):
             if not record.same_call(current):
                 break
             if reference is not None and not record.same_outcome(reference):
+                broke = True
                 break
             if reference is None or not reference.done:
                 reference = record
@@ -117,7 +119,7 @@ class Fingerprint(Detector):
         s = self.settings
         exact_needed = view.threshold(event.tool, s.threshold)
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
-        if exact >= exact_needed:
+        if exact >= exact_needed and not moved_since(exact_streak, broke):
             tier, count, involved = "exact", exact, exact_streak
         elif len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.failures import failed
+from monitor.detect.fingerprints import not_an_outcome
 from monitor.events import Event, EventRef, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
@@ -191,6 +192,10 @@ class Limits(Detector):
 
     def _failed(self, event: Event) -> list[Detection] | None:
         """Count a failed result; a detection when that reaches the limit."""
+        if not_an_outcome(event):
+            # A call cancelled because a sibling failed (or refused by the
+            # user) did not fail itself: the batch is one failure, not five.
+            return None
         s = self.settings
         self.failures += 1
         self.failed_events.append(ref(event))  # the failed results are the evidence

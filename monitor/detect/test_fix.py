@@ -32,6 +32,7 @@ from monitor.detect.failures import (
     run_outcome,
     shell_command,
 )
+from monitor.detect.fingerprints import not_an_outcome
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
 #: Events kept as evidence per streak (calls and results), as references:
@@ -189,6 +190,8 @@ class FailureCascade(Detector):
         tool = event.tool or (call.tool if call is not None else None)
         if command is None and (tool or "").lower() not in SHELL_TOOLS:
             return None  # a failing non-shell tool neither extends nor ends it
+        if not_an_outcome(event):
+            return None  # cancelled with a failing sibling: that one counted already
         if view.exempt(tool):
             return None
         self.count += 1
