@@ -8,7 +8,6 @@ deadline through ``pilot.pause``.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -18,10 +17,9 @@ import orjson
 import pytest
 
 from monitor.config import Config
-from monitor.events import Kind, Level
-from monitor.store import Store
+from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
-from monitor.ui.scripted import NOW, T0, ScriptedSession, frozen_clock, scripted_hub
+from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.help import HelpScreen
 from monitor.ui.screens.inject import InjectScreen

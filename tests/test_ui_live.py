@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
-from monitor.events import Event, Kind, Level
-from monitor.hub import DetectionRaised, SessionChanged, Stats
+from monitor.hub import SessionChanged, Stats
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import LiveFeed
-from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_events, scripted_hub
+from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.detail.detections_list import DetectionsList

@@ -26,7 +26,7 @@ from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
-from monitor.ui.records import ActionRow, DetectionRow, action_row, detection_row
+from monitor.ui.records import DetectionRow, action_row, detection_row
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, date_time
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList

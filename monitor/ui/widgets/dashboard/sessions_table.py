@@ -14,7 +14,6 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
-from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import DEFAULT_PALETTE, Palette, ago, level_text, spark_text
 
