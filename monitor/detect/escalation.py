@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 import orjson
@@ -210,12 +210,18 @@ class SessionEscalation:
     active: dict[int, tuple[Level, bytes]] = field(default_factory=dict)
 
     def show(self, detection: Detection) -> None:
-        """Make ``detection`` the session's current level, reason and nudge."""
+        """Make ``detection`` the session's current level, reason and nudge.
+
+        ``last`` keeps it without its evidence: the state needs only what
+        it is about (to fall back after a false positive), and a standing
+        detection may outlive the detector windows that share its evidence
+        (a later, lower one does not replace it) -- a dozen references with
+        their summaries, kept for as long as the session lives."""
         self.level = detection.level
         self.detector = detection.detector
         self.reason = detection.message
         self.nudge = detection.nudge
-        self.last = detection
+        self.last = replace(detection, evidence=()) if detection.evidence else detection
 
     def clear(self) -> None:
         """Back to watching."""
