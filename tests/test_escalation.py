@@ -234,3 +234,23 @@ def test_continues_needs_two_earlier_events_or_a_growing_count():
     assert continues(found(3, [63, 103], 104), (2, 64))  # the count grew
     assert continues(found(2, [63, 103], 0), (2, 64))  # no position: as before
     assert continues(found(2, [103], 104), (2, 64))  # too little evidence to tell
+
+
+def test_the_standing_detection_is_kept_whole_but_its_evidence():
+    """The session's standing detection is every field of the detection but
+    its evidence (which the detector windows hold, and a standing detection
+    may outlive)."""
+    import dataclasses
+
+    from monitor.detect.escalation import _without_evidence
+    from monitor.events import EventRef
+
+    d = detection(count=7)
+    d.evidence = (EventRef(1, "tool_call", "a.jsonl", 1, "bash(ls)"),)
+    d.source, d.line, d.seq, d.nudge, d.suppressed, d.proposed = "a.jsonl", 9, 9, "stop", None, Level.WARN
+    copy = _without_evidence(d)
+    assert dataclasses.replace(d, evidence=()) == copy
+    policy = EscalationPolicy()
+    shown = policy.apply(d)
+    assert shown.evidence and policy.state("s1").last.evidence == ()
+    assert policy.state("s1").last.pattern == d.pattern
