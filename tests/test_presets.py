@@ -97,3 +97,20 @@ def test_threshold_two_flags_a_poll_that_moved_and_then_stuck():
     # The 2nd call (no result yet to judge by), then the 6th: the 4th and 5th
     # results agree (the 4th call's result, 90 %, equals the 5th's).
     assert [d.line for d in found] == [calls[1], calls[5]]
+
+
+def test_the_readme_lists_what_each_preset_changes():
+    """README's "Presets" table is what the detectors' ``presets`` say (every
+    setting that differs from the default), so it cannot drift from the code."""
+    from monitor.detect import REGISTRY
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for name, cls in REGISTRY.items():
+        defaults = cls.Settings()
+        cells = []
+        for preset in ("conservative", "aggressive"):
+            changed = {k: v for k, v in cls.presets.get(preset, {}).items() if getattr(defaults, k) != v}
+            cells.append(", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                                   for k, v in changed.items()) or "—")
+        row = f"| `{name}` | {cells[0]} | {cells[1]} |"
+        assert row in readme, row
