@@ -114,3 +114,18 @@ def test_the_readme_lists_what_each_preset_changes():
                                    for k, v in changed.items()) or "—")
         row = f"| `{name}` | {cells[0]} | {cells[1]} |"
         assert row in readme, row
+
+
+def test_a_repeat_says_same_result_only_once_two_results_agree():
+    """At a threshold of 2 the second call is flagged before its result is in:
+    the message says it is too soon to tell; from the third call on, with two
+    results alike, it says the result is the same."""
+    s = Script(step=1.0)
+    for _ in range(3):
+        s.call("bash", {"command": "gh run view 42"}, "in progress: 40% done")
+    first, second = by(Engine(only("exact_repeat", threshold=2)).process_many(s.events()), "exact_repeat")
+    assert first.message.endswith("too soon to tell whether its result changes")
+    assert "has not changed" not in first.advice
+    assert second.message.endswith("with the same result")
+    (exact,) = by(Engine(only("fingerprint", threshold=2)).process_many(s.events()[:5]), "fingerprint")
+    assert exact.message.endswith("too soon to tell whether its result changes")

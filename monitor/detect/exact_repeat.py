@@ -111,6 +111,9 @@ class ExactRepeat(Detector):
         if moved_since(streak, broke):
             return None  # a poll that moved, not yet seen to stop (threshold 2)
         involved = [r.ref for r in reversed(streak)] + [record.ref]
+        # Two results back and alike; with fewer (an early threshold flags
+        # the second call before its result is in) it is too soon to say.
+        proven = sum(1 for r in streak if r.text is not None) >= 2
         return [
             Detection(
                 detector=self.name,
@@ -118,13 +121,15 @@ class ExactRepeat(Detector):
                 score=min(1.0, count / (threshold + 2)),
                 message=(
                     f"{event.tool} called {count} times with identical arguments "
-                    f"in the last {len(calls)} calls, with the same result"
+                    f"in the last {len(calls)} calls, "
+                    + ("with the same result" if proven else "too soon to tell whether its result changes")
                 ),
                 pattern=f"call:{record.key}",
                 count=count,
                 tool=event.tool,
                 summary=f"called {event.tool} with the same arguments {count} times",
-                advice="Its result has not changed; repeating it will not change it.",
+                advice=("Its result has not changed; repeating it will not change it."
+                        if proven else "Repeating a call rarely changes its answer; use what the last one told you."),
                 evidence=evidence(involved),
             )
         ]

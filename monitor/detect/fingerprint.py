@@ -134,7 +134,10 @@ class Fingerprint(Detector):
                 score=min(1.0, count / (fuzzy_needed + 2)),
                 message=(
                     f"{event.tool} called {count} times in a row "
-                    + ("with identical arguments and the same result" if tier == "exact"
+                    + (("with identical arguments and the same result"
+                        if sum(1 for r in exact_streak if r.text is not None) >= 2
+                        else "with identical arguments, too soon to tell whether its result changes")
+                       if tier == "exact"
                        else f"on the same target ({what[:60]}) and nothing new in the results")
                 ),
                 pattern=f"{tier}:{key[:200]}",
