@@ -5,8 +5,8 @@ time the same pattern (``detector`` + ``pattern``) is detected again while its
 loop goes on, its occurrence count moves one rung up the configured ladder (a
 later, separate episode of the pattern starts again at the first rung: see
 :func:`continues`); the final level is the higher of the ladder's rung and the
-level the detector proposed.  Each
-level has a nudge template, firmer as the level rises.
+level the detector proposed.  Each level has a nudge template, firmer as the
+level rises.
 
 Operators act through :meth:`EscalationPolicy.acknowledge`,
 :meth:`EscalationPolicy.mark_false_positive` and :meth:`EscalationPolicy.reset`.
