@@ -257,8 +257,9 @@ def test_socket_mode_streams_events_and_obeys_control(tmp_path):
 
 def test_honest_scenarios_never_warn(tmp_path):
     """A thousand steps of each honest agent (generated instantly) raise nothing
-    at warn; the aggressive preset, which flags a call's first repeat before its
-    result is in, may warn them but never takes one further."""
+    at warn, not even with the aggressive preset (which warned them ~150 times
+    when it flagged a call's first repeat before its result was in, and
+    compared status reports across the work between them)."""
     honest = sorted(n for n, s in SCENARIOS.items() if s.honest)
     generate(tmp_path, honest, 1000)
     aggressive = build_config({"preset": "aggressive"})
@@ -267,8 +268,7 @@ def test_honest_scenarios_never_warn(tmp_path):
         assert report.events > 1500
         assert report.worst < Level.WARN, [(d.detector, d.line, d.message) for d in report.detections]
         report = scan([str(tmp_path / f"{scenario}.jsonl")], aggressive)
-        assert report.worst <= Level.WARN, [(d.detector, d.line, d.level.label) for d in report.detections
-                                            if d.level > Level.WARN]
+        assert report.worst < Level.WARN, [(d.detector, d.line, d.message) for d in report.detections]
 
 
 def test_all_agents_together_only_loops_warn(tmp_path):

@@ -186,3 +186,18 @@ def test_sleep_between_frozen_polls_is_still_caught():
         s.call("bash", "deploy 50% done", command="./deploy status")
     _, found = run(s)
     assert [d for d in found if d.level >= 2]
+
+
+def test_a_new_line_sharing_a_mark_bit_with_an_old_one_still_reads_as_new():
+    """Each line sets two bits of the marks: a new poll line whose first bit
+    collides with an old line's (about one poll in two hundred, with one bit)
+    is still new, so an honest poll does not read as "nothing new"."""
+    import zlib
+
+    from monitor.detect.fingerprints import LINE_BITS, text_marks
+
+    old = "job build-7: compiling 10% (step 1)"
+    taken = zlib.crc32(old.encode()) % LINE_BITS
+    new = next(line for line in (f"job build-7: linking {n}% (step 2)" for n in range(1_000_000))
+               if zlib.crc32(line.encode()) % LINE_BITS == taken)
+    assert text_marks(new) & ~text_marks(old)

@@ -128,6 +128,31 @@ def test_alternating_outputs_are_caught_within_the_window():
     assert hits and hits[0].count == 3
 
 
+def test_a_report_after_new_work_repeats_nothing():
+    """"Build 3 finished" after polling build 3 is not a repeat of "Build 2
+    finished", however alike the words: tool turns that did something new lie
+    between (threshold 1, as the aggressive preset has it)."""
+    s = Script(step=5)
+    for build, target in ((1, "linux-x86_64"), (2, "wasm32"), (3, "linux-arm64"), (4, "darwin-arm64")):
+        s.say(f"Starting build {build} for {target} now; I will watch it until it is done.")
+        s.call("release", {"target": target}, f"queued build-{build}")
+        for pct in (30, 60, 100):
+            s.call("check_job", {"id": f"build-{build}"}, f"job build-{build}: {pct}% done")
+        s.say(f"Build {build} for {target} finished; the artifact looks right and the report is clean.")
+    assert not run(s, threshold=1)
+
+
+def test_a_report_after_the_same_tool_turn_is_still_a_repeat():
+    """The same words around the same call with the same result: the tool
+    turn in between repeats recent work, so nothing new happened."""
+    s = Script(step=5)
+    for _ in range(4):
+        s.call("check_job", {"id": "build-7"}, "job build-7: queued")
+        s.say("The build is still queued behind the other jobs; I will look again in a moment.")
+    hits = run(s)
+    assert hits and hits[0].count == 3
+
+
 def test_conservative_preset_needs_more_repeats():
     """The conservative preset warns later (threshold 3) than balanced (2)."""
     s = Script(step=5)

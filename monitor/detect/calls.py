@@ -109,24 +109,41 @@ class CallRecord:
         return RecalledCall(self)
 
 
-def moved_since(streak: list[CallRecord], broke: bool) -> bool:
-    """Whether a streak of identical calls, counted back from the latest one
-    and ended (``broke``) at an earlier repeat whose result differed, has had
-    fewer than two results back: the call's results were seen to move and
-    nothing yet shows they have stopped.  A threshold of 2 would otherwise
-    flag a poll that moves at every call (its latest result and the new call
-    always make "two with the same result").  A streak that reaches back to
-    the first call of its run is not protected: with no result seen to move,
-    an early threshold may flag the second call before its result is in."""
-    if not broke:
+class AwaitedRepeat:
+    """A repeat that reached its threshold before two of its results were
+    back: too soon to tell a loop from a poll whose output moves.  It is
+    judged as the results come in (:meth:`verdict`), not flagged blind.
+
+    ``records`` are the repeated calls, the latest first; ``count`` and
+    ``threshold`` are what the detector saw when the latest was made."""
+
+    __slots__ = ("records", "count", "threshold", "extra")
+
+    def __init__(self, records: list[CallRecord], count: int, threshold: int, extra: object = None):
+        self.records = records
+        self.count = count
+        self.threshold = threshold
+        self.extra = extra  # whatever else the detector needs to word its detection
+
+    def concerns(self, result: Event) -> bool:
+        """Whether ``result`` answers one of the awaited calls."""
+        call = result.call
+        if call is None:
+            return False
+        record = call.cache.get("record")
+        return record is not None and any(r is record for r in self.records)
+
+    def verdict(self) -> bool | None:
+        """True once two results are back and every result back agrees (a
+        loop); False as soon as two differ (something moved); None while
+        fewer than two are back."""
+        done = [r for r in self.records if r.text is not None]
+        if len(done) < 2:
+            return None
+        first = done[0]
+        if all(first.same_outcome(r) for r in done[1:]):
+            return True
         return False
-    done = 0
-    for record in streak:
-        if record.text is not None:
-            done += 1
-            if done == 2:
-                return False
-    return True
 
 
 def call_record(event: Event) -> CallRecord:

@@ -4,7 +4,10 @@ A call is keyed by its tool name and canonical arguments (sorted keys, white
 space normalized, call ids and timestamps dropped).  The 3rd occurrence in the
 last 10 calls warns, but only while the repeats keep getting the same result:
 a poll whose output moves is progress, not a loop.  The check runs when the
-call is made, so a stuck agent is flagged before its next result arrives.
+call is made, so a stuck agent is flagged before its next result arrives --
+once two of the repeats' results are back and agree.  A repeat that reaches
+its threshold sooner (a threshold of 2, or calls made in parallel) is judged
+when its results are back: flagged if they agree, dropped if they differ.
 
 The window holds compact call records (:mod:`monitor.detect.calls`) and
 counts them by key, so a call that repeats nothing costs one lookup.
@@ -15,8 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, CallWindow, call_record, events, moved_since
+from monitor.detect.calls import AwaitedRepeat, CallRecord, CallWindow, call_record, events
 from monitor.events import Event, Kind, Level
+
+_TOOL_RESULT = Kind.TOOL_RESULT
 
 
 
@@ -31,7 +36,7 @@ class ExactRepeat(Detector):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings
-    kinds = frozenset({Kind.TOOL_CALL})
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"window": 15, "threshold": 4},
         "aggressive": {"window": 10, "threshold": 2},
@@ -40,9 +45,12 @@ class ExactRepeat(Detector):
     def __init__(self, settings: ExactRepeatSettings | None = None):
         super().__init__(settings)
         self.calls = CallWindow(self.settings.window)
+        #: A repeat at its threshold waiting for its results (see calls.py).
+        self.awaited: AwaitedRepeat | None = None
 
     def reset(self) -> None:
         self.calls.clear()
+        self.awaited = None
 
     def window(self) -> list[Event]:
         return events(self.calls)
@@ -50,6 +58,17 @@ class ExactRepeat(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
+        if event.kind is _TOOL_RESULT:
+            awaited = self.awaited
+            if awaited is None or not awaited.concerns(event):
+                return None
+            verdict = awaited.verdict()
+            if verdict is None:
+                return None
+            self.awaited = None
+            if not verdict:
+                return None  # the results differ: a poll that moved
+            return self._detection(awaited.records, awaited.count, awaited.threshold, awaited.extra)
         if view.tool_overrides and view.exempt(event.tool):
             return None
 
@@ -91,13 +110,11 @@ class ExactRepeat(Detector):
         latest = positions[-1]
         reference = records[latest]
         streak = [] if True in moved[latest + 1 - first:] else [reference]
-        broke = False  # the streak ends at an earlier repeat whose result differed
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
             if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first]:
-                broke = True
                 break
             if not reference.done:
                 reference = earlier
@@ -108,29 +125,38 @@ class ExactRepeat(Detector):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:
             return None
-        if moved_since(streak, broke):
-            return None  # a poll that moved, not yet seen to stop (threshold 2)
-        involved = [r.ref for r in reversed(streak)] + [record.ref]
-        # Two results back and alike; with fewer (an early threshold flags
-        # the second call before its result is in) it is too soon to say.
-        proven = sum(1 for r in streak if r.text is not None) >= 2
+        records = [record, *streak]  # the latest first
+        if sum(1 for r in streak if r.text is not None) < 2:
+            # Fewer than two results back: a stuck call and a poll whose
+            # output moves look alike until they are.  (A streak that ended
+            # at a differing result is a poll that moved: it needs two
+            # results in a row that agree before it is flagged again.)
+            self.awaited = AwaitedRepeat(records, count, threshold, len(calls))
+            return None
+        self.awaited = None
+        return self._detection(records, count, threshold, len(calls))
+
+    def _detection(self, records: list[CallRecord], count: int, threshold: int,
+                   window: int) -> list[Detection]:
+        """The detection of ``count`` identical calls (``records``, the latest
+        first) whose results agree, seen in a window of ``window`` calls."""
+        latest = records[0]
+        tool = latest.tool
         return [
             Detection(
                 detector=self.name,
                 level=Level.WARN,
                 score=min(1.0, count / (threshold + 2)),
                 message=(
-                    f"{event.tool} called {count} times with identical arguments "
-                    f"in the last {len(calls)} calls, "
-                    + ("with the same result" if proven else "too soon to tell whether its result changes")
+                    f"{tool} called {count} times with identical arguments "
+                    f"in the last {window} calls, with the same result"
                 ),
-                pattern=f"call:{record.key}",
+                pattern=f"call:{latest.key}",
                 count=count,
-                tool=event.tool,
-                summary=f"called {event.tool} with the same arguments {count} times",
-                advice=("Its result has not changed; repeating it will not change it."
-                        if proven else "Repeating a call rarely changes its answer; use what the last one told you."),
-                evidence=evidence(involved),
+                tool=tool,
+                summary=f"called {tool} with the same arguments {count} times",
+                advice="Its result has not changed; repeating it will not change it.",
+                evidence=evidence(r.ref for r in reversed(records)),
             )
         ]
 

@@ -19,9 +19,11 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import KEY_CHARS, CallRecord, call_record, events, moved_since
+from monitor.detect.calls import KEY_CHARS, AwaitedRepeat, CallRecord, call_record, events
 from monitor.detect.fingerprints import fingerprint
 from monitor.events import Event, Kind, Level
+
+_TOOL_RESULT = Kind.TOOL_RESULT
 
 
 
@@ -56,7 +58,7 @@ class Fingerprint(Detector):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings
-    kinds = frozenset({Kind.TOOL_CALL})
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -70,9 +72,12 @@ class Fingerprint(Detector):
         #: The run's fingerprint: its hash and its first KEY_CHARS characters.
         self.print_hash = 0
         self.print_key = ""
+        #: An exact run at its threshold waiting for its results (see calls.py).
+        self.awaited: AwaitedRepeat | None = None
 
     def reset(self) -> None:
         self.streak.clear()
+        self.awaited = None
 
     def window(self) -> list[Event]:
         return events(self.streak)
@@ -80,6 +85,18 @@ class Fingerprint(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
+        if event.kind is _TOOL_RESULT:
+            awaited = self.awaited
+            if awaited is None or not awaited.concerns(event):
+                return None
+            verdict = awaited.verdict()
+            if verdict is None:
+                return None
+            self.awaited = None
+            if not verdict:
+                return None  # the results differ: a poll that moved
+            key, fuzzy_needed = awaited.extra
+            return self._detection("exact", key, awaited.records, fuzzy_needed)
         if view.tool_overrides and view.exempt(event.tool):
             return None
         cache = event.cache
@@ -104,12 +121,10 @@ class Fingerprint(Detector):
         # outcomes stay the same (a poll whose output moves is progress).
         exact_streak: list[CallRecord] = [current]
         reference: CallRecord | None = None
-        broke = False  # at an earlier identical call whose result differed
         for record in reversed(records):
             if not record.same_call(current):
                 break
             if reference is not None and not record.same_outcome(reference):
-                broke = True
                 break
             if reference is None or not reference.done:
                 reference = record
@@ -119,13 +134,28 @@ class Fingerprint(Detector):
         s = self.settings
         exact_needed = view.threshold(event.tool, s.threshold)
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
-        if exact >= exact_needed and not moved_since(exact_streak, broke):
-            tier, count, involved = "exact", exact, exact_streak
-        elif len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
-            # Several edits of one file each answered "updated" are work, not a loop.
-            tier, count, involved = "fuzzy", len(fuzzy), fuzzy
+        if exact >= exact_needed:
+            if sum(1 for r in exact_streak if r.text is not None) >= 2:
+                self.awaited = None
+                return self._detection("exact", key, exact_streak, fuzzy_needed)
+            # Fewer than two results back (or the run broke at a differing
+            # result: a poll that moved): judged once they are.
+            awaited = AwaitedRepeat(exact_streak, exact, exact_needed, (key, fuzzy_needed))
         else:
-            return None
+            awaited = None
+        if len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
+            # Several edits of one file each answered "updated" are work, not a loop.
+            return self._detection("fuzzy", key, fuzzy, fuzzy_needed)
+        if awaited is not None:
+            self.awaited = awaited
+        return None
+
+    def _detection(self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int) -> list[Detection]:
+        """The detection of a run of ``involved`` calls (the latest first)
+        with fingerprint ``key``: identical calls whose results agree
+        (``exact``) or calls on one target showing nothing new (``fuzzy``)."""
+        count = len(involved)
+        tool = involved[0].tool
         what = key.split(":", 1)[1] if ":" in key else key
         return [
             Detection(
@@ -133,19 +163,16 @@ class Fingerprint(Detector):
                 level=Level.WARN,
                 score=min(1.0, count / (fuzzy_needed + 2)),
                 message=(
-                    f"{event.tool} called {count} times in a row "
-                    + (("with identical arguments and the same result"
-                        if sum(1 for r in exact_streak if r.text is not None) >= 2
-                        else "with identical arguments, too soon to tell whether its result changes")
-                       if tier == "exact"
+                    f"{tool} called {count} times in a row "
+                    + ("with identical arguments and the same result" if tier == "exact"
                        else f"on the same target ({what[:60]}) and nothing new in the results")
                 ),
                 pattern=f"{tier}:{key[:200]}",
                 count=count,
-                tool=event.tool,
-                summary=(f"called {event.tool} with the same arguments {count} times in a row"
+                tool=tool,
+                summary=(f"called {tool} with the same arguments {count} times in a row"
                          if tier == "exact" else
-                         f"called {event.tool} on the same target {count} times in a row"),
+                         f"called {tool} on the same target {count} times in a row"),
                 advice="Nothing changed between these calls; use what the last result told you.",
                 evidence=evidence(r.ref for r in reversed(involved)),
             )

@@ -14,6 +14,13 @@ What keeps honest repetition quiet:
   calls and got the same results: the same words over different items (a
   batch job) or over moving results (a poll, a test run whose failures
   change) are progress.  Slightly varied calls are ``similar_args``' job.
+* Work in between is something new: an output is not compared with one
+  from before a tool turn (a turn with calls and too little text to judge)
+  that did something the last few such turns had not -- other calls, or
+  the same calls with other results.  "Build 3 for arm64 finished" after
+  twenty polls of build 3 repeats nothing, however like "Build 2 for wasm32
+  finished" it reads; the same words around the same call and result are
+  still compared.
 * One repeat is not a loop: ``threshold`` (2) repeats of the same output
   warn, i.e. its third near-identical version, while every output in between
   is a repeat too.  Any other output resets the count.  Repeats are counted
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections import deque
 from dataclasses import dataclass
 
@@ -79,6 +87,10 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+#: Tool turns remembered to tell new work from a repeat of recent work.
+_RECENT_WORK = 4
+
+
 @dataclass(frozen=True)
 class OutputSimilaritySettings(DetectorSettings):
     window: int = 5  # compare with the last N outputs
@@ -92,10 +104,10 @@ class _Output:
     """One remembered output: its compared text, chain anchor and a reference
     to the turn (never the turn's events)."""
 
-    __slots__ = ("text", "_anchor", "calls", "results", "event")
+    __slots__ = ("text", "_anchor", "calls", "results", "event", "work")
 
     def __init__(self, text: str, anchor: str | None, calls: tuple[int, ...],
-                 results: Outcome, event: EventRef):
+                 results: Outcome, event: EventRef, work: int):
         self.text = text
         #: The digest of the first output of the chain it repeats; None for
         #: an output that repeated nothing until one repeats it (most never
@@ -104,6 +116,7 @@ class _Output:
         self.calls = calls  # sorted hashes of the call keys (compared for equality only)
         self.results = results
         self.event = event  # the turn's first event, as evidence
+        self.work = work  # the detector's count of new tool work when it was said
 
     @property
     def anchor(self) -> str:
@@ -130,10 +143,28 @@ class OutputSimilarity(TurnDetector):
         #: Per repeated output (its chain's anchor): how often it has come back
         #: since the last output that repeated nothing, and the turns involved.
         self.chains: dict[str, tuple[int, deque[EventRef]]] = {}
+        #: Tool turns that did something new so far, and the hashes of the
+        #: last few tool turns (calls and results) to tell new from repeated.
+        self.work = 0
+        self.recent_work = array("q")
 
     def reset(self) -> None:
         self.outputs.clear()
         self.chains.clear()
+
+    def _note_work(self, turn: Turn, view: SessionView) -> None:
+        """Count a tool turn that did something the last few had not."""
+        exempt = view.exempt
+        keys = tuple(call.key for call in turn.calls if not exempt(call.tool))
+        if not keys:
+            return
+        digest_ = hash((keys, turn.outcome().items))
+        recent = self.recent_work
+        if digest_ not in recent:
+            self.work += 1
+        recent.append(digest_)
+        if len(recent) > _RECENT_WORK:
+            del recent[0]
 
     def window(self) -> list[EventRef]:
         return [output.event for output in self.outputs]
@@ -147,11 +178,15 @@ class OutputSimilarity(TurnDetector):
         # min_chars (most turns: tool calls only, no text) needs no normalizing.
         # (The held text is min(length, limit) characters long.)
         if bounded is None or min(bounded.length, bounded.limit) < s.min_chars:
+            if turn.calls:
+                self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
             return None
         text = normalize_output(bounded.text())
         if len(text) < s.min_chars:
+            if turn.calls:
+                self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
             return None
@@ -168,6 +203,7 @@ class OutputSimilarity(TurnDetector):
         # 2,000-character pair.
         closest, best, match = 0.0, 0.0, None
         cutoff = s.similarity
+        work = self.work
         for earlier in self.outputs:
             score = 1.0 if earlier.text == text else similarity(text, earlier.text, cutoff)
             if score > closest:
@@ -176,6 +212,8 @@ class OutputSimilarity(TurnDetector):
                 continue
             if calls != earlier.calls:
                 continue  # same words, different action
+            if earlier.work != work:
+                continue  # new work since: a report on something else
             if results.moved(earlier.results):
                 continue  # same words, new results: progress
             best, match = score, earlier
@@ -185,7 +223,7 @@ class OutputSimilarity(TurnDetector):
         # repeats it: its digest waits until then (_Output.anchor).
         anchor = match.anchor if match is not None else None
         first = ref(turn.first)
-        self.outputs.append(_Output(text, anchor, calls, results, first))
+        self.outputs.append(_Output(text, anchor, calls, results, first, work))
         if match is None:
             self.chains.clear()
             return None
