@@ -153,7 +153,11 @@ class OutputSimilarity(TurnDetector):
         self.chains.clear()
 
     def _note_work(self, turn: Turn, view: SessionView) -> None:
-        """Count a tool turn that did something the last few had not."""
+        """Count a tool turn that did something the last few had not.
+
+        Called only while no new work has been seen since the latest output
+        (after that, more new work changes no comparison): a long stretch of
+        tool turns costs one digest, not one each."""
         exempt = view.exempt
         keys = tuple(call.key for call in turn.calls if not exempt(call.tool))
         if not keys:
@@ -178,14 +182,14 @@ class OutputSimilarity(TurnDetector):
         # min_chars (most turns: tool calls only, no text) needs no normalizing.
         # (The held text is min(length, limit) characters long.)
         if bounded is None or min(bounded.length, bounded.limit) < s.min_chars:
-            if turn.calls:
+            if turn.calls and self.outputs and self.outputs[-1].work == self.work:
                 self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
             return None
         text = normalize_output(bounded.text())
         if len(text) < s.min_chars:
-            if turn.calls:
+            if turn.calls and self.outputs and self.outputs[-1].work == self.work:
                 self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
