@@ -97,3 +97,34 @@ def test_the_table_is_bounded():
     for event in s.events:
         swarm.observe(event, view)
     assert len(swarm.table) == 16
+
+
+def _tdd_worker(name: str, cases: list[str], start: float, passing: int | None = None) -> Stream:
+    """A worker running ``pytest -x -q`` after each edit; one failing case per
+    run, ``passing`` tests passing (by default one more each run)."""
+    s = Stream(session=name, start=start, step=5.0)
+    for n, case in enumerate(cases):
+        passed = 10 + n if passing is None else passing
+        s.call("bash", f"Exit code 1\nFAILED tests/test_parser.py::test_parse[{case}] - assert 1 == 2\n"
+                       f"1 failed, {passed} passed in 0.12s", error=True, command="pytest -x -q")
+        s.call("edit_file", "file updated", path="src/parser.py", old=f"{name} {n}", new=f"{name} {n + 1}")
+    return s
+
+
+def test_workers_failing_different_parametrized_cases_are_not_stuck_together():
+    """Five TDD workers, each through its own cases (test_parse[case0], then
+    [case1] ...): their runs look alike once digits are dropped, but they are
+    different tests, and each worker moves on."""
+    workers = [_tdd_worker(f"w{i}", [f"case{2 * i}", f"case{2 * i + 1}"], 1000.0 + i) for i in range(5)]
+    _, found = run(*workers, interleave=True)
+    assert not by(found, "swarm")
+
+
+def test_workers_failing_the_same_test_the_same_way_are_a_swarm_loop():
+    """Five workers each failing the very same test twice, the same way: flagged,
+    and the message names the failing test."""
+    workers = [_tdd_worker(f"w{i}", ["case7", "case7"], 1000.0 + i, passing=10) for i in range(5)]
+    _, found = run(*workers, interleave=True)
+    hits = by(found, "swarm")
+    assert hits and hits[0].count == 10
+    assert "test_parse[case7]" in hits[0].message

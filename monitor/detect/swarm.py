@@ -9,9 +9,14 @@ Honest swarms stay quiet: only sessions that repeated the call themselves
 (twice or more) count, so ten workers that each run ``git status`` once — or
 each hit one 503 once — are sharing work, not looping; by default only
 failures count (``failures_only = false`` adds identical non-trivial
-successes); calls further apart than ``window_seconds`` do not add up; and a
+successes); calls further apart than ``window_seconds`` do not add up; a
 session that crossed ``session_threshold`` on its own is left to its own
-detectors (its calls beyond that are not counted here).
+detectors (its calls beyond that are not counted here); and a test run's
+result is what ``test_fix`` reads of it -- which tests failed, with their
+names whole, and how many -- so workers each working through their own
+parametrized cases (``test_parse[case3]``, then ``[case4]``) or watching
+their failures fall are not "the same failure" (an error signature drops
+digits, which would make them so).
 
 State is bounded: at most ``max_patterns`` (fingerprint, outcome) entries,
 least recently seen evicted first, each keeping the times of its last calls
@@ -24,7 +29,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement
+from monitor.detect.failures import is_test_run, run_outcome
+from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement, not_an_outcome
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import outcome_key
 
@@ -107,7 +113,14 @@ class Swarm(Detector):
         return []  # the calls compared are summarized (see ``table``), not kept
 
     def _outcome(self, event: Event) -> str | None:
+        """The result's key among the swarm's: the same key, the same result."""
         signature = failure_signature(event)
+        if signature is not None and is_test_run(event.call):
+            run = run_outcome(event)
+            if not run.failing or not_an_outcome(event):
+                return None
+            # Shown after the prefix: the run's first failing test or error line.
+            return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
         if signature is not None or self.settings.failures_only:
             return signature
         if event.is_error or is_acknowledgement(event):
@@ -159,7 +172,10 @@ class Swarm(Detector):
         if len(counted) < s.min_sessions or total < s.threshold or event.session not in counted:
             return None
         tool = call.tool
-        shown = outcome[2:] if outcome[:2] in ("E:", "R:") else outcome
+        if outcome[:2] == "T:":
+            shown = outcome.split("\x00", 1)[1]
+        else:
+            shown = outcome[2:] if outcome[:2] in ("E:", "R:") else outcome
         return [
             Detection(
                 detector=self.name,
