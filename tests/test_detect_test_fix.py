@@ -395,3 +395,56 @@ def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
     s.bash("python3 -m pip install flask", "error: externally-managed-environment", code=1)
     (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
     assert d.count == 3
+
+
+# -- test runs that report failing tests ----------------------------------------------------
+
+def _triage(script: Script, cases: list[str]) -> None:
+    """Run each parametrized case on its own; each fails its own way."""
+    for n, case in enumerate(cases):
+        run_tests(script, pytest_output({f"test_parse[{case}]": f"AssertionError: assert {n} == {n + 1}"}),
+                  command=f"pytest -q 'tests/test_calc.py::test_parse[{case}]'")
+
+
+def test_failing_cases_run_one_by_one_are_triage_not_a_cascade():
+    """Six failing test cases run one at a time: the runner worked each time
+    and reported a different failing test. No cascade, no failure limit
+    (which used to terminate the session at the fifth), no repeated result
+    (whose error signature drops digits, so the cases looked alike)."""
+    s = Script()
+    s.user("Find out which parser cases fail.")
+    _triage(s, [f"case{n}" for n in range(1, 7)])
+    found = s.run(build_config({}))
+    assert not [(d.detector, d.line, d.message) for d in found if d.level >= Level.WARN]
+    assert not [d for d in found if d.detector in ("failure_cascade", "limits", "repeated_result")]
+
+
+def test_a_reported_test_failure_neither_extends_nor_ends_a_cascade():
+    """Shell failures around a test run that reported failing tests still add up."""
+    s = Script()
+    s.bash("cat src/config.yml", "cat: src/config.yml: No such file or directory", code=1)
+    _triage(s, ["case1"])
+    s.bash("cat config.yml", "cat: config.yml: No such file or directory", code=1)
+    s.bash("cat conf/config.yml", "cat: conf/config.yml: No such file or directory", code=1)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3 and d.line == s.line
+
+
+def test_a_test_run_that_could_not_run_is_a_failed_command():
+    """`pytest: command not found` is the command failing, not the tests: it counts."""
+    s = Script()
+    for command in ("pytest -q", "py.test -q", "python -m pytest -q"):
+        s.bash(command, f"bash: {command.split()[0]}: command not found", code=127)
+    assert by(s.run(only("failure_cascade")), "failure_cascade")
+
+
+def test_the_same_failing_test_from_different_commands_is_a_repeated_result():
+    """Four ways of running the suite, the same test failing the same way:
+    still one repeated failure, quoted by its test name."""
+    s = Script()
+    output = pytest_output({"test_parse[case7]": "AssertionError: assert 7 == 8"})
+    for command in ("pytest -q", "python -m pytest -q", "pytest -q tests/", "pytest -x -q"):
+        run_tests(s, output, command=command)
+    hits = by(s.run(only("repeated_result")), "repeated_result")
+    assert hits and hits[0].count == 4
+    assert "test_parse[case7]" in hits[0].message and "test failure" in hits[0].message

@@ -13,6 +13,10 @@ the event so that several detectors pay for the analysis once.
   "no match" (exit 1) is not a failure.
 * :func:`run_outcome` — failing/passed counts, failing test names and a
   signature of the failure, for telling "the same failure again" from progress.
+* :func:`tests_failed` — a test run whose runner ran and reported failing
+  tests: the code under test failed, not the command.
+* :func:`comparable_failure` / :func:`shown_failure` — what a failure is,
+  comparable across calls and sessions, and how to quote it.
 * :func:`is_edit` / :func:`manual_file_op` — edits, and file operations done by
   hand in the shell (``cat``, ``echo >``, ``sed -i``, ``printf >``).
 """
@@ -24,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.detect.fingerprints import failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 
@@ -444,6 +449,41 @@ def run_outcome(result: Event) -> RunOutcome:
     outcome = RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
     result.cache["run_outcome"] = outcome
     return outcome
+
+
+def tests_failed(result: Event) -> bool:
+    """A test run that ran and reported failing tests (a count or names): its
+    exit status says the code under test fails, as ``grep``'s 1 says "no
+    match" -- the command itself worked.  ``test_fix`` judges such runs; the
+    failure streaks (``failure_cascade``, ``limits``) neither count nor end
+    at one, so triaging failing tests one by one is not a cascade."""
+    if not is_test_run(result.call):
+        return False
+    run = run_outcome(result)
+    return run.failing and bool(run.failures or run.tests)
+
+
+def comparable_failure(result: Event) -> str | None:
+    """What went wrong, comparable across calls and sessions (``None`` when the
+    result is no failure worth comparing): :func:`failure_signature`, except
+    for a test run, whose failure is which tests failed -- names whole -- and
+    how many (a signature drops digits, which would make ``test_parse[case3]``
+    and ``test_parse[case4]``, or 3 failures and then 2, the same failure).
+    Quote it with :func:`shown_failure`."""
+    signature = failure_signature(result)
+    if signature is None or not is_test_run(result.call):
+        return signature
+    run = run_outcome(result)
+    if not run.failing:
+        return signature
+    return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
+
+
+def shown_failure(key: str) -> str:
+    """The part of a :func:`comparable_failure` (or ``outcome_key``) worth quoting."""
+    if key[:2] == "T:":
+        return key.split("\x00", 1)[1]
+    return key[2:] if key[:2] in ("E:", "R:") else key
 
 
 def is_edit(call: Event) -> bool:

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.failures import failed
+from monitor.detect.failures import failed, tests_failed
 from monitor.detect.fingerprints import not_an_outcome
 from monitor.events import Event, EventRef, Kind, Level
 
@@ -195,6 +195,10 @@ class Limits(Detector):
         if not_an_outcome(event):
             # A call cancelled because a sibling failed (or refused by the
             # user) did not fail itself: the batch is one failure, not five.
+            return None
+        if tests_failed(event):
+            # A test run that reported failing tests worked: five failing
+            # cases run one by one are triage, not five failed calls.
             return None
         s = self.settings
         self.failures += 1

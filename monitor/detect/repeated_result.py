@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
+from monitor.detect.failures import comparable_failure, shown_failure
 from monitor.detect.fingerprints import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key, clip
@@ -62,7 +63,7 @@ class RepeatedResult(Detector):
         return []  # the results compared are summarized, not kept
 
     def _outcome(self, event: Event) -> str | None:
-        signature = failure_signature(event)
+        signature = comparable_failure(event)
         if signature is not None or self.settings.failures_only:
             return signature
         if event.is_error or is_acknowledgement(event) or len(event.content.strip()) < MIN_SUCCESS_CHARS:
@@ -90,9 +91,9 @@ class RepeatedResult(Detector):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if len(same) < threshold or len(calls) < self.settings.min_distinct_calls:
             return None
-        failure = failure_signature(event) is not None
-        what = "error" if outcome.startswith("E:") else "result"
-        shown = outcome[2:] if failure else " ".join(event.content.split())
+        failure = outcome[:2] != "R:" or failure_signature(event) is not None
+        what = "test failure" if outcome[:2] == "T:" else "error" if outcome[:2] == "E:" else "result"
+        shown = shown_failure(outcome) if failure else " ".join(event.content.split())
         if failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED):
             advice = ("You keep looking where it is not: search for it (find, glob, grep) "
                       "instead of guessing another name or place.")

@@ -29,8 +29,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.failures import is_test_run, run_outcome
-from monitor.detect.fingerprints import failure_signature, fingerprint, is_acknowledgement, not_an_outcome
+from monitor.detect.failures import comparable_failure, shown_failure
+from monitor.detect.fingerprints import fingerprint, is_acknowledgement
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import outcome_key
 
@@ -114,13 +114,7 @@ class Swarm(Detector):
 
     def _outcome(self, event: Event) -> str | None:
         """The result's key among the swarm's: the same key, the same result."""
-        signature = failure_signature(event)
-        if signature is not None and is_test_run(event.call):
-            run = run_outcome(event)
-            if not run.failing or not_an_outcome(event):
-                return None
-            # Shown after the prefix: the run's first failing test or error line.
-            return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
+        signature = comparable_failure(event)
         if signature is not None or self.settings.failures_only:
             return signature
         if event.is_error or is_acknowledgement(event):
@@ -172,10 +166,7 @@ class Swarm(Detector):
         if len(counted) < s.min_sessions or total < s.threshold or event.session not in counted:
             return None
         tool = call.tool
-        if outcome[:2] == "T:":
-            shown = outcome.split("\x00", 1)[1]
-        else:
-            shown = outcome[2:] if outcome[:2] in ("E:", "R:") else outcome
+        shown = shown_failure(outcome)
         return [
             Detection(
                 detector=self.name,

@@ -31,6 +31,7 @@ from monitor.detect.failures import (
     manual_file_op,
     run_outcome,
     shell_command,
+    tests_failed,
 )
 from monitor.detect.fingerprints import not_an_outcome
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
@@ -194,6 +195,8 @@ class FailureCascade(Detector):
             return None  # cancelled with a failing sibling: that one counted already
         if view.exempt(tool):
             return None
+        if tests_failed(event):
+            return None  # the tests failed, not the command: test_fix's business
         self.count += 1
         if manual_file_op(command):
             self.file_ops += 1
