@@ -140,6 +140,14 @@ def test_items_and_retries_are_told_apart():
     assert not varies_only_in_items({"command": "grep -rn fooBar src"}, {"command": "grep -rn foobar src"})
     assert not varies_only_in_items({"pattern": "fooBar", "path": "src"}, {"pattern": "foobar", "path": "src"})
     assert not varies_only_in_items({"command": "ls"}, {"command": "ls -la"})
+    # URLs, host names and dotted module names inside a command are items too
+    assert varies_only_in_items({"command": "curl -sS --max-time 2 http://host0.internal/health"},
+                                {"command": "curl -sS --max-time 2 http://host1.internal/health"})
+    assert varies_only_in_items({"command": "ping -c 1 db-3.internal"}, {"command": "ping -c 1 db-4.internal"})
+    assert varies_only_in_items({"command": "python -m pytest tests.test_api"},
+                                {"command": "python -m pytest tests.test_auth"})
+    assert not varies_only_in_items({"command": "curl http://host0.internal/health"},
+                                    {"command": "wget http://host0.internal/health"})
 
 
 def test_a_long_retry_loop_keeps_one_pattern_and_climbs_the_ladder():

@@ -310,7 +310,12 @@ def failed_silently(result: Event) -> bool:
 #: Argument keys that name the item a call works on.
 ITEM_KEYS = frozenset({"path", "file_path", "filename", "url", "cwd", "workdir", "directory", "dir",
                        "offset", "limit", "page", "notebook_path"})
-_ITEM_TOKEN = re.compile(r"^(?:[-\w.]*[/\\][^\s]*|[-\w]+\.[A-Za-z0-9]{1,6}|-?\d+(?:[.,:-]\d+)*[%a-z]{0,2})$")
+_ITEM_TOKEN = re.compile(
+    r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://\S+"  # a URL
+    r"|[-\w.]*[/\\][^\s]*"  # a path
+    r"|[-\w]+(?:\.[-\w]+)+"  # a dotted name: a file, a host, a module
+    r"|-?\d+(?:[.,:-]\d+)*[%a-z]{0,2})$"  # a number
+)
 
 
 def _strip_quotes(token: str) -> str:
