@@ -121,6 +121,14 @@ class ExactRepeat(Detector):
             streak.append(earlier)
         if not streak:
             return None
+        if reference.done and reference.acknowledged():
+            # The same state set again ("Todos have been modified", "Plan
+            # updated", a file written with the same content) between other
+            # work: bookkeeping, not a loop.  Back to back it still counts
+            # (a plan restated and never acted on).
+            indices = [*positions[-len(streak):], len(records)]
+            if all(b - a > 1 for a, b in zip(indices, indices[1:])):
+                return None
         count = len(streak) + 1
         threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:

@@ -46,6 +46,10 @@ _ACK = re.compile(
     r"(?:the )?file .{0,200}? (?:has been |was )?(?:updated|created|written|saved|edited|modified)"
     r"(?: successfully)?\.?.*|"
     r"(?:successfully )?(?:wrote|written|saved|updated|created|applied|edited).{0,200}|"
+    r"file (?:created|updated|written|saved|edited|modified) successfully.{0,300}|"  # Claude Code Write
+    r"todos? (?:have|has) been (?:modified|updated|saved)(?: successfully)?\..*|"  # Claude Code TodoWrite
+    r"plan updated|"  # Codex update_plan
+    r"success\. updated the following files:.*|"  # Codex apply_patch
     r"exit code:? 0|process exited with code 0)\.?$",
     re.IGNORECASE | re.DOTALL,
 )
