@@ -146,6 +146,24 @@ class AwaitedRepeat:
         return False
 
 
+class AwaitsRepeats:
+    """For a detector that holds an :class:`AwaitedRepeat` in ``awaited``."""
+
+    awaited: AwaitedRepeat | None = None
+
+    def proven_repeat(self, result: Event) -> AwaitedRepeat | None:
+        """The awaited repeat once ``result`` proves it a loop (two results
+        back, all alike); it is dropped when they differ (a poll that moved)."""
+        awaited = self.awaited
+        if awaited is None or not awaited.concerns(result):
+            return None
+        verdict = awaited.verdict()
+        if verdict is None:
+            return None
+        self.awaited = None
+        return awaited if verdict else None
+
+
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
     cache = event.cache

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import AwaitedRepeat, CallRecord, CallWindow, call_record, events
+from monitor.detect.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
@@ -32,7 +32,7 @@ class ExactRepeatSettings(DetectorSettings):
 
 
 @register
-class ExactRepeat(Detector):
+class ExactRepeat(Detector, AwaitsRepeats):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings
@@ -59,16 +59,10 @@ class ExactRepeat(Detector):
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
-            awaited = self.awaited
-            if awaited is None or not awaited.concerns(event):
+            proven = self.proven_repeat(event)
+            if proven is None:
                 return None
-            verdict = awaited.verdict()
-            if verdict is None:
-                return None
-            self.awaited = None
-            if not verdict:
-                return None  # the results differ: a poll that moved
-            return self._detection(awaited.records, awaited.count, awaited.threshold, awaited.extra)
+            return self._detection(proven.records, proven.count, proven.threshold, proven.extra)
         if view.tool_overrides and view.exempt(event.tool):
             return None
 

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import KEY_CHARS, AwaitedRepeat, CallRecord, call_record, events
+from monitor.detect.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, call_record, events
 from monitor.detect.fingerprints import fingerprint
 from monitor.events import Event, Kind, Level
 
@@ -54,7 +54,7 @@ class FingerprintSettings(DetectorSettings):
 
 
 @register
-class Fingerprint(Detector):
+class Fingerprint(Detector, AwaitsRepeats):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings
@@ -86,17 +86,11 @@ class Fingerprint(Detector):
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
-            awaited = self.awaited
-            if awaited is None or not awaited.concerns(event):
+            proven = self.proven_repeat(event)
+            if proven is None:
                 return None
-            verdict = awaited.verdict()
-            if verdict is None:
-                return None
-            self.awaited = None
-            if not verdict:
-                return None  # the results differ: a poll that moved
-            key, fuzzy_needed = awaited.extra
-            return self._detection("exact", key, awaited.records, fuzzy_needed)
+            key, fuzzy_needed = proven.extra
+            return self._detection("exact", key, proven.records, fuzzy_needed)
         if view.tool_overrides and view.exempt(event.tool):
             return None
         cache = event.cache
