@@ -89,6 +89,26 @@ def test_grep_without_match_is_not_a_failure():
     assert not failed(nomatch) and failed(broken)
 
 
+@pytest.mark.parametrize("command,benign", [
+    ("git grep -n retry_delay", True),
+    ("cd repo && git grep -n RetryPolicy", True),
+    ("git diff --exit-code", True),
+    ("git --no-pager diff --quiet src/", True),
+    ("command -v uv", True),
+    ("type poetry", True),
+    ("git push origin main", False),
+    ("git commit -m 'wip'", False),
+    ("make build", False),
+])
+def test_exit_one_that_means_no(command: str, benign: bool):
+    """`git grep` without a match, `git diff --exit-code` with a difference and
+    "is it installed?" answer no with exit 1: searching six symbols with git
+    grep used to be a failure cascade and hit the failure limit."""
+    call = Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": command})
+    result = Event(Kind.TOOL_RESULT, "s", 0.0, content="Exit code 1", is_error=True, call=call)
+    assert failed(result) is not benign
+
+
 @pytest.mark.parametrize("runner,output,failures,tests", [
     ("jest", "FAIL src/sum.test.js\n  ● sum › adds 1 + 2\n\n    Expected: 3\n    Received: 4\n\n"
              "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n", 1, ("sum › adds 1 + 2",)),

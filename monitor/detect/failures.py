@@ -232,6 +232,29 @@ def _segments(command: str) -> list[str]:
     return [s.strip() for s in _SEGMENTS.split(command[:4000]) if s.strip()]
 
 
+#: ``git`` subcommands whose exit status 1 means "no" (no match, a difference).
+_GIT_BENIGN_ONE = frozenset({"grep", "diff"})
+
+
+def _benign_one(segment: str) -> bool:
+    """Whether exit status 1 of the command ``segment`` means "no", not failure:
+    ``grep``, ``diff``, ``test``, ``git grep``, ``git diff --exit-code``,
+    ``command -v``."""
+    if segment.lstrip().startswith(("command -v ", "type ")):
+        return True  # "is it installed?" -- no is an answer
+    program = _program(segment)
+    if program in _BENIGN_ONE:
+        return True
+    if program == "git":
+        words = _WRAPPERS.sub("", segment, count=1).split()
+        for word in words[1:]:
+            if not word.startswith("-"):
+                return word in _GIT_BENIGN_ONE
+            if word in ("-C", "-c"):
+                return False  # an option with a value: not worth parsing further
+    return False
+
+
 def _program(segment: str) -> str:
     stripped = _WRAPPERS.sub("", segment, count=1)
     word = stripped.split(None, 1)[0] if stripped else ""
@@ -323,7 +346,7 @@ def failed(result: Event) -> bool:
         outcome = True
         if code == 1 and command and "||" not in command:
             segments = _segments(command)
-            if segments and _program(segments[-1]) in _BENIGN_ONE:
+            if segments and _benign_one(segments[-1]):
                 outcome = False
     result.cache["failed"] = outcome
     return outcome
