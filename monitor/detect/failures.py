@@ -232,24 +232,27 @@ def _segments(command: str) -> list[str]:
     return [s.strip() for s in _SEGMENTS.split(command[:4000]) if s.strip()]
 
 
-#: ``git`` subcommands whose exit status 1 means "no" (no match, a difference).
-_GIT_BENIGN_ONE = frozenset({"grep", "diff"})
+#: Subcommands whose exit status 1 means "no": no match, a difference, not
+#: installed.
+_SUBCOMMANDS_BENIGN_ONE = {"git": frozenset({"grep", "diff"}), "pip": frozenset({"show"}),
+                           "pip3": frozenset({"show"}), "npm": frozenset({"ls", "list"})}
 
 
 def _benign_one(segment: str) -> bool:
     """Whether exit status 1 of the command ``segment`` means "no", not failure:
     ``grep``, ``diff``, ``test``, ``git grep``, ``git diff --exit-code``,
-    ``command -v``."""
+    ``pip show``, ``npm ls``, ``command -v``."""
     if segment.lstrip().startswith(("command -v ", "type ")):
         return True  # "is it installed?" -- no is an answer
     program = _program(segment)
     if program in _BENIGN_ONE:
         return True
-    if program == "git":
+    subcommands = _SUBCOMMANDS_BENIGN_ONE.get(program)
+    if subcommands is not None:
         words = _WRAPPERS.sub("", segment, count=1).split()
         for word in words[1:]:
             if not word.startswith("-"):
-                return word in _GIT_BENIGN_ONE
+                return word in subcommands
             if word in ("-C", "-c"):
                 return False  # an option with a value: not worth parsing further
     return False
