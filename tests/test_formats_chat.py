@@ -175,6 +175,16 @@ def test_classic_mini_swe_agent_fenced_actions(tmp_path: Path):
     assert len(usage) == 4 and usage[0].input_tokens == 100 and usage[0].cost_usd == 0.001
 
 
+def test_text_based_v2_fence(tmp_path: Path):
+    """mini-swe-agent 2's text-based models fence the action as mswea_bash_command."""
+    messages = classic([("assistant", "THOUGHT: look.\n\n```mswea_bash_command\nls\n```"),
+                        ("user", "<returncode>0</returncode>\n<output>\na.py\n</output>")])
+    events = load(write_json(tmp_path / "v2.traj.json", mini_document(messages)))
+    (call,) = [e for e in events if e.kind is Kind.TOOL_CALL]
+    (result,) = [e for e in events if e.kind is Kind.TOOL_RESULT]
+    assert call.args == {"command": "ls"} and result.call_id == call.call_id and result.content == "a.py"
+
+
 def test_two_runs_of_one_task_are_two_sessions(tmp_path: Path):
     """Two files with the same instance id (and the same name, in two folders) are never merged."""
     for run in ("run1", "run2"):

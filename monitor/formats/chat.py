@@ -24,7 +24,8 @@ mini-swe-agent writes two shapes.  ``mini-swe-agent-1.1`` is the OpenAI one,
 with ``tool`` messages whose text is ``<returncode>N</returncode><output>…``.
 The classic ``mini-swe-agent-1`` has no ``tool_calls``: the action is the one
 ```bash fenced block of the assistant's text (after ``THOUGHT:``), and the
-observation is the next ``user`` message starting ``<returncode>``.  Both
+observation is the next ``user`` message starting ``<returncode>`` (its
+text-based v2 fences the action as ```mswea_bash_command instead).  Both
 become calls (tool ``bash``, args ``{"command": …}``) and results; the exit
 status comes from ``<returncode>`` (``meta["exit_code"]``, ``is_error`` when
 nonzero) and the result's text is what ``<output>`` held.  The harness's own
@@ -51,7 +52,7 @@ from monitor.formats.native import parse_ts
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 #: mini-swe-agent's action: exactly one such block is executed.
-_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>\s*", re.DOTALL)
 _OUTPUT = re.compile(r"\A<output>\n?(.*?)\n?</output>\s*\Z", re.DOTALL)
 _TIMEOUT = re.compile(r"\A\s*The last command <command>.*?</command> timed out", re.DOTALL)
