@@ -382,6 +382,7 @@ class Hub:
         self._store_failed = False
         self._next_action_id = 0
         self.events_total = 0
+        self._duplicates_seen = 0  # engine.duplicates when last accounted for
         self.detections_total = 0
         self.problems_total = 0
         self.started = False
@@ -614,6 +615,7 @@ class Hub:
             self._rate[-1][1] += len(events)
         else:
             self._rate.append([second, len(events)])
+        duplicates = engine.duplicates
         for event in events:
             state = self._sessions.get(event.session)
             if state is None:
@@ -621,6 +623,11 @@ class Hub:
             elif state.status != "live":
                 self._revive(state, event)
             detections = engine.process(event)
+            if engine.duplicates != duplicates:
+                # The same call from a second channel (a tailed transcript and
+                # the hook): counted once, stored once.
+                duplicates = engine.duplicates
+                continue
             self._observe(state, event, arrival)
             kind = event.kind
             if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
@@ -635,6 +642,10 @@ class Hub:
                     state.latest[detection.detector] = detection
             if event.kind is Kind.SESSION_END:
                 self._close(state, "ended")
+        if duplicates != self._duplicates_seen:
+            self._duplicates_seen = duplicates
+            events = [event for event in events
+                      if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)]
         self.events_total += len(events)
         store = self.store
         if store is not None and not self._store_failed:
