@@ -454,6 +454,10 @@ class Hub:
             chunk = events[start:start + BATCH_EVENTS]
             await self._queue.put((chunk, problems if start == 0 else [], arrival))
 
+    def saturated(self) -> bool:
+        """The queue is full: a source that can ask its sender to retry later should."""
+        return self._queue.full()
+
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
         await self._queue.join()
