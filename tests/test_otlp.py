@@ -276,3 +276,21 @@ def test_address_parsing_and_the_cli_refuses_an_open_bind_without_token(tmp_path
                              "--otlp", "0.0.0.0:4318"], capture_output=True, text=True, env=env, timeout=60,
                             cwd=Path(__file__).resolve().parent.parent)
     assert result.returncode != 0 and "token" in result.stderr
+
+
+def test_collector_example_forwards_exactly_the_agent_events():
+    """examples/otel-collector.yaml: its log filter keeps the event names the adapter reads
+    (Claude Code's with or without the prefix, Codex's) and drops the rest."""
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "otel-collector.yaml").read_text()
+    for part in ("receivers:", "otlp:", "batch:", "filter/agent-events:", "otlphttp/loopwatch:",
+                 "Authorization: \"Bearer ${env:LOOPWATCH_TOKEN}\""):
+        assert part in text
+    # The OTTL string in a single-quoted YAML scalar: its \\ is one backslash for the regex.
+    pattern = re.search(r'IsMatch\(attributes\["event.name"\], "(.*)"\)', text).group(1).replace("\\\\", "\\")
+    keep = ["tool_result", "user_prompt", "api_request", "compaction", "claude_code.tool_result",
+            "codex.tool_result", "codex.user_prompt"]
+    drop = ["tool_decision", "claude_code.api_error", "codex.sse_event", "codex.api_request", "http.request"]
+    assert all(re.search(pattern, name) for name in keep)
+    assert not any(re.search(pattern, name) for name in drop)

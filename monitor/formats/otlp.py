@@ -158,7 +158,9 @@ class OtlpAdapter:
                     where: Where) -> list[dict[str, Any]]:
         short = name.rsplit(".", 1)[-1] if name.startswith(("claude_code.", "codex.")) else name
         agent = "codex" if name.startswith("codex.") or "conversation.id" in attrs else "claude-code"
-        if short not in ("user_prompt", "tool_result", "api_request", "compaction"):
+        wanted = ("user_prompt", "tool_result") if agent == "codex" else (
+            "user_prompt", "tool_result", "api_request", "compaction")
+        if short not in wanted:
             return []
         if agent == "codex":
             raw_session = attrs.get("conversation.id") or attrs.get("session.id")
