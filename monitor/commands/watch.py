@@ -137,9 +137,21 @@ class LiveWatch:
             self.sockets = SocketServer(hub, self.config, unix_path=self.socket_path,
                                         listen=self.listen, token=self.token)
             await self.sockets.start()
+        self._note_state()
+
+    def _note_state(self) -> None:
+        """Tell `loopwatch doctor` where this monitor listens and records."""
+        from monitor.commands.doctor import write_monitor_state
+
+        write_monitor_state(socket=str(self.sockets.unix_path) if self.sockets is not None else None,
+                            otlp=self.otlp.endpoint if self.otlp is not None else None,
+                            db=str(self.store.path) if self.store is not None else None)
 
     async def stop(self) -> None:
         """Stop the sources, process what they queued, flush and close the database."""
+        from monitor.commands.doctor import clear_monitor_state
+
+        clear_monitor_state()
         if self.otlp is not None:
             await self.otlp.stop()
         if self.sockets is not None:
