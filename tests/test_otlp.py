@@ -294,3 +294,39 @@ def test_collector_example_forwards_exactly_the_agent_events():
     drop = ["tool_decision", "claude_code.api_error", "codex.sse_event", "codex.api_request", "http.request"]
     assert all(re.search(pattern, name) for name in keep)
     assert not any(re.search(pattern, name) for name in drop)
+
+
+async def test_prometheus_metrics_count_sessions_detections_and_drops():
+    """--metrics: sessions by level, detections by detector and level, actions, dropped input."""
+    from monitor.metrics import Metrics, MetricsServer
+
+    async with receiver() as (hub, otlp):
+        server = MetricsServer(Metrics(hub, otlp), ("127.0.0.1", 0))
+        await server.start()
+        try:
+            await post(otlp, "/v1/logs", (FIXTURES / "claude-code-logs.json").read_bytes())
+            await post(otlp, "/v1/logs", (FIXTURES / "claude-code-logs.json").read_bytes())  # a retry: duplicates
+            await post(otlp, "/v1/logs", b"{broken")
+            await hub.join()
+            await hub.act("ack", CLAUDE_SESSION)
+            host, port = server.server.sockets[0].getsockname()[:2]
+
+            def scrape(path: str = "/metrics") -> tuple[int, str]:
+                connection = http.client.HTTPConnection(host, port, timeout=20)
+                connection.request("GET", path)
+                response = connection.getresponse()
+                return response.status, response.read().decode()
+
+            status, text = await asyncio.to_thread(scrape)
+            assert (await asyncio.to_thread(scrape, "/other"))[0] == 404
+        finally:
+            await server.stop()
+    assert status == 200
+    level = hub.session(CLAUDE_SESSION).level.label
+    assert f'loopwatch_sessions{{status="live",level="{level}"}} 1' in text
+    assert 'loopwatch_detections_total{detector="' in text
+    assert 'loopwatch_actions_total{kind="ack",outcome="delivered"} 1' in text
+    assert 'loopwatch_dropped_events_total{reason="duplicate"} 8' in text
+    assert 'loopwatch_dropped_events_total{reason="bad_input"} 1' in text
+    for line in text.splitlines():  # every sample line parses as name{labels} value
+        assert line.startswith("#") or line.rsplit(" ", 1)[1].isdigit()
