@@ -24,7 +24,8 @@ pass it the event as JSON on standard input.  This module:
    ``hookSpecificOutput.additionalContext`` -- on Claude's ``Stop`` too,
    the documented way (Claude Code 2.1.163 and later) to keep the turn going
    without the hook being shown as an error; Codex's ``Stop`` takes
-   ``{"decision": "block", "reason": …}``.  Nothing pending: no output.
+   ``{"decision": "block", "reason": …}`` (so does Claude's with
+   ``LOOPWATCH_STOP_FORM=block``, for older versions).  Nothing pending: no output.
    A stop is held at most ``$LOOPWATCH_STOP_BLOCKS`` (default 1) times in a
    row: while ``stop_hook_active`` says the agent already continues because
    of a stop hook and that many were held, ``Stop`` does not poll, so the
@@ -69,6 +70,8 @@ ANSWERABLE = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostT
 _CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                              "PostToolUseFailure"})
 STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
+#: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
+STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
 DEFAULT_STOP_BLOCKS = 1
 STATE_ENV = "LOOPWATCH_STATE_DIR"
 #: Processes between the agent and this hook that are not the agent itself.
@@ -265,8 +268,12 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
                             "args": _clip_value(args)})
     elif event in ("PostToolUse", "PostToolUseFailure"):
         response = payload.get("tool_response", payload.get("error"))
+        content = response_text(response)
+        if payload.get("is_interrupt") is True and "interrupted" not in content.lower():
+            # The user stopped the call: not the tool's outcome (detectors skip these).
+            content = f"Request interrupted by user: {content}" if content else "Request interrupted by user"
         call.events.append({"type": "tool_result", **base, "id": _call_id(payload),
-                            "content": response_text(response), "is_error": _response_is_error(payload)})
+                            "content": content, "is_error": _response_is_error(payload)})
     # Stop and anything else: no event, only the poll.
     if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
         call.quiet = not _may_hold_stop(session)
@@ -445,8 +452,9 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     if not text:
         return None
     if event in ("Stop", "SubagentStop"):
-        if call.agent == "codex":
-            return {"decision": "block", "reason": text}  # Codex's Stop takes no hookSpecificOutput
+        if call.agent == "codex" or os.environ.get(STOP_FORM_ENV) == "block":
+            # Codex's Stop takes no hookSpecificOutput; Claude Code before 2.1.163 neither.
+            return {"decision": "block", "reason": text}
         # Claude Code 2.1.163+: continues the turn with the text, not shown as a hook error.
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if event not in _CONTEXT_EVENTS:

@@ -37,6 +37,22 @@ def test_post_tool_use_failure_is_an_error_result():
                             "is_error": True}]
 
 
+def test_an_interrupted_call_is_not_the_tools_outcome():
+    call = _parse(dict(FAILURE, error="", is_interrupt=True))
+    assert call.events[0]["content"] == "Request interrupted by user" and call.events[0]["is_error"]
+
+
+def test_older_claude_code_can_have_the_stop_block_form(monkeypatch):
+    from monitor.hooks import answer
+
+    call = _parse(STOP)
+    message = [{"type": "inject", "text": "Check again."}]
+    assert answer(call, message) == {"hookSpecificOutput": {"hookEventName": "Stop",
+                                                            "additionalContext": "Check again."}}
+    monkeypatch.setenv("LOOPWATCH_STOP_FORM", "block")
+    assert answer(call, message) == {"decision": "block", "reason": "Check again."}
+
+
 def test_session_end_and_api_error_end_the_session():
     end = _parse({"session_id": "s", "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
     assert end.events == [{"type": "session_end", "session": "s", "ts": 100.0, "status": "prompt_input_exit"}]
