@@ -81,7 +81,7 @@ class SessionInfo:
     id: str
     agent: str | None
     source: str
-    origin: str  # "file" | "socket" | "hook"
+    origin: str  # "file" | "socket" | "hook" | "otlp"
     pid: int | None
     parent: str | None
     first_ts: float
@@ -312,6 +312,8 @@ def _origin_of(source: str, channel: Any) -> str:
         return "socket"
     if source.startswith("hook:"):
         return "hook"
+    if source.startswith("otlp:"):
+        return "otlp"
     return "file"
 
 

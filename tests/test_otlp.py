@@ -330,3 +330,39 @@ async def test_prometheus_metrics_count_sessions_detections_and_drops():
     assert 'loopwatch_dropped_events_total{reason="bad_input"} 1' in text
     for line in text.splitlines():  # every sample line parses as name{labels} value
         assert line.startswith("#") or line.rsplit(" ", 1)[1].isdigit()
+
+
+async def test_watch_headless_with_otlp_end_to_end(tmp_path: Path):
+    """`loopwatch watch --headless --otlp 127.0.0.1:0 --metrics 127.0.0.1:0` as a real
+    subprocess: a recorded Codex export posted to it comes out as a detection; doctor
+    finds its OTLP endpoint; the note it left for doctor is gone after it stops."""
+    import re
+
+    from monitor.commands import doctor
+    from tests.test_watch_headless import Watcher
+
+    watcher = await Watcher.start(tmp_path, "--json", "--no-db", "--socket", str(tmp_path / "lw.sock"),
+                                  "--otlp", "127.0.0.1:0", "--metrics", "127.0.0.1:0")
+    try:
+        said = "".join(watcher.stderr)
+        endpoint = re.search(r"OTLP/HTTP on (http://127\.0\.0\.1:\d+)", said).group(1)
+        assert re.search(r"metrics at http://127\.0\.0\.1:\d+/metrics", said)
+        host, port = endpoint[len("http://"):].split(":")
+
+        def send() -> int:
+            connection = http.client.HTTPConnection(host, int(port), timeout=20)
+            connection.request("POST", "/v1/logs", body=(FIXTURES / "codex-logs.json").read_bytes(),
+                               headers={"Content-Type": "application/json"})
+            return connection.getresponse().status
+
+        assert await asyncio.to_thread(send) == 200
+        record = await watcher.json_until(lambda r: r["session"] == CODEX_SESSION and r["level"] != "notice")
+        assert record["file"].startswith("otlp:codex_cli_rs@build-08")
+        state = doctor.running_monitor_state()
+        assert state["otlp"] == endpoint
+        assert [c.status for c in await asyncio.to_thread(doctor.check_otlp, state)] == ["OK"]
+        assert await watcher.stop() == 0
+        assert doctor.running_monitor_state() == {}
+    finally:
+        watcher.kill()
+        await watcher.proc.wait()
