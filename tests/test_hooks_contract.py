@@ -176,3 +176,33 @@ async def test_one_session_over_two_channels_counts_each_call_once(tmp_path: Pat
             await source.sync()
             await hub.join()
             assert hub.session(session).level >= Level.WARN
+
+
+async def test_a_subagent_over_two_channels_is_one_session_apart_from_its_parent(tmp_path: Path):
+    """A subagent's transcript (``<session>/subagents/agent-<id>.jsonl``) and its hook events
+    (the parent's session_id plus agent_id) land in the same session, ``<session>:agent-<id>``,
+    linked to the parent, each call once; the parent's streaks see none of its calls."""
+    parent = "9d1e7c55-parent"
+    records = _transcript_records(parent, 2)[1:]  # the subagent's calls, no user prompt
+    for record in records:
+        record.update(isSidechain=True, agentId="a81f")
+    transcript = tmp_path / "projects" / "-w" / parent / "subagents" / "agent-a81f.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("")
+    post = {"hook_event_name": "PostToolUse", "tool_response": {"stdout": "", "stderr": "ls: build/: No such file"}}
+    async with running_monitor(tmp_path) as (hub, server):
+        async with FileSource([str(tmp_path / "projects")], hub, fmt="claude") as source:
+            await run_hook_async("claude", {"session_id": parent, "hook_event_name": "SubagentStart",
+                                            "agent_id": "a81f", "agent_type": "Explore"}, server.unix_path)
+            for i in range(2):
+                call = dict(PRE_TOOL, session_id=parent, agent_id="a81f", agent_type="Explore",
+                            tool_use_id=f"toolu_{i}")
+                await run_hook_async("claude", call, server.unix_path)
+                await run_hook_async("claude", {**call, **post}, server.unix_path)
+            transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+            await source.sync()
+            await hub.join()
+            sub = hub.session(f"{parent}:agent-a81f")
+            assert sub is not None and sub.parent == parent and sub.channel == "hook"
+            assert hub.engine.duplicates == 4
+            assert hub.session(parent) is None  # the parent's own session saw none of it

@@ -228,6 +228,9 @@ async def test_pressure_is_answered_503_with_retry_after():
         status, headers, _ = await post(otlp, "/v1/logs", b"{}")
         assert status == 503 and headers["Retry-After"] == "2"
         assert otlp.throttled == 1
+        otlp.in_flight = otlp.max_in_flight  # as if that many requests were being decoded
+        status, headers, body = await post(otlp, "/v1/logs", b"{}")
+        assert status == 429 and headers["Retry-After"] == "2" and b"busy" in body
     finally:
         await otlp.stop()
         await hub.stop()

@@ -15,8 +15,9 @@ Responses follow the OTLP/HTTP specification:
 * 400 for a body that does not parse (a ``google.rpc.Status`` saying why),
   404 / 405 / 411 / 413 / 415 for a wrong path, method, a missing length, a
   body over the limit, another content type; 401 without the token;
-* 503 with ``Retry-After`` while the hub's queue is full or too many requests
-  are in flight, so exporters back off and retry instead of losing data.
+* 503 with ``Retry-After`` while the hub's queue is full, 429 with it while
+  too many requests are in flight, so exporters back off and retry instead of
+  losing data.
 
 A bind to anything but a loopback address needs the token (as ``--listen``
 does): ``Authorization: Bearer <token>`` on every request.
@@ -46,6 +47,8 @@ MAX_BODY = 16 * 1024 * 1024
 #: Requests decoded and submitted at the same time before 503 is answered.
 MAX_IN_FLIGHT = 8
 RETRY_AFTER_SECONDS = 2
+#: A connection that sends no complete request for this long is closed.
+IDLE_SECONDS = 60.0
 MAX_HEADER_LINES = 100
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
             411: "Length Required", 413: "Payload Too Large", 415: "Unsupported Media Type",
@@ -233,10 +236,12 @@ class OtlpReceiver:
         peer_name = str(peer[0]) if isinstance(peer, tuple) else "local"
         try:
             while True:
-                keep = await self._one_request(reader, writer, peer_name)
+                async with asyncio.timeout(IDLE_SECONDS):
+                    keep = await self._one_request(reader, writer, peer_name)
                 if not keep:
                     break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError,
+                TimeoutError):
             pass
         except asyncio.CancelledError:
             pass
@@ -336,8 +341,11 @@ class OtlpReceiver:
             return _Reply(415, b"expected application/x-protobuf or application/json")
         json_encoded = content_type == "application/json"
         if self.in_flight >= self.max_in_flight or self.hub.saturated():
+            # Both are retryable in OTLP/HTTP: too many requests at once is the
+            # sender's doing (429), a full queue is ours (503).
             self.throttled += 1
-            return self._status(503, "loopwatch is busy; retry later", json_encoded,
+            code = 429 if self.in_flight >= self.max_in_flight else 503
+            return self._status(code, "loopwatch is busy; retry later", json_encoded,
                                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
         self.in_flight += 1
         try:
@@ -388,7 +396,9 @@ class OtlpReceiver:
                 headers: dict[str, str] | None = None) -> _Reply:
         from google.rpc import status_pb2
 
-        status = status_pb2.Status(code=3 if code == 400 else 14 if code == 503 else 2, message=message)
+        # google.rpc.Code: INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED, else UNKNOWN.
+        rpc = {400: 3, 503: 14, 429: 8}.get(code, 2)
+        status = status_pb2.Status(code=rpc, message=message)
         return self._encode(code, status, json_encoded, headers)
 
     @staticmethod
