@@ -155,3 +155,14 @@ def test_database_checks(tmp_path: Path):
             assert doctor.check_db(good)[0].status == "FIX"
     finally:
         os.chmod(good, 0o644)
+
+
+def test_codex_hooks_turned_off_in_its_config(homes: dict[str, Path]):
+    _install("codex", homes["codex"])
+    config = homes["codex"] / "config.toml"
+    config.write_text("[features]\nhooks = false\n")
+    seen = _statuses(doctor.check_hooks(homes["project"], now=0.0))
+    assert any(line.startswith("FIX") and "turns hooks off" in line for line in seen["Codex hook"])
+    config.write_text("[features]\ncodex_hooks = true\n")
+    seen = _statuses(doctor.check_hooks(homes["project"], now=0.0))
+    assert any(line.startswith("--") and "deprecated alias" in line for line in seen["Codex hook"])

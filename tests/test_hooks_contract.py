@@ -206,3 +206,25 @@ async def test_a_subagent_over_two_channels_is_one_session_apart_from_its_parent
             assert sub is not None and sub.parent == parent and sub.channel == "hook"
             assert hub.engine.duplicates == 4
             assert hub.session(parent) is None  # the parent's own session saw none of it
+
+
+def test_install_hook_codex_never_rewrites_an_unchanged_entry(tmp_path: Path):
+    """Codex keys trust to a hook's exact definition: an entry of ours whose command is
+    unchanged stays byte for byte (even a field the user tuned), and the output says the
+    trust still holds; a new install says how to trust it in /hooks."""
+    from tests.test_hooks import _env, install_hook
+
+    env = dict(_env("/nonexistent.sock"), CODEX_HOME=str(tmp_path / "codex"))
+    first = install_hook("codex", "--command", "loopwatch hook codex", env=env)
+    assert "open /hooks and trust the loopwatch entries (5 of them)" in first.stdout
+    path = tmp_path / "codex" / "hooks.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30  # tuned by the user
+    path.write_text(json.dumps(data, indent=4))
+    before = path.read_bytes()
+    again = install_hook("codex", "--command", "loopwatch hook codex", env=env)
+    assert again.returncode == 0 and "already installed" in again.stdout
+    assert "trust you gave it in Codex's /hooks still holds" in again.stdout
+    assert path.read_bytes() == before
+    moved = install_hook("codex", "--command", "/new/bin/loopwatch hook codex", env=env)
+    assert "installed" in moved.stdout and "/hooks" in moved.stdout  # changed: trust it again

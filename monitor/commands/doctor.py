@@ -213,6 +213,8 @@ def check_hooks(project: Path, now: float) -> list[Check]:
                 checks.append(Check("FIX", what, f"{path}: {error}"))
             elif events:
                 installed.append((path, events))
+        if agent == "codex":
+            checks += _codex_features()
         contact = _contact(state_dir() / f"hook-{AGENTS[agent]}.json")
         if not installed:
             checks.append(Check("--", what, f"not installed (optional: `loopwatch install-hook {agent}` lets "
@@ -248,6 +250,28 @@ def check_hooks(project: Path, now: float) -> list[Check]:
                                 f"last fired and reached the monitor {_ago(reached, now)} "
                                 f"({contact.get('event', '?')})"))
     return checks
+
+
+def _codex_features() -> list[Check]:
+    """Hooks turned off in Codex's config.toml (``[features] hooks = false``), or the
+    deprecated ``codex_hooks`` key still there."""
+    import tomllib
+
+    from monitor.formats.locations import codex_home
+
+    path = codex_home() / "config.toml"
+    try:
+        features = tomllib.loads(path.read_text(encoding="utf-8")).get("features", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    if not isinstance(features, dict):
+        return []
+    if features.get("hooks") is False or ("hooks" not in features and features.get("codex_hooks") is False):
+        return [Check("FIX", "Codex hook", f"{path} turns hooks off ([features] hooks = false): remove it")]
+    if "codex_hooks" in features:
+        return [Check("--", "Codex hook", f"{path}: [features] codex_hooks is a deprecated alias (Codex "
+                                          "0.130.0+ warns): hooks are on by default since 0.124.0")]
+    return []
 
 
 def _contact(path: Path) -> dict[str, Any]:
