@@ -228,3 +228,21 @@ def test_install_hook_codex_never_rewrites_an_unchanged_entry(tmp_path: Path):
     assert path.read_bytes() == before
     moved = install_hook("codex", "--command", "/new/bin/loopwatch hook codex", env=env)
     assert "installed" in moved.stdout and "/hooks" in moved.stdout  # changed: trust it again
+
+
+async def test_session_end_closes_the_session_in_the_real_hub(tmp_path: Path):
+    """SessionEnd ends the session at once (not after the idle timeout); a StopFailure
+    (the turn died on an API error) too, and a later call revives it."""
+    async with running_monitor(tmp_path) as (hub, server):
+        await run_hook_async("claude", PRE_TOOL, server.unix_path)
+        await run_hook_async("claude", {"session_id": "sess-1", "hook_event_name": "SessionEnd",
+                                        "reason": "logout"}, server.unix_path)
+        await hub.join()
+        assert hub.session("sess-1").status == "ended"
+        await run_hook_async("claude", dict(PRE_TOOL, tool_use_id="toolu_9"), server.unix_path)
+        await hub.join()
+        assert hub.session("sess-1").status == "live"
+        await run_hook_async("claude", {"session_id": "sess-1", "hook_event_name": "StopFailure",
+                                        "error": "rate_limit"}, server.unix_path)
+        await hub.join()
+        assert hub.session("sess-1").status == "ended"
