@@ -31,6 +31,7 @@ import ipaddress
 import json
 import logging
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from monitor.formats.base import Problem
@@ -189,6 +190,7 @@ class OtlpReceiver:
         if not is_loopback(self.host) and not token:
             raise OtlpError(f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
                             "(--token or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'")
+        self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
 
     @property
     def address(self) -> tuple[str, int]:
@@ -218,6 +220,7 @@ class OtlpReceiver:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
+        self._decoder.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> OtlpReceiver:
         await self.start()
@@ -363,21 +366,19 @@ class OtlpReceiver:
     async def _export(self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool,
                       peer: str) -> _Reply:
         encoding = headers.get("content-encoding", "identity").lower()
+        if encoding not in ("gzip", "identity", ""):
+            return self._status(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)", json_encoded)
+        # Decoding a large export takes a while (a 1 MB OTLP/JSON body ~0.5 s): off
+        # the loop, one at a time (the adapter remembers the sessions it announced).
+        loop = asyncio.get_running_loop()
         try:
-            if encoding == "gzip":
-                body = _gunzip(body, self.max_body)
-            elif encoding not in ("identity", ""):
-                return self._status(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)",
-                                    json_encoded)
-            request = parse_body(signal, body, json_encoded)
+            events, rejected, problems = await loop.run_in_executor(
+                self._decoder, self._decode, signal, encoding, body, json_encoded, peer)
         except OverflowError as exc:
             return self._status(413, str(exc), json_encoded)
         except ValueError as exc:
             await self.hub.submit([], [Problem(f"otlp:{peer}", None, str(exc))])
             return self._status(400, str(exc), json_encoded)
-        self.adapter.peer = peer
-        convert = self.adapter.logs if signal == "logs" else self.adapter.spans
-        events, rejected, problems = convert(request)
         self.accepted += len(events)
         self.rejected += rejected
         if events or problems:
@@ -391,6 +392,16 @@ class OtlpReceiver:
                 response.partial_success.rejected_spans = rejected
             response.partial_success.error_message = "; ".join(p.reason for p in problems[:5])
         return self._encode(200, response, json_encoded)
+
+    def _decode(self, signal: str, encoding: str, body: bytes, json_encoded: bool,
+                peer: str) -> tuple[list[Any], int, list[Problem]]:
+        """Body → events, in the decoder thread; raises ValueError / OverflowError."""
+        if encoding == "gzip":
+            body = _gunzip(body, self.max_body)
+        request = parse_body(signal, body, json_encoded)
+        self.adapter.peer = peer
+        convert = self.adapter.logs if signal == "logs" else self.adapter.spans
+        return convert(request)
 
     def _status(self, code: int, message: str, json_encoded: bool,
                 headers: dict[str, str] | None = None) -> _Reply:
