@@ -90,6 +90,9 @@ def test_a_stop_is_held_at_most_the_configured_times_in_a_row(tmp_path: Path):
         assert (result.returncode, result.stdout) == (0, b"")
         assert not [m for m in monitor.received if m["type"] == "poll"]
         assert monitor.replies  # not drained: still waiting for the agent
+        # --stop-blocks 2 on the command line: one more hold is allowed.
+        held = run_hook("claude", active, sock, "--stop-blocks", "2")
+        assert json.loads(held.stdout)["hookSpecificOutput"]["additionalContext"] == "Look again."
     (tmp_path / "lw.sock").unlink()
     env = {"LOOPWATCH_STOP_BLOCKS": "2"}
     os.environ.update(env)
