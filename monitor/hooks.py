@@ -284,7 +284,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
 
 def state_dir() -> Path:
     """Where hook calls leave their traces (``$LOOPWATCH_STATE_DIR``, else the
-    XDG state directory; repeated from ``monitor.config`` for import time)."""
+    XDG state directory, found without platformdirs to keep a hook call fast)."""
     configured = os.environ.get(STATE_ENV)
     if configured:
         return Path(configured).expanduser()
