@@ -377,8 +377,8 @@ def exchange(call: HookCall, path: Path, timeout: float,
              reached: list[bool] | None = None) -> list[dict[str, Any]]:
     """Send the call's events (and a poll) to the monitor; return the control
     messages for the session.  Any failure or timeout returns what was read so
-    far.  ``reached`` (if given) gets True appended once the monitor accepted
-    the connection."""
+    far.  ``reached`` (if given) gets True appended once the monitor took the
+    call's events."""
     deadline = _Deadline(timeout)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     messages: list[dict[str, Any]] = []
@@ -388,8 +388,6 @@ def exchange(call: HookCall, path: Path, timeout: float,
             sock.connect(os.fspath(path))
         except OSError:
             return messages  # no monitor running: nothing to forward, nothing to answer
-        if reached is not None:
-            reached.append(True)
         lines = [{"type": "hello", "agent": call.agent, "origin": "hook", "session": call.session},
                  *call.events]
         if call.answerable:
@@ -397,6 +395,8 @@ def exchange(call: HookCall, path: Path, timeout: float,
         data = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
         sock.settimeout(max(deadline.left(), 0.001))
         sock.sendall(data)
+        if reached is not None:
+            reached.append(True)
         if not call.answerable:
             return messages
         buffer = b""
