@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "open": "open_session",
     "hook": "hook",
     "install-hook": "install_hook",
+    "doctor": "doctor",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2

@@ -4,18 +4,36 @@ Claude Code and Codex run a hook command at fixed points of a session and
 pass it the event as JSON on standard input.  This module:
 
 1. translates that JSON into native events (``PreToolUse`` → ``tool_call``,
-   ``PostToolUse`` → ``tool_result``, ``SessionStart`` → ``session_start``
-   with the agent's pid, ``UserPromptSubmit`` → a user message, ``Stop`` →
-   nothing);
+   ``PostToolUse`` → ``tool_result``, ``PostToolUseFailure`` → an error
+   ``tool_result`` carrying Claude's top-level ``error`` ("Exit code N …"),
+   ``SessionStart`` → ``session_start`` with the agent's pid,
+   ``UserPromptSubmit`` → a user message, ``SessionEnd`` and ``StopFailure``
+   (a turn ended by an API error) → ``session_end``, ``SubagentStart`` /
+   ``SubagentStop`` → the subagent's ``session_start`` / ``session_end``,
+   ``Stop`` → nothing).  A subagent's events (Claude sends the parent's
+   ``session_id`` plus ``agent_id``) go to the session
+   ``<session>:agent-<id>``, as the transcript adapter names it, so that
+   tailing ``~/.claude/projects`` and the hook together see one session per
+   agent, each call once (the engine drops a call id it already has);
 2. sends them over the monitor's Unix socket, then ``{"type":"poll"}``, and
    reads the control messages the operator queued for the session until
    ``{"type":"poll_done"}``;
 3. prints the agent's answer: a pending **kill** stops the agent
    (``{"continue": false, "stopReason": …}``, plus ``permissionDecision:
    "deny"`` on ``PreToolUse``); a pending **inject** becomes
-   ``hookSpecificOutput.additionalContext`` (on ``Stop``: ``{"decision":
-   "block", "reason": …}`` so the agent carries on with the message).
-   Nothing pending: no output.
+   ``hookSpecificOutput.additionalContext`` -- on Claude's ``Stop`` too,
+   the documented way (Claude Code 2.1.163 and later) to keep the turn going
+   without the hook being shown as an error; Codex's ``Stop`` takes
+   ``{"decision": "block", "reason": …}`` (so does Claude's with
+   ``LOOPWATCH_STOP_FORM=block``, for older versions).  Nothing pending: no output.
+   A stop is held at most ``$LOOPWATCH_STOP_BLOCKS`` (default 1) times in a
+   row: while ``stop_hook_active`` says the agent already continues because
+   of a stop hook and that many were held, ``Stop`` does not poll, so the
+   agent stops and the message waits for its next hook call.
+
+Each call also leaves the time it fired (and whether it reached a monitor)
+in ``$LOOPWATCH_STATE_DIR`` (default ``$XDG_STATE_HOME/loopwatch``), which
+``loopwatch doctor`` reads.
 
 It always exits 0 and never slows the agent: a missing or slow monitor costs
 at most ``timeout`` seconds (0.5 by default) in total, and bad input is
@@ -45,8 +63,17 @@ DEFAULT_TIMEOUT = 0.5
 MAX_TEXT = 100_000
 #: Hook events answered after a poll; others only forward their events, since
 #: an answer there could not reach the agent and a drained message would be lost.
-ANSWERABLE = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                        "SubagentStop"})
+ANSWERABLE = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                        "PostToolUseFailure", "Stop", "SubagentStop"})
+#: Hook events whose answer may carry ``hookSpecificOutput.additionalContext``
+#: (Claude Code; Codex reads the same shape).
+_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                             "PostToolUseFailure"})
+STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
+#: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
+STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
+DEFAULT_STOP_BLOCKS = 1
+STATE_ENV = "LOOPWATCH_STATE_DIR"
 #: Processes between the agent and this hook that are not the agent itself.
 _WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice"})
 DEFAULT_KILL_REASON = "Stopped by the loopwatch operator: the session was looping."
@@ -161,18 +188,19 @@ class HookCall:
     """One hook invocation, read and translated (a plain class: dataclasses
     cost a hook call more import time than all the rest)."""
 
-    __slots__ = ("agent", "event", "session", "payload", "events")
+    __slots__ = ("agent", "event", "session", "payload", "events", "quiet")
 
     def __init__(self, agent: str, event: str, session: str, payload: dict[str, Any]):
         self.agent = agent        # "claude-code" or "codex"
         self.event = event        # hook_event_name
-        self.session = session
+        self.session = session    # ``<session>:agent-<id>`` for a subagent's events
         self.payload = payload
         self.events: list[dict[str, Any]] = []
+        self.quiet = False        # a stop held often enough: forward, do not poll
 
     @property
     def answerable(self) -> bool:
-        return self.event in ANSWERABLE
+        return self.event in ANSWERABLE and not self.quiet
 
 
 def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
@@ -193,9 +221,33 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
     if not isinstance(session, str) or not session:
         raise HookInputError(f"session_id: expected a non-empty string, got {session!r}")
     ts = time.time() if now is None else now
+    parent = None
+    agent_id = payload.get("agent_id")
+    if isinstance(agent_id, str) and agent_id:
+        # A subagent's event: its own session, named as the transcript adapter names it.
+        parent, session = session, f"{session}:agent-{agent_id}"
     call = HookCall(agent=agent, event=event, session=session, payload=payload)
     base = {"session": session, "ts": ts}
-    if event == "SessionStart":
+    if event == "SubagentStart" and parent is not None:
+        meta = {"origin": "hook"}
+        if isinstance(payload.get("agent_type"), str):
+            meta["agent_type"] = payload["agent_type"]
+        call.events.append({"type": "session_start", **base, "agent": agent, "parent": parent,
+                            "meta": meta})
+    elif event == "SubagentStop" and parent is not None:
+        call.events.append({"type": "session_end", **base, "status": "subagent stopped"})
+    elif event == "SessionEnd":
+        reason = payload.get("reason")
+        call.events.append({"type": "session_end", **base,
+                            "status": reason if isinstance(reason, str) and reason else "ended"})
+    elif event == "StopFailure":
+        # The turn ended on an API error (rate limit, authentication, ...): the
+        # agent is not working any more; a later prompt revives the session.
+        error = payload.get("error")
+        call.events.append({"type": "session_end", **base,
+                            "status": f"api error: {error}" if isinstance(error, str) and error
+                            else "api error"})
+    elif event == "SessionStart":
         meta = {"origin": "hook"}
         for key in ("source", "cwd", "transcript_path", "model", "permission_mode"):
             if isinstance(payload.get(key), str):
@@ -216,10 +268,99 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
                             "args": _clip_value(args)})
     elif event in ("PostToolUse", "PostToolUseFailure"):
         response = payload.get("tool_response", payload.get("error"))
+        content = response_text(response)
+        if payload.get("is_interrupt") is True and "interrupted" not in content.lower():
+            # The user stopped the call: not the tool's outcome (detectors skip these).
+            content = f"Request interrupted by user: {content}" if content else "Request interrupted by user"
         call.events.append({"type": "tool_result", **base, "id": _call_id(payload),
-                            "content": response_text(response), "is_error": _response_is_error(payload)})
-    # Stop, SubagentStop and anything else: no event, only the poll.
+                            "content": content, "is_error": _response_is_error(payload)})
+    # Stop and anything else: no event, only the poll.
+    if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
+        call.quiet = not _may_hold_stop(session)
     return call
+
+
+# -- bounded stop holds and the contact record -------------------------------------------------------
+
+def state_dir() -> Path:
+    """Where hook calls leave their traces (``$LOOPWATCH_STATE_DIR``, else the
+    XDG state directory, found without platformdirs to keep a hook call fast)."""
+    configured = os.environ.get(STATE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "loopwatch"
+
+
+def stop_blocks() -> int:
+    try:
+        return max(int(os.environ.get(STOP_BLOCKS_ENV, DEFAULT_STOP_BLOCKS)), 0)
+    except ValueError:
+        return DEFAULT_STOP_BLOCKS
+
+
+def _stop_file(session: str) -> Path:
+    import hashlib
+
+    return state_dir() / "stops" / hashlib.sha1(session.encode("utf-8", "replace")).hexdigest()[:20]
+
+
+def _may_hold_stop(session: str) -> bool:
+    """Whether a stop that already continues because of a stop hook may be held
+    again: at most :func:`stop_blocks` holds in a row (counted per session in
+    a small file, reset by the first stop of a chain)."""
+    limit = stop_blocks()
+    if limit <= 1:
+        return False
+    try:
+        held = int(_stop_file(session).read_text() or 0)
+    except (OSError, ValueError):
+        held = 1  # stop_hook_active: at least one hold happened
+    return held < limit
+
+
+def _count_hold(call: HookCall) -> None:
+    """The answer holds this stop: remember how many holds in a row."""
+    if stop_blocks() <= 1:
+        return
+    path = _stop_file(call.session)
+    held = 0
+    if call.payload.get("stop_hook_active") is True:
+        try:
+            held = int(path.read_text() or 0)
+        except (OSError, ValueError):
+            held = 1
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(held + 1))
+    except OSError:
+        pass
+
+
+def record_contact(call: HookCall, reached: bool, now: float | None = None) -> None:
+    """Leave ``hook-<agent>.json`` in :func:`state_dir`: when this agent's hook
+    last fired, and last reached a monitor (what ``loopwatch doctor`` shows).
+    Best effort: a read-only home costs the agent nothing."""
+    directory = state_dir()
+    path = directory / f"hook-{call.agent}.json"
+    ts = time.time() if now is None else now
+    record: dict[str, Any] = {}
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            record = {}
+    except (OSError, ValueError):
+        pass
+    record.update({"fired": ts, "event": call.event})
+    if reached:
+        record["reached"] = ts
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temp = directory / f".hook-{call.agent}.{os.getpid()}.tmp"
+        temp.write_text(json.dumps(record))
+        os.replace(temp, path)
+    except OSError:
+        pass
 
 
 # -- talking to the monitor -------------------------------------------------------------------------
@@ -232,9 +373,12 @@ class _Deadline:
         return self.end - time.monotonic()
 
 
-def exchange(call: HookCall, path: Path, timeout: float) -> list[dict[str, Any]]:
+def exchange(call: HookCall, path: Path, timeout: float,
+             reached: list[bool] | None = None) -> list[dict[str, Any]]:
     """Send the call's events (and a poll) to the monitor; return the control
-    messages for the session.  Any failure or timeout returns what was read so far."""
+    messages for the session.  Any failure or timeout returns what was read so
+    far.  ``reached`` (if given) gets True appended once the monitor took the
+    call's events."""
     deadline = _Deadline(timeout)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     messages: list[dict[str, Any]] = []
@@ -251,6 +395,8 @@ def exchange(call: HookCall, path: Path, timeout: float) -> list[dict[str, Any]]
         data = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
         sock.settimeout(max(deadline.left(), 0.001))
         sock.sendall(data)
+        if reached is not None:
+            reached.append(True)
         if not call.answerable:
             return messages
         buffer = b""
@@ -306,7 +452,13 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     if not text:
         return None
     if event in ("Stop", "SubagentStop"):
-        return {"decision": "block", "reason": text}
+        if call.agent == "codex" or os.environ.get(STOP_FORM_ENV) == "block":
+            # Codex's Stop takes no hookSpecificOutput; Claude Code before 2.1.163 neither.
+            return {"decision": "block", "reason": text}
+        # Claude Code 2.1.163+: continues the turn with the text, not shown as a hook error.
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    if event not in _CONTEXT_EVENTS:
+        return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
@@ -332,13 +484,18 @@ def run_hook(agent_name: str, stdin: BinaryIO, stdout: TextIO, stderr: TextIO, *
     except Exception as exc:  # never let a hook failure reach the agent
         print(f"loopwatch hook {agent_name}: ignored: {type(exc).__name__}: {exc}", file=stderr)
         return 0
+    reached: list[bool] = []
     try:
-        messages = exchange(call, path or socket_path(), hook_timeout(timeout))
+        messages = exchange(call, path or socket_path(), hook_timeout(timeout), reached)
         reply = answer(call, messages)
     except Exception as exc:
         print(f"loopwatch hook {agent_name}: monitor exchange failed: {type(exc).__name__}: {exc}",
               file=stderr)
         return 0
+    finally:
+        record_contact(call, bool(reached))
+    if reply is not None and call.event in ("Stop", "SubagentStop") and "continue" not in reply:
+        _count_hold(call)
     if reply is not None:
         stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
         stdout.flush()

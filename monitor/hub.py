@@ -81,7 +81,7 @@ class SessionInfo:
     id: str
     agent: str | None
     source: str
-    origin: str  # "file" | "socket" | "hook"
+    origin: str  # "file" | "socket" | "hook" | "otlp"
     pid: int | None
     parent: str | None
     first_ts: float
@@ -312,6 +312,8 @@ def _origin_of(source: str, channel: Any) -> str:
         return "socket"
     if source.startswith("hook:"):
         return "hook"
+    if source.startswith("otlp:"):
+        return "otlp"
     return "file"
 
 
@@ -382,6 +384,7 @@ class Hub:
         self._store_failed = False
         self._next_action_id = 0
         self.events_total = 0
+        self._duplicates_seen = 0  # engine.duplicates when last accounted for
         self.detections_total = 0
         self.problems_total = 0
         self.started = False
@@ -452,6 +455,10 @@ class Hub:
         for start in range(0, max(len(events), 1), BATCH_EVENTS):
             chunk = events[start:start + BATCH_EVENTS]
             await self._queue.put((chunk, problems if start == 0 else [], arrival))
+
+    def saturated(self) -> bool:
+        """The queue is full: a source that can ask its sender to retry later should."""
+        return self._queue.full()
 
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
@@ -614,6 +621,7 @@ class Hub:
             self._rate[-1][1] += len(events)
         else:
             self._rate.append([second, len(events)])
+        duplicates = engine.duplicates
         for event in events:
             state = self._sessions.get(event.session)
             if state is None:
@@ -621,6 +629,11 @@ class Hub:
             elif state.status != "live":
                 self._revive(state, event)
             detections = engine.process(event)
+            if engine.duplicates != duplicates:
+                # The same call from a second channel (a tailed transcript and
+                # the hook): counted once, stored once.
+                duplicates = engine.duplicates
+                continue
             self._observe(state, event, arrival)
             kind = event.kind
             if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
@@ -635,6 +648,10 @@ class Hub:
                     state.latest[detection.detector] = detection
             if event.kind is Kind.SESSION_END:
                 self._close(state, "ended")
+        if duplicates != self._duplicates_seen:
+            self._duplicates_seen = duplicates
+            events = [event for event in events
+                      if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)]
         self.events_total += len(events)
         store = self.store
         if store is not None and not self._store_failed:

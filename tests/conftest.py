@@ -27,3 +27,16 @@ SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 def real_fixtures() -> Path:
     """The folder of real agent transcripts kept in the repository."""
     return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hook_state_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Hook calls (in-process and subprocesses) leave their traces in a temporary
+    directory, never in the user's ~/.local/state."""
+    previous = os.environ.get("LOOPWATCH_STATE_DIR")
+    os.environ["LOOPWATCH_STATE_DIR"] = str(tmp_path_factory.mktemp("hook-state"))
+    yield
+    if previous is None:
+        os.environ.pop("LOOPWATCH_STATE_DIR", None)
+    else:
+        os.environ["LOOPWATCH_STATE_DIR"] = previous

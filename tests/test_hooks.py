@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from monitor.commands.install_hook import EVENTS, install, is_ours, uninstall
+from monitor.commands.install_hook import AGENT_EVENTS, EVENTS, install, is_ours, uninstall
 from monitor.hooks import answer, parse_hook_input, response_text, socket_path
 from tests.socketkit import running_monitor, short_socket_path
 
@@ -159,14 +159,20 @@ def test_pre_tool_use_inject_becomes_additional_context(tmp_path: Path):
     assert poll == {"type": "poll", "session": "sess-1"}
 
 
-def test_stop_inject_blocks_the_stop(tmp_path: Path):
-    """On Stop, an inject keeps the agent going: decision block, the text as the reason."""
+def test_stop_inject_continues_the_turn(tmp_path: Path):
+    """On Claude's Stop, an inject keeps the agent going through additionalContext (the
+    documented non-error form); Codex's Stop takes decision block with the text as the reason."""
     sock = short_socket_path(tmp_path)
     with ScriptedMonitor(sock, [_inject("Check the test output before you stop."),
                                 _inject("And run it once more.")]):
         result = run_hook("claude", STOP, sock)
-    assert json.loads(result.stdout) == {
-        "decision": "block", "reason": "Check the test output before you stop.\n\nAnd run it once more."}
+    assert json.loads(result.stdout) == {"hookSpecificOutput": {
+        "hookEventName": "Stop",
+        "additionalContext": "Check the test output before you stop.\n\nAnd run it once more."}}
+    sock.unlink()
+    with ScriptedMonitor(sock, [_inject("Check the test output before you stop.")]):
+        result = run_hook("codex", STOP, sock)
+    assert json.loads(result.stdout) == {"decision": "block", "reason": "Check the test output before you stop."}
 
 
 def test_kill_stops_claude_and_denies_the_tool(tmp_path: Path):
@@ -437,10 +443,11 @@ def test_install_hook_codex(tmp_path: Path):
     """Codex gets the same entries in $CODEX_HOME/hooks.json (no Claude timeout field) and a note on support."""
     env = dict(_env("/nonexistent.sock"), CODEX_HOME=str(tmp_path / "codex"))
     result = install_hook("codex", env=env)
-    assert result.returncode == 0 and "codex_hooks" in result.stdout
+    assert result.returncode == 0 and "/hooks" in result.stdout and "trust" in result.stdout
     data = json.loads((tmp_path / "codex" / "hooks.json").read_text())
     ours = _ours(data, "codex")
-    assert all(len(ours[e]) == 1 and "timeout" not in ours[e][0] for e in EVENTS)
+    assert set(ours) == set(AGENT_EVENTS["codex"])
+    assert all(len(ours[e]) == 1 and "timeout" not in ours[e][0] for e in AGENT_EVENTS["codex"])
     assert install_hook("codex", "--uninstall", env=env).returncode == 0
     assert json.loads((tmp_path / "codex" / "hooks.json").read_text()) == {}
 

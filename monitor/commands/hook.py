@@ -23,10 +23,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="give up on the monitor after this long in total "
                              "(default: $LOOPWATCH_HOOK_TIMEOUT, else 0.5)")
+    parser.add_argument("--stop-blocks", type=int, metavar="N",
+                        help="hold an agent's stop at most N times in a row "
+                             "(default: $LOOPWATCH_STOP_BLOCKS, else 1)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.hooks import run_hook
+    import os
+
+    from monitor.hooks import STOP_BLOCKS_ENV, run_hook
+
+    if args.stop_blocks is not None:
+        os.environ[STOP_BLOCKS_ENV] = str(max(args.stop_blocks, 0))
 
     return run_hook(args.agent, sys.stdin.buffer, sys.stdout, sys.stderr,
                     path=Path(args.socket).expanduser() if args.socket else None, timeout=args.timeout)

@@ -1,9 +1,10 @@
 """``loopwatch install-hook claude|codex [--project DIR | --user] [--uninstall]``.
 
 Adds ``loopwatch hook <agent>`` to the agent's hook configuration for the
-events SessionStart, UserPromptSubmit, PreToolUse, PostToolUse and Stop
-(UserPromptSubmit lets a hook-only session see user turns, which reset the
-detectors' streaks):
+events in :data:`EVENTS` (UserPromptSubmit lets a hook-only session see user
+turns, which reset the detectors' streaks; Claude Code's PostToolUseFailure
+carries every failed call, SessionEnd and StopFailure end the session,
+SubagentStart/SubagentStop delimit its subagents):
 
 * Claude Code: ``~/.claude/settings.json`` (``--user``, the default) or
   ``DIR/.claude/settings.json`` (``--project DIR``).
@@ -11,8 +12,10 @@ detectors' streaks):
   (``--project DIR``), in the same Claude-style layout Codex reads.
 
 Everything else in the file is kept as it was, including other hooks.  Running
-it again changes nothing (an entry of ours pointing at an older command is
-updated in place); ``--uninstall`` removes only our entries.  The file is
+it again changes nothing: an entry of ours that is already as wanted is never
+rewritten (Codex keys its trust to a hook's exact definition, so a rewrite
+would make the user review it again); one pointing at an older command is
+updated in place.  ``--uninstall`` removes only our entries.  The file is
 rewritten atomically (a temporary file renamed over it), and a file that is
 not valid JSON is left alone with an error.
 """
@@ -31,20 +34,33 @@ from pathlib import Path
 from typing import Any
 
 HELP = "add (or --uninstall) the loopwatch hook in Claude Code's or Codex's hook settings"
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+#: The hook events each agent gets.  Codex (0.124.0+) has no PostToolUseFailure,
+#: StopFailure or SubagentStart/Stop payloads of the shape Claude sends; its
+#: SessionEnd does not run for subagents.
+AGENT_EVENTS = {
+    "claude": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+               "Stop", "StopFailure", "SubagentStart", "SubagentStop", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
+}
+EVENTS = AGENT_EVENTS["claude"]
 #: Tool events take a matcher; "*" matches every tool in both agents.
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 #: Seconds Claude Code gives the hook (it answers in well under one).
 CLAUDE_TIMEOUT = 10
 #: Recognizes our own entries, whichever way loopwatch was invoked.
 _OURS = re.compile(r"(?:^|[\s/'\"])(?:loopwatch|-m\s+monitor)['\"]?\s+hook\s+(?P<agent>claude|codex)\b")
+CODEX_TRUST_NOTE = (
+    "Codex runs a hook only after you have reviewed and trusted it: start codex, open /hooks and "
+    "trust the loopwatch entries ({count} of them). Until then Codex skips them without a word. "
+    "Trust is keyed to the exact definition, so a changed command must be trusted again. "
+    "`loopwatch doctor` shows whether the hook has ever fired."
+)
 CODEX_NOTE = (
-    "Codex runs these hooks only in versions with hook support (the `codex_hooks` feature; older "
-    "versions need `[features]\\ncodex_hooks = true` in config.toml, and project hooks need a "
-    "trusted project). Codex sends PreToolUse only for shell (Bash) calls: apply_patch, MCP and "
-    "web search calls reach loopwatch only through the rollout (`loopwatch watch --codex`). "
-    "Codex does not accept `continue: false` on PreToolUse, so a kill there denies the call; the "
-    "agent stops at its next PostToolUse or Stop hook."
+    "Hooks are on by default in Codex 0.124.0 and later (the feature key is `hooks`; "
+    "`codex_hooks` is a deprecated alias since 0.130.0); a project's .codex/hooks.json is loaded "
+    "only in a trusted project. Codex does not accept `continue: false` on PreToolUse, so a kill "
+    "there denies the call; the agent stops at its next PostToolUse or Stop hook. "
+    "See docs/integrations.md."
 )
 
 
@@ -99,7 +115,7 @@ def install(settings: dict[str, Any], agent: str, command: str) -> bool:
     if not isinstance(hooks, dict):
         raise ValueError(f"'hooks' is a {type(hooks).__name__}, expected an object")
     changed = False
-    for event in EVENTS:
+    for event in AGENT_EVENTS.get(agent, EVENTS):
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise ValueError(f"'hooks.{event}' is a {type(groups).__name__}, expected a list")
@@ -114,7 +130,9 @@ def install(settings: dict[str, Any], agent: str, command: str) -> bool:
                         continue  # duplicates are removed below
                     found = True
                     wanted = _handler(agent, command)
-                    if handler != wanted:
+                    # Same command: leave it exactly as it is (a rewrite, even of a
+                    # field the user tuned, would cost it its trust in Codex).
+                    if handler.get("command") != command:
                         handlers[index] = wanted
                         changed = True
         if found:
@@ -239,8 +257,13 @@ def run(args: argparse.Namespace) -> int:
     if args.uninstall:
         print(f"{path}: {'removed the loopwatch hook' if changed else 'no loopwatch hook to remove'}")
     else:
+        events = AGENT_EVENTS[args.agent]
         print(f"{path}: {'installed' if changed else 'already installed'}: "
-              f"{', '.join(EVENTS)} run `{args.hook_command or default_command(args.agent)}`")
+              f"{', '.join(events)} run `{args.hook_command or default_command(args.agent)}`")
         if args.agent == "codex":
+            if changed:
+                print(CODEX_TRUST_NOTE.format(count=len(events)))
+            else:
+                print("Unchanged, so a trust you gave it in Codex's /hooks still holds.")
             print(CODEX_NOTE)
     return 0

@@ -49,7 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help="Unix socket for agents (default: in the runtime dir)")
     parser.add_argument("--no-socket", action="store_true", help="do not accept agent connections")
     parser.add_argument("--listen", metavar="HOST:PORT", help="also accept agents over TCP (needs a token)")
-    parser.add_argument("--token", metavar="T", help="TCP token (default: $LOOPWATCH_TOKEN)")
+    parser.add_argument("--token", metavar="T", help="TCP and OTLP token (default: $LOOPWATCH_TOKEN)")
+    parser.add_argument("--otlp", nargs="?", const="127.0.0.1:4318", metavar="[HOST:]PORT",
+                        help="also receive OpenTelemetry (OTLP/HTTP /v1/logs and /v1/traces) from agents "
+                             "or a Collector (default 127.0.0.1:4318; other hosts need the token)")
+    parser.add_argument("--metrics", nargs="?", const="127.0.0.1:9464", metavar="[HOST:]PORT",
+                        help="serve Prometheus metrics at /metrics (default 127.0.0.1:9464; off unless given)")
     parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
     parser.add_argument("--no-db", action="store_true", help="record nothing")
     add_config_options(parser)
@@ -68,7 +73,8 @@ class LiveWatch:
     def __init__(self, config: Config, *, paths: list[str], directories: list[str] | None = None,
                  fmt: str | None = None, start_policy: Any = None, db: str | None = None,
                  use_db: bool = True, socket_path: str | None = None, use_socket: bool = True,
-                 listen: str | None = None, token: str | None = None):
+                 listen: str | None = None, token: str | None = None, otlp: str | None = None,
+                 metrics: str | None = None):
         self.config = config
         self.paths = paths
         self.directories = directories or []
@@ -80,6 +86,10 @@ class LiveWatch:
         self.use_socket = use_socket
         self.listen = listen
         self.token = token
+        self.otlp_address = otlp
+        self.otlp: Any = None
+        self.metrics_address = metrics
+        self.metrics: Any = None
         self.store: Any = None
         self.hub: Any = None
         self.files: Any = None
@@ -117,6 +127,18 @@ class LiveWatch:
             self.files = FileSource(self.paths, hub, fmt=self.fmt, start=self.start_policy,
                                     directories=self.directories)
             await self.files.start()
+        if self.otlp_address:
+            from monitor.sources.otlp import OtlpReceiver
+
+            self.otlp = OtlpReceiver(hub, self.otlp_address,
+                                     token=self.token or os.environ.get("LOOPWATCH_TOKEN") or None)
+            await self.otlp.start()
+        if self.metrics_address:
+            from monitor.metrics import Metrics, MetricsServer
+
+            self.metrics = MetricsServer(Metrics(hub, self.otlp), self.metrics_address,
+                                         token=self.token or os.environ.get("LOOPWATCH_TOKEN") or None)
+            await self.metrics.start()
         if self.use_socket:
             try:
                 from monitor.sources.sockets import SocketServer
@@ -126,9 +148,25 @@ class LiveWatch:
             self.sockets = SocketServer(hub, self.config, unix_path=self.socket_path,
                                         listen=self.listen, token=self.token)
             await self.sockets.start()
+        self._note_state()
+
+    def _note_state(self) -> None:
+        """Tell `loopwatch doctor` where this monitor listens and records."""
+        from monitor.commands.doctor import write_monitor_state
+
+        write_monitor_state(socket=str(self.sockets.unix_path) if self.sockets is not None else None,
+                            otlp=self.otlp.endpoint if self.otlp is not None else None,
+                            db=str(self.store.path) if self.store is not None else None)
 
     async def stop(self) -> None:
         """Stop the sources, process what they queued, flush and close the database."""
+        from monitor.commands.doctor import clear_monitor_state
+
+        clear_monitor_state()
+        if self.metrics is not None:
+            await self.metrics.stop()
+        if self.otlp is not None:
+            await self.otlp.stop()
         if self.sockets is not None:
             await self.sockets.stop()
         if self.files is not None:
@@ -147,6 +185,10 @@ class LiveWatch:
             if self.sockets.tcp_address:
                 where += " and tcp {}:{}".format(*self.sockets.tcp_address)
             parts.append(f"agents may connect to {where}")
+        if self.otlp is not None:
+            parts.append(self.otlp.describe())
+        if self.metrics is not None:
+            parts.append(f"metrics at {self.metrics.endpoint}")
         parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
         return "; ".join(parts)
 
@@ -270,10 +312,30 @@ def run(args: argparse.Namespace) -> int:
                                              listen=args.listen or config.sources.listen)
     live = LiveWatch(config, paths=paths, directories=directories, fmt=args.fmt, start_policy=policy,
                      db=args.db, use_db=not args.no_db, socket_path=args.socket,
-                     use_socket=not args.no_socket, listen=args.listen, token=args.token)
+                     use_socket=not args.no_socket, listen=args.listen, token=args.token, otlp=args.otlp,
+                     metrics=args.metrics)
+    if args.otlp:
+        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+
+        try:
+            host, _port = parse_address(args.otlp)
+        except OtlpError as exc:
+            return fail(str(exc))
+        if not is_loopback(host) and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
+            return fail(f"--otlp {args.otlp}: a non-loopback address needs a token: pass --token or set "
+                        "LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')")
+    if args.metrics:
+        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+
+        try:
+            host, _port = parse_address(args.metrics)
+        except OtlpError as exc:
+            return fail(str(exc).replace("--otlp", "--metrics"))
+        if not is_loopback(host) and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
+            return fail(f"--metrics {args.metrics}: a non-loopback address needs a token")
     if args.listen and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
         return fail("--listen needs a token: pass --token or set LOOPWATCH_TOKEN")
-    if not paths and not directories and args.no_socket:
+    if not paths and not directories and args.no_socket and not args.otlp:
         return fail("watch: nothing to watch (name a PATH, or leave the agent socket on)")
     try:
         live.open_store()
@@ -295,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(f"cannot watch: {exc.strerror or exc}")
     except Exception as exc:
-        if type(exc).__name__ in ("SocketError", "StoreError"):
+        if type(exc).__name__ in ("SocketError", "StoreError", "OtlpError"):
             return fail(str(exc))
         raise
     return 0

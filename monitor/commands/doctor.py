@@ -1,0 +1,494 @@
+"""``loopwatch doctor``: why does nothing show up?
+
+One line per check, each ``OK`` or what to do (``FIX``), or ``--`` for what
+is optional and off:
+
+* the monitor: is its socket there, owned by you with no access for others,
+  and does a monitor answer on it (with which version);
+* hooks for Claude Code and Codex: in which settings files loopwatch's
+  entries are, whether any event is missing, whether the command they run
+  exists, and when each agent's hook last fired and last reached a monitor
+  (from the contact record each hook call leaves, see :mod:`monitor.hooks`);
+* watched paths (``PATH`` arguments, the config's ``[sources] paths``, and
+  Claude's and Codex's own directories): whether they exist and which formats
+  were detected in their most recent files;
+* the database: writable, and its size;
+* the OTLP endpoint of the running monitor, if it has one: does it answer.
+
+Exit status 0 when every line is OK (or optional), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+HELP = "check the monitor, hooks, watched paths, database and OTLP endpoint; say what to fix"
+#: Recent files per watched path whose format is sniffed.
+SNIFF_FILES = 5
+#: Lines read from the head of each file to find its first valid record.
+SNIFF_LINES = 20
+CONNECT_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class Check:
+    status: str  # "OK" | "FIX" | "--"
+    what: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.status:<3} {self.what}: {self.detail}"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from monitor.commands.common import add_config_options
+
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="paths you watch (checked too)")
+    parser.add_argument("--socket", metavar="PATH", help="the monitor's socket (default: the config's or the usual)")
+    parser.add_argument("--db", metavar="PATH", help="the database (default: the config's or the usual)")
+    parser.add_argument("--project", metavar="DIR", default=".",
+                        help="the project whose hook settings are checked too (default: the current directory)")
+    add_config_options(parser)
+
+
+def _ago(ts: float, now: float) -> str:
+    seconds = max(0.0, now - ts)
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.0f} days ago"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+# -- the monitor ----------------------------------------------------------------------------------
+
+def check_socket(path: Path) -> list[Check]:
+    """Is a monitor listening on ``path``, and is the socket safe (ours, private)?"""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return [Check("FIX", "monitor", f"no socket at {path}: start one with `loopwatch watch` "
+                                        "(or `loopwatch watch --headless`)")]
+    except OSError as exc:
+        return [Check("FIX", "monitor", f"{path}: cannot stat: {exc.strerror}")]
+    checks = []
+    if not stat.S_ISSOCK(st.st_mode):
+        return [Check("FIX", "monitor", f"{path} is not a socket: move it away and start `loopwatch watch`")]
+    uid = os.getuid()
+    problems = []
+    if st.st_uid != uid:
+        problems.append(f"owned by uid {st.st_uid}, not you (uid {uid})")
+    if st.st_mode & 0o077:
+        problems.append(f"mode {stat.S_IMODE(st.st_mode):04o} lets others connect (want 0600)")
+    try:
+        parent = path.parent.stat()
+        if parent.st_uid != uid:
+            problems.append(f"its directory {path.parent} is owned by uid {parent.st_uid}")
+        if parent.st_mode & 0o022:
+            problems.append(f"its directory {path.parent} is writable by others "
+                            f"(mode {stat.S_IMODE(parent.st_mode):04o})")
+    except OSError:
+        pass
+    version = _hello(path)
+    if version is None:
+        checks.append(Check("FIX", "monitor", f"{path} exists but no monitor answers: a stale socket? "
+                                              "start `loopwatch watch` (it replaces a dead socket)"))
+    else:
+        checks.append(Check("OK", "monitor", f"loopwatch {version} answers on {path}"))
+    mode = f"owner you, mode {stat.S_IMODE(st.st_mode):04o}"
+    if problems:
+        checks.append(Check("FIX", "socket", "; ".join(problems) + ": stop the monitor, remove the socket, "
+                                             "and start it as yourself"))
+    else:
+        checks.append(Check("OK", "socket", mode))
+    return checks
+
+
+def _hello(path: Path) -> str | None:
+    """The monitor's version if one answers a hello on ``path``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT)
+    try:
+        sock.connect(os.fspath(path))
+        sock.sendall(b'{"type":"hello","agent":"loopwatch-doctor"}\n')
+        buffer = b""
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        while b"\n" not in buffer and time.monotonic() < deadline:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            buffer += chunk
+        reply = json.loads(buffer.split(b"\n", 1)[0] or b"{}")
+        if isinstance(reply, dict) and reply.get("type") == "welcome":
+            return str(reply.get("version") or "?")
+        return None
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+
+
+# -- hooks ----------------------------------------------------------------------------------------
+
+def _hook_files(agent: str, project: Path) -> list[Path]:
+    from monitor.commands.install_hook import settings_path
+
+    files = [settings_path(agent, None), settings_path(agent, str(project))]
+    if agent == "claude":
+        files.append(project / ".claude" / "settings.local.json")
+    seen: list[Path] = []
+    for path in files:
+        if path not in seen:
+            seen.append(path)
+    return seen
+
+
+def _our_events(path: Path, agent: str) -> tuple[dict[str, str], str | None]:
+    """{event: command} of our entries in ``path``, or an error."""
+    from monitor.commands.install_hook import is_ours, load_settings
+
+    try:
+        settings = load_settings(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return {}, str(exc)
+    found: dict[str, str] = {}
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return found, None
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                if is_ours(handler, agent):
+                    found[event] = handler["command"]
+    return found, None
+
+
+def _command_runs(command: str) -> bool:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if not words:
+        return False
+    program = words[0]
+    if "/" in program:
+        return os.access(program, os.X_OK)
+    import shutil
+
+    return shutil.which(program) is not None
+
+
+def check_hooks(project: Path, now: float) -> list[Check]:
+    from monitor.commands.install_hook import AGENT_EVENTS
+    from monitor.hooks import AGENTS, state_dir
+
+    checks = []
+    for agent, label in (("claude", "Claude Code"), ("codex", "Codex")):
+        what = f"{label} hook"
+        installed: list[tuple[Path, dict[str, str]]] = []
+        for path in _hook_files(agent, project):
+            events, error = _our_events(path, agent)
+            if error:
+                checks.append(Check("FIX", what, f"{path}: {error}"))
+            elif events:
+                installed.append((path, events))
+        if agent == "codex":
+            checks += _codex_features()
+        contact = _contact(state_dir() / f"hook-{AGENTS[agent]}.json")
+        if not installed:
+            checks.append(Check("--", what, f"not installed (optional: `loopwatch install-hook {agent}` lets "
+                                            "loopwatch see and steer live sessions)"))
+            continue
+        for path, events in installed:
+            missing = [e for e in AGENT_EVENTS[agent] if e not in events]
+            broken = sorted({c for c in events.values() if not _command_runs(c)})
+            if broken:
+                checks.append(Check("FIX", what, f"{path}: runs `{broken[0]}`, which is not there: run "
+                                                 f"`loopwatch install-hook {agent}` again"))
+            elif missing:
+                checks.append(Check("FIX", what, f"{path}: {', '.join(missing)} missing: run "
+                                                 f"`loopwatch install-hook {agent}` again"))
+            else:
+                checks.append(Check("OK", what, f"installed in {path} ({len(events)} events)"))
+        fired, reached = contact.get("fired"), contact.get("reached")
+        if not isinstance(fired, (int, float)):
+            hint = ("Codex skips a hook until you trust it: open /hooks in codex and trust the loopwatch "
+                    "entries" if agent == "codex" else "start a session (an existing session reads its "
+                    "hooks when it starts)")
+            checks.append(Check("FIX", f"{label} hook contact", f"never fired: {hint}"))
+        elif not isinstance(reached, (int, float)):
+            checks.append(Check("FIX", f"{label} hook contact",
+                                f"last fired {_ago(fired, now)} but never reached a monitor: start "
+                                "`loopwatch watch` (same user, same socket)"))
+        elif reached < fired:
+            checks.append(Check("FIX", f"{label} hook contact",
+                                f"last fired {_ago(fired, now)} with no monitor to reach (last reached one "
+                                f"{_ago(reached, now)}): start `loopwatch watch`"))
+        else:
+            checks.append(Check("OK", f"{label} hook contact",
+                                f"last fired and reached the monitor {_ago(reached, now)} "
+                                f"({contact.get('event', '?')})"))
+    return checks
+
+
+def _codex_features() -> list[Check]:
+    """Hooks turned off in Codex's config.toml (``[features] hooks = false``), or the
+    deprecated ``codex_hooks`` key still there."""
+    import tomllib
+
+    from monitor.formats.locations import codex_home
+
+    path = codex_home() / "config.toml"
+    try:
+        features = tomllib.loads(path.read_text(encoding="utf-8")).get("features", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    if not isinstance(features, dict):
+        return []
+    if features.get("hooks") is False or ("hooks" not in features and features.get("codex_hooks") is False):
+        return [Check("FIX", "Codex hook", f"{path} turns hooks off ([features] hooks = false): remove it")]
+    if "codex_hooks" in features:
+        return [Check("--", "Codex hook", f"{path}: [features] codex_hooks is a deprecated alias (Codex "
+                                          "0.130.0+ warns): hooks are on by default since 0.124.0")]
+    return []
+
+
+def _contact(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- watched paths --------------------------------------------------------------------------------
+
+def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
+    """{format: files} among the ``limit`` most recent ``*.jsonl`` files under ``path``."""
+    from monitor.formats import sniff
+
+    if path.is_file():
+        files = [path]
+    else:
+        candidates = []
+        for pattern in ("*.jsonl", "*.ndjson"):
+            for file in path.rglob(pattern):
+                if file.name.endswith(".inbox.jsonl"):
+                    continue
+                try:
+                    candidates.append((file.stat().st_mtime, file))
+                except OSError:
+                    continue
+        files = [file for _mtime, file in sorted(candidates, reverse=True)[:limit]]
+    found: dict[str, int] = {}
+    for file in files:
+        name = "unknown"
+        try:
+            with file.open("rb") as stream:
+                for _ in range(SNIFF_LINES):
+                    raw = stream.readline(1 << 20)
+                    if not raw:
+                        break
+                    try:
+                        record = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        cls = sniff(record)
+                        if cls is not None:
+                            name = cls.name
+                            break
+        except OSError:
+            name = "unreadable"
+        found[name] = found.get(name, 0) + 1
+    return found
+
+
+def check_paths(paths: list[str]) -> list[Check]:
+    from monitor.formats.locations import claude_projects_dir, codex_sessions_dir
+
+    checks = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if any(ch in raw for ch in "*?["):
+            checks.append(Check("--", "watched path", f"{raw}: a glob (matches are checked by `watch`)"))
+            continue
+        if not path.exists():
+            checks.append(Check("FIX", "watched path", f"{path} does not exist: check the path (watch picks a "
+                                                       "file up when it appears, a directory must exist)"))
+            continue
+        formats = detect_formats(path)
+        if not formats:
+            checks.append(Check("FIX", "watched path", f"{path}: no *.jsonl files yet; is the agent writing "
+                                                       "its log here?"))
+        elif set(formats) <= {"unknown", "unreadable"}:
+            checks.append(Check("FIX", "watched path", f"{path}: no known format in its recent files: pass "
+                                                       "--format or check what writes there"))
+        else:
+            detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items()))
+            checks.append(Check("OK", "watched path", f"{path}: {detected}"))
+    for label, flag, directory in (("Claude Code transcripts", "--claude", claude_projects_dir()),
+                                   ("Codex rollouts", "--codex", codex_sessions_dir())):
+        if directory.is_dir():
+            formats = detect_formats(directory)
+            detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items())) or "no files yet"
+            checks.append(Check("OK", label, f"{directory}: {detected} (watched with `watch {flag}`)"))
+        else:
+            checks.append(Check("--", label, f"{directory} does not exist (no such agent here, or it has "
+                                             "not run yet)"))
+    return checks
+
+
+# -- database ----------------------------------------------------------------------------------------
+
+def check_db(path: Path) -> list[Check]:
+    if not path.exists():
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if os.access(parent, os.W_OK):
+            return [Check("OK", "database", f"{path} will be created on the first `watch`")]
+        return [Check("FIX", "database", f"{path} cannot be created ({parent} is not writable): pass --db "
+                                         "or set [store] path")]
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        return [Check("FIX", "database", f"{path} is not writable (the file or its directory): fix its "
+                                         "permissions or pass --db")]
+    import sqlite3
+
+    size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=CONNECT_TIMEOUT)
+        try:
+            sessions = connection.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        return [Check("FIX", "database", f"{path}: {exc}: move it away (a new one is made) or pass --db")]
+    return [Check("OK", "database", f"{path}: writable, {_size(size)}, {sessions:,} sessions")]
+
+
+# -- OTLP ----------------------------------------------------------------------------------------------
+
+def check_otlp(monitor: dict[str, Any]) -> list[Check]:
+    endpoint = monitor.get("otlp")
+    if not endpoint:
+        return [Check("--", "OTLP", "off (optional: `watch --otlp` receives OpenTelemetry from agents and "
+                                    "Collectors; see docs/integrations.md)")]
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    try:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=CONNECT_TIMEOUT)
+        connection.request("POST", "/v1/logs", body=b"{}", headers={"Content-Type": "application/json"})
+        status = connection.getresponse().status
+        connection.close()
+    except OSError as exc:
+        return [Check("FIX", "OTLP", f"{endpoint} does not answer ({exc}): is the monitor still running?")]
+    if status in (200, 401):
+        note = " (token required)" if status == 401 else ""
+        return [Check("OK", "OTLP", f"{endpoint}/v1/logs and /v1/traces answer{note}")]
+    return [Check("FIX", "OTLP", f"{endpoint}/v1/logs answered HTTP {status}")]
+
+
+def running_monitor_state() -> dict[str, Any]:
+    """What the running monitor wrote about itself (see :func:`write_monitor_state`), if it still runs."""
+    from monitor.hooks import state_dir
+
+    data = _contact(state_dir() / "monitor.json")
+    pid = data.get("pid")
+    if not isinstance(pid, int):
+        return {}
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return {}
+    except PermissionError:
+        pass
+    return data
+
+
+def write_monitor_state(**fields: Any) -> Path | None:
+    """A running monitor notes its pid, socket, database and OTLP endpoint for ``doctor``."""
+    from monitor.hooks import state_dir
+
+    directory = state_dir()
+    path = directory / "monitor.json"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temp = directory / f".monitor.{os.getpid()}.tmp"
+        temp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), **fields}))
+        os.replace(temp, path)
+        return path
+    except OSError:
+        return None
+
+
+def clear_monitor_state() -> None:
+    from monitor.hooks import state_dir
+
+    path = state_dir() / "monitor.json"
+    if _contact(path).get("pid") == os.getpid():
+        path.unlink(missing_ok=True)
+
+
+# -- the command -----------------------------------------------------------------------------------------
+
+def diagnose(*, socket_path: Path, db_path: Path, paths: list[str], project: Path,
+             now: float | None = None) -> list[Check]:
+    now = time.time() if now is None else now
+    monitor = running_monitor_state()
+    if monitor.get("socket") and Path(monitor["socket"]) != socket_path:
+        socket_path = Path(monitor["socket"])
+    checks = check_socket(socket_path)
+    checks += check_hooks(project, now)
+    checks += check_paths(paths)
+    checks += check_db(Path(monitor["db"]) if monitor.get("db") else db_path)
+    checks += check_otlp(monitor)
+    return checks
+
+
+def report(checks: list[Check], out: TextIO) -> int:
+    for check in checks:
+        out.write(f"{check}\n")
+    failed = sum(check.status == "FIX" for check in checks)
+    out.write("all well\n" if not failed else f"{failed} to fix\n")
+    return 1 if failed else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.commands.common import ConfigError, config_from_args, fail
+    from monitor.config import default_socket_path
+    from monitor.store import resolve_db_path
+
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    socket_path = Path(args.socket or config.sources.socket or default_socket_path()).expanduser()
+    db_path = resolve_db_path(args.db, config.store)
+    paths = list(args.paths) + [p for p in config.sources.paths if p not in args.paths]
+    checks = diagnose(socket_path=socket_path, db_path=db_path, paths=paths,
+                      project=Path(args.project).expanduser())
+    return report(checks, sys.stdout)

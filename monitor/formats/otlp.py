@@ -1,0 +1,279 @@
+"""OpenTelemetry records of coding agents → native events.
+
+Three kinds of agent telemetry are recognised; everything else in a request
+(other services' logs and spans, metrics-like events) is ignored, not an error:
+
+* **Claude Code log events** (``CLAUDE_CODE_ENABLE_TELEMETRY=1``,
+  ``OTEL_LOGS_EXPORTER=otlp``): ``event.name`` ``user_prompt`` → a user
+  message (the text only with ``OTEL_LOG_USER_PROMPTS=1``), ``tool_result`` →
+  a call and its result (arguments from ``tool_input`` / ``tool_parameters``
+  with ``OTEL_LOG_TOOL_DETAILS=1``; Claude logs no tool output, so the result
+  is the ``error`` text or empty, and ``success`` says whether it failed),
+  ``api_request`` → usage, ``compaction`` → a compaction.  Session:
+  ``session.id``; order: ``event.sequence``.
+* **Codex log events** (``[otel]`` in its config): ``codex.user_prompt``,
+  ``codex.tool_result`` (``tool_name``, ``call_id``, ``arguments``,
+  ``output``, ``success``); session: ``conversation.id``.
+* **GenAI ``execute_tool`` spans** (OpenTelemetry GenAI semantic
+  conventions): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, the opt-in
+  ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result``, an ERROR
+  status as a failed call; session: ``gen_ai.conversation.id`` (else the trace).
+
+A session id shaped like a UUID (Claude Code's and Codex's are) is globally
+unique and kept as it is, so a session seen over OTLP, through a hook and in
+a transcript is one session (their tool-call ids match, and the engine counts
+each call once).  Any other id is qualified by where it came from:
+``<service.name>@<host.name>/<id>``.
+
+The messages are the official ``opentelemetry-proto`` ones; this module never
+touches the network (see :mod:`monitor.sources.otlp`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from typing import Any, Iterable
+
+from monitor.events import Event
+from monitor.formats.base import Problem, RecordError
+from monitor.formats.native import NativeDecoder
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+#: Sessions whose ``session_start`` was sent (least recently seen dropped first).
+MAX_KNOWN_SESSIONS = 10_000
+#: Characters kept of one argument or output value.
+MAX_VALUE = 100_000
+_STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain Python value."""
+    which = value.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, which)
+
+
+def attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    return {pair.key: any_value(pair.value) for pair in pairs}
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE]
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """Tool arguments: an object, or a JSON string of one (as agents log them)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {"input": _text(value)}
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"input": value}
+
+
+def _truthy(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None and value != "" else None
+    except (TypeError, ValueError):
+        return None
+
+
+class Where:
+    """The service and host a batch came from."""
+
+    __slots__ = ("service", "host", "source")
+
+    def __init__(self, resource: dict[str, Any], peer: str):
+        self.service = str(resource.get("service.name") or "unknown_service")
+        self.host = str(resource.get("host.name") or peer)
+        self.source = f"otlp:{self.service}@{self.host}"
+
+    def session(self, raw: Any) -> str | None:
+        if raw is None or raw == "":
+            return None
+        raw = str(raw)
+        return raw if _UUID.match(raw) else f"{self.service}@{self.host}/{raw}"
+
+
+class OtlpAdapter:
+    """Turns export requests into events; remembers which sessions it announced."""
+
+    def __init__(self, peer: str = "unknown"):
+        self.peer = peer
+        self.known: OrderedDict[str, None] = OrderedDict()
+        self.ignored = 0  # records that were no agent event
+
+    # -- logs -----------------------------------------------------------------------------
+
+    def logs(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
+        """(events, rejected records, problems) of an ``ExportLogsServiceRequest``."""
+        records: list[tuple[tuple, dict[str, Any], Where]] = []
+        rejected = 0
+        problems: list[Problem] = []
+        for resource_logs in request.resource_logs:
+            where = Where(attributes(resource_logs.resource.attributes), self.peer)
+            for scope_logs in resource_logs.scope_logs:
+                for record in scope_logs.log_records:
+                    attrs = attributes(record.attributes)
+                    name = attrs.get("event.name") or record.event_name or (
+                        record.body.string_value if record.body.WhichOneof("value") == "string_value" else "")
+                    try:
+                        native = self._log_record(str(name), attrs, record, where)
+                    except RecordError as exc:
+                        rejected += 1
+                        problems.append(Problem(where.source, None, f"{name}: {exc}"))
+                        continue
+                    if not native:
+                        self.ignored += 1
+                        continue
+                    order = (native[0]["session"], _number(attrs.get("event.sequence")) or 0.0,
+                             record.time_unix_nano or record.observed_time_unix_nano)
+                    records.append((order, native, where))
+        records.sort(key=lambda item: item[0])
+        return self._decode(records, problems) + (rejected, problems)
+
+    def _log_record(self, name: str, attrs: dict[str, Any], record: Any,
+                    where: Where) -> list[dict[str, Any]]:
+        short = name.rsplit(".", 1)[-1] if name.startswith(("claude_code.", "codex.")) else name
+        agent = "codex" if name.startswith("codex.") or "conversation.id" in attrs else "claude-code"
+        wanted = ("user_prompt", "tool_result") if agent == "codex" else (
+            "user_prompt", "tool_result", "api_request", "compaction")
+        if short not in wanted:
+            return []
+        if agent == "codex":
+            raw_session = attrs.get("conversation.id") or attrs.get("session.id")
+        else:
+            raw_session = attrs.get("session.id") or attrs.get("conversation.id")
+        session = where.session(raw_session)
+        if session is None:
+            raise RecordError("no session.id / conversation.id attribute")
+        nanos = record.time_unix_nano or record.observed_time_unix_nano
+        stamp = attrs.get("event.timestamp")
+        ts: Any = stamp if isinstance(stamp, str) and stamp else (nanos / 1e9 if nanos else None)
+        base = {"session": session, "ts": ts}
+        if short == "user_prompt":
+            prompt = attrs.get("prompt")
+            return [{"type": "message", **base, "role": "user",
+                     "content": prompt if isinstance(prompt, str) else ""}]
+        if short == "api_request":
+            return [{"type": "usage", **base, "input_tokens": _int(attrs.get("input_tokens")),
+                     "output_tokens": _int(attrs.get("output_tokens")),
+                     "cost_usd": _number(attrs.get("cost_usd"))}]
+        if short == "compaction":
+            return [{"type": "compaction", **base}]
+        tool = attrs.get("tool_name")
+        if not isinstance(tool, str) or not tool:
+            raise RecordError("tool_result without tool_name")
+        call_id = attrs.get("tool_use_id") or attrs.get("call_id") or attrs.get("gen_ai.tool.call.id")
+        if not call_id:
+            # No id logged: the record's own place in the session identifies the call.
+            call_id = f"otlp-{attrs.get('event.sequence', nanos)}"
+        raw_args = next((attrs[key] for key in ("tool_input", "tool_parameters", "arguments")
+                         if attrs.get(key) not in (None, "")), None)
+        success = _truthy(attrs.get("success"))
+        output = attrs.get("output")
+        error = attrs.get("error")
+        content = _text(output) if output not in (None, "") else _text(error)
+        return [{"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
+                {"type": "tool_result", **base, "id": str(call_id), "content": content,
+                 "is_error": success is False or (success is None and bool(error))}]
+
+    # -- spans ------------------------------------------------------------------------------
+
+    def spans(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
+        """(events, rejected spans, problems) of an ``ExportTraceServiceRequest``."""
+        records: list[tuple[tuple, list[dict[str, Any]], Where]] = []
+        rejected = 0
+        problems: list[Problem] = []
+        for resource_spans in request.resource_spans:
+            where = Where(attributes(resource_spans.resource.attributes), self.peer)
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    attrs = attributes(span.attributes)
+                    if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
+                            span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs):
+                        self.ignored += 1
+                        continue
+                    tool = attrs.get("gen_ai.tool.name")
+                    if not isinstance(tool, str) or not tool:
+                        rejected += 1
+                        problems.append(Problem(where.source, None, f"span {span.name!r}: no gen_ai.tool.name"))
+                        continue
+                    session = where.session(attrs.get("gen_ai.conversation.id") or span.trace_id.hex())
+                    call_id = str(attrs.get("gen_ai.tool.call.id") or span.span_id.hex())
+                    start = span.start_time_unix_nano / 1e9
+                    end = (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9
+                    failed = span.status.code == _STATUS_ERROR or bool(attrs.get("error.type"))
+                    result = attrs.get("gen_ai.tool.call.result")
+                    content = _text(result) if result is not None else (
+                        span.status.message or _text(attrs.get("error.type")))
+                    native = [
+                        {"type": "tool_call", "session": session, "ts": start, "id": call_id, "name": tool,
+                         "args": _arguments(attrs.get("gen_ai.tool.call.arguments"))},
+                        {"type": "tool_result", "session": session, "ts": end, "id": call_id,
+                         "content": content, "is_error": failed},
+                    ]
+                    records.append(((session, start), native, where))
+        records.sort(key=lambda item: item[0])
+        return self._decode(records, problems) + (rejected, problems)
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def _decode(self, records: list[tuple[tuple, list[dict[str, Any]], Where]],
+                problems: list[Problem]) -> tuple[list[Event]]:
+        events: list[Event] = []
+        decoders: dict[str, NativeDecoder] = {}
+        import time
+
+        now = time.time()
+        for _order, native, where in records:
+            decoder = decoders.get(where.source)
+            if decoder is None:
+                decoder = decoders[where.source] = NativeDecoder(where.source, "otlp")
+            session = native[0]["session"]
+            if session not in self.known:
+                self.known[session] = None
+                if len(self.known) > MAX_KNOWN_SESSIONS:
+                    self.known.popitem(last=False)
+                agent = "codex" if where.service.startswith("codex") else (
+                    "claude-code" if where.service.startswith("claude") else where.service)
+                native = [{"type": "session_start", "session": session, "ts": native[0]["ts"], "agent": agent,
+                           "meta": {"origin": "otlp", "service": where.service, "host": where.host}}, *native]
+            else:
+                self.known.move_to_end(session)
+            for record in native:
+                try:
+                    events.extend(decoder.decode(record, None, now))
+                except RecordError as exc:
+                    problems.append(Problem(where.source, None, f"{record.get('type')}: {exc}"))
+        return (events,)
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None else None
+
+
+__all__ = ["OtlpAdapter", "any_value", "attributes"]

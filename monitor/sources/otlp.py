@@ -1,0 +1,428 @@
+"""The OTLP/HTTP source: ``watch --otlp [HOST:]PORT`` (default 127.0.0.1:4318).
+
+:class:`OtlpReceiver` is a small asyncio HTTP/1.1 server for the two OTLP
+paths loopwatch reads, ``POST /v1/logs`` and ``POST /v1/traces``, in both
+encodings (``application/x-protobuf`` and ``application/json``, the latter
+with hex trace and span ids as OTLP/JSON specifies), optionally gzip'ed.
+The bodies are the official ``opentelemetry-proto`` messages; the records in
+them become events through :class:`~monitor.formats.otlp.OtlpAdapter`.
+
+Responses follow the OTLP/HTTP specification:
+
+* 200 with an ``Export…ServiceResponse``; records that were agent events but
+  could not be read are counted in its ``partial_success`` (with a message);
+  records of other services are ignored, not rejected;
+* 400 for a body that does not parse (a ``google.rpc.Status`` saying why),
+  404 / 405 / 411 / 413 / 415 for a wrong path, method, a missing length, a
+  body over the limit, another content type; 401 without the token;
+* 503 with ``Retry-After`` while the hub's queue is full, 429 with it while
+  too many requests are in flight, so exporters back off and retry instead of
+  losing data.
+
+A bind to anything but a loopback address needs the token (as ``--listen``
+does): ``Authorization: Bearer <token>`` on every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from monitor.formats.base import Problem
+from monitor.formats.otlp import OtlpAdapter
+
+if TYPE_CHECKING:
+    from monitor.hub import Hub
+
+log = logging.getLogger("loopwatch.otlp")
+
+DEFAULT_ADDRESS = ("127.0.0.1", 4318)
+#: Largest request body accepted (after decompression too).
+MAX_BODY = 16 * 1024 * 1024
+#: Requests decoded and submitted at the same time before 503 is answered.
+MAX_IN_FLIGHT = 8
+RETRY_AFTER_SECONDS = 2
+#: A connection that sends no complete request for this long is closed.
+IDLE_SECONDS = 60.0
+MAX_HEADER_LINES = 100
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+            411: "Length Required", 413: "Payload Too Large", 415: "Unsupported Media Type",
+            429: "Too Many Requests", 503: "Service Unavailable"}
+
+
+class OtlpError(RuntimeError):
+    """The receiver cannot start (bad address, port in use, a token missing)."""
+
+
+def parse_address(value: str | None) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1); empty: 127.0.0.1:4318."""
+    if not value:
+        return DEFAULT_ADDRESS
+    text = value.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    host = host.strip("[]") or DEFAULT_ADDRESS[0]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise OtlpError(f"--otlp {value!r}: expected [HOST:]PORT with a numeric port") from None
+    if not 0 <= port <= 65535:
+        raise OtlpError(f"--otlp {value!r}: port must be 0..65535")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _messages(signal: str) -> tuple[type, type]:
+    if signal == "logs":
+        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as module
+
+        return module.ExportLogsServiceRequest, module.ExportLogsServiceResponse
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as module
+
+    return module.ExportTraceServiceRequest, module.ExportTraceServiceResponse
+
+
+_ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"})
+
+
+def _hex_ids_to_base64(value: Any) -> Any:
+    """OTLP/JSON writes trace and span ids as hex; protobuf's JSON mapping wants base64."""
+    import base64
+
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in _ID_KEYS and isinstance(item, str):
+                try:
+                    item = base64.b64encode(bytes.fromhex(item)).decode()
+                except ValueError:
+                    pass
+            else:
+                item = _hex_ids_to_base64(item)
+            out[key] = item
+        return out
+    if isinstance(value, list):
+        return [_hex_ids_to_base64(item) for item in value]
+    return value
+
+
+def parse_body(signal: str, body: bytes, json_encoded: bool) -> Any:
+    """The export request in ``body``; raises ValueError saying why it is not one."""
+    request_type, _ = _messages(signal)
+    request = request_type()
+    if json_encoded:
+        from google.protobuf import json_format
+
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+        try:
+            json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            raise ValueError(f"not an OTLP {signal} request: {exc}") from None
+    else:
+        from google.protobuf.message import DecodeError
+
+        try:
+            request.ParseFromString(body)
+        except DecodeError as exc:
+            raise ValueError(f"not an OTLP {signal} protobuf message: {exc}") from None
+    return request
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"bad gzip body: {exc}") from None
+    if len(data) > limit or inflater.unconsumed_tail:
+        raise OverflowError(f"the decompressed body is over {limit:,} bytes")
+    return data
+
+
+class _Reply:
+    __slots__ = ("status", "body", "content_type", "headers")
+
+    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain",
+                 headers: dict[str, str] | None = None):
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+        self.headers = headers or {}
+
+
+class OtlpReceiver:
+    """OTLP/HTTP in: ``/v1/logs`` and ``/v1/traces`` → the hub."""
+
+    def __init__(self, hub: Hub, address: str | tuple[str, int] | None = None, *, token: str | None = None,
+                 max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT):
+        self.hub = hub
+        self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
+        self.token = token
+        self.max_body = max_body
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.server: asyncio.base_events.Server | None = None
+        self.adapter = OtlpAdapter()
+        self.requests = 0
+        self.accepted = 0   # records that became events
+        self.rejected = 0   # agent records that could not be read
+        self.refused = 0    # requests answered 4xx
+        self.throttled = 0  # requests answered 503
+        self._connections: set[asyncio.Task] = set()
+        if not is_loopback(self.host) and not token:
+            raise OtlpError(f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
+                            "(--token or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'")
+        self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
+
+    @property
+    def address(self) -> tuple[str, int]:
+        if self.server is not None and self.server.sockets:
+            name = self.server.sockets[0].getsockname()
+            return name[0], name[1]
+        return self.host, self.port
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.address
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    async def start(self) -> None:
+        _messages("logs")  # fail now, not at the first request, if the package is missing
+        try:
+            self.server = await asyncio.start_server(self._connection, self.host, self.port,
+                                                     limit=64 * 1024)
+        except OSError as exc:
+            raise OtlpError(f"--otlp {self.host}:{self.port}: cannot listen: {exc.strerror or exc}") from None
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self.server.wait_closed()
+            self.server = None
+        self._decoder.shutdown(wait=False, cancel_futures=True)
+
+    async def __aenter__(self) -> OtlpReceiver:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        peer_name = str(peer[0]) if isinstance(peer, tuple) else "local"
+        try:
+            while True:
+                async with asyncio.timeout(IDLE_SECONDS):
+                    keep = await self._one_request(reader, writer, peer_name)
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError,
+                TimeoutError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+
+    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           peer: str) -> bool:
+        line = await reader.readline()
+        if not line:
+            return False
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            await self._send(writer, _Reply(400, b"bad request line"), close=True)
+            return False
+        method, target, version = parts
+        headers: dict[str, str] = {}
+        for _ in range(MAX_HEADER_LINES):
+            raw = await reader.readline()
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = raw.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        else:
+            await self._send(writer, _Reply(400, b"too many header lines"), close=True)
+            return False
+        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
+        body = await self._read_body(reader, writer, headers)
+        if body is None:
+            return False
+        self.requests += 1
+        reply = await self._answer(method, target.split("?", 1)[0], headers, body, peer)
+        if 400 <= reply.status < 500:
+            self.refused += 1
+        await self._send(writer, reply, close=close)
+        return not close
+
+    async def _read_body(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         headers: dict[str, str]) -> bytes | None:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            chunks = []
+            size = 0
+            while True:
+                length = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+                if length == 0:
+                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                size += length
+                if size > self.max_body:
+                    await self._send(writer, _Reply(413, b"body too large"), close=True)
+                    return None
+                chunks.append(await reader.readexactly(length))
+                await reader.readline()
+        length_text = headers.get("content-length")
+        if length_text is None:
+            await self._send(writer, _Reply(411, b"Content-Length required"), close=True)
+            return None
+        try:
+            length = int(length_text)
+        except ValueError:
+            await self._send(writer, _Reply(400, b"bad Content-Length"), close=True)
+            return None
+        if length > self.max_body:
+            await self._send(writer, _Reply(413, f"body over {self.max_body:,} bytes".encode()), close=True)
+            return None
+        return await reader.readexactly(length) if length else b""
+
+    async def _send(self, writer: asyncio.StreamWriter, reply: _Reply, *, close: bool = False) -> None:
+        head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
+                f"Content-Type: {reply.content_type}", f"Content-Length: {len(reply.body)}"]
+        head += [f"{name}: {value}" for name, value in reply.headers.items()]
+        if close:
+            head.append("Connection: close")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body)
+        await writer.drain()
+
+    # -- OTLP --------------------------------------------------------------------------------
+
+    async def _answer(self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str) -> _Reply:
+        signal = {"/v1/logs": "logs", "/v1/traces": "traces"}.get(path)
+        if signal is None:
+            return _Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
+        if method != "POST":
+            return _Reply(405, b"POST only", headers={"Allow": "POST"})
+        if self.token is not None and not self._authorized(headers):
+            return _Reply(401, b"missing or invalid token (Authorization: Bearer <token>)",
+                          headers={"WWW-Authenticate": "Bearer"})
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type not in ("application/x-protobuf", "application/json"):
+            return _Reply(415, b"expected application/x-protobuf or application/json")
+        json_encoded = content_type == "application/json"
+        if self.in_flight >= self.max_in_flight or self.hub.saturated():
+            # Both are retryable in OTLP/HTTP: too many requests at once is the
+            # sender's doing (429), a full queue is ours (503).
+            self.throttled += 1
+            code = 429 if self.in_flight >= self.max_in_flight else 503
+            return self._status(code, "loopwatch is busy; retry later", json_encoded,
+                                headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        self.in_flight += 1
+        try:
+            return await self._export(signal, headers, body, json_encoded, peer)
+        finally:
+            self.in_flight -= 1
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        given = headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(value.strip().encode(), (self.token or "").encode())
+
+    async def _export(self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool,
+                      peer: str) -> _Reply:
+        encoding = headers.get("content-encoding", "identity").lower()
+        if encoding not in ("gzip", "identity", ""):
+            return self._status(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)", json_encoded)
+        # Decoding a large export takes a while (a 1 MB OTLP/JSON body ~0.5 s): off
+        # the loop, one at a time (the adapter remembers the sessions it announced).
+        loop = asyncio.get_running_loop()
+        try:
+            events, rejected, problems = await loop.run_in_executor(
+                self._decoder, self._decode, signal, encoding, body, json_encoded, peer)
+        except OverflowError as exc:
+            return self._status(413, str(exc), json_encoded)
+        except ValueError as exc:
+            await self.hub.submit([], [Problem(f"otlp:{peer}", None, str(exc))])
+            return self._status(400, str(exc), json_encoded)
+        self.accepted += len(events)
+        self.rejected += rejected
+        if events or problems:
+            await self.hub.submit(events, problems)
+        _, response_type = _messages(signal)
+        response = response_type()
+        if rejected:
+            if signal == "logs":
+                response.partial_success.rejected_log_records = rejected
+            else:
+                response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = "; ".join(p.reason for p in problems[:5])
+        return self._encode(200, response, json_encoded)
+
+    def _decode(self, signal: str, encoding: str, body: bytes, json_encoded: bool,
+                peer: str) -> tuple[list[Any], int, list[Problem]]:
+        """Body → events, in the decoder thread; raises ValueError / OverflowError."""
+        if encoding == "gzip":
+            body = _gunzip(body, self.max_body)
+        request = parse_body(signal, body, json_encoded)
+        self.adapter.peer = peer
+        convert = self.adapter.logs if signal == "logs" else self.adapter.spans
+        return convert(request)
+
+    def _status(self, code: int, message: str, json_encoded: bool,
+                headers: dict[str, str] | None = None) -> _Reply:
+        from google.rpc import status_pb2
+
+        # google.rpc.Code: INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED, else UNKNOWN.
+        rpc = {400: 3, 503: 14, 429: 8}.get(code, 2)
+        status = status_pb2.Status(code=rpc, message=message)
+        return self._encode(code, status, json_encoded, headers)
+
+    @staticmethod
+    def _encode(code: int, message: Any, json_encoded: bool, headers: dict[str, str] | None = None) -> _Reply:
+        if json_encoded:
+            from google.protobuf import json_format
+
+            return _Reply(code, json_format.MessageToJson(message, indent=None).encode(), "application/json",
+                          headers)
+        return _Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
+
+    def describe(self) -> str:
+        return f"OTLP/HTTP on {self.endpoint} (/v1/logs, /v1/traces)"
+
+
+__all__ = ["DEFAULT_ADDRESS", "OtlpError", "OtlpReceiver", "is_loopback", "parse_address", "parse_body"]
