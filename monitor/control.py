@@ -194,6 +194,13 @@ def _proc_uid(pid: int) -> int | None:
     return None
 
 
+def _boot_time() -> float:
+    """When the machine booted (epoch seconds), as psutil computes it."""
+    import psutil
+
+    return psutil.boot_time()
+
+
 _HAVE_PROC = os.path.isdir("/proc/self") and _proc_stat(os.getpid()) is not None
 
 
@@ -210,6 +217,8 @@ class ProcessIdentity:
     start_time: float
     uid: int
     cmdline: str
+    #: Wall-clock creation time (epoch seconds, psutil's), to compare with record times.
+    created: float = 0.0
 
     @classmethod
     def capture(cls, pid: int) -> ProcessIdentity | None:
@@ -229,13 +238,14 @@ class ProcessIdentity:
             if uid is None:
                 return None
             cmdline = " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
-            return cls(pid, stat[2], uid, cmdline)
+            return cls(pid, stat[2], uid, cmdline, _boot_time() + stat[2])
         import psutil
 
         try:
             proc = psutil.Process(pid)
             with proc.oneshot():
-                return cls(pid, proc.create_time(), proc.uids().real, " ".join(proc.cmdline()))
+                created = proc.create_time()
+                return cls(pid, created, proc.uids().real, " ".join(proc.cmdline()), created)
         except (psutil.Error, OSError):
             return None
 
@@ -340,6 +350,69 @@ def check_killable(identity: ProcessIdentity | None) -> str | None:
     if current.uid != me:
         return f"refusing to kill pid {pid}: it now belongs to uid {current.uid}, not to uid {me}"
     return None
+
+
+#: Clock slack when comparing a process's creation time with a record's time.
+START_SLACK_SECONDS = 1.0
+
+
+def _log_owner_problem(path: str) -> str | None:
+    """None when the log file (and the link to it, if any) belongs to the monitor's user."""
+    me = os.getuid()
+    try:
+        link = os.lstat(path)
+        target = os.stat(path)
+    except OSError as exc:
+        return f"cannot check who owns the log file {path}: {exc.strerror or exc}"
+    for info in (link, target):
+        if info.st_uid != me:
+            return (f"the log file {path} belongs to uid {info.st_uid}, not to the monitor's user "
+                    f"(uid {me}): another user's log cannot name a process to kill")
+    return None
+
+
+@dataclass(frozen=True)
+class PidClaim:
+    """A pid some record named for a session, and what backs the claim.
+
+    ``since`` is the time of the first record that named the pid: the
+    process must have started before it (a reused pid, then a replay of the
+    old log, names a process younger than its records).  ``log_path`` is the
+    log file that named it ("" for sockets and hooks).  ``confirmed`` says how
+    the agent itself proved the pid is its own (socket peer credentials, a
+    hook's parent chain); "" when only a file says so.
+    """
+
+    identity: ProcessIdentity
+    since: float
+    log_path: str = ""
+    confirmed: str = ""
+
+    def refusal(self) -> str | None:
+        """None when the pid may be signalled now; otherwise why not."""
+        reason = check_killable(self.identity)
+        if reason is not None:
+            return reason
+        identity = self.identity
+        if identity.created and identity.created > self.since + START_SLACK_SECONDS:
+            return (f"refusing to kill pid {identity.pid}: the process started "
+                    f"{identity.created - self.since:.1f}s after the first record naming it "
+                    "(a reused pid or a replayed log)")
+        if self.log_path:
+            return _log_owner_problem(self.log_path)
+        return None
+
+    def verified(self) -> list[str]:
+        """What was checked, in words, for the kill dialog."""
+        me = os.getuid()
+        facts = [f"process owned by your user (uid {me}); not pid 1, the monitor or its ancestors",
+                 "same process as when first seen (pid + start time)",
+                 "process started before the first record naming it"]
+        if self.log_path:
+            facts.append(f"log file owned by your user (uid {me})")
+        facts.append(f"confirmed by the agent: {self.confirmed}" if self.confirmed
+                     else "NOT confirmed by the agent: only the log file names this pid")
+        return facts
 
 
 def _open_pidfd(pid: int) -> int | None:

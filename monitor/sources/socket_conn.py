@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import socket
 import struct
 import time
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import orjson
 
 from monitor import __version__
-from monitor.control import DELIVERED, FAILED, Outcome, ancestors, encode_line, same_pid_namespace
+from monitor.control import (DELIVERED, FAILED, Outcome, ProcessIdentity, ancestors, encode_line,
+                             same_pid_namespace)
 from monitor.events import KINDS, Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
@@ -70,16 +72,22 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
-def peer_pid(sock: socket.socket) -> int | None:
-    """The connecting process's pid (Linux SO_PEERCRED), for naming the source."""
+def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
     try:
-        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
     except OSError:
         return None
-    return pid or None
+    return (pid, uid) if pid else None
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """The connecting process's pid (Linux SO_PEERCRED), for naming the source."""
+    credentials = peer_credentials(sock)
+    return credentials[0] if credentials else None
 
 
 class Connection:
@@ -97,6 +105,7 @@ class Connection:
         self.sessions: set[str] = set()
         self.pushes_dropped = 0
         self.peer_pid: int | None = None
+        self.peer_uid: int | None = None
         if tcp:
             try:
                 host, port = sock.getpeername()[:2]
@@ -104,7 +113,7 @@ class Connection:
                 host, port = "?", 0
             self.source = f"socket:{host}:{port}"
         else:
-            self.peer_pid = peer_pid(sock)
+            self.peer_pid, self.peer_uid = peer_credentials(sock) or (None, None)
             tag = f"pid{self.peer_pid}" if self.peer_pid else "unix"
             self.source = f"socket:{tag}#{number}"
         # Who is connecting, read now while the peer surely runs (a hook may
@@ -116,6 +125,7 @@ class Connection:
             if self.peer_namespace_ok:
                 self.peer_family = frozenset([self.peer_pid, *ancestors(self.peer_pid)])
         self._pid_verdicts: dict[int, str | None] = {}
+        self._confirmed: set[tuple[str, int]] = set()
         self.splitter = LineSplitter(server.max_line_bytes)
         self.decoder = self._decoder(self.source.removeprefix("socket:"))
         self._out = bytearray()
@@ -356,9 +366,26 @@ class Connection:
             if len(self._pid_verdicts) < 256:
                 self._pid_verdicts[pid] = verdict
         if verdict is None:
+            self._confirm(event.session, pid)
             return None
         event.meta["claimed_pid"], event.pid = pid, None
         return Problem(self.source, event.line, f"{verdict}; it will not be used to stop this session")
+
+    def _confirm(self, session: str, pid: int) -> None:
+        """Tell the hub the agent proved ``pid`` its own: it is the connecting
+        process (kernel-given credentials), an ancestor or a child of it, and the
+        peer runs as the monitor's user.  Not when the peer was gone before we could look."""
+        if not self.peer_namespace_ok or self.peer_uid not in (os.getuid(), 0):
+            return
+        if (session, pid) in self._confirmed or len(self._confirmed) >= 256:
+            return
+        identity = ProcessIdentity.capture(pid)
+        if identity is None:
+            return
+        self._confirmed.add((session, pid))
+        how = (f"socket peer credentials (the connecting {'hook' if self.hook else 'process'} is "
+               f"pid {self.peer_pid}, uid {self.peer_uid})")
+        self.server.hub.confirm_pid(session, identity, how)
 
     def _judge_pid(self, pid: int) -> str | None:
         """None if ``pid`` is trusted, else why not."""
