@@ -16,8 +16,10 @@ SIGKILL.  Nothing here imports Textual.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
+import stat
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -75,6 +77,48 @@ def inbox_path(log_path: str | Path) -> Path:
     return log.with_name(log.name + INBOX_SUFFIX)
 
 
+#: Never follow a link, never wait for a FIFO's reader, never become a terminal's owner.
+_INBOX_FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def open_inbox(path: Path) -> tuple[int | None, str]:
+    """A descriptor to append to ``path``, or (None, why not).
+
+    Accepts only a regular file of the monitor's user with one link (or
+    creates one, 0600).  A symlink is refused by ``O_NOFOLLOW`` (ELOOP); a
+    FIFO or device by ``O_NONBLOCK`` (ENXIO without a reader) or the
+    ``fstat`` after opening; a hard link by the link count, so a write never
+    lands in another file or blocks the monitor.
+    """
+    try:
+        fd = os.open(path, _INBOX_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"refusing inbox {path}: it is a symbolic link"
+        if exc.errno == errno.ENXIO:
+            return None, f"refusing inbox {path}: it is a FIFO or socket, not a regular file"
+        return None, f"cannot open inbox {path}: {exc.strerror or exc}"
+    try:
+        info = os.fstat(fd)
+        why = ""
+        if not stat.S_ISREG(info.st_mode):
+            why = "it is not a regular file"
+        elif info.st_uid != os.getuid():
+            why = f"it belongs to uid {info.st_uid}, not to the monitor's user (uid {os.getuid()})"
+        elif info.st_nlink != 1:
+            why = f"it has {info.st_nlink} hard links (it could be another file)"
+        if why:
+            os.close(fd)
+            return None, f"refusing inbox {path}: {why}"
+        # Writes go straight to a regular file; blocking mode keeps short writes rare.
+        os.set_blocking(fd, True)
+    except OSError as exc:
+        os.close(fd)
+        return None, f"cannot check inbox {path}: {exc.strerror or exc}"
+    return fd, ""
+
+
 class InboxChannel:
     """Appends control messages to ``<log>.inbox.jsonl`` next to a native log.
 
@@ -94,10 +138,9 @@ class InboxChannel:
     def append(self, message: dict) -> Outcome:
         """The blocking write; :meth:`send` is the async face of it."""
         data = encode_line(message)
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        except OSError as exc:
-            return Outcome(FAILED, f"cannot open inbox {self.path}: {exc.strerror or exc}")
+        fd, problem = open_inbox(self.path)
+        if fd is None:
+            return Outcome(FAILED, problem)
         try:
             written = os.write(fd, data)
             if written != len(data):

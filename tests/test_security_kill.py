@@ -28,24 +28,7 @@ from monitor.hub import ActionFinished, Hub
 from monitor.sources.files import FileSource
 from monitor.sources.paths import StartPolicy
 from monitor.sources.sockets import SocketServer
-
-SLEEPER = "import time; time.sleep(120)"
-DEADLINE = 20.0
-
-
-def loop_lines(session: str, ts: float, n: int = 12, pid: int | None = None) -> str:
-    """A session start naming ``pid`` then ``n`` identical failing calls (terminate level by 10)."""
-    start = {"type": "session_start", "session": session, "ts": ts, "agent": "a"}
-    if pid is not None:
-        start["pid"] = pid
-    out = [json.dumps(start)]
-    for i in range(n):
-        out.append(json.dumps({"type": "tool_call", "session": session, "ts": ts + i, "id": f"c{i}",
-                               "name": "bash", "args": {"cmd": "ls /nope"}}))
-        out.append(json.dumps({"type": "tool_result", "session": session, "ts": ts + i + 0.5,
-                               "id": f"c{i}", "content": "ls: /nope: no such file", "is_error": True}))
-    return "\n".join(out) + "\n"
-
+from tests.securitykit import DEADLINE, SLEEPER, loop_lines, until
 
 @pytest.fixture
 def victims():
@@ -86,14 +69,6 @@ async def monitor():
     for hub, source in running:
         await source.stop()
         await hub.stop()
-
-
-async def until(predicate, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def created(proc: subprocess.Popen) -> float:
