@@ -57,10 +57,10 @@ def user_data_dir() -> Path:
 
 
 def default_socket_path() -> Path:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
-        return Path(runtime) / "loopwatch.sock"
-    return Path(f"/tmp/loopwatch-{os.getuid()}") / "loopwatch.sock"
+    """See :func:`monitor.localsock.default_socket_path`."""
+    from monitor.localsock import default_socket_path as default
+
+    return default()
 
 
 @dataclass(frozen=True)

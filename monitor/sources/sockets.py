@@ -38,6 +38,7 @@ from monitor.config import Config, default_socket_path
 from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
 from monitor.hub import DetectionRaised
+from monitor.localsock import ensure_private_dir, in_shared_dir
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
 
 if TYPE_CHECKING:
@@ -145,16 +146,16 @@ class SocketServer:
     # -- the Unix socket file --------------------------------------------------------------
 
     def _prepare_dir(self) -> None:
+        """The socket's directory: one in a shared directory (the default
+        ``/tmp/loopwatch-<uid>``) is created 0700 and checked with ``lstat``
+        (ours, private, not a link); it is never ``chmod``-ed or followed."""
         parent = self.unix_path.parent
-        if not parent.exists():
+        if in_shared_dir(parent):
+            problem = ensure_private_dir(parent)
+            if problem is not None:
+                raise SocketError(problem)
+        elif not parent.exists():
             parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        elif parent == default_socket_path().parent and parent != Path(os.environ.get("XDG_RUNTIME_DIR") or "/nonexistent"):
-            # /tmp/loopwatch-<uid> could have been planted by another user.
-            info = parent.stat()
-            if info.st_uid != os.getuid():
-                raise SocketError(f"{parent} belongs to uid {info.st_uid}, not to you; refusing to use it")
-            if info.st_mode & 0o077:
-                parent.chmod(0o700)
 
     def _bind_unix(self) -> socket.socket:
         path = self.unix_path
