@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import os
 import socket
 import struct
@@ -45,8 +46,6 @@ log = logging.getLogger("loopwatch.sockets")
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
 READ_CHUNK = 32 * 1024
-#: A TCP client must authenticate within this many seconds.
-HELLO_TIMEOUT = 10.0
 #: How long a control message may wait for the agent to read its socket.
 SEND_TIMEOUT = 2.0
 #: Non-essential pushes (detections, error replies) are dropped, not queued,
@@ -133,6 +132,10 @@ class Connection:
         self._write_error: str | None = None
         self._drained: list[asyncio.Future] = []
         self._slot = False  # holding one of the server's ingest slots
+        # Before its hello a TCP client gets a deadline counted from now (no
+        # read extends it) and a few bytes, however slowly they trickle in.
+        self.hello_deadline = self.loop.time() + min(server.hello_timeout, server.idle_timeout or math.inf)
+        self.preauth_read = 0
 
     def _decoder(self, default_session: str) -> LineDecoder:
         return LineDecoder(self.source, fmt="native", session=default_session,
@@ -249,24 +252,33 @@ class Connection:
         """
         server = self.server
         while not self.closed:
-            timeout = server.idle_timeout if self.authed else min(HELLO_TIMEOUT, server.idle_timeout)
+            if self.authed:
+                timeout = server.idle_timeout
+            else:
+                timeout = self.hello_deadline - self.loop.time()
+                if timeout <= 0 or self.preauth_read >= server.preauth_bytes:
+                    await self.refuse(self.splitter.lineno, self._preauth_failure())
+                    return
             try:
                 await self._readable(timeout)
             except TimeoutError:
                 if not self.authed:  # a refusal: logged like the others
-                    await self.refuse(self.splitter.lineno, f"no hello with a valid token within {timeout:g}s")
+                    await self.refuse(self.splitter.lineno, self._preauth_failure())
                 else:  # an agent gone quiet is not bad input: tell it, and log it quietly
                     self.error(self.splitter.lineno, f"idle for {timeout:g}s; closing the connection")
                     log.info("%s: idle for %gs; closed", self.source, timeout)
                 return
             await self._take_slot()
             try:
+                size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
                 try:
-                    chunk = self.sock.recv(READ_CHUNK)
+                    chunk = self.sock.recv(size)
                 except (BlockingIOError, InterruptedError):
                     continue  # woken without data after all
                 except OSError:
                     chunk = b""
+                if not self.authed:
+                    self.preauth_read += len(chunk)
                 lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
                 if lines and not await self.handle_lines(lines, at_eof=not chunk):
                     return
@@ -274,6 +286,13 @@ class Connection:
                     return
             finally:
                 self._give_slot()
+
+    def _preauth_failure(self) -> str:
+        server = self.server
+        if self.preauth_read >= server.preauth_bytes:
+            return f"no hello with a valid token in the first {server.preauth_bytes} bytes"
+        limit = min(server.hello_timeout, server.idle_timeout or math.inf)
+        return f"no hello with a valid token within {limit:g}s of connecting"
 
     async def _readable(self, timeout: float) -> None:
         """Wait until the socket has data or EOF; TimeoutError after ``timeout`` (0: never)."""

@@ -95,6 +95,9 @@ class SocketServer:
             raise SocketError(f"TCP listening needs a token: pass --token or set {TOKEN_ENV}")
         self.max_line_bytes = settings.max_line_bytes
         self.max_connections = settings.max_connections
+        self.hello_timeout = settings.hello_timeout_seconds
+        self.max_unauthenticated = settings.max_unauthenticated
+        self.preauth_bytes = max(256, settings.preauth_bytes)
         self.idle_timeout = settings.idle_timeout_seconds
         self.tcp_address: tuple[str, int] | None = None
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
@@ -239,8 +242,9 @@ class SocketServer:
         self._numbers += 1
         connection = Connection(self, sock, self._numbers, tcp)
         try:
-            if len(self.connections) >= self.max_connections:
-                await connection.refuse(0, f"too many connections (the limit is {self.max_connections})")
+            refusal = self._over_limit(tcp)
+            if refusal:
+                await connection.refuse(0, refusal)
                 return
             self.connections.add(connection)
             await connection.run()
@@ -255,6 +259,22 @@ class SocketServer:
                 if channel is not None and channel.connection is connection:
                     del self.socket_channels[session]
             await connection.close()
+
+    def _over_limit(self, tcp: bool) -> str:
+        """Why a new connection must be refused ("" if it may come in).  Unix and
+        TCP connections have caps of their own, and TCP clients that have not
+        said hello yet a smaller one, so strangers on the network can never
+        lock local agents and hooks out."""
+        same = sum(1 for c in self.connections if c.tcp == tcp)
+        if same >= self.max_connections:
+            kind = "TCP" if tcp else "Unix-socket"
+            return f"too many connections (the limit is {self.max_connections} {kind} connections)"
+        if tcp:
+            waiting = sum(1 for c in self.connections if c.tcp and not c.authed)
+            if waiting >= self.max_unauthenticated:
+                return (f"too many TCP connections without a hello "
+                        f"(the limit is {self.max_unauthenticated})")
+        return ""
 
     # -- channels -----------------------------------------------------------------------
 
