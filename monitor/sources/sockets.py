@@ -92,7 +92,7 @@ class SocketServer:
         self.listen = listen if listen is not None else (settings.listen or None)
         self.token = token or os.environ.get(TOKEN_ENV) or ""
         if self.listen and not self.token:
-            raise SocketError(f"TCP listening needs a token: pass --token or set {TOKEN_ENV}")
+            raise SocketError(f"TCP listening needs a token: use --token-file PATH or set {TOKEN_ENV}")
         self.max_line_bytes = settings.max_line_bytes
         self.max_connections = settings.max_connections
         self.hello_timeout = settings.hello_timeout_seconds
