@@ -238,7 +238,12 @@ def _proc_uid(pid: int) -> int | None:
 
 
 def _boot_time() -> float:
-    """When the machine booted (epoch seconds), as psutil computes it."""
+    """When the machine booted, in epoch seconds on today's clock: /proc start
+    times count ticks of CLOCK_BOOTTIME, so this is exact to a tick (psutil's
+    boot time is whole seconds)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if clock is not None:
+        return time.time() - time.clock_gettime(clock)
     import psutil
 
     return psutil.boot_time()

@@ -194,3 +194,48 @@ async def test_auto_kill_signals_a_pid_the_agent_confirmed_over_its_socket(tmp_p
                 agent.kill()
                 agent.wait()
     await hub.stop()
+
+
+def _spawn_with_pid(pid: int) -> subprocess.Popen | None:
+    """A new sleeper given exactly ``pid`` (root: ``ns_last_pid``); None if the kernel would not."""
+    for _ in range(50):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+        except OSError:
+            return None
+        proc = subprocess.Popen([sys.executable, "-c", SLEEPER])
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+async def test_a_really_reused_pid_is_not_killed_live_or_after_a_replay(tmp_path, monkeypatch, monitor):
+    """The agent exits, the kernel gives its pid to a new process (forced with ns_last_pid):
+    the running monitor refuses (start time changed), and a monitor started afterwards that
+    replays the old log refuses too (the process is younger than the records naming it).
+
+    The records here carry exact times, so the slack kept for whole-second timestamps is 0."""
+    monkeypatch.setattr("monitor.control.START_SLACK_SECONDS", 0.0)
+    agent = subprocess.Popen([sys.executable, "-c", SLEEPER])
+    log = tmp_path / "agent.jsonl"
+    log.write_text(loop_lines("agent", time.time(), n=2, pid=agent.pid))
+    live, _ = await monitor([log])
+    assert live.session("agent").kill == ""
+    agent.kill()
+    agent.wait()
+    newcomer = _spawn_with_pid(agent.pid)
+    if newcomer is None:
+        pytest.skip("cannot force pid reuse here (needs root and a writable /proc/sys/kernel/ns_last_pid)")
+    try:
+        record = await live.act("kill", "agent")
+        assert record.outcome == "refused" and "reused" in record.detail
+        replay, _ = await monitor([log])
+        record = await replay.act("kill", "agent")
+        assert record.outcome == "refused" and "reused pid or a replayed log" in record.detail
+        assert newcomer.poll() is None
+    finally:
+        newcomer.kill()
+        newcomer.wait()
