@@ -89,6 +89,61 @@ def peer_pid(sock: socket.socket) -> int | None:
     return credentials[0] if credentials else None
 
 
+class PeerPids:
+    """What the kernel says about a Unix-socket peer, and the pids it may report.
+
+    ``judge`` says whether a reported pid may name the agent's process (the
+    peer, an ancestor or a child, in our pid namespace); ``confirmation`` is
+    what the hub needs to treat it as confirmed by the agent (what
+    ``auto_kill`` requires): the peer's credentials were read while it ran,
+    and it runs as our user.
+    """
+
+    def __init__(self, pid: int | None, uid: int | None):
+        self.pid = pid
+        self.uid = uid
+        self.family: frozenset[int] = frozenset()
+        self.namespace_ok: bool | None = None
+        if pid:
+            self.namespace_ok = same_pid_namespace(pid)
+            if self.namespace_ok:
+                self.family = frozenset([pid, *ancestors(pid)])
+        self._verdicts: dict[int, str | None] = {}
+        self._confirmed: set[tuple[str, int]] = set()
+
+    def judge(self, pid: int) -> str | None:
+        """None if ``pid`` is trusted, else why not (remembered for 256 pids)."""
+        verdict = self._verdicts.get(pid, "")
+        if verdict == "":
+            verdict = self._judge(pid)
+            if len(self._verdicts) < 256:
+                self._verdicts[pid] = verdict
+        return verdict
+
+    def _judge(self, pid: int) -> str | None:
+        if self.namespace_ok is None:
+            return None  # the peer is unknown or gone: the kill-time checks still apply
+        if not self.namespace_ok:
+            return f"pid {pid} comes from a process in another pid namespace (a container?)"
+        if pid in self.family or self.pid in ancestors(pid):
+            return None
+        return (f"pid {pid} is not the connecting process (pid {self.pid}), "
+                f"one of its ancestors or one of its children")
+
+    def confirmation(self, session: str, pid: int, what: str) -> tuple[ProcessIdentity, str] | None:
+        """(identity, how) the first time a judged pid of ``session`` counts as
+        confirmed by the agent; None when it does not (or was already sent)."""
+        if not self.namespace_ok or self.uid not in (os.getuid(), 0):
+            return None  # the peer left before we could look, or is not our user
+        if (session, pid) in self._confirmed or len(self._confirmed) >= 256:
+            return None
+        identity = ProcessIdentity.capture(pid)
+        if identity is None:
+            return None
+        self._confirmed.add((session, pid))
+        return identity, f"socket peer credentials (the connecting {what} is pid {self.pid}, uid {self.uid})"
+
+
 class Connection:
     """One client connection: reads events, writes control messages."""
 
@@ -104,7 +159,7 @@ class Connection:
         self.sessions: set[str] = set()
         self.pushes_dropped = 0
         self.peer_pid: int | None = None
-        self.peer_uid: int | None = None
+        peer_uid: int | None = None
         if tcp:
             try:
                 host, port = sock.getpeername()[:2]
@@ -112,19 +167,12 @@ class Connection:
                 host, port = "?", 0
             self.source = f"socket:{host}:{port}"
         else:
-            self.peer_pid, self.peer_uid = peer_credentials(sock) or (None, None)
+            self.peer_pid, peer_uid = peer_credentials(sock) or (None, None)
             tag = f"pid{self.peer_pid}" if self.peer_pid else "unix"
             self.source = f"socket:{tag}#{number}"
         # Who is connecting, read now while the peer surely runs (a hook may
         # exit before its lines are processed): used to vet reported pids.
-        self.peer_family: frozenset[int] = frozenset()
-        self.peer_namespace_ok: bool | None = None
-        if self.peer_pid:
-            self.peer_namespace_ok = same_pid_namespace(self.peer_pid)
-            if self.peer_namespace_ok:
-                self.peer_family = frozenset([self.peer_pid, *ancestors(self.peer_pid)])
-        self._pid_verdicts: dict[int, str | None] = {}
-        self._confirmed: set[tuple[str, int]] = set()
+        self.peer = PeerPids(self.peer_pid, peer_uid)
         self.splitter = LineSplitter(server.max_line_bytes)
         self.decoder = self._decoder(self.source.removeprefix("socket:"))
         self._out = bytearray()
@@ -374,48 +422,20 @@ class Connection:
         orchestrator's agents).  A TCP client's pid names a process on another
         machine; one from another pid namespace (a container) names a
         different process here.  Those move to ``meta`` and are never used.
+        A pid the peer's credentials prove is confirmed to the hub.
         """
         pid = event.pid
         if self.tcp:
             event.meta["remote_pid"], event.pid = pid, None
             return None
-        verdict = self._pid_verdicts.get(pid, "")
-        if verdict == "":
-            verdict = self._judge_pid(pid)
-            if len(self._pid_verdicts) < 256:
-                self._pid_verdicts[pid] = verdict
+        verdict = self.peer.judge(pid)
         if verdict is None:
-            self._confirm(event.session, pid)
+            how = self.peer.confirmation(event.session, pid, "hook" if self.hook else "process")
+            if how is not None:
+                self.server.hub.confirm_pid(event.session, *how)
             return None
         event.meta["claimed_pid"], event.pid = pid, None
         return Problem(self.source, event.line, f"{verdict}; it will not be used to stop this session")
-
-    def _confirm(self, session: str, pid: int) -> None:
-        """Tell the hub the agent proved ``pid`` its own: it is the connecting
-        process (kernel-given credentials), an ancestor or a child of it, and the
-        peer runs as the monitor's user.  Not when the peer was gone before we could look."""
-        if not self.peer_namespace_ok or self.peer_uid not in (os.getuid(), 0):
-            return
-        if (session, pid) in self._confirmed or len(self._confirmed) >= 256:
-            return
-        identity = ProcessIdentity.capture(pid)
-        if identity is None:
-            return
-        self._confirmed.add((session, pid))
-        how = (f"socket peer credentials (the connecting {'hook' if self.hook else 'process'} is "
-               f"pid {self.peer_pid}, uid {self.peer_uid})")
-        self.server.hub.confirm_pid(session, identity, how)
-
-    def _judge_pid(self, pid: int) -> str | None:
-        """None if ``pid`` is trusted, else why not."""
-        if self.peer_namespace_ok is None:
-            return None  # the peer is unknown or gone: the kill-time checks still apply
-        if not self.peer_namespace_ok:
-            return f"pid {pid} comes from a process in another pid namespace (a container?)"
-        if pid in self.peer_family or self.peer_pid in ancestors(pid):
-            return None
-        return (f"pid {pid} is not the connecting process (pid {self.peer_pid}), "
-                f"one of its ancestors or one of its children")
 
     async def submit(self, events: list[Event], problems: list[Problem]) -> None:
         if not events and not problems:
