@@ -22,7 +22,7 @@ import signal
 import stat
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -265,8 +265,9 @@ class ProcessIdentity:
     start_time: float
     uid: int
     cmdline: str
-    #: Wall-clock creation time (epoch seconds, psutil's), to compare with record times.
-    created: float = 0.0
+    #: Wall-clock creation time (epoch seconds), to compare with record times.
+    #: Not part of the identity: derived from the clock each time it is read.
+    created: float = field(default=0.0, compare=False)
 
     @classmethod
     def capture(cls, pid: int) -> ProcessIdentity | None:
