@@ -43,6 +43,7 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import orjson
 
 from monitor.config import default_socket_path
+from monitor.localsock import listener_problem, socket_dir_problem
 from monitor.control import inbox_path
 from monitor.framing import LineSplitter
 
@@ -146,6 +147,7 @@ class LoopwatchClient(_EventHelpers):
         address = address if address is not None else (os.environ.get(ADDRESS_ENV) or None)
         self.address: tuple[str, int] | None = None
         self.unusable: str | None = None  # why this client can never connect
+        self.listener_refused: str | None = None  # why the socket found was not trusted
         if address:
             try:
                 self.address = _parse_address(address)
@@ -318,17 +320,32 @@ class LoopwatchClient(_EventHelpers):
                 sock = socket.create_connection(self.address, timeout=self.connect_timeout)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             else:
+                problem = socket_dir_problem(self.socket_path)
+                if problem is not None:
+                    self._refuse_listener(problem)
+                    return None
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.settimeout(self.connect_timeout)
                 try:
                     sock.connect(os.fspath(self.socket_path))
+                    problem = listener_problem(sock)
                 except OSError:
                     sock.close()
                     raise
+                if problem is not None:  # not the user's monitor: send it nothing
+                    sock.close()
+                    self._refuse_listener(problem)
+                    return None
         except OSError:
             return None
         sock.setblocking(False)
         return sock
+
+    def _refuse_listener(self, problem: str) -> None:
+        """Say once why the socket is not used; keep retrying (the owner may fix it)."""
+        if self.listener_refused != problem:
+            self.listener_refused = problem
+            log.warning("loopwatch: not connecting to %s: %s", self.socket_path, problem)
 
     def _hello(self) -> bytes:
         hello: dict[str, Any] = {"type": "hello", "agent": self.agent, "session": self.session,

@@ -57,10 +57,10 @@ def user_data_dir() -> Path:
 
 
 def default_socket_path() -> Path:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
-        return Path(runtime) / "loopwatch.sock"
-    return Path(f"/tmp/loopwatch-{os.getuid()}") / "loopwatch.sock"
+    """See :func:`monitor.localsock.default_socket_path`."""
+    from monitor.localsock import default_socket_path as default
+
+    return default()
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,12 @@ class SourceSettings:
     from_start: bool = False
     idle_timeout_seconds: float = 1800.0
     max_line_bytes: int = 1_048_576
-    max_connections: int = 256
+    max_connections: int = 256  # each for Unix-socket and for TCP: TCP never takes a local agent's place
+    #: TCP before a valid hello: an absolute deadline from accept (not reset by
+    #: reads), a cap of its own and at most this many bytes buffered.
+    hello_timeout_seconds: float = 10.0
+    max_unauthenticated: int = 32
+    preauth_bytes: int = 65536
 
 
 @dataclass(frozen=True)

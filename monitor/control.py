@@ -16,11 +16,13 @@ SIGKILL.  Nothing here imports Textual.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
+import stat
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -75,6 +77,48 @@ def inbox_path(log_path: str | Path) -> Path:
     return log.with_name(log.name + INBOX_SUFFIX)
 
 
+#: Never follow a link, never wait for a FIFO's reader, never become a terminal's owner.
+_INBOX_FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def open_inbox(path: Path) -> tuple[int | None, str]:
+    """A descriptor to append to ``path``, or (None, why not).
+
+    Accepts only a regular file of the monitor's user with one link (or
+    creates one, 0600).  A symlink is refused by ``O_NOFOLLOW`` (ELOOP); a
+    FIFO or device by ``O_NONBLOCK`` (ENXIO without a reader) or the
+    ``fstat`` after opening; a hard link by the link count, so a write never
+    lands in another file or blocks the monitor.
+    """
+    try:
+        fd = os.open(path, _INBOX_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"refusing inbox {path}: it is a symbolic link"
+        if exc.errno == errno.ENXIO:
+            return None, f"refusing inbox {path}: it is a FIFO or socket, not a regular file"
+        return None, f"cannot open inbox {path}: {exc.strerror or exc}"
+    try:
+        info = os.fstat(fd)
+        why = ""
+        if not stat.S_ISREG(info.st_mode):
+            why = "it is not a regular file"
+        elif info.st_uid != os.getuid():
+            why = f"it belongs to uid {info.st_uid}, not to the monitor's user (uid {os.getuid()})"
+        elif info.st_nlink != 1:
+            why = f"it has {info.st_nlink} hard links (it could be another file)"
+        if why:
+            os.close(fd)
+            return None, f"refusing inbox {path}: {why}"
+        # Writes go straight to a regular file; blocking mode keeps short writes rare.
+        os.set_blocking(fd, True)
+    except OSError as exc:
+        os.close(fd)
+        return None, f"cannot check inbox {path}: {exc.strerror or exc}"
+    return fd, ""
+
+
 class InboxChannel:
     """Appends control messages to ``<log>.inbox.jsonl`` next to a native log.
 
@@ -94,10 +138,9 @@ class InboxChannel:
     def append(self, message: dict) -> Outcome:
         """The blocking write; :meth:`send` is the async face of it."""
         data = encode_line(message)
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        except OSError as exc:
-            return Outcome(FAILED, f"cannot open inbox {self.path}: {exc.strerror or exc}")
+        fd, problem = open_inbox(self.path)
+        if fd is None:
+            return Outcome(FAILED, problem)
         try:
             written = os.write(fd, data)
             if written != len(data):
@@ -194,6 +237,18 @@ def _proc_uid(pid: int) -> int | None:
     return None
 
 
+def _boot_time() -> float:
+    """When the machine booted, in epoch seconds on today's clock: /proc start
+    times count ticks of CLOCK_BOOTTIME, so this is exact to a tick (psutil's
+    boot time is whole seconds)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if clock is not None:
+        return time.time() - time.clock_gettime(clock)
+    import psutil
+
+    return psutil.boot_time()
+
+
 _HAVE_PROC = os.path.isdir("/proc/self") and _proc_stat(os.getpid()) is not None
 
 
@@ -210,6 +265,9 @@ class ProcessIdentity:
     start_time: float
     uid: int
     cmdline: str
+    #: Wall-clock creation time (epoch seconds), to compare with record times.
+    #: Not part of the identity: derived from the clock each time it is read.
+    created: float = field(default=0.0, compare=False)
 
     @classmethod
     def capture(cls, pid: int) -> ProcessIdentity | None:
@@ -229,13 +287,14 @@ class ProcessIdentity:
             if uid is None:
                 return None
             cmdline = " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
-            return cls(pid, stat[2], uid, cmdline)
+            return cls(pid, stat[2], uid, cmdline, _boot_time() + stat[2])
         import psutil
 
         try:
             proc = psutil.Process(pid)
             with proc.oneshot():
-                return cls(pid, proc.create_time(), proc.uids().real, " ".join(proc.cmdline()))
+                created = proc.create_time()
+                return cls(pid, created, proc.uids().real, " ".join(proc.cmdline()), created)
         except (psutil.Error, OSError):
             return None
 
@@ -340,6 +399,69 @@ def check_killable(identity: ProcessIdentity | None) -> str | None:
     if current.uid != me:
         return f"refusing to kill pid {pid}: it now belongs to uid {current.uid}, not to uid {me}"
     return None
+
+
+#: Clock slack when comparing a process's creation time with a record's time.
+START_SLACK_SECONDS = 1.0
+
+
+def _log_owner_problem(path: str) -> str | None:
+    """None when the log file (and the link to it, if any) belongs to the monitor's user."""
+    me = os.getuid()
+    try:
+        link = os.lstat(path)
+        target = os.stat(path)
+    except OSError as exc:
+        return f"cannot check who owns the log file {path}: {exc.strerror or exc}"
+    for info in (link, target):
+        if info.st_uid != me:
+            return (f"the log file {path} belongs to uid {info.st_uid}, not to the monitor's user "
+                    f"(uid {me}): another user's log cannot name a process to kill")
+    return None
+
+
+@dataclass(frozen=True)
+class PidClaim:
+    """A pid some record named for a session, and what backs the claim.
+
+    ``since`` is the time of the first record that named the pid: the
+    process must have started before it (a reused pid, then a replay of the
+    old log, names a process younger than its records).  ``log_path`` is the
+    log file that named it ("" for sockets and hooks).  ``confirmed`` says how
+    the agent itself proved the pid is its own (socket peer credentials, a
+    hook's parent chain); "" when only a file says so.
+    """
+
+    identity: ProcessIdentity
+    since: float
+    log_path: str = ""
+    confirmed: str = ""
+
+    def refusal(self) -> str | None:
+        """None when the pid may be signalled now; otherwise why not."""
+        reason = check_killable(self.identity)
+        if reason is not None:
+            return reason
+        identity = self.identity
+        if identity.created and identity.created > self.since + START_SLACK_SECONDS:
+            return (f"refusing to kill pid {identity.pid}: the process started "
+                    f"{identity.created - self.since:.1f}s after the first record naming it "
+                    "(a reused pid or a replayed log)")
+        if self.log_path:
+            return _log_owner_problem(self.log_path)
+        return None
+
+    def verified(self) -> list[str]:
+        """What was checked, in words, for the kill dialog."""
+        me = os.getuid()
+        facts = [f"process owned by your user (uid {me}); not pid 1, the monitor or its ancestors",
+                 "same process as when first seen (pid + start time)",
+                 "process started before the first record naming it"]
+        if self.log_path:
+            facts.append(f"log file owned by your user (uid {me})")
+        facts.append(f"confirmed by the agent: {self.confirmed}" if self.confirmed
+                     else "NOT confirmed by the agent: only the log file names this pid")
+        return facts
 
 
 def _open_pidfd(pid: int) -> int | None:

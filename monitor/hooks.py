@@ -373,6 +373,33 @@ class _Deadline:
         return self.end - time.monotonic()
 
 
+def connect_to_monitor(path: Path, timeout: float) -> socket.socket | None:
+    """A connection to the monitor's socket, or None: no monitor listens there, or it
+    may not be ours.  Before anything is sent: a socket directory inside a shared
+    directory (``/tmp``) must be ours, private and not a link, and the listening
+    process must run as our user (``SO_PEERCRED``), or a local user who took the
+    path would read the agent's tool calls and answer in its place."""
+    from monitor.localsock import listener_problem, socket_dir_problem
+
+    problem = socket_dir_problem(path)
+    sock = None
+    if problem is None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(max(timeout, 0.001))
+            sock.connect(os.fspath(path))
+        except OSError:
+            sock.close()
+            return None
+        problem = listener_problem(sock)
+    if problem is not None:
+        if sock is not None:
+            sock.close()
+        print(f"loopwatch hook: not connecting to {path}: {problem}", file=sys.stderr)
+        return None
+    return sock
+
+
 def exchange(call: HookCall, path: Path, timeout: float,
              reached: list[bool] | None = None) -> list[dict[str, Any]]:
     """Send the call's events (and a poll) to the monitor; return the control
@@ -380,14 +407,11 @@ def exchange(call: HookCall, path: Path, timeout: float,
     far.  ``reached`` (if given) gets True appended once the monitor took the
     call's events."""
     deadline = _Deadline(timeout)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     messages: list[dict[str, Any]] = []
+    sock = connect_to_monitor(path, deadline.left())
+    if sock is None:
+        return messages  # no monitor (or not ours): nothing to forward, nothing to answer
     try:
-        sock.settimeout(max(deadline.left(), 0.001))
-        try:
-            sock.connect(os.fspath(path))
-        except OSError:
-            return messages  # no monitor running: nothing to forward, nothing to answer
         lines = [{"type": "hello", "agent": call.agent, "origin": "hook", "session": call.session},
                  *call.events]
         if call.answerable:

@@ -26,8 +26,8 @@ import getpass
 import logging
 import os
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from monitor.config import Config
@@ -213,6 +213,7 @@ class _Session:
     status: str = "live"
     channel: Any = None
     identity: Any = None
+    claim: Any = None  # monitor.control.PidClaim: the pid, and what backs it
     kill_reason: str = "no process id is known for this session"
     muted: set[str] = field(default_factory=set)
     last_detection: Detection | None = None
@@ -369,6 +370,8 @@ class Hub:
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
         self._sessions: dict[str, _Session] = {}
         self._channels: dict[str, Any] = {}  # registered before the session was seen
+        #: Pids the agents proved their own (socket peer credentials), by session.
+        self._proofs: OrderedDict[str, tuple[Any, str]] = OrderedDict()
         self._subscribers: list[tuple[Callable[[object], None], tuple[type, ...] | None]] = []
         self._worker: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
@@ -481,6 +484,27 @@ class Hub:
             state.origin = origin
         self._touch(state)
 
+    def confirm_pid(self, session: str, identity: Any, how: str) -> None:
+        """The agent of ``session`` proved ``identity`` is its process (``how``, in
+        words): the only kind of pid ``auto_kill`` signals.  A log file alone never confirms."""
+        self._proofs[session] = (identity, how)
+        self._proofs.move_to_end(session)
+        while len(self._proofs) > 4 * MAX_CLOSED_SESSIONS:
+            self._proofs.popitem(last=False)
+        state = self._sessions.get(session)
+        if state is not None and state.claim is not None and not state.claim.confirmed:
+            self._confirm(state)
+
+    def _confirm(self, state: _Session) -> None:
+        proof = self._proofs.get(state.id)
+        claim = state.claim
+        if proof is None or claim is None:
+            return
+        identity, how = proof
+        if identity.pid == claim.identity.pid and identity.start_time == claim.identity.start_time:
+            state.claim = replace(claim, confirmed=how)
+            self._touch(state)
+
     # -- subscribers ---------------------------------------------------------------------------
 
     def subscribe(self, callback: Callable[[object], None],
@@ -564,14 +588,12 @@ class Hub:
         if state is None:
             return f"unknown session {session!r}"
         grace = self.config.control.kill_grace_seconds
-        if state.identity is not None:
-            try:
-                from monitor.control import check_killable
-            except ImportError:
-                return "process control is not available"
-            reason = check_killable(state.identity)
+        if state.claim is not None:
+            reason = state.claim.refusal()
             if reason is None:
-                return f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s"
+                checks = "\n".join(f"  {fact}" for fact in state.claim.verified())
+                return (f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
+                        f"Verified:\n{checks}")
             return reason
         if state.channel is not None:
             return (f"{state.kill_reason}; a kill request will be sent to the agent "
@@ -697,14 +719,16 @@ class Hub:
             state.parent = event.parent
         if event.pid is not None and event.pid != state.pid:
             state.pid = event.pid
-            self._capture(state, event.pid)
+            self._capture(state, event)
         self._touch(state)
 
-    def _capture(self, state: _Session, pid: int) -> None:
-        """Remember who ``pid`` is now, so that a later kill can check it is still them."""
-        state.identity = None
+    def _capture(self, state: _Session, event: Event) -> None:
+        """Remember who the event's pid is now, so that a later kill can check it
+        is still them, and what backs the claim (see :class:`~monitor.control.PidClaim`)."""
+        state.identity = state.claim = None
+        pid = event.pid
         try:
-            from monitor.control import ProcessIdentity, check_killable
+            from monitor.control import PidClaim, ProcessIdentity
         except ImportError:
             state.kill_reason = "process control is not available"
             return
@@ -712,9 +736,12 @@ class Hub:
         if identity is None:
             state.kill_reason = f"pid {pid} is not running on this machine"
             return
-        reason = check_killable(identity)
+        source = event.source
+        from_file = bool(source) and _origin_of(source, None) == "file"
+        state.claim = PidClaim(identity, since=event.ts, log_path=source if from_file else "")
         state.identity = identity
-        state.kill_reason = reason or ""
+        self._confirm(state)
+        state.kill_reason = state.claim.refusal() or ""
 
     def _close(self, state: _Session, status: str) -> None:
         """Free the session's detector state; keep its snapshot."""
@@ -920,7 +947,8 @@ class Hub:
             self._next_action_id += 1
             action_id = self._next_action_id
         try:
-            status, outcome_detail = await self._carry_out(kind, session, state, text, detection, detector)
+            status, outcome_detail = await self._carry_out(kind, session, state, text, detection, detector,
+                                                           auto=who == AUTO_WHO)
         except Exception as exc:
             log.exception("action %s on %s failed", kind, session)
             status, outcome_detail = "failed", f"{type(exc).__name__}: {exc}"
@@ -952,7 +980,8 @@ class Hub:
         return None
 
     async def _carry_out(self, kind: str, session: str, state: _Session | None, text: str | None,
-                         detection: Detection | None, detector: str | None) -> tuple[str, str]:
+                         detection: Detection | None, detector: str | None,
+                         auto: bool = False) -> tuple[str, str]:
         if state is None:
             return "failed", f"unknown session {session!r}"
         policy = self.engine.policy
@@ -975,7 +1004,7 @@ class Hub:
                                        "sessions, hook sessions and native-format log files can be reached)")
             return await self._send(state, "inject", text=text)
         if kind == "kill":
-            return await self._kill(state)
+            return await self._kill(state, auto=auto)
         if kind == "false_positive":
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
@@ -996,19 +1025,27 @@ class Hub:
         outcome = await state.channel.send(control_message(kind, state.id, **fields))
         return outcome.status, outcome.detail
 
-    async def _kill(self, state: _Session) -> tuple[str, str]:
-        if state.identity is None:
+    async def _kill(self, state: _Session, auto: bool = False) -> tuple[str, str]:
+        claim = state.claim
+        if claim is not None:
+            reason = claim.refusal()
+            if reason is not None:
+                return "refused", reason
+        unconfirmed = auto and claim is not None and not claim.confirmed
+        if claim is None or unconfirmed:
+            reason = state.kill_reason
+            if unconfirmed:
+                reason = (f"auto_kill signals only a pid the agent confirmed itself (socket peer "
+                          f"credentials or a hook); pid {claim.identity.pid} is named by "
+                          f"{claim.log_path or 'a record'} only")
             if state.channel is not None:
                 status, detail = await self._send(state, "kill")
-                return status, f"{state.kill_reason}; asked the agent to stop instead: {detail}"
-            return "refused", state.kill_reason
+                return status, f"{reason}; asked the agent to stop instead: {detail}"
+            return "refused", reason
         try:
-            from monitor.control import check_killable, terminate
+            from monitor.control import terminate
         except ImportError:
             return "unsupported", "process control is not available"
-        reason = check_killable(state.identity)
-        if reason is not None:
-            return "refused", reason
         if state.channel is not None:  # tell the agent why, best effort, before the signal
             try:
                 await asyncio.wait_for(self._send(state, "kill"), 1.0)

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import sys
+import time
 
 import pytest
 
@@ -329,11 +330,13 @@ async def test_kill_terminates_the_sessions_process(config, store, hub_factory):
     agent = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(120)")
     try:
         hub = await hub_factory(config, store)
-        await hub.submit([Event(Kind.SESSION_START, "s", T0, agent="sleepy", pid=agent.pid)])
+        # A record newer than the process: one older than it would name a reused pid.
+        await hub.submit([Event(Kind.SESSION_START, "s", time.time(), agent="sleepy", pid=agent.pid)])
         await hub.join()
         info = hub.session("s")
         assert info.pid == agent.pid and info.kill == ""
         assert hub.describe_kill("s").startswith(f"SIGTERM pid {agent.pid}")
+        assert "NOT confirmed by the agent" in hub.describe_kill("s")
         record = await hub.act("kill", "s")
         assert record.outcome == "delivered", record.detail
         assert await asyncio.wait_for(agent.wait(), 10) != 0

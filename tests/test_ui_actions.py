@@ -50,8 +50,8 @@ sys.exit(3)
 SLEEPER = "import time; time.sleep(120)"
 
 
-def looping_session(session: str, log: Path, pid: int | None = None) -> list:
-    script = ScriptedSession(session, "test-agent", T0, str(log), pid=pid)
+def looping_session(session: str, log: Path, pid: int | None = None, start: float = T0) -> list:
+    script = ScriptedSession(session, "test-agent", start, str(log), pid=pid)
     for _ in range(4):
         script.call("bash", {"command": "ls /nope"}, "ls: cannot access '/nope'", error=True)
     return script.events
@@ -174,7 +174,10 @@ async def test_kill_signals_the_real_process(tmp_path, spawn, utc):
     """k shows pid and command line; y kills the process; the row and the UI say so."""
     victim = spawn("-c", SLEEPER)
     log = tmp_path / "logs" / "victim.jsonl"
-    app = make_app(tmp_path, looping_session("victim", log, pid=victim.pid))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.touch()  # a pid is trusted only from a log file of the monitor's user...
+    # ...in records newer than the process (older ones would name a reused pid)
+    app = make_app(tmp_path, looping_session("victim", log, pid=victim.pid, start=time.time()))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.press("k")
@@ -185,6 +188,7 @@ async def test_kill_signals_the_real_process(tmp_path, spawn, utc):
         # The command line is shown (shortened to fit, so only its start is
         # certain: the interpreter path varies with where the repo lives).
         assert "python" in modal.describe
+        assert "Verified:" in modal.describe and "NOT confirmed by the agent" in modal.describe
         await pilot.press("y")
         await settle(pilot)
         await until(pilot, lambda: victim.poll() is not None, "the process to end")

@@ -14,8 +14,10 @@ import asyncio
 import dataclasses
 import os
 import signal
+import stat
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
@@ -49,7 +51,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help="Unix socket for agents (default: in the runtime dir)")
     parser.add_argument("--no-socket", action="store_true", help="do not accept agent connections")
     parser.add_argument("--listen", metavar="HOST:PORT", help="also accept agents over TCP (needs a token)")
-    parser.add_argument("--token", metavar="T", help="TCP and OTLP token (default: $LOOPWATCH_TOKEN)")
+    parser.add_argument("--token-file", metavar="PATH",
+                        help="read the TCP and OTLP token from this file (mode 0600); default: $LOOPWATCH_TOKEN")
+    parser.add_argument("--token", metavar="T",
+                        help="TCP and OTLP token on the command line (deprecated: visible to every user in ps)")
     parser.add_argument("--otlp", nargs="?", const="127.0.0.1:4318", metavar="[HOST:]PORT",
                         help="also receive OpenTelemetry (OTLP/HTTP /v1/logs and /v1/traces) from agents "
                              "or a Collector (default 127.0.0.1:4318; other hosts need the token)")
@@ -58,6 +63,49 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
     parser.add_argument("--no-db", action="store_true", help="record nothing")
     add_config_options(parser)
+
+
+# -- the TCP token ------------------------------------------------------------------------------
+
+
+class TokenError(ValueError):
+    """The TCP token cannot be read safely."""
+
+
+def resolve_token(token: str | None, token_file: str | None, err: TextIO) -> str | None:
+    """The TCP token from ``--token-file``, ``$LOOPWATCH_TOKEN`` or (with a warning) ``--token``.
+
+    A command line is readable by every local user (``ps``, ``/proc/<pid>/cmdline``),
+    so ``--token`` still works but says so; a token file must not be readable by
+    group or others, like an ssh key."""
+    if token and token_file:
+        raise TokenError("use either --token-file or --token, not both")
+    if token_file:
+        path = Path(token_file).expanduser()
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise TokenError(f"the token file {path} is not a regular file")
+            if stat.S_IMODE(info.st_mode) & 0o077:
+                raise TokenError(f"the token file {path} is readable by others "
+                                 f"(mode {stat.S_IMODE(info.st_mode):o}); chmod 600 it")
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").splitlines()
+        value = lines[0].strip() if lines else ""
+        if not value:
+            raise TokenError(f"the token file {path} is empty")
+        return value
+    if token:
+        err.write("loopwatch: warning: --token is visible to every local user in ps; "
+                  "use --token-file PATH or LOOPWATCH_TOKEN instead\n")
+        return token
+    return os.environ.get("LOOPWATCH_TOKEN") or None
 
 
 # -- the pipeline -----------------------------------------------------------------------------
@@ -310,9 +358,13 @@ def run(args: argparse.Namespace) -> int:
     if args.socket or args.listen:
         config.sources = dataclasses.replace(config.sources, socket=args.socket or config.sources.socket,
                                              listen=args.listen or config.sources.listen)
+    try:
+        token = resolve_token(args.token, args.token_file, sys.stderr)
+    except TokenError as exc:
+        return fail(str(exc))
     live = LiveWatch(config, paths=paths, directories=directories, fmt=args.fmt, start_policy=policy,
                      db=args.db, use_db=not args.no_db, socket_path=args.socket,
-                     use_socket=not args.no_socket, listen=args.listen, token=args.token, otlp=args.otlp,
+                     use_socket=not args.no_socket, listen=args.listen, token=token, otlp=args.otlp,
                      metrics=args.metrics)
     if args.otlp:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
@@ -321,9 +373,9 @@ def run(args: argparse.Namespace) -> int:
             host, _port = parse_address(args.otlp)
         except OtlpError as exc:
             return fail(str(exc))
-        if not is_loopback(host) and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
-            return fail(f"--otlp {args.otlp}: a non-loopback address needs a token: pass --token or set "
-                        "LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')")
+        if not is_loopback(host) and not token:
+            return fail(f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
+                        "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')")
     if args.metrics:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 
@@ -331,10 +383,10 @@ def run(args: argparse.Namespace) -> int:
             host, _port = parse_address(args.metrics)
         except OtlpError as exc:
             return fail(str(exc).replace("--otlp", "--metrics"))
-        if not is_loopback(host) and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
+        if not is_loopback(host) and not token:
             return fail(f"--metrics {args.metrics}: a non-loopback address needs a token")
-    if args.listen and not (args.token or os.environ.get("LOOPWATCH_TOKEN")):
-        return fail("--listen needs a token: pass --token or set LOOPWATCH_TOKEN")
+    if args.listen and not token:
+        return fail("--listen needs a token: use --token-file PATH or set LOOPWATCH_TOKEN")
     if not paths and not directories and args.no_socket and not args.otlp:
         return fail("watch: nothing to watch (name a PATH, or leave the agent socket on)")
     try:

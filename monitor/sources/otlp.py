@@ -189,7 +189,7 @@ class OtlpReceiver:
         self._connections: set[asyncio.Task] = set()
         if not is_loopback(self.host) and not token:
             raise OtlpError(f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
-                            "(--token or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'")
+                            "(--token-file or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'")
         self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
 
     @property

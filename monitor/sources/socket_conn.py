@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
+import os
 import socket
 import struct
 import time
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import orjson
 
 from monitor import __version__
-from monitor.control import DELIVERED, FAILED, Outcome, ancestors, encode_line, same_pid_namespace
+from monitor.control import (DELIVERED, FAILED, Outcome, ProcessIdentity, ancestors, encode_line,
+                             same_pid_namespace)
 from monitor.events import KINDS, Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
@@ -43,8 +46,6 @@ log = logging.getLogger("loopwatch.sockets")
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
 READ_CHUNK = 32 * 1024
-#: A TCP client must authenticate within this many seconds.
-HELLO_TIMEOUT = 10.0
 #: How long a control message may wait for the agent to read its socket.
 SEND_TIMEOUT = 2.0
 #: Non-essential pushes (detections, error replies) are dropped, not queued,
@@ -70,16 +71,77 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
-def peer_pid(sock: socket.socket) -> int | None:
-    """The connecting process's pid (Linux SO_PEERCRED), for naming the source."""
+def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
     try:
-        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
     except OSError:
         return None
-    return pid or None
+    return (pid, uid) if pid else None
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """The connecting process's pid (Linux SO_PEERCRED), for naming the source."""
+    credentials = peer_credentials(sock)
+    return credentials[0] if credentials else None
+
+
+class PeerPids:
+    """What the kernel says about a Unix-socket peer, and the pids it may report.
+
+    ``judge`` says whether a reported pid may name the agent's process (the
+    peer, an ancestor or a child, in our pid namespace); ``confirmation`` is
+    what the hub needs to treat it as confirmed by the agent (what
+    ``auto_kill`` requires): the peer's credentials were read while it ran,
+    and it runs as our user.
+    """
+
+    def __init__(self, pid: int | None, uid: int | None):
+        self.pid = pid
+        self.uid = uid
+        self.family: frozenset[int] = frozenset()
+        self.namespace_ok: bool | None = None
+        if pid:
+            self.namespace_ok = same_pid_namespace(pid)
+            if self.namespace_ok:
+                self.family = frozenset([pid, *ancestors(pid)])
+        self._verdicts: dict[int, str | None] = {}
+        self._confirmed: set[tuple[str, int]] = set()
+
+    def judge(self, pid: int) -> str | None:
+        """None if ``pid`` is trusted, else why not (remembered for 256 pids)."""
+        verdict = self._verdicts.get(pid, "")
+        if verdict == "":
+            verdict = self._judge(pid)
+            if len(self._verdicts) < 256:
+                self._verdicts[pid] = verdict
+        return verdict
+
+    def _judge(self, pid: int) -> str | None:
+        if self.namespace_ok is None:
+            return None  # the peer is unknown or gone: the kill-time checks still apply
+        if not self.namespace_ok:
+            return f"pid {pid} comes from a process in another pid namespace (a container?)"
+        if pid in self.family or self.pid in ancestors(pid):
+            return None
+        return (f"pid {pid} is not the connecting process (pid {self.pid}), "
+                f"one of its ancestors or one of its children")
+
+    def confirmation(self, session: str, pid: int, what: str) -> tuple[ProcessIdentity, str] | None:
+        """(identity, how) the first time a judged pid of ``session`` counts as
+        confirmed by the agent; None when it does not (or was already sent)."""
+        if not self.namespace_ok or self.uid not in (os.getuid(), 0):
+            return None  # the peer left before we could look, or is not our user
+        if (session, pid) in self._confirmed or len(self._confirmed) >= 256:
+            return None
+        identity = ProcessIdentity.capture(pid)
+        if identity is None:
+            return None
+        self._confirmed.add((session, pid))
+        return identity, f"socket peer credentials (the connecting {what} is pid {self.pid}, uid {self.uid})"
 
 
 class Connection:
@@ -97,6 +159,7 @@ class Connection:
         self.sessions: set[str] = set()
         self.pushes_dropped = 0
         self.peer_pid: int | None = None
+        peer_uid: int | None = None
         if tcp:
             try:
                 host, port = sock.getpeername()[:2]
@@ -104,18 +167,12 @@ class Connection:
                 host, port = "?", 0
             self.source = f"socket:{host}:{port}"
         else:
-            self.peer_pid = peer_pid(sock)
+            self.peer_pid, peer_uid = peer_credentials(sock) or (None, None)
             tag = f"pid{self.peer_pid}" if self.peer_pid else "unix"
             self.source = f"socket:{tag}#{number}"
         # Who is connecting, read now while the peer surely runs (a hook may
         # exit before its lines are processed): used to vet reported pids.
-        self.peer_family: frozenset[int] = frozenset()
-        self.peer_namespace_ok: bool | None = None
-        if self.peer_pid:
-            self.peer_namespace_ok = same_pid_namespace(self.peer_pid)
-            if self.peer_namespace_ok:
-                self.peer_family = frozenset([self.peer_pid, *ancestors(self.peer_pid)])
-        self._pid_verdicts: dict[int, str | None] = {}
+        self.peer = PeerPids(self.peer_pid, peer_uid)
         self.splitter = LineSplitter(server.max_line_bytes)
         self.decoder = self._decoder(self.source.removeprefix("socket:"))
         self._out = bytearray()
@@ -123,6 +180,10 @@ class Connection:
         self._write_error: str | None = None
         self._drained: list[asyncio.Future] = []
         self._slot = False  # holding one of the server's ingest slots
+        # Before its hello a TCP client gets a deadline counted from now (no
+        # read extends it) and a few bytes, however slowly they trickle in.
+        self.hello_deadline = self.loop.time() + min(server.hello_timeout, server.idle_timeout or math.inf)
+        self.preauth_read = 0
 
     def _decoder(self, default_session: str) -> LineDecoder:
         return LineDecoder(self.source, fmt="native", session=default_session,
@@ -239,24 +300,33 @@ class Connection:
         """
         server = self.server
         while not self.closed:
-            timeout = server.idle_timeout if self.authed else min(HELLO_TIMEOUT, server.idle_timeout)
+            if self.authed:
+                timeout = server.idle_timeout
+            else:
+                timeout = self.hello_deadline - self.loop.time()
+                if timeout <= 0 or self.preauth_read >= server.preauth_bytes:
+                    await self.refuse(self.splitter.lineno, self._preauth_failure())
+                    return
             try:
                 await self._readable(timeout)
             except TimeoutError:
                 if not self.authed:  # a refusal: logged like the others
-                    await self.refuse(self.splitter.lineno, f"no hello with a valid token within {timeout:g}s")
+                    await self.refuse(self.splitter.lineno, self._preauth_failure())
                 else:  # an agent gone quiet is not bad input: tell it, and log it quietly
                     self.error(self.splitter.lineno, f"idle for {timeout:g}s; closing the connection")
                     log.info("%s: idle for %gs; closed", self.source, timeout)
                 return
             await self._take_slot()
             try:
+                size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
                 try:
-                    chunk = self.sock.recv(READ_CHUNK)
+                    chunk = self.sock.recv(size)
                 except (BlockingIOError, InterruptedError):
                     continue  # woken without data after all
                 except OSError:
                     chunk = b""
+                if not self.authed:
+                    self.preauth_read += len(chunk)
                 lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
                 if lines and not await self.handle_lines(lines, at_eof=not chunk):
                     return
@@ -264,6 +334,13 @@ class Connection:
                     return
             finally:
                 self._give_slot()
+
+    def _preauth_failure(self) -> str:
+        server = self.server
+        if self.preauth_read >= server.preauth_bytes:
+            return f"no hello with a valid token in the first {server.preauth_bytes} bytes"
+        limit = min(server.hello_timeout, server.idle_timeout or math.inf)
+        return f"no hello with a valid token within {limit:g}s of connecting"
 
     async def _readable(self, timeout: float) -> None:
         """Wait until the socket has data or EOF; TimeoutError after ``timeout`` (0: never)."""
@@ -345,31 +422,20 @@ class Connection:
         orchestrator's agents).  A TCP client's pid names a process on another
         machine; one from another pid namespace (a container) names a
         different process here.  Those move to ``meta`` and are never used.
+        A pid the peer's credentials prove is confirmed to the hub.
         """
         pid = event.pid
         if self.tcp:
             event.meta["remote_pid"], event.pid = pid, None
             return None
-        verdict = self._pid_verdicts.get(pid, "")
-        if verdict == "":
-            verdict = self._judge_pid(pid)
-            if len(self._pid_verdicts) < 256:
-                self._pid_verdicts[pid] = verdict
+        verdict = self.peer.judge(pid)
         if verdict is None:
+            how = self.peer.confirmation(event.session, pid, "hook" if self.hook else "process")
+            if how is not None:
+                self.server.hub.confirm_pid(event.session, *how)
             return None
         event.meta["claimed_pid"], event.pid = pid, None
         return Problem(self.source, event.line, f"{verdict}; it will not be used to stop this session")
-
-    def _judge_pid(self, pid: int) -> str | None:
-        """None if ``pid`` is trusted, else why not."""
-        if self.peer_namespace_ok is None:
-            return None  # the peer is unknown or gone: the kill-time checks still apply
-        if not self.peer_namespace_ok:
-            return f"pid {pid} comes from a process in another pid namespace (a container?)"
-        if pid in self.peer_family or self.peer_pid in ancestors(pid):
-            return None
-        return (f"pid {pid} is not the connecting process (pid {self.peer_pid}), "
-                f"one of its ancestors or one of its children")
 
     async def submit(self, events: list[Event], problems: list[Problem]) -> None:
         if not events and not problems:

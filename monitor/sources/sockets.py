@@ -38,6 +38,7 @@ from monitor.config import Config, default_socket_path
 from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
 from monitor.hub import DetectionRaised
+from monitor.localsock import ensure_private_dir, in_shared_dir
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
 
 if TYPE_CHECKING:
@@ -91,9 +92,12 @@ class SocketServer:
         self.listen = listen if listen is not None else (settings.listen or None)
         self.token = token or os.environ.get(TOKEN_ENV) or ""
         if self.listen and not self.token:
-            raise SocketError(f"TCP listening needs a token: pass --token or set {TOKEN_ENV}")
+            raise SocketError(f"TCP listening needs a token: use --token-file PATH or set {TOKEN_ENV}")
         self.max_line_bytes = settings.max_line_bytes
         self.max_connections = settings.max_connections
+        self.hello_timeout = settings.hello_timeout_seconds
+        self.max_unauthenticated = settings.max_unauthenticated
+        self.preauth_bytes = max(256, settings.preauth_bytes)
         self.idle_timeout = settings.idle_timeout_seconds
         self.tcp_address: tuple[str, int] | None = None
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
@@ -145,16 +149,16 @@ class SocketServer:
     # -- the Unix socket file --------------------------------------------------------------
 
     def _prepare_dir(self) -> None:
+        """The socket's directory: one in a shared directory (the default
+        ``/tmp/loopwatch-<uid>``) is created 0700 and checked with ``lstat``
+        (ours, private, not a link); it is never ``chmod``-ed or followed."""
         parent = self.unix_path.parent
-        if not parent.exists():
+        if in_shared_dir(parent):
+            problem = ensure_private_dir(parent)
+            if problem is not None:
+                raise SocketError(problem)
+        elif not parent.exists():
             parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        elif parent == default_socket_path().parent and parent != Path(os.environ.get("XDG_RUNTIME_DIR") or "/nonexistent"):
-            # /tmp/loopwatch-<uid> could have been planted by another user.
-            info = parent.stat()
-            if info.st_uid != os.getuid():
-                raise SocketError(f"{parent} belongs to uid {info.st_uid}, not to you; refusing to use it")
-            if info.st_mode & 0o077:
-                parent.chmod(0o700)
 
     def _bind_unix(self) -> socket.socket:
         path = self.unix_path
@@ -238,8 +242,9 @@ class SocketServer:
         self._numbers += 1
         connection = Connection(self, sock, self._numbers, tcp)
         try:
-            if len(self.connections) >= self.max_connections:
-                await connection.refuse(0, f"too many connections (the limit is {self.max_connections})")
+            refusal = self._over_limit(tcp)
+            if refusal:
+                await connection.refuse(0, refusal)
                 return
             self.connections.add(connection)
             await connection.run()
@@ -254,6 +259,22 @@ class SocketServer:
                 if channel is not None and channel.connection is connection:
                     del self.socket_channels[session]
             await connection.close()
+
+    def _over_limit(self, tcp: bool) -> str:
+        """Why a new connection must be refused ("" if it may come in).  Unix and
+        TCP connections have caps of their own, and TCP clients that have not
+        said hello yet a smaller one, so strangers on the network can never
+        lock local agents and hooks out."""
+        same = sum(1 for c in self.connections if c.tcp == tcp)
+        if same >= self.max_connections:
+            kind = "TCP" if tcp else "Unix-socket"
+            return f"too many connections (the limit is {self.max_connections} {kind} connections)"
+        if tcp:
+            waiting = sum(1 for c in self.connections if c.tcp and not c.authed)
+            if waiting >= self.max_unauthenticated:
+                return (f"too many TCP connections without a hello "
+                        f"(the limit is {self.max_unauthenticated})")
+        return ""
 
     # -- channels -----------------------------------------------------------------------
 
