@@ -440,18 +440,29 @@ class Hub:
 
     # -- input ----------------------------------------------------------------------------
 
-    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = ()) -> None:
-        """Queue events for processing; waits while the queue is full (back-pressure)."""
+    @property
+    def keeps_positions(self) -> bool:
+        """File sources hand :meth:`submit` their read positions (to be stored)."""
+        return self.store is not None
+
+    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = (), *,
+                     position: dict | None = None) -> None:
+        """Queue events for processing; waits while the queue is full (back-pressure).
+
+        ``position``: how far a file source has read, recorded in the store
+        after these events (a restarted watcher resumes the file there)."""
         if self.stopped:
             raise RuntimeError("the hub is stopped")
         events = list(events)
         problems = list(problems)
-        if not events and not problems:
+        if not events and not problems and position is None:
             return
         arrival = self.clock()
+        last = max(len(events) - 1, 0) // BATCH_EVENTS * BATCH_EVENTS
         for start in range(0, max(len(events), 1), BATCH_EVENTS):
             chunk = events[start:start + BATCH_EVENTS]
-            await self._queue.put((chunk, problems if start == 0 else [], arrival))
+            await self._queue.put((chunk, problems if start == 0 else [], arrival,
+                                   position if start == last else None))
 
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
@@ -602,10 +613,12 @@ class Hub:
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 
-    def _process(self, events: list[Event], problems: list[Problem], arrival: float) -> None:
+    def _process(self, events: list[Event], problems: list[Problem], arrival: float,
+                 position: dict | None = None) -> None:
         for problem in problems:
             self._problem(problem)
         if not events:
+            self._store_position(position)
             return
         found: list[Detection] = []
         engine = self.engine
@@ -645,10 +658,21 @@ class Hub:
             except Exception:
                 self._store_failed = True
                 log.exception("store rejected writes; continuing without recording")
+        self._store_position(position)
         for detection in found:
             self.detections_total += 1
             self._publish(DetectionRaised(detection))
             self._auto_respond(detection)
+
+    def _store_position(self, position: dict | None) -> None:
+        """After the events read before it: so the database never has a
+        position past events it lacks (they would never be read again)."""
+        if position is None or self.store is None or self._store_failed:
+            return
+        try:
+            self.store.add_position(position)
+        except Exception:
+            log.exception("store rejected a file position")
 
     def _new_session(self, event: Event) -> _Session:
         channel = self._channels.pop(event.session, None)
