@@ -299,7 +299,7 @@ async def test_false_positive_and_mute(config, store, hub_factory):
     await hub.submit(loop_events("a", 1, start=3) + loop_events("b", 1, start=3))
     await hub.join()
     exact_repeats = [(d.session, d.level) for d in raised if d.detector == "exact_repeat"]
-    assert exact_repeats == [("a", Level.NOTICE)]
+    assert exact_repeats == []  # a: marked a false positive (not even a notice); b: muted
     assert {a["kind"] for a in store.actions("a") + store.actions("b")} == {"false_positive", "mute"}
 
 
