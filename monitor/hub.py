@@ -268,6 +268,19 @@ def _window_snapshot(engine_state: Any, recent: Sequence[Event]) -> LazyWindow |
     return _window(engine_state, recent)
 
 
+def _replies_window(state: "_Session", detector: str | None) -> tuple[Event, ...]:
+    """For a session flagged for its replies (chanting, monologue, output or
+    turn similarity): the replies its latest detection cites, not the call
+    detectors' window (which showed one unrelated call)."""
+    detection = state.latest.get(detector) if detector else None
+    if detection is None or not detection.evidence:
+        return ()
+    if any(ref.kind != Kind.MESSAGE.value for ref in detection.evidence):
+        return ()
+    copies = {event.seq: event for event in state.recent}
+    return tuple(copies[ref.seq] for ref in detection.evidence if ref.seq in copies)
+
+
 def _window(engine_state: Any, recent: Sequence[Event]) -> tuple[Event, ...]:
     """What the detectors compare now: the call detectors' window (events,
     or references matched to ``recent`` copies), else the calls and messages
@@ -916,7 +929,9 @@ class Hub:
         if engine_state is not None:
             similarity = engine_state.similarity_history()
             by_detector = engine_state.detector_similarity_history()
-            window = _window_snapshot(engine_state, state.recent)
+            window = _replies_window(state, escalation.detector if escalation and level else None)
+            if not window:
+                window = _window_snapshot(engine_state, state.recent)
             muted = frozenset(engine_state.muted | state.muted)
         elif previous is not None:  # the window as it was (the same object, built or not)
             similarity, by_detector = previous.similarity, previous.detector_similarity

@@ -152,3 +152,29 @@ async def test_replayed_history_goes_idle_soon_after_its_source_went_quiet(confi
     assert hub.session("old").status == "live"  # while it is being delivered
     clock.now += 10
     assert hub.sweep_idle() == ["old"] and hub.session("old").status == "idle"
+
+
+# -- the window panel's evidence ------------------------------------------------------------------------
+
+
+async def test_a_session_flagged_for_its_replies_shows_the_replies_in_its_window(config, hub_factory):
+    """Monologue/chanting: the window showed "(1 events)", an unrelated read_file call."""
+    hub = await hub_factory(config)
+    events = [Event(Kind.TOOL_CALL, "m", T0, source="/logs/m.jsonl", line=1, tool="read_file",
+                    args={"path": "src/cache.py"}, call_id="r1"),
+              Event(Kind.TOOL_RESULT, "m", T0 + 1, source="/logs/m.jsonl", line=2, call_id="r1",
+                    content="class Cache: ...")]
+    thoughts = [  # the demo's monologue agent's
+                "I should look at how the cache is invalidated before changing anything.",
+                "Thinking about it more, the invalidation might happen in the middleware instead.",
+                "Before touching the middleware I want to be sure about the request lifecycle.",
+                "The lifecycle suggests the cache key is computed too early, which would explain it.",
+                "If the key is computed early, then the fix belongs in the key builder, not the middleware."]
+    for n in range(12):
+        events.append(Event(Kind.MESSAGE, "m", T0 + 10 + 5 * n, source="/logs/m.jsonl", line=3 + n,
+                            role="assistant", content=thoughts[n % len(thoughts)]))
+    await hub.submit(events)
+    await hub.join()
+    info = hub.session("m")
+    assert info.level >= Level.WARN, info
+    assert len(info.window) > 1 and all(e.kind is Kind.MESSAGE for e in info.window)
