@@ -178,3 +178,37 @@ async def test_a_session_flagged_for_its_replies_shows_the_replies_in_its_window
     info = hub.session("m")
     assert info.level >= Level.WARN, info
     assert len(info.window) > 1 and all(e.kind is Kind.MESSAGE for e in info.window)
+
+
+# -- sparklines --------------------------------------------------------------------------------------
+
+
+def sparklines_of(name: str) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]]:
+    """A scenario of the corpus through the live engine (with sparklines)."""
+    from pathlib import Path
+
+    from monitor.config import build_config
+    from monitor.detect.engine import Engine
+    from monitor.formats.lines import LineDecoder
+
+    path = Path(__file__).resolve().parent / "scenarios" / f"{name}.jsonl"
+    engine = Engine(build_config({}), sparklines=True)
+    decoder = LineDecoder(str(path))
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        events, _problem = decoder.feed(raw, number, 0.0)
+        for event in events:
+            engine.process(event)
+    (state,) = engine.sessions.values()
+    return state.similarity_history(), state.detector_similarity_history()
+
+
+def test_sparklines_keep_honest_polling_low_and_fill_for_a_loop():
+    """Honest polling drew █▁█▁ like a loop (the repeated call at full height, and
+    exact_repeat at full height in the detail view next to "No detections")."""
+    for honest in ("a_honest_poll_progress", "b_honest_narrated_poll"):
+        overall, by_detector = sparklines_of(honest)
+        assert max(overall, default=0) <= 0.5, honest
+        assert all(max(values) <= 0.5 for values in by_detector.values()), honest
+    for loop in ("a_loop_cycle_read_test", "b_loop_chant_in_reply", "a_loop_bash_grep_spellings"):
+        overall, _ = sparklines_of(loop)
+        assert max(overall) > 0.5, loop
