@@ -726,6 +726,8 @@ class Hub:
             if state.steps_since_nudge >= RECOVERY_STEPS:
                 state.nudged = 0.0
                 self.engine.policy.recover(state.id, RECOVERY_STEPS)
+                if self.store is not None and not self._store_failed:
+                    self._store_session(state)  # history says so now, not at the next tick
 
     def _store_position(self, position: dict | None) -> None:
         """After the events read before it: so the database never has a
