@@ -8,8 +8,8 @@ them for the :class:`~monitor.store.Store`, and tells subscribers what changed.
 
 Sessions are created on first sight and closed (their detector state freed) on
 ``session_end`` or when idle for ``[sources] idle_timeout_seconds``; a closed
-session that speaks again is revived.  A session is ``live`` only while a
-source delivers it: replayed history (events older than ten idle timeouts) goes
+session that speaks again is revived, and ended when its process (when one was
+proven to be its) exits.  A session is ``live`` only while a source delivers it: replayed history (events older than ten idle timeouts) goes
 idle a few seconds after its source went quiet, and when the hub stops, every
 session not ended is ``stopped`` (its watcher stopped), in the store too.
 
@@ -73,6 +73,8 @@ RECOVERY_STEPS = 5
 #: history: idle once nothing arrived for them for REPLAY_QUIET_SECONDS.
 REPLAY_AGE_TIMEOUTS = 10
 REPLAY_QUIET_SECONDS = 5.0
+#: Every this many ticks, live sessions with a known process are checked for its exit.
+EXIT_CHECK_TICKS = 5
 #: Recent events per live session shown in the UI's window when the
 #: detectors compare none (bounded copies: see :func:`window_copy`).
 RECENT_EVENTS = 24
@@ -829,15 +831,39 @@ class Hub:
     async def _tick(self) -> None:
         idle = self.config.sources.idle_timeout_seconds
         period = min(1.0, max(0.05, idle / 10)) if idle > 0 else 1.0
+        ticks = 0
         while True:
             await asyncio.sleep(period)
+            ticks += 1
             try:
+                if ticks % EXIT_CHECK_TICKS == 0:
+                    self.sweep_exited()
                 self.sweep_idle()
                 self._publish_dirty()
                 self._store_sessions()
                 self._publish(self.stats())
             except Exception:
                 log.exception("hub tick failed")
+
+    def sweep_exited(self) -> list[str]:
+        """End live sessions whose process (captured when its pid was first seen) has exited."""
+        try:
+            from monitor.control import ProcessIdentity
+        except ImportError:
+            return []
+        ended = []
+        for state in list(self._sessions.values()):
+            identity = state.identity
+            if state.status != "live" or identity is None:
+                continue
+            now = ProcessIdentity.capture(identity.pid)
+            if now is None or abs(now.start_time - identity.start_time) > 1e-6:
+                self._close(state, "ended")
+                ended.append(state.id)
+        if ended:
+            self._forget_old()
+            self._publish_dirty()
+        return ended
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids.

@@ -212,3 +212,20 @@ def test_sparklines_keep_honest_polling_low_and_fill_for_a_loop():
     for loop in ("a_loop_cycle_read_test", "b_loop_chant_in_reply", "a_loop_bash_grep_spellings"):
         overall, _ = sparklines_of(loop)
         assert max(overall) > 0.5, loop
+
+
+async def test_a_session_ends_when_its_process_exits(config, hub_factory):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        hub = await hub_factory(config)
+        await hub.submit([Event(Kind.SESSION_START, "p", T0, source="/logs/p.jsonl", pid=proc.pid)]
+                         + loop_events("p", 1, source="/logs/p.jsonl"))
+        await hub.join()
+        assert hub.sweep_exited() == [] and hub.session("p").status == "live"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert hub.sweep_exited() == ["p"] and hub.session("p").status == "ended"
