@@ -8,7 +8,15 @@ them for the :class:`~monitor.store.Store`, and tells subscribers what changed.
 
 Sessions are created on first sight and closed (their detector state freed) on
 ``session_end`` or when idle for ``[sources] idle_timeout_seconds``; a closed
-session that speaks again is revived.  Each is described by an immutable
+session that speaks again is revived, and ended when its process (when one was
+proven to be its) exits.  A session is ``live`` only while a source delivers it: replayed history (events older than ten idle timeouts) goes
+idle a few seconds after its source went quiet, and when the hub stops, every
+session not ended is ``stopped`` (its watcher stopped), in the store too.
+
+After a delivered inject a session is *nudged* (``SessionInfo.nudged``) until
+the agent has made ``RECOVERY_STEPS`` calls or replies in a row without a
+detection at warn or above: then it is back to watching (out of the open
+warnings; its detections, peak and the inject stay in the history).  Each is described by an immutable
 :class:`SessionInfo` snapshot, rebuilt lazily when it changed.
 
 Operator actions go through :meth:`Hub.act`: the action is committed to the
@@ -35,6 +43,7 @@ from monitor.detect.base import Detection
 from monitor.detect.calls import CallWindow
 from monitor.detect.calls import events as recalled_events
 from monitor.detect.engine import Engine
+from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
 
@@ -58,6 +67,14 @@ IDLE_ARRIVAL_SECONDS = 60.0
 #: Problems published per source before they are only counted.
 PROBLEMS_PER_SOURCE = 200
 AUTO_WHO = "loopwatch (auto)"
+#: Calls or assistant replies in a row, after a nudge, without a warning: the loop stopped.
+RECOVERY_STEPS = 5
+#: Sessions whose latest event is older than this many idle timeouts are replayed
+#: history: idle once nothing arrived for them for REPLAY_QUIET_SECONDS.
+REPLAY_AGE_TIMEOUTS = 10
+REPLAY_QUIET_SECONDS = 5.0
+#: Every this many ticks, live sessions with a known process are checked for its exit.
+EXIT_CHECK_TICKS = 5
 #: Recent events per live session shown in the UI's window when the
 #: detectors compare none (bounded copies: see :func:`window_copy`).
 RECENT_EVENTS = 24
@@ -99,6 +116,10 @@ class SessionInfo:
     muted: frozenset[str]
     channel: str  # "socket" | "inbox" | "hook" | "none"
     kill: str  # "" when it can be killed, else why not
+    #: Event time of a delivered inject the session has not yet recovered from (0: none).
+    nudged: float = 0.0
+    #: Event time an acknowledgement quiets its patterns until (0: none).
+    quiet_until: float = 0.0
 
 
 class LazyWindow:
@@ -226,6 +247,9 @@ class _Session:
     store_dirty: bool = True
     stored_at: float = 0.0
     auto_done: set[tuple] = field(default_factory=set)
+    nudged: float = 0.0  # event time of the inject it has not recovered from
+    stored_level: Level = Level.NONE  # the level its latest session row said
+    steps_since_nudge: int = 0
     order: int = 0  # first-seen position: updates are published in this order
 
 
@@ -245,6 +269,19 @@ def _window_snapshot(engine_state: Any, recent: Sequence[Event]) -> LazyWindow |
                 return LazyWindow(records)
             return LazyWindow((), tuple(recent), engine_state.events - RECENT_EVENTS)
     return _window(engine_state, recent)
+
+
+def _replies_window(state: "_Session", detector: str | None) -> tuple[Event, ...]:
+    """For a session flagged for its replies (chanting, monologue, output or
+    turn similarity): the replies its latest detection cites, not the call
+    detectors' window (which showed one unrelated call)."""
+    detection = state.latest.get(detector) if detector else None
+    if detection is None or not detection.evidence:
+        return ()
+    if any(ref.kind != Kind.MESSAGE.value for ref in detection.evidence):
+        return ()
+    copies = {event.seq: event for event in state.recent}
+    return tuple(copies[ref.seq] for ref in detection.evidence if ref.seq in copies)
 
 
 def _window(engine_state: Any, recent: Sequence[Event]) -> tuple[Event, ...]:
@@ -428,6 +465,10 @@ class Hub:
             await asyncio.gather(self._ticker, return_exceptions=True)
         if self._actions:
             await asyncio.gather(*list(self._actions), return_exceptions=True)
+        for state in self._sessions.values():
+            if state.status != "ended":  # nobody delivers them any more
+                state.status = "stopped"
+                self._touch(state)
         self._publish_dirty()
         self._store_sessions(force=True)
         self._publish(self.stats())
@@ -446,18 +487,29 @@ class Hub:
 
     # -- input ----------------------------------------------------------------------------
 
-    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = ()) -> None:
-        """Queue events for processing; waits while the queue is full (back-pressure)."""
+    @property
+    def keeps_positions(self) -> bool:
+        """File sources hand :meth:`submit` their read positions (to be stored)."""
+        return self.store is not None
+
+    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = (), *,
+                     position: dict | None = None) -> None:
+        """Queue events for processing; waits while the queue is full (back-pressure).
+
+        ``position``: how far a file source has read, recorded in the store
+        after these events (a restarted watcher resumes the file there)."""
         if self.stopped:
             raise RuntimeError("the hub is stopped")
         events = list(events)
         problems = list(problems)
-        if not events and not problems:
+        if not events and not problems and position is None:
             return
         arrival = self.clock()
+        last = max(len(events) - 1, 0) // BATCH_EVENTS * BATCH_EVENTS
         for start in range(0, max(len(events), 1), BATCH_EVENTS):
             chunk = events[start:start + BATCH_EVENTS]
-            await self._queue.put((chunk, problems if start == 0 else [], arrival))
+            await self._queue.put((chunk, problems if start == 0 else [], arrival,
+                                   position if start == last else None))
 
     def saturated(self) -> bool:
         """The queue is full: a source that can ask its sender to retry later should."""
@@ -631,10 +683,12 @@ class Hub:
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 
-    def _process(self, events: list[Event], problems: list[Problem], arrival: float) -> None:
+    def _process(self, events: list[Event], problems: list[Problem], arrival: float,
+                 position: dict | None = None) -> None:
         for problem in problems:
             self._problem(problem)
         if not events:
+            self._store_position(position)
             return
         found: list[Detection] = []
         engine = self.engine
@@ -656,12 +710,17 @@ class Hub:
                 # the hook): counted once, stored once.
                 duplicates = engine.duplicates
                 continue
+            if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
+                # Marked a false positive by the operator: not shown, not stored, level untouched.
+                detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
             self._observe(state, event, arrival)
             kind = event.kind
             if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
                 recent = state.recent
                 if not recent or recent[-1].seq < event.seq:  # not a duplicate the engine dropped
                     recent.append(window_copy(event))
+            if state.nudged:
+                self._follow_nudge(state, event, detections)
             if detections:
                 found.extend(detections)
                 self._detections.extend(detections)
@@ -684,10 +743,42 @@ class Hub:
             except Exception:
                 self._store_failed = True
                 log.exception("store rejected writes; continuing without recording")
+        self._store_position(position)
+        if found and store is not None and not self._store_failed:
+            # A level that changed is written now, not at the next tick: the
+            # store merges the hub's row over what detection rows say, and an
+            # older row (say, "watching" after an ack) must not outlast them.
+            for session in {d.session for d in found}:
+                state = self._sessions.get(session)
+                if state is not None and self._level(session) != state.stored_level:
+                    self._store_session(state)
         for detection in found:
             self.detections_total += 1
             self._publish(DetectionRaised(detection))
             self._auto_respond(detection)
+
+    def _follow_nudge(self, state: _Session, event: Event, detections: list[Detection]) -> None:
+        """Count the agent's steps since a nudge; enough without a warning: it recovered."""
+        if any(d.level >= Level.WARN and not d.suppressed for d in detections):
+            state.steps_since_nudge = 0  # still looping
+            return
+        if event.kind is Kind.TOOL_CALL or (event.kind is Kind.MESSAGE and event.role == "assistant"):
+            state.steps_since_nudge += 1
+            if state.steps_since_nudge >= RECOVERY_STEPS:
+                state.nudged = 0.0
+                self.engine.policy.recover(state.id, RECOVERY_STEPS)
+                if self.store is not None and not self._store_failed:
+                    self._store_session(state)  # history says so now, not at the next tick
+
+    def _store_position(self, position: dict | None) -> None:
+        """After the events read before it: so the database never has a
+        position past events it lacks (they would never be read again)."""
+        if position is None or self.store is None or self._store_failed:
+            return
+        try:
+            self.store.add_position(position)
+        except Exception:
+            log.exception("store rejected a file position")
 
     def _new_session(self, event: Event) -> _Session:
         channel = self._channels.pop(event.session, None)
@@ -784,15 +875,39 @@ class Hub:
     async def _tick(self) -> None:
         idle = self.config.sources.idle_timeout_seconds
         period = min(1.0, max(0.05, idle / 10)) if idle > 0 else 1.0
+        ticks = 0
         while True:
             await asyncio.sleep(period)
+            ticks += 1
             try:
+                if ticks % EXIT_CHECK_TICKS == 0:
+                    self.sweep_exited()
                 self.sweep_idle()
                 self._publish_dirty()
                 self._store_sessions()
                 self._publish(self.stats())
             except Exception:
                 log.exception("hub tick failed")
+
+    def sweep_exited(self) -> list[str]:
+        """End live sessions whose process (captured when its pid was first seen) has exited."""
+        try:
+            from monitor.control import ProcessIdentity
+        except ImportError:
+            return []
+        ended = []
+        for state in list(self._sessions.values()):
+            identity = state.identity
+            if state.status != "live" or identity is None:
+                continue
+            now = ProcessIdentity.capture(identity.pid)
+            if now is None or abs(now.start_time - identity.start_time) > 1e-6:
+                self._close(state, "ended")
+                ended.append(state.id)
+        if ended:
+            self._forget_old()
+            self._publish_dirty()
+        return ended
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids.
@@ -806,11 +921,14 @@ class Hub:
         if timeout <= 0:
             return []
         quiet = min(timeout, IDLE_ARRIVAL_SECONDS)
+        replayed = REPLAY_AGE_TIMEOUTS * timeout
         now = self.clock()
         closed = []
         for state in list(self._sessions.values()):
-            if (state.status == "live" and now - state.last_activity > timeout
-                    and now - state.last_arrival > quiet):
+            if state.status != "live" or now - state.last_activity <= timeout:
+                continue
+            silent = now - state.last_arrival
+            if silent > quiet or (now - state.last_activity > replayed and silent > REPLAY_QUIET_SECONDS):
                 self._close(state, "idle")
                 closed.append(state.id)
         if closed:
@@ -852,6 +970,7 @@ class Hub:
     def _store_session(self, state: _Session) -> None:
         state.store_dirty = False
         state.stored_at = time.monotonic()
+        state.stored_level = self._level(state.id)
         escalation = self.engine.policy.sessions.get(state.id)
         try:
             self.store.upsert_session({
@@ -882,7 +1001,9 @@ class Hub:
         if engine_state is not None:
             similarity = engine_state.similarity_history()
             by_detector = engine_state.detector_similarity_history()
-            window = _window_snapshot(engine_state, state.recent)
+            window = _replies_window(state, escalation.detector if escalation and level else None)
+            if not window:
+                window = _window_snapshot(engine_state, state.recent)
             muted = frozenset(engine_state.muted | state.muted)
         elif previous is not None:  # the window as it was (the same object, built or not)
             similarity, by_detector = previous.similarity, previous.detector_similarity
@@ -906,6 +1027,8 @@ class Hub:
             similarity=similarity, detector_similarity=by_detector, window=window,
             last_detection=state.last_detection, muted=muted,
             channel=state.channel.name if state.channel is not None else "none", kill=kill,
+            nudged=state.nudged if state.status == "live" else 0.0,
+            quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
         )
 
     # -- operator actions ---------------------------------------------------------------------------
@@ -988,6 +1111,7 @@ class Hub:
         if kind == "ack":
             # Escalation runs on event time: the cool-down starts at the session's latest event.
             policy.acknowledge(session, state.last_ts)
+            state.nudged = 0.0
             state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
             if state.channel is None:
                 return "delivered", "acknowledged in loopwatch (the session has no channel to tell the agent)"
@@ -1002,7 +1126,11 @@ class Hub:
             if state.channel is None:
                 return "unsupported", (f"this {state.origin} session has no control channel (only socket "
                                        "sessions, hook sessions and native-format log files can be reached)")
-            return await self._send(state, "inject", text=text)
+            status, detail = await self._send(state, "inject", text=text)
+            if status == "delivered" and self._level(session) >= Level.WARN:
+                state.nudged = state.last_ts or self.clock()
+                state.steps_since_nudge = 0
+            return status, detail
         if kind == "kill":
             return await self._kill(state, auto=auto)
         if kind == "false_positive":

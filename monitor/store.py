@@ -199,6 +199,22 @@ class Store:
             except WriterStopped as exc:
                 raise StoreError(str(exc)) from None
 
+    def add_position(self, position: dict) -> None:
+        """Queue a file's read position (see :class:`monitor.sources.files.FilePosition`):
+        keys dev, ino, head_len, head, path, offset, line, mark.  Queued after
+        the events read before it, so it is never committed before them."""
+        row = [int(position["dev"]), int(position["ino"]), int(position["head_len"]), str(position["head"]),
+               str(position["path"]), int(position["offset"]), position.get("line"),
+               bytes(position.get("mark") or b""), self.clock()]
+        self._enqueue("p", [row])
+
+    def file_positions(self) -> list[dict]:
+        """Every stored file read position (empty for a database that has none)."""
+        try:
+            return self._read("SELECT dev, ino, head_len, head, path, offset, line, mark FROM file_positions")
+        except StoreError:
+            return []
+
     def upsert_session(self, row: dict) -> None:
         """Record a session's current state (merged; written within a second, or
         ``flush_ms`` if longer; at once by :meth:`flush`).

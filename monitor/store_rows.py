@@ -322,16 +322,23 @@ def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
     info["status"] = "ended" if kind == _END else "live"
 
 
-_D_DETECTOR, _D_LEVEL, _D_RANK, _D_MESSAGE = (
-    DETECTION_COLUMNS.index(k) for k in ("detector", "level", "level_rank", "message"))
+_D_DETECTOR, _D_LEVEL, _D_RANK, _D_MESSAGE, _D_SUPPRESSED = (
+    DETECTION_COLUMNS.index(k) for k in ("detector", "level", "level_rank", "message", "suppressed"))
 
 
 def derive_from_detection(info: dict[str, Any], row: list[Any]) -> None:
-    """What a detection row says about its session: level now, peak, reason."""
+    """What a detection row says about its session: its peak, and its level
+    when the row raises it.
+
+    A notice (proposed as one, or quieted by an acknowledgement) is not the
+    session's level, nor a warning after a worse one: the hub's session
+    updates say what it is, and a row must not overwrite that until the next
+    one (history said "notice" while the dashboard said "terminate")."""
     rank = row[_D_RANK]
     info["detections"] = info.get("detections", 0) + 1
-    info["level"], info["level_rank"] = row[_D_LEVEL], rank
-    info["detector"], info["reason"] = row[_D_DETECTOR], row[_D_MESSAGE]
+    if rank >= max(int(Level.WARN), info.get("level_rank", -1)) and not row[_D_SUPPRESSED]:
+        info["level"], info["level_rank"] = row[_D_LEVEL], rank
+        info["detector"], info["reason"] = row[_D_DETECTOR], row[_D_MESSAGE]
     if rank >= info.get("peak_rank", -1):
         info["peak"], info["peak_rank"] = row[_D_LEVEL], rank
 

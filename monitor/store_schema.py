@@ -16,6 +16,9 @@ Tables (see ``loopwatch show``/``history`` for readers):
 * ``detections``  every detection after escalation.
 * ``actions``     operator actions: recorded ``pending`` before they are
   carried out, then ``delivered`` | ``failed`` | ``unsupported`` | ``refused``.
+* ``file_positions`` how far each followed log file has been read and stored,
+  by the file's identity (device, inode and a hash of its first bytes), so
+  that a restarted watcher resumes each file instead of storing it again.
 """
 
 from __future__ import annotations
@@ -129,9 +132,27 @@ def _v2_events_by_time(db: Database) -> None:
     db.execute("CREATE INDEX events_ts ON events(ts)")
 
 
+def _v3_file_positions(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE file_positions (
+            dev       INTEGER NOT NULL,
+            ino       INTEGER NOT NULL,
+            head_len  INTEGER NOT NULL,    -- bytes hashed at the start of the file
+            head      TEXT NOT NULL,       -- blake2b-128 of those bytes
+            path      TEXT NOT NULL,
+            offset    INTEGER NOT NULL,    -- end of the last complete line stored
+            line      INTEGER,             -- number of the next line (NULL: not counted)
+            mark      BLOB,                -- the bytes just before offset
+            updated   REAL NOT NULL,
+            PRIMARY KEY (dev, ino)
+        )""")
+    db.execute("CREATE INDEX file_positions_path ON file_positions(path)")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
+    Migration(3, "file read positions (a restarted watcher resumes each file)", _v3_file_positions),
 ]
 
 

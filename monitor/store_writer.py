@@ -127,6 +127,12 @@ class SeqState:
         return self.base + raw if raw and raw > 0 else None
 
 
+#: A file's read position, committed with (or after) the events read before it.
+POSITION_UPSERT = ("INSERT OR REPLACE INTO file_positions "
+                   "(dev, ino, head_len, head, path, offset, line, mark, updated) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
 def _merged(base: Sessions, new: Sessions) -> Sessions:
     """``base`` with ``new`` merged in, without changing either."""
     out = dict(base)
@@ -495,7 +501,11 @@ class Writer:
         events: list[list[Any]] = []
         detections: list[list[Any]] = []
         derived: Sessions = {}
+        positions: dict[tuple[int, int], list[Any]] = {}
         for kind, row in rows:
+            if kind == "p":  # a file's read position: only its latest counts
+                positions[row[0], row[1]] = row
+                continue
             session = row[0]
             state = self._seq_state(session, seqs)
             info = derived.get(session)
@@ -518,6 +528,8 @@ class Writer:
             inserted = conn.total_changes - before
         if detections:
             conn.executemany(DETECTION_INSERT, detections)
+        if positions:
+            conn.executemany(POSITION_UPSERT, list(positions.values()))
         return (len(events), len(detections), inserted), derived
 
     def _prune(self) -> int:

@@ -165,15 +165,17 @@ class LiveWatch:
         return self.hub
 
     async def start(self) -> None:
-        from monitor.sources.files import FileSource
+        from monitor.sources.files import FileSource, KnownPositions
 
         if self.store is None and self.use_db:
             self.open_store()
         hub = self.build_hub()
         await hub.start()
         if self.paths or self.directories:
+            # Where the previous watcher on this database stopped: resumed, never stored twice.
+            known = KnownPositions(self.store.file_positions() if self.store is not None else ())
             self.files = FileSource(self.paths, hub, fmt=self.fmt, start=self.start_policy,
-                                    directories=self.directories)
+                                    directories=self.directories, known=known)
             await self.files.start()
         if self.otlp_address:
             from monitor.sources.otlp import OtlpReceiver

@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from monitor.config import Config
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
@@ -155,6 +155,55 @@ _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
 _ALL_KINDS = frozenset(Kind)
+
+
+def _step(result: Event, overall: float,
+          scores: dict[str, float]) -> tuple[float, dict[str, float], set[str]]:
+    """The sparkline bar of a call and its result: how much the *step*
+    repeats.  A loop repeats both; honest polling repeats the call and gets a
+    new result, so the lower of the two is what tells them apart (the call's
+    1.0 alone drew honest polling as a loop).  Each detector's bar is capped
+    by the step's: none draws a repeat the step does not have."""
+    call = result.call
+    noted = call.cache.pop("spark", None) if call is not None else None
+    if noted is None:
+        return overall, scores, set()
+    call_overall, call_scores, flagged = noted
+    step = min(call_overall, overall)
+    if not call_scores and not scores:
+        return step, scores, set(flagged)
+    merged: dict[str, float] = {}
+    for source in (call_scores or {}, scores):
+        for name, score in source.items():
+            merged[name] = min(max(merged.get(name, 0.0), score), step)
+    return step, merged, set(flagged)
+
+
+def _bar(similarity: float, flagged: bool) -> float:
+    """The sparkline scale: the lower half is how much a step repeats earlier
+    ones; the upper half is reserved for steps flagged at warn or above (after
+    acknowledgements and false positives).  Honest work -- polling, similar
+    narration -- stays in the lower half; a loop fills the row."""
+    if flagged:
+        return 0.5 + 0.5 * max(similarity, 0.5)
+    return 0.5 * min(similarity, 1.0)
+
+
+def _record_bars(state: Any, similarity: float, scores: dict[str, float], flagged: set[str]) -> None:
+    """Append the step's bar, and each detector's that scored it or flagged it."""
+    history = state.similarity
+    history.append(_bar(similarity, bool(flagged)))
+    if len(history) > SIMILARITY_HISTORY:
+        del history[0]
+    names = set(scores) | flagged if flagged else scores
+    histories = state.detector_similarity
+    for name in names:
+        line = histories.get(name)
+        if line is None:
+            line = histories[name] = array("d")
+        line.append(_bar(scores.get(name, 0.0), name in flagged))
+        if len(line) > SIMILARITY_HISTORY:
+            del line[0]
 
 
 class Engine:
@@ -325,22 +374,21 @@ class Engine:
                 found.extend(result)
         view.completed = None
 
+        bar = -1.0  # this event's sparkline bar, if it draws one
+        flagged: set[str] = set()
+        waiting = None
         if self.sparklines and kind in _SIMILARITY_KINDS:
-            history = state.similarity
-            history.append(view.similarity)
-            if len(history) > SIMILARITY_HISTORY:
-                del history[0]
-            if scores:
-                histories = state.detector_similarity
-                for name, score in scores.items():
-                    history = histories.get(name)
-                    if history is None:
-                        history = histories[name] = array("d")
-                    history.append(score)
-                    if len(history) > SIMILARITY_HISTORY:
-                        del history[0]
+            bar = view.similarity
+            if kind is _TOOL_CALL and call_id:
+                # One bar per step: the call waits for its result (see _step).
+                waiting = event.cache["spark"] = [bar, dict(scores) if scores else None, flagged]
+                bar = -1.0
+            elif kind is _TOOL_RESULT:
+                bar, scores, flagged = _step(event, bar, scores)
 
         if not found:
+            if bar >= 0:
+                _record_bars(state, bar, scores, flagged)
             return found
         if len(found) > 1:
             found = _distinct(found)
@@ -352,6 +400,10 @@ class Engine:
             detection.seq = seq
             self.policy.apply(detection)
             state.detections.append(detection)
+        if bar >= 0 or waiting is not None:
+            flagged.update(d.detector for d in found if d.level >= Level.WARN)
+            if bar >= 0:
+                _record_bars(state, bar, scores, flagged)
         return found
 
     def process_many(self, events: Iterable[Event]) -> list[Detection]:

@@ -11,6 +11,19 @@ level rises.
 Operators act through :meth:`EscalationPolicy.acknowledge`,
 :meth:`EscalationPolicy.mark_false_positive` and :meth:`EscalationPolicy.reset`.
 All time is event time, so offline scans replay exactly as they happened live.
+
+*Acknowledge* quiets the patterns standing in the session at that moment
+(each pattern that climbed the ladder in its current episode) for
+``cooldown_seconds`` of event time: their detections are recorded as notices
+(``suppressed``).  Two things break through: a pattern that was not standing
+(a new way of looping), and a quieted pattern clearly worse -- its count at
+least twice, and at least ``WORSE_BY`` more than, its count when it was
+acknowledged.  A breakthrough takes the rung it would have taken anyway.
+
+A *false positive* sticks: every later detection of that pattern in that
+session, whatever level its detector proposed, is marked
+``suppressed = FALSE_POSITIVE`` and never raises the session's level (the hub
+drops it: not shown, not stored).
 """
 
 from __future__ import annotations
@@ -73,6 +86,12 @@ PRESET_LADDERS: dict[str, tuple[Level, ...]] = {
 MAX_PATTERNS = 64
 #: Standing detections kept per session (to fall back on after a false positive).
 MAX_STANDING = 8
+#: An acknowledged pattern breaks through when its count grew by at least this
+#: much and at least doubled since the acknowledgement.
+WORSE_BY = 3
+#: ``Detection.suppressed`` of a detection of a pattern marked a false positive.
+FALSE_POSITIVE = "marked as a false positive"
+ACKNOWLEDGED = "acknowledged (cooling down)"
 
 
 def pattern_key(detector: str, pattern: str) -> int:
@@ -202,6 +221,10 @@ class SessionEscalation:
     nudge: str = ""
     occurrences: PatternCounts = field(default_factory=PatternCounts)
     acked_until: dict[int, float] = field(default_factory=dict)
+    #: The count each acknowledged pattern had when it was acknowledged.
+    acked_count: dict[int, int] = field(default_factory=dict)
+    #: Event time the latest acknowledgement ends (0: none).
+    quiet_until: float = 0.0
     false_positives: dict[int, None] = field(default_factory=dict)  # a set costs 216 bytes empty
     last: Detection | None = None
     #: The latest warn-or-above detection of each pattern still standing, so that
@@ -266,12 +289,14 @@ class EscalationPolicy:
         state = self.state(detection.session)
         key = pattern_key(detection.detector, detection.pattern)
         detection.proposed = detection.level
+        if key in state.false_positives:  # whatever level was proposed: it never counts again
+            detection.suppressed = FALSE_POSITIVE
+            detection.level = min(detection.level, Level.NOTICE)
+            detection.nudge = ""
+            return detection
         if detection.level >= Level.WARN:
-            if key in state.false_positives:
-                detection.suppressed = "marked as a false positive"
-                detection.level = Level.NOTICE
-            elif detection.ts < state.acked_until.get(key, float("-inf")):
-                detection.suppressed = "acknowledged (cooling down)"
+            if detection.ts < state.acked_until.get(key, float("-inf")) and not self._worse(state, key, detection):
+                detection.suppressed = ACKNOWLEDGED
                 detection.level = Level.NOTICE
             else:
                 occurrences = state.occurrences
@@ -291,6 +316,12 @@ class EscalationPolicy:
         if detection.level >= state.level and detection.level > Level.NONE:
             state.show(detection)
         return detection
+
+    @staticmethod
+    def _worse(state: SessionEscalation, key: int, detection: Detection) -> bool:
+        """An acknowledged pattern clearly worse than when it was acknowledged."""
+        before = state.acked_count.get(key, 0)
+        return detection.count >= max(2 * before, before + WORSE_BY)
 
     def render_nudge(self, detection: Detection) -> str:
         template = self.settings.nudges.get(detection.level.label, "")
@@ -315,11 +346,25 @@ class EscalationPolicy:
         until = now + self.settings.cooldown_seconds
         for key in state.occurrences:
             state.acked_until[key] = until
+            latest = state.occurrences.latest(key)
+            state.acked_count[key] = latest[0] if latest else 0
         _bound(state.acked_until)
+        _bound(state.acked_count)
+        state.quiet_until = until
         state.active.clear()
         last = state.last  # still the detection an operator may mark a false positive
         state.clear()
         state.last = last
+
+    def recover(self, session: str, steps: int) -> None:
+        """The agent stopped looping after a nudge: back to watching (the
+        ladder remembers its patterns, so a relapse climbs on)."""
+        state = self.sessions.get(session)
+        if state is None:
+            return
+        state.active.clear()
+        state.clear()
+        state.reason = f"recovered after a nudge: {steps} steps without a warning"
 
     def mark_false_positive(self, detection: Detection) -> None:
         """That pattern is no longer flagged in that session."""

@@ -29,6 +29,15 @@ What happens to a file over time:
 * **deleted**: read to its end, then forgotten;
 * **appears later**: read from its start.
 
+Where a previous watcher stopped (:class:`KnownPositions`, kept in the
+store's ``file_positions`` table): a file whose identity -- device, inode and
+a hash of its first bytes -- matches a stored position is resumed from it,
+whatever the start policy, so restarting ``watch`` on the same database never
+stores an event twice; a file that now has another identity under a name that
+was read before (rotated or recreated while nobody watched) is read from its
+start.  Each position is handed to the hub with the events read before it and
+reaches the database after them.
+
 Where reading starts for files that already exist (:class:`StartPolicy`):
 by default files modified in the last 15 minutes are replayed (at most their
 last 8 MiB, from a line boundary) so that an agent already looping shows up at
@@ -48,13 +57,14 @@ rescanned periodically.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import stat as statmod
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from monitor.events import Event
 from monitor.formats.base import Problem
@@ -81,6 +91,37 @@ IDLE_CLOSE_SECONDS = 120.0
 COUNT_LINES_LIMIT = 64 * 1024 * 1024
 #: Problems reported per file: a file of garbage must not flood the operator.
 PROBLEMS_PER_FILE = 100
+#: Bytes at the start of a file hashed into its identity (with device and inode):
+#: an inode reused by another file is not taken for the one read before.
+HEAD_BYTES = 1024
+
+
+def path_key(path: str) -> str:
+    """``path`` as stored (any bytes a file name may hold, as valid text)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _head_hash(fd: int, length: int) -> str | None:
+    data = os.pread(fd, length, 0)
+    if len(data) < length:
+        return None
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class KnownPositions:
+    """Where a previous watcher stopped reading each file, by identity and by name."""
+
+    def __init__(self, records: Iterable[dict[str, Any]] = ()):
+        self.by_ident: dict[tuple[int, int], dict[str, Any]] = {}
+        self.by_path: dict[str, dict[str, Any]] = {}
+        for record in records:
+            self.by_ident[int(record["dev"]), int(record["ino"])] = record
+            known = self.by_path.get(record["path"])
+            if known is None or record.get("updated", 0) >= known.get("updated", 0):
+                self.by_path[record["path"]] = record
+
+    def __bool__(self) -> bool:
+        return bool(self.by_ident)
 
 
 # -- one file --------------------------------------------------------------------------
@@ -106,6 +147,10 @@ class TailedFile:
     retired_at: float | None = None
     open_error: str = ""  # why it cannot be opened, once reported
     sessions: set[str] = field(default_factory=set)
+    #: A stored position to resume from, checked against the file's head first.
+    resume: dict[str, Any] | None = None
+    head_len: int = 0  # bytes hashed into ``head`` so far (up to HEAD_BYTES)
+    head: str = ""
     lines: int = 0
     events: int = 0
     problems: int = 0
@@ -161,7 +206,7 @@ class FileSource:
                  debounce_ms: int = 30, step_ms: int = 5, poll_seconds: float = 1.0,
                  full_scan_seconds: float = 15.0, directories: Sequence[str] = (),
                  rotate_grace_seconds: float = ROTATE_GRACE_SECONDS,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, known: KnownPositions | None = None):
         self.specs = [WatchSpec.parse(p) for p in paths]
         self.specs += [WatchSpec.parse(p, directory=True) for p in directories]
         self.sink = sink
@@ -174,6 +219,9 @@ class FileSource:
         self.full_scan_seconds = full_scan_seconds
         self.rotate_grace_seconds = rotate_grace_seconds
         self.clock = clock
+        self.known = known or KnownPositions()
+        #: The sink records read positions (the hub, when it has a store).
+        self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
         self.by_path: dict[str, TailedFile] = {}
         self.by_ident: dict[tuple[int, int], TailedFile] = {}
         self.retiring: dict[tuple[int, int], TailedFile] = {}
@@ -185,6 +233,7 @@ class FileSource:
         self._watchers: dict[bool, tuple[frozenset[str], asyncio.Task, asyncio.Event]] = {}
         self._watch_retry_at = 0.0
         self._task: asyncio.Task | None = None
+        self._stopping = False
         self._scan_cost = 0.0
         self._missing_reported: set[str] = set()
         self.bytes_read = 0
@@ -210,6 +259,10 @@ class FileSource:
         """Stop watching and close every file (pending half lines are not flushed)."""
         for _roots, task, stop in self._watchers.values():
             stop.set()
+        # Also a flag: Python 3.11's wait_for can swallow a cancellation that
+        # arrives as the wake-up event is set; the loop then sees the flag.
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -290,7 +343,7 @@ class FileSource:
         now = time.monotonic()
         next_poll = now + self.poll_seconds
         next_full = now + max(self.full_scan_seconds, 20 * self._scan_cost)
-        while True:
+        while not self._stopping:
             timeout = max(0.0, min(next_poll, next_full) - time.monotonic())
             if not self._pending:
                 try:
@@ -298,6 +351,8 @@ class FileSource:
                 except TimeoutError:
                     pass
             self._wake.clear()
+            if self._stopping:
+                break
             try:
                 if self._notices:
                     notices, self._notices = self._notices, []
@@ -406,6 +461,16 @@ class FileSource:
 
     def _new_file(self, path: str, st: os.stat_result, initial: bool) -> TailedFile:
         ident = (st.st_dev, st.st_ino)
+        if self.known:
+            known = self.known.by_ident.get(ident)
+            if known is not None and known["offset"] <= st.st_size:  # (also under a new name: renamed)
+                return TailedFile(path, ident, int(known["offset"]), resume=known)
+            before = self.known.by_path.get(path_key(path))
+            if known is not None or (before is not None and (before["dev"], before["ino"]) != ident):
+                self._notices.append(Problem(path, None, "replaced or truncated since loopwatch last read it: "
+                                                         "reading it from the start"))
+                self._wake.set()
+                return TailedFile(path, ident, 0)
         if not initial:
             return TailedFile(path, ident, 0)
         policy = self.start_policy
@@ -465,6 +530,20 @@ class FileSource:
 
     async def _prepare(self, tf: TailedFile, fd: int) -> None:
         """Before the first read: line boundary, line numbering, decoder."""
+        if tf.resume is not None:
+            resume, tf.resume = tf.resume, None
+            head_len = int(resume["head_len"])
+            head = _head_hash(fd, head_len) if head_len else ""
+            if head == resume["head"]:  # the file read before: go on where it stopped
+                tf.head_len, tf.head = head_len, head
+                tf.align = ""
+                tf.numbered = resume.get("line") is not None
+                tf.mark = bytes(resume.get("mark") or b"")
+                tf.splitter = LineSplitter(self.max_line_bytes, first_line=int(resume.get("line") or 1))
+                if tf.decoder is None:
+                    tf.decoder = LineDecoder(tf.path, fmt=self.fmt, max_line_bytes=self.max_line_bytes)
+                return
+            tf.offset, tf.align = 0, ""  # another file under a reused inode: all of it is new
         if tf.align == "back":
             tf.offset = _line_start_before(fd, tf.offset)
         elif tf.align == "forward":
@@ -485,6 +564,7 @@ class FileSource:
     def _restart(self, tf: TailedFile, reason: str) -> Problem:
         tf.offset = 0
         tf.mark = b""
+        tf.head_len, tf.head = 0, ""
         tf.numbered = True
         tf.splitter = LineSplitter(self.max_line_bytes)
         return Problem(tf.path, None, reason)
@@ -566,17 +646,46 @@ class FileSource:
                 if len(events) >= SUBMIT_BATCH:
                     await self._submit(tf, events, problems)
                     events, problems = [], []
-        if events or problems:
-            await self._submit(tf, events, problems)
+        position = self._position(tf) if self.keeps_positions else None
+        if events or problems or position is not None:
+            await self._submit(tf, events, problems, position)
 
-    async def _submit(self, tf: TailedFile, events: list[Event], problems: list[Problem]) -> None:
+    def _position(self, tf: TailedFile) -> dict[str, Any] | None:
+        """How far ``tf`` has been read in whole lines, with its identity, to be stored."""
+        splitter = tf.splitter
+        if tf.fd is None or splitter is None:
+            return None
+        pending = splitter.pending_bytes
+        consumed = tf.offset - pending
+        if consumed <= 0:
+            return None
+        want = min(HEAD_BYTES, consumed)
+        if tf.head_len < want:
+            head = _head_hash(tf.fd, want)
+            if head is None:
+                return None
+            tf.head_len, tf.head = want, head
+        if pending:
+            size = min(MARK_BYTES, consumed)
+            mark = os.pread(tf.fd, size, consumed - size)
+        else:
+            mark = tf.mark
+        return {"dev": tf.ident[0], "ino": tf.ident[1], "head_len": tf.head_len, "head": tf.head,
+                "path": path_key(tf.path), "offset": consumed,
+                "line": splitter.lineno + 1 if tf.numbered else None, "mark": mark}
+
+    async def _submit(self, tf: TailedFile, events: list[Event], problems: list[Problem],
+                      position: dict[str, Any] | None = None) -> None:
         tf.events += len(events)
         if events and tf.decoder is not None and tf.decoder.format == "native":
             for event in events:
                 if event.session not in tf.sessions and len(tf.sessions) < 1024:
                     tf.sessions.add(event.session)
                     _register_inbox(self.sink, event.session, tf.decoder.source)
-        await self.sink.submit(events, problems)
+        if position is not None:
+            await self.sink.submit(events, problems, position=position)  # type: ignore[call-arg]
+        else:
+            await self.sink.submit(events, problems)
 
     async def _report(self, problems: list[Problem]) -> None:
         await self.sink.submit([], problems)
@@ -656,4 +765,4 @@ def _raise_fd_limit() -> int:
     return max(64, min(limit - 256, 16384))
 
 
-__all__ = ["FileSource", "StartPolicy", "TailedFile", "WatchSpec"]
+__all__ = ["FileSource", "KnownPositions", "StartPolicy", "TailedFile", "WatchSpec"]

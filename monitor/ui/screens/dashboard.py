@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
-from monitor.events import Level
+from monitor.events import Kind, Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
@@ -30,6 +30,14 @@ from monitor.ui.widgets.dashboard.escalation_view import EscalationView
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.window_view import WindowView
 
+
+
+def window_title_text(window: tuple) -> str:
+    """What the window panel shows: the replies a message detection cites, or the compared calls."""
+    count = len(window)
+    if window and all(event.kind is Kind.MESSAGE for event in window):
+        return f"Window — the repeated replies ({count} {'reply' if count == 1 else 'replies'})"
+    return f"Window — what the detectors compare ({count} {'event' if count == 1 else 'events'})"
 
 class DashboardScreen(OperatorActions, Screen):
     """Live sessions, sorted by attention."""
@@ -153,7 +161,7 @@ class DashboardScreen(OperatorActions, Screen):
                 title.append(" · ")
                 title.append_text(literal(info.agent, limit=20))
             spark_title.show_renderable(title)
-            window_title.show_renderable(Text(f"Window — what the detectors compare ({len(info.window)} events)"))
+            window_title.show_renderable(Text(window_title_text(info.window)))
             self.query_one(SimilaritySparkline).show(info.similarity)
             self.query_one(WindowView).show(info.window, palette, force=force)
             self.query_one(EscalationView).show(info, self.app.escalation_facts(info),

@@ -67,7 +67,8 @@ def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAUL
 
 
 def live_header(info: Any) -> dict[str, Any]:
-    return {"id": info.id, "level": info.level, "agent": info.agent, "status": info.status,
+    status = "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
+    return {"id": info.id, "level": info.level, "agent": info.agent, "status": status,
             "events": info.events, "pid": info.pid, "channel": info.channel,
             "detector": info.detector, "reason": info.reason, "source": info.source,
             "first_ts": info.first_ts, "last_ts": info.last_ts}

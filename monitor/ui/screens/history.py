@@ -55,7 +55,7 @@ class HistoryScreen(Screen):
         self.ready = True
         table = self.query_one(DataTable)
         for key, label, width in (("started", "Started", 16), ("agent", "Agent", 12),
-                                  ("session", "Session", 24), ("status", "Status", 6),
+                                  ("session", "Session", 24), ("status", "Status", 7),
                                   ("level", "Final", 11), ("peak", "Peak", 11),
                                   ("events", "Events", 8), ("duration", "Length", 7),
                                   ("detector", "Detector", 16), ("source", "Source", 30)):

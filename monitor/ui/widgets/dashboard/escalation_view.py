@@ -71,7 +71,8 @@ def escalation_lines(info: Any, facts: EscalationFacts, now: float,
 
     nxt = _label("Next")
     if facts.acked_until and facts.acked_until > now:
-        nxt.append(f"acknowledged — quiet until {clock(facts.acked_until)}", style="dim")
+        nxt.append(f"acknowledged — its patterns quiet until {clock(facts.acked_until)}; "
+                   "a new pattern, or this one twice as bad, breaks through", style="dim")
     elif level == Level.NONE:
         nxt.append("watching: the first repetition past a threshold warns", style="dim")
     else:

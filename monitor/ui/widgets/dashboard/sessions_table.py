@@ -18,6 +18,13 @@ from monitor.ui.literal import literal
 from monitor.ui.render import DEFAULT_PALETTE, Palette, ago, level_text, spark_text
 
 STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
+#: Statuses without a theme colour of their own: drawn in this one's.
+STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
+
+
+def shown_status(info: Any) -> str:
+    """The status column: "nudged" for a live session nudged and not yet recovered."""
+    return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 #: (key, label, width); ``None`` takes what is left.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("level", "Level", 11), ("agent", "Agent", 12), ("session", "Session", 18),
@@ -141,7 +148,7 @@ class SessionsTable(DataTable):
             elif key == "session":
                 sig[key] = info.id
             elif key == "status":
-                sig[key] = (info.status, palette)
+                sig[key] = (shown_status(info), palette)
             elif key == "events":
                 sig[key] = info.events
             elif key == "last":
@@ -163,7 +170,8 @@ class SessionsTable(DataTable):
             return SessionCell(value, width)
         if key == "status":
             status, palette = value[0], value[1].palette
-            return Text(status, style=palette.fg(f"status-{status}") if status in STATUS_RANK else "")
+            colour = f"status-{status}" if status in STATUS_RANK else STATUS_COLOUR.get(status)
+            return Text(status, style=palette.fg(colour) if colour else "")
         if key == "events":
             return Text(f"{value:,}", justify="right")
         if key == "similarity":
