@@ -25,6 +25,7 @@ def status_cell(app, session: str) -> str:
 def changed_course(session: str, log, start: float) -> list:
     script = ScriptedSession(session, "test-agent", start, str(log))
     script.events.clear()  # no second session_start
+    script.calls = 100  # new call ids: a call id seen before is the same call again (dropped)
     script.say("Understood. I'll stop what I was repeating and check the path first.")
     for n in range(5):
         script.call("read_file", {"path": f"src/module_{n}.py"}, f"contents of module {n}")
