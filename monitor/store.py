@@ -100,6 +100,7 @@ class Store:
         self.clock = clock
         self._writer: Writer | None = None
         self._final_stats = StoreStats()  # what a closed writer did
+        self._final_failure: BaseException | None = None
         self._closed = False
         self._lifecycle = threading.Lock()
         self._reader: Database | None = None
@@ -166,6 +167,7 @@ class Store:
             writer.close()
             writer.db.close()
             self._final_stats = writer.stats
+            self._final_failure = writer.failure
         with self._read_lock:
             if self._reader is not None:
                 self._reader.close()
@@ -175,6 +177,21 @@ class Store:
     def stats(self) -> StoreStats:
         writer = self._writer
         return writer.stats if writer is not None else self._final_stats
+
+    def losses(self) -> str | None:
+        """None when everything given to the store was committed (or is still
+        queued); otherwise what was lost, for an operator to read."""
+        writer = self._writer
+        stats = self.stats
+        failure = writer.failure if writer is not None else self._final_failure
+        parts = []
+        if failure is not None:
+            parts.append(f"the store writer STOPPED ({failure!r}); nothing after it was recorded")
+        if stats.dropped:
+            parts.append(f"{stats.dropped:,} rows dropped (the queue and its spill file were full)")
+        if stats.failed:
+            parts.append(f"{stats.failed:,} rows refused by SQLite (last: {stats.last_error})")
+        return "; ".join(parts) or None
 
     # -- writes (any thread) -----------------------------------------------------
 

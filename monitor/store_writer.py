@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 from sqlite_utils import Database
 
 from monitor.store_rows import (
-    DETECTION_INSERT, DETECTION_SEQ, EVENT_INSERT, SEQ, SESSION_UPSERT, derive_from_detection,
+    DETECTION_INSERT, DETECTION_SEQ, EVENT_COLUMNS, EVENT_INSERT, SEQ, SESSION_UPSERT, derive_from_detection,
     derive_from_event, merge_update, session_values,
 )
 
@@ -127,6 +127,18 @@ class SeqState:
         return self.base + raw if raw and raw > 0 else None
 
 
+def _where(row: tuple[str, list[Any]]) -> str:
+    """``file:line`` (or the session) of a queued row, for error messages."""
+    kind, values = row
+    if kind == "e":
+        source, line = values[EVENT_COLUMNS.index("file")], values[EVENT_COLUMNS.index("line")]
+    else:
+        source, line = values[-2], values[-1]
+    if source:
+        return f"{source}:{line}" if line is not None else str(source)
+    return f"session {values[0]!r}"
+
+
 def _merged(base: Sessions, new: Sessions) -> Sessions:
     """``base`` with ``new`` merged in, without changing either."""
     out = dict(base)
@@ -182,6 +194,11 @@ class Writer:
             raise WriterStopped(f"the store writer stopped: {self._failure!r}")
         if self.state != "running":
             raise WriterStopped(f"the store is {self.state}")
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the thread (None while it runs or after a clean close)."""
+        return self._failure
 
     @property
     def stats(self) -> StoreStats:
@@ -263,7 +280,8 @@ class Writer:
         try:
             self._loop()
         except BaseException as exc:  # a bug, not a database error: fail loudly, never hang
-            log.exception("store writer stopped")
+            log.critical("the store writer STOPPED: nothing more will be recorded this run",
+                         exc_info=True)
             with self._cond:
                 self._failure = exc
                 self.state = "failed"
@@ -420,22 +438,26 @@ class Writer:
     def _write(self, rows: Rows, sessions: Sessions | None) -> None:
         """Commit rows (and session rows when ``sessions`` is given); if SQLite
         refuses the batch, retry row by row and count the bad ones."""
+        # Any error a row can cause (sqlite3.Error, but also OverflowError for
+        # an integer beyond 64 bits, or a value sqlite3 cannot bind) costs that
+        # row only: one bad row must never stop the writer for the whole run.
         try:
             self._commit(rows, sessions)
             return
-        except sqlite3.Error as exc:
+        except Exception as exc:
             log.warning("store batch of %d rows failed (%s); retrying row by row", len(rows), exc)
             self._stats.last_error = str(exc)
         for row in rows:
             try:
                 self._commit([row], None)
-            except sqlite3.Error as exc:
+            except Exception as exc:
                 self._stats.failed += 1
-                self._stats.last_error = str(exc)
+                self._stats.last_error = f"{_where(row)}: {type(exc).__name__}: {exc}"
+                log.warning("store refused a row (%s); it is not recorded", self._stats.last_error)
         if sessions is not None:
             try:
                 self._commit([], sessions)
-            except sqlite3.Error as exc:
+            except Exception as exc:
                 self._stats.last_error = str(exc)
                 log.warning("session updates lost: %s", exc)
 

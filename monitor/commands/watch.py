@@ -193,7 +193,10 @@ class HeadlessPrinter:
             record["ts"] = detection.ts
             self.out.write(orjson.dumps(record).decode() + "\n")
         else:
-            clock = time.strftime("%H:%M:%S", time.localtime(detection.ts))
+            try:
+                clock = time.strftime("%H:%M:%S", time.localtime(detection.ts))
+            except (OverflowError, OSError, ValueError):  # a time no clock shows
+                clock = "--:--:--"
             self.out.write(f"{clock} {detection.level.label.upper():<9} {detection.detector:<17} "
                            f"{detection.session}  {detection.where}  {detection.message}\n")
         # Consumers read this live through a pipe: never leave a detection in a buffer.
@@ -224,8 +227,18 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
     printer.err.write(
         f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
         f"{printer.detections} detection(s), worst {printer.worst.label}; "
-        + ("database flushed and closed\n" if live.store is not None else "nothing recorded\n"))
+        + store_outcome(live.store) + "\n")
     printer.err.flush()
+
+
+def store_outcome(store: Any) -> str:
+    """How the database ended: only a store that lost nothing is "flushed and closed"."""
+    if store is None:
+        return "nothing recorded"
+    lost = store.losses()
+    if lost:
+        return f"DATABASE INCOMPLETE: {lost}"
+    return "database flushed and closed"
 
 
 # -- the command -----------------------------------------------------------------------------------

@@ -305,6 +305,8 @@ class Connection:
             except orjson.JSONDecodeError:
                 record = None
             kind = record.get("type") if isinstance(record, dict) else None
+            if kind is not None and kind.__class__ is not str:
+                kind = None  # {"type": []}: the decoder reports it; never hash or compare it here
             if not self.authed and kind != "hello":
                 await self.refuse(lineno, "the first line must be a hello with a valid token")
                 return False

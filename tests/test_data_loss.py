@@ -1,0 +1,234 @@
+"""Issue 14, "Data loss": one bad record never costs its neighbours or the store.
+
+Each test reproduces a probe of the issue with real parts (real files,
+sockets, SQLite, subprocesses) and checks that the bad record is reported and
+everything else goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.config import build_config
+from monitor.detect.base import Detection
+from monitor.events import Event, Kind, Level
+from monitor.formats.lines import LineDecoder
+from monitor.hub import Hub
+from monitor.sources.files import FileSource, StartPolicy
+from monitor.store import Store
+from tests.socketkit import RawClient, Updates, running_monitor
+from tests.test_sources_files import Sink
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE = 20.0
+
+BIG = 9223372036854775808  # 2^63: one more than SQLite's largest INTEGER
+DEEP = b'{"c":"\xff","x":' + b"[" * 1000 + b"1" + b"]" * 1000 + b"}"
+
+
+def message(i: int, session: str = "s") -> dict:
+    return {"type": "message", "session": session, "role": "assistant", "content": f"m{i}",
+            "ts": 1_700_000_000.0 + i}
+
+
+def jsonl(records) -> bytes:
+    return b"".join(r if isinstance(r, bytes) else json.dumps(r).encode() for r in
+                    [x for rec in records for x in (rec, b"\n")])
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"), "LOOPWATCH_DATA_DIR": str(tmp_path / "data"),
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "monitor", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+# -- 1. an integer >= 2^63 --------------------------------------------------------------------
+
+
+def event(i: int, **fields) -> Event:
+    base = dict(kind=Kind.MESSAGE, session="s", ts=1_700_000_000.0 + i, source="a.jsonl", line=i,
+                role="assistant", content=f"m{i}")
+    base.update(fields)
+    return Event(**base)
+
+
+def test_integer_beyond_64_bits_is_stored_and_the_writer_goes_on(tmp_path):
+    """input_tokens = 2^63 and pid = 1e30 once made SQLite raise OverflowError and stopped the
+    writer for the whole run; now the row is kept (as a REAL) and every later write and action works."""
+    with Store(tmp_path / "db.sqlite") as store:
+        store.add_events([event(1), event(2, kind=Kind.USAGE, content="", input_tokens=BIG),
+                          event(3, kind=Kind.SESSION_START, content="", pid=int(1e30))])
+        store.flush()
+        store.add_events([event(4)])
+        store.flush()
+        action = store.begin_action("ack", "s", None, "me")
+        store.finish_action(action, "delivered")
+        assert store.count_events("s") == 4
+        assert store.losses() is None
+        rows = store.events("s")
+        assert rows[1]["input_tokens"] == float(BIG)
+
+
+def test_a_row_sqlite_cannot_bind_costs_that_row_only_and_is_reported(tmp_path):
+    """Even a row that slips past the conversions (an over-large integer straight into the
+    queue) is refused alone: counted, named by file:line, and shutdown does not claim success."""
+    from monitor.commands.watch import store_outcome
+    from monitor.store_rows import EVENT_COLUMNS, event_row
+
+    store = Store(tmp_path / "db.sqlite")
+    store.start()
+    bad = event_row(event(2), 4000)
+    bad[EVENT_COLUMNS.index("content_length")] = BIG
+    store._writer.enqueue("e", [event_row(event(1), 4000), bad, event_row(event(3), 4000)])
+    store.flush()
+    store.add_events([event(4)])
+    store.flush()
+    assert store.count_events("s") == 3
+    assert store.stats.failed == 1 and "a.jsonl:2" in store.stats.last_error
+    assert store._writer.state == "running"
+    store.close()
+    assert "DATABASE INCOMPLETE" in store_outcome(store)
+    assert "1 rows refused" in store_outcome(store)
+
+
+def test_native_adapter_rejects_out_of_range_integers_as_bad_records():
+    """The adapter says which field is out of range; its neighbours decode."""
+    decoder = LineDecoder("a.jsonl", fmt="native")
+    lines = [json.dumps(message(1)),
+             '{"type":"usage","session":"s","input_tokens":9223372036854775808}',
+             '{"type":"session_start","session":"s","pid":1e30}',
+             '{"type":"usage","session":"s","cost_usd":1e300,"output_tokens":5}',
+             json.dumps(message(5))]
+    events = [e for i, raw in enumerate(lines, 1) for e in decoder.feed(raw.encode(), i)[0]]
+    assert [e.content for e in events if e.kind is Kind.MESSAGE] == ["m1", "m5"]
+    assert [p.line for p in decoder.problems] == [2, 3]
+    assert "usage.input_tokens" in decoder.problems[0].reason
+    assert "session_start.pid" in decoder.problems[1].reason
+
+
+def test_watch_headless_keeps_recording_after_a_huge_integer(tmp_path):
+    """The probe end to end: the huge integer is a reported bad line, the rest is in the database."""
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(jsonl([message(1), {"type": "usage", "session": "s", "input_tokens": BIG},
+                           {"type": "session_start", "session": "s", "pid": 1e30}, message(4)]))
+    db = tmp_path / "w.db"
+    result = run_cli(tmp_path, "scan", str(log), "--json")
+    assert result.returncode == 0, result.stderr
+    assert "input_tokens" in result.stderr and "a.jsonl:2" in result.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--from-start",
+                             "--no-socket", "--db", str(db), str(log)], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True,
+                            env={"LOOPWATCH_CONFIG_DIR": str(tmp_path / "c"), "PATH": "/usr/bin:/bin",
+                                 "LOOPWATCH_DATA_DIR": str(tmp_path / "d"), "HOME": str(tmp_path)})
+    try:
+        seen = ""
+        while "a.jsonl:3" not in seen:
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        proc.send_signal(2)
+        rest = proc.stderr.read()
+        proc.wait(DEADLINE)
+    finally:
+        proc.kill()
+    assert "store writer" not in rest and "database flushed and closed" in rest
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 2
+
+
+# -- 2. deep nesting plus one invalid UTF-8 byte ------------------------------------------------
+
+
+def test_deep_nesting_with_invalid_utf8_is_a_bad_record_in_scan(tmp_path):
+    """scan once died with RecursionError (exit 1, the "loop found" code)."""
+    log = tmp_path / "a.jsonl"
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(jsonl([message(i) for i in range(52)]))
+    log.write_bytes(jsonl([message(i) for i in range(26)] + [DEEP] + [message(i) for i in range(26, 52)]))
+    expected = run_cli(tmp_path, "scan", str(clean), "--json")
+    result = run_cli(tmp_path, "scan", str(log), "--json")
+    assert result.returncode == expected.returncode, result.stderr
+    assert result.stdout.replace("a.jsonl", "clean.jsonl").count("\n") == expected.stdout.count("\n")
+    assert "Traceback" not in result.stderr
+    assert "a.jsonl:27" in result.stderr and "nested too deeply" in result.stderr
+
+
+async def test_deep_nesting_does_not_lose_the_valid_events_of_the_same_read(tmp_path):
+    """watch once dropped the 52 valid events read together with the bad line."""
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(jsonl([message(i) for i in range(26)] + [DEEP] + [message(i) for i in range(26, 52)]))
+    sink = Sink()
+    source = FileSource([str(log)], sink, start=StartPolicy("start"))
+    await source.start()
+    try:
+        await sink.wait_for(lambda: len(sink.events) == 52 and sink.problems, "52 events and the problem")
+    finally:
+        await source.stop()
+    assert [p.line for p in sink.problems] == [27]
+
+
+async def test_deep_nesting_and_a_list_type_on_a_socket_keep_the_connection(tmp_path):
+    """The 5 valid events written before {"type":[]} (or the deep line) in the same write
+    arrive, each bad line is reported once, and the connection stays open."""
+    async with running_monitor(tmp_path) as (hub, server):
+        updates = Updates(hub)
+        client = await RawClient.unix(server.unix_path)
+        await client.send(jsonl([message(i, "k") for i in range(5)] + [b'{"type":[]}', DEEP, message(5, "k")]))
+        errors = [await client.read(lambda m: m.get("type") == "error") for _ in range(2)]
+        assert [e["line"] for e in errors] == [6, 7]
+        await client.send(message(6, "k"))
+        await updates.session("k", lambda info: info.events == 7)
+        await client.close()
+        await hub.join()
+    reasons = [str(p) for p in updates.problems()]
+    assert len(reasons) == 2 and "type" in reasons[0] and "nested too deeply" in reasons[1]
+
+
+# -- 4. extreme timestamps ----------------------------------------------------------------------
+
+
+def test_extreme_timestamps_are_replaced_by_the_read_time_and_reported():
+    decoder = LineDecoder("a.jsonl", fmt="native")
+    now = 1_800_000_000.0
+    records = [dict(message(1), ts=1e300), dict(message(2), ts=253402300800000),
+               dict(message(3), ts=float("-1e20")), message(4)]
+    got = [decoder.feed(json.dumps(r).encode(), i, now) for i, r in enumerate(records, 1)]
+    assert [e.ts for events, _ in got for e in events] == [now, now, now, 1_700_000_004.0]
+    assert [p.line for _, p in got if p is not None] == [1, 2, 3]
+    # The scan loop (feed_lines) does the same.
+    decoder = LineDecoder("a.jsonl", fmt="native")
+    lines = [(i, json.dumps(r).encode(), 0) for i, r in enumerate(records, 1)]
+    events = decoder.feed_lines(lines, now)
+    assert [e.ts for e in events] == [now, now, now, 1_700_000_004.0]
+    assert [p.line for p in decoder.problems] == [1, 2, 3]
+
+
+def test_printer_history_and_show_survive_extreme_stored_times(tmp_path):
+    """Rows written before the range check (or by another program) still print."""
+    from monitor.commands.watch import HeadlessPrinter
+
+    out, err = io.StringIO(), io.StringIO()
+    printer = HeadlessPrinter(as_json=False, min_level=Level.NONE, out=out, err=err)
+    for ts in (1e300, 253402300800.0, float("nan")):
+        printer.detection(Detection(detector="exact_repeat", level=Level.WARN, score=1.0, message="x", pattern="p",
+                                    session="s", ts=ts))
+    assert out.getvalue().count("exact_repeat") == 3
+    db = tmp_path / "data" / "loopwatch.db"
+    db.parent.mkdir(parents=True)
+    with Store(db) as store:
+        store.add_events([event(1), event(2, ts=1e297), event(3, ts=253402300800.0)])
+        store.add_detections([Detection(detector="exact_repeat", level=Level.WARN, score=1.0,
+                                        message="x", pattern="p", session="s", ts=1e297)])
+    for args in (("history",), ("show", "s")):
+        result = run_cli(tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
