@@ -18,7 +18,8 @@ through ONE writer thread that owns the only writing connection:
   on flush/close, one row per session.
 * ``begin_action`` / ``finish_action`` are synchronous: they return once the
   row is committed (with ``synchronous=FULL``), so an action is on disk
-  before it is carried out.
+  before it is carried out.  :meth:`Store.start` finishes the actions an
+  interrupted run left ``pending`` (:mod:`monitor.store_recovery`).
 
 Reads use their own read-only connection (serialized by a lock, safe from any
 thread) and work whether or not the writer is running.  The writer thread
@@ -47,6 +48,7 @@ from monitor.store_rows import (
     detection_dict, detection_row, event_dict, event_from_row, event_row, level_rank, safe_text,
     session_update,
 )
+from monitor.store_recovery import owner_stamp, reconcile_pending
 from monitor.store_schema import SchemaError, current_version, latest_version, migrate
 from monitor.store_writer import StoreStats, Writer, WriterStopped
 
@@ -101,6 +103,9 @@ class Store:
         self._writer: Writer | None = None
         self._final_stats = StoreStats()  # what a closed writer did
         self._final_failure: BaseException | None = None
+        self._owner = owner_stamp()
+        #: Pending actions of an interrupted run, finished by :meth:`start`.
+        self.reconciled: list[dict[str, Any]] = []
         self._closed = False
         self._lifecycle = threading.Lock()
         self._reader: Database | None = None
@@ -150,6 +155,7 @@ class Store:
             # every committed row; action commits switch to FULL for power loss.
             db.execute("PRAGMA synchronous = NORMAL")
             migrate(db)
+            self.reconciled = reconcile_pending(db, self.clock)
         except SchemaError as exc:
             db.close()
             raise StoreError(f"{self.path}: {exc}") from None
@@ -240,7 +246,7 @@ class Store:
         if not kind:
             raise ValueError("begin_action: kind must not be empty")
         row = [safe_text(session), kind, safe_text(text), self.clock(),
-               safe_text(who) or current_user(), "pending", safe_text(detail) or ""]
+               safe_text(who) or current_user(), "pending", safe_text(detail) or "", self._owner]
         return int(self._call("begin_action", row))
 
     def finish_action(self, action_id: int, outcome: str, detail: str = "") -> None:

@@ -350,8 +350,8 @@ class Writer:
                 self._flush()
             elif request.kind == "begin_action":
                 request.result = self._durable(lambda: self.db.execute(
-                    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)", request.args[0]).lastrowid)
+                    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", request.args[0]).lastrowid)
                 self._stats.actions += 1
             elif request.kind == "finish_action":
                 outcome, detail, finished_ts, action_id = request.args[0]

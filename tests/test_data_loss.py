@@ -232,3 +232,63 @@ def test_printer_history_and_show_survive_extreme_stored_times(tmp_path):
         result = run_cli(tmp_path, *args)
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
+
+
+# -- 9. pending actions of an interrupted run -----------------------------------------------------
+
+CHILD_STORE = """
+import sys, time
+from monitor.store import Store
+store = Store(sys.argv[1])
+store.start()
+store.upsert_session({"id": "agent", "pid": int(sys.argv[2])})
+store.flush()
+for kind in ("kill", "inject"):
+    print(store.begin_action(kind, "agent", None, "me"), flush=True)
+time.sleep(600)
+"""
+
+
+def test_pending_actions_of_a_killed_monitor_are_reconciled_at_start(tmp_path):
+    """SIGKILL during a kill's grace once left the action pending forever; a restart now
+    finishes it (the target still runs: failed, saying so) and leaves a live monitor's alone."""
+    db = tmp_path / "db.sqlite"
+    target = subprocess.Popen(["sleep", "600"])
+    monitor = subprocess.Popen([sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
+                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        ids = [int(monitor.stdout.readline()) for _ in range(2)]
+        monitor.kill()
+        monitor.wait(DEADLINE)
+        with Store(db) as restarted:
+            assert sorted(a["id"] for a in restarted.reconciled) == ids
+            mine = restarted.begin_action("ack", "agent", None, "me")
+            with Store(db) as another:  # a live monitor's pending action survives another's start
+                assert another.reconciled == []
+                outcomes = {a["kind"]: a for a in another.actions("agent")}
+        assert outcomes["kill"]["outcome"] == "failed"
+        assert f"pid {target.pid} was still running" in outcomes["kill"]["detail"]
+        assert outcomes["inject"]["outcome"] == "failed" and "interrupted" in outcomes["inject"]["detail"]
+        assert outcomes["ack"]["outcome"] == "pending" and outcomes["ack"]["id"] == mine
+    finally:
+        monitor.kill()
+        target.kill()
+        target.wait()
+
+
+def test_an_interrupted_kill_whose_target_exited_is_delivered(tmp_path):
+    db = tmp_path / "db.sqlite"
+    target = subprocess.Popen(["sleep", "600"])
+    monitor = subprocess.Popen([sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
+                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        monitor.stdout.readline()
+        monitor.kill()
+        monitor.wait(DEADLINE)
+        target.kill()
+        target.wait(DEADLINE)
+        with Store(db) as restarted:
+            kill = next(a for a in restarted.actions("agent") if a["kind"] == "kill")
+        assert kill["outcome"] == "delivered" and "had exited" in kill["detail"]
+    finally:
+        monitor.kill()

@@ -98,6 +98,9 @@ class LiveWatch:
         store = Store.from_settings(self.config.store, self.db)
         store.start()
         self.store = store
+        for action in store.reconciled:
+            self.notes.append(f"action {action['id']} ({action['kind']} {action['session']}) of an "
+                              f"interrupted run: {action['outcome']} ({action['detail']})")
 
     def build_hub(self) -> Any:
         from monitor.hub import Hub
