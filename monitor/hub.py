@@ -380,6 +380,7 @@ class Hub:
         self._rate: deque[list[float]] = deque(maxlen=8)  # [second, count]
         self._problems_by_source: dict[str, int] = {}
         self._store_failed = False
+        self._store_losses_seen = (0, 0)  # (dropped, failed) last reported
         self._next_action_id = 0
         self.events_total = 0
         self.detections_total = 0
@@ -746,9 +747,22 @@ class Hub:
                 self.sweep_idle()
                 self._publish_dirty()
                 self._store_sessions()
+                self._report_store_losses()
                 self._publish(self.stats())
             except Exception:
                 log.exception("hub tick failed")
+
+    def _report_store_losses(self) -> None:
+        """Tell subscribers (the TUI's problems, the headless stderr) when the store
+        drops or refuses rows, with the exact running count."""
+        losses = getattr(self.store, "losses", None)
+        if losses is None:
+            return
+        stats = self.store.stats
+        counts = (stats.dropped, stats.failed)
+        if counts != self._store_losses_seen and any(counts):
+            self._store_losses_seen = counts
+            self._publish(ProblemReported(Problem("store", None, losses() or "")))
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids.

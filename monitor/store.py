@@ -5,10 +5,12 @@ the sqlite3 CLI or Datasette can read it while the monitor runs.  Writes go
 through ONE writer thread that owns the only writing connection:
 
 * ``add_events`` / ``add_detections`` turn their arguments into bounded rows in
-  the caller's thread and queue them.  The queue is bounded (``max_pending``
-  rows): when it is full the caller blocks up to ``block_seconds`` for the
-  writer to catch up, then the overflow is dropped and counted
-  (``stats.dropped``) rather than memory growing without bound.
+  the caller's thread and queue them.  The in-memory queue is bounded
+  (``max_pending`` rows): beyond it rows wait in a spill file
+  (``spill_bytes``, :mod:`monitor.store_spill`) and come back in order; only
+  when that is full too does the caller block up to ``block_seconds``, then
+  the overflow is dropped, every row counted (``stats.dropped``, the
+  ``store_losses`` table, ``history``).
 * The writer commits a transaction every ``batch_size`` rows or ``flush_ms``
   after the oldest queued row, whichever comes first.
 * ``upsert_session`` merges into a per-session pending update (never blocks).
@@ -50,6 +52,7 @@ from monitor.store_rows import (
 )
 from monitor.store_recovery import owner_stamp, reconcile_pending
 from monitor.store_schema import SchemaError, current_version, latest_version, migrate
+from monitor.store_spill import SPILL_BYTES, Spill
 from monitor.store_writer import StoreStats, Writer, WriterStopped
 
 __all__ = ["Store", "StoreError", "StoreStats", "current_user", "default_db_path",
@@ -89,7 +92,8 @@ class Store:
 
     def __init__(self, path: str | Path, *, content_chars: int = 4000, batch_size: int = 500,
                  flush_ms: int = 200, retention_days: float = 0, max_pending: int | None = None,
-                 block_seconds: float = 1.0, clock: Callable[[], float] = time.time):
+                 block_seconds: float = 1.0, clock: Callable[[], float] = time.time,
+                 spill_bytes: int = SPILL_BYTES):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.path = Path(path).expanduser()
@@ -99,6 +103,7 @@ class Store:
         self.retention_days = retention_days
         self.max_pending = max_pending or max(20 * batch_size, 10_000)
         self.block_seconds = block_seconds
+        self.spill_bytes = spill_bytes
         self.clock = clock
         self._writer: Writer | None = None
         self._final_stats = StoreStats()  # what a closed writer did
@@ -136,7 +141,9 @@ class Store:
                                   flush_seconds=self.flush_seconds,
                                   retention_days=self.retention_days,
                                   max_pending=self.max_pending, block_seconds=self.block_seconds,
-                                  clock=self.clock)
+                                  clock=self.clock,
+                                  spill=Spill(self.path.parent, self.spill_bytes)
+                                  if self.spill_bytes > 0 else None)
 
     def _open_writer(self) -> Database:
         if not self.path.parent.exists():
@@ -351,6 +358,17 @@ class Store:
             sql += " LIMIT ?"
             params.append(int(limit))
         return self._read(sql, params)
+
+    def lost_rows(self) -> list[dict]:
+        """Per monitor run that lost rows (queue and spill full, rows SQLite refused):
+        its last counts, oldest run first.  Empty for a database without losses."""
+        try:
+            return self._read(
+                "SELECT owner, MAX(ts) AS ts, MAX(dropped) AS dropped, MAX(failed) AS failed, "
+                "(SELECT reason FROM store_losses l2 WHERE l2.owner = l.owner ORDER BY id DESC "
+                "LIMIT 1) AS reason FROM store_losses l GROUP BY owner ORDER BY MAX(ts)")
+        except StoreError:  # a database from before the table existed
+            return []
 
     def get_session(self, session: str) -> dict | None:
         rows = self._read("SELECT * FROM sessions WHERE id = ?", [session])

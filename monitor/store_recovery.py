@@ -109,14 +109,3 @@ def record_loss(db: Database, dropped: int, failed: int, reason: str, clock=time
     """One ``store_losses`` row: how many rows this run lost so far (in an open transaction)."""
     db.execute("INSERT INTO store_losses (ts, owner, dropped, failed, reason) VALUES (?, ?, ?, ?, ?)",
                [clock(), owner_stamp(), dropped, failed, reason])
-
-
-def losses_summary(db: Database) -> list[dict[str, Any]]:
-    """Per run (owner), the last count of rows lost: what ``history`` shows."""
-    try:
-        rows = db.execute(
-            "SELECT owner, MAX(ts), MAX(dropped), MAX(failed), reason FROM store_losses "
-            "GROUP BY owner ORDER BY MAX(ts)").fetchall()
-    except Exception:  # an older database without the table
-        return []
-    return [{"owner": o, "ts": ts, "dropped": d, "failed": f, "reason": r} for o, ts, d, f, r in rows]

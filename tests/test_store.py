@@ -444,10 +444,11 @@ def test_other_readers_open_the_file_while_the_writer_runs(store: Store, db_path
 
 
 def test_full_queue_blocks_briefly_then_drops_and_counts(db_path: Path):
-    """With the writer stuck (another process holds the write lock) the queue never
-    grows past max_pending: the caller blocks block_seconds, then the overflow is
-    dropped and counted; everything accepted is committed once the lock goes."""
-    s = Store(db_path, batch_size=10, flush_ms=1, max_pending=50, block_seconds=0.2)
+    """Without a spill file, with the writer stuck (another process holds the write
+    lock) the queue never grows past max_pending: the caller blocks block_seconds,
+    then the overflow is dropped and counted; everything accepted is committed once
+    the lock goes.  (With the default spill file nothing is dropped: test_data_loss.)"""
+    s = Store(db_path, batch_size=10, flush_ms=1, max_pending=50, block_seconds=0.2, spill_bytes=0)
     s.start()
     locker = connect(db_path)
     locker.isolation_level = None
