@@ -51,6 +51,13 @@ def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+async def poll_until(predicate, timeout: float = DEADLINE) -> None:
+    """Poll ``predicate`` with a deadline (a hang guard, not a timing assertion)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
 # -- 1. an integer >= 2^63 --------------------------------------------------------------------
 
 
@@ -366,3 +373,40 @@ async def test_drops_beyond_the_spill_bound_are_counted_exactly_and_shown(tmp_pa
     result = run_cli(tmp_path, "history")
     assert result.returncode == 0, result.stderr
     assert f"lost {dropped:,} rows ({dropped:,} dropped" in result.stderr
+
+
+# -- 6. many agents on the bundled client ----------------------------------------------------------
+
+
+async def test_clients_refused_at_the_connection_limit_deliver_everything_on_close(tmp_path):
+    """500 agents once left 23.6 % of their events queued at close and printed 40,590
+    refusals.  Scaled down: 24 clients against a limit of 4 connections; close() retries
+    until its queue is written, the refusals are reported once (with a count), and the
+    agents never see them."""
+    from monitor.client import LoopwatchClient
+
+    config = build_config({"sources": {"max_connections": 4}})
+    async with running_monitor(tmp_path, config) as (hub, server):
+        updates = Updates(hub)
+        clients = [LoopwatchClient(agent="a", session=f"s{i}", socket_path=server.unix_path,
+                                   backoff_max=0.5) for i in range(24)]
+        for client in clients:
+            for j in range(40):
+                client.message("assistant", f"working on step {j}")
+
+        def close_all() -> None:
+            threads = [__import__("threading").Thread(target=c.close, args=(30.0,)) for c in clients]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+
+        await asyncio.to_thread(close_all)
+        assert [c.queued for c in clients] == [0] * 24
+        await poll_until(lambda: hub.events_total >= 24 * 40)  # the last writes are still being read
+        await hub.join()
+        assert hub.events_total == 24 * 40
+        assert server.refused > 0
+        refusals = [p for p in updates.problems() if "too many connections" in p.reason]
+        assert 1 <= len(refusals) <= 3
+        assert all(c.get_message(0) is None for c in clients)

@@ -53,6 +53,25 @@ PUSH_BUFFER_LIMIT = 1 << 20
 _SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)  # EPIPE as an error, never SIGPIPE
 
 
+#: A refusal for the same reason (too many connections: clients retry with
+#: back-off) is reported at most once per this many seconds, with a count.
+REFUSAL_REPORT_SECONDS = 10.0
+
+
+def quiet_refusal(server: Any, why: str) -> str | None:
+    """None when a refusal like this one was reported within the last
+    :data:`REFUSAL_REPORT_SECONDS`; else the note to add ("; N more since")."""
+    key = why.split("(", 1)[0]
+    notes = server.__dict__.setdefault("_refusals", {})
+    last, hidden = notes.get(key, (-REFUSAL_REPORT_SECONDS, 0))
+    now = time.monotonic()
+    if now - last < REFUSAL_REPORT_SECONDS:
+        notes[key] = (last, hidden + 1)
+        return None
+    notes[key] = (now, 0)
+    return f" ({hidden:,} more like it since the last report)" if hidden else ""
+
+
 class SocketChannel:
     """Reaches a session through the connection its agent is using."""
 
@@ -444,5 +463,8 @@ class Connection:
         reason = f"connection refused: {why}"
         self.error(lineno, reason)
         self.server.refused += 1
-        log.warning("%s: %s", self.source, reason)
-        await self.server.report([Problem(self.source, lineno, reason)])
+        said = quiet_refusal(self.server, why)
+        if said is None:  # the same refusal was reported moments ago: counted only
+            return
+        log.warning("%s: %s%s", self.source, reason, said)
+        await self.server.report([Problem(self.source, lineno, reason + said)])
