@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -410,3 +412,37 @@ async def test_clients_refused_at_the_connection_limit_deliver_everything_on_clo
         refusals = [p for p in updates.problems() if "too many connections" in p.reason]
         assert 1 <= len(refusals) <= 3
         assert all(c.get_message(0) is None for c in clients)
+
+
+# -- 8. a deleted file still being written ------------------------------------------------------
+
+
+async def test_a_deleted_file_is_followed_while_its_writer_keeps_writing(tmp_path):
+    """Writes long past the rotation grace after the unlink once lost 14 of 26 events, and the
+    cut line was reported as bad JSON.  Now the file is followed while a process has it
+    open; once the writer closes it, the rest (and nothing else) is read and it is forgotten."""
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(jsonl([message(0)]))
+    sink = Sink()
+    source = FileSource([str(tmp_path)], sink, start=StartPolicy("start"), rotate_grace_seconds=0.2,
+                        poll_seconds=0.05)
+    await source.start()
+    try:
+        await sink.wait_for(lambda: len(sink.events) == 1, "the first line")
+        writer = open(log, "ab", buffering=0)
+        os.unlink(log)
+        for i in range(1, 26):
+            if i == 13:  # past the grace with no data meanwhile: the source looked for holders
+                retired = next(iter(source.retiring.values())).retired_at
+                await poll_until(lambda: time.monotonic() >= retired + 1.0)  # 5 x the grace
+                assert source.retiring, "forgotten while its writer still had it open"
+            data = json.dumps(message(i)).encode() + b"\n"
+            writer.write(data[:10])
+            writer.write(data[10:])
+            await sink.wait_for(lambda: len(sink.events) == i + 1, f"event {i}")
+        writer.close()
+        await sink.wait_for(lambda: not source.retiring, "the closed file to be forgotten")
+    finally:
+        await source.stop()
+    assert [e.content for e in sink.events] == [f"m{i}" for i in range(26)]
+    assert all("JSON" not in p.reason for p in sink.problems)
