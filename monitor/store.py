@@ -191,6 +191,23 @@ class Store:
         writer = self._writer
         return writer.stats if writer is not None else self._final_stats
 
+    def position(self) -> int:
+        """How many rows were given to the store so far (see :meth:`on_written`)."""
+        writer = self._writer
+        return writer.enqueued if writer is not None else 0
+
+    def written(self) -> float:
+        """How many of those rows are done with (committed, or refused or dropped and
+        counted); infinite once no more will be (the writer closed or stopped)."""
+        writer = self._writer
+        if writer is None or writer.state == "failed":
+            return float("inf")
+        return writer.done
+
+    def on_written(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(written)`` from the writer thread after each write."""
+        self._running().add_listener(callback)
+
     def losses(self) -> str | None:
         """None when everything given to the store was committed (or is still
         queued); otherwise what was lost, for an operator to read."""

@@ -188,6 +188,12 @@ class Writer:
         self._warned_drop = -1e9               # monotonic time of the last drop warning
         self._warned_spill = False
         self._losses_recorded = (0, 0)         # (dropped, failed) last written to store_losses
+        #: Rows given to enqueue so far, and how many of them are done with
+        #: (committed, refused or dropped): a caller that noted ``enqueued``
+        #: after adding a row knows it is on disk once ``done`` reaches it.
+        self.enqueued = 0
+        self.done = 0
+        self._listeners: list[Callable[[int], None]] = []
         if retention_days > 0:
             self._requests.append(Request("prune"))  # before anything else
         self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer",
@@ -225,6 +231,7 @@ class Writer:
         deadline: float | None = None
         with self._cond:
             self._check_running()
+            self.enqueued += len(rows)
             index = 0
             while index < len(rows):
                 spill = self._spill
@@ -269,6 +276,7 @@ class Writer:
 
     def _drop(self, count: int) -> None:
         self._stats.dropped += count
+        self.done += count
         now = time.monotonic()
         if now - self._warned_drop >= 5.0:
             self._warned_drop = now
@@ -493,6 +501,7 @@ class Writer:
             self._commit(rows, sessions)
             if self._stats.dropped != self._losses_recorded[0]:
                 self._record_losses()
+            self._written(len(rows))
             return
         except Exception as exc:
             log.warning("store batch of %d rows failed (%s); retrying row by row", len(rows), exc)
@@ -511,6 +520,23 @@ class Writer:
                 self._stats.last_error = str(exc)
                 log.warning("session updates lost: %s", exc)
         self._record_losses()
+        self._written(len(rows))
+
+    def add_listener(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(done)`` (on the writer thread) after each write."""
+        self._listeners.append(callback)
+
+    def _written(self, count: int) -> None:
+        if not count:
+            return
+        with self._cond:
+            self.done += count
+            done = self.done
+        for callback in self._listeners:
+            try:
+                callback(done)
+            except Exception:
+                log.exception("store write listener failed")
 
     def _record_losses(self) -> None:
         """Keep the run's count of lost rows in ``store_losses`` (for ``history``)."""

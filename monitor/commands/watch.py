@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+from collections import deque
 from typing import Any, TextIO
 
 import orjson
@@ -158,7 +159,13 @@ class LiveWatch:
 
 
 class HeadlessPrinter:
-    """A hub subscriber that prints detections (stdout) and problems/actions (stderr)."""
+    """A hub subscriber that prints detections (stdout) and problems/actions (stderr).
+
+    With a store (:meth:`hold_until_stored`), a detection is printed only once
+    its row is committed, so whatever a consumer read is in the database even
+    after a SIGKILL; the delay is at most the store's ``flush_ms`` (200 ms by
+    default) plus one transaction.
+    """
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
         from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
@@ -171,6 +178,26 @@ class HeadlessPrinter:
         self.worst = Level.NONE
         #: The updates it prints: subscribe with ``kinds=printer.kinds``.
         self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished)
+        self.store: Any = None
+        self._held: deque[tuple[int, Any]] = deque()  # (store position, detection)
+
+    def hold_until_stored(self, store: Any, loop: asyncio.AbstractEventLoop) -> None:
+        """Print each detection only after the store committed it."""
+        self.store = store
+
+        def written(done: int) -> None:  # on the store's writer thread
+            try:
+                loop.call_soon_threadsafe(self.release)
+            except RuntimeError:  # the loop is closed: release() runs at the end
+                pass
+
+        store.on_written(written)
+
+    def release(self) -> None:
+        """Print the held detections the store has committed (all, once it is closed)."""
+        written = self.store.written() if self.store is not None else float("inf")
+        while self._held and self._held[0][0] <= written:
+            self._print(self._held.popleft()[1])
 
     def __call__(self, update: object) -> None:
         from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
@@ -191,6 +218,14 @@ class HeadlessPrinter:
         self.worst = max(self.worst, detection.level)
         if detection.level < self.min_level:
             return
+        if self.store is not None:
+            # The hub queued its row before publishing it: wait for that row.
+            self._held.append((self.store.position(), detection))
+            self.release()
+            return
+        self._print(detection)
+
+    def _print(self, detection: Any) -> None:
         if self.as_json:
             record = detection.to_dict()
             record["ts"] = detection.ts
@@ -217,6 +252,8 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
             pass
     hub = live.build_hub()
     hub.subscribe(printer, kinds=printer.kinds)
+    if live.store is not None:
+        printer.hold_until_stored(live.store, loop)
     try:
         await live.start()
         for note in live.notes:
@@ -226,6 +263,7 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
         await stopping.wait()
     finally:
         await live.stop()
+        printer.release()  # the store is closed: whatever is still held
     stats = hub.stats()
     printer.err.write(
         f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
