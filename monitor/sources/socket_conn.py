@@ -32,6 +32,7 @@ from monitor.control import DELIVERED, FAILED, Outcome, ancestors, encode_line, 
 from monitor.events import KINDS, Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
+from monitor.sources.fair import Usage
 from monitor.framing import LineSplitter
 
 if TYPE_CHECKING:
@@ -142,6 +143,7 @@ class Connection:
         self._write_error: str | None = None
         self._drained: list[asyncio.Future] = []
         self._slot = False  # holding one of the server's ingest slots
+        self.usage = Usage()  # bytes read lately: the lightest reader gets the next slot
 
     def _decoder(self, default_session: str) -> LineDecoder:
         return LineDecoder(self.source, fmt="native", session=default_session,
@@ -276,6 +278,7 @@ class Connection:
                     continue  # woken without data after all
                 except OSError:
                     chunk = b""
+                self.usage.add(len(chunk))
                 lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
                 if lines and not await self.handle_lines(lines, at_eof=not chunk):
                     return
@@ -296,7 +299,7 @@ class Connection:
             self.loop.remove_reader(fd)
 
     async def _take_slot(self) -> None:
-        await self.server.ingest.acquire()
+        await self.server.ingest.acquire(self.usage.now())
         self._slot = True
 
     def _give_slot(self) -> None:

@@ -38,6 +38,7 @@ from monitor.config import Config, default_socket_path
 from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
 from monitor.hub import DetectionRaised
+from monitor.sources.fair import FairSlots
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class SocketServer:
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
         self.socket_channels: dict[str, SocketChannel] = {}
         self.connections: set[Connection] = set()
-        self.ingest = asyncio.Semaphore(INGEST_SLOTS)
+        self.ingest = FairSlots(INGEST_SLOTS)  # lightest reader first: see fair.py
         self.lines = self.events = self.refused = 0
         self._listeners: list[socket.socket] = []
         self._acceptors: list[asyncio.Task] = []
