@@ -46,8 +46,8 @@ BATCH_EVENTS = 512
 #: Queued items before :meth:`Hub.submit` waits.
 QUEUE_ITEMS = 64
 #: ...or queued events: what a newly arrived event waits behind.  At the
-#: ~10k events/s one core processes, 4,096 events is ~0.4 s of work at most.
-QUEUE_EVENTS = 4096
+#: ~10k events/s one core processes, 2,048 events is ~0.2 s of work at most.
+QUEUE_EVENTS = 2048
 #: Subscribers get coalesced SessionChanged updates at most this often under load.
 PUBLISH_INTERVAL = 0.05
 #: Session rows are written to the store at most this often per session.

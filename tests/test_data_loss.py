@@ -446,3 +446,57 @@ async def test_a_deleted_file_is_followed_while_its_writer_keeps_writing(tmp_pat
         await source.stop()
     assert [e.content for e in sink.events] == [f"m{i}" for i in range(26)]
     assert all("JSON" not in p.reason for p in sink.problems)
+
+
+# -- 7. fair sharing under a flood -----------------------------------------------------------------
+
+
+async def test_fair_slots_serve_the_lightest_reader_first():
+    from monitor.sources.fair import FairSlots
+
+    slots = FairSlots(1)
+    await slots.acquire(0.0)
+    order: list[str] = []
+
+    async def take(name: str, usage: float) -> None:
+        await slots.acquire(usage)
+        order.append(name)
+        slots.release()
+
+    tasks = [asyncio.create_task(take(name, usage))
+             for name, usage in (("noisy", 5e6), ("busy", 1e5), ("quiet", 0.0))]
+    await asyncio.sleep(0)  # let them all queue (a scheduling step, not a wait for work)
+    slots.release()
+    await asyncio.gather(*tasks)
+    assert order == ["quiet", "busy", "noisy"]
+
+
+async def test_a_quiet_session_is_not_queued_behind_a_flood(tmp_path):
+    """Under a flood from 8 connections a quiet agent's loop once waited behind the whole
+    backlog (64 queued batches and every flooding connection's turn).  Counted in events, not
+    seconds: between the quiet agent's send and its detection the hub processes at most about
+    one event-bounded queue (2,048) and a few read chunks of the flood."""
+    from monitor.hub import DetectionRaised
+
+    async with running_monitor(tmp_path) as (hub, server):
+        updates = Updates(hub)
+        noisy = [await RawClient.unix(server.unix_path) for _ in range(8)]
+        flood = [jsonl([dict(message(i, f"noisy{n}"), content=f"step {i} " + "x" * 60)
+                        for i in range(2500)]) for n in range(8)]
+        senders = [asyncio.create_task(client.send(data)) for client, data in zip(noisy, flood)]
+        await poll_until(lambda: hub.events_total > 2000)  # the flood is flowing
+        quiet = await RawClient.unix(server.unix_path)
+        call = {"type": "tool_call", "session": "quiet", "name": "bash", "args": {"cmd": "ls /x"}}
+        result = {"type": "tool_result", "session": "quiet", "content": "ls: /x: no such file",
+                  "is_error": True}
+        records = []
+        for n in range(3):
+            records += [dict(call, id=f"c{n}"), dict(result, id=f"c{n}")]
+        before = hub.events_total
+        await quiet.send(jsonl(records))
+        await updates.wait(lambda u: isinstance(u, DetectionRaised) and u.detection.session == "quiet")
+        between = hub.events_total - before
+        await asyncio.gather(*senders)
+        for client in [*noisy, quiet]:
+            await client.close()
+    assert between < 8000, f"{between} flood events were processed before the quiet session's"
