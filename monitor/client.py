@@ -14,9 +14,15 @@
 agent.  Every public method only serializes and queues: the one background
 thread connects (Unix socket, or TCP with a token), writes, reads control
 messages (``inject``, ``ack``, ``kill``, ``detection``…), and reconnects with
-exponential back-off.  While the monitor is absent, events wait in a bounded
-buffer; when it is full the oldest are dropped and counted.  Nothing here
-blocks the agent for long or raises into it.
+exponential back-off and jitter, quietly (a monitor at its connection limit
+refuses; the client just retries).  While the monitor is absent, events wait
+in a bounded buffer; when it is full the oldest are dropped and counted.
+Nothing here blocks the agent for long or raises into it.
+
+``close(timeout=5.0)`` flushes: it keeps connecting (every 50-200 ms) and
+writing until the queue is empty or ``timeout`` seconds have passed, then
+stops the thread; ``queued`` says what was left.  At interpreter exit the
+clients still open get one shared ``EXIT_FLUSH_SECONDS``.
 
 :class:`AsyncLoopwatchClient` is the same client for asyncio agents, with
 ``async for message in client`` for control messages.  :class:`InboxReader`
@@ -57,6 +63,12 @@ CONTROL_TYPES = frozenset({"inject", "ack", "kill", "detection"})
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 #: A connection the monitor does not welcome within this time is dropped and retried.
 WELCOME_TIMEOUT = 5.0
+#: How long ``close()`` keeps trying to deliver what is queued, by default.
+CLOSE_TIMEOUT = 5.0
+#: While closing, a refused or failed connection is retried after this long (jittered).
+CLOSE_RETRY = 0.2
+#: What the clients still open at interpreter exit share to flush.
+EXIT_FLUSH_SECONDS = 2.0
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 ControlCallback = Callable[[dict], None]
@@ -221,8 +233,9 @@ class LoopwatchClient(_EventHelpers):
             time.sleep(0.005)
         return False
 
-    def close(self, timeout: float = 1.0) -> None:
-        """Flush what is queued (at most ``timeout`` seconds) and stop the thread."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Flush what is queued (at most ``timeout`` seconds, retrying a refused or
+        broken connection meanwhile) and stop the thread."""
         try:
             self._close_deadline = time.monotonic() + timeout
             self._closing = True
@@ -284,7 +297,7 @@ class LoopwatchClient(_EventHelpers):
                 return
             yield message
 
-    def _dispatch(self, raw: bytes) -> str | None:
+    def _dispatch(self, raw: bytes, welcomed: bool = True) -> str | None:
         """Hand one line from the monitor to the agent; return its type."""
         try:
             message = orjson.loads(raw)
@@ -294,6 +307,11 @@ class LoopwatchClient(_EventHelpers):
             return None
         kind = message.get("type")
         if kind == "welcome":
+            return kind
+        if not welcomed and kind == "error":
+            # A refusal before the welcome (the monitor is at its connection
+            # limit): the client retries with back-off; not the agent's business.
+            self.last_error = message
             return kind
         self.received += 1
         if message.get("type") == "error":
@@ -379,14 +397,22 @@ class LoopwatchClient(_EventHelpers):
                 finally:
                     self._connected.clear()
                     sock.close()
-            if self._closing:
+            if self._closing and (self._flushed() or time.monotonic() >= self._close_deadline):
                 return
             if welcomed:  # a good connection broke (monitor restart): retry soon
                 backoff = self.backoff_min
+            if self._closing:  # events still queued: keep trying, briefly, until the deadline
+                left = self._close_deadline - time.monotonic()
+                self._sleep(max(0.0, min(left, CLOSE_RETRY * random.uniform(0.25, 1.0))))
+                continue
             # Back off (with jitter, so many agents do not reconnect in step);
             # a refused connection counts as a failure, or it would spin.
             self._sleep(backoff * random.uniform(0.5, 1.0))
             backoff = min(backoff * 2, self.backoff_max)
+
+    def _flushed(self) -> bool:
+        with self._lock:
+            return not self._out and not self._writing
 
     def _sleep(self, seconds: float) -> None:
         """Sleep that ``close()`` interrupts."""
@@ -446,7 +472,7 @@ class LoopwatchClient(_EventHelpers):
                     if not chunk:
                         return welcomed
                     for _lineno, raw, _size in splitter.feed(chunk):
-                        if raw is not None and self._dispatch(raw) == "welcome" and not welcomed:
+                        if raw is not None and self._dispatch(raw, welcomed) == "welcome" and not welcomed:
                             welcomed = True
                             self.connects += 1
                             self._connected.set()
@@ -482,7 +508,7 @@ _open_clients: weakref.WeakSet[LoopwatchClient] = weakref.WeakSet()
 
 
 @atexit.register
-def _close_open_clients(timeout: float = 0.5) -> None:
+def _close_open_clients(timeout: float = EXIT_FLUSH_SECONDS) -> None:
     """Give queued events (a final session_end) one brief, shared chance to leave at exit."""
     clients = list(_open_clients)
     deadline = time.monotonic() + timeout
@@ -531,7 +557,7 @@ class AsyncLoopwatchClient(_EventHelpers):
     async def wait_connected(self, timeout: float | None = None) -> bool:
         return await asyncio.to_thread(self._client.wait_connected, timeout)
 
-    async def close(self, timeout: float = 1.0) -> None:
+    async def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         await asyncio.to_thread(self._client.close, timeout)
 
     async def __aenter__(self) -> AsyncLoopwatchClient:

@@ -5,10 +5,12 @@ the sqlite3 CLI or Datasette can read it while the monitor runs.  Writes go
 through ONE writer thread that owns the only writing connection:
 
 * ``add_events`` / ``add_detections`` turn their arguments into bounded rows in
-  the caller's thread and queue them.  The queue is bounded (``max_pending``
-  rows): when it is full the caller blocks up to ``block_seconds`` for the
-  writer to catch up, then the overflow is dropped and counted
-  (``stats.dropped``) rather than memory growing without bound.
+  the caller's thread and queue them.  The in-memory queue is bounded
+  (``max_pending`` rows): beyond it rows wait in a spill file
+  (``spill_bytes``, :mod:`monitor.store_spill`) and come back in order; only
+  when that is full too does the caller block up to ``block_seconds``, then
+  the overflow is dropped, every row counted (``stats.dropped``, the
+  ``store_losses`` table, ``history``).
 * The writer commits a transaction every ``batch_size`` rows or ``flush_ms``
   after the oldest queued row, whichever comes first.
 * ``upsert_session`` merges into a per-session pending update (never blocks).
@@ -18,7 +20,8 @@ through ONE writer thread that owns the only writing connection:
   on flush/close, one row per session.
 * ``begin_action`` / ``finish_action`` are synchronous: they return once the
   row is committed (with ``synchronous=FULL``), so an action is on disk
-  before it is carried out.
+  before it is carried out.  :meth:`Store.start` finishes the actions an
+  interrupted run left ``pending`` (:mod:`monitor.store_recovery`).
 
 Reads use their own read-only connection (serialized by a lock, safe from any
 thread) and work whether or not the writer is running.  The writer thread
@@ -47,7 +50,9 @@ from monitor.store_rows import (
     detection_dict, detection_row, event_dict, event_from_row, event_row, level_rank, safe_text,
     session_update,
 )
+from monitor.store_recovery import owner_stamp, reconcile_pending
 from monitor.store_schema import SchemaError, current_version, latest_version, migrate
+from monitor.store_spill import SPILL_BYTES, Spill
 from monitor.store_writer import StoreStats, Writer, WriterStopped
 
 __all__ = ["Store", "StoreError", "StoreStats", "current_user", "default_db_path",
@@ -87,7 +92,8 @@ class Store:
 
     def __init__(self, path: str | Path, *, content_chars: int = 4000, batch_size: int = 500,
                  flush_ms: int = 200, retention_days: float = 0, max_pending: int | None = None,
-                 block_seconds: float = 1.0, clock: Callable[[], float] = time.time):
+                 block_seconds: float = 1.0, clock: Callable[[], float] = time.time,
+                 spill_bytes: int = SPILL_BYTES):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.path = Path(path).expanduser()
@@ -97,9 +103,14 @@ class Store:
         self.retention_days = retention_days
         self.max_pending = max_pending or max(20 * batch_size, 10_000)
         self.block_seconds = block_seconds
+        self.spill_bytes = spill_bytes
         self.clock = clock
         self._writer: Writer | None = None
         self._final_stats = StoreStats()  # what a closed writer did
+        self._final_failure: BaseException | None = None
+        self._owner = owner_stamp()
+        #: Pending actions of an interrupted run, finished by :meth:`start`.
+        self.reconciled: list[dict[str, Any]] = []
         self._closed = False
         self._lifecycle = threading.Lock()
         self._reader: Database | None = None
@@ -130,7 +141,9 @@ class Store:
                                   flush_seconds=self.flush_seconds,
                                   retention_days=self.retention_days,
                                   max_pending=self.max_pending, block_seconds=self.block_seconds,
-                                  clock=self.clock)
+                                  clock=self.clock,
+                                  spill=Spill(self.path.parent, self.spill_bytes)
+                                  if self.spill_bytes > 0 else None)
 
     def _open_writer(self) -> Database:
         if not self.path.parent.exists():
@@ -149,6 +162,7 @@ class Store:
             # every committed row; action commits switch to FULL for power loss.
             db.execute("PRAGMA synchronous = NORMAL")
             migrate(db)
+            self.reconciled = reconcile_pending(db, self.clock)
         except SchemaError as exc:
             db.close()
             raise StoreError(f"{self.path}: {exc}") from None
@@ -166,6 +180,7 @@ class Store:
             writer.close()
             writer.db.close()
             self._final_stats = writer.stats
+            self._final_failure = writer.failure
         with self._read_lock:
             if self._reader is not None:
                 self._reader.close()
@@ -175,6 +190,38 @@ class Store:
     def stats(self) -> StoreStats:
         writer = self._writer
         return writer.stats if writer is not None else self._final_stats
+
+    def position(self) -> int:
+        """How many rows were given to the store so far (see :meth:`on_written`)."""
+        writer = self._writer
+        return writer.enqueued if writer is not None else 0
+
+    def written(self) -> float:
+        """How many of those rows are done with (committed, or refused or dropped and
+        counted); infinite once no more will be (the writer closed or stopped)."""
+        writer = self._writer
+        if writer is None or writer.state == "failed":
+            return float("inf")
+        return writer.done
+
+    def on_written(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(written)`` from the writer thread after each write."""
+        self._running().add_listener(callback)
+
+    def losses(self) -> str | None:
+        """None when everything given to the store was committed (or is still
+        queued); otherwise what was lost, for an operator to read."""
+        writer = self._writer
+        stats = self.stats
+        failure = writer.failure if writer is not None else self._final_failure
+        parts = []
+        if failure is not None:
+            parts.append(f"the store writer STOPPED ({failure!r}); nothing after it was recorded")
+        if stats.dropped:
+            parts.append(f"{stats.dropped:,} rows dropped (the queue and its spill file were full)")
+        if stats.failed:
+            parts.append(f"{stats.failed:,} rows refused by SQLite (last: {stats.last_error})")
+        return "; ".join(parts) or None
 
     # -- writes (any thread) -----------------------------------------------------
 
@@ -239,7 +286,7 @@ class Store:
         if not kind:
             raise ValueError("begin_action: kind must not be empty")
         row = [safe_text(session), kind, safe_text(text), self.clock(),
-               safe_text(who) or current_user(), "pending", safe_text(detail) or ""]
+               safe_text(who) or current_user(), "pending", safe_text(detail) or "", self._owner]
         return int(self._call("begin_action", row))
 
     def finish_action(self, action_id: int, outcome: str, detail: str = "") -> None:
@@ -344,6 +391,17 @@ class Store:
             sql += " LIMIT ?"
             params.append(int(limit))
         return self._read(sql, params)
+
+    def lost_rows(self) -> list[dict]:
+        """Per monitor run that lost rows (queue and spill full, rows SQLite refused):
+        its last counts, oldest run first.  Empty for a database without losses."""
+        try:
+            return self._read(
+                "SELECT owner, MAX(ts) AS ts, MAX(dropped) AS dropped, MAX(failed) AS failed, "
+                "(SELECT reason FROM store_losses l2 WHERE l2.owner = l.owner ORDER BY id DESC "
+                "LIMIT 1) AS reason FROM store_losses l GROUP BY owner ORDER BY MAX(ts)")
+        except StoreError:  # a database from before the table existed
+            return []
 
     def get_session(self, session: str) -> dict | None:
         rows = self._read("SELECT * FROM sessions WHERE id = ?", [session])

@@ -139,9 +139,27 @@ def bounded_json(value: Any, content_chars: int) -> str | None:
 _KIND_VALUE = {kind: kind.value for kind in Kind}
 
 
+#: The integers SQLite can store (``INTEGER`` is 64-bit signed).
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def sqlite_int(value: Any) -> Any:
+    """``value`` in a form SQLite takes: an integer beyond 64 bits (which would
+    make the whole batch fail with OverflowError) becomes a REAL, or its text."""
+    if value is None or value.__class__ is not int or INT64_MIN <= value <= INT64_MAX:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return str(value)
+
+
 def event_row(event: Event, content_chars: int) -> list[Any]:
     """The row for one event, in :data:`EVENT_COLUMNS` order."""
     content = event.content or ""
+    pid, tokens_in, tokens_out = event.pid, event.input_tokens, event.output_tokens
+    if pid is not None or tokens_in is not None or tokens_out is not None:
+        pid, tokens_in, tokens_out = sqlite_int(pid), sqlite_int(tokens_in), sqlite_int(tokens_out)
     return [
         safe_text(event.session), event.seq, event.ts, _KIND_VALUE[event.kind], event.role,
         safe_text(event.tool), safe_text(event.call_id),
@@ -149,7 +167,7 @@ def event_row(event: Event, content_chars: int) -> list[Any]:
         safe_text(bounded(content, content_chars)), len(content),
         content_hash(content) if content else None,
         safe_text(event.source) or None, event.line, safe_text(event.agent), safe_text(event.status),
-        event.pid, safe_text(event.parent), event.input_tokens, event.output_tokens, event.cost_usd,
+        pid, safe_text(event.parent), tokens_in, tokens_out, event.cost_usd,
         bounded_json(event.meta, content_chars) if event.meta else None,
     ]
 

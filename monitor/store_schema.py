@@ -149,10 +149,29 @@ def _v3_file_positions(db: Database) -> None:
     db.execute("CREATE INDEX file_positions_path ON file_positions(path)")
 
 
+def _v4_action_owner_and_losses(db: Database) -> None:
+    # owner: the monitor process (pid:start) that recorded an action, so a
+    # restart can finish the pending actions of a monitor that is gone.
+    db.execute("ALTER TABLE actions ADD COLUMN owner TEXT")
+    # Rows the store could not record (queue and spill full, rows SQLite
+    # refused): counted per run, shown by `history`.
+    db.execute("""
+        CREATE TABLE store_losses (
+            id      INTEGER PRIMARY KEY,
+            ts      REAL NOT NULL,
+            owner   TEXT NOT NULL,          -- the monitor process, pid:start
+            dropped INTEGER NOT NULL,       -- rows dropped so far this run
+            failed  INTEGER NOT NULL,       -- rows SQLite refused so far this run
+            reason  TEXT NOT NULL
+        )""")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
     Migration(3, "file read positions (a restarted watcher resumes each file)", _v3_file_positions),
+    Migration(4, "actions.owner (reconciling interrupted actions); store_losses",
+              _v4_action_owner_and_losses),
 ]
 
 

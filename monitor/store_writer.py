@@ -28,8 +28,10 @@ from typing import Any, Callable, Iterator
 
 from sqlite_utils import Database
 
+from monitor.store_recovery import record_loss
+from monitor.store_spill import Spill
 from monitor.store_rows import (
-    DETECTION_INSERT, DETECTION_SEQ, EVENT_INSERT, SEQ, SESSION_UPSERT, derive_from_detection,
+    DETECTION_INSERT, DETECTION_SEQ, EVENT_COLUMNS, EVENT_INSERT, SEQ, SESSION_UPSERT, derive_from_detection,
     derive_from_event, merge_update, session_values,
 )
 
@@ -66,7 +68,8 @@ class StoreStats:
     actions: int = 0         # action rows committed
     transactions: int = 0    # write transactions committed
     duplicates: int = 0      # event rows ignored: same (session, seq) already stored
-    dropped: int = 0         # rows given up because the queue stayed full
+    dropped: int = 0         # rows given up because the queue and the spill file stayed full
+    spilled: int = 0         # rows that waited in the spill file (back-pressure)
     failed: int = 0          # rows SQLite refused
     pruned: int = 0          # event rows deleted by retention
     pending: int = 0         # rows queued right now
@@ -133,6 +136,18 @@ POSITION_UPSERT = ("INSERT OR REPLACE INTO file_positions "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+def _where(row: tuple[str, list[Any]]) -> str:
+    """``file:line`` (or the session) of a queued row, for error messages."""
+    kind, values = row
+    if kind == "e":
+        source, line = values[EVENT_COLUMNS.index("file")], values[EVENT_COLUMNS.index("line")]
+    else:
+        source, line = values[-2], values[-1]
+    if source:
+        return f"{source}:{line}" if line is not None else str(source)
+    return f"session {values[0]!r}"
+
+
 def _merged(base: Sessions, new: Sessions) -> Sessions:
     """``base`` with ``new`` merged in, without changing either."""
     out = dict(base)
@@ -152,7 +167,8 @@ class Writer:
 
     def __init__(self, db: Database, *, batch_size: int, flush_seconds: float,
                  retention_days: float, max_pending: int, block_seconds: float,
-                 clock: Callable[[], float], session_seconds: float | None = None):
+                 clock: Callable[[], float], session_seconds: float | None = None,
+                 spill: Spill | None = None):
         self.db = db
         self.batch_size = batch_size
         self.flush_seconds = flush_seconds
@@ -174,7 +190,16 @@ class Writer:
         self._stats = StoreStats()
         self._closing_since = 0.0
         self._failure: BaseException | None = None
-        self._warned_drop = False
+        self._spill = spill
+        self._warned_drop = -1e9               # monotonic time of the last drop warning
+        self._warned_spill = False
+        self._losses_recorded = (0, 0)         # (dropped, failed) last written to store_losses
+        #: Rows given to enqueue so far, and how many of them are done with
+        #: (committed, refused or dropped): a caller that noted ``enqueued``
+        #: after adding a row knows it is on disk once ``done`` reaches it.
+        self.enqueued = 0
+        self.done = 0
+        self._listeners: list[Callable[[int], None]] = []
         if retention_days > 0:
             self._requests.append(Request("prune"))  # before anything else
         self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer",
@@ -190,43 +215,80 @@ class Writer:
             raise WriterStopped(f"the store is {self.state}")
 
     @property
+    def failure(self) -> BaseException | None:
+        """What stopped the thread (None while it runs or after a clean close)."""
+        return self._failure
+
+    @property
     def stats(self) -> StoreStats:
         with self._cond:
-            return replace(self._stats, pending=len(self._pending))
+            return replace(self._stats, pending=self._queued(),
+                           spilled=self._spill.total if self._spill is not None else 0)
+
+    def _queued(self) -> int:
+        """Rows waiting, in memory and in the spill file (lock held)."""
+        return len(self._pending) + (self._spill.count if self._spill is not None else 0)
 
     def enqueue(self, kind: str, rows: list[list[Any]]) -> None:
-        """Queue rows; when the queue is full wait up to ``block_seconds``, then
-        drop the overflow (counted) so memory stays bounded."""
+        """Queue rows.  When the in-memory queue is full they go to the spill
+        file (in order: once rows are on disk, later ones follow them there);
+        only when that is full too, wait up to ``block_seconds`` and then drop
+        the overflow, counting every row."""
         deadline: float | None = None
         with self._cond:
             self._check_running()
+            self.enqueued += len(rows)
             index = 0
             while index < len(rows):
+                spill = self._spill
                 space = self.max_pending - len(self._pending)
-                if space <= 0:
-                    now = time.monotonic()
-                    deadline = deadline if deadline is not None else now + self.block_seconds
-                    if now >= deadline or self.state != "running":
-                        self._drop(len(rows) - index)
+                if spill is not None and (spill.count or space <= 0):
+                    lines = spill.room([(kind, row) for row in rows[index:]])
+                    if lines is not None:
+                        self._to_spill(lines)
                         return
-                    self._cond.notify_all()
-                    self._cond.wait(deadline - now)
+                elif space > 0:
+                    chunk = rows[index:index + space]
+                    self._pending.extend((kind, row) for row in chunk)
+                    index += len(chunk)
+                    if self._oldest_at is None:
+                        self._oldest_at = time.monotonic()
+                        self._cond.notify_all()
+                    elif len(self._pending) >= self.batch_size:
+                        self._cond.notify_all()
                     continue
-                chunk = rows[index:index + space]
-                self._pending.extend((kind, row) for row in chunk)
-                index += len(chunk)
-                if self._oldest_at is None:
-                    self._oldest_at = time.monotonic()
-                    self._cond.notify_all()
-                elif len(self._pending) >= self.batch_size:
-                    self._cond.notify_all()
+                now = time.monotonic()
+                deadline = deadline if deadline is not None else now + self.block_seconds
+                if now >= deadline or self.state != "running":
+                    self._drop(len(rows) - index)
+                    return
+                self._cond.notify_all()
+                self._cond.wait(deadline - now)
+
+    def _to_spill(self, lines: list[bytes]) -> None:
+        try:
+            self._spill.append(lines)
+        except OSError as exc:  # a full or failing disk: count the rows, never raise
+            self._stats.last_error = f"spill file: {exc}"
+            self._drop(len(lines))
+            return
+        if self._oldest_at is None:
+            self._oldest_at = time.monotonic()
+        self._cond.notify_all()
+        if not self._warned_spill:
+            self._warned_spill = True
+            log.warning("the database is not keeping up (locked by another process, or a slow "
+                        "disk): rows wait in a spill file; nothing is dropped")
 
     def _drop(self, count: int) -> None:
         self._stats.dropped += count
-        if not self._warned_drop:
-            self._warned_drop = True
-            log.warning("store queue full for %.1fs: dropped %d rows (the disk is slower "
-                        "than the agents; see stats.dropped)", self.block_seconds, count)
+        self.done += count
+        now = time.monotonic()
+        if now - self._warned_drop >= 5.0:
+            self._warned_drop = now
+            log.warning("store queue and spill file full: %d rows dropped so far this run "
+                        "(the disk is slower than the agents; see stats.dropped)",
+                        self._stats.dropped)
 
     def upsert_session(self, update: dict[str, Any]) -> None:
         with self._cond:
@@ -262,6 +324,12 @@ class Writer:
         with self._cond:
             if self.state != "failed":
                 self.state = "closed"
+            if self._spill is not None:
+                self._spill.close()
+        if self._stats.dropped or self._stats.failed:
+            log.warning("the store lost %d rows this run (%d dropped, %d refused)",
+                        self._stats.dropped + self._stats.failed, self._stats.dropped,
+                        self._stats.failed)
 
     # -- the thread ----------------------------------------------------------------
 
@@ -269,7 +337,8 @@ class Writer:
         try:
             self._loop()
         except BaseException as exc:  # a bug, not a database error: fail loudly, never hang
-            log.exception("store writer stopped")
+            log.critical("the store writer STOPPED: nothing more will be recorded this run",
+                         exc_info=True)
             with self._cond:
                 self._failure = exc
                 self.state = "failed"
@@ -290,8 +359,9 @@ class Writer:
                     now = time.monotonic()
                     closing = self.state != "running"
                     oldest = self._oldest_at if self._oldest_at is not None else now
-                    rows_due = bool(self._pending) and (
-                        closing or len(self._pending) >= self.batch_size or now >= oldest + flush)
+                    queued = self._queued()
+                    rows_due = queued > 0 and (
+                        closing or queued >= self.batch_size or now >= oldest + flush)
                     sessions_waiting = bool(self._dirty or self._derived)
                     sessions_due = sessions_waiting and (closing or now >= self._sessions_at + every)
                     prune_due = self.retention_days > 0 and now >= next_prune
@@ -300,7 +370,7 @@ class Writer:
                     if closing:  # and everything is written
                         return
                     waits = [next_prune - now] if self.retention_days > 0 else []
-                    if self._pending:
+                    if queued:
                         waits.append(oldest + flush - now)
                     if sessions_waiting:
                         waits.append(self._sessions_at + every - now)
@@ -319,9 +389,13 @@ class Writer:
 
     def _take_rows(self, limit: int) -> Rows:
         """Up to ``limit`` queued rows (lock held); wakes producers waiting for space."""
+        spill = self._spill
+        if spill is not None and spill.count and len(self._pending) < max(limit, 1):
+            # The oldest rows on disk come back behind what is in memory.
+            self._pending.extend(spill.take(self.max_pending // 2))
         count = min(limit, len(self._pending))
         rows = [self._pending.popleft() for _ in range(count)]
-        if not self._pending:
+        if not self._pending and not (spill is not None and spill.count):
             self._oldest_at = None
         # (otherwise the rest is at least as old: the next batch goes right away)
         if rows:
@@ -338,8 +412,8 @@ class Writer:
                 self._flush()
             elif request.kind == "begin_action":
                 request.result = self._durable(lambda: self.db.execute(
-                    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)", request.args[0]).lastrowid)
+                    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", request.args[0]).lastrowid)
                 self._stats.actions += 1
             elif request.kind == "finish_action":
                 outcome, detail, finished_ts, action_id = request.args[0]
@@ -362,7 +436,7 @@ class Writer:
         # Only what was queued before the flush: under a steady stream of new
         # rows "everything" would never end.
         with self._cond:
-            remaining = len(self._pending)
+            remaining = self._queued()
         while remaining > 0:
             with self._cond:
                 rows = self._take_rows(min(remaining, self.batch_size))
@@ -426,24 +500,64 @@ class Writer:
     def _write(self, rows: Rows, sessions: Sessions | None) -> None:
         """Commit rows (and session rows when ``sessions`` is given); if SQLite
         refuses the batch, retry row by row and count the bad ones."""
+        # Any error a row can cause (sqlite3.Error, but also OverflowError for
+        # an integer beyond 64 bits, or a value sqlite3 cannot bind) costs that
+        # row only: one bad row must never stop the writer for the whole run.
         try:
             self._commit(rows, sessions)
+            if self._stats.dropped != self._losses_recorded[0]:
+                self._record_losses()
+            self._written(len(rows))
             return
-        except sqlite3.Error as exc:
+        except Exception as exc:
             log.warning("store batch of %d rows failed (%s); retrying row by row", len(rows), exc)
             self._stats.last_error = str(exc)
         for row in rows:
             try:
                 self._commit([row], None)
-            except sqlite3.Error as exc:
+            except Exception as exc:
                 self._stats.failed += 1
-                self._stats.last_error = str(exc)
+                self._stats.last_error = f"{_where(row)}: {type(exc).__name__}: {exc}"
+                log.warning("store refused a row (%s); it is not recorded", self._stats.last_error)
         if sessions is not None:
             try:
                 self._commit([], sessions)
-            except sqlite3.Error as exc:
+            except Exception as exc:
                 self._stats.last_error = str(exc)
                 log.warning("session updates lost: %s", exc)
+        self._record_losses()
+        self._written(len(rows))
+
+    def add_listener(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(done)`` (on the writer thread) after each write."""
+        self._listeners.append(callback)
+
+    def _written(self, count: int) -> None:
+        if not count:
+            return
+        with self._cond:
+            self.done += count
+            done = self.done
+        for callback in self._listeners:
+            try:
+                callback(done)
+            except Exception:
+                log.exception("store write listener failed")
+
+    def _record_losses(self) -> None:
+        """Keep the run's count of lost rows in ``store_losses`` (for ``history``)."""
+        with self._cond:
+            counts = (self._stats.dropped, self._stats.failed)
+            reason = self._stats.last_error
+        if counts == self._losses_recorded:
+            return
+        try:
+            self._retrying(lambda: record_loss(self.db, counts[0], counts[1], reason[:500], self.clock),
+                           give_up_after=DURABLE_BUSY_SECONDS)
+        except Exception as exc:
+            log.warning("could not record the count of lost rows: %s", exc)
+            return
+        self._losses_recorded = counts
 
     def _commit(self, rows: Rows, sessions: Sessions | None) -> None:
         seqs: dict[str, SeqState] = {}

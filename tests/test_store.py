@@ -120,23 +120,22 @@ def test_migrations_run_in_order_and_only_once(db_path: Path, monkeypatch):
     with Store(db_path):
         pass
     applied: list[int] = []
+    later = latest_version() + 1
 
-    following = store_schema.latest_version() + 1
-
-    def v3(db):
-        applied.append(following)
+    def added(db):
+        applied.append(later)
         db.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
 
-    extended = [*store_schema.MIGRATIONS, store_schema.Migration(following, "sessions.note", v3)]
+    extended = [*store_schema.MIGRATIONS, store_schema.Migration(later, "sessions.note", added)]
     monkeypatch.setattr(store_schema, "MIGRATIONS", extended)
     for _ in range(2):
         s = Store(db_path)
         s.start()
         s.close()
-    assert applied == [following]
+    assert applied == [later]
     with connect(db_path) as conn:
         rows = conn.execute("SELECT version, description FROM schema_version ORDER BY 1").fetchall()
-    assert [r[0] for r in rows] == list(range(1, following + 1)) and rows[-1][1] == "sessions.note"
+    assert [r[0] for r in rows] == list(range(1, later + 1)) and rows[-1][1] == "sessions.note"
 
 
 def test_newer_or_foreign_database_is_refused(tmp_path: Path):
@@ -445,10 +444,11 @@ def test_other_readers_open_the_file_while_the_writer_runs(store: Store, db_path
 
 
 def test_full_queue_blocks_briefly_then_drops_and_counts(db_path: Path):
-    """With the writer stuck (another process holds the write lock) the queue never
-    grows past max_pending: the caller blocks block_seconds, then the overflow is
-    dropped and counted; everything accepted is committed once the lock goes."""
-    s = Store(db_path, batch_size=10, flush_ms=1, max_pending=50, block_seconds=0.2)
+    """Without a spill file, with the writer stuck (another process holds the write
+    lock) the queue never grows past max_pending: the caller blocks block_seconds,
+    then the overflow is dropped and counted; everything accepted is committed once
+    the lock goes.  (With the default spill file nothing is dropped: test_data_loss.)"""
+    s = Store(db_path, batch_size=10, flush_ms=1, max_pending=50, block_seconds=0.2, spill_bytes=0)
     s.start()
     locker = connect(db_path)
     locker.isolation_level = None

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                             text=args.search, limit=args.limit or None)
         rows = store.list_sessions(agent=args.agent, since=since, level=level, text=args.search,
                                    limit=args.limit or None)
+        report_losses(store.lost_rows())
     finally:
         store.close()
     out = sys.stdout
@@ -87,6 +88,15 @@ def run(args: argparse.Namespace) -> int:
     if args.limit and len(rows) == args.limit:
         print(f"(the newest {args.limit} sessions; --limit 0 lists all)", file=sys.stderr)
     return 0
+
+
+def report_losses(runs: list[dict]) -> None:
+    """Say on stderr (so --json stays clean) which runs could not record everything."""
+    for run in runs:
+        print(f"warning: the monitor run recorded until {fmt_time(run['ts'])} lost "
+              f"{run['dropped'] + run['failed']:,} rows ({run['dropped']:,} dropped: queue and spill "
+              f"file full; {run['failed']:,} refused by SQLite"
+              + (f": {run['reason']}" if run.get("reason") else "") + ")", file=sys.stderr)
 
 
 def _run_tui(path, **filters) -> int:

@@ -61,7 +61,10 @@ def fmt_time(ts: float | None) -> str:
     """Local date and time to the second, or '-'."""
     if ts is None:
         return "-"
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # stored before times were range-checked
+        return f"ts {ts!r}"
 
 
 def fmt_duration(seconds: float | None) -> str:

@@ -17,6 +17,7 @@ import signal
 import stat
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -156,6 +157,9 @@ class LiveWatch:
         store = Store.from_settings(self.config.store, self.db)
         store.start()
         self.store = store
+        for action in store.reconciled:
+            self.notes.append(f"action {action['id']} ({action['kind']} {action['session']}) of an "
+                              f"interrupted run: {action['outcome']} ({action['detail']})")
 
     def build_hub(self) -> Any:
         from monitor.hub import Hub
@@ -247,7 +251,13 @@ class LiveWatch:
 
 
 class HeadlessPrinter:
-    """A hub subscriber that prints detections (stdout) and problems/actions (stderr)."""
+    """A hub subscriber that prints detections (stdout) and problems/actions (stderr).
+
+    With a store (:meth:`hold_until_stored`), a detection is printed only once
+    its row is committed, so whatever a consumer read is in the database even
+    after a SIGKILL; the delay is at most the store's ``flush_ms`` (200 ms by
+    default) plus one transaction.
+    """
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
         from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
@@ -260,6 +270,26 @@ class HeadlessPrinter:
         self.worst = Level.NONE
         #: The updates it prints: subscribe with ``kinds=printer.kinds``.
         self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished)
+        self.store: Any = None
+        self._held: deque[tuple[int, Any]] = deque()  # (store position, detection)
+
+    def hold_until_stored(self, store: Any, loop: asyncio.AbstractEventLoop) -> None:
+        """Print each detection only after the store committed it."""
+        self.store = store
+
+        def written(done: int) -> None:  # on the store's writer thread
+            try:
+                loop.call_soon_threadsafe(self.release)
+            except RuntimeError:  # the loop is closed: release() runs at the end
+                pass
+
+        store.on_written(written)
+
+    def release(self) -> None:
+        """Print the held detections the store has committed (all, once it is closed)."""
+        written = self.store.written() if self.store is not None else float("inf")
+        while self._held and self._held[0][0] <= written:
+            self._print(self._held.popleft()[1])
 
     def __call__(self, update: object) -> None:
         from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
@@ -280,12 +310,23 @@ class HeadlessPrinter:
         self.worst = max(self.worst, detection.level)
         if detection.level < self.min_level:
             return
+        if self.store is not None:
+            # The hub queued its row before publishing it: wait for that row.
+            self._held.append((self.store.position(), detection))
+            self.release()
+            return
+        self._print(detection)
+
+    def _print(self, detection: Any) -> None:
         if self.as_json:
             record = detection.to_dict()
             record["ts"] = detection.ts
             self.out.write(orjson.dumps(record).decode() + "\n")
         else:
-            clock = time.strftime("%H:%M:%S", time.localtime(detection.ts))
+            try:
+                clock = time.strftime("%H:%M:%S", time.localtime(detection.ts))
+            except (OverflowError, OSError, ValueError):  # a time no clock shows
+                clock = "--:--:--"
             self.out.write(f"{clock} {detection.level.label.upper():<9} {detection.detector:<17} "
                            f"{detection.session}  {detection.where}  {detection.message}\n")
         # Consumers read this live through a pipe: never leave a detection in a buffer.
@@ -303,6 +344,8 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
             pass
     hub = live.build_hub()
     hub.subscribe(printer, kinds=printer.kinds)
+    if live.store is not None:
+        printer.hold_until_stored(live.store, loop)
     try:
         await live.start()
         for note in live.notes:
@@ -312,12 +355,23 @@ async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
         await stopping.wait()
     finally:
         await live.stop()
+        printer.release()  # the store is closed: whatever is still held
     stats = hub.stats()
     printer.err.write(
         f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
         f"{printer.detections} detection(s), worst {printer.worst.label}; "
-        + ("database flushed and closed\n" if live.store is not None else "nothing recorded\n"))
+        + store_outcome(live.store) + "\n")
     printer.err.flush()
+
+
+def store_outcome(store: Any) -> str:
+    """How the database ended: only a store that lost nothing is "flushed and closed"."""
+    if store is None:
+        return "nothing recorded"
+    lost = store.losses()
+    if lost:
+        return f"DATABASE INCOMPLETE: {lost}"
+    return "database flushed and closed"
 
 
 # -- the command -----------------------------------------------------------------------------------

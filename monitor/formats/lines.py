@@ -23,6 +23,23 @@ from monitor.framing import Line
 
 #: Lines longer than this are skipped (and reported) rather than parsed.
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Event times outside 1970-01-01 .. 3000-01-01 (UTC) are reported and
+#: replaced by the time the line was read: printers, ``history`` and ``show``
+#: format every time, and ``datetime`` cannot go past the year 9999.
+TS_MIN, TS_MAX = 0.0, 32_503_680_000.0
+
+
+def clamp_times(events: list[Event], now: float) -> str | None:
+    """Replace out-of-range (or NaN) event times by ``now``; say what was replaced."""
+    bad = None
+    for event in events:
+        ts = event.ts
+        if not TS_MIN <= ts <= TS_MAX:  # NaN fails both comparisons
+            bad = ts
+            event.ts = now
+    if bad is None:
+        return None
+    return f"ts {bad!r} is out of range (1970..3000); replaced with the time it was read"
 
 
 def session_from_path(source: str) -> str:
@@ -50,6 +67,9 @@ def _loads(raw: bytes) -> tuple[Any, str | None]:
                 return json.loads(text), f"invalid UTF-8 at byte {uerr.start}, replaced with U+FFFD"
             except ValueError as jerr:
                 raise ValueError(f"invalid UTF-8 at byte {uerr.start} and invalid JSON: {jerr}") from None
+            except RecursionError:  # json's recursion guard (orjson stops at 1,024 levels)
+                raise ValueError(f"invalid UTF-8 at byte {uerr.start} and JSON nested too "
+                                 "deeply to parse") from None
         raise ValueError(f"invalid JSON: {exc}") from None
 
 
@@ -121,6 +141,10 @@ class LineDecoder:
         except Exception as exc:  # an adapter bug must not take the monitor down
             return [], self.problem(line, f"{type(exc).__name__} while decoding: {exc}")
         self.events += len(events)
+        if events:
+            note = clamp_times(events, now)
+            if note is not None:
+                return events, self.problem(line, note)
         return events, None
 
     def feed_lines(self, lines: list[Line], now: float | None = None) -> list[Event]:
@@ -156,8 +180,14 @@ class LineDecoder:
                             event = decode_event(record, lineno, now)
                             if event is not None:
                                 append(event)
+                                if not TS_MIN <= event.ts <= TS_MAX:
+                                    self.problem(lineno, clamp_times([event], now) or "")
                         else:
-                            extend(decode(record, lineno, now))
+                            new = decode(record, lineno, now)
+                            extend(new)
+                            note = clamp_times(new, now) if new else None
+                            if note is not None:
+                                self.problem(lineno, note)
                     except RecordError as exc:
                         self.problem(lineno, str(exc))
                     except Exception as exc:  # an adapter bug must not take the monitor down
@@ -191,6 +221,10 @@ class LineDecoder:
             return [], self.problem(line, str(exc))
         except Exception as exc:  # an adapter bug must not take the monitor down
             return [], self.problem(line, f"{type(exc).__name__} while decoding: {exc}")
+        if events:
+            clamped = clamp_times(events, now)
+            if clamped is not None:
+                note = f"{note}; {clamped}" if note else clamped
         problem = self.problem(line, note) if note else None
         self.events += len(events)
         return events, problem

@@ -17,6 +17,7 @@ fields go to ``meta``; unknown types are counted and skipped.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,9 @@ _FIELDS: dict[str, set[str]] = {
     "session_end": {"status"},
 }
 
+
+#: The integers SQLite can store.
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _new = object.__new__
 _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind}
@@ -83,6 +87,11 @@ def _opt_number(record: dict[str, Any], key: str, kind: str, integer: bool) -> A
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RecordError(f"{kind}.{key}: expected a number, got {type(value).__name__}")
+    if (integer and not INT64_MIN <= value <= INT64_MAX) or (
+            value.__class__ is float and not math.isfinite(value)):
+        # SQLite stores integers in 64 bits: a larger one would be refused by the store.
+        raise RecordError(f"{kind}.{key}: {value!r} is out of range "
+                          f"(expected a finite number within ±2^63)")
     return int(value) if integer else float(value)
 
 

@@ -26,7 +26,9 @@ What happens to a file over time:
   hold it open), the new one is followed from its start;
 * **renamed** to another name that is watched: followed under the new name
   without re-reading;
-* **deleted**: read to its end, then forgotten;
+* **deleted**: read to its end, and followed while a process still has it
+  open (an agent writing to a log that was deleted under it), up to
+  ``DELETED_FOLLOW_SECONDS`` after the deletion; then forgotten;
 * **appears later**: read from its start.
 
 Where a previous watcher stopped (:class:`KnownPositions`, kept in the
@@ -85,6 +87,11 @@ SUBMIT_BATCH = 512
 MARK_BYTES = 32
 #: A rotated or deleted file is still read for this long (its writer may hold it open).
 ROTATE_GRACE_SECONDS = 5.0
+#: ...and past that for as long as another process holds it open (checked in
+#: ``/proc``; elsewhere: while data keeps coming), up to this long.
+DELETED_FOLLOW_SECONDS = 3600.0
+#: How often the holders of retired files are looked up in ``/proc``.
+HOLDERS_CHECK_SECONDS = 2.0
 #: Descriptors of files quiet for this long are closed (they stay tracked).
 IDLE_CLOSE_SECONDS = 120.0
 #: Newlines before a late start position are counted (for ``file:line``) up to this size.
@@ -218,6 +225,8 @@ class FileSource:
         self.poll_seconds = poll_seconds
         self.full_scan_seconds = full_scan_seconds
         self.rotate_grace_seconds = rotate_grace_seconds
+        self._holders_at = -HOLDERS_CHECK_SECONDS  # when retired files' holders were looked up
+        self._holders: set[tuple[int, int]] | None = None
         self.clock = clock
         self.known = known or KnownPositions()
         #: The sink records read positions (the hub, when it has a store).
@@ -395,7 +404,9 @@ class FileSource:
         for tf in list(self.retiring.values()):
             await self._drain(tf)
             if tf.retired_at is not None and now - tf.retired_at >= self.rotate_grace_seconds:
-                await self._finish(tf)
+                verdict = await self._still_written(tf, now)
+                if verdict != "open":
+                    await self._finish(tf, cut=verdict == "limit")
         for tf in list(self._open):
             if tf.retired_at is None and now - tf.last_data > IDLE_CLOSE_SECONDS:
                 self._close(tf)
@@ -719,15 +730,68 @@ class FileSource:
             if tf.offset == before:
                 break
 
-    async def _finish(self, tf: TailedFile) -> None:
-        """End of a retired file: read the rest, including an unterminated last line."""
+    async def _still_written(self, tf: TailedFile, now: float) -> str:
+        """"open" while a retired file may still be written, "limit" when
+        :data:`DELETED_FOLLOW_SECONDS` passed, "done" otherwise."""
+        if tf.retired_at is not None and now - tf.retired_at >= DELETED_FOLLOW_SECONDS:
+            return "limit"
+        if now - tf.last_data < self.rotate_grace_seconds:
+            return "open"  # data still coming
+        if now - self._holders_at >= HOLDERS_CHECK_SECONDS:
+            self._holders_at = now
+            skip = {tf.fd for tf in self.retiring.values() if tf.fd is not None}
+            self._holders = await asyncio.to_thread(open_idents, set(self.retiring), skip)
+        return "open" if self._holders is not None and tf.ident in self._holders else "done"
+
+    async def _finish(self, tf: TailedFile, *, cut: bool = False) -> None:
+        """End of a retired file: read the rest, including an unterminated last line
+        (unless ``cut``: its writer still has it open, so that line is unfinished)."""
         if tf.fd is not None:
             await self._drain(tf)
-            await self._read(tf, final=True)
+            pending = tf.splitter.pending_bytes if tf.splitter is not None else 0
+            if cut and pending:
+                await self._report([Problem(tf.path, tf.splitter.lineno + 1, (
+                    f"still being written {DELETED_FOLLOW_SECONDS:g}s after it was deleted or "
+                    f"rotated; no longer followed: its unfinished last line ({pending:,} bytes) "
+                    "was not read"))])
+            else:
+                await self._read(tf, final=True)
         self.retiring.pop(tf.ident, None)
         if self.by_ident.get(tf.ident) is tf:
             del self.by_ident[tf.ident]
         self._close(tf)
+
+
+def open_idents(wanted: set[tuple[int, int]], skip_fds: set[int]) -> set[tuple[int, int]] | None:
+    """Which of the files ``wanted`` (dev, ino) some process has open (this one's
+    descriptors in ``skip_fds`` aside); None where ``/proc`` cannot tell."""
+    proc = "/proc"
+    if not os.path.isdir(f"{proc}/self/fd"):
+        return None
+    me = str(os.getpid())
+    found: set[tuple[int, int]] = set()
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            fds = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:  # gone, or another user's
+            continue
+        for fd in fds:
+            if pid == me and int(fd) in skip_fds:
+                continue
+            try:
+                st = os.stat(f"{proc}/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if ident in wanted:
+                found.add(ident)
+                if found == wanted:
+                    return found
+    return found
 
 
 def _same_file(path: str, ident: tuple[int, int]) -> bool:

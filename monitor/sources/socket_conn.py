@@ -35,6 +35,7 @@ from monitor.control import (DELIVERED, FAILED, Outcome, ProcessIdentity, ancest
 from monitor.events import KINDS, Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
+from monitor.sources.fair import Usage
 from monitor.framing import LineSplitter
 
 if TYPE_CHECKING:
@@ -52,6 +53,25 @@ SEND_TIMEOUT = 2.0
 #: once this much is waiting for a client that does not read.
 PUSH_BUFFER_LIMIT = 1 << 20
 _SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)  # EPIPE as an error, never SIGPIPE
+
+
+#: A refusal for the same reason (too many connections: clients retry with
+#: back-off) is reported at most once per this many seconds, with a count.
+REFUSAL_REPORT_SECONDS = 10.0
+
+
+def quiet_refusal(server: Any, why: str) -> str | None:
+    """None when a refusal like this one was reported within the last
+    :data:`REFUSAL_REPORT_SECONDS`; else the note to add ("; N more since")."""
+    key = why.split("(", 1)[0]
+    notes = server.__dict__.setdefault("_refusals", {})
+    last, hidden = notes.get(key, (-REFUSAL_REPORT_SECONDS, 0))
+    now = time.monotonic()
+    if now - last < REFUSAL_REPORT_SECONDS:
+        notes[key] = (last, hidden + 1)
+        return None
+    notes[key] = (now, 0)
+    return f" ({hidden:,} more like it since the last report)" if hidden else ""
 
 
 class SocketChannel:
@@ -184,6 +204,7 @@ class Connection:
         # read extends it) and a few bytes, however slowly they trickle in.
         self.hello_deadline = self.loop.time() + min(server.hello_timeout, server.idle_timeout or math.inf)
         self.preauth_read = 0
+        self.usage = Usage()  # bytes read lately: the lightest reader gets the next slot
 
     def _decoder(self, default_session: str) -> LineDecoder:
         return LineDecoder(self.source, fmt="native", session=default_session,
@@ -327,6 +348,7 @@ class Connection:
                     chunk = b""
                 if not self.authed:
                     self.preauth_read += len(chunk)
+                self.usage.add(len(chunk))
                 lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
                 if lines and not await self.handle_lines(lines, at_eof=not chunk):
                     return
@@ -354,7 +376,7 @@ class Connection:
             self.loop.remove_reader(fd)
 
     async def _take_slot(self) -> None:
-        await self.server.ingest.acquire()
+        await self.server.ingest.acquire(self.usage.now())
         self._slot = True
 
     def _give_slot(self) -> None:
@@ -382,6 +404,8 @@ class Connection:
             except orjson.JSONDecodeError:
                 record = None
             kind = record.get("type") if isinstance(record, dict) else None
+            if kind is not None and kind.__class__ is not str:
+                kind = None  # {"type": []}: the decoder reports it; never hash or compare it here
             if not self.authed and kind != "hello":
                 await self.refuse(lineno, "the first line must be a hello with a valid token")
                 return False
@@ -508,5 +532,8 @@ class Connection:
         reason = f"connection refused: {why}"
         self.error(lineno, reason)
         self.server.refused += 1
-        log.warning("%s: %s", self.source, reason)
-        await self.server.report([Problem(self.source, lineno, reason)])
+        said = quiet_refusal(self.server, why)
+        if said is None:  # the same refusal was reported moments ago: counted only
+            return
+        log.warning("%s: %s%s", self.source, reason, said)
+        await self.server.report([Problem(self.source, lineno, reason + said)])

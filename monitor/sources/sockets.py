@@ -39,6 +39,7 @@ from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
 from monitor.hub import DetectionRaised
 from monitor.localsock import ensure_private_dir, in_shared_dir
+from monitor.sources.fair import FairSlots
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class SocketServer:
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
         self.socket_channels: dict[str, SocketChannel] = {}
         self.connections: set[Connection] = set()
-        self.ingest = asyncio.Semaphore(INGEST_SLOTS)
+        self.ingest = FairSlots(INGEST_SLOTS)  # lightest reader first: see fair.py
         self.lines = self.events = self.refused = 0
         self._listeners: list[socket.socket] = []
         self._acceptors: list[asyncio.Task] = []

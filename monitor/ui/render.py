@@ -121,10 +121,16 @@ def clock(ts: float | None) -> str:
     """``HH:MM:SS`` in UTC-independent local time (``-`` when unknown)."""
     if not ts:
         return "-"
-    return time.strftime("%H:%M:%S", time.localtime(ts))
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):  # a time no clock shows
+        return "?"
 
 
 def date_time(ts: float | None) -> str:
     if not ts:
         return "-"
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    try:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "?"

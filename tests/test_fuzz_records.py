@@ -1,0 +1,191 @@
+"""Fuzzing with mutated real records through ``scan``, a socket connection and a watched file.
+
+Records come from the scenario corpus (tests/scenarios, real agent runs in the
+native format).  Hypothesis picks a sequence of them and mutates some:
+
+* ``invalid``: the record cannot be an event (type a list or a number, a line
+  cut in half, not an object, 1,000 levels of nesting with an invalid UTF-8
+  byte, an integer beyond 64 bits, a session that is an object, a bad role);
+* ``repaired``: the event is kept and the repair reported (a time out of
+  range, an invalid UTF-8 byte in its text);
+* ``valid``: untouched.
+
+Through each path: no exception escapes, every valid or repaired record
+becomes an event (stored in SQLite for the socket and the file), and every
+invalid or repaired one is reported exactly once, at its line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from monitor.config import build_config
+from monitor.hub import Hub, ProblemReported
+from monitor.scan import scan
+from monitor.sources.files import FileSource, StartPolicy
+from monitor.sources.sockets import SocketServer
+from monitor.store import Store
+from tests.socketkit import DEADLINE, RawClient, short_socket_path
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+
+
+def _corpus() -> list[dict]:
+    records = []
+    for path in sorted(SCENARIOS.glob("*.jsonl"))[:40]:
+        for raw in path.read_text().splitlines():
+            record = json.loads(raw)
+            record.pop("pid", None)  # a socket vets pids against its peer: not what this tests
+            records.append(record)
+    return records
+
+
+CORPUS = _corpus()
+DEEP = b'{"c":"\xff","x":' + b"[" * 1000 + b"1" + b"]" * 1000 + b"}"
+
+
+def _dump(record: dict) -> bytes:
+    return json.dumps(record).encode()
+
+
+def _with_bad_byte(record: dict) -> bytes | None:
+    text = record.get("content")
+    if not isinstance(text, str) or not text or not text.isascii():
+        return None
+    line = _dump(record)
+    cut = line.index(json.dumps(text).encode()) + 1 + len(text) // 2
+    return line[:cut] + b"\xff" + line[cut:]
+
+
+def mutate(record: dict, how: str) -> tuple[bytes, str]:
+    """The line for ``record`` mutated ``how``, and what must become of it."""
+    r = dict(record)
+    if how == "type_list":
+        r["type"] = []
+    elif how == "type_int":
+        r["type"] = 7
+    elif how == "cut":
+        line = _dump(r)
+        return line[:len(line) // 2], "invalid"
+    elif how == "array":
+        return b"[1, 2, 3]", "invalid"
+    elif how == "deep":
+        return DEEP, "invalid"
+    elif how == "huge_int":
+        return _dump({"type": "usage", "session": r["session"], "input_tokens": 2 ** 64}), "invalid"
+    elif how == "session_object":
+        r["session"] = {"id": 1}
+    elif how == "bad_role":
+        return _dump({"type": "message", "session": r["session"], "role": "robot", "content": "x"}), "invalid"
+    elif how == "ts_huge":
+        r["ts"] = 1e300
+        return _dump(r), "repaired"
+    elif how == "ts_negative":
+        r["ts"] = -5e12
+        return _dump(r), "repaired"
+    elif how == "bad_utf8":
+        line = _with_bad_byte(r)
+        if line is None:
+            r["ts"] = 1e300
+            return _dump(r), "repaired"
+        return line, "repaired"
+    else:
+        return _dump(r), "valid"
+    return _dump(r), "invalid"
+
+
+MUTATIONS = ["none"] * 6 + ["type_list", "type_int", "cut", "array", "deep", "huge_int",
+                            "session_object", "bad_role", "ts_huge", "ts_negative", "bad_utf8"]
+
+cases = st.lists(st.tuples(st.integers(0, len(CORPUS) - 1), st.sampled_from(MUTATIONS)),
+                 min_size=1, max_size=25)
+
+
+def build(picks: list[tuple[int, str]], session: str) -> tuple[bytes, Counter, int]:
+    """The file/stream, the expected problems per line, and how many events it holds."""
+    lines: list[bytes] = []
+    problems: Counter = Counter()
+    events = 0
+    for number, (index, how) in enumerate(picks, 1):
+        record = dict(CORPUS[index], session=session)
+        if "id" in record:
+            record["id"] = f"{record['id']}-{number}"  # one call, once: duplicates are dropped
+        line, outcome = mutate(record, how)
+        lines.append(line)
+        if outcome != "valid":
+            problems[number] += 1
+        if outcome != "invalid":
+            events += 1
+    return b"\n".join(lines) + b"\n", problems, events
+
+
+fuzz = settings(max_examples=30, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@fuzz
+@given(picks=cases)
+def test_scan_decodes_every_valid_record_and_reports_every_bad_one_once(tmp_path, picks):
+    data, expected_problems, expected_events = build(picks, "scan")
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(data)
+    report = scan([str(path)])
+    assert report.events == expected_events
+    assert Counter(p.line for p in report.problems) == expected_problems
+
+
+async def _through_monitor(tmp_path: Path, data: bytes) -> tuple[Store, list]:
+    """Send ``data`` on a socket (session "sock") and in a watched file (session "file")."""
+    store = Store(tmp_path / "fuzz.db")
+    store.start()
+    config = build_config({})
+    hub = Hub(config, store)
+    problems: list = []
+    hub.subscribe(lambda update: problems.append(update.problem), kinds=(ProblemReported,))
+    await hub.start()
+    server = SocketServer(hub, config, unix_path=short_socket_path(tmp_path))
+    await server.start()
+    log = tmp_path / "watched" / "fuzz.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"")
+    files = FileSource([str(log)], hub, start=StartPolicy("start"))
+    await files.start()
+    try:
+        client = await RawClient.unix(server.unix_path)
+        await client.send(data.replace(b'"session": "file"', b'"session": "sock"'))
+        with open(log, "ab") as stream:
+            stream.write(data)
+        await client.close()
+        async with asyncio.timeout(DEADLINE):
+            while server.lines < data.count(b"\n") or files.bytes_read < len(data):
+                await asyncio.sleep(0.01)  # polling the sources' counters, bounded
+        await files.sync()
+    finally:
+        await files.stop()
+        await server.stop()
+        await hub.stop()
+        store.close()
+    return store, problems
+
+
+@fuzz
+@given(picks=cases)
+def test_socket_and_watched_file_store_every_valid_record_and_report_every_bad_one_once(tmp_path_factory,
+                                                                                       picks):
+    tmp_path = tmp_path_factory.mktemp("fuzz")
+    data, expected_problems, expected_events = build(picks, "file")
+    store, problems = asyncio.run(_through_monitor(tmp_path, data))
+    counts = {session: store.count_events(session) if store.get_session(session) else 0
+              for session in ("sock", "file")}
+    assert counts == {"sock": expected_events, "file": expected_events}
+    by_source = {"socket": Counter(), "file": Counter()}
+    for problem in problems:
+        by_source["socket" if problem.source.startswith("socket:") else "file"][problem.line] += 1
+    assert by_source["file"] == expected_problems
+    assert by_source["socket"] == expected_problems
