@@ -28,9 +28,6 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(getattr(args, "config", None))
     except ConfigError as exc:
         return fail(str(exc))
-    problem = ui_problem(config, args.theme, f"print it instead: `loopwatch show {args.session}`")
-    if problem:
-        return fail(problem)
     store = open_store(args, config)
     if isinstance(store, str):
         return fail(store)
@@ -39,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
             session = resolve_session(store, args.session)
         except LookupError as exc:
             return fail(str(exc))
+        problem = ui_problem(config, args.theme, f"print it instead: `loopwatch show {session}`")
+        if problem:
+            return fail(problem)
         from monitor.ui.app import run_open
 
         return run_open(config, store, session, theme=args.theme)

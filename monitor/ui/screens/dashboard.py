@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets import DataTable, Input, Label
 
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
+from monitor.ui.render import plural
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.dashboard.counts import CountsBar
@@ -61,7 +63,7 @@ class DashboardScreen(OperatorActions, Screen):
                 yield EscalationView(id="escalation")
                 yield Label("Detections", classes="panel-title")
                 yield DetectionsFeed(id="feed")
-        yield Footer()
+        yield FittedFooter()
 
     # -- data ----------------------------------------------------------------
 
@@ -153,7 +155,8 @@ class DashboardScreen(OperatorActions, Screen):
                 title.append(" · ")
                 title.append_text(literal(info.agent, limit=20))
             spark_title.show_renderable(title)
-            window_title.show_renderable(Text(f"Window — what the detectors compare ({len(info.window)} events)"))
+            window_title.show_renderable(
+                Text(f"Window — what the detectors compare ({plural(len(info.window), 'event')})"))
             self.query_one(SimilaritySparkline).show(info.similarity)
             self.query_one(WindowView).show(info.window, palette, force=force)
             self.query_one(EscalationView).show(info, self.app.escalation_facts(info),
