@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, Label, Select
 
 from monitor.events import Level
 from monitor.ui.literal import literal
-from monitor.ui.render import date_time, level_text, plural
+from monitor.ui.render import date_time, level_text, plural, short_path
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.history.filters import HistoryFilters
 
@@ -91,7 +91,7 @@ class HistoryScreen(Screen):
                 level_text(level, palette), level_text(peak, palette),
                 Text(f"{row.get('events') or 0:,}", justify="right"),
                 Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
-                literal(row.get("detector") or "", limit=16), literal(row.get("source") or "", limit=30),
+                literal(row.get("detector") or "", limit=16), literal(short_path(row.get("source") or "", 30)),
                 key=row["id"],
             )
         if selected is not None:

@@ -38,6 +38,9 @@ class DetectionsFeed(RichLog):
     def add(self, detections: list[Any], palette: Palette = DEFAULT_PALETTE) -> None:
         # Lines are cut here, at a word, rather than by the log at any character.
         width = self.scrollable_content_region.width
+        if width <= 0 and not self.size.width:  # not laid out yet: write once it is
+            self.call_after_refresh(self.add, detections, palette)
+            return
         for detection in detections[-FEED_LINES:]:
             line = detection_line(detection, palette)
             self.write(fit_words(line, width) if width > 0 else line)

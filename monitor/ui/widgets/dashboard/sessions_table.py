@@ -22,19 +22,19 @@ from monitor.ui.render import (
 STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
 #: (key, label, width); ``None`` takes what is left.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("level", "Level", 11), ("agent", "Agent", 16), ("session", "Session", 16),
+    ("level", "Level", 11), ("agent", "Agent", 14), ("session", "Session", 16),
     ("status", "Status", 6), ("events", "Events", 7), ("last", "Last", 4),
     ("detector", "Detector", 16), ("similarity", "Similarity", 16),
-    ("source", "Source", 22), ("reason", "Reason", None),
+    ("source", "Source", 20), ("reason", "Reason", None),
 )
 #: Below a table width: columns dropped and narrower widths.  What says why a
 #: session needs attention (level, session, detector, reason) goes last.
 NARROW = ((150, {"source"}, {}),
           (125, {"source", "events"}, {"agent": 12, "session": 14, "detector": 14,
                                        "similarity": 12}),
-          (110, {"source", "events", "agent", "similarity"}, {"session": 16, "detector": 13}),
+          (110, {"source", "events", "agent", "similarity"}, {"session": 14, "detector": 15}),
           (100, {"source", "events", "agent", "similarity", "status"},
-           {"session": 16, "detector": 13}))
+           {"session": 14, "detector": 15}))
 MIN_REASON = 12
 
 
