@@ -11,7 +11,9 @@ unreadable path or an invalid config (with a message on stderr).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 
 from monitor import __version__
@@ -59,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _not_a_command(word: str) -> str | None:
+    """Why ``loopwatch WORD …`` is not ``loopwatch watch WORD …`` (a mistyped
+    command), or None when WORD may be an option, an existing path or a glob."""
+    if word.startswith("-") or any(c in word for c in "*?[") or os.path.lexists(os.path.expanduser(word)):
+        return None
+    guess = difflib.get_close_matches(word, list(COMMANDS), n=1)
+    return (f"{word!r} is neither a command nor an existing path"
+            + (f"; did you mean `loopwatch {guess[0]}`?" if guess else "")
+            + f" (commands: {', '.join(COMMANDS)}; to watch a file that does not exist yet: "
+              f"`loopwatch watch {word}`)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
@@ -70,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
     if "watch" in COMMANDS and (not argv or (argv[0] not in COMMANDS
                                              and argv[0] not in ("-h", "--help", "--version"))):
+        problem = _not_a_command(argv[0]) if argv else None
+        if problem:
+            print(f"loopwatch: {problem}", file=sys.stderr)
+            return EXIT_USAGE
         argv = ["watch", *argv]
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)

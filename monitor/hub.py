@@ -1174,8 +1174,8 @@ class Hub:
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
             policy.mark_false_positive(detection)
-            return "delivered", (f"{detection.detector} no longer flags this pattern in this session: "
-                                 f"{detection.pattern[:120]}")
+            return "delivered", (f"{detection.detector} no longer flags this in this session: "
+                                 f"{detection.message[:120]}")
         # mute
         if not detector:
             return "failed", "no detector named to mute"

@@ -325,18 +325,20 @@ class Store:
     def _open_reader(self, upgraded: bool = False) -> Database:
         if not self.path.exists():
             raise StoreError(f"no loopwatch database at {self.path}")
-        uri = self.path.resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
-        db = Database(conn, execute_plugins=False, recursive_triggers=False)
+        db = self._connect_reader("mode=ro")
         try:
             version = current_version(db)
-        except SchemaError as exc:
+        except sqlite3.OperationalError as exc:
             db.close()
-            raise StoreError(f"{self.path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise StoreError(f"{self.path}: not a readable SQLite database: {exc}") from None
+            # A WAL file is read through its -shm index, which SQLite must create
+            # beside it: in a directory we may not write (a read-only copy, a
+            # backup) that fails.  Nobody can be writing there, so read it immutable.
+            if "readonly" not in str(exc) and "unable to open" not in str(exc):
+                raise StoreError(f"{self.path}: not a readable SQLite database: {exc}") from None
+            db = self._connect_reader("immutable=1")
+            version = self._version(db)
+        except (SchemaError, sqlite3.DatabaseError):
+            version = self._version(db)  # closes it and says why
         if version > latest_version():
             db.close()
             raise StoreError(f"{self.path}: database schema v{version} is newer than this "
@@ -348,6 +350,23 @@ class Store:
             self._migrate_for_reading(version)
             return self._open_reader(upgraded=True)
         return db
+
+    def _connect_reader(self, mode: str) -> Database:
+        uri = self.path.resolve().as_uri() + "?" + mode
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
+        return Database(conn, execute_plugins=False, recursive_triggers=False)
+
+    def _version(self, db: Database) -> int:
+        """The schema version of a just-opened reader (closed on failure)."""
+        try:
+            return current_version(db)
+        except SchemaError as exc:
+            db.close()
+            raise StoreError(f"{self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(f"{self.path}: not a readable SQLite database: {exc}") from None
 
     def _migrate_for_reading(self, version: int) -> None:
         """An older file opened only to read: upgrade it with a short-lived writer."""

@@ -86,6 +86,20 @@ def test_nudges_escalate_in_firmness_and_fill_placeholders():
     assert policy.state("s1").nudge == nudges[4]
 
 
+def test_nudges_about_replies_name_no_internal_pattern_key():
+    """A repeated reply has no tool: the critical nudge says "STOP repeating
+    yourself", not the detector's internal key ("output:1a2b")."""
+    policy = EscalationPolicy()
+    nudges = []
+    for i in range(3):
+        d = Detection(detector="output_similarity", level=Level.WARN, score=0.95,
+                      message="assistant output 95% similar", pattern="output:1a2b3c", count=3 + i,
+                      session="s1", ts=100.0 + i, summary="produced nearly the same output 3 times")
+        nudges.append(policy.apply(d).nudge)
+    assert "WARNING" in nudges[2] and "STOP repeating yourself" in nudges[2]
+    assert not any("output:" in nudge for nudge in nudges)
+
+
 def test_custom_nudge_templates_keep_unknown_placeholders():
     """A hand-written template uses {tool} and {count}; an unknown {placeholder} is left as text."""
     config = build_config({"escalation": {"nudges": {"warn": "Stop calling {tool} ({count}x) {nope}"}}})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.commands import history
+from monitor.commands import common, history
 from monitor.config import load_config
 from monitor.detect.engine import Engine
 from monitor.formats.lines import LineDecoder
@@ -195,19 +195,23 @@ def _history_args(db: Path, tui: bool) -> argparse.Namespace:
 
 
 def test_history_tui_delegates_to_the_ui_only_when_asked(recorded, monkeypatch, capsys):
-    """--tui hands the database and filters to monitor.ui.app.run_history; when the
-    UI is not there it fails with a clear message instead of a traceback."""
+    """--tui hands the open store, the config and the filters to
+    monitor.ui.app.run_history; when the UI is not there it fails with a clear
+    message instead of a traceback."""
     calls = []
     fake = types.ModuleType("monitor.ui.app")
-    fake.run_history = lambda path, **filters: calls.append((path, filters)) or 0
+    fake.validate_ui = lambda config, theme=None: None
+    fake.run_history = lambda config, store, **filters: calls.append((store.path, filters)) or 0
     monkeypatch.setitem(sys.modules, "monitor.ui.app", fake)
+    # pytest's stdin is no terminal: the real check refuses (tests/test_cli_robustness.py).
+    monkeypatch.setattr(common, "terminal_problem", lambda instead: None)
     assert history.run(_history_args(recorded["db"], tui=True)) == 0
-    assert calls == [(recorded["db"], {"agent": None, "since": None, "level": "warn",
-                                       "text": None, "limit": 5})]
+    assert calls == [(recorded["db"], {"theme": None, "agent": None, "since": None,
+                                       "level": "warn", "text": None, "limit": 5})]
 
     monkeypatch.setitem(sys.modules, "monitor.ui.app", None)  # import fails
     assert history.run(_history_args(recorded["db"], tui=True)) == 2
-    assert "history --tui needs the loopwatch TUI" in capsys.readouterr().err
+    assert "the terminal UI is not available" in capsys.readouterr().err
 
 
 def test_time_ordered_replay_matches_the_per_session_merge(recorded, monkeypatch):

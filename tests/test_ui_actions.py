@@ -170,6 +170,20 @@ async def test_inject_cancel_sends_nothing(tmp_path, utc):
         assert not Path(str(log) + ".inbox.jsonl").exists()
 
 
+async def test_inject_box_types_after_the_suggested_nudge(tmp_path, utc):
+    """The cursor starts at the end of the pre-filled nudge: what the operator
+    types follows it ("…[loopwatch] CRITICAL:" ran into the typed text)."""
+    log = tmp_path / "logs" / "looper.jsonl"
+    app = make_app(tmp_path, looping_session("looper", log))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        assert isinstance(app.screen, InjectScreen)
+        nudge = app.hub.session("looper").nudge
+        await pilot.press("space", "O", "K")
+        assert app.screen.query_one("#message").text == nudge + " OK"
+
+
 async def test_kill_signals_the_real_process(tmp_path, spawn, utc):
     """k shows pid and command line; y kills the process; the row and the UI say so."""
     victim = spawn("-c", SLEEPER)

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import dataclasses
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -23,7 +24,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
+from monitor.commands.common import (
+    ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
+)
 
 HELP = "run the monitor on built-in simulated agents (start here)"
 
@@ -36,10 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --headless: stop after S seconds (default: 30)")
     parser.add_argument("--auto", action="store_true",
                         help="in the TUI too, inject nudges and kill at terminate automatically")
-    parser.add_argument("--theme", metavar="NAME", help="TUI theme (see themes/ and the config dir)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the temporary directory (agents' logs, and the database unless --db)")
     add_config_options(parser)
+    add_ui_options(parser, only_with="the TUI")
 
 
 class DemoRun:
@@ -113,12 +116,14 @@ async def _headless(run: DemoRun, duration: float) -> int:
             first_warn = time.monotonic() - started
 
     hub.subscribe(watch_first, kinds=(DetectionRaised,))
+    stop = _stop_on_signals()
+    killed = None
     async with run.running() as hub:
         print(f"loopwatch demo: {len(run.processes)} agents in {run.directory / 'agents'}; "
               f"recording to {run.db}; {duration:g} s", file=sys.stderr)
-        await asyncio.sleep(duration * 2 / 3)
-        killed = await _demonstrate_kill(hub, run.processes)
-        await asyncio.sleep(duration / 3)
+        if not await _stopped_within(stop, duration * 2 / 3):
+            killed = await _demonstrate_kill(hub, run.processes)
+            await _stopped_within(stop, duration / 3)
         processes = list(run.processes)
         exited = [p for p in processes if p.poll() is not None]
     sessions = sorted(hub.sessions(), key=lambda s: s.id)
@@ -132,6 +137,28 @@ async def _headless(run: DemoRun, duration: float) -> int:
           + (f" (pid {killed.pid}, killed by loopwatch, exit status {killed.poll()})" if killed else ""),
           file=sys.stderr)
     return 0 if first_warn is not None else 1
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGHUP (the terminal closed), so the demo ends
+    as it does after --duration: agents stopped, temporary files removed."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    return stop
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait ``seconds``; True as soon as ``stop`` is set."""
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 async def _demonstrate_kill(hub: Any, processes: list[Any]) -> Any:
@@ -173,14 +200,11 @@ def run(args: argparse.Namespace) -> int:
             return 130
         finally:
             demo.cleanup()
-    try:
-        from monitor.ui.app import run_app, validate_ui
-    except ImportError as exc:
-        return fail(f"the terminal UI is not available ({exc}); use --headless")
-    try:
-        validate_ui(config, args.theme)
-    except ConfigError as exc:
-        return fail(str(exc))
+    problem = ui_problem(config, args.theme, "use `loopwatch demo --headless` to run it without one")
+    if problem:
+        return fail(problem)
+    from monitor.ui.app import run_app
+
     demo = DemoRun(config, args.db, keep=args.keep)
     try:
         demo.build()

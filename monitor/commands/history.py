@@ -8,10 +8,11 @@ import sys
 import time
 from datetime import datetime
 
-from monitor.commands.common import fail
+from monitor.commands.common import ConfigError, add_ui_options, fail, ui_problem
 from monitor.commands.stored import (
     add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store,
 )
+from monitor.config import load_config
 from monitor.events import Level
 
 HELP = "list past sessions recorded in the database (newest first)"
@@ -51,6 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="at most N sessions (default: 50; 0 = all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
     parser.add_argument("--tui", action="store_true", help="browse the history in the TUI")
+    add_ui_options(parser, only_with="--tui")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,13 +66,24 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--level: {exc}")
     if args.limit < 0:
         return fail("--limit: must not be negative")
-    store = open_store(args)
+    config = None
+    if args.tui:
+        try:
+            config = load_config(args.config)
+        except ConfigError as exc:
+            return fail(str(exc))
+        problem = ui_problem(config, args.theme, "list them without it: `loopwatch history`")
+        if problem:
+            return fail(problem)
+    store = open_store(args, config)
     if isinstance(store, str):
         return fail(store)
     try:
         if args.tui:
-            return _run_tui(store.path, agent=args.agent, since=since, level=level,
-                            text=args.search, limit=args.limit or None)
+            from monitor.ui.app import run_history
+
+            return int(run_history(config, store, theme=args.theme, agent=args.agent, since=since,
+                                   level=level, text=args.search, limit=args.limit or None) or 0)
         rows = store.list_sessions(agent=args.agent, since=since, level=level, text=args.search,
                                    limit=args.limit or None)
         report_losses(store.lost_rows())
@@ -97,17 +110,6 @@ def report_losses(runs: list[dict]) -> None:
               f"{run['dropped'] + run['failed']:,} rows ({run['dropped']:,} dropped: queue and spill "
               f"file full; {run['failed']:,} refused by SQLite"
               + (f": {run['reason']}" if run.get("reason") else "") + ")", file=sys.stderr)
-
-
-def _run_tui(path, **filters) -> int:
-    # The seam for the TUI: imported only when asked for, so the command (and
-    # the core) never import Textual otherwise.
-    try:
-        from monitor.ui.app import run_history
-    except ImportError as exc:
-        return fail(f"history --tui needs the loopwatch TUI (monitor.ui.app.run_history), "
-                    f"which is not available here: {exc}")
-    return int(run_history(path, **filters) or 0)
 
 
 def _short(text: str, width: int) -> str:

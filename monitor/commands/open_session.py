@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from monitor.commands.common import ConfigError, fail
+from monitor.commands.common import ConfigError, add_ui_options, fail, ui_problem
 from monitor.commands.stored import add_db_options, open_store, resolve_session
 
 HELP = "open one recorded session in the TUI (read-only)"
@@ -18,7 +18,7 @@ HELP = "open one recorded session in the TUI (read-only)"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="session id (or a unique prefix)")
     add_db_options(parser)
-    parser.add_argument("--theme", metavar="NAME", help="TUI theme")
+    add_ui_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,14 +36,11 @@ def run(args: argparse.Namespace) -> int:
             session = resolve_session(store, args.session)
         except LookupError as exc:
             return fail(str(exc))
-        try:
-            from monitor.ui.app import run_open, validate_ui
-        except ImportError as exc:
-            return fail(f"the terminal UI is not available ({exc}); use `loopwatch show {session}`")
-        try:
-            validate_ui(config, args.theme)
-        except ConfigError as exc:
-            return fail(str(exc))
+        problem = ui_problem(config, args.theme, f"print it instead: `loopwatch show {session}`")
+        if problem:
+            return fail(problem)
+        from monitor.ui.app import run_open
+
         return run_open(config, store, session, theme=args.theme)
     finally:
         store.close()

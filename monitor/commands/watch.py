@@ -23,7 +23,9 @@ from typing import Any, TextIO
 
 import orjson
 
-from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
+from monitor.commands.common import (
+    ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
+)
 from monitor.config import Config
 from monitor.events import Level
 
@@ -64,6 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
     parser.add_argument("--no-db", action="store_true", help="record nothing")
     add_config_options(parser)
+    add_ui_options(parser, only_with="the TUI")
 
 
 # -- the TCP token ------------------------------------------------------------------------------
@@ -445,19 +448,19 @@ def run(args: argparse.Namespace) -> int:
         return fail("--listen needs a token: use --token-file PATH or set LOOPWATCH_TOKEN")
     if not paths and not directories and args.no_socket and not args.otlp:
         return fail("watch: nothing to watch (name a PATH, or leave the agent socket on)")
+    if not args.headless:
+        problem = ui_problem(config, args.theme, "use --headless to watch without one")
+        if problem:
+            return fail(problem)
     try:
         live.open_store()
     except Exception as exc:
         return fail(f"cannot open the database: {exc}")
 
     if not args.headless:
-        try:
-            from monitor.ui.app import run_app
-        except ImportError as exc:
-            if live.store is not None:
-                live.store.close()
-            return fail(f"the terminal UI is not available ({exc}); use --headless")
-        return int(run_app(live) or 0)
+        from monitor.ui.app import run_app
+
+        return int(run_app(live, theme=args.theme) or 0)
 
     printer = HeadlessPrinter(as_json=args.json, min_level=min_level, out=sys.stdout, err=sys.stderr)
     try:

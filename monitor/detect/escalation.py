@@ -327,7 +327,9 @@ class EscalationPolicy:
         template = self.settings.nudges.get(detection.level.label, "")
         if not template:
             return ""
-        pattern_short = detection.tool or detection.pattern
+        # The agent reads this: a tool name, never an internal pattern key
+        # ("output:3f2a…"); what has no tool is the agent repeating itself.
+        pattern_short = detection.tool or "yourself"
         values = _SafeDict(
             summary=detection.summary or detection.message.rstrip("."),
             advice=detection.advice,

@@ -218,9 +218,10 @@ class TurnSimilarity(TurnDetector):
                 level=level,
                 score=best,
                 message=(
-                    f"{n} consecutive turns each {s.similarity:.0%}+ similar (Jaccard) to one of "
-                    f"the last {s.window}; this one {best:.0%}"
-                    + ("; the design notes stop the session here" if level is Level.TERMINATE else "")
+                    f"{n} turns in a row nearly repeat one of the last {s.window} "
+                    f"(words and tool calls {best:.0%} the same)"
+                    + ("; the agent is not getting anywhere: stop the session"
+                       if level is Level.TERMINATE else "")
                 ),
                 pattern=f"turn:{anchor}",
                 count=n,

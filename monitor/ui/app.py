@@ -11,6 +11,8 @@ kill's grace period.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Iterable
@@ -67,6 +69,8 @@ class LoopwatchApp(App[int]):
         self._last_flush = 0.0
         self._unsubscribe: Callable[[], None] | None = None
         self.startup_notes: list[str] = []
+        #: Quit cleanly on SIGTERM and SIGHUP (the terminal closed); set by the entry points.
+        self.stop_on_signals = False
         self.history_filters: dict[str, Any] = {}
         self.loopwatch_themes = load_themes()
         for loaded in self.loopwatch_themes.values():
@@ -80,6 +84,8 @@ class LoopwatchApp(App[int]):
     # -- lifecycle -------------------------------------------------------------
 
     async def on_mount(self) -> None:
+        if self.stop_on_signals:
+            self._handle_stop_signals(True)
         if self.hub is None and self.hub_factory is not None:
             # Entered on the app's own loop; exited in on_unmount (awaited at shutdown).
             self._hub_context = self.hub_factory()
@@ -107,7 +113,22 @@ class LoopwatchApp(App[int]):
             if self.initial_session:
                 self.open_session(self.initial_session)
 
+    def _handle_stop_signals(self, install: bool) -> None:
+        # Quitting like `q` stops the hub and its sources (the demo's agents) and
+        # flushes the database; Python's default would die and leave them behind.
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                if install:
+                    loop.add_signal_handler(sig, self.exit)
+                else:
+                    loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+
     async def on_unmount(self) -> None:
+        if self.stop_on_signals:
+            self._handle_stop_signals(False)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -316,6 +337,11 @@ def run_app(config: Any, hub_factory: HubFactory | None = None, *, theme: str | 
     validate_ui(config, theme)
     app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
     app.startup_notes = notes
+    return _run(app)
+
+
+def _run(app: LoopwatchApp) -> int:
+    app.stop_on_signals = True
     return int(app.run() or 0)
 
 
@@ -352,13 +378,13 @@ def run_history(config: Any, store: Any = None, *, theme: str | None = None,
     validate_ui(config, theme)
     app = LoopwatchApp(config, store=store, mode="history", theme=theme)
     app.history_filters = {"agent": agent, "since": since, "level": level, "text": text}
-    return int(app.run() or 0)
+    return _run(app)
 
 
 def run_open(config: Config, store: Any, session: str, *, theme: str | None = None) -> int:
     """Show one stored session read-only, exactly like a live one."""
     validate_ui(config, theme)
-    return int(LoopwatchApp(config, store=store, mode="open", session=session, theme=theme).run() or 0)
+    return _run(LoopwatchApp(config, store=store, mode="open", session=session, theme=theme))
 
 
 def validate_ui(config: Config, theme: str | None = None) -> None:

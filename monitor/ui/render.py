@@ -64,6 +64,54 @@ class Palette:
 DEFAULT_PALETTE = Palette.from_variables(DOMAIN_VARIABLES)
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 event``, ``2 events``, ``1,234 events`` (``words``: an irregular plural)."""
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
+
+
+def short_path(path: str, width: int) -> str:
+    """``path`` in ``width`` characters, keeping its file name: leading
+    directories give way first (``…/agents/run.jsonl``), then the middle of
+    the name (the extension stays)."""
+    if len(path) <= width:
+        return path
+    parts = path.split("/")
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + len(kept) + 2 > width:
+            break
+        kept = f"{part}/{kept}"
+    if len(kept) + 2 <= width:
+        return "…/" + kept
+    name = parts[-1]
+    if width < 2:
+        return name[:width]
+    extension = name[name.rfind("."):] if "." in name[1:] else ""
+    tail = max((width - 1) // 2, min(len(extension), width - 2))
+    head = width - 1 - tail
+    return name[:head] + "…" + name[len(name) - tail:]
+
+
+def fit_words(line: Text, width: int) -> Text:
+    """``line`` cut to ``width`` cells at a word boundary, ending in ``…``, so
+    that a number is never shown half ("called 1…" for 13 times)."""
+    if line.cell_len <= width or width < 2:
+        return line
+    plain = line.plain
+    room = width - 1
+    cut = plain.rfind(" ", 0, room + 1)
+    if cut < room // 2:  # no space in the latter half: cut the word
+        cut = room
+    shown = line[:cut + 1] if cut < room else line[:room]
+    shown.append("…")
+    return shown
+
+
+#: Between fields of one line: visible, so a label never reads as part of the
+#: value before it (screen readers and copied text drop edge spaces).
+SEP = " · "
+
+
 def level_text(level: Level, palette: Palette = DEFAULT_PALETTE) -> Text:
     """``▲ warn`` in the level's colour (the label too, not colour alone)."""
     return Text(f"{LEVEL_ICONS[level]} {level.label}", style=palette.level(level))

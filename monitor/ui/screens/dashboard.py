@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets import DataTable, Input, Label
 
 from monitor.events import Kind, Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
+from monitor.ui.render import plural
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.dashboard.counts import CountsBar
@@ -34,10 +36,10 @@ from monitor.ui.widgets.dashboard.window_view import WindowView
 
 def window_title_text(window: tuple) -> str:
     """What the window panel shows: the replies a message detection cites, or the compared calls."""
-    count = len(window)
     if window and all(event.kind is Kind.MESSAGE for event in window):
-        return f"Window — the repeated replies ({count} {'reply' if count == 1 else 'replies'})"
-    return f"Window — what the detectors compare ({count} {'event' if count == 1 else 'events'})"
+        return f"Window — the repeated replies ({plural(len(window), 'reply', 'replies')})"
+    return f"Window — what the detectors compare ({plural(len(window), 'event')})"
+
 
 class DashboardScreen(OperatorActions, Screen):
     """Live sessions, sorted by attention."""
@@ -69,7 +71,7 @@ class DashboardScreen(OperatorActions, Screen):
                 yield EscalationView(id="escalation")
                 yield Label("Detections", classes="panel-title")
                 yield DetectionsFeed(id="feed")
-        yield Footer()
+        yield FittedFooter()
 
     # -- data ----------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Label
+from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
 from monitor.events import Level
@@ -27,7 +27,8 @@ from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
 from monitor.ui.records import DetectionRow, action_row, detection_row
-from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, date_time
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, date_time
+from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList
 from monitor.ui.widgets.detail.detections_list import DetectionsList
@@ -54,9 +55,10 @@ def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAUL
                          ("events", f"{info.get('events') or 0:,}"), ("pid", info.get("pid")),
                          ("via", info.get("channel")), ("detector", info.get("detector"))):
         if value not in (None, ""):
-            text.append(f"  {label} ", style="dim")
+            text.append(SEP)
+            text.append(f"{label} ", style="dim")
             text.append_text(literal(str(value)))
-    text.append("  [read-only: history]" if read_only else "", style="dim")
+    text.append(f"{SEP}read-only: history" if read_only else "", style="dim")
     if info.get("reason"):
         text.append("\n")
         text.append_text(literal(info["reason"], style="italic"))
@@ -119,7 +121,7 @@ class SessionDetailScreen(OperatorActions, Screen):
                 yield DetectionsList(id="detections")
                 yield Label("Actions", classes="panel-title")
                 yield ActionsList(id="actions")
-        yield Footer()
+        yield FittedFooter()
 
     #: Set once mounted: live batches and restyles are applied only then.
     ready = False

@@ -13,11 +13,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Select
+from textual.widgets import DataTable, Input, Label, Select
 
 from monitor.events import Level
 from monitor.ui.literal import literal
-from monitor.ui.render import date_time, level_text
+from monitor.ui.render import date_time, level_text, plural, short_path
+from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.history.filters import HistoryFilters
 
 HISTORY_LIMIT = 500
@@ -46,7 +47,7 @@ class HistoryScreen(Screen):
         yield HistoryFilters(id="history-filters")
         yield DataTable(id="history-table", cursor_type="row")
         yield Label("", id="history-status")
-        yield Footer()
+        yield FittedFooter()
 
     #: Set once mounted: live batches and restyles are applied only then.
     ready = False
@@ -90,7 +91,7 @@ class HistoryScreen(Screen):
                 level_text(level, palette), level_text(peak, palette),
                 Text(f"{row.get('events') or 0:,}", justify="right"),
                 Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
-                literal(row.get("detector") or "", limit=16), literal(row.get("source") or "", limit=30),
+                literal(row.get("detector") or "", limit=16), literal(short_path(row.get("source") or "", 30)),
                 key=row["id"],
             )
         if selected is not None:
@@ -99,7 +100,7 @@ class HistoryScreen(Screen):
             except Exception:
                 pass
         more = " (showing the most recent)" if len(rows) >= HISTORY_LIMIT else ""
-        status.update(Text(f"{len(rows):,} sessions{more} · enter or click again: open · / filter · esc back",
+        status.update(Text(f"{plural(len(rows), 'session')}{more} · enter or click again: open · / filter · esc back",
                            style="dim"))
 
     def on_input_changed(self, event: Input.Changed) -> None:

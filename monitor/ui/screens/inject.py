@@ -54,7 +54,10 @@ class InjectScreen(ModalScreen[str | None]):
                 yield Button("Cancel  esc", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#message", TextArea).focus()
+        message = self.query_one("#message", TextArea)
+        # Typing adds to the suggested nudge instead of running into its start.
+        message.move_cursor(message.document.end)
+        message.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

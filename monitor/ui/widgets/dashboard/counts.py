@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 
 from monitor.events import Level
-from monitor.ui.render import DEFAULT_PALETTE, Palette
+from monitor.ui.render import DEFAULT_PALETTE, SEP, Palette, plural
 from monitor.ui.widgets.common.text_panel import TextPanel
 
 
 class CountsBar(TextPanel):
-    """``loopwatch  ● 12 live  ▲ 3 warnings open  154.0 events/s``."""
+    """``loopwatch  ● 12 live · ▲ 3 warnings open · 154.0 events/s · 9,120 events``."""
 
     def show(self, *, live: int, warnings: int, events_per_sec: float, total: int,
              problems: int = 0, title: str = "loopwatch", palette: Palette = DEFAULT_PALETTE) -> None:
@@ -19,10 +19,13 @@ class CountsBar(TextPanel):
         text.append("  ● ", style=palette.fg("status-live"))
         text.append(f"{live} live", style="bold")
         warn_style = palette.level(Level.WARN) if warnings else palette.fg("level-watching")
-        text.append("   ▲ ", style=warn_style)
-        text.append(f"{warnings} warning{'s' if warnings != 1 else ''} open", style="bold" if warnings else "")
-        text.append(f"   {events_per_sec:,.1f} events/s")
-        text.append(f"   {total:,} events", style="dim")
+        text.append(SEP)
+        text.append("▲ ", style=warn_style)
+        text.append(f"{plural(warnings, 'warning')} open", style="bold" if warnings else "")
+        text.append(f"{SEP}{events_per_sec:,.1f} events/s")
+        text.append(SEP)
+        text.append(plural(total, "event"), style="dim")
         if problems:
-            text.append(f"   {problems:,} bad lines", style=palette.fg("level-critical"))
+            text.append(SEP)
+            text.append(plural(problems, "bad line"), style=palette.fg("level-critical"))
         self.show_renderable(text)

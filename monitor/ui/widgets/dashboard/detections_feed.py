@@ -9,7 +9,7 @@ from textual.widgets import RichLog
 
 from monitor.events import Level
 from monitor.ui.literal import literal
-from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, fit_words
 
 FEED_LINES = 300
 
@@ -22,7 +22,7 @@ def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE) -> Text:
     line.append_text(literal(detection.session, limit=18))
     line.append(" ")
     line.append_text(literal(detection.detector, style="bold"))
-    line.append(" ")
+    line.append(": ")
     line.append_text(literal(detection.message))
     if detection.suppressed:
         line.append(f" ({detection.suppressed})", style="dim")
@@ -36,5 +36,11 @@ class DetectionsFeed(RichLog):
         super().__init__(max_lines=FEED_LINES, wrap=False, markup=False, auto_scroll=True, **kwargs)
 
     def add(self, detections: list[Any], palette: Palette = DEFAULT_PALETTE) -> None:
+        # Lines are cut here, at a word, rather than by the log at any character.
+        width = self.scrollable_content_region.width
+        if width <= 0 and not self.size.width:  # not laid out yet: write once it is
+            self.call_after_refresh(self.add, detections, palette)
+            return
         for detection in detections[-FEED_LINES:]:
-            self.write(detection_line(detection, palette))
+            line = detection_line(detection, palette)
+            self.write(fit_words(line, width) if width > 0 else line)

@@ -15,7 +15,9 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from monitor.ui.literal import literal
-from monitor.ui.render import DEFAULT_PALETTE, Palette, ago, level_text, spark_text
+from monitor.ui.render import (
+    DEFAULT_PALETTE, Palette, ago, fit_words, level_text, short_path, spark_text,
+)
 
 STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
 #: Statuses without a theme colour of their own: drawn in this one's.
@@ -27,14 +29,19 @@ def shown_status(info: Any) -> str:
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 #: (key, label, width); ``None`` takes what is left.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("level", "Level", 11), ("agent", "Agent", 12), ("session", "Session", 18),
+    ("level", "Level", 11), ("agent", "Agent", 14), ("session", "Session", 16),
     ("status", "Status", 6), ("events", "Events", 7), ("last", "Last", 4),
     ("detector", "Detector", 16), ("similarity", "Similarity", 16),
-    ("source", "Source", 22), ("reason", "Reason", None),
+    ("source", "Source", 20), ("reason", "Reason", None),
 )
-#: Below a table width: columns dropped and narrower widths.
+#: Below a table width: columns dropped and narrower widths.  What says why a
+#: session needs attention (level, session, detector, reason) goes last.
 NARROW = ((150, {"source"}, {}),
-          (125, {"source", "detector"}, {"agent": 10, "session": 16, "similarity": 12}))
+          (125, {"source", "events"}, {"agent": 12, "session": 14, "detector": 14,
+                                       "similarity": 12}),
+          (110, {"source", "events", "agent", "similarity"}, {"session": 14, "detector": 15}),
+          (100, {"source", "events", "agent", "similarity", "status"},
+           {"session": 14, "detector": 15}))
 MIN_REASON = 12
 
 
@@ -178,6 +185,10 @@ class SessionsTable(DataTable):
             return spark_text(value[0], width, value[1].palette)
         if key == "last":
             return Text(value, justify="right")
+        if key == "source":
+            return literal(short_path(str(value), width))
+        if key == "reason":
+            return fit_words(literal(str(value)), width)
         return literal(str(value), limit=width)
 
     def apply(self, infos: Iterable[Any], now: float, everything: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from textual.widgets.option_list import Option
 
 from monitor.ui.literal import literal
 from monitor.ui.records import DetectionRow
-from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, plural
 
 
 def detection_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> Text:
@@ -21,7 +21,7 @@ def detection_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> T
     text.append_text(literal(row.detector, style="bold"))
     text.append(f"  #{row.seq}", style="dim")
     if row.evidence:
-        text.append(f" · {len(row.evidence)} events", style="dim")
+        text.append(f" · {plural(len(row.evidence), 'event')}", style="dim")
     text.append("\n  ")
     text.append_text(literal(row.message, limit=300))
     if row.suppressed:
