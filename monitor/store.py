@@ -359,6 +359,15 @@ class Store:
     def actions(self, session: str) -> list[dict]:
         return self._read("SELECT * FROM actions WHERE session = ? ORDER BY ts, id", [session])
 
+    def find_events(self, session: str, text: str, limit: int = 10_000) -> list[int]:
+        """Seqs of the session's events whose tool, args, role or stored content
+        contain ``text`` (case-insensitive), in order (search in the detail view)."""
+        rows = self._read("SELECT seq FROM events WHERE session = ? AND instr(lower("
+                          "COALESCE(tool, '') || ' ' || COALESCE(args, '') || ' ' || COALESCE(role, '')"
+                          " || ' ' || COALESCE(content, '')), lower(?)) ORDER BY seq LIMIT ?",
+                          [session, text, limit])
+        return [row["seq"] for row in rows]
+
     def iter_events(self, session: str, page_size: int = 1000) -> Iterator[Event]:
         """The session's events rebuilt as :class:`Event` objects (for ``scan --db``),
         read a page at a time so a long session costs bounded memory."""

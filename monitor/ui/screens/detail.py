@@ -27,12 +27,14 @@ from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
 from monitor.ui.records import DetectionRow, action_row, detection_row
+from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, date_time
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.event_source import MemoryEvents, StoreEvents
 from monitor.ui.widgets.detail.event_stream import EventStream
+from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
 
 #: Events replayed to rebuild a stored session's sparklines.
@@ -81,11 +83,12 @@ def stored_header(row: dict[str, Any]) -> dict[str, Any]:
             "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen")}
 
 
-class SessionDetailScreen(OperatorActions, Screen):
+class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     """The whole story of one session."""
 
     BINDINGS = [
         *OPERATOR_BINDINGS,
+        *CONSOLE_BINDINGS,
         Binding("escape", "back", "Back", id="back", tooltip="Back to the previous screen"),
         Binding("tab", "app.focus_next", "Next pane", show=False, id="detail.focus_next"),
     ]
@@ -111,6 +114,7 @@ class SessionDetailScreen(OperatorActions, Screen):
             with Vertical(id="stream-pane"):
                 yield TextPanel("Events", id="stream-title", classes="panel-title")
                 yield EventStream(source, id="stream")
+                yield SearchBar(id="search")
             with Vertical(id="detail-side"):
                 yield Label("Similarity by detector", classes="panel-title")
                 yield DetectorSparklines(self.initial_series(), id="detector-sparks")
@@ -170,7 +174,9 @@ class SessionDetailScreen(OperatorActions, Screen):
             header_text(header, self.read_only, self.app.palette))
         count = self.stream.source.count()
         self.query_one("#stream-title", TextPanel).show_renderable(Text(
-            f"Events — {count:,} (↑↓ pgup pgdn home end; click to select)"))
+            f"Events — {count:,} (↑↓ jk pgup pgdn g G; enter: open, /: search)"))
+        if self.stream.search:
+            self.show_search_status()
 
     def initial_series(self) -> dict[str, tuple[float, ...]]:
         info = None if self.read_only else self.app.feed.sessions.get(self.session)
