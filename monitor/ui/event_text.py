@@ -92,7 +92,7 @@ def _facts(record: dict[str, Any]) -> list[tuple[str, str]]:
 def _clip_note(record: dict[str, Any]) -> str:
     shown, full = len(record.get("content") or ""), int(record.get("content_length") or 0)
     if full > shown:
-        return f"(the database keeps {shown:,} of {full:,} characters: head and tail)"
+        return f"(the database keeps the head and tail of these {full:,} characters)"
     return ""
 
 

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Static
 from monitor.ui.event_text import pretty_json
 from monitor.ui.literal import literal, visible
 from monitor.ui.records import DetectionRow
+from monitor.ui.render import DEFAULT_PALETTE, Palette
 from monitor.ui.screens.event_view import SCROLL_BINDINGS
 from monitor.ui.widgets.common.text_panel import TextPanel
 
@@ -40,13 +41,13 @@ def compared_text(record: dict[str, Any]) -> str:
     return str(record.get("content") or "")[:COMPARED_CHARS]
 
 
-def word_diff(old: str, new: str) -> tuple[Text, int, int]:
+def word_diff(old: str, new: str, palette: Palette = DEFAULT_PALETTE) -> tuple[Text, int, int]:
     """``new`` marked against ``old``; (text, words added, words removed)."""
     a, b = _WORDS.split(visible(old, multiline=True)), _WORDS.split(visible(new, multiline=True))
     out = Text()
     added = removed = 0
-    inserted = Style(reverse=True, bold=True)
-    deleted = Style(strike=True, dim=True)
+    inserted = palette.bg("repeat-highlight") + Style(bold=True, underline=True)
+    deleted = palette.fg("level-critical") + Style(strike=True)
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
             out.append("".join(b[j1:j2]))
@@ -62,7 +63,8 @@ def word_diff(old: str, new: str) -> tuple[Text, int, int]:
     return out, added, removed
 
 
-def diff_document(row: DetectionRow, records: list[dict[str, Any]]) -> Text:
+def diff_document(row: DetectionRow, records: list[dict[str, Any]],
+                  palette: Palette = DEFAULT_PALETTE) -> Text:
     """The detection and each evidence event against the previous one of its kind."""
     doc = Text()
     doc.append_text(literal(f"{row.detector} at #{row.seq}: {row.message}", style="bold", multiline=True))
@@ -71,7 +73,7 @@ def diff_document(row: DetectionRow, records: list[dict[str, Any]]) -> Text:
         doc.append("\nFewer than two evidence events are still available: nothing to compare.\n",
                    style="dim")
         return doc
-    doc.append("Highlighted: words added since the previous repeat; struck: words removed.\n", style="dim")
+    doc.append("Underlined on colour: words added since the previous repeat; struck: words removed.\n", style="dim")
     previous: dict[tuple, dict[str, Any]] = {}
     for record in records:
         key = (record.get("type"), record.get("tool"))
@@ -86,7 +88,7 @@ def diff_document(row: DetectionRow, records: list[dict[str, Any]]) -> Text:
             doc.append(f"identical to #{before.get('seq')}\n", style="dim")
             continue
         else:
-            diff, added, removed = word_diff(compared_text(before), text)
+            diff, added, removed = word_diff(compared_text(before), text, palette)
             doc.append(f"vs #{before.get('seq')}: +{added} −{removed} words\n", style="dim")
             doc.append_text(diff)
         doc.append("\n")
@@ -114,7 +116,7 @@ class RepeatDiffScreen(Screen[None]):
                              "  ·  j/k g/G scroll · esc back", no_wrap=True, overflow="ellipsis"),
                         id="diff-title")
         with VerticalScroll(id="diff-scroll"):
-            yield Static(diff_document(self.row, self.records), id="diff-body")
+            yield Static(diff_document(self.row, self.records, self.app.palette), id="diff-body")
         yield Footer()
 
     def on_mount(self) -> None:
