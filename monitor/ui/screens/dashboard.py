@@ -22,6 +22,7 @@ from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.screens.dashboard_console import DASHBOARD_CONSOLE_BINDINGS, DashboardConsole
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.dashboard.counts import CountsBar
@@ -31,7 +32,7 @@ from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.window_view import WindowView
 
 
-class DashboardScreen(OperatorActions, Screen):
+class DashboardScreen(DashboardConsole, OperatorActions, Screen):
     """Live sessions, sorted by attention."""
 
     BINDINGS = [
@@ -43,6 +44,7 @@ class DashboardScreen(OperatorActions, Screen):
                 tooltip="Clear the session filter"),
         Binding("h", "app.history", "History", id="history",
                 tooltip="Past sessions from the database"),
+        *DASHBOARD_CONSOLE_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Select
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import date_time, level_text
+from monitor.ui.screens.dashboard_console import TABLE_VIM_BINDINGS, TableVimKeys
 from monitor.ui.widgets.history.filters import HistoryFilters
 
 HISTORY_LIMIT = 500
@@ -32,13 +33,14 @@ def _duration(first: float | None, last: float | None) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(TableVimKeys, Screen):
     """Browse the database."""
 
     BINDINGS = [
         Binding("enter", "open_session", "Open", id="open", priority=True),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("escape", "back", "Back", id="back"),
+        *TABLE_VIM_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:
