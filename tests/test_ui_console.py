@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
+from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
@@ -22,6 +23,7 @@ from monitor.ui.screens.help import HelpScreen
 from monitor.ui.screens.kill import KillScreen
 from monitor.ui.screens.repeat_diff import RepeatDiffScreen, word_diff
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
+from monitor.ui.widgets.dashboard.sorting import next_in, waiting_since
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.search import SearchBar, next_match
 
@@ -305,4 +307,92 @@ async def test_diff_of_repeats_shows_what_differs(tmp_path):
 def test_word_diff_marks_inserted_and_removed_words():
     text, added, removed = word_diff("sed -i s/foo/bar/ src/a.py", "sed -i s/foo/bar/ src/b.py now")
     assert (added, removed) == (2, 1)
-    assert text.plain == "sed -i s/foo/bar/ src/a.pysrc/b.py now"
+    assert text.plain == "sed -i s/foo/bar/ src/a.py src/b.py now"
+
+
+async def test_dashboard_vim_keys_sort_and_attention(tmp_path):
+    """j/k/g/G move the sessions table; s cycles the sort column, S reverses, a header
+    click sorts by that column; w visits the sessions at warn or above, longest waiting first."""
+    app = make_app(tmp_path)  # the scripted demo sessions
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(SessionsTable)
+        sessions = app.feed.sessions
+        attention = [sid for sid in table._order]
+        assert sessions[attention[0]].level >= sessions[attention[-1]].level
+        await pilot.press("g")
+        assert table.cursor_row == 0
+        await pilot.press("j", "j", "k")
+        assert table.cursor_row == 1
+        await pilot.press("G")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("s")  # level, then last activity
+        await pilot.pause()
+        levels = [(-int(sessions[s].level), -sessions[s].last_ts) for s in table._order]
+        assert levels == sorted(levels) and str(table.columns[table._columns[0][0]].label) == "Level ▼"
+        await pilot.press("s")  # agent A→Z
+        await pilot.pause()
+        agents = [(sessions[s].agent or "").lower() for s in table._order]
+        assert agents == sorted(agents)
+        selected = table.selected_session
+        await pilot.press("S")
+        await pilot.pause()
+        assert [(sessions[s].agent or "").lower() for s in table._order] == sorted(agents, reverse=True)
+        assert table.selected_session == selected  # the selection follows its session
+        assert "Sorted by agent, reversed" in list(app._notifications)[-1].message
+        header_x = sum(w + 2 for key, _, w in table._columns[:4]) + 1  # the Events column
+        await pilot.click(SessionsTable, offset=(header_x, 0))
+        await pilot.pause()
+        assert table.sort_column == "events"
+        counts = [sessions[s].events for s in table._order]
+        assert counts == sorted(counts, reverse=True)
+        for _ in range(len(table._columns) - 4):
+            await pilot.press("s")
+        await pilot.pause()
+        assert table.sort_column is None and table._order == attention  # back to attention
+        warned = [s for s in sessions.values() if s.level >= Level.WARN]
+        assert len(warned) >= 2
+        visited = []
+        for _ in range(len(warned) + 1):
+            await pilot.press("w")
+            visited.append(table.selected_session)
+        assert set(visited[:-1]) == {s.id for s in warned} and visited[-1] == visited[0]
+        first_waiting = min(warned, key=lambda s: (waiting_since(
+            s, app.feed.detections_for(s.id), []), s.id))
+        assert visited[0] == first_waiting.id
+
+
+def test_waiting_since_restarts_after_an_acknowledgement():
+    class D:
+        def __init__(self, ts, level):
+            self.ts, self.level = ts, level
+
+    class Info:
+        last_detection = None
+        last_ts = 99.0
+
+    detections = [D(10, Level.NOTICE), D(20, Level.WARN), D(30, Level.CRITICAL), D(50, Level.WARN)]
+    assert waiting_since(Info(), detections, []) == 20
+    assert waiting_since(Info(), detections, [40]) == 50
+    assert waiting_since(Info(), detections, [60]) == 99.0
+    assert next_in(["a", "b"], "b") == "a" and next_in(["a", "b"], "z") == "a" and next_in([], "a") is None
+
+
+async def test_history_has_vim_keys(tmp_path):
+    """j/k/G/g move the history table too."""
+    db = tmp_path / "db.sqlite"
+    async with scripted_hub(Config(), db=db):
+        pass
+    from monitor.store import Store
+
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#history-table")
+        table.focus()
+        await pilot.press("G")
+        assert table.cursor_row == table.row_count - 1 > 2
+        await pilot.press("k")
+        assert table.cursor_row == table.row_count - 2
+        await pilot.press("g", "j")
+        assert table.cursor_row == 1

@@ -56,6 +56,8 @@ def word_diff(old: str, new: str, palette: Palette = DEFAULT_PALETTE) -> tuple[T
             words = "".join(a[i1:i2])
             removed += len(words.split())
             out.append(words, deleted)
+            if op == "replace":
+                out.append(" ")  # keep the removed and the added words apart
         if op in ("insert", "replace"):
             words = "".join(b[j1:j2])
             added += len(words.split())

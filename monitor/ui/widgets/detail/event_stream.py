@@ -51,7 +51,7 @@ class EventStream(ScrollView, can_focus=True):
                 tooltip="Half a page down"),
         Binding("ctrl+u", "half(-1)", "Half page up", show=False, id="stream.half_up",
                 tooltip="Half a page up"),
-        Binding("enter", "open", "Open event", id="stream.open",
+        Binding("enter", "open", "Open event", show=False, id="stream.open",
                 tooltip="Show the whole event (arguments, result, message in full)"),
     ]
 
