@@ -40,7 +40,7 @@ class SearchBar(Input):
     BINDINGS = [Binding("escape", "cancel", "Clear search", show=False, id="search.cancel",
                         tooltip="Clear the search and close the search line")]
     DEFAULT_CSS = """
-    SearchBar { display: none; height: 1; border: none; padding: 0 1; background: $panel; }
+    SearchBar { display: none; }
     SearchBar.-shown { display: block; }
     """
 
