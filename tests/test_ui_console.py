@@ -396,3 +396,44 @@ async def test_history_has_vim_keys(tmp_path):
         assert table.cursor_row == table.row_count - 2
         await pilot.press("g", "j")
         assert table.cursor_row == 1
+
+
+async def test_export_key_writes_markdown_and_json(tmp_path, monkeypatch):
+    """e writes loopwatch-<session>.md and .json (what `show --format` prints) to the current
+    directory; the Markdown keeps agent text literal; a symlink at the target is replaced, not followed."""
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    (out / "loopwatch-reader.md").symlink_to(victim)
+    monkeypatch.chdir(out)
+    app = make_app(tmp_path, reader_session())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot, "reader")
+        await pilot.press("e")
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any("Wrote" in n.message and "loopwatch-reader.md" in n.message for n in app._notifications)
+    assert victim.read_text() == "untouched" and not (out / "loopwatch-reader.md").is_symlink()
+    markdown = (out / "loopwatch-reader.md").read_text()
+    document = json.loads((out / "loopwatch-reader.json").read_text())
+    assert markdown.startswith("# loopwatch session `reader`")
+    for heading in ("## Timeline", "## Detections", "## Nudges sent", "Evidence (8 events):", "Nudge:"):
+        assert heading in markdown
+    assert "sed -i s/foo/bar/ src/delta.py" in markdown
+    assert "\x1b" not in markdown
+    assert document["session"]["id"] == "reader" and document["events_stored"] == 13
+    cascade = [d for d in document["detections"] if d["detector"] == "failure_cascade"][-1]
+    assert [e["seq"] for e in cascade["evidence_events"]] == list(range(5, 13))
+
+
+def test_markdown_keeps_agent_text_literal():
+    """Backticks cannot close the fence, escapes become pictures, markup in one-line fields is escaped."""
+    from monitor.export import fenced, inline
+
+    block = fenced("```\nrm -rf /\n```" + HOSTILE)
+    assert block.startswith("````\n") and block.endswith("\n````") and "\x1b" not in block and "␛[31m" in block
+    assert inline("[bold]x[/] `y` *z*") == "\\[bold\\]x\\[/\\] \\`y\\` \\*z\\*"

@@ -8,10 +8,15 @@ apart so that screen stays about layout and live data):
 * ``c`` copies what has the focus: the event under the cursor, or the
   selected detection with its evidence; ``y`` copies the detection's nudge.
 * ``d`` shows what differs between a detection's repeated events.
+* ``e`` writes the session as Markdown and JSON (as ``show --format``) to the
+  current directory, in a worker thread (a live session's queued writes are
+  flushed first).
 """
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -38,6 +43,8 @@ CONSOLE_BINDINGS = [
     Binding("y", "copy_nudge", "Copy nudge", show=False, id="copy.nudge",
             tooltip="Copy the selected (or latest) detection's nudge"),
     Binding("d", "diff", "Diff", id="diff", tooltip="What differs between a detection's repeats"),
+    Binding("e", "export", "Export", show=False, id="export",
+            tooltip="Write the session as Markdown and JSON to the current directory"),
 ]
 
 
@@ -172,6 +179,32 @@ class ConsoleActions:
             self.app.notify("No nudge to copy: the detection has none.", markup=False, timeout=3)
             return
         copy_text(self.app, row.nudge, f"the nudge of {row.detector} at #{row.seq}")
+
+    # -- export ------------------------------------------------------------------
+
+    def action_export(self) -> None:
+        store = self.app.store
+        if store is None:
+            self.app.notify("Export needs a database (run with a store).", severity="warning",
+                            markup=False)
+            return
+        self.app.run_worker(partial(self._export, store, self.session, Path.cwd()), thread=True,
+                            name="export", group="export", exit_on_error=False)
+
+    def _export(self, store: Any, session: str, directory: Path) -> list[Path]:
+        from monitor.export import write_exports
+
+        try:
+            if not self.read_only:
+                store.flush()  # what the live session queued so far is in the file
+            paths = write_exports(store, session, directory)
+        except Exception as exc:  # a full disk or a bad directory: say so, keep the UI
+            self.app.call_from_thread(self.app.notify, visible(f"{session}: {exc}"),
+                                      title="Export failed", severity="error", markup=False)
+            return []
+        self.app.call_from_thread(self.app.notify, visible("Wrote " + " and ".join(map(str, paths))),
+                                  title="Export", markup=False)
+        return paths
 
     # -- diff of repeats ----------------------------------------------------------
 
