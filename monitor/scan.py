@@ -7,12 +7,13 @@ a loop spread over several sessions (a swarm) is seen as it would be live.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from monitor.config import Config
 from monitor.detect.base import Detection
@@ -132,20 +133,41 @@ def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> Iterator[None]:
 
 
 def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
-         engine: Engine | None = None) -> ScanReport:
-    """Scan files (``-`` is stdin) and return the report.
+         engine: Engine | None = None, progress: Any = None) -> ScanReport:
+    """Scan files (``-`` is stdin) and return the report; ``progress`` (a
+    :class:`monitor.progress.Progress`) is told how far it got.
 
     Raises ``OSError`` for a path that cannot be read."""
     with rare_collections():
-        return _scan(paths, config, fmt, engine)
+        try:
+            return _scan(paths, config, fmt, engine, progress)
+        finally:
+            if progress is not None:
+                progress.finish()
+
+
+def _sizes(paths: list[str]) -> list[int]:
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(0 if path == STDIN else os.path.getsize(path))
+        except OSError:
+            sizes.append(0)
+    return sizes
 
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None) -> ScanReport:
+          engine: Engine | None, progress: Any = None) -> ScanReport:
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
-    for path in expand_paths(paths):
+    files = expand_paths(paths)
+    sizes = _sizes(files) if progress is not None else []
+    total, before = sum(sizes), 0
+    for index, path in enumerate(files):
         report.files += 1
+        if progress is not None:
+            before = sum(sizes[:index])
+            progress.update(index, len(files), before, total, report.events)
         if path != STDIN and fmt is None and documents.claims(Path(path)):
             events, problems = documents.load(Path(path))
             report.formats[path] = documents.name_of(Path(path))
@@ -157,14 +179,20 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
             continue
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt, session="stdin" if path == STDIN else None)
-        stream = sys.stdin.buffer if path == STDIN else None
+        stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
         process, found = engine.process, report.detections
-        for events in read_event_batches(path, decoder, stream):
-            report.events += len(events)
-            for event in events:
-                detections = process(event)
-                if detections:
-                    found.extend(detections)
+        try:
+            for events in read_event_batches(path, decoder, stream):
+                report.events += len(events)
+                for event in events:
+                    detections = process(event)
+                    if detections:
+                        found.extend(detections)
+                if progress is not None and path != STDIN:
+                    progress.update(index, len(files), before + stream.tell(), total, report.events)
+        finally:
+            if stream is not None and path != STDIN:
+                stream.close()
         report.lines += decoder.lines
         report.problems.extend(decoder.problems)
         report.problem_count += decoder.problem_count
