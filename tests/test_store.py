@@ -120,21 +120,22 @@ def test_migrations_run_in_order_and_only_once(db_path: Path, monkeypatch):
     with Store(db_path):
         pass
     applied: list[int] = []
+    following = store_schema.latest_version() + 1
 
-    def v3(db):
-        applied.append(3)
+    def v_next(db):
+        applied.append(following)
         db.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
 
-    extended = [*store_schema.MIGRATIONS, store_schema.Migration(3, "sessions.note", v3)]
+    extended = [*store_schema.MIGRATIONS, store_schema.Migration(following, "sessions.note", v_next)]
     monkeypatch.setattr(store_schema, "MIGRATIONS", extended)
     for _ in range(2):
         s = Store(db_path)
         s.start()
         s.close()
-    assert applied == [3]
+    assert applied == [following]
     with connect(db_path) as conn:
         rows = conn.execute("SELECT version, description FROM schema_version ORDER BY 1").fetchall()
-    assert [r[0] for r in rows] == [1, 2, 3] and rows[-1][1] == "sessions.note"
+    assert [r[0] for r in rows] == list(range(1, following + 1)) and rows[-1][1] == "sessions.note"
 
 
 def test_newer_or_foreign_database_is_refused(tmp_path: Path):
