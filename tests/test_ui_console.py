@@ -437,3 +437,25 @@ def test_markdown_keeps_agent_text_literal():
     block = fenced("```\nrm -rf /\n```" + HOSTILE)
     assert block.startswith("````\n") and block.endswith("\n````") and "\x1b" not in block and "␛[31m" in block
     assert inline("[bold]x[/] `y` *z*") == "\\[bold\\]x\\[/\\] \\`y\\` \\*z\\*"
+
+
+async def test_history_screen_searches_event_text(tmp_path):
+    """The history screen's text filter is the same full-text search as `history --search`:
+    a word from an event's output (typed partly) finds its session."""
+    db = tmp_path / "db.sqlite"
+    async with scripted_hub(Config(), db=db, events=reader_session()):
+        pass
+    from monitor.store import Store
+
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#history-table")
+        assert table.row_count == 1
+        await pilot.press("slash", *"gamm")
+        await pilot.pause()
+        assert table.row_count == 1
+        assert "matching events" in str(app.screen.query_one("#history-status").render())
+        await pilot.press(*"xyz")
+        await pilot.pause()
+        assert table.row_count == 0

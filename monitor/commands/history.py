@@ -107,10 +107,13 @@ def run(args: argparse.Namespace) -> int:
 MAX_HITS = 200
 
 
-def search(store, text: str, *, agent=None, since=None, level=None, limit=None) -> tuple[list[dict], list[dict]]:
+def search(store, text: str, *, agent=None, since=None, level=None, limit=None,
+           as_you_type: bool = False) -> tuple[list[dict], list[dict]]:
     """Sessions matching ``text`` (their events in the full-text index, or their
-    id/agent/source), newest first, and the matching events."""
-    hits = store.search_events(text, agent=agent, since=since, level=level, limit=MAX_HITS)
+    id/agent/source), newest first, and the matching events.  ``as_you_type``:
+    the last word may be unfinished (searched as a prefix)."""
+    words = text if not as_you_type or text.endswith((" ", "*")) else text + "*"
+    hits = store.search_events(words, agent=agent, since=since, level=level, limit=MAX_HITS)
     named = store.list_sessions(agent=agent, since=since, level=level, text=text, limit=None)
     ids = dict.fromkeys([row["id"] for row in named] + [hit["session"] for hit in hits])
     rows = [row for row in (store.get_session(sid) for sid in ids) if row is not None]

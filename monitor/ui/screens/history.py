@@ -76,7 +76,14 @@ class HistoryScreen(TableVimKeys, Screen):
         except ValueError as exc:
             status.update(Text(str(exc), style="bold"))
             return
-        rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
+        hits: list[dict] = []
+        if filters.get("text"):
+            from monitor.commands.history import search
+
+            text = filters.pop("text")
+            rows, hits = search(self.app.store, text, **filters, limit=HISTORY_LIMIT, as_you_type=True)
+        else:
+            rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
         table = self.query_one(DataTable)
         selected = None
         if table.row_count:
@@ -101,7 +108,8 @@ class HistoryScreen(TableVimKeys, Screen):
             except Exception:
                 pass
         more = " (showing the most recent)" if len(rows) >= HISTORY_LIMIT else ""
-        status.update(Text(f"{len(rows):,} sessions{more} · enter or click again: open · / filter · esc back",
+        found = f" · {len(hits):,} matching events" if hits else ""
+        status.update(Text(f"{len(rows):,} sessions{more}{found} · enter or click again: open · / filter · esc back",
                            style="dim"))
 
     def on_input_changed(self, event: Input.Changed) -> None:
