@@ -459,3 +459,26 @@ async def test_history_screen_searches_event_text(tmp_path):
         await pilot.press(*"xyz")
         await pilot.pause()
         assert table.row_count == 0
+
+
+async def test_replaying_a_stored_session_shows_progress(tmp_path):
+    """Opening a long stored session replays its last events for the sparklines in a
+    worker and counts them in the sparklines' title, which returns to normal when done."""
+    db = tmp_path / "db.sqlite"
+    script = ScriptedSession("long", "agent", T0, "/logs/long.jsonl")
+    for n in range(1200):
+        script.call("read_file", {"path": f"f{n}.py"}, f"contents {n}")
+    async with scripted_hub(Config(), db=db, events=script.events):
+        pass
+    from monitor.store import Store
+
+    app = LoopwatchApp(Config(), store=Store(db), mode="open", session="long", clock=frozen_clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionDetailScreen)
+        assert screen.replay_reports >= 5  # the start, then every 500 events of 2,000
+        assert str(screen.query_one("#sparks-title").render()) == "Similarity by detector"
+        title = screen.query_one("#sparks-title")
+        screen.show_replay_progress(500, 2000)
+        assert "replaying 500 of 2,000 events (25%)" in str(title.render())

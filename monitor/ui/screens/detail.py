@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label
@@ -116,7 +117,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
                 yield EventStream(source, id="stream")
                 yield SearchBar(id="search")
             with Vertical(id="detail-side"):
-                yield Label("Similarity by detector", classes="panel-title")
+                yield Label("Similarity by detector", classes="panel-title", id="sparks-title")
                 yield DetectorSparklines(self.initial_series(), id="detector-sparks")
                 yield Label("Detections — enter: jump to evidence", classes="panel-title")
                 yield DetectionsList(id="detections")
@@ -226,7 +227,8 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         store = self.app.store
         engine = Engine(self.app.config, sparklines=True)
         total = store.count_events(self.session)
-        offset = max(0, total - REPLAY_EVENTS)
+        offset = start = max(0, total - REPLAY_EVENTS)
+        self._report_replay(0, total - start)
         while offset < total:
             rows = store.events(self.session, offset=offset, limit=500)
             if not rows:
@@ -234,14 +236,35 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             for row in rows:
                 engine.process(event_from_row(row))
             offset += len(rows)
+            self._report_replay(offset - start, total - start)
         state = engine.sessions.get(self.session)
         if state is None:
             return {}
         return {OVERALL: state.similarity_history(), **state.detector_similarity_history()}
 
+    def _report_replay(self, done: int, total: int) -> None:
+        try:
+            self.app.call_from_thread(self.show_replay_progress, done, total)
+        except RuntimeError:  # the app is shutting down
+            pass
+
+    def show_replay_progress(self, done: int, total: int) -> None:
+        """The sparklines' title counts the replay (a long session takes a moment)."""
+        self.replay_reports += 1
+        title = "Similarity by detector"
+        if done < total:
+            title += f" — replaying {done:,} of {total:,} events ({done * 100 // max(1, total)}%)"
+        try:
+            self.query_one("#sparks-title", Label).update(Text(title))
+        except NoMatches:  # the screen was closed meanwhile
+            pass
+
+    replay_reports = 0
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "replay-sparklines" and event.state is WorkerState.SUCCESS:
             self.query_one(DetectorSparklines).show(event.worker.result or {})
+            self.query_one("#sparks-title", Label).update(Text("Similarity by detector"))
 
     # -- interactions ----------------------------------------------------------
 
