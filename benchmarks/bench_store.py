@@ -8,12 +8,16 @@ events committed per second (wall time from the first ``add_events`` to
 row building; the fairer number on a shared machine), transactions, and the
 time callers spent inside ``add_events`` (row building + back-pressure).
 
-    .venv/bin/python benchmarks/bench_store.py [--events N] [--batch-sizes 1,100,500]
+    .venv/bin/python benchmarks/bench_store.py [--events N] [--batch-sizes 1,100,500] [--fts on,off]
+
+``--fts off`` drops the full-text index's triggers after the store opens, to
+measure what keeping the index costs (the ``fts`` column).
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import tempfile
 import time
@@ -53,10 +57,14 @@ def detection_for(event: Event) -> Detection:
                      ts=event.ts, seq=event.seq)
 
 
-def run(batch_size: int, events: list[Event], directory: Path) -> dict:
-    path = directory / f"bench-{batch_size}.db"
+def run(batch_size: int, events: list[Event], directory: Path, fts: bool = True) -> dict:
+    path = directory / f"bench-{batch_size}-{'fts' if fts else 'nofts'}.db"
     store = Store(path, batch_size=batch_size, flush_ms=200, block_seconds=600)
     store.start()
+    if not fts:
+        with sqlite3.connect(path) as conn:
+            for trigger in ("events_ai", "events_ad", "events_au"):
+                conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     in_add = 0.0
     cpu_started = time.process_time()
     started = time.perf_counter()
@@ -71,8 +79,8 @@ def run(batch_size: int, events: list[Event], directory: Path) -> dict:
     cpu = time.process_time() - cpu_started
     stats = store.stats
     store.close()
-    size = sum(p.stat().st_size for p in directory.glob(f"bench-{batch_size}.db*"))
-    return {"batch": batch_size, "events": stats.events, "seconds": elapsed,
+    size = sum(p.stat().st_size for p in directory.glob(f"{path.name}*"))
+    return {"batch": batch_size, "fts": "on" if fts else "off", "events": stats.events, "seconds": elapsed,
             "rate": stats.events / elapsed, "cpu_rate": stats.events / cpu,
             "transactions": stats.transactions,
             "add_us": in_add / len(events) * 1e6, "dropped": stats.dropped, "mb": size / 1e6}
@@ -82,6 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--batch-sizes", default="1,100,500")
+    parser.add_argument("--fts", default="on,off", help="with and/or without the full-text index")
     parser.add_argument("--sessions", type=int, default=SESSIONS,
                         help="sessions the events are spread over, round robin")
     args = parser.parse_args()
@@ -89,12 +98,12 @@ def main() -> None:
     events = make_events(args.events, args.sessions)
     print(f"{args.events:,} events ({args.sessions} sessions, ~{len(events[1].content)} chars per "
           f"result) through Store, flush_ms=200, WAL, synchronous=NORMAL")
-    print(f"{'batch':>6} {'events':>8} {'seconds':>8} {'events/s':>10} {'ev/cpu-s':>9} {'txns':>7} "
+    print(f"{'batch':>6} {'fts':>4} {'events':>8} {'seconds':>8} {'events/s':>10} {'ev/cpu-s':>9} {'txns':>7} "
           f"{'add µs/ev':>10} {'dropped':>8} {'db MB':>7}")
     with tempfile.TemporaryDirectory(prefix="loopwatch-bench-") as tmp:
-        for size in sizes:
-            r = run(size, events, Path(tmp))
-            print(f"{r['batch']:>6} {r['events']:>8,} {r['seconds']:>8.2f} {r['rate']:>10,.0f} "
+        for size, fts in [(size, mode == "on") for size in sizes for mode in args.fts.split(",")]:
+            r = run(size, events, Path(tmp), fts)
+            print(f"{r['batch']:>6} {r['fts']:>4} {r['events']:>8,} {r['seconds']:>8.2f} {r['rate']:>10,.0f} "
                   f"{r['cpu_rate']:>9,.0f} "
                   f"{r['transactions']:>7,} {r['add_us']:>10.1f} {r['dropped']:>8} {r['mb']:>7.1f}")
 

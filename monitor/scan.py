@@ -7,12 +7,13 @@ a loop spread over several sessions (a swarm) is seen as it would be live.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -147,22 +148,43 @@ def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> Iterator[None]:
 
 
 def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
-         engine: Engine | None = None) -> ScanReport:
-    """Scan files (``-`` is stdin) and return the report.
+         engine: Engine | None = None, progress: Any = None) -> ScanReport:
+    """Scan files (``-`` is stdin) and return the report; ``progress`` (a
+    :class:`monitor.progress.Progress`) is told how far it got.
 
     Raises ``OSError`` for a path that cannot be read."""
     with rare_collections():
-        return _scan(paths, config, fmt, engine)
+        try:
+            return _scan(paths, config, fmt, engine, progress)
+        finally:
+            if progress is not None:
+                progress.finish()
+
+
+def _sizes(paths: list[str]) -> list[int]:
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(0 if path == STDIN else os.path.getsize(path))
+        except OSError:
+            sizes.append(0)
+    return sizes
 
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None) -> ScanReport:
+          engine: Engine | None, progress: Any = None) -> ScanReport:
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
     #: Document sessions named so far, by file: two runs of one task stay two sessions.
     named: dict[str, str] = {}
-    for path in expand_paths(paths):
+    files = expand_paths(paths)
+    sizes = _sizes(files) if progress is not None else []
+    total, before = sum(sizes), 0
+    for index, path in enumerate(files):
         report.files += 1
+        if progress is not None:
+            before = sum(sizes[:index])
+            progress.update(index, len(files), before, total, report.events)
         if path != STDIN and _read_document(report, engine, Path(path), fmt, named):
             continue
         if path != STDIN:
@@ -174,14 +196,20 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
                               session="stdin" if path == STDIN else None)
-        stream = sys.stdin.buffer if path == STDIN else None
+        stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
         process, found = engine.process, report.detections
-        for events in read_event_batches(path, decoder, stream):
-            report.events += len(events)
-            for event in events:
-                detections = process(event)
-                if detections:
-                    found.extend(detections)
+        try:
+            for events in read_event_batches(path, decoder, stream):
+                report.events += len(events)
+                for event in events:
+                    detections = process(event)
+                    if detections:
+                        found.extend(detections)
+                if progress is not None and path != STDIN:
+                    progress.update(index, len(files), before + stream.tell(), total, report.events)
+        finally:
+            if stream is not None and path != STDIN:
+                stream.close()
         report.lines += decoder.lines
         if decoder.format is None and decoder.problem_count:
             first = decoder.problems[0].reason if decoder.problems else None

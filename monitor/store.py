@@ -69,6 +69,17 @@ class StoreError(RuntimeError):
     """The store cannot do what was asked (not started, closed, unreadable…)."""
 
 
+def fts_query(text: str) -> str:
+    """User words as an FTS5 query: each word a quoted phrase (so ``-``, ``:``,
+    ``.`` and quotes are plain characters), all required; ``word*`` a prefix."""
+    terms = []
+    for word in text.split():
+        prefix = word.endswith("*") and len(word) > 1
+        word = word.rstrip("*") if prefix else word
+        terms.append('"' + word.replace('"', '""') + '"' + ("*" if prefix else ""))
+    return " ".join(terms) or '""'
+
+
 def default_db_path() -> Path:
     return user_data_dir() / DB_NAME
 
@@ -451,6 +462,40 @@ class Store:
 
     def actions(self, session: str) -> list[dict]:
         return self._read("SELECT * FROM actions WHERE session = ? ORDER BY ts, id", [session])
+
+    def find_events(self, session: str, text: str, limit: int = 10_000) -> list[int]:
+        """Seqs of the session's events whose tool, args, role or stored content
+        contain ``text`` (case-insensitive), in order (search in the detail view)."""
+        rows = self._read("SELECT seq FROM events WHERE session = ? AND instr(lower("
+                          "COALESCE(tool, '') || ' ' || COALESCE(args, '') || ' ' || COALESCE(role, '')"
+                          " || ' ' || COALESCE(content, '')), lower(?)) ORDER BY seq LIMIT ?",
+                          [session, text, limit])
+        return [row["seq"] for row in rows]
+
+    def search_events(self, query: str, *, agent: str | None = None, since: float | None = None,
+                      level: str | None = None, limit: int | None = 200) -> list[dict]:
+        """Events whose tool, args or content match ``query`` in the full-text
+        index (every word, in any order; ``word*`` for a prefix), newest first,
+        each with a ``snippet`` (matches in «»); ``agent``/``level`` filter by
+        session, ``since`` by event time."""
+        where, params = ["events_fts MATCH ?"], [fts_query(query)]
+        if agent:
+            where.append("s.agent = ?")
+            params.append(agent)
+        if since is not None:
+            where.append("e.ts >= ?")
+            params.append(since)
+        if level:
+            where.append("COALESCE(s.peak_rank, 0) >= ?")
+            params.append(level_rank(level))
+        sql = ("SELECT e.session, e.seq, e.ts, e.type, e.tool, e.is_error, s.agent, "
+               "snippet(events_fts, -1, '«', '»', '…', 16) AS snippet FROM events_fts "
+               "JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session "
+               f"WHERE {' AND '.join(where)} ORDER BY e.ts DESC, e.id DESC")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return self._read(sql, params)
 
     def iter_events(self, session: str, page_size: int = 1000) -> Iterator[Event]:
         """The session's events rebuilt as :class:`Event` objects (for ``scan --db``),

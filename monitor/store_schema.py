@@ -19,6 +19,7 @@ Tables (see ``loopwatch show``/``history`` for readers):
 * ``file_positions`` how far each followed log file has been read and stored,
   by the file's identity (device, inode and a hash of its first bytes), so
   that a restarted watcher resumes each file instead of storing it again.
+* ``events_fts``  FTS5 index of events' tool, args and content (v5).
 """
 
 from __future__ import annotations
@@ -166,12 +167,36 @@ def _v4_action_owner_and_losses(db: Database) -> None:
         )""")
 
 
+#: The full-text index of events, in sqlite-utils' conventions (``<table>_fts``,
+#: triggers ``<table>_ai/_ad/_au``), so ``sqlite-utils search``, ``table.search()``
+#: and Datasette find it.  External content: the text is not stored twice.
+FTS_COLUMNS = ("tool", "args", "content")
+
+
+def _v5_events_fts(db: Database) -> None:
+    # Triggers keep the index in the writer's own transactions (inserts, and
+    # retention's deletes); 'rebuild' indexes what an existing database holds.
+    cols = ", ".join(FTS_COLUMNS)
+    new = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+    old = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
+    db.execute(f"CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content='events', content_rowid='id', columnsize=0)")
+    db.execute(f"CREATE TRIGGER events_ai AFTER INSERT ON events BEGIN "
+               f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END")
+    db.execute(f"CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN "
+               f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); END")
+    db.execute(f"CREATE TRIGGER events_au AFTER UPDATE ON events BEGIN "
+               f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); "
+               f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END")
+    db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
     Migration(3, "file read positions (a restarted watcher resumes each file)", _v3_file_positions),
     Migration(4, "actions.owner (reconciling interrupted actions); store_losses",
               _v4_action_owner_and_losses),
+    Migration(5, "full-text index of events (tool, args, content)", _v5_events_fts),
 ]
 
 

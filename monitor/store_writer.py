@@ -637,9 +637,8 @@ class Writer:
         inserted = 0
         conn = self.db.conn
         if events:
-            before = conn.total_changes
-            conn.executemany(EVENT_INSERT, events)
-            inserted = conn.total_changes - before
+            # rowcount, not total_changes: the full-text index's trigger writes too
+            inserted = conn.executemany(EVENT_INSERT, events).rowcount
         if detections:
             conn.executemany(DETECTION_INSERT, detections)
         if positions:

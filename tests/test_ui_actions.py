@@ -194,7 +194,7 @@ async def test_kill_signals_the_real_process(tmp_path, spawn, utc):
     app = make_app(tmp_path, looping_session("victim", log, pid=victim.pid, start=time.time()))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("k")
+        await pilot.press("K")
         modal = app.screen
         assert isinstance(modal, KillScreen)
         assert modal.killable
@@ -221,7 +221,7 @@ async def test_kill_refused_explains_why(tmp_path, spawn, utc):
         config, db=tmp_path / "db.sqlite", events=events, channels=False))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("k")
+        await pilot.press("K")
         modal = app.screen
         assert isinstance(modal, KillScreen)
         assert not modal.killable
@@ -282,7 +282,7 @@ async def test_keymap_remaps_an_action(tmp_path, spawn, utc):
         config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=looping_session("looper", log)))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("k")
+        await pilot.press("K")
         assert not isinstance(app.screen, KillScreen)
         await pilot.press("ctrl+k")
         assert isinstance(app.screen, KillScreen)

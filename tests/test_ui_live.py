@@ -172,7 +172,7 @@ async def test_history_filters_and_read_only_open(tmp_path):
         assert detail.query_one(DetectionsList).rows
         sparks = detail.query("DetectorSparkline")
         assert sparks and any(s.detector == "cycle" for s in sparks)
-        await pilot.press("k")
+        await pilot.press("K")
         await pilot.pause()
         assert app.screen is detail
         await pilot.press("escape")

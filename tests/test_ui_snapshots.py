@@ -100,13 +100,13 @@ def test_inject_modal(snap_compare, tmp_path, size):
 
 @SIZES
 def test_kill_modal(snap_compare, tmp_path, size):
-    """k opens the kill confirmation saying exactly what will happen to the session."""
-    assert snap_compare(live_app(tmp_path), terminal_size=size, run_before=then("k"))
+    """K opens the kill confirmation saying exactly what will happen to the session."""
+    assert snap_compare(live_app(tmp_path), terminal_size=size, run_before=then("K"))
 
 
 @SIZES
 def test_help(snap_compare, tmp_path, size):
-    """? lists every key with its keymap id."""
+    """? on the dashboard lists that screen's keys (and the app's) with their keymap ids."""
     assert snap_compare(live_app(tmp_path), terminal_size=size, run_before=then("question_mark"))
 
 

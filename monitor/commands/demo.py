@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         where = "a temporary database" if args.db is None else args.db
         note = ("Demo: simulated agents start now; some will loop within seconds. Select a warning, "
-                f"press i to inject the nudge (watch the agent change course) or k to kill it. "
+                f"press i to inject the nudge (watch the agent change course) or K (shift+k) to kill it. "
                 f"Recording to {where}. ? lists every key.")
         return run_app(config, demo.running, theme=args.theme, notes=[note])
     finally:

@@ -46,8 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", metavar="LEVEL",
                         help="only sessions that reached LEVEL or above (notice, warn, critical, "
                              "terminate)")
-    parser.add_argument("--search", metavar="TEXT", help="only sessions whose id, agent or "
-                        "source contains TEXT")
+    parser.add_argument("--search", metavar="TEXT",
+                        help="full-text search: sessions whose events (tool, arguments, output, "
+                             "messages) contain every word of TEXT — or whose id, agent or source "
+                             "contains TEXT — and the matching events (word* for a prefix)")
     parser.add_argument("--limit", type=int, default=50, metavar="N",
                         help="at most N sessions (default: 50; 0 = all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
@@ -84,20 +86,32 @@ def run(args: argparse.Namespace) -> int:
 
             return int(run_history(config, store, theme=args.theme, agent=args.agent, since=since,
                                    level=level, text=args.search, limit=args.limit or None) or 0)
-        rows = store.list_sessions(agent=args.agent, since=since, level=level, text=args.search,
-                                   limit=args.limit or None)
+        hits: list[dict] = []
+        if args.search:
+            rows, hits = search(store, args.search, agent=args.agent, since=since, level=level,
+                                limit=args.limit or None)
+        else:
+            rows = store.list_sessions(agent=args.agent, since=since, level=level,
+                                       limit=args.limit or None)
         report_losses(store.lost_rows())
     finally:
         store.close()
     out = sys.stdout
     if args.json:
+        by_session: dict[str, list[dict]] = {}
+        for hit in hits:
+            by_session.setdefault(hit["session"], []).append(hit)
         for row in rows:
+            if args.search:
+                row = {**row, "matches": by_session.get(row["id"], [])}
             out.write(dumps(row) + "\n")
         return 0
     if not rows:
         print("no sessions match", file=sys.stderr)
         return 0
     out.write(format_table(rows) + "\n")
+    if hits:
+        out.write(f"\nevents matching {args.search!r} (newest first):\n" + format_hits(hits) + "\n")
     if args.limit and len(rows) == args.limit:
         print(f"(the newest {args.limit} sessions; --limit 0 lists all)", file=sys.stderr)
     return 0
@@ -110,6 +124,37 @@ def report_losses(runs: list[dict]) -> None:
               f"{run['dropped'] + run['failed']:,} rows ({run['dropped']:,} dropped: queue and spill "
               f"file full; {run['failed']:,} refused by SQLite"
               + (f": {run['reason']}" if run.get("reason") else "") + ")", file=sys.stderr)
+
+
+#: Matching events listed under the sessions table by ``--search``.
+MAX_HITS = 200
+
+
+def search(store, text: str, *, agent=None, since=None, level=None, limit=None,
+           as_you_type: bool = False) -> tuple[list[dict], list[dict]]:
+    """Sessions matching ``text`` (their events in the full-text index, or their
+    id/agent/source), newest first, and the matching events.  ``as_you_type``:
+    the last word may be unfinished (searched as a prefix)."""
+    words = text if not as_you_type or text.endswith((" ", "*")) else text + "*"
+    hits = store.search_events(words, agent=agent, since=since, level=level, limit=MAX_HITS)
+    named = store.list_sessions(agent=agent, since=since, level=level, text=text, limit=None)
+    ids = dict.fromkeys([row["id"] for row in named] + [hit["session"] for hit in hits])
+    rows = [row for row in (store.get_session(sid) for sid in ids) if row is not None]
+    rows.sort(key=lambda row: (-(row.get("last_seen") or 0), row["id"]))
+    return (rows[:limit] if limit else rows), hits
+
+
+def format_hits(hits: list[dict]) -> str:
+    """One line per matching event: session, #seq, time, kind and tool, snippet."""
+    from monitor.export import visible
+
+    lines = []
+    for hit in hits:
+        what = f"{hit['type']} {hit['tool']}" if hit.get("tool") else hit["type"]
+        snippet = " ".join(visible(hit.get("snippet")).split())
+        lines.append(f"  {_short(hit['session'], SESSION_WIDTH)}  #{hit['seq']:<5} {fmt_time(hit['ts'])}  "
+                     f"{_short(what, 28):<28}  {_short(snippet, 110)}")
+    return "\n".join(lines)
 
 
 def _short(text: str, width: int) -> str:

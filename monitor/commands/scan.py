@@ -26,6 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH",
                         help="re-scan sessions stored in this loopwatch database instead of "
                              "files (what-if: try another --preset on your own history)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (it is shown on stderr only when that is a terminal)")
     parser.add_argument("--session", action="append", metavar="ID",
                         help="with --db: only this session (an id or unique prefix; repeatable)")
 
@@ -69,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return fail(f"{path}: cannot read: {exc.strerror or exc}")
     try:
-        report = scan(args.paths, config, fmt=args.fmt)
+        from monitor.progress import Progress
+
+        progress = None if args.quiet else Progress(sys.stderr)
+        report = scan(args.paths, config, fmt=args.fmt, progress=progress)
     except OSError as exc:
         return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
 

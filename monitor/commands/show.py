@@ -23,6 +23,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also list the last N stored events")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object: session, detections, actions (and events)")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                        help="json: the export document (detections with their evidence events); "
+                             "markdown: a report that reads on its own (same as the detail view's "
+                             "export key)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +40,13 @@ def run(args: argparse.Namespace) -> int:
             session_id = resolve_session(store, args.session)
         except LookupError as exc:
             return fail(str(exc))
+        if args.format != "text":
+            from monitor.export import json_report, markdown_report, session_document
+
+            document = session_document(store, session_id)
+            report = json_report(document) if args.format == "json" else markdown_report(document)
+            sys.stdout.write(report)
+            return 0
         session = store.get_session(session_id)
         stored = store.count_events(session_id)
         detections = store.detections(session_id)

@@ -29,6 +29,7 @@ from monitor.ui.literal import visible
 from monitor.ui.live import LiveFeed
 from monitor.ui.operator import OPERATOR_COMMANDS
 from monitor.ui.render import Palette
+from monitor.ui.screens.help import help_title, screen_bindings
 from monitor.ui.themes import DEFAULT_THEME, DOMAIN_VARIABLES, check_theme_name, load_themes
 from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts
 
@@ -209,13 +210,14 @@ class LoopwatchApp(App[int]):
 
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.key_help()))
+        self.push_screen(HelpScreen(self.key_help(self.screen), title=help_title(self.screen)))
 
-    def key_help(self) -> list[tuple[str, str, str]]:
-        """(key now, binding id, description) for every loopwatch binding."""
+    def key_help(self, screen: Screen | None = None) -> list[tuple[str, str, str]]:
+        """(key now, binding id, description) for every loopwatch binding, or
+        for those that work on ``screen`` (its own, its widgets', the app's)."""
         rows = []
         keymap = self.config.ui.keymap
-        for binding in all_bindings():
+        for binding in (all_bindings() if screen is None else screen_bindings(screen)):
             key = keymap.get(binding.id, binding.key) if binding.id else binding.key
             rows.append((self.get_key_display(Binding(key.split(",")[0], "")), binding.id or "",
                          binding.tooltip or binding.description))
@@ -236,7 +238,7 @@ class LoopwatchApp(App[int]):
                 occurrences = state.count(last.detector, last.pattern)
                 acked = state.acknowledged_until(last.detector, last.pattern)
         keymap = self.config.ui.keymap
-        keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "k"))}
+        keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "K"))}
         return EscalationFacts(ladder=tuple(self.config.escalation.ladder), occurrences=occurrences,
                                acked_until=acked, proposed=proposed, auto_inject=self.config.control.auto_inject,
                                auto_kill=self.config.control.auto_kill, keys=keys)
@@ -287,16 +289,20 @@ def all_bindings() -> list[Binding]:
     """Every binding with an id that loopwatch defines (for help and keymap checks)."""
     from monitor.ui.screens.dashboard import DashboardScreen
     from monitor.ui.screens.detail import SessionDetailScreen
+    from monitor.ui.screens.event_view import EventViewScreen
     from monitor.ui.screens.help import HelpScreen
     from monitor.ui.screens.history import HistoryScreen
     from monitor.ui.screens.inject import InjectScreen
     from monitor.ui.screens.kill import KillScreen
     from monitor.ui.screens.mute import MuteScreen
+    from monitor.ui.screens.repeat_diff import RepeatDiffScreen
     from monitor.ui.widgets.detail.event_stream import EventStream
+    from monitor.ui.widgets.detail.search import SearchBar
 
     seen: dict[str, Binding] = {}
     for owner in (LoopwatchApp, DashboardScreen, SessionDetailScreen, HistoryScreen, EventStream,
-                  InjectScreen, KillScreen, MuteScreen, HelpScreen):
+                  InjectScreen, KillScreen, MuteScreen, HelpScreen, EventViewScreen,
+                  RepeatDiffScreen, SearchBar):
         for binding in owner.BINDINGS:
             if isinstance(binding, Binding) and binding.id and binding.id not in seen:
                 seen[binding.id] = binding

@@ -22,7 +22,7 @@ from monitor.ui.screens.mute import MuteScreen
 OPERATOR_BINDINGS = [
     Binding("a", "ack", "Ack", id="ack", tooltip="Acknowledge the session's warning"),
     Binding("i", "inject", "Inject", id="inject", tooltip="Send the agent a message"),
-    Binding("k", "kill", "Kill", id="kill", tooltip="Stop the agent's process"),
+    Binding("K", "kill", "Kill", id="kill", tooltip="Stop the agent's process (asks first)"),
     Binding("f", "false_positive", "False+", id="false_positive",
             tooltip="Mark the last detection a false positive"),
     Binding("m", "mute", "Mute", id="mute", tooltip="Mute a detector for this session"),

@@ -23,6 +23,7 @@ from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.render import plural
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.screens.dashboard_console import DASHBOARD_CONSOLE_BINDINGS, DashboardConsole
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.common.text_panel import TextPanel
@@ -41,7 +42,7 @@ def window_title_text(window: tuple) -> str:
     return f"Window — what the detectors compare ({plural(len(window), 'event')})"
 
 
-class DashboardScreen(OperatorActions, Screen):
+class DashboardScreen(DashboardConsole, OperatorActions, Screen):
     """Live sessions, sorted by attention."""
 
     BINDINGS = [
@@ -53,6 +54,7 @@ class DashboardScreen(OperatorActions, Screen):
                 tooltip="Clear the session filter"),
         Binding("h", "app.history", "History", id="history",
                 tooltip="Past sessions from the database"),
+        *DASHBOARD_CONSOLE_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:

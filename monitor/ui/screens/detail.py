@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Label
@@ -28,12 +29,14 @@ from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
 from monitor.ui.records import DetectionRow, action_row, detection_row
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, date_time
+from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.event_source import MemoryEvents, StoreEvents
 from monitor.ui.widgets.detail.event_stream import EventStream
+from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
 
 #: Events replayed to rebuild a stored session's sparklines.
@@ -84,11 +87,12 @@ def stored_header(row: dict[str, Any]) -> dict[str, Any]:
             "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen")}
 
 
-class SessionDetailScreen(OperatorActions, Screen):
+class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     """The whole story of one session."""
 
     BINDINGS = [
         *OPERATOR_BINDINGS,
+        *CONSOLE_BINDINGS,
         Binding("escape", "back", "Back", id="back", tooltip="Back to the previous screen"),
         Binding("tab", "app.focus_next", "Next pane", show=False, id="detail.focus_next"),
     ]
@@ -114,8 +118,9 @@ class SessionDetailScreen(OperatorActions, Screen):
             with Vertical(id="stream-pane"):
                 yield TextPanel("Events", id="stream-title", classes="panel-title")
                 yield EventStream(source, id="stream")
+                yield SearchBar(id="search")
             with Vertical(id="detail-side"):
-                yield Label("Similarity by detector", classes="panel-title")
+                yield Label("Similarity by detector", classes="panel-title", id="sparks-title")
                 yield DetectorSparklines(self.initial_series(), id="detector-sparks")
                 yield Label("Detections — enter: jump to evidence", classes="panel-title")
                 yield DetectionsList(id="detections")
@@ -173,7 +178,9 @@ class SessionDetailScreen(OperatorActions, Screen):
             header_text(header, self.read_only, self.app.palette))
         count = self.stream.source.count()
         self.query_one("#stream-title", TextPanel).show_renderable(Text(
-            f"Events — {count:,} (↑↓ pgup pgdn home end; click to select)"))
+            f"Events — {count:,} (↑↓ jk pgup pgdn g G; enter: open, /: search)"))
+        if self.stream.search:
+            self.show_search_status()
 
     def initial_series(self) -> dict[str, tuple[float, ...]]:
         info = None if self.read_only else self.app.feed.sessions.get(self.session)
@@ -223,7 +230,8 @@ class SessionDetailScreen(OperatorActions, Screen):
         store = self.app.store
         engine = Engine(self.app.config, sparklines=True)
         total = store.count_events(self.session)
-        offset = max(0, total - REPLAY_EVENTS)
+        offset = start = max(0, total - REPLAY_EVENTS)
+        self._report_replay(0, total - start)
         while offset < total:
             rows = store.events(self.session, offset=offset, limit=500)
             if not rows:
@@ -231,14 +239,35 @@ class SessionDetailScreen(OperatorActions, Screen):
             for row in rows:
                 engine.process(event_from_row(row))
             offset += len(rows)
+            self._report_replay(offset - start, total - start)
         state = engine.sessions.get(self.session)
         if state is None:
             return {}
         return {OVERALL: state.similarity_history(), **state.detector_similarity_history()}
 
+    def _report_replay(self, done: int, total: int) -> None:
+        try:
+            self.app.call_from_thread(self.show_replay_progress, done, total)
+        except RuntimeError:  # the app is shutting down
+            pass
+
+    def show_replay_progress(self, done: int, total: int) -> None:
+        """The sparklines' title counts the replay (a long session takes a moment)."""
+        self.replay_reports += 1
+        title = "Similarity by detector"
+        if done < total:
+            title += f" — replaying {done:,} of {total:,} events ({done * 100 // max(1, total)}%)"
+        try:
+            self.query_one("#sparks-title", Label).update(Text(title))
+        except NoMatches:  # the screen was closed meanwhile
+            pass
+
+    replay_reports = 0
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "replay-sparklines" and event.state is WorkerState.SUCCESS:
             self.query_one(DetectorSparklines).show(event.worker.result or {})
+            self.query_one("#sparks-title", Label).update(Text("Similarity by detector"))
 
     # -- interactions ----------------------------------------------------------
 

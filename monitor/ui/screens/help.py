@@ -1,4 +1,10 @@
-"""The key help: every action, its binding id (for ``[ui] keymap``) and its key now."""
+"""The key help: the actions of the screen it was opened from, each with its
+binding id (for ``[ui] keymap``) and its key now.
+
+:func:`screen_bindings` collects what works on a screen: its own bindings
+(those it does not disable, e.g. operator actions on a past session), those of
+the widgets on it (the event stream's vim keys, the search line) and the app's.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,41 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
+
+
+#: Screen class name -> the help's title.
+TITLES = {"DashboardScreen": "the dashboard", "SessionDetailScreen": "a session",
+          "HistoryScreen": "history", "EventViewScreen": "an event", "RepeatDiffScreen": "repeats"}
+
+
+def help_title(screen: Screen) -> str:
+    name = TITLES.get(type(screen).__name__)
+    return f"loopwatch keys — {name}" if name else "loopwatch keys"
+
+
+def _own(cls: type) -> list[Binding]:
+    found = []
+    for klass in reversed(cls.__mro__):
+        found += [b for b in klass.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
+    return found
+
+
+def screen_bindings(screen: Screen) -> list[Binding]:
+    """Bindings with an id that act on ``screen``: its own first, then its widgets', then the app's."""
+    seen: dict[str, Binding] = {}
+    for binding in _own(type(screen)):
+        if screen.check_action(binding.action.split("(")[0], ()) is not False:
+            seen.setdefault(binding.id, binding)
+    for widget in screen.query("*"):
+        for binding in _own(type(widget)):
+            seen.setdefault(binding.id, binding)
+    for binding in _own(type(screen.app)):
+        seen.setdefault(binding.id, binding)
+    return list(seen.values())
 
 
 class HelpScreen(ModalScreen[None]):
@@ -16,10 +54,11 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 
-    def __init__(self, rows: list[tuple[str, str, str]]):
+    def __init__(self, rows: list[tuple[str, str, str]], title: str = "loopwatch keys"):
         """``rows``: (key, binding id, what it does)."""
         super().__init__()
         self.rows = rows
+        self.heading = title
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, expand=True, show_edge=False, pad_edge=False)
@@ -29,7 +68,7 @@ class HelpScreen(ModalScreen[None]):
         for key, binding_id, description in self.rows:
             table.add_row(Text(key), Text(description), Text(binding_id))
         with VerticalScroll(id="dialog", classes="dialog help-dialog"):
-            yield Label("loopwatch keys", classes="dialog-title")
+            yield Label(self.heading, classes="dialog-title")
             yield Static(table)
             yield Static(Text(
                 "Similarity sparklines: one bar per step (a call with its result, or a reply). "

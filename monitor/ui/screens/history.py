@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Label, Select
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import date_time, level_text, plural, short_path
+from monitor.ui.screens.dashboard_console import TABLE_VIM_BINDINGS, TableVimKeys
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.history.filters import HistoryFilters
 
@@ -33,13 +34,14 @@ def _duration(first: float | None, last: float | None) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(TableVimKeys, Screen):
     """Browse the database."""
 
     BINDINGS = [
         Binding("enter", "open_session", "Open", id="open", priority=True),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("escape", "back", "Back", id="back"),
+        *TABLE_VIM_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:
@@ -75,7 +77,14 @@ class HistoryScreen(Screen):
         except ValueError as exc:
             status.update(Text(str(exc), style="bold"))
             return
-        rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
+        hits: list[dict] = []
+        if filters.get("text"):
+            from monitor.commands.history import search
+
+            text = filters.pop("text")
+            rows, hits = search(self.app.store, text, **filters, limit=HISTORY_LIMIT, as_you_type=True)
+        else:
+            rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
         table = self.query_one(DataTable)
         selected = None
         if table.row_count:
@@ -100,7 +109,8 @@ class HistoryScreen(Screen):
             except Exception:
                 pass
         more = " (showing the most recent)" if len(rows) >= HISTORY_LIMIT else ""
-        status.update(Text(f"{plural(len(rows), 'session')}{more} · enter or click again: open · / filter · esc back",
+        found = f" · {plural(len(hits), 'matching event')}" if hits else ""
+        status.update(Text(f"{plural(len(rows), 'session')}{more}{found} · enter or click again: open · / filter · esc back",
                            style="dim"))
 
     def on_input_changed(self, event: Input.Changed) -> None:

@@ -18,8 +18,8 @@ from monitor.ui.literal import literal
 from monitor.ui.render import (
     DEFAULT_PALETTE, Palette, ago, fit_words, level_text, short_path, spark_text,
 )
+from monitor.ui.widgets.dashboard.sorting import STATUS_RANK, attention_key, ordered  # noqa: F401 (attention_key re-exported)
 
-STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
 #: Statuses without a theme colour of their own: drawn in this one's.
 STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
 
@@ -27,6 +27,7 @@ STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
 def shown_status(info: Any) -> str:
     """The status column: "nudged" for a live session nudged and not yet recovered."""
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
+
 #: (key, label, width); ``None`` takes what is left.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("level", "Level", 11), ("agent", "Agent", 14), ("session", "Session", 16),
@@ -66,14 +67,6 @@ class SessionCell(Text):
         self.session_id = session
 
 
-def attention_key(info: Any) -> tuple:
-    """Sort key: what needs an operator first — running sessions before ended
-    ones, then the highest level, live before idle; within that, stable by start
-    time so that busy sessions do not make rows jump around under the cursor."""
-    return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3),
-            info.first_ts, info.id)
-
-
 def matches(info: Any, needle: str) -> bool:
     """Whether the ``/`` filter text appears in the session's visible fields."""
     if not needle:
@@ -105,6 +98,9 @@ class SessionsTable(DataTable):
         self.user_selected = False
         self._programmatic = False
         self._dirty: set[tuple[RowKey, ColumnKey]] = set()
+        #: ``None``: attention order; else a column key (``s`` / header click).
+        self.sort_column: str | None = None
+        self.sort_reverse = False
 
     # -- columns -----------------------------------------------------------
 
@@ -136,6 +132,7 @@ class SessionsTable(DataTable):
         self._signatures.clear()
         self._order = []
         self.apply(sessions.values(), now, sessions)
+        self.show_sort_marker()
         if selected is not None:
             self.select_session(selected)
 
@@ -216,9 +213,26 @@ class SessionsTable(DataTable):
                         self._set_cell(info.id, key, self._render(key, value, widths[key]))
             self._signatures[info.id] = sig
         self._invalidate()
-        order = sorted(self._signatures, key=lambda sid: attention_key(everything[sid]))
+        order = ordered((everything[sid] for sid in self._signatures), self.sort_column, self.sort_reverse)
         if changed_order or order != self._order:
             self._sort(order, keep_selection=self.user_selected and not was_empty)
+
+    def sort_by(self, column: str | None, reverse: bool, sessions: dict[str, Any]) -> None:
+        """Order rows by ``column`` (``None``: attention); the selection stays."""
+        self.sort_column, self.sort_reverse = column, reverse
+        self.show_sort_marker()
+        order = ordered((sessions[sid] for sid in self._signatures if sid in sessions), column, reverse)
+        self._sort(order, keep_selection=True)
+
+    def show_sort_marker(self) -> None:
+        """▼/▲ after the label of the column the rows are sorted by."""
+        for key, label, _ in self._columns:
+            column = self.columns.get(ColumnKey(key))
+            if column is not None:
+                mark = (" ▲" if self.sort_reverse else " ▼") if key == self.sort_column else ""
+                column.label = Text(label + mark)
+        self._require_update_dimensions = True
+        self.refresh()
 
     # -- in-place cell updates ---------------------------------------------------
     #

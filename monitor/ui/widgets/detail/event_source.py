@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Protocol, Sequence
 
+from monitor.ui.event_text import event_record
 from monitor.ui.records import EventRow, event_row
 
 PAGE_SIZE = 200
@@ -22,6 +23,8 @@ class EventSource(Protocol):
     def row(self, index: int) -> EventRow | None: ...
     def index_of_seq(self, seq: int) -> int: ...
     def refresh(self) -> int: ...
+    def record(self, index: int) -> dict[str, Any] | None: ...
+    def find(self, text: str) -> list[int]: ...
 
 
 class StoreEvents:
@@ -86,15 +89,34 @@ class StoreEvents:
                 return mid
         return max(0, min(self._count - 1, low))
 
+    def record(self, index: int) -> dict[str, Any] | None:
+        """The whole stored event at ``index`` (for the event view)."""
+        if not 0 <= index < self._count:
+            return None
+        rows = self.store.events(self.session, offset=index, limit=1)
+        return event_record(rows[0]) if rows else None
+
+    def find(self, text: str) -> list[int]:
+        """Indexes of the events whose tool, arguments or content contain ``text``."""
+        return [self.index_of_seq(seq) for seq in self.store.find_events(self.session, text)]
+
 
 class MemoryEvents:
     """A bounded in-memory list of events (no store)."""
 
     def __init__(self, events: Sequence[Any] = ()):
-        self._rows = [event_row(e) for e in events]
+        self.replace(events)
 
     def replace(self, events: Sequence[Any]) -> None:
-        self._rows = [event_row(e) for e in events]
+        self._events = list(events)
+        self._rows = [event_row(e) for e in self._events]
+
+    def record(self, index: int) -> dict[str, Any] | None:
+        return event_record(self._events[index]) if 0 <= index < len(self._events) else None
+
+    def find(self, text: str) -> list[int]:
+        needle = text.lower()
+        return [i for i, row in enumerate(self._rows) if needle in row.summary.lower()]
 
     def count(self) -> int:
         return len(self._rows)

@@ -43,6 +43,16 @@ class EventStream(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="stream.page_down"),
         Binding("home", "edge(0)", "First", show=False, id="stream.first"),
         Binding("end", "edge(1)", "Last", show=False, id="stream.last"),
+        Binding("j", "cursor(1)", "Down", show=False, id="stream.vim_down", tooltip="Next event (also ↓)"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="stream.vim_up", tooltip="Previous event (also ↑)"),
+        Binding("g", "edge(0)", "First", show=False, id="stream.vim_first", tooltip="First event (also home)"),
+        Binding("G", "edge(1)", "Last", show=False, id="stream.vim_last", tooltip="Last event (also end)"),
+        Binding("ctrl+d", "half(1)", "Half page down", show=False, id="stream.half_down",
+                tooltip="Half a page down"),
+        Binding("ctrl+u", "half(-1)", "Half page up", show=False, id="stream.half_up",
+                tooltip="Half a page up"),
+        Binding("enter", "open", "Open event", show=False, id="stream.open",
+                tooltip="Show the whole event (arguments, result, message in full)"),
     ]
 
     COMPONENT_CLASSES = {"event-stream--cursor"}
@@ -52,6 +62,14 @@ class EventStream(ScrollView, can_focus=True):
     """
 
     cursor = reactive(0, always_update=True)
+
+    class Open(Message):
+        """The operator asked for the whole event at ``index``."""
+
+        def __init__(self, stream: EventStream, index: int):
+            super().__init__()
+            self.stream = stream
+            self.index = index
 
     class CursorMoved(Message):
         def __init__(self, stream: EventStream, row: EventRow | None):
@@ -66,6 +84,8 @@ class EventStream(ScrollView, can_focus=True):
         self.highlight: frozenset[int] = frozenset()
         self.follow = True
         self.lines_rendered = 0
+        #: The detail view's search text: its matches are highlighted on every line.
+        self.search = ""
 
     def on_mount(self) -> None:
         self._resize_virtual()
@@ -119,6 +139,8 @@ class EventStream(ScrollView, can_focus=True):
         line.append_text(literal(row.summary, limit=max(8, width - 25)))
         if row.seq in self.highlight:
             line.stylize(palette.bg("repeat-highlight"))
+        if self.search:
+            line.highlight_words([self.search], Style(reverse=True, bold=True), case_sensitive=False)
         line.truncate(width, overflow="ellipsis")
         return line
 
@@ -146,6 +168,13 @@ class EventStream(ScrollView, can_focus=True):
 
     def action_page(self, direction: int) -> None:
         self.action_cursor(direction * max(1, self.scrollable_content_region.height - 1))
+
+    def action_half(self, direction: int) -> None:
+        self.action_cursor(direction * max(1, self.scrollable_content_region.height // 2))
+
+    def action_open(self) -> None:
+        if self.source.count():
+            self.post_message(self.Open(self, self.cursor))
 
     def action_edge(self, end: int) -> None:
         self.cursor = self.source.count() - 1 if end else 0

@@ -38,7 +38,7 @@ class HistoryFilters(Horizontal):
         yield Input(placeholder="agent", id="agent")
         yield Input(placeholder="since: 2026-05-01 or 12h", id="since")
         yield Select(LEVEL_CHOICES, prompt="any level", id="level", allow_blank=True)
-        yield Input(placeholder="text in id, agent, source", id="text")
+        yield Input(placeholder="search any text", id="text")
 
     def values(self, now: float) -> dict:
         """The store's ``list_sessions`` filters; ``ValueError`` for a bad date."""

@@ -1,0 +1,180 @@
+"""Export one stored session: a JSON document and a Markdown report.
+
+``loopwatch show SESSION --format json|markdown`` and the detail view's export
+key both use :func:`session_document` (read from the store) and
+:func:`markdown_report` / :func:`json_report`; :func:`write_exports` writes the
+files safely (never through a symlink, never into a FIFO: a new file beside
+the target, then an atomic rename).
+
+The Markdown report reads on its own: a summary, a timeline of detections and
+operator actions, each detection with its nudge and its evidence events, the
+nudges sent.  Agent text goes into fenced code blocks whose fence is longer
+than any backtick run inside, with control characters made visible, so
+neither Markdown nor a terminal interprets it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+#: Evidence events quoted per detection in the Markdown report (the JSON has all).
+EVIDENCE_SHOWN = 12
+_CONTROLS = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x0A, 0x09)}
+_CONTROLS.update({0x7F: "␡", **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)}})
+
+
+def visible(text: Any) -> str:
+    """``text`` with control characters (ESC, BEL, …) shown as pictures; newlines kept."""
+    return str(text or "").translate(_CONTROLS)
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def session_document(store: Any, session: str) -> dict[str, Any]:
+    """Everything recorded about ``session``: row, detections (each with its evidence
+    events), actions, and how many events are stored."""
+    row = store.get_session(session)
+    if row is None:
+        raise LookupError(f"no stored session {session!r}")
+    detections = store.detections(session)
+    wanted = {ref.get("seq") for d in detections for ref in d.get("evidence") or ()
+              if isinstance(ref, dict) and isinstance(ref.get("seq"), int)}
+    events: dict[int, dict] = {}
+    for seq in sorted(wanted):
+        for event in store.events(session, offset=max(0, seq - 1), limit=1):
+            if event.get("seq") == seq:
+                events[seq] = event
+    for detection in detections:
+        seqs = [ref.get("seq") for ref in detection.get("evidence") or () if isinstance(ref, dict)]
+        detection["evidence_events"] = [events[s] for s in seqs if s in events]
+    return {"session": row, "events_stored": store.count_events(session),
+            "detections": detections, "actions": store.actions(session)}
+
+
+def json_report(document: dict[str, Any]) -> str:
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` in a code fence longer than any backtick run in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{visible(text).rstrip()}\n{fence}"
+
+
+def inline(text: Any) -> str:
+    """Agent text on one Markdown line (no markup effect, no control characters)."""
+    flat = " ".join(visible(text).split())
+    return re.sub(r"([\\`*_{}\[\]<>#|])", r"\\\1", flat)
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """One event as plain text: what it is, its arguments, its content."""
+    head = f"#{event.get('seq')} {event.get('type')}"
+    if event.get("tool"):
+        head += f" {event['tool']}"
+    if event.get("is_error"):
+        head += " (error)"
+    head += f" at {when(event.get('ts'))}"
+    if event.get("file"):
+        head += f" — {event['file']}" + (f":{event['line']}" if event.get("line") is not None else "")
+    parts = [head]
+    if event.get("args"):
+        parts.append(orjson.dumps(event["args"], option=orjson.OPT_INDENT_2).decode())
+    if event.get("content"):
+        parts.append(str(event["content"]))
+    return "\n".join(parts)
+
+
+def _timeline(document: dict[str, Any]) -> list[str]:
+    items: list[tuple[float, int, str]] = []
+    for d in document["detections"]:
+        items.append((d.get("ts") or 0.0, 0, f"- {when(d.get('ts'))} — **{d.get('level')}** "
+                      f"`{d.get('detector')}` at event #{d.get('seq')}: {inline(d.get('message'))}"
+                      + (f" _({inline(d['suppressed'])})_" if d.get("suppressed") else "")))
+    for a in document["actions"]:
+        detail = f" — {inline(a['detail'])}" if a.get("detail") else ""
+        items.append((a.get("ts") or 0.0, 1, f"- {when(a.get('ts'))} — operator **{a.get('kind')}** "
+                      f"by {inline(a.get('who'))}: {a.get('outcome')}{detail}"))
+    return [line for _, _, line in sorted(items, key=lambda item: (item[0], item[1]))] or ["_Nothing happened._"]
+
+
+def markdown_report(document: dict[str, Any]) -> str:
+    """The session as a Markdown report that reads well on its own."""
+    s = document["session"]
+    first, last = s.get("first_seen"), s.get("last_seen")
+    seconds = int(last - first) if first and last else 0
+    lines = [f"# loopwatch session `{inline(s['id'])}`", "",
+             f"Exported {when(datetime.now().timestamp())}. Times are local.", "",
+             "| | |", "|---|---|",
+             f"| Agent | {inline(s.get('agent') or '-')} |",
+             f"| Source | {inline(s.get('source') or '-')} |",
+             f"| Seen | {when(first)} → {when(last)} ({seconds // 60} min {seconds % 60} s) |",
+             f"| Status | {s.get('status') or '-'} |",
+             f"| Level | {s.get('level') or 'watching'} (peak {s.get('peak') or s.get('level') or 'watching'})"
+             + (f" — `{s['detector']}`: {inline(s.get('reason'))}" if s.get("detector") else "") + " |",
+             f"| Events | {s.get('events') or 0:,} ({document['events_stored']:,} stored) |",
+             f"| Detections | {len(document['detections'])} |",
+             f"| Operator actions | {len(document['actions'])} |",
+             "", "## Timeline", "", *_timeline(document), "", "## Detections", ""]
+    if not document["detections"]:
+        lines.append("_No detections._")
+    for n, d in enumerate(document["detections"], 1):
+        lines += [f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}", "",
+                  f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
+                  f" {when(d.get('ts'))})", ""]
+        if d.get("nudge"):
+            lines += ["Nudge:", "", fenced(d["nudge"]), ""]
+        evidence = d.get("evidence_events") or []
+        if evidence:
+            lines += [f"Evidence ({len(evidence)} events):", ""]
+            for event in evidence[:EVIDENCE_SHOWN]:
+                lines += [fenced(event_text(event)), ""]
+            if len(evidence) > EVIDENCE_SHOWN:
+                lines += [f"_… {len(evidence) - EVIDENCE_SHOWN} more in the JSON export._", ""]
+    sent = [a for a in document["actions"] if a.get("kind") == "inject"]
+    lines += ["## Nudges sent", ""]
+    if not sent:
+        lines.append("_None._")
+    for a in sent:
+        lines += [f"- {when(a.get('ts'))} by {inline(a.get('who'))}: **{a.get('outcome')}**"
+                  + (f" — {inline(a['detail'])}" if a.get("detail") else ""), "", fenced(a.get("text") or ""), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def safe_name(session: str) -> str:
+    """A file name stem for ``session`` (anything unusual becomes ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", session).strip(".") or "session"
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a new temporary file and an atomic rename:
+    an existing symlink or FIFO at ``path`` is replaced, never followed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_exports(store: Any, session: str, directory: Path) -> list[Path]:
+    """``<session>.md`` and ``<session>.json`` in ``directory``; returns their paths."""
+    document = session_document(store, session)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"loopwatch-{safe_name(session)}"
+    paths = [directory / f"{stem}.md", directory / f"{stem}.json"]
+    write_file(paths[0], markdown_report(document))
+    write_file(paths[1], json_report(document))
+    return paths

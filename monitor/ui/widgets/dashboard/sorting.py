@@ -1,0 +1,83 @@
+"""Orders of the sessions table: by attention (the default) or by any column,
+and the order in which the sessions that need attention are visited.
+
+Pure functions over :class:`~monitor.hub.SessionInfo`-like objects, so the
+table and the tests share them.  A column sort keeps the attention order as
+its tie-break, so equal values never shuffle.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from monitor.events import Level
+
+STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
+
+
+def attention_key(info: Any) -> tuple:
+    """Sort key: what needs an operator first — running sessions before ended
+    ones, then the highest level, live before idle; within that, stable by start
+    time so that busy sessions do not make rows jump around under the cursor."""
+    return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3),
+            info.first_ts, info.id)
+
+
+def _peak(values: Any) -> float:
+    return max(values[-16:], default=0.0)
+
+
+#: Column key -> sort key, "most interesting first" (highest level, most events,
+#: latest activity, highest similarity; text columns A→Z).
+COLUMN_KEYS: dict[str, Callable[[Any], Any]] = {
+    "level": lambda i: (-int(i.level), -(i.last_ts or 0.0)),
+    "agent": lambda i: (i.agent or "").lower(),
+    "session": lambda i: i.id.lower(),
+    "status": lambda i: STATUS_RANK.get(i.status, 3),
+    "events": lambda i: -i.events,
+    "last": lambda i: -(i.last_ts or 0.0),
+    "detector": lambda i: (i.detector or "~").lower(),
+    "similarity": lambda i: -_peak(i.similarity),
+    "source": lambda i: (i.source or "").lower(),
+    "reason": lambda i: (i.reason or "~").lower(),
+}
+COLUMN_TITLES = {"level": "level", "agent": "agent", "session": "session id", "status": "status",
+                 "events": "events", "last": "last activity", "detector": "detector",
+                 "similarity": "similarity", "source": "source", "reason": "reason"}
+
+
+def ordered(infos: Iterable[Any], column: str | None = None, reverse: bool = False) -> list[str]:
+    """Session ids in table order: attention when ``column`` is None."""
+    infos = list(infos)
+    if column is None or column not in COLUMN_KEYS:
+        ids = [i.id for i in sorted(infos, key=attention_key)]
+    else:
+        key = COLUMN_KEYS[column]
+        ids = [i.id for i in sorted(infos, key=lambda i: (key(i), attention_key(i)))]
+    return ids[::-1] if reverse else ids
+
+
+def waiting_since(info: Any, detections: Iterable[Any], acks: Iterable[float]) -> float:
+    """When ``info``'s warning began: its first detection at warn or above after the
+    last acknowledgement (the newest detection, or last activity, if none is held)."""
+    after = max(acks, default=float("-inf"))
+    times = [d.ts for d in detections if d.level >= Level.WARN and d.ts >= after]
+    if times:
+        return min(times)
+    last = getattr(info, "last_detection", None)
+    return last.ts if last is not None else info.last_ts
+
+
+def attention_queue(infos: Iterable[Any], since: Callable[[Any], float]) -> list[str]:
+    """Sessions at warn or above, the one waiting longest first."""
+    waiting = [i for i in infos if i.level >= Level.WARN]
+    return [i.id for i in sorted(waiting, key=lambda i: (since(i), i.id))]
+
+
+def next_in(queue: list[str], current: str | None) -> str | None:
+    """The session after ``current`` in ``queue`` (wrapping; the first if absent)."""
+    if not queue:
+        return None
+    if current not in queue:
+        return queue[0]
+    return queue[(queue.index(current) + 1) % len(queue)]
