@@ -34,7 +34,8 @@ BATCH_LINES = 64
 class ScanReport:
     """What a scan found: detections, bad input, and counts."""
 
-    engine: Engine
+    #: The engine that ran the scan (``None`` for a sharded scan: see ``agents``).
+    engine: Engine | None
     detections: list[Detection] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
@@ -45,6 +46,28 @@ class ScanReport:
     #: Set by :func:`scan_store`: the database re-scanned and how many sessions.
     database: str | None = None
     stored_sessions: int = 0
+    #: Each session seen and its agent (filled from the engine when it is read).
+    agents: dict[str, str | None] = field(default_factory=dict)
+    _reasons: dict[str, str] | None = field(default=None, repr=False)
+
+    def session_agents(self) -> dict[str, str | None]:
+        """Each session seen, in order of first sight, and its agent (if known)."""
+        if self.engine is not None and not self.agents:
+            self.agents = {sid: state.agent for sid, state in self.engine.sessions.items()}
+        return self.agents
+
+    def session_reason(self, session: str) -> str:
+        """What the session's escalation state says of it: the message of its
+        latest detection at its highest level."""
+        if self.engine is not None:
+            return self.engine.policy.state(session).reason
+        if self._reasons is None:  # the policy's rule, replayed over the merged detections
+            shown: dict[str, tuple[Level, str]] = {}
+            for d in self.detections:
+                if d.level > Level.NONE and d.level >= shown.get(d.session, (Level.NONE, ""))[0]:
+                    shown[d.session] = (d.level, d.message)
+            self._reasons = {sid: reason for sid, (_, reason) in shown.items()}
+        return self._reasons.get(session, "")
 
     @property
     def worst(self) -> Level:
@@ -132,16 +155,25 @@ def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> Iterator[None]:
 
 
 def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
-         engine: Engine | None = None) -> ScanReport:
-    """Scan files (``-`` is stdin) and return the report.
+         engine: Engine | None = None, jobs: int = 1) -> ScanReport:
+    """Scan files (``-`` is stdin) and return the report; with ``jobs`` > 1
+    in that many processes, sessions sharded among them (same detections:
+    see :mod:`monitor.scan_jobs`).
 
     Raises ``OSError`` for a path that cannot be read."""
+    if jobs > 1:
+        from monitor.scan_jobs import scan_sharded
+
+        return scan_sharded(paths, config, fmt, jobs)
     with rare_collections():
         return _scan(paths, config, fmt, engine)
 
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None) -> ScanReport:
+          engine: Engine | None, sieve=None) -> ScanReport:
+    """The scan.  ``sieve(process, path)``, if given, wraps the engine's
+    ``process`` for the events of ``path`` (a sharded scan's worker keeps
+    only its own sessions' events with it)."""
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
     for path in expand_paths(paths):
@@ -151,14 +183,17 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
             report.formats[path] = documents.name_of(Path(path))
             report.problems.extend(problems)
             report.problem_count += len(problems)
+            process = engine.process if sieve is None else sieve(engine.process, path)
             for event in events:
                 report.events += 1
-                report.detections.extend(engine.process(event))
+                report.detections.extend(process(event))
             continue
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt, session="stdin" if path == STDIN else None)
         stream = sys.stdin.buffer if path == STDIN else None
         process, found = engine.process, report.detections
+        if sieve is not None:
+            process = sieve(process, path)
         for events in read_event_batches(path, decoder, stream):
             report.events += len(events)
             for event in events:
@@ -180,12 +215,11 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
         if detection.level >= min_level:
             by_session.setdefault(detection.session, []).append(detection)
     for session, detections in by_session.items():
-        state = report.engine.policy.state(session)
+        reason = report.session_reason(session)
         worst = max(d.level for d in detections)
-        agent = report.engine.sessions.get(session)
-        agent_name = agent.agent if agent and agent.agent else "agent"
+        agent_name = report.session_agents().get(session) or "agent"
         lines.append(f"session {session} ({agent_name}): {worst.label.upper()}"
-                     + (f" — {state.reason}" if state.reason else ""))
+                     + (f" — {reason}" if reason else ""))
         for d in detections:
             lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}")
     counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
@@ -194,7 +228,7 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
                if report.database is not None else f"{report.files} file(s)")
     lines.append(
         f"scanned {scanned}, {report.events:,} events in "
-        f"{len(report.engine.sessions)} session(s): {summary}; "
+        f"{len(report.session_agents())} session(s): {summary}; "
         f"{report.problem_count} bad line(s); worst: {report.worst.label}"
     )
     return "\n".join(lines)
