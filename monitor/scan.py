@@ -241,16 +241,22 @@ MERGE_SESSIONS = 50
 
 
 def scan_store(store, sessions: Iterable[str] | None = None, config: Config | None = None,
-               engine: Engine | None = None) -> ScanReport:
+               engine: Engine | None = None, jobs: int = 1, sieve=None) -> ScanReport:
     """Re-scan sessions stored in a :class:`monitor.store.Store` (all of them
-    by default) through the engine, e.g. with another preset.
+    by default) through the engine, e.g. with another preset; with ``jobs``
+    > 1 in that many processes (see :mod:`monitor.scan_jobs`).
 
     Sessions are replayed together in event-time order, as they happened
-    live, so detectors that look across sessions (swarm) see the same thing."""
+    live, so detectors that look across sessions (swarm) see the same thing.
+    ``sieve`` is as for files (see ``_scan``)."""
     import heapq
 
-    engine = engine or Engine(config)
     ids = list(sessions) if sessions is not None else store.session_ids()
+    if jobs > 1:
+        from monitor.scan_jobs import scan_store_sharded
+
+        return scan_store_sharded(store.path, ids, sessions is None, config, jobs)
+    engine = engine or Engine(config)
     report = ScanReport(engine=engine, database=str(store.path), stored_sessions=len(ids))
     if len(ids) <= MERGE_SESSIONS:
         page = max(100, 20_000 // max(len(ids), 1))
@@ -258,9 +264,11 @@ def scan_store(store, sessions: Iterable[str] | None = None, config: Config | No
                              key=lambda e: e.ts)
     else:
         stream = store.iter_events_by_time(None if sessions is None else ids)
-    for event in stream:
-        report.events += 1
-        report.detections.extend(engine.process(event))
+    process = engine.process if sieve is None else sieve(engine.process, str(store.path))
+    with rare_collections():
+        for event in stream:
+            report.events += 1
+            report.detections.extend(process(event))
     return report
 
 

@@ -165,13 +165,26 @@ def _init(status) -> None:
     _status = status
 
 
-def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: str | None) -> _WorkerResult:
-    from monitor.scan import _scan, rare_collections
+def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: str | None,
+          stored: tuple[list[str], bool] | None = None) -> _WorkerResult:
+    """One worker's scan of ``files``, or with ``stored`` (session ids, and
+    whether they are all of them) of the database ``files[0]``."""
+    from monitor.scan import _scan, rare_collections, scan_store
 
     shard = _Shard(index, jobs, _status, files)
     engine = Engine(config, global_wrapper=shard.stand_in)
-    with rare_collections():
-        report = _scan(files, config, fmt, engine, sieve=shard.sieve)
+    if stored is not None:
+        from monitor.store import Store
+
+        store = Store(files[0])
+        try:
+            ids, every = stored
+            report = scan_store(store, None if every else ids, config, engine, sieve=shard.sieve)
+        finally:
+            store.close()
+    else:
+        with rare_collections():
+            report = _scan(files, config, fmt, engine, sieve=shard.sieve)
     _status[index] = _DONE
     result = _WorkerResult(detections=shard.detections, sightings=shard.sightings,
                            agents={sid: s.agent for sid, s in engine.sessions.items()})
@@ -187,16 +200,42 @@ def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, j
     docstring); a :class:`~monitor.scan.ScanReport` equal to one process's.
 
     Raises :class:`ScanAborted` if a worker dies, ``OSError`` as ``scan``."""
-    from monitor.scan import ScanReport, expand_paths, scan
+    from monitor.scan import expand_paths, scan
 
     files = expand_paths(paths)
     if "-" in files or jobs <= 1 or not shardable(config):
         return scan(files, config, fmt)
+    report = _run(files, config, fmt, jobs)
+    return report if report is not None else scan(files, config, fmt)
+
+
+def scan_store_sharded(path, ids: list[str], every: bool, config: Config | None, jobs: int):
+    """``scan --db`` in ``jobs`` worker processes, as :func:`scan_sharded`:
+    each worker replays every stored session in the same order and runs its own."""
+    from monitor.scan import scan_store
+    from monitor.store import Store
+
+    report = _run([str(path)], config, None, jobs, (ids, every)) if shardable(config) else None
+    if report is None:
+        store = Store(path)
+        try:
+            return scan_store(store, None if every else ids, config)
+        finally:
+            store.close()
+    report.database, report.stored_sessions = str(path), len(ids)
+    return report
+
+
+def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, stored=None):
+    """The merged report of ``jobs`` workers, or ``None`` where it could
+    differ from one process's (then the caller scans in one)."""
+    from monitor.scan import ScanReport
+
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                           else "spawn")
     status = context.Array("i", [_IDLE] * jobs, lock=False)
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=(status,)) as pool:
-        futures = [pool.submit(_work, index, jobs, files, config, fmt) for index in range(jobs)]
+        futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(jobs)]
         try:
             results = [future.result() for future in futures]
         except BrokenProcessPool:
@@ -206,7 +245,7 @@ def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, j
 
     merged, exact = _merge(results, config)
     if not exact:
-        return scan(files, config, fmt)
+        return None
     first = results[0]
     report = ScanReport(engine=None, detections=merged, problems=first.problems,
                         problem_count=first.problem_count, files=first.files, lines=first.lines,

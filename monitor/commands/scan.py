@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--min-level: {exc}")
     if args.fmt is not None and args.fmt not in format_names():
         return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(format_names())})")
+    if args.jobs is not None and args.jobs < 1:
+        return fail("--jobs: expected a number of processes, 1 or more")
     if args.db is not None:
         if args.paths:
             return fail("scan: give PATHs or --db, not both")
@@ -65,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
                 pass
         except OSError as exc:
             return fail(f"{path}: cannot read: {exc.strerror or exc}")
-    if args.jobs is not None and args.jobs < 1:
-        return fail("--jobs: expected a number of processes, 1 or more")
     from monitor.scan_jobs import ScanAborted, default_jobs
 
     jobs = args.jobs if args.jobs is not None else default_jobs(expand_paths(args.paths))
