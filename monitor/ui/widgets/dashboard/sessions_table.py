@@ -52,6 +52,27 @@ class SessionCell(Text):
         self.session_id = session
 
 
+class _Deferred:
+    """A changed cell rendered only when it is drawn: with a thousand busy
+    sessions most changed rows are scrolled out of sight."""
+
+    __slots__ = ("_make", "_args", "_made")
+
+    def __init__(self, make: Any, *args: Any):
+        self._make, self._args, self._made = make, args, None
+
+    def __rich__(self) -> Any:
+        if self._made is None:
+            self._made = self._make(*self._args)
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        """Read as the rendered cell (``get_cell(...).plain``)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__rich__(), name)
+
+
 def attention_key(info: Any) -> tuple:
     """Sort key: what needs an operator first — running sessions before ended
     ones, then the highest level, live before idle; within that, stable by start
@@ -194,7 +215,7 @@ class SessionsTable(DataTable):
             else:
                 for key, value in sig.items():
                     if old[key] != value:
-                        self._set_cell(info.id, key, self._render(key, value, widths[key]))
+                        self._set_cell(info.id, key, _Deferred(self._render, key, value, widths[key]))
             self._signatures[info.id] = sig
         self._invalidate()
         order = sorted(self._signatures, key=lambda sid: attention_key(everything[sid]))
@@ -233,9 +254,13 @@ class SessionsTable(DataTable):
                 self._row_renderable_cache.discard(key)
         self._line_cache.clear()
         dirty.clear()
-        for index in indices:
-            if index is not None:
-                self.refresh_row(index)
+        # One refresh of the widget, not one per row: DataTable finds a row's
+        # region by summing the heights of the rows above it, so refreshing
+        # each of a thousand changed rows costs a million additions.
+        top = int(self.scroll_offset.y)
+        bottom = top + self.size.height
+        if any(index is not None and top <= index <= bottom for index in indices):
+            self.refresh()
 
     def tick(self, sessions: dict[str, Any], now: float) -> None:
         """Refresh the relative times (``Last``) once a second."""
