@@ -102,6 +102,9 @@ class SessionsTable(DataTable):
         self.palette: Palette = DEFAULT_PALETTE
         self.filter_text = ""
         self._signatures: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, tuple] = {}  # session -> attention_key, to re-sort only on change
+        #: Rows whose cells are behind their session: (latest snapshot, clock).
+        self._stale: dict[str, tuple[Any, float]] = {}
         self._order: list[str] = []
         self._columns: list[tuple[str, str, int]] = []
         self._built_width = -1
@@ -111,7 +114,7 @@ class SessionsTable(DataTable):
         #: afterwards it follows the chosen session wherever sorting moves it.
         self.user_selected = False
         self._programmatic = False
-        self._dirty: set[tuple[RowKey, ColumnKey]] = set()
+        self._dirty: set[tuple[str, str]] = set()  # (row, column) whose render is stale
 
     # -- columns -----------------------------------------------------------
 
@@ -141,6 +144,8 @@ class SessionsTable(DataTable):
         for key, label, w in self._columns:
             self.add_column(label, key=key, width=w)
         self._signatures.clear()
+        self._keys.clear()
+        self._stale.clear()
         self._order = []
         self.apply(sessions.values(), now, sessions)
         if selected is not None:
@@ -194,33 +199,45 @@ class SessionsTable(DataTable):
         return literal(str(value), limit=width)
 
     def apply(self, infos: Iterable[Any], now: float, everything: dict[str, Any]) -> None:
-        """Add or update the rows of ``infos`` in place, then re-sort if needed."""
+        """Add or update the rows of ``infos`` in place, then re-sort if needed.
+
+        Work is proportional to ``infos`` (the sessions that changed): the
+        rows are re-sorted only when one of their sort keys changed, and only
+        the rows in view get their cells rewritten now; the others when they
+        come into view or are read (:meth:`_sync`).
+        """
         widths = {key: w for key, _, w in self._columns}
         if not widths:
             return
         changed_order = False
         was_empty = not self._signatures
+        keys, stale, signatures = self._keys, self._stale, self._signatures
         for info in infos:
+            sid = info.id
             if not matches(info, self.filter_text):
-                if info.id in self._signatures:
-                    self.remove_row(info.id)
-                    del self._signatures[info.id]
+                if sid in signatures:
+                    self.remove_row(sid)
+                    del signatures[sid]
+                    keys.pop(sid, None)
+                    stale.pop(sid, None)
                     changed_order = True
                 continue
-            sig = self._cells(info, now, widths)
-            old = self._signatures.get(info.id)
-            if old is None:
-                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=info.id)
-                changed_order = True
+            if sid in signatures:
+                stale[sid] = (info, now)
             else:
-                for key, value in sig.items():
-                    if old[key] != value:
-                        self._set_cell(info.id, key, _Deferred(self._render, key, value, widths[key]))
-            self._signatures[info.id] = sig
+                sig = signatures[sid] = self._cells(info, now, widths)
+                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=sid)
+                changed_order = True
+            key = attention_key(info)
+            if keys.get(sid) != key:
+                keys[sid] = key
+                changed_order = True
+        if changed_order:
+            order = sorted(keys, key=keys.__getitem__)
+            if order != self._order:
+                self._sort(order, keep_selection=self.user_selected and not was_empty)
+        self._sync(self._rows_in_view())
         self._invalidate()
-        order = sorted(self._signatures, key=lambda sid: attention_key(everything[sid]))
-        if changed_order or order != self._order:
-            self._sort(order, keep_selection=self.user_selected and not was_empty)
 
     # -- in-place cell updates ---------------------------------------------------
     #
@@ -232,28 +249,30 @@ class SessionsTable(DataTable):
     # pinned; ``test_ui_live`` checks the table shows the new values.)
 
     def _set_cell(self, row: str, column: str, value: Any) -> None:
-        row_key, column_key = RowKey(row), ColumnKey(column)
-        self._data[row_key][column_key] = value
-        self._dirty.add((row_key, column_key))
+        self._data[RowKey(row)][ColumnKey(column)] = value
+        self._dirty.add((row, column))
         self.cell_updates += 1
 
     def _invalidate(self) -> None:
-        dirty = self._dirty
-        if not dirty:
+        cells = self._dirty
+        if not cells:
             return
-        rows = {row for row, _ in dirty}
-        indices = {self._row_locations.get(row) for row in rows}
-        for key in list(self._cell_render_cache.keys()):
-            if (key[0], key[1]) in dirty:
-                self._cell_render_cache.discard(key)
-        for key in list(self._row_render_cache.keys()):
-            if key[0] in rows:
-                self._row_render_cache.discard(key)
-        for key in list(self._row_renderable_cache.keys()):
-            if key[1] in indices:
-                self._row_renderable_cache.discard(key)
+        # Matched by the keys' string values: RowKey/ColumnKey hash in Python,
+        # and the render caches hold thousands of keys.
+        rows = {row for row, _ in cells}
+        locations = self._row_locations
+        indices = {locations.get(RowKey(row)) for row in rows}
+        cell_cache = self._cell_render_cache
+        for key in [key for key in cell_cache.keys() if (key[0].value, key[1].value) in cells]:
+            cell_cache.discard(key)
+        row_cache = self._row_render_cache
+        for key in [key for key in row_cache.keys() if key[0].value in rows]:
+            row_cache.discard(key)
+        renderables = self._row_renderable_cache
+        for key in [key for key in renderables.keys() if key[1] in indices]:
+            renderables.discard(key)
         self._line_cache.clear()
-        dirty.clear()
+        cells.clear()
         # One refresh of the widget, not one per row: DataTable finds a row's
         # region by summing the heights of the rows above it, so refreshing
         # each of a thousand changed rows costs a million additions.
@@ -264,14 +283,74 @@ class SessionsTable(DataTable):
 
     def tick(self, sessions: dict[str, Any], now: float) -> None:
         """Refresh the relative times (``Last``) once a second."""
-        if "last" not in self._signatures.get(next(iter(self._signatures), ""), {}):
+        if not any(key == "last" for key, _, _ in self._columns):
             return
-        for sid, sig in self._signatures.items():
-            text = ago(sessions[sid].last_ts, now)
-            if sig["last"] != text:
-                sig["last"] = text
-                self._set_cell(sid, "last", Text(text, justify="right"))
+        stale = self._stale
+        for sid in self._signatures:
+            info = sessions.get(sid)
+            if info is not None:
+                stale[sid] = (info, now)
+        self._sync(self._rows_in_view())
         self._invalidate()
+
+    # -- rows brought up to date when seen ----------------------------------------
+
+    def _rows_in_view(self) -> list[str]:
+        if not self._stale:
+            return []
+        top = int(self.scroll_offset.y)
+        bottom = min(self.row_count, top + max(1, self.size.height))
+        get_key = self._row_locations.get_key
+        return [key.value for key in map(get_key, range(top, bottom)) if key is not None]
+
+    def _sync(self, rows: Iterable[str]) -> None:
+        """Write the changed cells of ``rows`` that are stale (renders stay lazy)."""
+        stale = self._stale
+        if not stale:
+            return
+        widths = {key: w for key, _, w in self._columns}
+        render = self._render
+        for sid in rows:
+            entry = stale.pop(sid, None)
+            if entry is None:
+                continue
+            old = self._signatures[sid]
+            sig = self._cells(entry[0], entry[1], widths)
+            for key, value in sig.items():
+                if old[key] != value:
+                    self._set_cell(sid, key, _Deferred(render, key, value, widths[key]))
+            self._signatures[sid] = sig
+
+    def sync_all(self) -> None:
+        """Bring every row up to date (before reading cells or sorting by them)."""
+        self._sync(list(self._stale))
+        self._invalidate()
+
+    def render_lines(self, crop: Any) -> Any:
+        if self._stale:  # scrolled: rows that came into view may be behind
+            rows = self._rows_in_view()
+            if any(sid in self._stale for sid in rows):
+                self._sync(rows)
+                self._invalidate()
+        return super().render_lines(crop)
+
+    # Reads go through get_cell/get_row (get_cell_at and get_row_at too).
+    def get_cell(self, row_key: Any, column_key: Any) -> Any:
+        self._sync((getattr(row_key, "value", row_key),))
+        return super().get_cell(row_key, column_key)
+
+    def get_row(self, row_key: Any) -> list[Any]:
+        self._sync((getattr(row_key, "value", row_key),))
+        return super().get_row(row_key)
+
+    def get_column(self, column_key: Any) -> Iterable[Any]:
+        self.sync_all()
+        return super().get_column(column_key)
+
+    def sort(self, *columns: Any, key: Any = None, reverse: bool = False) -> Any:
+        if not columns or any(getattr(column, "value", column) != "session" for column in columns):
+            self.sync_all()  # sorting by a cell that may be behind
+        return super().sort(*columns, key=key, reverse=reverse)
 
     def _sort(self, order: list[str], keep_selection: bool = True) -> None:
         """Reorder rows (no rebuild); the selected session stays selected."""
