@@ -326,6 +326,12 @@ class SessionsTable(DataTable):
         self._sync(list(self._stale))
         self._invalidate()
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._stale:  # rows that came into view may be behind
+            self._sync(self._rows_in_view())
+            self._invalidate()
+
     def render_lines(self, crop: Any) -> Any:
         if self._stale:  # scrolled: rows that came into view may be behind
             rows = self._rows_in_view()
