@@ -13,7 +13,9 @@ session scroll smoothly?
    page-down/home/end are timed (p99), with the number of store queries.
 
 Targets: key p99 < 100 ms, CPU < 1 core, at both sizes, with the hub keeping
-up (its backlog does not grow).  Run:
+up: at least 95% of the offered rate delivered (the hub's queue is bounded, so
+a hub that falls behind shows as events not submitted in time,
+``behind_schedule``, rather than as a growing backlog).  Run:
 ``.venv/bin/python benchmarks/bench_ui.py [--seconds 20] [--sessions N] [--rate N] [--json]``.
 """
 
@@ -124,6 +126,7 @@ async def live_load(seconds: float, directory: Path, sessions: int = SESSIONS, r
         start_wall, start_cpu = time.monotonic(), time.process_time()
         flushes0, updates0, rebuilds0 = app.flushes, table.cell_updates, table.rebuilds
         events0 = hub.events_total
+        submitted0 = load.n
         stop = start_wall + seconds
         producer = asyncio.create_task(produce(stop))
         direction = "down"
@@ -146,13 +149,18 @@ async def live_load(seconds: float, directory: Path, sessions: int = SESSIONS, r
             await asyncio.sleep(0.1)
         await producer
         backlog = load.n - hub.events_total  # submitted, not yet through the engine
+        # Behind schedule: what the producer could not submit in time (the hub's
+        # queue is bounded, so a hub that falls behind slows the producer down).
+        behind = max(0, int(rate * (time.monotonic() - start_wall)) - (load.n - submitted0))
         await pilot.pause()
         wall = time.monotonic() - start_wall
         cpu = time.process_time() - start_cpu
         result = {
             "sessions": len(hub.sessions()),
+            "offered_per_sec": rate,
             "events_per_sec": round((hub.events_total - events0) / wall, 1),
             "backlog_at_end": backlog,
+            "behind_schedule": behind,
             "key_presses": len(latencies),
             "key_latency_ms_p50": round(statistics.median(latencies), 2),
             "key_latency_ms_p99": round(percentile(latencies, 99), 2),
@@ -232,7 +240,7 @@ def main() -> int:
         scrolled = asyncio.run(scroll(Path(tmp), args.scroll_events))
     report = {"live": live, "scroll": scrolled,
               "ok": live["key_latency_ms_p99"] < 100 and live["cpu_cores"] < 1.0
-              and live["table_rebuilds"] == 0}
+              and live["table_rebuilds"] == 0 and live["events_per_sec"] >= 0.95 * args.rate}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
