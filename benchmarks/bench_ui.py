@@ -7,9 +7,9 @@ session scroll smoothly?
    arrow keys are posted every 100 ms; the latency is measured from posting a
    key to the table's cursor having moved.  Reports key latency p50/p99/max,
    the process's CPU use in cores (and events per CPU-second), flushes per
-   second (coalescing), table cell
-   updates vs rebuilds (rows updated in place), and that sparkline data is a
-   new tuple per change (assigned, never mutated).
+   second (coalescing), table cell updates vs rebuilds (rows updated in
+   place), and that sparkline data is a new tuple per change (assigned, never
+   mutated).
 2. **Scroll.** A stored session of 100,000 events opened in the detail screen;
    page-down/home/end are timed (p99), with the number of store queries.
 
