@@ -425,6 +425,9 @@ class Hub:
         self._changed: set[str] = set()  # sessions with a SessionChanged to publish
         self._store_changed: set[str] = set()  # sessions whose row must be written
         self._publish_handle: asyncio.TimerHandle | None = None
+        #: A UI that flushes less often asks for snapshots as seldom (never
+        #: more often than PUBLISH_INTERVAL): one build per changed session per flush.
+        self.publish_interval = PUBLISH_INTERVAL
         self._rate: deque[list[float]] = deque(maxlen=8)  # [second, count]
         self._problems_by_source: dict[str, int] = {}
         self._store_failed = False
@@ -703,7 +706,7 @@ class Hub:
             if self._changed and self._publish_handle is None:
                 # Coalesce: one SessionChanged per session per interval, however many events.
                 self._publish_handle = asyncio.get_running_loop().call_later(
-                    PUBLISH_INTERVAL, self._publish_dirty)
+                    max(PUBLISH_INTERVAL, self.publish_interval), self._publish_dirty)
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 

@@ -41,7 +41,8 @@ BATCH_LINES = 64
 class ScanReport:
     """What a scan found: detections, bad input, and counts."""
 
-    engine: Engine
+    #: The engine that ran the scan (``None`` for a sharded scan: see ``agents``).
+    engine: Engine | None
     detections: list[Detection] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
@@ -54,6 +55,28 @@ class ScanReport:
     #: Set by :func:`scan_store`: the database re-scanned and how many sessions.
     database: str | None = None
     stored_sessions: int = 0
+    #: Each session seen and its agent (filled from the engine when it is read).
+    agents: dict[str, str | None] = field(default_factory=dict)
+    _reasons: dict[str, str] | None = field(default=None, repr=False)
+
+    def session_agents(self) -> dict[str, str | None]:
+        """Each session seen, in order of first sight, and its agent (if known)."""
+        if self.engine is not None and not self.agents:
+            self.agents = {sid: state.agent for sid, state in self.engine.sessions.items()}
+        return self.agents
+
+    def session_reason(self, session: str) -> str:
+        """What the session's escalation state says of it: the message of its
+        latest detection at its highest level."""
+        if self.engine is not None:
+            return self.engine.policy.state(session).reason
+        if self._reasons is None:  # the policy's rule, replayed over the merged detections
+            shown: dict[str, tuple[Level, str]] = {}
+            for d in self.detections:
+                if d.level > Level.NONE and d.level >= shown.get(d.session, (Level.NONE, ""))[0]:
+                    shown[d.session] = (d.level, d.message)
+            self._reasons = {sid: reason for sid, (_, reason) in shown.items()}
+        return self._reasons.get(session, "")
 
     @property
     def worst(self) -> Level:
@@ -148,11 +171,17 @@ def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> Iterator[None]:
 
 
 def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
-         engine: Engine | None = None, progress: Any = None) -> ScanReport:
+         engine: Engine | None = None, progress: Any = None, jobs: int = 1) -> ScanReport:
     """Scan files (``-`` is stdin) and return the report; ``progress`` (a
-    :class:`monitor.progress.Progress`) is told how far it got.
+    :class:`monitor.progress.Progress`) is told how far it got.  With ``jobs``
+    > 1 the scan runs in that many processes, sessions sharded among them
+    (the same detections: see :mod:`monitor.scan_jobs`).
 
     Raises ``OSError`` for a path that cannot be read."""
+    if jobs > 1:
+        from monitor.scan_jobs import scan_sharded
+
+        return scan_sharded(paths, config, fmt, jobs, progress)
     with rare_collections():
         try:
             return _scan(paths, config, fmt, engine, progress)
@@ -172,7 +201,10 @@ def _sizes(paths: list[str]) -> list[int]:
 
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None, progress: Any = None) -> ScanReport:
+          engine: Engine | None, progress: Any = None, sieve=None) -> ScanReport:
+    """The scan.  ``sieve(process, path)``, if given, wraps the engine's
+    ``process`` for the events of ``path`` (a sharded scan's worker keeps
+    only its own sessions' events with it)."""
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
     #: Document sessions named so far, by file: two runs of one task stay two sessions.
@@ -185,7 +217,7 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         if progress is not None:
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events)
-        if path != STDIN and _read_document(report, engine, Path(path), fmt, named):
+        if path != STDIN and _read_document(report, engine, Path(path), fmt, named, sieve):
             continue
         if path != STDIN:
             with open(path, "rb") as peek:
@@ -198,6 +230,8 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
                               session="stdin" if path == STDIN else None)
         stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
         process, found = engine.process, report.detections
+        if sieve is not None:
+            process = sieve(process, path)
         try:
             for events in read_event_batches(path, decoder, stream):
                 report.events += len(events)
@@ -223,7 +257,7 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
 
 
 def _read_document(report: ScanReport, engine: Engine, path: Path, fmt: str | None,
-                   named: dict[str, str]) -> bool:
+                   named: dict[str, str], sieve=None) -> bool:
     """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
     one); False when it is to be read as lines."""
     kind = documents.kind_of(path) if fmt is None else fmt
@@ -245,9 +279,10 @@ def _read_document(report: ScanReport, engine: Engine, path: Path, fmt: str | No
     report.formats[str(path)] = kind
     report.problems.extend(problems)
     report.problem_count += len(problems)
+    process = engine.process if sieve is None else sieve(engine.process, str(path))
     for event in events:
         report.events += 1
-        report.detections.extend(engine.process(event))
+        report.detections.extend(process(event))
     return True
 
 
@@ -274,12 +309,11 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
         if detection.level >= min_level:
             by_session.setdefault(detection.session, []).append(detection)
     for session, detections in by_session.items():
-        state = report.engine.policy.state(session)
+        reason = report.session_reason(session)
         worst = max(d.level for d in detections)
-        agent = report.engine.sessions.get(session)
-        agent_name = agent.agent if agent and agent.agent else "agent"
+        agent_name = report.session_agents().get(session) or "agent"
         lines.append(f"session {session} ({agent_name}): {worst.label.upper()}"
-                     + (f" — {state.reason}" if state.reason else ""))
+                     + (f" — {reason}" if reason else ""))
         for d in detections:
             lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}")
     counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
@@ -288,7 +322,7 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
                if report.database is not None else f"{report.files} file(s)")
     lines.append(
         f"scanned {scanned}, {report.events:,} events in "
-        f"{len(report.engine.sessions)} session(s): {summary}; "
+        f"{len(report.session_agents())} session(s): {summary}; "
         f"{report.problem_count} bad line(s); worst: {report.worst.label}"
     )
     return "\n".join(lines)
@@ -301,16 +335,22 @@ MERGE_SESSIONS = 50
 
 
 def scan_store(store, sessions: Iterable[str] | None = None, config: Config | None = None,
-               engine: Engine | None = None) -> ScanReport:
+               engine: Engine | None = None, jobs: int = 1, sieve=None) -> ScanReport:
     """Re-scan sessions stored in a :class:`monitor.store.Store` (all of them
-    by default) through the engine, e.g. with another preset.
+    by default) through the engine, e.g. with another preset; with ``jobs``
+    > 1 in that many processes (see :mod:`monitor.scan_jobs`).
 
     Sessions are replayed together in event-time order, as they happened
-    live, so detectors that look across sessions (swarm) see the same thing."""
+    live, so detectors that look across sessions (swarm) see the same thing.
+    ``sieve`` is as for files (see ``_scan``)."""
     import heapq
 
-    engine = engine or Engine(config)
     ids = list(sessions) if sessions is not None else store.session_ids()
+    if jobs > 1:
+        from monitor.scan_jobs import scan_store_sharded
+
+        return scan_store_sharded(store.path, ids, sessions is None, config, jobs)
+    engine = engine or Engine(config)
     report = ScanReport(engine=engine, database=str(store.path), stored_sessions=len(ids))
     if len(ids) <= MERGE_SESSIONS:
         page = max(100, 20_000 // max(len(ids), 1))
@@ -318,9 +358,11 @@ def scan_store(store, sessions: Iterable[str] | None = None, config: Config | No
                              key=lambda e: e.ts)
     else:
         stream = store.iter_events_by_time(None if sessions is None else ids)
-    for event in stream:
-        report.events += 1
-        report.detections.extend(engine.process(event))
+    process = engine.process if sieve is None else sieve(engine.process, str(store.path))
+    with rare_collections():
+        for event in stream:
+            report.events += 1
+            report.detections.extend(process(event))
     return report
 
 

@@ -28,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "files (what-if: try another --preset on your own history)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar (it is shown on stderr only when that is a terminal)")
+    parser.add_argument("--jobs", "-j", type=int, metavar="N",
+                        help="worker processes, sessions shared among them (default: every usable "
+                             "core for inputs of 4 MB or more, else 1); the detections are the same "
+                             "whatever N")
     parser.add_argument("--session", action="append", metavar="ID",
                         help="with --db: only this session (an id or unique prefix; repeatable)")
 
@@ -48,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     names = sorted({*format_names(), *DOCUMENT_FORMATS})
     if args.fmt is not None and args.fmt not in names:
         return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(names)})")
+    if args.jobs is not None and args.jobs < 1:
+        return fail("--jobs: expected a number of processes, 1 or more")
     if args.db is not None:
         if args.paths:
             return fail("scan: give PATHs or --db, not both")
@@ -70,13 +76,18 @@ def run(args: argparse.Namespace) -> int:
                 pass
         except OSError as exc:
             return fail(f"{path}: cannot read: {exc.strerror or exc}")
+    from monitor.scan_jobs import ScanAborted, default_jobs
+
+    jobs = args.jobs if args.jobs is not None else default_jobs(expand_paths(args.paths))
     try:
         from monitor.progress import Progress
 
         progress = None if args.quiet else Progress(sys.stderr)
-        report = scan(args.paths, config, fmt=args.fmt, progress=progress)
+        report = scan(args.paths, config, fmt=args.fmt, progress=progress, jobs=jobs)
     except OSError as exc:
         return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
+    except ScanAborted as exc:
+        return fail(f"scan: {exc}")
 
     out = sys.stdout
     if args.json:

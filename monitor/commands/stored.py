@@ -93,6 +93,7 @@ def dumps(value: object) -> str:
 def scan_database(args: argparse.Namespace, config: Config, min_level: Level) -> int:
     """``loopwatch scan --db``: re-scan stored sessions with this config/preset."""
     from monitor.scan import format_human, scan_store
+    from monitor.scan_jobs import SHARD_MIN_BYTES
 
     store = open_store(args, config)
     if isinstance(store, str):
@@ -106,7 +107,14 @@ def scan_database(args: argparse.Namespace, config: Config, min_level: Level) ->
         else:
             ids = store.session_ids()
         started = time.perf_counter()
-        report = scan_store(store, ids, config)
+        from monitor.scan_jobs import ScanAborted, usable_cores
+
+        jobs = args.jobs if args.jobs is not None else (usable_cores() if store.path.stat().st_size
+                                                         >= SHARD_MIN_BYTES else 1)
+        try:
+            report = scan_store(store, None if not args.session else ids, config, jobs=jobs)
+        except ScanAborted as exc:
+            return fail(f"scan: {exc}")
         elapsed = time.perf_counter() - started
         out = sys.stdout
         if args.json:

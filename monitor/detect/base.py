@@ -192,6 +192,30 @@ class Detector:
         return []
 
 
+class ShardableDetector(Detector):
+    """A global detector that a sharded scan (``scan --jobs``) can split in two.
+
+    :meth:`sight` takes from one event what the detector needs of it (a small,
+    picklable tuple, or ``None`` for an event it ignores) and runs where the
+    event's session is; :meth:`count` does the rest and runs in one place
+    over the sightings of every session in the order a single process would
+    have seen them.  ``observe`` is the two in a row, so one process and
+    many give the same detections."""
+
+    scope: ClassVar[str] = "global"
+
+    def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
+        sighting = self.sight(event, view)
+        return None if sighting is None else self.count(sighting, view)
+
+    def sight(self, event: Event, view: SessionView) -> tuple | None:
+        raise NotImplementedError
+
+    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+        """Count one sighting; ``view`` is ``None`` where no session view is at hand."""
+        raise NotImplementedError
+
+
 class TurnDetector(Detector):
     """Base class of detectors that judge whole assistant turns (output
     similarity, turn similarity, monologue): subclass, give ``Settings`` a

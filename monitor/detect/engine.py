@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from monitor.config import Config
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
@@ -212,7 +212,11 @@ class Engine:
     With ``sparklines`` it also keeps each session's recent similarity scores
     for a UI (the hub's engine does; ``scan``'s has no use for them)."""
 
-    def __init__(self, config: Config | None = None, *, sparklines: bool = False):
+    def __init__(self, config: Config | None = None, *, sparklines: bool = False,
+                 global_wrapper: Callable[[Detector], Detector] | None = None):
+        """``global_wrapper``, if given, stands in for each global detector
+        (a sharded scan's worker records sightings with it: see
+        :class:`~monitor.detect.base.ShardableDetector`)."""
         self.config = config or Config()
         #: Keep per-session similarity histories (``SessionState.similarity``,
         #: ``detector_similarity``) for a UI to draw; a scan needs none.
@@ -226,7 +230,8 @@ class Engine:
             if not settings.enabled:
                 continue
             if cls.scope == "global":
-                self.global_detectors.append(cls(settings))
+                detector = cls(settings)
+                self.global_detectors.append(global_wrapper(detector) if global_wrapper else detector)
             else:
                 self._session_classes.append((cls, settings))
         self._global_by_kind = {

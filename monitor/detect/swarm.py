@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
+from monitor.detect.base import Detection, DetectorSettings, SessionView, ShardableDetector, evidence, ref, register
 from monitor.detect.failures import comparable_failure, shown_failure
 from monitor.detect.fingerprints import fingerprint, is_acknowledgement
 from monitor.events import Event, EventRef, Kind, Level
@@ -90,7 +90,7 @@ class _Entry:
 
 
 @register
-class Swarm(Detector):
+class Swarm(ShardableDetector):
     name = "swarm"
     title = "Swarm-wide loop"
     Settings = SwarmSettings
@@ -121,7 +121,9 @@ class Swarm(Detector):
             return None
         return outcome_key(event)
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+    def sight(self, event: Event, view: SessionView) -> tuple | None:
+        """What a result adds to the table: its session, time, the call's
+        fingerprint and tool, the result's outcome, and a ref to the call."""
         call = event.call
         if event.kind is not _TOOL_RESULT or call is None:
             return None
@@ -132,8 +134,11 @@ class Swarm(Detector):
         outcome = self._outcome(event)
         if outcome is None or view.exempt(event.tool):
             return None
+        return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
+
+    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+        session, ts, print_, outcome, tool, call_ref = sighting
         s = self.settings
-        print_ = fingerprint(call)
         key = f"{print_}\x00{outcome}"
         table = self.table
         entry = table.get(key)
@@ -145,9 +150,9 @@ class Swarm(Detector):
                 table.popitem(last=False)
         else:
             table.move_to_end(key)
-        entry.add(event.ts, event.session, event.ts - s.window_seconds)
+        entry.add(ts, session, ts - s.window_seconds)
         calls = entry.calls
-        calls.append(ref(call))
+        calls.append(call_ref)
         if len(calls) > EVIDENCE_CALLS:
             del calls[0]
 
@@ -161,11 +166,10 @@ class Swarm(Detector):
             session: min(n, cap) for session, n in per_session.items() if n >= s.min_per_session
         }
         total = sum(counted.values())
-        if len(counted) > 1:
+        if len(counted) > 1 and view is not None:
             view.note_similarity(self.name, min(1.0, total / s.threshold))
-        if len(counted) < s.min_sessions or total < s.threshold or event.session not in counted:
+        if len(counted) < s.min_sessions or total < s.threshold or session not in counted:
             return None
-        tool = call.tool
         shown = shown_failure(outcome)
         return [
             Detection(

@@ -26,7 +26,7 @@ from textual.theme import BUILTIN_THEMES
 from monitor.config import Config, ConfigError
 from monitor.events import Level
 from monitor.ui.literal import visible
-from monitor.ui.live import LiveFeed
+from monitor.ui.live import LiveFeed, flush_interval
 from monitor.ui.operator import OPERATOR_COMMANDS
 from monitor.ui.render import Palette
 from monitor.ui.screens.help import help_title, screen_bindings
@@ -144,12 +144,22 @@ class LoopwatchApp(App[int]):
         if self._flush_pending or not self.is_running:
             return
         self._flush_pending = True
-        hz = self.config.ui.refresh_hz
-        delay = 0.0 if hz <= 0 else max(0.0, self._last_flush + 1.0 / hz - time.monotonic())
+        interval = self._flush_interval()
+        delay = max(0.0, self._last_flush + interval - time.monotonic()) if interval > 0 else 0.0
         if delay <= 0.001:
             self.call_later(self.flush_live)
         else:
             self.set_timer(delay, self.flush_live, name="flush-live")
+
+    def _flush_interval(self) -> float:
+        """The adaptive interval (:func:`flush_interval`); the hub is asked to
+        coalesce session snapshots over the same interval, so that it builds
+        one per changed session per flush rather than one per 50 ms."""
+        interval = flush_interval(self.config.ui.refresh_hz, len(self.feed.sessions))
+        hub = self.hub
+        if hub is not None and getattr(hub, "publish_interval", None) is not None:
+            hub.publish_interval = interval
+        return interval
 
     def flush_live(self) -> None:
         """Hand the accumulated batch to every screen that shows live data."""

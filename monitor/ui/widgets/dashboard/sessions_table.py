@@ -1,8 +1,8 @@
 """The sessions table, sorted so that what needs attention is on top.
 
-Rows are keyed by session id and updated cell by cell (``update_cell``) when a
-snapshot changes; the table is only rebuilt when the filter or the width
-changes.  Order: escalation level (highest first), then live before idle
+Rows are keyed by session id and updated cell by cell when a snapshot changes
+(in place, and only for the rows in view: :mod:`.lazy_rows`); the table is
+only rebuilt when the filter or the width changes.  Order: escalation level (highest first), then live before idle
 before ended, then most recent activity.
 """
 
@@ -12,13 +12,14 @@ from typing import Any, Iterable
 
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from monitor.ui.literal import literal
+from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.render import (
     DEFAULT_PALETTE, Palette, ago, fit_words, level_text, short_path, spark_text,
 )
-from monitor.ui.widgets.dashboard.sorting import STATUS_RANK, attention_key, ordered  # noqa: F401 (attention_key re-exported)
+from monitor.ui.widgets.dashboard.sorting import STATUS_RANK, COLUMN_KEYS, attention_key  # noqa: F401 (re-exported)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
 STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
@@ -76,7 +77,7 @@ def matches(info: Any, needle: str) -> bool:
     return needle.lower() in hay.lower()
 
 
-class SessionsTable(DataTable):
+class SessionsTable(LazyRows, DataTable):
     """One row per session, keyed by its id."""
 
     DEFAULT_CSS = """
@@ -88,6 +89,9 @@ class SessionsTable(DataTable):
         self.palette: Palette = DEFAULT_PALETTE
         self.filter_text = ""
         self._signatures: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, tuple] = {}  # session -> attention_key, to re-sort only on change
+        #: Rows whose cells are behind their session: (latest snapshot, clock).
+        self._stale: dict[str, tuple[Any, float]] = {}
         self._order: list[str] = []
         self._columns: list[tuple[str, str, int]] = []
         self._built_width = -1
@@ -97,7 +101,7 @@ class SessionsTable(DataTable):
         #: afterwards it follows the chosen session wherever sorting moves it.
         self.user_selected = False
         self._programmatic = False
-        self._dirty: set[tuple[RowKey, ColumnKey]] = set()
+        self._dirty: set[tuple[str, str]] = set()  # (row, column) whose render is stale
         #: ``None``: attention order; else a column key (``s`` / header click).
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -130,6 +134,8 @@ class SessionsTable(DataTable):
         for key, label, w in self._columns:
             self.add_column(label, key=key, width=w)
         self._signatures.clear()
+        self._keys.clear()
+        self._stale.clear()
         self._order = []
         self.apply(sessions.values(), now, sessions)
         self.show_sort_marker()
@@ -189,40 +195,62 @@ class SessionsTable(DataTable):
         return literal(str(value), limit=width)
 
     def apply(self, infos: Iterable[Any], now: float, everything: dict[str, Any]) -> None:
-        """Add or update the rows of ``infos`` in place, then re-sort if needed."""
+        """Add or update the rows of ``infos`` in place, then re-sort if needed.
+
+        Work is proportional to ``infos`` (the sessions that changed): the
+        rows are re-sorted only when one of their sort keys changed, and only
+        the rows in view get their cells rewritten now; the others when they
+        come into view or are read (:class:`.LazyRows`).
+        """
         widths = {key: w for key, _, w in self._columns}
         if not widths:
             return
         changed_order = False
         was_empty = not self._signatures
+        keys, stale, signatures = self._keys, self._stale, self._signatures
         for info in infos:
+            sid = info.id
             if not matches(info, self.filter_text):
-                if info.id in self._signatures:
-                    self.remove_row(info.id)
-                    del self._signatures[info.id]
+                if sid in signatures:
+                    self.remove_row(sid)
+                    del signatures[sid]
+                    keys.pop(sid, None)
+                    stale.pop(sid, None)
                     changed_order = True
                 continue
-            sig = self._cells(info, now, widths)
-            old = self._signatures.get(info.id)
-            if old is None:
-                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=info.id)
-                changed_order = True
+            if sid in signatures:
+                stale[sid] = (info, now)
             else:
-                for key, value in sig.items():
-                    if old[key] != value:
-                        self._set_cell(info.id, key, self._render(key, value, widths[key]))
-            self._signatures[info.id] = sig
-        self._invalidate()
-        order = ordered((everything[sid] for sid in self._signatures), self.sort_column, self.sort_reverse)
-        if changed_order or order != self._order:
-            self._sort(order, keep_selection=self.user_selected and not was_empty)
+                sig = signatures[sid] = self._cells(info, now, widths)
+                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=sid)
+                changed_order = True
+            key = self._sort_key(info)
+            if keys.get(sid) != key:
+                keys[sid] = key
+                changed_order = True
+        if changed_order:
+            order = sorted(keys, key=keys.__getitem__, reverse=self.sort_reverse)
+            if order != self._order:
+                self._sort(order, keep_selection=self.user_selected and not was_empty)
+        self.sync_in_view()
+
+    def _sort_key(self, info: Any) -> tuple:
+        """Where the session's row goes: attention order, or the sort column's
+        value with attention order breaking ties (:mod:`.sorting`)."""
+        column = self.sort_column
+        if column is None or column not in COLUMN_KEYS:
+            return attention_key(info)
+        return (COLUMN_KEYS[column](info), attention_key(info))
 
     def sort_by(self, column: str | None, reverse: bool, sessions: dict[str, Any]) -> None:
         """Order rows by ``column`` (``None``: attention); the selection stays."""
         self.sort_column, self.sort_reverse = column, reverse
         self.show_sort_marker()
-        order = ordered((sessions[sid] for sid in self._signatures if sid in sessions), column, reverse)
-        self._sort(order, keep_selection=True)
+        keys = self._keys
+        for sid in self._signatures:
+            if sid in sessions:
+                keys[sid] = self._sort_key(sessions[sid])
+        self._sort(sorted(keys, key=keys.__getitem__, reverse=reverse), keep_selection=True)
 
     def show_sort_marker(self) -> None:
         """▼/▲ after the label of the column the rows are sorted by."""
@@ -234,52 +262,16 @@ class SessionsTable(DataTable):
         self._require_update_dimensions = True
         self.refresh()
 
-    # -- in-place cell updates ---------------------------------------------------
-    #
-    # ``DataTable.update_cell`` bumps a counter that is part of every render
-    # cache key, so one changed cell re-renders every visible cell.  With 200
-    # busy sessions that is the whole table ten times a second.  Instead the
-    # changed cells are written and only their cached renders are dropped, once
-    # per batch.  (Relies on DataTable's cache layout in Textual 8.2.8, which is
-    # pinned; ``test_ui_live`` checks the table shows the new values.)
-
-    def _set_cell(self, row: str, column: str, value: Any) -> None:
-        row_key, column_key = RowKey(row), ColumnKey(column)
-        self._data[row_key][column_key] = value
-        self._dirty.add((row_key, column_key))
-        self.cell_updates += 1
-
-    def _invalidate(self) -> None:
-        dirty = self._dirty
-        if not dirty:
-            return
-        rows = {row for row, _ in dirty}
-        indices = {self._row_locations.get(row) for row in rows}
-        for key in list(self._cell_render_cache.keys()):
-            if (key[0], key[1]) in dirty:
-                self._cell_render_cache.discard(key)
-        for key in list(self._row_render_cache.keys()):
-            if key[0] in rows:
-                self._row_render_cache.discard(key)
-        for key in list(self._row_renderable_cache.keys()):
-            if key[1] in indices:
-                self._row_renderable_cache.discard(key)
-        self._line_cache.clear()
-        dirty.clear()
-        for index in indices:
-            if index is not None:
-                self.refresh_row(index)
-
     def tick(self, sessions: dict[str, Any], now: float) -> None:
         """Refresh the relative times (``Last``) once a second."""
-        if "last" not in self._signatures.get(next(iter(self._signatures), ""), {}):
+        if not any(key == "last" for key, _, _ in self._columns):
             return
-        for sid, sig in self._signatures.items():
-            text = ago(sessions[sid].last_ts, now)
-            if sig["last"] != text:
-                sig["last"] = text
-                self._set_cell(sid, "last", Text(text, justify="right"))
-        self._invalidate()
+        stale = self._stale
+        for sid in self._signatures:
+            info = sessions.get(sid)
+            if info is not None:
+                stale[sid] = (info, now)
+        self.sync_in_view()
 
     def _sort(self, order: list[str], keep_selection: bool = True) -> None:
         """Reorder rows (no rebuild); the selected session stays selected."""

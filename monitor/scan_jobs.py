@@ -1,0 +1,316 @@
+"""``scan --jobs N``: one scan in N processes, with the detections of one.
+
+Sessions are sharded among worker processes by a stable hash of their id.
+Every worker reads every file (decoding is a few per cent of a scan's cost)
+and runs the same :class:`~monitor.detect.engine.Engine` over its own
+sessions' events only.  What needs every session -- the global detectors,
+i.e. the swarm -- is split (:class:`~monitor.detect.base.ShardableDetector`):
+each worker records what its events show the detector, tagged with the
+event's position in the whole input, and the parent process counts those
+sightings in that order, as one process would have seen them.
+
+The parent then merges the workers' detections and the swarm's by that
+position, so the output is the single-process output: the same detections,
+lines and levels, in the same order (by file, then line).  Escalation is per
+session and per pattern, so the swarm's levels can be worked out apart from
+the other detectors' -- except where a session escalates more patterns than
+the policy remembers, or a swarm detection cites exactly the evidence of
+another detection of the same event.  Neither happens on real input; if one
+does, the scan runs again in one process rather than report anything else.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import zlib
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from monitor.config import Config
+from monitor.detect.base import REGISTRY, Detection, Detector, ShardableDetector
+from monitor.detect.engine import Engine
+from monitor.detect.escalation import MAX_PATTERNS, EscalationPolicy, pattern_key
+from monitor.events import Event, Level
+from monitor.formats.base import Problem
+
+#: Below this many bytes of input the default job count runs one process:
+#: starting workers costs more than the scan.
+SHARD_MIN_BYTES = 4 << 20
+#: A worker's entry in the status array while it is between files / once done.
+_IDLE, _DONE = -1, -2
+
+
+class ScanAborted(RuntimeError):
+    """A worker process died: the scan has no complete result."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_jobs(paths: list[str]) -> int:
+    """The job count when none is asked for: every usable core, but one
+    for standard input or a small input."""
+    if "-" in paths:
+        return 1
+    size = 0
+    for path in paths:
+        try:
+            size += os.path.getsize(path)
+        except OSError:
+            pass
+    return usable_cores() if size >= SHARD_MIN_BYTES else 1
+
+
+def shardable(config: Config | None) -> bool:
+    """Whether every enabled global detector can be split among workers."""
+    config = config or Config()
+    return all(issubclass(cls, ShardableDetector) for name, cls in REGISTRY.items()
+               if cls.scope == "global" and config.detector_settings(name).enabled)
+
+
+@dataclass
+class _WorkerResult:
+    """What one worker sends back: its detections and sightings, each with
+    the position of its event in the whole input; its sessions' agents; and
+    (from worker 0 only, since every worker reads everything) the counts."""
+
+    detections: list[tuple[int, Detection]] = field(default_factory=list)
+    sightings: list[tuple] = field(default_factory=list)
+    agents: dict[str, str | None] = field(default_factory=dict)
+    events: int = 0
+    lines: int = 0
+    files: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    unsupported: int = 0
+    formats: dict[str, str] = field(default_factory=dict)
+
+
+class _Shard:
+    """One worker's share: which events are its own, their positions, and
+    the sightings its stand-ins for the global detectors record."""
+
+    def __init__(self, index: int, jobs: int, status, files: list[str]):
+        self.index, self.jobs, self.status = index, jobs, status
+        self.files = {path: number for number, path in enumerate(files)}
+        self.position = 0
+        self.owners: dict[str, int] = {}
+        self.detections: list[tuple[int, Detection]] = []
+        self.sightings: list[tuple] = []
+
+    def owner(self, session: str) -> int:
+        owner = self.owners.get(session)
+        if owner is None:
+            owner = self.owners[session] = shard_of(session, self.jobs)
+        return owner
+
+    def sieve(self, process: Callable[[Event], list[Detection]], path: str):
+        """``process`` for this worker's events of ``path``; every event,
+        its own or not, advances the position."""
+        self.status[self.index] = self.files.get(path, _IDLE)
+        index, owners, owner, found = self.index, self.owners, self.owner, self.detections
+
+        def admit(event: Event) -> tuple:
+            self.position += 1
+            shard = owners.get(event.session)
+            if (shard if shard is not None else owner(event.session)) == index:
+                detections = process(event)
+                if detections:
+                    position = self.position
+                    found.extend((position, d) for d in detections)
+            return ()
+
+        return admit
+
+    def stand_in(self, detector: Detector) -> Detector:
+        return _Sighter(detector, self)
+
+
+class _Sighter(Detector):
+    """Stands in for a global detector in a worker: records the sightings
+    of this worker's events, detects nothing."""
+
+    scope = "global"
+
+    def __init__(self, inner: ShardableDetector, shard: _Shard):
+        super().__init__(inner.settings)
+        self.inner, self.shard = inner, shard
+        self.name, self.kinds = inner.name, inner.kinds
+        self.resets_on_user_turn = inner.resets_on_user_turn
+
+    def observe(self, event: Event, view) -> None:
+        sighting = self.inner.sight(event, view)
+        if sighting is not None:
+            self.shard.sightings.append((self.shard.position, event.session, event.source, event.line,
+                                         event.ts, event.seq, self.name, sighting))
+
+
+def shard_of(session: str, jobs: int) -> int:
+    """The worker that owns ``session``: stable across processes and runs."""
+    return zlib.crc32(session.encode("utf-8", "surrogatepass")) % jobs
+
+
+_status = None
+#: The progress display, drawn by worker 0 (which reads every file), where
+#: the workers are forked and so share the parent's stderr.
+_progress = None
+
+
+def _init(status) -> None:
+    global _status
+    _status = status
+
+
+def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: str | None,
+          stored: tuple[list[str], bool] | None = None) -> _WorkerResult:
+    """One worker's scan of ``files``, or with ``stored`` (session ids, and
+    whether they are all of them) of the database ``files[0]``."""
+    from monitor.scan import _scan, rare_collections, scan_store
+
+    shard = _Shard(index, jobs, _status, files)
+    engine = Engine(config, global_wrapper=shard.stand_in)
+    if stored is not None:
+        from monitor.store import Store
+
+        store = Store(files[0])
+        try:
+            ids, every = stored
+            report = scan_store(store, None if every else ids, config, engine, sieve=shard.sieve)
+        finally:
+            store.close()
+    else:
+        progress = _progress if index == 0 else None
+        with rare_collections():
+            try:
+                report = _scan(files, config, fmt, engine, progress, sieve=shard.sieve)
+            finally:
+                if progress is not None:
+                    progress.finish()
+    _status[index] = _DONE
+    result = _WorkerResult(detections=shard.detections, sightings=shard.sightings,
+                           agents={sid: s.agent for sid, s in engine.sessions.items()})
+    if index == 0:
+        result.events, result.lines, result.files = report.events, report.lines, report.files
+        result.problems, result.problem_count = report.problems, report.problem_count
+        result.unsupported, result.formats = report.unsupported, report.formats
+    return result
+
+
+def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, jobs: int,
+                 progress=None):
+    """The scan of ``paths`` in ``jobs`` worker processes (see the module's
+    docstring); a :class:`~monitor.scan.ScanReport` equal to one process's.
+
+    Raises :class:`ScanAborted` if a worker dies, ``OSError`` as ``scan``."""
+    from monitor.scan import expand_paths, scan
+
+    files = expand_paths(paths)
+    if "-" in files or jobs <= 1 or not shardable(config):
+        return scan(files, config, fmt, progress=progress)
+    global _progress
+    _progress = progress
+    try:
+        report = _run(files, config, fmt, jobs)
+    finally:
+        _progress = None
+    return report if report is not None else scan(files, config, fmt)
+
+
+def scan_store_sharded(path, ids: list[str], every: bool, config: Config | None, jobs: int):
+    """``scan --db`` in ``jobs`` worker processes, as :func:`scan_sharded`:
+    each worker replays every stored session in the same order and runs its own."""
+    from monitor.scan import scan_store
+    from monitor.store import Store
+
+    report = _run([str(path)], config, None, jobs, (ids, every)) if shardable(config) else None
+    if report is None:
+        store = Store(path)
+        try:
+            return scan_store(store, None if every else ids, config)
+        finally:
+            store.close()
+    report.database, report.stored_sessions = str(path), len(ids)
+    return report
+
+
+def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, stored=None):
+    """The merged report of ``jobs`` workers, or ``None`` where it could
+    differ from one process's (then the caller scans in one)."""
+    from monitor.scan import ScanReport
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                          else "spawn")
+    status = context.Array("i", [_IDLE] * jobs, lock=False)
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=(status,)) as pool:
+        futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(jobs)]
+        try:
+            results = [future.result() for future in futures]
+        except BrokenProcessPool:
+            reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
+            where = f" while reading {', '.join(reading)}" if reading else ""
+            raise ScanAborted(f"a scan worker process died{where}; no result (try --jobs 1)") from None
+
+    merged, exact = _merge(results, config)
+    if not exact:
+        return None
+    first = results[0]
+    report = ScanReport(engine=None, detections=merged, problems=first.problems,
+                        problem_count=first.problem_count, files=first.files, lines=first.lines,
+                        events=first.events, formats=first.formats, unsupported=first.unsupported)
+    for result in results:
+        report.agents.update(result.agents)
+    return report
+
+
+def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[Detection], bool]:
+    """Every detection in single-process order, with the global detectors'
+    counted from the sightings; and whether that order and those levels are
+    provably the single process's (see the module's docstring)."""
+    config = config or Config()
+    counters = {name: cls(config.detector_settings(name)) for name, cls in REGISTRY.items()
+                if cls.scope == "global" and config.detector_settings(name).enabled}
+    order = {name: rank for rank, name in enumerate(counters)}
+    policy = EscalationPolicy(config.escalation)
+    sightings = sorted((s for result in results for s in result.sightings),
+                       key=lambda s: (s[0], order[s[6]]))
+    keyed: list[tuple[int, int, int, Detection]] = []
+    for result in results:
+        keyed.extend((position, 0, rank, d) for rank, (position, d) in enumerate(result.detections))
+    globals_at: dict[int, list[Detection]] = {}
+    for rank, (position, session, source, line, ts, seq, name, sighting) in enumerate(sightings):
+        for detection in counters[name].count(sighting, None) or ():
+            detection.session = detection.session or session
+            detection.source, detection.line, detection.ts, detection.seq = source, line, ts, seq
+            policy.apply(detection)
+            keyed.append((position, 1, rank, detection))
+            globals_at.setdefault(position, []).append(detection)
+    keyed.sort(key=lambda k: k[:3])
+    merged = [k[3] for k in keyed]
+    return merged, not globals_at or _independent(keyed, globals_at)
+
+
+def _independent(keyed: list[tuple[int, int, int, Detection]], globals_at: dict[int, list[Detection]]) -> bool:
+    """Whether the global detectors' detections could not have changed the
+    others' (or been dropped for them) in one process: no event where one
+    cites exactly the same evidence as another, and no session escalating
+    more patterns than its escalation state remembers."""
+    at: dict[int, list[Detection]] = {}
+    patterns: dict[str, set[int]] = {}
+    for position, _, _, detection in keyed:
+        if position in globals_at:
+            at.setdefault(position, []).append(detection)
+        if detection.proposed >= Level.WARN:
+            patterns.setdefault(detection.session, set()).add(pattern_key(detection.detector, detection.pattern))
+    for detections in at.values():
+        keys = [frozenset(ref.seq for ref in d.evidence) for d in detections]
+        if len(keys) > 1 and len(set(k for k in keys if k)) < sum(1 for k in keys if k):
+            return False
+    return all(len(keys) < MAX_PATTERNS for keys in patterns.values())

@@ -1,0 +1,190 @@
+"""`scan --jobs N`: sessions sharded among worker processes, and the output
+exactly what one process prints -- the same detections, lines, levels and
+order -- on the corpus, the real transcripts, a generated multi-session
+trace with swarm loops, and a re-scanned database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+
+from monitor.config import load_config
+from monitor.demo.synthetic import write_trace
+from monitor.detect.base import Detection
+from monitor.detect.engine import Engine
+from monitor.events import EventRef, Level
+from monitor.formats.lines import LineDecoder
+from monitor.scan import format_human, read_events, scan, scan_store
+from monitor.scan_jobs import ScanAborted, _independent, default_jobs, scan_sharded, shard_of
+from monitor.store import Store
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+def _lines(report) -> list[bytes]:
+    return [orjson.dumps(d.to_dict()) for d in report.detections]
+
+
+def _same(one, many) -> None:
+    assert _lines(many) == _lines(one)
+    assert [(d.level, d.proposed, d.suppressed) for d in many.detections] == \
+        [(d.level, d.proposed, d.suppressed) for d in one.detections]
+    assert format_human(many, Level.NOTICE) == format_human(one, Level.NOTICE)
+    assert (many.events, many.lines, many.problem_count) == (one.events, one.lines, one.problem_count)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Path:
+    """A generated trace of 30,000 events in 40 sessions, loops and swarms among them."""
+    path = tmp_path_factory.mktemp("trace") / "trace.jsonl"
+    write_trace(str(path), 30_000, 40, seed=7)
+    return path
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_corpus_and_transcripts_scan_the_same_in_any_number_of_jobs(jobs):
+    """The whole scenario corpus and the bundled examples, scanned together
+    (so the swarm sees every session), give byte-identical output."""
+    paths = [str(TESTS / "scenarios"), str(ROOT / "monitor" / "examples")]
+    one = scan(paths)
+    many = scan(paths, jobs=jobs)
+    assert one.detections and any(d.level >= Level.WARN for d in one.detections)
+    _same(one, many)
+
+
+@pytest.mark.parametrize("preset", ["balanced", "aggressive"])
+def test_a_generated_multi_session_trace_scans_the_same_in_two_and_three_jobs(trace, preset):
+    """Thousands of detections, hundreds of them the swarm's (counted in the
+    parent from what the workers sighted), identical to one process."""
+    config = load_config(None, preset=preset)
+    one = scan([str(trace)], config)
+    assert sum(d.detector == "swarm" for d in one.detections) > 50
+    assert len({d.session for d in one.detections}) > 10
+    for jobs in (2, 3):
+        _same(one, scan([str(trace)], config, jobs=jobs))
+
+
+def test_every_session_belongs_to_one_worker_whatever_the_process():
+    """The shard of a session is a stable hash (not Python's salted one), so
+    workers started any way agree."""
+    code = "from monitor.scan_jobs import shard_of; print([shard_of(s, 3) for s in ('a', 'b', 'é', 'x' * 99)])"
+    runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert runs == {f"{[shard_of(s, 3) for s in ('a', 'b', 'é', 'x' * 99)]}\n"}
+
+
+def test_the_merge_falls_back_when_it_cannot_prove_one_process_order():
+    """A swarm detection citing exactly the evidence of another detection of
+    the same event (which one process would have merged) is not merged blind."""
+    evidence = (EventRef(3, "tool_call", "f", 3, "x"), EventRef(5, "tool_call", "f", 5, "x"))
+
+    def detection(detector: str) -> Detection:
+        return Detection(detector, Level.WARN, 1.0, "m", "p", evidence=evidence, session="s",
+                         proposed=Level.WARN)
+
+    own, swarm = detection("exact_repeat"), detection("swarm")
+    assert not _independent([(9, 0, 0, own), (9, 1, 0, swarm)], {9: [swarm]})
+    other = Detection("cycle", Level.WARN, 1.0, "m", "q", evidence=evidence[:1], session="s",
+                      proposed=Level.WARN)
+    assert _independent([(9, 0, 0, other), (9, 1, 0, swarm)], {9: [swarm]})
+
+
+def test_cli_jobs_output_is_identical_and_bad_counts_are_refused(trace):
+    """`loopwatch scan --jobs 2 --json` prints what `--jobs 1` prints, and
+    exits the same; `--jobs 0` is a usage error."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "monitor", "scan", *args], cwd=ROOT,
+                              capture_output=True, timeout=300)
+
+    one, two = run("--json", "--jobs", "1", str(trace)), run("--json", "--jobs", "2", str(trace))
+    assert one.returncode == two.returncode == 1
+    assert two.stdout == one.stdout and one.stdout.count(b"\n") > 100
+    bad = run("--jobs", "0", str(trace))
+    assert bad.returncode == 2 and b"--jobs" in bad.stderr
+
+
+def test_default_job_count_uses_every_core_only_for_big_inputs(tmp_path, trace):
+    """Standard input and small files run in one process (starting workers
+    would cost more than the scan)."""
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"type":"message","session":"s","role":"user","content":"hi"}\n')
+    assert default_jobs([str(small)]) == 1
+    assert default_jobs(["-"]) == 1
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(trace.read_bytes() * (1 + (4 << 20) // trace.stat().st_size))
+    assert default_jobs([str(big)]) == len(os.sched_getaffinity(0))
+
+
+def test_a_rescanned_database_gives_the_same_detections_in_two_jobs(tmp_path, trace):
+    """`scan --db` shards the stored sessions the same way; each worker replays
+    every session in the stored order and runs its own."""
+    db = tmp_path / "x.db"
+    engine = Engine(load_config(None))
+    store = Store(db)
+    store.start()
+    decoder = LineDecoder(str(trace))
+    batch = []
+    for event in read_events(str(trace), decoder):
+        engine.process(event)
+        batch.append(event)
+        if len(batch) >= 1000:
+            store.add_events(batch)
+            batch = []
+    store.add_events(batch)
+    for session in engine.sessions:
+        store.upsert_session({"id": session, "kind": "file", "status": "ended"})
+    store.flush()
+    store.close()
+    store = Store(db)
+    try:
+        one = scan_store(store)
+        many = scan_store(store, jobs=2)
+        assert one.events == many.events == 30_000
+        assert sum(d.detector == "swarm" for d in one.detections) > 50
+        assert _lines(many) == _lines(one)
+        assert format_human(many) == format_human(one)
+    finally:
+        store.close()
+
+
+def test_a_worker_that_dies_is_reported_with_the_file_it_was_reading(tmp_path):
+    """SIGKILL of a worker mid-scan: the scan raises ScanAborted naming the
+    file, never a partial result as if it were complete."""
+    fifo = tmp_path / "agent.jsonl"
+    os.mkfifo(fifo)
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["report"] = scan_sharded([str(fifo)], None, None, 2)
+        except ScanAborted as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    writer = None
+    deadline = time.monotonic() + 60
+    while writer is None:  # a non-blocking open for writing succeeds once a worker waits to read
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            assert time.monotonic() < deadline, "no worker opened the log"
+            time.sleep(0.01)
+    workers = psutil.Process().children()
+    assert workers
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGKILL)
+    os.close(writer)
+    thread.join(60)
+    assert "report" not in outcome
+    assert "worker process died" in outcome["error"] and str(fifo) in outcome["error"]
