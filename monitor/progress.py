@@ -37,6 +37,7 @@ class Progress:
         self.clock = clock
         self.started = clock()
         self._next = float("-inf")
+        self._files = -1
         self.drawn = 0
 
     def update(self, files_done: int, files_total: int, bytes_done: int, bytes_total: int,
@@ -44,9 +45,10 @@ class Progress:
         if not self.enabled:
             return
         now = self.clock()
-        if now < self._next:
-            return
+        if now < self._next and files_done == self._files:
+            return  # at most ``interval`` apart, but every new file is shown
         self._next = now + self.interval
+        self._files = files_done
         self.stream.write("\r" + self.line(files_done, files_total, bytes_done, bytes_total, events, now)
                           + "\x1b[K")
         self.stream.flush()

@@ -217,7 +217,8 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         if progress is not None:
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events)
-        if path != STDIN and _read_document(report, engine, Path(path), fmt, named, sieve):
+        process = engine.process if sieve is None else sieve(engine.process, path)
+        if path != STDIN and _read_document(report, process, Path(path), fmt, named):
             continue
         if path != STDIN:
             with open(path, "rb") as peek:
@@ -229,9 +230,7 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
                               session="stdin" if path == STDIN else None)
         stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
-        process, found = engine.process, report.detections
-        if sieve is not None:
-            process = sieve(process, path)
+        found = report.detections
         try:
             for events in read_event_batches(path, decoder, stream):
                 report.events += len(events)
@@ -256,8 +255,8 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
     return report
 
 
-def _read_document(report: ScanReport, engine: Engine, path: Path, fmt: str | None,
-                   named: dict[str, str], sieve=None) -> bool:
+def _read_document(report: ScanReport, process, path: Path, fmt: str | None,
+                   named: dict[str, str]) -> bool:
     """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
     one); False when it is to be read as lines."""
     kind = documents.kind_of(path) if fmt is None else fmt
@@ -279,7 +278,6 @@ def _read_document(report: ScanReport, engine: Engine, path: Path, fmt: str | No
     report.formats[str(path)] = kind
     report.problems.extend(problems)
     report.problem_count += len(problems)
-    process = engine.process if sieve is None else sieve(engine.process, str(path))
     for event in events:
         report.events += 1
         report.detections.extend(process(event))

@@ -30,6 +30,9 @@ class Deferred:
             self._made = self._make(*self._args)
         return self._made
 
+    def __str__(self) -> str:
+        return str(self.__rich__())
+
     def __getattr__(self, name: str) -> Any:
         """Read as the rendered cell (``get_cell(...).plain``)."""
         if name.startswith("__"):
