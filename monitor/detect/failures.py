@@ -86,6 +86,7 @@ _EXIT_PATTERNS = (
     re.compile(r"exit(?:ed)?[ _]?(?:with )?(?:status|code)\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
     re.compile(r"return[ _]?code\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
     re.compile(r"\[exit (-?\d+)\]"),
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
     re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)"),
 )
 #: Programs whose exit status 1 means "no" (no match, files differ), not failure.
@@ -351,8 +352,30 @@ def failed(result: Event) -> bool:
             segments = _segments(command)
             if segments and _benign_one(segments[-1]):
                 outcome = False
+            elif len(result.content) <= 300 and not output_body(result.content) and any(
+                    _benign_one(segment) for segment in segments):
+                # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
+                # 1 with nothing to say: the search said "no".
+                outcome = False
     result.cache["failed"] = outcome
     return outcome
+
+
+#: Lines that wrap a command's output without being part of it: exit-code
+#: reports (Claude Code, Codex) and mini-swe-agent's ``<returncode>`` tags.
+_WRAPPERS_OF_OUTPUT = re.compile(
+    r"(?im)^[ \t]*(?:exit code:?\s*-?\d+|process exited with code -?\d+|wall time:[^\n]*|output:|"
+    r"<returncode>\s*-?\d+\s*</returncode>|</?output>|<returncode>|</returncode>)[ \t]*$"
+)
+
+
+def output_body(text: str) -> str:
+    """What a command printed, without the lines agents wrap around it (exit
+    code reports, ``<returncode>``/``<output>`` tags); empty when it printed
+    nothing -- which says nothing about whether anything changed."""
+    if len(text) > 400:
+        return text  # long enough to hold output whatever wraps it
+    return _WRAPPERS_OF_OUTPUT.sub("", text.replace("<output>", "\n").replace("</output>", "\n")).strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,6 +519,8 @@ def comparable_failure(result: Event) -> str | None:
     how many (a signature drops digits, which would make ``test_parse[case3]``
     and ``test_parse[case4]``, or 3 failures and then 2, the same failure).
     Quote it with :func:`shown_failure`."""
+    if result.is_error and not failed(result):
+        return None  # exit status 1 of a search or a comparison: "no", not a failure
     signature = failure_signature(result)
     if signature is None or not is_test_run(result.call):
         return signature
