@@ -530,6 +530,43 @@ def comparable_failure(result: Event) -> str | None:
     return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
 
 
+_QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
+_ITEMISH = re.compile(r"[^\s:]*[/\\.][^\s:]*|[^\s:]*\d[^\s:]*")
+
+
+def failure_kind(result: Event) -> str:
+    """What kind of failure a failed result is, the names in it aside: its
+    telling error line (or last line) without quoted names, paths, dotted
+    names and numbers, and without the program a shell could not run.  Two
+    different commands failing the same way (``brew``, then ``conda``: "command
+    not found"; ``cat``, then ``sed``: "No such file or directory") share it;
+    ``No matching distribution found for erfa`` and ``… for pyerfa`` do not."""
+    cached = result.cache.get("failure_kind")
+    if cached is not None:
+        return cached
+    signature = failure_signature(result)
+    if signature is not None:
+        line = signature[2:]
+    else:
+        lines = [ln for ln in output_body(clip_tail(result.content)).splitlines() if ln.strip()]
+        line = lines[-1] if lines else ""
+    line = _ITEMISH.sub(" ", _QUOTED.sub(" ", line))
+    # The last clause says what went wrong; the ones before name who met it
+    # (``sed: can't read x:``, ``bash: brew:``), unless it is a bare word.
+    parts = [" ".join(part.lower().split()) for part in line.split(":")]
+    parts = [part for part in parts if part]
+    kind = parts[-1] if parts else ""
+    if len(parts) > 1 and " " not in kind:
+        kind = parts[-2] + ": " + kind
+    kind = kind[:200]
+    result.cache["failure_kind"] = kind
+    return kind
+
+
+def clip_tail(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[-limit:]
+
+
 def shown_failure(key: str) -> str:
     """The part of a :func:`comparable_failure` (or ``outcome_key``) worth quoting."""
     if key[:2] == "T:":
