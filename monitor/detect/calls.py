@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from monitor.detect.base import ref
 from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
+from monitor.detect.inputs import CallIO, call_io
 from monitor.events import Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
@@ -37,7 +38,7 @@ class CallRecord:
     until a comparison has reduced it to a hash."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
-                 "_outcome", "_marks", "failure")
+                 "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
         cache = event.cache
@@ -55,11 +56,19 @@ class CallRecord:
         self.text: str | None = None
         #: similar_args: the comparable failure (``None`` while unknown).
         self.failure: str | None = None
+        #: What the call reads and writes (a repeat after its inputs changed is a new call).
+        self.io: CallIO = call_io(event)
 
     @property
     def done(self) -> bool:
         """The result arrived."""
         return self.text is not None
+
+    def changed_since(self, between: list[CallRecord]) -> bool:
+        """Whether one of the calls ``between`` (made after an identical
+        earlier call) may have changed this call's inputs: then it is a new call."""
+        io = self.io
+        return any(io.changed_by(other.io) for other in between)
 
     def same_call(self, other: CallRecord) -> bool:
         return self.hash == other.hash and self.key == other.key
