@@ -37,3 +37,61 @@ def test_greps_for_different_patterns_that_find_nothing_are_not_the_same_error()
         s.call("bash", MINI_EMPTY_ONE, error=True, command=f"cd /testbed && grep -rn {pattern} src/ | head -5")
     _, found = run(s)
     assert not [d for d in found if d.level >= Level.WARN]
+
+
+def _warned(found, detector=None):
+    return [d for d in found if d.level >= Level.WARN and (detector is None or d.detector == detector)]
+
+
+def test_a_script_rewritten_between_runs_is_a_new_call():
+    """``python fix.py`` three times, each after ``cat > fix.py << 'EOF'`` wrote a different script."""
+    s = Stream()
+    for n in range(4):
+        s.call("bash", "", command=f"cat > fix.py << 'EOF'\nimport re\nprint({n})\nEOF")
+        s.call("bash", "Traceback (most recent call last):\nValueError: no match", error=True,
+               command="python fix.py")
+    _, found = run(s)
+    assert not _warned(found, "exact_repeat")
+
+
+def test_reads_and_runs_after_shell_edits_are_new_calls():
+    """``cat models.py | sed -n '319,340p'`` after each ``sed -i`` on models.py; a test
+    script re-run after ``sed -i`` edits; ``git diff > patch.txt`` regenerated after edits."""
+    s = Stream()
+    for n in range(4):
+        s.call("bash", "", command=f"sed -i 's/old{n}/new{n}/' django/db/models.py")
+        s.call("bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'")
+        s.call("bash", "FAIL: help text misformatted", command="python3 test_help_formatting.py")
+        s.call("bash", "", command="git diff django/ > patch.txt")
+    _, found = run(s)
+    assert not _warned(found, "exact_repeat")
+
+
+def test_the_same_read_with_nothing_rewritten_still_repeats():
+    """Without a write in between, the same read three times is still a repeat."""
+    s = Stream()
+    for _ in range(3):
+        s.call("bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'")
+        s.call("bash", "README.md\nsetup.py", command="ls")
+    _, found = run(s)
+    assert _warned(found, "exact_repeat")
+
+
+def test_the_identical_patch_written_again_and_again_stays_caught():
+    """The identical 974-character fix.patch written four times while the agent says it
+    is fixing it; and the same after a ``git apply`` that failed (running the patch does
+    not rewrite it, so writing it again is a repeat)."""
+    patch = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n-a = 1\n+a = 2\n" + "# context line\n" * 61 + "# end\n\n"
+    assert len(patch) == 974
+    s = Stream()
+    for _ in range(4):
+        s.say("The patch is wrong, I will fix it.")
+        s.call("bash", "", command=f"cat > fix.patch << 'EOF'\n{patch}EOF")
+    _, found = run(s)
+    assert _warned(found, "exact_repeat")
+    s = Stream()
+    for _ in range(4):
+        s.call("bash", "", command=f"cat > fix.patch << 'EOF'\n{patch}EOF")
+        s.call("bash", "error: corrupt patch at line 12", error=True, command="git apply fix.patch")
+    _, found = run(s)
+    assert _warned(found)

@@ -142,7 +142,7 @@ def call_io(call: Event | None) -> CallIO:
         elif program in _RUNS or program.startswith(("python", "./")) or program.endswith((".py", ".sh")):
             blind = broad = True
         elif program not in _PURE:
-            broad = True  # what it reads is not known: any write may change it
+            blind = broad = True  # what it reads and writes is not known
         reads.update(names)
         if len(reads) > _MAX_NAMES:
             break
