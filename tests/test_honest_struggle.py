@@ -95,3 +95,25 @@ def test_the_identical_patch_written_again_and_again_stays_caught():
         s.call("bash", "error: corrupt patch at line 12", error=True, command="git apply fix.patch")
     _, found = run(s)
     assert _warned(found)
+
+
+def test_untimed_native_messages_are_each_a_turn(tmp_path):
+    """A native log without ``ts``: three empty assistant replies in a row are flagged
+    (each record is its own turn); ``"continues": true`` keeps chunks in one turn."""
+    import json
+
+    from monitor.scan import scan
+
+    def log(records):
+        path = tmp_path / "s.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        return scan([str(path)])
+
+    empty = [{"type": "message", "role": "user", "content": "go"}] + [
+        {"type": "message", "role": "assistant", "content": ""} for _ in range(3)]
+    report = log(empty)
+    assert [d for d in report.detections if d.detector == "monologue" and d.level >= Level.WARN]
+    chunks = [{"type": "message", "role": "user", "content": "go"}] + [
+        {"type": "message", "role": "assistant", "content": f"part {n} of the answer", "continues": n > 0}
+        for n in range(4)]
+    assert not [d for d in log(chunks).detections if d.level >= Level.WARN]
