@@ -110,8 +110,8 @@ def test_untimed_native_messages_are_each_a_turn(tmp_path):
         return scan([str(path)])
 
     empty = [{"type": "message", "role": "user", "content": "go"}] + [
-        {"type": "message", "role": "assistant", "content": ""} for _ in range(3)] + [
-        {"type": "tool_call", "id": "c1", "name": "ls", "args": {}}]  # (a turn is judged when the next starts)
+        {"type": "message", "role": "assistant", "content": ""} for _ in range(4)] + [
+        {"type": "tool_call", "id": "c1", "name": "ls", "args": {}}]  # (joins the 4th: a turn is judged when the next starts)
     report = log(empty)
     assert [d for d in report.detections if d.detector == "monologue" and d.level >= Level.WARN]
     chunks = [{"type": "message", "role": "user", "content": "go"}] + [
