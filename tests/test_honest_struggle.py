@@ -118,3 +118,52 @@ def test_untimed_native_messages_are_each_a_turn(tmp_path):
         {"type": "message", "role": "assistant", "content": f"part {n} of the answer", "continues": n > 0}
         for n in range(4)]
     assert not [d for d in log(chunks).detections if d.level >= Level.WARN]
+
+
+def _ci_polls(stream: Stream, rounds: int, sleep: str | None = "sleep 60", answer=lambda n: "in_progress"):
+    for n in range(rounds):
+        if sleep:
+            stream.call("bash", "", command=sleep)
+        stream.call("bash", f"build  {answer(n)}  2m ago", command="gh run view 123456")
+
+
+def test_waiting_for_ci_is_not_a_loop_but_has_a_budget():
+    """``sleep 60`` → ``gh run view`` "in_progress", six times: waiting, not looping (no
+    warn). Past half of the 30-minute budget on the same answer: notice; all of it: warn."""
+    s = Stream()
+    _ci_polls(s, 6)
+    _, found = run(s)
+    assert not _warned(found)
+    s = Stream()
+    _ci_polls(s, 16, sleep="sleep 120")
+    _, found = run(s)
+    waiting = [d for d in found if d.detector == "waiting"]
+    assert [d.level for d in waiting] == [Level.NOTICE, Level.WARN]
+    assert waiting[0].count == 9 and waiting[1].count == 16  # 8 and 15 waits of 2 minutes after the first
+
+
+def test_a_real_gap_between_identical_polls_is_waiting():
+    """No sleep in the log, but the polls are a minute apart (the agent waited): waiting."""
+    s = Stream(step=30.0)
+    _ci_polls(s, 6, sleep=None)
+    _, found = run(s)
+    assert not _warned(found)
+
+
+def test_identical_polls_back_to_back_stay_a_loop():
+    """The same poll with the same answer and no wait between: a loop, as before."""
+    s = Stream()
+    _ci_polls(s, 4, sleep=None)
+    _, found = run(s)
+    assert _warned(found)
+
+
+def test_the_waiting_budget_is_configurable_per_tool():
+    from monitor.config import build_config
+    from monitor.detect.engine import Engine
+
+    s = Stream()
+    _ci_polls(s, 6, sleep="sleep 60")
+    config = build_config({"tools": {"bash": {"wait_budget_seconds": 300}}})
+    _, found = run(s, engine=Engine(config))
+    assert [d.level for d in found if d.detector == "waiting"] == [Level.NOTICE, Level.WARN]

@@ -24,6 +24,7 @@ DETECTOR_MODULES = (
     "compaction",
     "swarm",
     "limits",
+    "waiting",
 )
 
 for _name in DETECTOR_MODULES:

@@ -38,7 +38,7 @@ class CallRecord:
     until a comparison has reduced it to a hash."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
-                 "_outcome", "_marks", "failure", "io")
+                 "_outcome", "_marks", "failure", "io", "waited")
 
     def __init__(self, event: Event):
         cache = event.cache
@@ -58,6 +58,8 @@ class CallRecord:
         self.failure: str | None = None
         #: What the call reads and writes (a repeat after its inputs changed is a new call).
         self.io: CallIO = call_io(event)
+        #: Made after an explicit wait, or only waits (see waiting.py): not a repeat.
+        self.waited = bool(cache.get("waited"))
 
     @property
     def done(self) -> bool:

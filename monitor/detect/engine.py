@@ -16,6 +16,7 @@ from typing import Iterable
 from monitor.config import Config
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.waiting import mark as mark_waited
 from monitor.events import SESSION_END, SESSION_START, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
@@ -261,6 +262,7 @@ class Engine:
                 counts[slot] += 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
+        previous_ts = state.last_ts
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
@@ -271,6 +273,8 @@ class Engine:
 
         if kind is _TOOL_CALL:
             view.tool_calls_seen += 1
+            # Waiting is not looping: mark calls made after a wait (waiting.py).
+            mark_waited(event, view, event.ts - previous_ts if previous_ts else 0.0)
             if call_id:
                 pending = state.pending
                 pending[call_id] = event

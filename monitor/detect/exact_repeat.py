@@ -100,8 +100,8 @@ class ExactRepeat(Detector, AwaitsRepeats):
         digest, key = record.hash, record.key
         positions = [i for i, earlier in enumerate(records) if earlier.hash == digest and earlier.key == key]
         calls.push(record)
-        if not positions:
-            return None  # only a hash collision
+        if not positions or record.waited:
+            return None  # a hash collision, or a poll after a wait (the waiting budget's)
         view.note_similarity(self.name, 1.0)
 
         # Count back from the latest repeat while outcomes stay identical and

@@ -109,6 +109,8 @@ class Fingerprint(Detector, AwaitsRepeats):
             return None
         records = list(history)
         history.append(current)
+        if current.waited:
+            return None  # a poll after a wait: the waiting budget's (waiting.py)
         view.note_similarity(self.name, 0.9)
 
         # Exact tier: identical calls at the end of the run, while their
