@@ -167,3 +167,20 @@ def test_the_waiting_budget_is_configurable_per_tool():
     config = build_config({"tools": {"bash": {"wait_budget_seconds": 300}}})
     _, found = run(s, engine=Engine(config))
     assert [d.level for d in found if d.detector == "waiting"] == [Level.NOTICE, Level.WARN]
+
+
+def test_reading_different_ranges_of_one_file_is_not_a_loop():
+    """``sed -n`` over different ranges of one file, two of them past its end (empty),
+    then ``tail -20``: reading, not a loop -- an empty range shows nothing, which is
+    no evidence of showing nothing new."""
+    body = "\n".join(f"    line {n} of the printer" for n in range(270, 286))
+    for mini in (True, False):
+        wrap = (lambda out: f"<returncode>0</returncode>\n<output>\n{out}\n</output>") if mini else (lambda out: out)
+        s = Stream()
+        s.call("bash", wrap(body), command="sed -n '270,285p' sympy/printing/mathml.py")
+        s.call("bash", wrap(""), command="sed -n '340,355p' sympy/printing/mathml.py")
+        s.call("bash", wrap(""), command="sed -n '335,355p' sympy/printing/mathml.py")
+        s.call("bash", wrap(body.split("\n", 8)[-1]), command="tail -20 sympy/printing/mathml.py")
+        s.call("bash", wrap(""), command="sed -n '330,345p' sympy/printing/mathml.py")
+        _, found = run(s)
+        assert not _warned(found), mini

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from monitor.detect.base import ref
 from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
+from monitor.detect.failures import output_body
 from monitor.detect.inputs import CallIO, call_io
 from monitor.events import Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
@@ -101,7 +102,9 @@ class CallRecord:
         """:func:`~monitor.detect.fingerprints.line_marks` of the result."""
         marks = self._marks
         if marks is None:
-            marks = self._marks = text_marks(self.text)
+            # What the command printed, not the tags wrapped around it (an
+            # empty ``<output>`` shows nothing, not the same thing again).
+            marks = self._marks = text_marks(output_body(self.text) if len(self.text) <= 400 else self.text)
         return marks
 
     def acknowledged(self) -> bool:
