@@ -25,6 +25,7 @@ DETECTOR_MODULES = (
     "swarm",
     "limits",
     "waiting",
+    "retry_rounds",
 )
 
 for _name in DETECTOR_MODULES:

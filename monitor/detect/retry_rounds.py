@@ -1,0 +1,181 @@
+"""Retry rounds: starting over again and again, and getting the same outcome.
+
+An agent restores the original file (``cp x.py.backup x.py``, ``git checkout
+x.py``) or re-creates its fix script from scratch (the same ``echo … > fix.py``
+again), re-applies a change, runs it, and fails the same way -- by a script
+this time, a patch file the next, ``sed`` after that.  The commands vary, so
+the call detectors stay quiet; the *outcome* repeats (issue 13).
+
+A *round* is what happens between two occurrences of the same restore: a
+write that replaces a whole named file (``> file``, a heredoc, ``cp``/``mv``
+onto it, a write tool; not an append or a ``sed -i``), or ``git
+checkout``/``git restore``/``git stash``.  When a restore comes back, the round
+it closes is compared with the round before it:
+
+* the *same attempt*: at least half of its edits (writes that name their
+  files; running a script is not one) are edits of the round before (the same
+  steps again) -- ``attempts`` (2) such rounds in a row warn;
+* the *same outcome*: a failure of the same kind (:func:`failure_kind`) as in
+  the round before -- ``outcomes`` (3) such rounds in a row warn;
+* any rounds at all: ``max_rounds`` (6) restores of one thing warn -- a
+  revert-and-retry cycle is a loop after several rounds, whatever changes.
+
+Honest edit-test cycles have no restores; restoring a backup between
+*different* attempts that fail differently is below ``max_rounds``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
+from monitor.detect.calls import call_record
+from monitor.detect.failures import failed, failure_kind, shell_command
+from monitor.detect.fingerprints import failure_signature, not_an_outcome
+from monitor.events import Event, EventRef, Kind, Level
+
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
+_REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
+#: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
+_REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
+_WHOLE_FILE_TOOLS = re.compile(r"(?i)write|create")
+#: Calls remembered (the rounds are read from them) and restores tracked.
+LOG = 64
+MAX_RESTORES = 32
+
+
+class _Entry:
+    __slots__ = ("seq", "key", "write", "kind")
+
+    def __init__(self, seq: int, key: int, write: bool):
+        self.seq, self.key, self.write, self.kind = seq, key, write, ""
+
+
+class _Restore:
+    """One restore and the rounds between its occurrences."""
+
+    __slots__ = ("seq", "ref", "writes", "kinds", "attempts", "outcomes", "rounds", "refs")
+
+    def __init__(self, seq: int, at: EventRef):
+        self.seq = seq
+        self.ref = at
+        self.writes: frozenset[int] | None = None  # of the last closed round
+        self.kinds: frozenset[str] = frozenset()
+        self.attempts = self.outcomes = self.rounds = 0  # alike rounds in a row; all rounds
+        self.refs: deque[EventRef] = deque([at], maxlen=8)
+
+
+@dataclass(frozen=True)
+class RetryRoundsSettings(DetectorSettings):
+    attempts: int = 2  # rounds in a row that redo the round before's writes
+    outcomes: int = 3  # rounds in a row that fail like the round before
+    max_rounds: int = 6  # restores of one thing, whatever happens between them
+
+
+@register
+class RetryRounds(Detector):
+    name = "retry_rounds"
+    title = "Retry rounds"
+    Settings = RetryRoundsSettings
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+    #: Rounds run across user turns: mini-swe-agent's "format your action"
+    #: replies are user messages, and a round redone after one is still redone.
+    resets_on_user_turn = False
+    presets = {
+        "conservative": {"attempts": 3, "outcomes": 4, "max_rounds": 8},
+        "aggressive": {"outcomes": 2, "max_rounds": 4},
+    }
+
+    def __init__(self, settings: RetryRoundsSettings | None = None):
+        super().__init__(settings)
+        self.log: deque[_Entry] = deque(maxlen=LOG)
+        self.by_seq: dict[int, _Entry] = {}
+        self.restores: dict[int, _Restore] = {}
+
+    def reset(self) -> None:
+        self.log.clear()
+        self.by_seq.clear()
+        self.restores.clear()
+
+    def window(self) -> list[Event]:
+        return []
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is _TOOL_RESULT:
+            call = event.call
+            entry = self.by_seq.get(call.seq) if call is not None else None
+            if entry is not None and not not_an_outcome(event) and (
+                    failed(event) or failure_signature(event) is not None):
+                entry.kind = failure_kind(event)
+            return None
+        if view.tool_overrides and view.exempt(event.tool):
+            return None
+        record = event.cache.get("record") or call_record(event)
+        io = record.io
+        command = shell_command(event)
+        if command is not None:
+            line = command[:4000].split("\n", 1)[0]  # (a heredoc's body is content)
+            restore = (bool(io.writes) and _REPLACES.search(line) is not None) or _REVERT.search(line) is not None
+        else:
+            restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
+        entry = _Entry(event.seq, record.hash, bool(io.writes) or restore)  # edits it names, not runs
+        log = self.log
+        if len(log) == log.maxlen:
+            self.by_seq.pop(log[0].seq, None)
+        log.append(entry)
+        self.by_seq[entry.seq] = entry
+        if not restore:
+            return None
+        known = self.restores.get(record.hash)
+        if known is None:
+            if len(self.restores) >= MAX_RESTORES:
+                del self.restores[next(iter(self.restores))]
+            self.restores[record.hash] = _Restore(event.seq, ref(event))
+            return None
+        round_ = [e for e in log if known.seq < e.seq < event.seq]
+        if not round_:
+            known.seq = event.seq
+            return None  # the same restore twice in a row: no round between
+        return self._close(known, record.hash, round_, event, view)
+
+    def _close(self, known: _Restore, key: int, round_: list[_Entry], event: Event,
+               view: SessionView) -> list[Detection] | None:
+        writes = frozenset(e.key for e in round_ if e.write and e.key != key)
+        kinds = frozenset(e.kind for e in round_ if e.kind)
+        if known.writes is not None:
+            shared = writes & known.writes
+            same_attempt = bool(shared) and len(shared) * 2 >= len(writes)
+            same_outcome = bool(kinds & known.kinds)
+            known.attempts = known.attempts + 1 if same_attempt else 0
+            known.outcomes = known.outcomes + 1 if same_outcome else 0
+        known.rounds += 1
+        known.writes, known.kinds, known.seq = writes, kinds, event.seq
+        known.refs.append(ref(event))
+        s = self.settings
+        if known.attempts + 1 >= s.attempts and known.attempts:
+            why = f"the same steps again ({known.attempts + 1} rounds in a row)"
+        elif known.outcomes + 1 >= s.outcomes and known.outcomes:
+            shown = sorted(kinds & known.kinds or kinds)[0] if kinds else "the same failure"
+            why = f"the same failure after each of {known.outcomes + 1} rounds ({shown[:80]})"
+        elif known.rounds >= s.max_rounds:
+            why = f"{known.rounds} rounds of starting over"
+        else:
+            return None
+        command = shell_command(event) or event.tool or "?"
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, (known.rounds + 1) / (s.max_rounds + 1)),
+                message=f"started over {known.rounds + 1} times ({command[:60]!r}) with {why}",
+                pattern=f"rounds:{key:x}",
+                count=known.rounds + 1,
+                tool=event.tool,
+                summary=f"started over {known.rounds + 1} times and got {why}",
+                advice=("Each round ends the same way. Stop redoing it: read the failure, find "
+                        "why the change does not take effect, and try something different."),
+                evidence=evidence(known.refs),
+            )
+        ]
