@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
 from monitor.detect.calls import call_record
-from monitor.detect.failures import failed, failure_kind, shell_command
+from monitor.detect.failures import shown_failure, comparable_failure, failed, failure_kind, is_test_run, shell_command
 from monitor.detect.fingerprints import failure_signature, not_an_outcome
 from monitor.events import Event, EventRef, Kind, Level
 
@@ -108,7 +108,9 @@ class RetryRounds(Detector):
             entry = self.by_seq.get(call.seq) if call is not None else None
             if entry is not None and not not_an_outcome(event) and (
                     failed(event) or failure_signature(event) is not None):
-                entry.kind = failure_kind(event)
+                # A test run's failure is its failing tests, names whole
+                # (test_key[0] and test_key[1] are not the same failure).
+                entry.kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
             return None
         if view.tool_overrides and view.exempt(event.tool):
             return None
@@ -157,7 +159,7 @@ class RetryRounds(Detector):
         if known.attempts + 1 >= s.attempts and known.attempts:
             why = f"the same steps again ({known.attempts + 1} rounds in a row)"
         elif known.outcomes + 1 >= s.outcomes and known.outcomes:
-            shown = sorted(kinds & known.kinds or kinds)[0] if kinds else "the same failure"
+            shown = shown_failure(sorted(kinds & known.kinds or kinds)[0]) if kinds else "the same failure"
             why = f"the same failure after each of {known.outcomes + 1} rounds ({shown[:80]})"
         elif known.rounds >= s.max_rounds:
             why = f"{known.rounds} rounds of starting over"
