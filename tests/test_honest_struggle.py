@@ -184,3 +184,29 @@ def test_reading_different_ranges_of_one_file_is_not_a_loop():
         s.call("bash", wrap(""), command="sed -n '330,345p' sympy/printing/mathml.py")
         _, found = run(s)
         assert not _warned(found), mini
+
+
+def test_a_wait_argument_is_waiting_but_a_shell_timeout_is_not():
+    """``wait_for_job(timeout=600)`` polled six times is waiting; Claude Code's Bash
+    ``timeout`` caps a command and does not make its repeats waiting."""
+    s = Stream()
+    for _ in range(6):
+        s.call("wait_for_job", "job 41: running", job=41, timeout=600)
+    _, found = run(s)
+    assert not _warned(found)
+    s = Stream()
+    for _ in range(4):
+        s.call("Bash", "Exit code 1\nmake: *** [all] Error 2", error=True, command="make all", timeout=120000)
+    _, found = run(s)
+    assert _warned(found, "exact_repeat")
+
+
+def test_a_gap_between_different_calls_is_working_not_waiting():
+    """Calls 30 s apart (a slow model) that cycle A, B, A, B are not waiting: only the
+    same call again after the gap, with nothing between, is a poll that waited."""
+    s = Stream(step=15.0)
+    for _ in range(4):
+        s.call("bash", "Error: connection refused", error=True, command="curl -s localhost:8080/health")
+        s.call("bash", "api  Exited (1) 2 minutes ago", command="docker ps -a --filter name=api")
+    _, found = run(s)
+    assert _warned(found)

@@ -94,7 +94,7 @@ class SessionView:
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
                  "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed",
-                 "last_wait")
+                 "last_wait", "last_call_key", "last_call_ts")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -114,6 +114,9 @@ class SessionView:
         self.completed: Any = None
         #: Seconds the latest tool call did nothing but wait (``sleep 60``), for the next one.
         self.last_wait = 0.0
+        #: The latest tool call's key and time (a poll repeated 20 s later waited).
+        self.last_call_key = ""
+        self.last_call_ts = 0.0
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:

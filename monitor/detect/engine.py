@@ -262,7 +262,6 @@ class Engine:
                 counts[slot] += 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
-        previous_ts = state.last_ts
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
@@ -274,7 +273,7 @@ class Engine:
         if kind is _TOOL_CALL:
             view.tool_calls_seen += 1
             # Waiting is not looping: mark calls made after a wait (waiting.py).
-            mark_waited(event, view, event.ts - previous_ts if previous_ts else 0.0)
+            mark_waited(event, view)
             if call_id:
                 pending = state.pending
                 pending[call_id] = event

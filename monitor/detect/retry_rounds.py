@@ -119,7 +119,8 @@ class RetryRounds(Detector):
         command = shell_command(event)
         if command is not None:
             line = command[:4000].split("\n", 1)[0]  # (a heredoc's body is content)
-            restore = (bool(io.writes) and _REPLACES.search(line) is not None) or _REVERT.search(line) is not None
+            restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
+                "git" in line and _REVERT.search(line) is not None)
         else:
             restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
         entry = _Entry(event.seq, record.hash, bool(io.writes) or restore)  # edits it names, not runs

@@ -3,9 +3,10 @@
 ``sleep 60`` → ``gh run view`` showing "in_progress", six times, is an agent
 waiting for CI, not a loop (issue 13).  A tool call is *waited* when it comes
 after an explicit wait: a ``sleep`` in its own command, a ``timeout``/``wait``
-argument, a call before it that did nothing but wait (``sleep 60``), or a real
-gap of :data:`WAIT_GAP` seconds or more since the session's previous event
-(the previous call's result, as a rule).  The engine marks such calls
+argument of a tool that is not a shell (a shell tool's ``timeout`` caps the
+command, as Claude Code's Bash does), a call before it that did nothing but wait (``sleep 60``), or a real
+gap of :data:`WAIT_GAP` seconds or more since the same call was made just
+before it (the same poll again, nothing in between, 20 s later).  The engine marks such calls
 (``event.cache["waited"]``, the seconds waited) before the detectors see them.
 
 The repeat detectors (``exact_repeat``, ``fingerprint``, ``cycle``,
@@ -28,8 +29,9 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.detect.calls import CallRecord, call_record
 from monitor.detect.failures import _segments, shell_command
 from monitor.events import Event, Kind, Level
+from monitor.text import call_key
 
-#: A gap this long (seconds) between the previous event and a call is waiting.
+#: A gap this long (seconds) between a call and the same call just before it is waiting.
 WAIT_GAP = 20.0
 _SLEEP = re.compile(r"(?:^|[\s;&|(])sleep\s+(\d+(?:\.\d+)?)([smhd]?)\b")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -72,10 +74,15 @@ def only_waits(call: Event) -> float:
 _WAIT_KEY_SET = frozenset(WAIT_KEYS)
 
 
-def mark(call: Event, view: SessionView, gap: float) -> None:
+def mark(call: Event, view: SessionView) -> None:
     """Mark ``call`` as waited (``cache["waited"]``: the seconds) when it comes
-    after an explicit wait or only waits; remember a call that only waits for
-    the next one.  Run by the engine on every call, before the detectors."""
+    after an explicit wait or only waits; remember a call that only waits, and
+    the call itself, for the next one.  Run by the engine on every call,
+    before the detectors."""
+    key = call_key(call)  # (memoized: the call detectors need it anyway)
+    elapsed = call.ts - view.last_call_ts if view.last_call_ts else 0.0
+    gap = elapsed if key == view.last_call_key else 0.0
+    view.last_call_key, view.last_call_ts = key, call.ts
     command = shell_command(call)
     pure = 0.0
     waited = view.last_wait
@@ -86,8 +93,11 @@ def mark(call: Event, view: SessionView, gap: float) -> None:
     elif (call.tool or "").lower() in _WAIT_TOOLS:
         pure = only_waits(call)
     args = call.args
-    if args and not _WAIT_KEY_SET.isdisjoint(args):
-        waited += _arg_wait(args)
+    if command is None and args and not _WAIT_KEY_SET.isdisjoint(args):
+        # (A shell tool's ``timeout`` caps the command; it does not wait.)
+        # A timeout is at most a wait: count the time that passed, when known.
+        wait = _arg_wait(args)
+        waited += min(wait, elapsed) if elapsed > 0 else wait
     if gap >= WAIT_GAP:
         waited = max(waited, gap)
     if waited or pure:
