@@ -14,16 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import orjson
+
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.events import Event, Level
-from monitor.formats import documents
+from monitor.events import Event, Kind, Level
+from monitor.formats import LINE_FORMATS, documents
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
+from monitor.formats.unsupported import PEEK_BYTES, describe, is_binary, refusal
 from monitor.framing import LineSplitter
 
 STDIN = "-"
+LINE_FORMAT_NAMES = frozenset(LINE_FORMATS)
+#: Events that are an agent's work (a document with none of them and problems is refused).
+_WORK = frozenset({Kind.MESSAGE, Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Bytes read at a time from a file being scanned.
 CHUNK_BYTES = 1 << 20
 #: Lines decoded per batch.
@@ -42,6 +48,8 @@ class ScanReport:
     lines: int = 0
     events: int = 0
     formats: dict[str, str] = field(default_factory=dict)
+    #: Files that were none of the supported formats (each reported once).
+    unsupported: int = 0
     #: Set by :func:`scan_store`: the database re-scanned and how many sessions.
     database: str | None = None
     stored_sessions: int = 0
@@ -53,6 +61,13 @@ class ScanReport:
     @property
     def exit_code(self) -> int:
         return 1 if self.worst >= Level.WARN else 0
+
+    @property
+    def nothing_read(self) -> bool:
+        """True when no file (or none at all) could be read as an agent log:
+        every one was of no supported format.  An empty log is read: it is
+        only empty."""
+        return self.database is None and self.unsupported == self.files
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
@@ -144,19 +159,21 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
           engine: Engine | None) -> ScanReport:
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
+    #: Document sessions named so far, by file: two runs of one task stay two sessions.
+    named: dict[str, str] = {}
     for path in expand_paths(paths):
         report.files += 1
-        if path != STDIN and fmt is None and documents.claims(Path(path)):
-            events, problems = documents.load(Path(path))
-            report.formats[path] = documents.name_of(Path(path))
-            report.problems.extend(problems)
-            report.problem_count += len(problems)
-            for event in events:
-                report.events += 1
-                report.detections.extend(engine.process(event))
+        if path != STDIN and _read_document(report, engine, Path(path), fmt, named):
             continue
+        if path != STDIN:
+            with open(path, "rb") as peek:
+                head = peek.read(PEEK_BYTES)
+            if is_binary(head):
+                _refuse(report, path, describe(Path(path)))
+                continue
         source = "<stdin>" if path == STDIN else path
-        decoder = LineDecoder(source, fmt=fmt, session="stdin" if path == STDIN else None)
+        decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
+                              session="stdin" if path == STDIN else None)
         stream = sys.stdin.buffer if path == STDIN else None
         process, found = engine.process, report.detections
         for events in read_event_batches(path, decoder, stream):
@@ -166,10 +183,59 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
                 if detections:
                     found.extend(detections)
         report.lines += decoder.lines
+        if decoder.format is None and decoder.problem_count:
+            first = decoder.problems[0].reason if decoder.problems else None
+            what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
+            _refuse(report, source, what)
+            continue
         report.problems.extend(decoder.problems)
         report.problem_count += decoder.problem_count
         report.formats[source] = decoder.format or "unknown"
     return report
+
+
+def _read_document(report: ScanReport, engine: Engine, path: Path, fmt: str | None,
+                   named: dict[str, str]) -> bool:
+    """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
+    one); False when it is to be read as lines."""
+    kind = documents.kind_of(path) if fmt is None else fmt
+    if kind not in documents.DOCUMENT_FORMATS:
+        return False
+    if fmt is not None and fmt in LINE_FORMAT_NAMES and not _chat_document(path):
+        return False  # --format chat on JSONL: one message a line
+    session = documents.session_of(path)
+    if session in named.values():
+        number = 2
+        while f"{session}~{number}" in named.values():
+            number += 1
+        session = f"{session}~{number}"
+    named[str(path)] = session
+    events, problems = documents.load(path, session=session, fmt=fmt)
+    if not any(e.kind in _WORK for e in events) and problems:
+        _refuse(report, str(path), describe(path, problems[0].reason))
+        return True
+    report.formats[str(path)] = kind
+    report.problems.extend(problems)
+    report.problem_count += len(problems)
+    for event in events:
+        report.events += 1
+        report.detections.extend(engine.process(event))
+    return True
+
+
+def _chat_document(path: Path) -> bool:
+    """True when the whole file is one chat document (not JSON lines)."""
+    try:
+        return documents.chat_messages(orjson.loads(path.read_bytes())) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def _refuse(report: ScanReport, source: str, what: str) -> None:
+    report.unsupported += 1
+    report.formats[source] = "unsupported"
+    report.problems.append(refusal(source, what))
+    report.problem_count += 1
 
 
 def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:

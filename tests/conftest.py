@@ -1,5 +1,6 @@
-"""Shared fixtures: paths to the real transcripts and scenario corpus; the
-Hypothesis profile for CI."""
+"""Shared fixtures: paths to the real transcripts (``tests/fixtures``, copied
+with their provenance in its README) and the scenario corpus; the Hypothesis
+profile for CI."""
 
 from __future__ import annotations
 
@@ -18,12 +19,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
 @pytest.fixture
-def shared_fixtures() -> Path:
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures is not present")
-    return SHARED_FIXTURES
+def real_fixtures() -> Path:
+    """The folder of real agent transcripts kept in the repository."""
+    return FIXTURES

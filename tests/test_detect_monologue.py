@@ -139,10 +139,10 @@ def test_claude_code_text_only_responses_in_a_row_warn(tmp_path: Path):
     assert [(d.count, d.line) for d in hits] == [(3, 5)]  # line 5: the fourth response
 
 
-def test_real_transcripts_stay_below_warn(shared_fixtures: Path):
+def test_real_transcripts_stay_below_warn(real_fixtures: Path):
     """The real Claude Code, Codex and SWE-agent sessions (honest work) reach no warning
     from the four text detectors."""
-    paths = [str(shared_fixtures / name) for name in ("claude-code", "codex", "swe-agent")]
+    paths = [str(real_fixtures / name) for name in ("claude-code", "codex", "swe-agent")]
     report = scan(paths)
     assert report.events > 1000 and report.problem_count == 0
     mine = [d for d in report.detections if d.detector in MINE and d.level >= Level.WARN]

@@ -38,9 +38,9 @@ def _record(kind: str, line_extra: dict | None = None, **message) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_parses_with_expected_counts(shared_fixtures: Path, name: str):
+def test_fixture_parses_with_expected_counts(real_fixtures: Path, name: str):
     """Every Claude fixture decodes with zero problems into the counts read by hand."""
-    path = shared_fixtures / "claude-code" / name
+    path = real_fixtures / "claude-code" / name
     events, decoder = decode_file(path)
     assert decoder.format == "claude"
     assert decoder.problem_count == 0, [str(p) for p in decoder.problems]
@@ -53,9 +53,9 @@ def test_fixture_parses_with_expected_counts(shared_fixtures: Path, name: str):
     assert starts[0].agent == "claude-code" and starts[0].meta["version"].startswith("2.1.")
 
 
-def test_every_event_carries_its_records_line(shared_fixtures: Path):
+def test_every_event_carries_its_records_line(real_fixtures: Path):
     """Each event's line is the 1-based line of the record it came from."""
-    path = shared_fixtures / "claude-code" / "short.jsonl"
+    path = real_fixtures / "claude-code" / "short.jsonl"
     lines = path.read_text().splitlines()
     events, _ = decode_file(path)
     for event in events:
@@ -67,23 +67,23 @@ def test_every_event_carries_its_records_line(shared_fixtures: Path):
             assert f'"tool_use_id":"{event.call_id}"' in lines[event.line - 1]
 
 
-def test_sessions_and_subagents(shared_fixtures: Path):
+def test_sessions_and_subagents(real_fixtures: Path):
     """A main transcript is its session; a subagent file is its own session linked to the parent."""
-    main, _ = decode_file(shared_fixtures / "claude-code" / f"{MAIN}.jsonl")
+    main, _ = decode_file(real_fixtures / "claude-code" / f"{MAIN}.jsonl")
     assert {e.session for e in main} == {MAIN}
     assert all(e.parent is None for e in main)
-    sub, _ = decode_file(shared_fixtures / "claude-code" / MAIN / "subagents" / "agent-a881341.jsonl")
+    sub, _ = decode_file(real_fixtures / "claude-code" / MAIN / "subagents" / "agent-a881341.jsonl")
     assert {e.session for e in sub} == {f"{MAIN}:agent-a881341"}
     assert {e.parent for e in sub} == {MAIN}
     assert sub[0].kind is Kind.SESSION_START and sub[0].parent == MAIN
-    short, _ = decode_file(shared_fixtures / "claude-code" / "short.jsonl")
+    short, _ = decode_file(real_fixtures / "claude-code" / "short.jsonl")
     # A file not named after its session takes the id its records carry.
     assert {e.session for e in short} == {"55604662-cf2a-4331-851a-ec234028f8ca"}
 
 
-def test_tool_results_errors_and_list_content(shared_fixtures: Path):
+def test_tool_results_errors_and_list_content(real_fixtures: Path):
     """tool_result blocks keep is_error, and list content is flattened to text."""
-    events, _ = decode_file(shared_fixtures / "claude-code" / "short.jsonl")
+    events, _ = decode_file(real_fixtures / "claude-code" / "short.jsonl")
     results = [e for e in events if e.kind is Kind.TOOL_RESULT]
     assert all(r.is_error for r in results)
     assert "doesn't want to proceed" in results[0].content
@@ -91,9 +91,9 @@ def test_tool_results_errors_and_list_content(shared_fixtures: Path):
     assert calls[0].tool == "Bash" and calls[0].args["command"].startswith("mix phx.server")
 
 
-def test_compaction_and_usage(shared_fixtures: Path):
+def test_compaction_and_usage(real_fixtures: Path):
     """compact_boundary becomes a compaction; usage is reported once per API message."""
-    events, _ = decode_file(shared_fixtures / "claude-code" / f"{MAIN}.jsonl")
+    events, _ = decode_file(real_fixtures / "claude-code" / f"{MAIN}.jsonl")
     compactions = [e for e in events if e.kind is Kind.COMPACTION]
     assert compactions[0].line == 1256 and compactions[0].meta["trigger"] == "auto"
     usage = [e for e in events if e.kind is Kind.USAGE and not e.meta.get("delta")]
@@ -223,9 +223,9 @@ def test_detection_names_file_and_line(tmp_path: Path):
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_honest_fixtures_do_not_warn(shared_fixtures: Path, name: str):
+def test_honest_fixtures_do_not_warn(real_fixtures: Path, name: str):
     """The real Claude sessions hold no loop a person would call one: nothing reaches warn."""
-    report = scan([str(shared_fixtures / "claude-code" / name)])
+    report = scan([str(real_fixtures / "claude-code" / name)])
     warned = [(d.detector, d.line, d.message) for d in report.detections if d.level >= Level.WARN]
     assert not warned
 

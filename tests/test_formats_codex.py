@@ -33,9 +33,9 @@ def _item(kind: str, payload: dict, ts: str = "2026-02-23T11:00:00Z") -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_parses_with_expected_counts(shared_fixtures: Path, name: str):
+def test_fixture_parses_with_expected_counts(real_fixtures: Path, name: str):
     """Every Codex fixture decodes with zero problems into the counts read by hand."""
-    events, decoder = decode_file(shared_fixtures / "codex" / name)
+    events, decoder = decode_file(real_fixtures / "codex" / name)
     assert decoder.format == "codex"
     assert decoder.problem_count == 0, [str(p) for p in decoder.problems]
     tally = counts(events)
@@ -54,9 +54,9 @@ def test_session_id_from_meta_and_file_name():
     assert rollout_session_id("notes.jsonl") is None
 
 
-def test_calls_pair_with_outputs_by_call_id(shared_fixtures: Path):
+def test_calls_pair_with_outputs_by_call_id(real_fixtures: Path):
     """function_call and custom_tool_call become calls; their outputs results with the same id."""
-    events, _ = decode_file(shared_fixtures / "codex" / POLLING)
+    events, _ = decode_file(real_fixtures / "codex" / POLLING)
     calls = {e.call_id: e for e in events if e.kind is Kind.TOOL_CALL}
     results = [e for e in events if e.kind is Kind.TOOL_RESULT]
     assert all(r.call_id in calls and r.tool == calls[r.call_id].tool for r in results)
@@ -66,10 +66,10 @@ def test_calls_pair_with_outputs_by_call_id(shared_fixtures: Path):
     assert write_stdin[0].args == {"arguments": "[REDACTED_ARGUMENTS len=78 sha=28a0e1d5]"}
 
 
-def test_polling_stretch_is_seven_identical_calls_with_moving_output(shared_fixtures: Path):
+def test_polling_stretch_is_seven_identical_calls_with_moving_output(real_fixtures: Path):
     """Lines 127–163 hold seven identical write_stdin calls whose outputs (the last
     one on line 164) all differ."""
-    events, _ = decode_file(shared_fixtures / "codex" / POLLING)
+    events, _ = decode_file(real_fixtures / "codex" / POLLING)
     calls = [e for e in events if e.kind is Kind.TOOL_CALL and 127 <= e.line <= 163]
     ids = {c.call_id for c in calls}
     results = [e for e in events if e.kind is Kind.TOOL_RESULT and e.call_id in ids]
@@ -78,18 +78,18 @@ def test_polling_stretch_is_seven_identical_calls_with_moving_output(shared_fixt
     assert len(results) == 7 and len({r.content for r in results}) == 7
 
 
-def test_polling_stretch_stays_below_warn(shared_fixtures: Path):
+def test_polling_stretch_stays_below_warn(real_fixtures: Path):
     """Legitimate polling (same call, moving output) is never flagged at warn or above."""
-    report = scan([str(shared_fixtures / "codex" / POLLING)])
+    report = scan([str(real_fixtures / "codex" / POLLING)])
     in_stretch = [(d.detector, d.line, d.level.label) for d in report.detections
                   if 127 <= d.line <= 165 and d.level >= Level.WARN]
     assert not in_stretch
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_honest_fixtures_do_not_warn(shared_fixtures: Path, name: str):
+def test_honest_fixtures_do_not_warn(real_fixtures: Path, name: str):
     """The real Codex sessions are honest work: nothing reaches warn."""
-    report = scan([str(shared_fixtures / "codex" / name)])
+    report = scan([str(real_fixtures / "codex" / name)])
     warned = [(d.detector, d.line, d.message) for d in report.detections if d.level >= Level.WARN]
     assert not warned
 
@@ -173,7 +173,7 @@ def test_parse_helpers():
     assert parse_output('{"output": ') == ('{"output": ', False, None)
 
 
-def test_usage_once_per_api_call(shared_fixtures: Path, tmp_path: Path):
+def test_usage_once_per_api_call(real_fixtures: Path, tmp_path: Path):
     """Codex writes each token_count twice; usage comes out once per API call, from last_token_usage."""
     count = {"total_token_usage": {"total_tokens": 100}, "last_token_usage":
              {"input_tokens": 90, "cached_input_tokens": 60, "output_tokens": 10, "total_tokens": 100}}
@@ -188,7 +188,7 @@ def test_usage_once_per_api_call(shared_fixtures: Path, tmp_path: Path):
         == [(2, 90, 10, 60)]
     # A file that starts without session_meta still opens its session.
     assert events[0].kind is Kind.SESSION_START and events[0].line == 2
-    real, _ = decode_file(shared_fixtures / "codex" / POLLING)
+    real, _ = decode_file(real_fixtures / "codex" / POLLING)
     assert sum(1 for e in real if e.kind is Kind.USAGE) == 81  # 162 token_count records
 
 

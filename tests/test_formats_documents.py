@@ -49,9 +49,9 @@ def _openhands_loop(n: int = 4) -> list[dict]:
     return events
 
 
-def test_swe_agent_fixture(shared_fixtures: Path):
+def test_swe_agent_fixture(real_fixtures: Path):
     """The SWE-agent trajectory: one call, result and thought per step, the task from history."""
-    path = shared_fixtures / TRAJ
+    path = real_fixtures / TRAJ
     assert documents.claims(path) and documents.name_of(path) == "swe-agent"
     events, problems = documents.load(path)
     assert problems == []
@@ -70,10 +70,10 @@ def test_swe_agent_fixture(shared_fixtures: Path):
     assert all(a.ts <= b.ts for a, b in zip(events, events[1:]))
 
 
-def test_swe_agent_fixture_is_honest(shared_fixtures: Path):
+def test_swe_agent_fixture_is_honest(real_fixtures: Path):
     """The SWE-agent run solves its task; nothing reaches warn."""
-    report = scan([str(shared_fixtures / TRAJ)])
-    assert report.problem_count == 0 and report.formats[str(shared_fixtures / TRAJ)] == "swe-agent"
+    report = scan([str(real_fixtures / TRAJ)])
+    assert report.problem_count == 0 and report.formats[str(real_fixtures / TRAJ)] == "swe-agent"
     assert not [(d.detector, d.line) for d in report.detections if d.level >= Level.WARN]
 
 

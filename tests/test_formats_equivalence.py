@@ -6,6 +6,10 @@ session, as those agents write them).  All three are decoded by the real
 adapters and run through one engine each, in event-time order across files
 (as ``watch`` sees several files grow); the detections — (detector, level,
 count) — must be identical.
+
+Every real transcript kept in ``tests/fixtures`` is decoded too, and its
+counts (events, tool calls, tool results) are pinned per file, so a change to
+an adapter that loses or invents events shows here.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from monitor.formats.lines import session_from_path
 from tests.formatkit import decode_file, write_jsonl
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BASE_TS = 1_750_000_000.0
 
 
@@ -252,3 +257,95 @@ def _native_event(record: dict) -> Event:
 
     decoder = NativeDecoder("inline.jsonl", session_from_path("inline.jsonl"))
     return decoder.decode(record, 1, BASE_TS)[0]
+
+
+# -- the real transcripts -------------------------------------------------------
+
+#: Per file under tests/fixtures: (events, tool calls, tool results).  A
+#: mini-swe-agent run has one call more than results: its last action submits
+#: and ends the run; the short Codex rollout ends on a call still running.
+REAL_COUNTS: dict[str, tuple[int, int, int]] = {
+    "claude-code/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl": (12, 2, 2),
+    "claude-code/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-acompact-fffbd0.jsonl": (4, 0, 0),
+    "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl": (695, 186, 186),
+    "claude-code/short.jsonl": (8, 2, 2),
+    "claude-code/subagent.jsonl": (56, 16, 16),
+    "claude-code/tool_heavy.jsonl": (22, 6, 6),
+    "claude-code-more/coverage-test-fix.jsonl": (50, 13, 13),
+    "claude-code-more/python-to-rust-port.jsonl": (135, 39, 39),
+    "codex/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl": (338, 104, 104),
+    "codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl": (283, 118, 118),
+    "codex/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl": (5, 1, 0),
+    "codex/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl": (24, 5, 5),
+    "mini-swe-agent-gemini3/astropy__astropy-13398.traj.json": (146, 34, 33),
+    "mini-swe-agent-gemini3/astropy__astropy-8707.traj.json": (230, 55, 54),
+    "mini-swe-agent-gemini3/django__django-10914.traj.json": (194, 46, 45),
+    "mini-swe-agent-gemini3/django__django-11095.traj.json": (144, 35, 34),
+    "mini-swe-agent-gemini3/django__django-11138.traj.json": (449, 100, 99),
+    "mini-swe-agent-gemini3/django__django-11163.traj.json": (56, 13, 12),
+    "mini-swe-agent-gemini3/django__django-11206.traj.json": (99, 23, 22),
+    "mini-swe-agent-gemini3/django__django-11333.traj.json": (136, 33, 32),
+    "mini-swe-agent-gemini3/django__django-11433.traj.json": (161, 37, 36),
+    "mini-swe-agent-gemini3/django__django-11477.traj.json": (136, 33, 32),
+    "mini-swe-agent-gemini3/django__django-12304.traj.json": (175, 42, 41),
+    "mini-swe-agent-gemini3/django__django-13297.traj.json": (377, 88, 87),
+    "mini-swe-agent-gemini3/django__django-13406.traj.json": (155, 37, 36),
+    "mini-swe-agent-gemini3/django__django-13786.traj.json": (121, 27, 26),
+    "mini-swe-agent-gemini3/django__django-14034.traj.json": (169, 39, 38),
+    "mini-swe-agent-gemini3/django__django-14349.traj.json": (341, 61, 60),
+    "mini-swe-agent-gemini3/django__django-14792.traj.json": (152, 37, 36),
+    "mini-swe-agent-gemini3/django__django-15467.traj.json": (99, 23, 22),
+    "mini-swe-agent-gemini3/django__django-15563.traj.json": (350, 85, 84),
+    "mini-swe-agent-gemini3/django__django-15863.traj.json": (82, 18, 17),
+    "mini-swe-agent-gemini3/django__django-16100.traj.json": (207, 50, 49),
+    "mini-swe-agent-gemini3/django__django-16255.traj.json": (72, 17, 16),
+    "mini-swe-agent-gemini3/django__django-16493.traj.json": (99, 23, 22),
+    "mini-swe-agent-gemini3/matplotlib__matplotlib-22719.traj.json": (226, 54, 53),
+    "mini-swe-agent-gemini3/matplotlib__matplotlib-23412.traj.json": (204, 50, 49),
+    "mini-swe-agent-gemini3/matplotlib__matplotlib-25775.traj.json": (383, 94, 93),
+    "mini-swe-agent-gemini3/matplotlib__matplotlib-25960.traj.json": (219, 53, 52),
+    "mini-swe-agent-gemini3/pydata__xarray-4094.traj.json": (116, 28, 27),
+    "mini-swe-agent-gemini3/pydata__xarray-4695.traj.json": (282, 68, 67),
+    "mini-swe-agent-gemini3/pylint-dev__pylint-6528.traj.json": (390, 95, 94),
+    "mini-swe-agent-gemini3/pytest-dev__pytest-6202.traj.json": (183, 44, 43),
+    "mini-swe-agent-gemini3/pytest-dev__pytest-7432.traj.json": (143, 34, 33),
+    "mini-swe-agent-gemini3/sphinx-doc__sphinx-8548.traj.json": (335, 82, 81),
+    "mini-swe-agent-gemini3/sphinx-doc__sphinx-8595.traj.json": (280, 69, 68),
+    "mini-swe-agent-gemini3/sphinx-doc__sphinx-9258.traj.json": (426, 98, 97),
+    "mini-swe-agent-gemini3/sphinx-doc__sphinx-9320.traj.json": (173, 40, 39),
+    "mini-swe-agent-gemini3/sympy__sympy-13551.traj.json": (115, 27, 26),
+    "mini-swe-agent-gemini3/sympy__sympy-15976.traj.json": (184, 42, 41),
+    "mini-swe-agent-gemini3/sympy__sympy-16597.traj.json": (264, 65, 64),
+    "mini-swe-agent-gemini3/sympy__sympy-21596.traj.json": (201, 47, 46),
+    "swe-agent/pydicom__pydicom-1458.traj": (40, 12, 12),
+}
+
+
+def _decode_any(path: Path) -> tuple[list[Event], int]:
+    from monitor.formats import documents
+
+    if documents.claims(path):
+        events, problems = documents.load(path)
+        return events, len(problems)
+    events, decoder = decode_file(path)
+    return events, decoder.problem_count
+
+
+def test_every_real_transcript_is_counted():
+    """The pinned counts cover every real transcript kept (none forgotten, none stale)."""
+    kept = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md"}
+    assert kept == set(REAL_COUNTS)
+
+
+@pytest.mark.parametrize("name", sorted(REAL_COUNTS))
+def test_real_transcript_counts(name: str):
+    """Each real transcript decodes without a problem into its pinned number of
+    events, tool calls and tool results, every result answering a call."""
+    from monitor.events import Kind
+
+    events, problems = _decode_any(FIXTURES / name)
+    calls = [e for e in events if e.kind is Kind.TOOL_CALL]
+    results = [e for e in events if e.kind is Kind.TOOL_RESULT]
+    assert problems == 0
+    assert (len(events), len(calls), len(results)) == REAL_COUNTS[name]
+    assert {r.call_id for r in results} <= {c.call_id for c in calls}

@@ -217,13 +217,12 @@ def test_a_scan_makes_no_reference_cycles(tmp_path):
     the whole corpus and the real transcripts leaves it nothing to free."""
     from monitor.demo.synthetic import write_trace
     from monitor.scan import scan
-    from tests.conftest import SHARED_FIXTURES
+    from tests.conftest import FIXTURES
 
     trace = tmp_path / "trace.jsonl"
     write_trace(str(trace), 20_000, sessions=20, seed=2, loop_rate=0.1)
     paths = [str(trace), *map(str, sorted(SCENARIOS.glob("*.jsonl")))]
-    if SHARED_FIXTURES.is_dir():
-        paths.append(str(SHARED_FIXTURES))
+    paths.append(str(FIXTURES))
     thresholds = gc.get_threshold()
     gc.collect()
     gc.disable()

@@ -44,10 +44,10 @@ def test_aggressive_never_takes_an_honest_session_past_warn(log: Path):
     assert report.worst <= Level.WARN, _worst(report)
 
 
-def test_aggressive_on_the_real_transcripts(shared_fixtures: Path):
+def test_aggressive_on_the_real_transcripts(real_fixtures: Path):
     """The real Claude Code, Codex and SWE-agent sessions (honest work, the Codex
     one with seven identical polls whose output moves) stay at warn at most."""
-    paths = sorted(str(p) for p in shared_fixtures.rglob("*") if p.suffix in (".jsonl", ".traj"))
+    paths = sorted(str(p) for p in real_fixtures.rglob("*") if p.suffix in (".jsonl", ".traj"))
     report = scan(paths, build_config({"preset": "aggressive"}))
     assert report.events > 1000
     assert report.worst <= Level.WARN, _worst(report)

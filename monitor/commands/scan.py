@@ -19,7 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per detection")
     parser.add_argument("--format", dest="fmt", metavar="NAME",
-                        help="force a line format instead of detecting it per file")
+                        help="force a format instead of detecting it per file (a line format, or "
+                             "one of the documents: chat, openhands, swe-agent)")
     parser.add_argument("--min-level", default="notice", metavar="LEVEL",
                         help="report detections at or above LEVEL (default: notice)")
     parser.add_argument("--db", metavar="PATH",
@@ -31,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from monitor.formats import format_names
+    from monitor.formats.documents import DOCUMENT_FORMATS
     from monitor.scan import expand_paths, format_human, scan
 
     try:
@@ -41,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
         min_level = Level.parse(args.min_level)
     except ValueError as exc:
         return fail(f"--min-level: {exc}")
-    if args.fmt is not None and args.fmt not in format_names():
-        return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(format_names())})")
+    names = sorted({*format_names(), *DOCUMENT_FORMATS})
+    if args.fmt is not None and args.fmt not in names:
+        return fail(f"--format: unknown format {args.fmt!r} (expected one of: {', '.join(names)})")
     if args.db is not None:
         if args.paths:
             return fail("scan: give PATHs or --db, not both")
@@ -53,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
         return fail("scan: --session needs --db")
     if not args.paths:
         return fail("scan: name at least one PATH (or '-' for standard input)")
-    for path in expand_paths(args.paths):
+    expanded = expand_paths(args.paths)
+    if not expanded:
+        return fail(f"scan: nothing to scan in {', '.join(args.paths)}: no agent logs there "
+                    "(*.jsonl, *.ndjson, *.traj, or .json trajectories)")
+    for path in expanded:
         if path == "-":
             continue
         try:
@@ -77,4 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"loopwatch: skipped {problem}", file=sys.stderr)
     if report.problem_count > 200:
         print(f"loopwatch: … {report.problem_count - 200} more bad lines", file=sys.stderr)
+    if report.nothing_read:
+        print("loopwatch: nothing given could be read as agent events", file=sys.stderr)
+        return 2
     return report.exit_code

@@ -49,3 +49,4 @@ __all__ = [
 # ``register_line_format`` from this module.
 from monitor.formats import claude as _claude  # noqa: E402,F401
 from monitor.formats import codex as _codex  # noqa: E402,F401
+from monitor.formats import chat as _chat  # noqa: E402,F401

@@ -24,6 +24,15 @@ start, the task statement) have no step and carry ``line`` ``None``.
   false or the exit code is positive), ``message`` actions are user or
   assistant messages, an action's ``thought`` an assistant message,
   ``condensation`` a compaction and growth of ``llm_metrics`` usage.
+* **Chat messages** (mini-swe-agent's ``*.traj.json``, any ``{"messages":
+  [...]}`` document or bare JSON array of OpenAI / Anthropic messages): read
+  by :class:`~monitor.formats.chat.ChatDecoder`, one message a step;
+  ``instance_id``, ``trajectory_format`` and the model go to the session's
+  meta, ``info.exit_status`` is the session end.  A message without a time
+  is one second after the one before.
+
+One file is one session, named after the file (``scan`` makes the name unique
+when two files share it: two runs of one task are never merged).
 
 Bad input becomes a :class:`~monitor.formats.base.Problem`; nothing raises
 except ``OSError`` for a file that cannot be read.
@@ -39,6 +48,7 @@ import orjson
 
 from monitor.events import Event, Kind
 from monitor.formats.base import Problem, RecordError
+from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
@@ -67,43 +77,140 @@ def _looks_like_openhands(head: bytes) -> bool:
         b'"source"' in text or b'"args"' in text or b'"extras"' in text)
 
 
-def claims(path: Path) -> bool:
-    """True when ``path`` is a whole-document trajectory this module reads."""
+def _looks_like_chat(head: bytes) -> bool:
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        return b'"messages"' in text and b'"role"' in text
+    return text.startswith(b"[") and b'"role"' in text and not _looks_like_openhands(text)
+
+
+#: The document formats, as ``--format`` names them.
+DOCUMENT_FORMATS = ("chat", "openhands", "swe-agent")
+
+
+def kind_of(path: Path) -> str | None:
+    """The document format of ``path`` (from its name and first bytes), or ``None``."""
     if path.suffix == ".traj":
-        return True
+        return "swe-agent"
     if path.suffix != ".json":
-        return False
+        return None
     try:
         with open(path, "rb") as stream:
-            return _looks_like_openhands(stream.read(_PEEK_BYTES))
+            head = stream.read(_PEEK_BYTES)
     except OSError:
-        return False
+        return None
+    if head.lstrip().startswith(b"{") and _looks_like_chat(head):
+        return "chat"
+    if _looks_like_openhands(head):
+        return "openhands"
+    return "chat" if _looks_like_chat(head) else None
+
+
+def claims(path: Path) -> bool:
+    """True when ``path`` is a whole-document trajectory this module reads."""
+    return kind_of(path) is not None
 
 
 def name_of(path: Path) -> str:
-    return "swe-agent" if path.suffix == ".traj" else "openhands"
+    return kind_of(path) or "openhands"
 
 
-def load(path: Path) -> tuple[list[Event], list[Problem]]:
-    """Every event of a trajectory document, and what was wrong with it."""
+def session_of(path: Path) -> str:
+    """The session a document's events belong to: its name without the extensions."""
+    name = path.name
+    for suffix in (".traj.json", ".json", ".traj"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name or "trajectory"
+
+
+def load(path: Path, session: str | None = None,
+         fmt: str | None = None) -> tuple[list[Event], list[Problem]]:
+    """Every event of a trajectory document, and what was wrong with it.
+
+    ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
+    session (default: :func:`session_of`)."""
     source = str(path)
     raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return [], [Problem(source, None, f"invalid JSON: {exc}")]
-    session = path.name[: -len(path.suffix)] if path.suffix else path.name
+    session = session or session_of(path)
     try:
         base = os.stat(path).st_mtime
     except OSError:
         base = 0.0
     loader: Callable[..., tuple[list[Event], list[Problem]]]
-    if path.suffix == ".traj" or (isinstance(document, dict) and "trajectory" in document
-                                  and _is_swe_agent(document)):
+    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
+        loader = _load_chat
+    elif fmt == "swe-agent" or path.suffix == ".traj" or (
+            fmt is None and isinstance(document, dict) and "trajectory" in document and _is_swe_agent(document)):
         loader = _load_swe_agent
     else:
         loader = _load_openhands
-    return loader(document, source, session or "trajectory", base)
+    return loader(document, source, session, base)
+
+
+# -- chat messages -------------------------------------------------------------
+
+def chat_messages(document: Any) -> list[Any] | None:
+    """The message list of a chat document (``{"messages": [...]}`` or a bare
+    array of ``{"role": …}`` objects), or ``None``."""
+    if isinstance(document, dict):
+        messages = document.get("messages")
+    elif isinstance(document, list):
+        messages = document
+    else:
+        return None
+    if not isinstance(messages, list):
+        return None
+    head = [m for m in messages[:5] if isinstance(m, dict)]
+    if not head or not all(m.get("role") in ROLES and "type" not in m for m in head):
+        return None
+    return messages
+
+
+def _load_chat(document: Any, source: str, session: str,
+               base: float) -> tuple[list[Event], list[Problem]]:
+    messages = chat_messages(document)
+    if messages is None:
+        return [], [Problem(source, None, "not a chat document (expected {\"messages\": [...]} or a JSON "
+                                          "array of messages with a role)")]
+    info = document.get("info") if isinstance(document, dict) and isinstance(document.get("info"), dict) else {}
+    meta: dict[str, Any] = {}
+    agent = "chat"
+    if isinstance(document, dict):
+        for key in ("instance_id", "trajectory_format"):
+            if isinstance(document.get(key), str):
+                meta[key] = document[key]
+        if str(document.get("trajectory_format", "")).startswith("mini-swe-agent"):
+            agent = "mini-swe-agent"
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    if isinstance(model.get("model_name"), str):
+        meta["model"] = model["model_name"]
+    decoder = ChatDecoder(source, session)
+    problems: list[Problem] = []
+    events: list[Event] = []
+    start = base - len(messages)
+    for index, message in enumerate(messages, start=1):
+        if not isinstance(message, dict):
+            problems.append(Problem(source, index, f"message: expected an object, got {type(message).__name__}"))
+            continue
+        try:
+            events.extend(decoder.decode(message, index, start + index))
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+    first = events[0].ts if events else base
+    opening = Event(kind=Kind.SESSION_START, session=session, ts=first, source=source, line=None,
+                    agent=agent, meta=meta)
+    status = info.get("exit_status")
+    if isinstance(status, str) and status:
+        last = events[-1] if events else opening
+        events.append(Event(kind=Kind.SESSION_END, session=session, ts=last.ts, source=source,
+                            line=len(messages) or None, status=status))
+    return [opening, *events], problems
 
 
 # -- SWE-agent ------------------------------------------------------------------

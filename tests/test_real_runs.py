@@ -1,0 +1,105 @@
+"""Real runs as the test of every detector (issue 13).
+
+``tests/real/labels.toml`` labels each real run kept in ``tests/fixtures`` by
+reading it: honest, or the stretches a person would call stuck.  Every
+labelled stretch must be caught (a detection at warn or above inside it) and
+no honest run may reach warn, under the default preset.
+
+What fails today is listed once below, each with its reason, and expected to
+fail (not strictly: a fix makes it pass); the list empties as the detectors
+learn.  Labels are never weakened to make this pass.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from monitor.events import Level
+from monitor.scan import scan
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+LABELS = tomllib.loads((HERE / "real" / "labels.toml").read_text(encoding="utf-8"))
+RUNS = LABELS["run"]
+
+#: Honest runs that reach warn today, by test id: the detector and why it is wrong.
+KNOWN_FALSE_POSITIVES: dict[str, str] = {
+    "django__django-10914": "exact_repeat: a grep/sed of one setting re-run after sed -i changed it (inputs changed through the shell)",
+    "django__django-16100": "exact_repeat: the reproduction re-run after each sed -i debug edit (inputs changed through the shell)",
+    "matplotlib__matplotlib-22719": "exact_repeat: a verification script re-run after sed -i edits to the module it runs",
+    "matplotlib__matplotlib-25960": "exact_repeat: one grep three times over 18 messages between other reads, while confused; resolves by itself",
+    "pydata__xarray-4695": "exact_repeat: a test script re-run after each different debug edit (inputs changed through the shell)",
+    "pylint-dev__pylint-6528": "exact_repeat on re-runs after edits; similar_args and failure_cascade on pylint's exit 28 (messages found) and different failing commands",
+    "sphinx-doc__sphinx-8595": "exact_repeat: rebuild-and-check after rewriting the example for a different case each time",
+    "sphinx-doc__sphinx-9320": "exact_repeat (to critical): a test script re-run after each sed -i to that script",
+}
+#: Labelled stuck stretches not caught today, by test id.
+KNOWN_MISSES: dict[str, str] = {
+    "django__django-14349@102-152": "a six-command build-and-run sequence repeated three times with identical outputs: "
+                                    "no detector sees the repeated sequence (the outcome repeating while the means vary)",
+}
+
+
+def _name(run: dict) -> str:
+    name = Path(run["path"]).name
+    for suffix in (".traj.json", ".jsonl", ".traj"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _marked(test_id: str, known: dict[str, str]):
+    if test_id in known:
+        return pytest.param(test_id, marks=pytest.mark.xfail(reason=known[test_id], strict=False), id=test_id)
+    return pytest.param(test_id, id=test_id)
+
+
+BY_ID = {_name(run): run for run in RUNS}
+HONEST = [_marked(_name(r), KNOWN_FALSE_POSITIVES) for r in RUNS if r["label"] == "honest"]
+EPISODES = {f"{_name(r)}@{lo}-{hi}": (r, lo, hi) for r in RUNS if r["label"] == "loop" for lo, hi in r["loops"]}
+LOOPS = [_marked(test_id, KNOWN_MISSES) for test_id in EPISODES]
+
+
+@lru_cache(maxsize=None)
+def _warnings(path: str) -> tuple[tuple[str, int | None, str], ...]:
+    report = scan([path])
+    assert report.problem_count == 0, report.problems[:3]
+    return tuple((d.detector, d.line, d.level.label) for d in report.detections if d.level >= Level.WARN)
+
+
+def test_the_real_runs_are_many_and_from_several_agents():
+    """At least 40 labelled runs from at least three agents, each with provenance,
+    a licence, a label and a note saying what a reader saw; every file exists."""
+    sources = LABELS["source"]
+    agents = Counter(sources[run["path"].split("/")[0]]["agent"] for run in RUNS)
+    assert len(RUNS) >= 40 and len(agents) >= 3, agents
+    for source in sources.values():
+        assert source["repository"] and source["licence"] and source["path"]
+    for run in RUNS:
+        assert (FIXTURES / run["path"]).is_file(), run["path"]
+        assert run["label"] in ("honest", "loop", "borderline") and run["note"], run["path"]
+        if run["label"] == "loop":
+            assert run["loops"] and all(lo <= hi for lo, hi in run["loops"]), run["path"]
+    assert len(BY_ID) == len(RUNS)  # names are unique: test ids name runs
+    assert set(KNOWN_FALSE_POSITIVES) <= {_name(r) for r in RUNS if r["label"] == "honest"}
+    assert set(KNOWN_MISSES) <= set(EPISODES)
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_an_honest_run_never_reaches_warn(name: str):
+    """A run a reader calls honest gets no detection at warn or above."""
+    found = _warnings(str(FIXTURES / BY_ID[name]["path"]))
+    assert not found, found[:5]
+
+
+@pytest.mark.parametrize("episode", LOOPS)
+def test_a_labelled_loop_is_caught_inside_its_range(episode: str):
+    """A stretch a reader calls stuck gets a detection at warn or above inside it."""
+    run, lo, hi = EPISODES[episode]
+    found = _warnings(str(FIXTURES / run["path"]))
+    assert any(line is not None and lo <= line <= hi for _, line, _ in found), found[:8]
