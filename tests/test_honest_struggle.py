@@ -210,3 +210,19 @@ def test_a_gap_between_different_calls_is_working_not_waiting():
         s.call("bash", "api  Exited (1) 2 minutes ago", command="docker ps -a --filter name=api")
     _, found = run(s)
     assert _warned(found)
+
+
+def test_a_linter_reporting_findings_is_not_failing():
+    """pylint exits 28 (messages of several kinds found), flake8 and mypy 1: the report is
+    the output, as grep's 1 is "no match". Three differently-argued pylint runs are not
+    a cascade nor a retry failing the same way; pylint's usage error (32) still fails."""
+    report = "************* Module repro\nrepro.py:1:0: C0114: Missing module docstring (missing-module-docstring)"
+    s = Stream()
+    for args in ("--recursive=y .", "--recursive=y --ignore=.a .", "--recursive=y --ignore-paths=.a ."):
+        s.call("bash", f"Exit code 28\n{report}", error=True, command=f"cd reproduction && pylint {args}")
+    s.call("bash", "Exit code 1\nsrc/a.py:3:1: F401 'os' imported but unused", error=True, command="flake8 src")
+    s.call("bash", "Exit code 32\nusage: pylint [options]", error=True, command="pylint --bogus")
+    results = _results(s)
+    assert [failed(r) for r in results] == [False, False, False, False, True]
+    _, found = run(s)
+    assert not _warned(found)

@@ -259,6 +259,27 @@ def _benign_one(segment: str) -> bool:
     return False
 
 
+#: Linters and checkers whose nonzero exit status says "I found something" --
+#: their report is the output, the command worked (as a test run's failing
+#: tests are the code failing).  pylint's status is a bit field of message
+#: kinds below 32 (32: usage error); the others exit 1 with findings.
+_LINTERS = frozenset({"pylint", "flake8", "mypy", "ruff", "eslint", "pyflakes", "pycodestyle", "pydocstyle",
+                      "shellcheck", "black", "isort", "pyright", "stylelint", "hadolint", "yamllint"})
+
+
+def _reported_findings(command: str, code: int, content: str) -> bool:
+    """A linter's last command exiting with its "found something" status and a report."""
+    segments = _segments(command)
+    if not segments:
+        return False
+    program = _program(segments[-1])
+    if program not in _LINTERS:
+        return False
+    if not (0 < code < 32 if program == "pylint" else code == 1):
+        return False
+    return bool(output_body(content[:2000]))
+
+
 def _program(segment: str) -> str:
     stripped = _WRAPPERS.sub("", segment, count=1)
     word = stripped.split(None, 1)[0] if stripped else ""
@@ -342,6 +363,12 @@ def failed(result: Event) -> bool:
     shellish = (command is not None or (result.tool or "").lower() in SHELL_TOOLS
                 or is_test_run(result.call))
     code = exit_code(result.content) if shellish and result.content else None
+    if code is None and result.meta:
+        # Adapters that read the status from the log keep it as meta
+        # ``exit_code`` (the chat adapter: mini-swe-agent's <returncode>).
+        found = result.meta.get("exit_code")
+        if isinstance(found, int) and not isinstance(found, bool):
+            code = found
     if code is None:
         outcome = result.is_error
     elif code == 0:
@@ -357,6 +384,8 @@ def failed(result: Event) -> bool:
                 # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
                 # 1 with nothing to say: the search said "no".
                 outcome = False
+        if outcome and command and "||" not in command and _reported_findings(command, code, result.content):
+            outcome = False
     result.cache["failed"] = outcome
     return outcome
 
