@@ -114,7 +114,11 @@ def call_io(call: Event | None) -> CallIO:
         # The heredoc's body is content, not commands: only the line that
         # starts it is (``cat <<'EOF' > fix.py``, ``cat > fix.py << EOF``).
         command = command.split("\n", 1)[0].replace("<<", " ")
-    for segment in _segments(command):
+    if "&" in command or "|" in command or ";" in command or "\n" in command:
+        segments = _segments(command)
+    else:
+        segments = [command.strip()]  # one simple command (most): no split needed
+    for segment in segments:
         program = _program(segment)
         words = segment.split()
         if ">" in segment:

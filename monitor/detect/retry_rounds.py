@@ -91,12 +91,10 @@ class RetryRounds(Detector):
     def __init__(self, settings: RetryRoundsSettings | None = None):
         super().__init__(settings)
         self.log: deque[_Entry] = deque(maxlen=LOG)
-        self.by_seq: dict[int, _Entry] = {}
         self.restores: dict[int, _Restore] = {}
 
     def reset(self) -> None:
         self.log.clear()
-        self.by_seq.clear()
         self.restores.clear()
 
     def window(self) -> list[Event]:
@@ -105,7 +103,13 @@ class RetryRounds(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
             call = event.call
-            entry = self.by_seq.get(call.seq) if call is not None else None
+            if call is None:
+                return None
+            entry = None
+            for recent in reversed(self.log):  # (a result follows its call closely)
+                if recent.seq <= call.seq:
+                    entry = recent if recent.seq == call.seq else None
+                    break
             if entry is not None and not not_an_outcome(event) and (
                     failed(event) or failure_signature(event) is not None):
                 # A test run's failure is its failing tests, names whole
@@ -118,17 +122,16 @@ class RetryRounds(Detector):
         io = record.io
         command = shell_command(event)
         if command is not None:
-            line = command[:4000].split("\n", 1)[0]  # (a heredoc's body is content)
-            restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
-                "git" in line and _REVERT.search(line) is not None)
+            restore = False
+            if io.writes or "git" in command:
+                end = command.find("\n", 0, 4000)
+                line = command[:end if end >= 0 else 4000]  # (a heredoc's body is content)
+                restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
+                    "git" in line and _REVERT.search(line) is not None)
         else:
             restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
         entry = _Entry(event.seq, record.hash, bool(io.writes) or restore)  # edits it names, not runs
-        log = self.log
-        if len(log) == log.maxlen:
-            self.by_seq.pop(log[0].seq, None)
-        log.append(entry)
-        self.by_seq[entry.seq] = entry
+        self.log.append(entry)
         if not restore:
             return None
         known = self.restores.get(record.hash)
@@ -137,7 +140,7 @@ class RetryRounds(Detector):
                 del self.restores[next(iter(self.restores))]
             self.restores[record.hash] = _Restore(event.seq, ref(event))
             return None
-        round_ = [e for e in log if known.seq < e.seq < event.seq]
+        round_ = [e for e in self.log if known.seq < e.seq < event.seq]
         if not round_:
             known.seq = event.seq
             return None  # the same restore twice in a row: no round between

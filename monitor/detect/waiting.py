@@ -102,6 +102,8 @@ def mark(call: Event, view: SessionView) -> None:
         waited = max(waited, gap)
     if waited or pure:
         call.cache["waited"] = waited or pure
+        if pure:
+            call.cache["wait_only"] = True
     view.last_wait = pure
 
 
@@ -144,13 +146,17 @@ class Waiting(Detector):
         return []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # Runs for every result: the common case (no wait) is a few dict reads.
         call = event.call
-        if call is None or only_waits(call) or view.exempt(call.tool):
+        if call is None:
             return None
-        waited = call.cache.get("waited") or 0.0
-        record = call.cache.get("record") or call_record(call)
+        cache = call.cache
+        waited = cache.get("waited")
+        if waited and (cache.get("wait_only") or view.exempt(call.tool)):
+            return None
+        record = cache.get("record") or call_record(call)
         poll = self.poll
-        if poll is None or not waited or not record.same_call(poll) or not record.same_outcome(poll):
+        if not waited or poll is None or not record.same_call(poll) or not record.same_outcome(poll):
             # Another call, no wait, or the answer moved: a new poll to wait on.
             self.poll, self.spent, self.polls, self.stage, self.count = record, 0.0, [record], 0, 1
             return None
