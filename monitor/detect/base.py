@@ -115,7 +115,7 @@ class SessionView:
         #: Seconds the latest tool call did nothing but wait (``sleep 60``), for the next one.
         self.last_wait = 0.0
         #: The latest tool call's key and time (a poll repeated 20 s later waited).
-        self.last_call_key = ""
+        self.last_call_key: str | None = None
         self.last_call_ts = 0.0
 
     def exempt(self, tool: str | None) -> bool:

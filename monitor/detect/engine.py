@@ -327,6 +327,8 @@ class Engine:
             if result:
                 found.extend(result)
         view.completed = None
+        if kind is _TOOL_CALL:
+            view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
 
         if self.sparklines and kind in _SIMILARITY_KINDS:
             history = state.similarity

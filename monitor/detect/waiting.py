@@ -77,12 +77,13 @@ _WAIT_KEY_SET = frozenset(WAIT_KEYS)
 def mark(call: Event, view: SessionView) -> None:
     """Mark ``call`` as waited (``cache["waited"]``: the seconds) when it comes
     after an explicit wait or only waits; remember a call that only waits, and
-    the call itself, for the next one.  Run by the engine on every call,
+    the call's time, for the next one.  Run by the engine on every call,
     before the detectors."""
-    key = call_key(call)  # (memoized: the call detectors need it anyway)
     elapsed = call.ts - view.last_call_ts if view.last_call_ts else 0.0
-    gap = elapsed if key == view.last_call_key else 0.0
-    view.last_call_key, view.last_call_ts = key, call.ts
+    view.last_call_ts = call.ts
+    # (The previous call's key is the one the call detectors computed; the
+    # engine keeps it after they ran.  Computed here only for a long gap.)
+    gap = elapsed if elapsed >= WAIT_GAP and view.last_call_key and call_key(call) == view.last_call_key else 0.0
     command = shell_command(call)
     pure = 0.0
     waited = view.last_wait
