@@ -39,7 +39,7 @@ class CallRecord:
     until a comparison has reduced it to a hash."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
-                 "_outcome", "_marks", "failure", "io", "waited")
+                 "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
         cache = event.cache
@@ -57,21 +57,26 @@ class CallRecord:
         self.text: str | None = None
         #: similar_args: the comparable failure (``None`` while unknown).
         self.failure: str | None = None
-        #: What the call reads and writes (a repeat after its inputs changed is a new call).
-        self.io: CallIO = call_io(event)
-        #: Made after an explicit wait, or only waits (see waiting.py): not a repeat.
-        self.waited = bool(cache.get("waited"))
+        #: What the call writes (a repeat after its inputs changed is a new call),
+        #: and whether it was made after a wait (``io.waited``).
+        self.io: CallIO = call_io(event).kept(bool(cache.get("waited")))
 
     @property
     def done(self) -> bool:
         """The result arrived."""
         return self.text is not None
 
-    def changed_since(self, between: list[CallRecord]) -> bool:
+    @staticmethod
+    def changed_since(io: CallIO, between: list[CallRecord]) -> bool:
         """Whether one of the calls ``between`` (made after an identical
-        earlier call) may have changed this call's inputs: then it is a new call."""
-        io = self.io
+        earlier call) may have changed the inputs of the call ``io`` describes
+        (``inputs.call_io`` of its event): then it is a new call."""
         return any(io.changed_by(other.io) for other in between)
+
+    @property
+    def waited(self) -> bool:
+        """Made after an explicit wait, or only waits (see waiting.py): not a repeat."""
+        return self.io.waited
 
     def same_call(self, other: CallRecord) -> bool:
         return self.hash == other.hash and self.key == other.key

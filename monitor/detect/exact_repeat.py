@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
+from monitor.detect.inputs import call_io
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
@@ -115,14 +116,15 @@ class ExactRepeat(Detector, AwaitsRepeats):
         # A call whose inputs were rewritten since it last ran (``python
         # fix.py`` after a new fix.py, a read after ``sed -i`` of its file)
         # is a new call, not a repeat.
-        streak = [] if True in moved[latest + 1 - first:] or record.changed_since(records[latest + 1:]) \
+        io = call_io(event)
+        streak = [] if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]) \
             else [reference]
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
             if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first] \
-                    or record.changed_since(records[earlier_at + 1:later]):
+                    or record.changed_since(io, records[earlier_at + 1:later]):
                 break
             if not reference.done:
                 reference = earlier

@@ -5,14 +5,15 @@
 re-run after edits: the command is the same, its inputs are not, so it is a
 new call, not a repeat (issue 13).  :func:`call_io` says, for one call:
 
-* ``writes`` -- the base names of the files it writes (redirect targets,
+* ``writes`` -- the base names of the files it writes (a tuple of their
+  hashes: records keep it) (redirect targets,
   ``tee``, ``sed -i``/``perl -i`` operands, the target of ``cp``/``mv``,
   heredocs, an edit tool's path);
 * ``blind`` -- it may write files it does not name (``patch``, ``git apply``,
   ``git checkout``, running a program or script);
 * ``broad`` -- its result depends on more than the files it names (it runs
   code, a test suite, ``git diff``): any write since its last run changes it;
-* ``reads`` -- the base names of the files it names.
+* ``reads`` -- the base names of the files it names (hashes).
 
 Bounded: the command is looked at up to 4,000 characters, once per call.
 """
@@ -49,13 +50,15 @@ _MAX_NAMES = 16
 class CallIO:
     """See the module docstring."""
 
-    __slots__ = ("writes", "blind", "broad", "reads")
+    __slots__ = ("writes", "blind", "broad", "reads", "waited")
 
-    def __init__(self, writes: frozenset[str], blind: bool, broad: bool, reads: frozenset[str]):
+    def __init__(self, writes: tuple[int, ...], blind: bool, broad: bool, reads: frozenset[int],
+                 waited: bool = False):
         self.writes = writes
         self.blind = blind
         self.broad = broad
         self.reads = reads
+        self.waited = waited  # (set on what a record keeps: see kept())
 
     @property
     def writes_any(self) -> bool:
@@ -77,14 +80,32 @@ class CallIO:
         return not self.reads.isdisjoint(writer.writes)
 
 
-NO_IO = CallIO(frozenset(), False, False, frozenset())
+    def kept(self, waited: bool = False) -> CallIO:
+        """What a record keeps of it: the writes and flags, not the reads (only
+        the call being judged needs those, and its event has them), and
+        whether the call was made after a wait; shared when it writes nothing
+        by name."""
+        if self.writes or waited:
+            return CallIO(self.writes, self.blind, self.broad, _EMPTY, waited)
+        return _SHARED[self.blind, self.broad]
 
 
-def _base(word: str) -> str:
+_EMPTY: frozenset[int] = frozenset()
+NO_IO = CallIO((), False, False, _EMPTY)
+_SHARED = {(blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)}
+_SHARED[False, False] = NO_IO
+
+
+def _base(word: str) -> int:
+    """The hash of a path's base name (records keep names as hashes: 8 bytes, not a string)."""
+    return hash(_base_name(word))
+
+
+def _base_name(word: str) -> str:
     return word.strip("'\"").rstrip("/").rsplit("/", 1)[-1]
 
 
-def _names(words: list[str]) -> set[str]:
+def _names(words: list[str]) -> set[int]:
     return {_base(w) for w in words if ("." in w or "/" in w) and not w.startswith("-")
             and not w.startswith(("'s", "s/", "'/", "/^"))}
 
@@ -102,13 +123,13 @@ def call_io(call: Event | None) -> CallIO:
         if is_edit(call):
             args = call.args or {}
             target = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
-            io = CallIO(frozenset({_base(target)}) if target else frozenset(), target is None, False,
-                        frozenset({_base(target)}) if target else frozenset())
+            io = CallIO((_base(target),) if target else (), target is None, False,
+                        frozenset({_base(target)}) if target else _EMPTY)
         call.cache["call_io"] = io
         return io
     command = command[:4000]
-    writes: set[str] = set()
-    reads: set[str] = set()
+    writes: set[int] = set()
+    reads: set[int] = set()
     blind = broad = False
     if "<<" in command:
         # The heredoc's body is content, not commands: only the line that
@@ -150,6 +171,6 @@ def call_io(call: Event | None) -> CallIO:
         reads.update(names)
         if len(reads) > _MAX_NAMES:
             break
-    io = CallIO(frozenset(list(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
+    io = CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
     call.cache["call_io"] = io
     return io

@@ -27,7 +27,7 @@ Honest edit-test cycles have no restores; restoring a backup between
 from __future__ import annotations
 
 import re
-from collections import deque
+from array import array
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
@@ -41,30 +41,27 @@ _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
 _WHOLE_FILE_TOOLS = re.compile(r"(?i)write|create")
-#: Calls remembered (the rounds are read from them) and restores tracked.
-LOG = 64
-MAX_RESTORES = 32
-
-
-class _Entry:
-    __slots__ = ("seq", "key", "write", "kind")
-
-    def __init__(self, seq: int, key: int, write: bool):
-        self.seq, self.key, self.write, self.kind = seq, key, write, ""
+#: Edits and failures remembered (the rounds are read from them), restores
+#: tracked, failure texts kept for messages, evidence kept per restore.
+LOG = 16
+MAX_RESTORES = 4
+_BITS = 0x7FFFFFFF  # what the log keeps of a seq or a hash
+_EDIT = _BITS & ~1
+EVIDENCE = 5
 
 
 class _Restore:
     """One restore and the rounds between its occurrences."""
 
-    __slots__ = ("seq", "ref", "writes", "kinds", "attempts", "outcomes", "rounds", "refs")
+    __slots__ = ("seq", "calls", "writes", "kinds", "attempts", "outcomes", "rounds", "refs")
 
-    def __init__(self, seq: int, at: EventRef):
+    def __init__(self, seq: int, calls: int):
         self.seq = seq
-        self.ref = at
+        self.calls = calls  # calls seen when it last happened
         self.writes: frozenset[int] | None = None  # of the last closed round
-        self.kinds: frozenset[str] = frozenset()
+        self.kinds: frozenset[int] = frozenset()
         self.attempts = self.outcomes = self.rounds = 0  # alike rounds in a row; all rounds
-        self.refs: deque[EventRef] = deque([at], maxlen=8)
+        self.refs: list[EventRef] = []  # the restores that closed rounds (most writes never do)
 
 
 @dataclass(frozen=True)
@@ -90,12 +87,19 @@ class RetryRounds(Detector):
 
     def __init__(self, settings: RetryRoundsSettings | None = None):
         super().__init__(settings)
-        self.log: deque[_Entry] = deque(maxlen=LOG)
+        #: Flat pairs (seq of the call, 31 bits of the hash of an edit's call
+        #: key with its lowest bit clear, or of a failure's kind with it set),
+        #: the latest LOG of them: 4 bytes a number.
+        self.log = array("i")
         self.restores: dict[int, _Restore] = {}
+        self.last_failure = ""  # the latest failure's text, for messages
+        self.calls = 0
 
     def reset(self) -> None:
-        self.log.clear()
+        del self.log[:]
         self.restores.clear()
+        self.last_failure = ""
+        self.calls = 0
 
     def window(self) -> list[Event]:
         return []
@@ -103,21 +107,19 @@ class RetryRounds(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
             call = event.call
-            if call is None:
+            if call is None or not (failed(event) or failure_signature(event) is not None) or not_an_outcome(event):
                 return None
-            entry = None
-            for recent in reversed(self.log):  # (a result follows its call closely)
-                if recent.seq <= call.seq:
-                    entry = recent if recent.seq == call.seq else None
-                    break
-            if entry is not None and not not_an_outcome(event) and (
-                    failed(event) or failure_signature(event) is not None):
-                # A test run's failure is its failing tests, names whole
-                # (test_key[0] and test_key[1] are not the same failure).
-                entry.kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
+            # A test run's failure is its failing tests, names whole
+            # (test_key[0] and test_key[1] are not the same failure).
+            kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
+            if kind:
+                self._log(call.seq, hash(kind) & _BITS | 1)
+                if self.restores:  # (only a round's failure is ever quoted)
+                    self.last_failure = shown_failure(kind)[:80]
             return None
         if view.tool_overrides and view.exempt(event.tool):
             return None
+        self.calls += 1
         record = event.cache.get("record") or call_record(event)
         io = record.io
         command = shell_command(event)
@@ -130,26 +132,36 @@ class RetryRounds(Detector):
                     "git" in line and _REVERT.search(line) is not None)
         else:
             restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
-        entry = _Entry(event.seq, record.hash, bool(io.writes) or restore)  # edits it names, not runs
-        self.log.append(entry)
+        if io.writes or restore:  # edits it names (running a script is not one)
+            self._log(event.seq, record.hash & _EDIT)
         if not restore:
             return None
         known = self.restores.get(record.hash)
         if known is None:
             if len(self.restores) >= MAX_RESTORES:
-                del self.restores[next(iter(self.restores))]
-            self.restores[record.hash] = _Restore(event.seq, ref(event))
+                # The oldest that never came back goes first (most writes are made once).
+                old = next((k for k, r in self.restores.items() if not r.rounds), None)
+                del self.restores[old if old is not None else next(iter(self.restores))]
+            self.restores[record.hash] = _Restore(event.seq, self.calls)
             return None
-        round_ = [e for e in self.log if known.seq < e.seq < event.seq]
-        if not round_:
-            known.seq = event.seq
+        if self.calls - known.calls <= 1:
+            known.seq, known.calls = event.seq, self.calls
             return None  # the same restore twice in a row: no round between
-        return self._close(known, record.hash, round_, event, view)
+        since, log = known.seq & _BITS, self.log
+        now = event.seq & _BITS
+        round_ = [log[i + 1] for i in range(0, len(log), 2) if since < log[i] < now]
+        return self._close(known, record.hash & _EDIT, round_, event, view)
 
-    def _close(self, known: _Restore, key: int, round_: list[_Entry], event: Event,
+    def _log(self, seq: int, value: int) -> None:
+        log = self.log
+        if len(log) >= 2 * LOG:
+            del log[:2]
+        log.extend((seq & _BITS, value))
+
+    def _close(self, known: _Restore, key: int, round_: list[int], event: Event,
                view: SessionView) -> list[Detection] | None:
-        writes = frozenset(e.key for e in round_ if e.write and e.key != key)
-        kinds = frozenset(e.kind for e in round_ if e.kind)
+        writes = frozenset(v for v in round_ if not v & 1 and v != key)
+        kinds = frozenset(v for v in round_ if v & 1)
         if known.writes is not None:
             shared = writes & known.writes
             same_attempt = bool(shared) and len(shared) * 2 >= len(writes)
@@ -157,13 +169,15 @@ class RetryRounds(Detector):
             known.attempts = known.attempts + 1 if same_attempt else 0
             known.outcomes = known.outcomes + 1 if same_outcome else 0
         known.rounds += 1
-        known.writes, known.kinds, known.seq = writes, kinds, event.seq
+        known.writes, known.kinds, known.seq, known.calls = writes, kinds, event.seq, self.calls
+        if len(known.refs) >= EVIDENCE:
+            del known.refs[0]  # the latest restores
         known.refs.append(ref(event))
         s = self.settings
         if known.attempts + 1 >= s.attempts and known.attempts:
             why = f"the same steps again ({known.attempts + 1} rounds in a row)"
         elif known.outcomes + 1 >= s.outcomes and known.outcomes:
-            shown = shown_failure(sorted(kinds & known.kinds or kinds)[0]) if kinds else "the same failure"
+            shown = self.last_failure or "the same failure"
             why = f"the same failure after each of {known.outcomes + 1} rounds ({shown[:80]})"
         elif known.rounds >= s.max_rounds:
             why = f"{known.rounds} rounds of starting over"

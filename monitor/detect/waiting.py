@@ -13,8 +13,8 @@ The repeat detectors (``exact_repeat``, ``fingerprint``, ``cycle``,
 ``turn_similarity``) do not count a waited call as a repeat, nor a call that
 only waits.  Instead the ``waiting`` detector counts the time spent waiting
 on the same unchanged answer: the same call again, after a wait, with the
-same result.  It is a ``notice`` when half of the budget is spent and a
-``warn`` when all of it is (default 30 minutes; per tool with
+same result, counted from the first poll after a wait.  It is a ``notice``
+when half of the budget is spent and a ``warn`` when all of it is (default 30 minutes; per tool with
 ``[tools.<name>] wait_budget_seconds``).  An answer that changes starts the
 count over.  Identical polls back to back, with no wait, are still a loop
 for the repeat detectors.
@@ -139,7 +139,7 @@ class Waiting(Detector):
     def reset(self) -> None:
         self.poll: CallRecord | None = None  # the poll being waited on
         self.spent = 0.0  # seconds waited on its unchanged answer
-        self.polls: list[CallRecord] = []  # its repeats (the first 12, as evidence)
+        self.polls: list[CallRecord] | None = None  # its repeats (the first 6, as evidence)
         self.count = 0  # its repeats
         self.stage = 0  # 0: nothing said, 1: notice given, n >= 2: warned for n - 1 budgets
 
@@ -153,17 +153,21 @@ class Waiting(Detector):
             return None
         cache = call.cache
         waited = cache.get("waited")
-        if waited and (cache.get("wait_only") or view.exempt(call.tool)):
+        if not waited:
+            if self.poll is not None:
+                self.reset()  # no wait: not polling (and nothing kept meanwhile)
+            return None
+        if cache.get("wait_only") or view.exempt(call.tool):
             return None
         record = cache.get("record") or call_record(call)
         poll = self.poll
-        if not waited or poll is None or not record.same_call(poll) or not record.same_outcome(poll):
-            # Another call, no wait, or the answer moved: a new poll to wait on.
+        if poll is None or not record.same_call(poll) or not record.same_outcome(poll):
+            # A first poll after a wait, or the answer moved: a new poll to wait on.
             self.poll, self.spent, self.polls, self.stage, self.count = record, 0.0, [record], 0, 1
             return None
         self.spent += waited
         self.count += 1
-        if len(self.polls) < 12:
+        if len(self.polls) < 6:
             self.polls.append(record)
         override = view.tool_overrides.get(call.tool or "") if view.tool_overrides else None
         budget = getattr(override, "wait_budget_seconds", None) or self.settings.budget_seconds
