@@ -105,6 +105,18 @@ def test_anthropic_blocks_in_a_bare_array(tmp_path: Path):
     assert events[3].tool == "Bash" and events[3].args == {"command": "pytest"}
 
 
+def test_legacy_function_call(tmp_path: Path):
+    """OpenAI's older function_call / role function pair is a call and its result."""
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None,
+                 "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                {"role": "function", "name": "get_weather", "content": "18C"}]
+    events = load(write_json(tmp_path / "legacy.json", messages))
+    call, result = [e for e in events if e.kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT)]
+    assert call.tool == "get_weather" and call.args == {"city": "Paris"}
+    assert result.call_id == call.call_id and result.content == "18C" and not result.is_error
+
+
 def test_jsonl_of_messages_is_sniffed_and_forced(tmp_path: Path):
     """One message a line is the `chat` line format, found from its first record or forced."""
     path = write_jsonl(tmp_path / "chat.jsonl", openai_messages("ls", 2))

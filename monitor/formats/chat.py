@@ -16,6 +16,7 @@ Two shapes of message, which may be mixed:
 |-----------------------------------------------------|--------------------------------|
 | ``assistant`` ``tool_calls[{id, function{name, arguments}}]`` (arguments a JSON string) | ``tool_call`` each |
 | ``tool`` with ``tool_call_id``                       | ``tool_result``                |
+| ``assistant`` ``function_call`` / ``function`` (legacy OpenAI) | ``tool_call`` / ``tool_result`` |
 | ``assistant`` content block ``tool_use{id, name, input}`` | ``tool_call``             |
 | ``user`` content block ``tool_result{tool_use_id, content, is_error}`` | ``tool_result`` |
 | text (a string, or ``text`` blocks)                  | ``message`` of that role       |
@@ -139,7 +140,9 @@ class ChatDecoder(RecordDecoder):
 
         content = record.get("content")
         if role in ("tool", "function"):
-            call_id = record.get("tool_call_id") or record.get("name")
+            call_id = record.get("tool_call_id")
+            if role == "function" and isinstance(record.get("name"), str):
+                call_id = f"function:{record['name']}"  # the legacy function_call's answer
             if not isinstance(call_id, str) or not call_id:
                 raise RecordError("tool message without tool_call_id")
             return [self._result(event, call_id, _blocks_text(content), record.get("is_error"))]
@@ -157,7 +160,11 @@ class ChatDecoder(RecordDecoder):
     def _assistant(self, event: Any, record: dict[str, Any], content: Any, line: int | None) -> list[Event]:
         out: list[Event] = []
         calls: list[Event] = []
-        for index, call in enumerate(record.get("tool_calls") or ()):
+        legacy = record.get("function_call")  # OpenAI's single call before tool_calls
+        tool_calls = list(record.get("tool_calls") or ())
+        if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+            tool_calls.append({"id": f"function:{legacy['name']}", "function": legacy})
+        for index, call in enumerate(tool_calls):
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -198,7 +205,7 @@ class ChatDecoder(RecordDecoder):
         else:
             texts.append(_blocks_text(content))
         text = "\n".join(t for t in texts if t)
-        if not calls and not record.get("tool_calls"):
+        if not calls and not tool_calls:
             actions = _BASH_BLOCK.findall(text)
             if len(actions) == 1:  # mini-swe-agent runs exactly one, else it answers a format error
                 self.fenced = True
