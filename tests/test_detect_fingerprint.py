@@ -178,11 +178,21 @@ def test_sleep_between_moving_polls_is_not_an_exact_repeat():
     assert not [d for d in found if d.level >= 2]
 
 
-def test_sleep_between_frozen_polls_is_still_caught():
-    """The same rhythm with a status that never changes is a loop."""
+def test_sleep_between_frozen_polls_is_waiting_not_a_loop():
+    """The same rhythm with a status that never changes is waiting (issue 13): no repeat
+    detector counts it; the waiting budget does (see test_honest_struggle)."""
     s = Stream()
     for _ in range(5):
         s.call("bash", "", command="sleep 30")
+        s.call("bash", "deploy 50% done", command="./deploy status")
+    _, found = run(s)
+    assert not [d for d in found if d.level >= 2]
+
+
+def test_frozen_polls_back_to_back_are_still_caught():
+    """Without a wait between them, the same poll with the same answer is a loop."""
+    s = Stream()
+    for _ in range(5):
         s.call("bash", "deploy 50% done", command="./deploy status")
     _, found = run(s)
     assert [d for d in found if d.level >= 2]

@@ -107,14 +107,28 @@ def test_wrapped_shell_output_shares_the_signature():
     assert by(found, "repeated_result")
 
 
-def test_empty_handed_searches_count_as_the_same_result():
-    """Four different searches that all come back with "No matches found"."""
+def test_different_empty_handed_searches_are_exploring():
+    """Four different searches that all come back with "No matches found" are a
+    notice at most (issue 13: exploring); eight in a row, the whole window, warn."""
     s = Stream()
     for pattern in ("retryDelay", "backoff_factor", "MAX_ATTEMPTS", "sleep_between"):
         s.call("Grep", "No matches found", pattern=pattern, path="src/")
     _, found = run(s)
-    hits = by(found, "repeated_result")
-    assert hits and "same result" in hits[0].message
+    hits = by(found, "repeated_result", min_level=1)
+    assert hits and all(d.level == 1 for d in hits) and "same result" in hits[0].message
+    for pattern in ("retry_after", "backoffMs", "attempts", "delay_s"):
+        s.call("Grep", "No matches found", pattern=pattern, path="src/")
+    _, found = run(s)
+    assert [d for d in by(found, "repeated_result") if d.level >= 2][0].count == 8
+
+
+def test_the_same_empty_handed_search_again_still_counts():
+    """A search made again among the misses is a repeat, not exploring: warn at 4 as before."""
+    s = Stream()
+    for pattern in ("retryDelay", "backoff_factor", "retryDelay", "MAX_ATTEMPTS"):
+        s.call("Grep", "No matches found", pattern=pattern, path="src/")
+    _, found = run(s)
+    assert [d for d in by(found, "repeated_result") if d.level >= 2]
 
 
 def test_successes_in_between_dilute_the_window():

@@ -289,23 +289,42 @@ def test_exempt_tool_and_threshold_override():
 
 # -- failure_cascade -----------------------------------------------------------------------
 
-def test_cascade_of_failing_commands_warns_at_third():
-    """Three different shell commands failing in a row warn, with the general advice."""
+def test_three_different_failures_are_adapting_a_notice_not_a_loop():
+    """Three different commands failing three different ways is an agent changing
+    approach after each failure (issue 13): a notice; failures going on to five in a
+    row with no success warn, with the general advice."""
     s = Script()
     s.bash("python app.py", "ModuleNotFoundError: No module named 'flask'", code=1)
     s.bash("pip install flask", "ERROR: Could not find a version that satisfies the requirement", code=1)
     s.bash("python3 -m pip install --user flask", "error: externally-managed-environment", code=1)
+    found = s.run(only("failure_cascade"))
+    assert not by(found, "failure_cascade")
+    (d,) = by(found, "failure_cascade", Level.NOTICE)
+    assert d.count == 3 and d.line == s.line and "each differently" in d.message
+    s.bash("uv pip install flask", "error: No virtual environment found", code=2)
+    s.bash("conda install flask", "CondaHTTPError: HTTP 000 CONNECTION FAILED", code=1)
     (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
-    assert d.count == 3 and d.line == s.line
-    assert "3 consecutive shell commands failed" in d.message
+    assert d.count == 5 and "5 consecutive shell commands failed" in d.message
     assert "write_file" not in d.advice
+
+
+def test_the_same_failure_again_makes_the_cascade_a_loop():
+    """brew, then conda: "command not found" twice in a row -- another program, the
+    same failure -- warns at the third failure as before."""
+    s = Script()
+    s.bash("apt-get install -y libssl-dev", "E: Could not open lock file - open (13: Permission denied)", code=100)
+    s.bash("brew install openssl", "bash: brew: command not found", code=127)
+    s.bash("conda install -y openssl", "bash: conda: command not found", code=127)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3 and "the same way as the one before" in d.message
 
 
 def test_file_operations_by_hand_get_file_tool_advice():
     """Failing cat / sed -i / echo > / printf > point the agent at read_file, write_file, edit_file."""
     s = Script()
     s.bash("cat src/config.yml", "cat: src/config.yml: No such file or directory", code=1)
-    s.bash("sed -i 's/debug: false/debug: true/' src/config.yaml", "sed: can't read src/config.yaml", code=2)
+    s.bash("sed -i 's/debug: false/debug: true/' src/config.yaml",
+           "sed: can't read src/config.yaml: No such file or directory", code=2)
     s.bash("echo 'debug: true' > /etc/app/config.yml", "bash: /etc/app/config.yml: Permission denied", code=1)
     s.bash("printf 'x' > conf/out.txt", "bash: conf/out.txt: No such file or directory", code=1)
     warned = by(s.run(only("failure_cascade")), "failure_cascade")
@@ -348,7 +367,7 @@ def test_non_shell_results_reset_or_are_neutral():
     s.bash("make all", "make: *** [Makefile:5: all] Error 1", code=2)
     s.call("web_fetch", {"url": "https://example.com/docs"}, "timeout", is_error=True)
     s.bash("make -j4", "make: *** [Makefile:2: build] Error 1", code=2)
-    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade", Level.NOTICE)
     assert d.count == 3
 
 
@@ -416,7 +435,7 @@ def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
     assert not by(s.run(only("failure_cascade")), "failure_cascade")
     s.bash("pip install flask", "ERROR: Could not find a version", code=1)
     s.bash("python3 -m pip install flask", "error: externally-managed-environment", code=1)
-    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade", Level.NOTICE)
     assert d.count == 3
 
 

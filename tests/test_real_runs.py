@@ -28,21 +28,9 @@ LABELS = tomllib.loads((HERE / "real" / "labels.toml").read_text(encoding="utf-8
 RUNS = LABELS["run"]
 
 #: Honest runs that reach warn today, by test id: the detector and why it is wrong.
-KNOWN_FALSE_POSITIVES: dict[str, str] = {
-    "django__django-10914": "exact_repeat: a grep/sed of one setting re-run after sed -i changed it (inputs changed through the shell)",
-    "django__django-16100": "exact_repeat: the reproduction re-run after each sed -i debug edit (inputs changed through the shell)",
-    "matplotlib__matplotlib-22719": "exact_repeat: a verification script re-run after sed -i edits to the module it runs",
-    "matplotlib__matplotlib-25960": "exact_repeat: one grep three times over 18 messages between other reads, while confused; resolves by itself",
-    "pydata__xarray-4695": "exact_repeat: a test script re-run after each different debug edit (inputs changed through the shell)",
-    "pylint-dev__pylint-6528": "exact_repeat on re-runs after edits; similar_args and failure_cascade on pylint's exit 28 (messages found) and different failing commands",
-    "sphinx-doc__sphinx-8595": "exact_repeat: rebuild-and-check after rewriting the example for a different case each time",
-    "sphinx-doc__sphinx-9320": "exact_repeat (to critical): a test script re-run after each sed -i to that script",
-}
+KNOWN_FALSE_POSITIVES: dict[str, str] = {}
 #: Labelled stuck stretches not caught today, by test id.
-KNOWN_MISSES: dict[str, str] = {
-    "django__django-14349@102-152": "a six-command build-and-run sequence repeated three times with identical outputs: "
-                                    "no detector sees the repeated sequence (the outcome repeating while the means vary)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _name(run: dict) -> str:

@@ -24,6 +24,8 @@ DETECTOR_MODULES = (
     "compaction",
     "swarm",
     "limits",
+    "waiting",
+    "retry_rounds",
 )
 
 for _name in DETECTOR_MODULES:

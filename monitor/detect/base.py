@@ -83,6 +83,7 @@ class ToolOverride:
 
     exempt: bool = False
     threshold: int | None = None  # replaces count thresholds of call detectors
+    wait_budget_seconds: float = 0.0  # replaces the waiting detector's budget (0: keep it)
 
 
 class SessionView:
@@ -92,7 +93,8 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed")
+                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed",
+                 "last_wait", "last_call_key", "last_call_ts")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -110,6 +112,11 @@ class SessionView:
         #: The turn the current event completed, while the engine runs the
         #: turn detectors on it (see :meth:`TurnDetector.observe_completed`).
         self.completed: Any = None
+        #: Seconds the latest tool call did nothing but wait (``sleep 60``), for the next one.
+        self.last_wait = 0.0
+        #: The latest tool call's key and time (a poll repeated 20 s later waited).
+        self.last_call_key: str | None = None
+        self.last_call_ts = 0.0
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:

@@ -20,6 +20,8 @@ from typing import Any, Iterator
 
 from monitor.detect.base import ref
 from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
+from monitor.detect.failures import output_body
+from monitor.detect.inputs import CallIO, call_io
 from monitor.events import Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
@@ -37,7 +39,7 @@ class CallRecord:
     until a comparison has reduced it to a hash."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
-                 "_outcome", "_marks", "failure")
+                 "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
         cache = event.cache
@@ -55,11 +57,26 @@ class CallRecord:
         self.text: str | None = None
         #: similar_args: the comparable failure (``None`` while unknown).
         self.failure: str | None = None
+        #: What the call writes (a repeat after its inputs changed is a new call),
+        #: and whether it was made after a wait (``io.waited``).
+        self.io: CallIO = call_io(event).kept(bool(cache.get("waited")))
 
     @property
     def done(self) -> bool:
         """The result arrived."""
         return self.text is not None
+
+    @staticmethod
+    def changed_since(io: CallIO, between: list[CallRecord]) -> bool:
+        """Whether one of the calls ``between`` (made after an identical
+        earlier call) may have changed the inputs of the call ``io`` describes
+        (``inputs.call_io`` of its event): then it is a new call."""
+        return any(io.changed_by(other.io) for other in between)
+
+    @property
+    def waited(self) -> bool:
+        """Made after an explicit wait, or only waits (see waiting.py): not a repeat."""
+        return self.io.waited
 
     def same_call(self, other: CallRecord) -> bool:
         return self.hash == other.hash and self.key == other.key
@@ -90,7 +107,9 @@ class CallRecord:
         """:func:`~monitor.detect.fingerprints.line_marks` of the result."""
         marks = self._marks
         if marks is None:
-            marks = self._marks = text_marks(self.text)
+            # What the command printed, not the tags wrapped around it (an
+            # empty ``<output>`` shows nothing, not the same thing again).
+            marks = self._marks = text_marks(output_body(self.text) if len(self.text) <= 400 else self.text)
         return marks
 
     def acknowledged(self) -> bool:

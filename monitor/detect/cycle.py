@@ -141,6 +141,8 @@ class Cycle(Detector):
             block = records[-period:]
             if len({r.hash for r in block}) < 2:
                 continue  # a single call repeated is exact_repeat's job
+            if any(r.waited for r in block):
+                continue  # sleep → poll → sleep → poll: waiting (waiting.py)
             reps = 1 + run // period
             view.note_similarity(self.name, min(1.0, reps / s.min_repetitions))
             # Report when a full repetition completes, not on every call.

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 from monitor.config import Config
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.waiting import mark as mark_waited
 from monitor.events import SESSION_END, SESSION_START, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
@@ -325,6 +326,8 @@ class Engine:
 
         if kind is _TOOL_CALL:
             view.tool_calls_seen += 1
+            # Waiting is not looping: mark calls made after a wait (waiting.py).
+            mark_waited(event, view)
             if call_id:
                 pending = state.pending
                 pending[call_id] = event
@@ -378,6 +381,8 @@ class Engine:
             if result:
                 found.extend(result)
         view.completed = None
+        if kind is _TOOL_CALL:
+            view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
 
         bar = -1.0  # this event's sparkline bar, if it draws one
         flagged: set[str] = set()

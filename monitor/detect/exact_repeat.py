@@ -9,6 +9,15 @@ once two of the repeats' results are back and agree.  A repeat that reaches
 its threshold sooner (a threshold of 2, or calls made in parallel) is judged
 when its results are back: flagged if they agree, dropped if they differ.
 
+A call whose inputs were rewritten since it last ran is a new call, not a
+repeat (:mod:`monitor.detect.inputs`): ``python fix.py`` after ``cat >
+fix.py`` wrote another script, a test script re-run after edits, ``sed -n``
+of a file after ``sed -i`` on it, ``git diff > patch.txt`` after edits.  An
+empty result (``cp``, a redirect) is no evidence that nothing changed.  A
+write that names its file (``cat > fix.patch << EOF``) repeats whatever runs
+in between unless that rewrites the same file: restoring a backup between
+different edits of its target is a revert cycle, judged by ``retry_rounds``.
+
 The window holds compact call records (:mod:`monitor.detect.calls`) and
 counts them by key, so a call that repeats nothing costs one lookup.
 """
@@ -19,6 +28,7 @@ from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
+from monitor.detect.inputs import call_io
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
@@ -91,8 +101,8 @@ class ExactRepeat(Detector, AwaitsRepeats):
         digest, key = record.hash, record.key
         positions = [i for i, earlier in enumerate(records) if earlier.hash == digest and earlier.key == key]
         calls.push(record)
-        if not positions:
-            return None  # only a hash collision
+        if not positions or record.waited:
+            return None  # a hash collision, or a poll after a wait (the waiting budget's)
         view.note_similarity(self.name, 1.0)
 
         # Count back from the latest repeat while outcomes stay identical and
@@ -103,12 +113,18 @@ class ExactRepeat(Detector, AwaitsRepeats):
         moved = _moved(records, first)
         latest = positions[-1]
         reference = records[latest]
-        streak = [] if True in moved[latest + 1 - first:] else [reference]
+        # A call whose inputs were rewritten since it last ran (``python
+        # fix.py`` after a new fix.py, a read after ``sed -i`` of its file)
+        # is a new call, not a repeat.
+        io = call_io(event)
+        streak = [] if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]) \
+            else [reference]
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
-            if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first]:
+            if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first] \
+                    or record.changed_since(io, records[earlier_at + 1:later]):
                 break
             if not reference.done:
                 reference = earlier

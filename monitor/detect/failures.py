@@ -86,6 +86,7 @@ _EXIT_PATTERNS = (
     re.compile(r"exit(?:ed)?[ _]?(?:with )?(?:status|code)\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
     re.compile(r"return[ _]?code\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
     re.compile(r"\[exit (-?\d+)\]"),
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
     re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)"),
 )
 #: Programs whose exit status 1 means "no" (no match, files differ), not failure.
@@ -258,6 +259,27 @@ def _benign_one(segment: str) -> bool:
     return False
 
 
+#: Linters and checkers whose nonzero exit status says "I found something" --
+#: their report is the output, the command worked (as a test run's failing
+#: tests are the code failing).  pylint's status is a bit field of message
+#: kinds below 32 (32: usage error); the others exit 1 with findings.
+_LINTERS = frozenset({"pylint", "flake8", "mypy", "ruff", "eslint", "pyflakes", "pycodestyle", "pydocstyle",
+                      "shellcheck", "black", "isort", "pyright", "stylelint", "hadolint", "yamllint"})
+
+
+def _reported_findings(command: str, code: int, content: str) -> bool:
+    """A linter's last command exiting with its "found something" status and a report."""
+    segments = _segments(command)
+    if not segments:
+        return False
+    program = _program(segments[-1])
+    if program not in _LINTERS:
+        return False
+    if not (0 < code < 32 if program == "pylint" else code == 1):
+        return False
+    return bool(output_body(content[:2000]))
+
+
 def _program(segment: str) -> str:
     stripped = _WRAPPERS.sub("", segment, count=1)
     word = stripped.split(None, 1)[0] if stripped else ""
@@ -341,6 +363,12 @@ def failed(result: Event) -> bool:
     shellish = (command is not None or (result.tool or "").lower() in SHELL_TOOLS
                 or is_test_run(result.call))
     code = exit_code(result.content) if shellish and result.content else None
+    if code is None and result.meta:
+        # Adapters that read the status from the log keep it as meta
+        # ``exit_code`` (the chat adapter: mini-swe-agent's <returncode>).
+        found = result.meta.get("exit_code")
+        if isinstance(found, int) and not isinstance(found, bool):
+            code = found
     if code is None:
         outcome = result.is_error
     elif code == 0:
@@ -351,8 +379,32 @@ def failed(result: Event) -> bool:
             segments = _segments(command)
             if segments and _benign_one(segments[-1]):
                 outcome = False
+            elif len(result.content) <= 300 and not output_body(result.content) and any(
+                    _benign_one(segment) for segment in segments):
+                # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
+                # 1 with nothing to say: the search said "no".
+                outcome = False
+        if outcome and command and "||" not in command and _reported_findings(command, code, result.content):
+            outcome = False
     result.cache["failed"] = outcome
     return outcome
+
+
+#: Lines that wrap a command's output without being part of it: exit-code
+#: reports (Claude Code, Codex) and mini-swe-agent's ``<returncode>`` tags.
+_WRAPPERS_OF_OUTPUT = re.compile(
+    r"(?im)^[ \t]*(?:exit code:?\s*-?\d+|process exited with code -?\d+|wall time:[^\n]*|output:|"
+    r"<returncode>\s*-?\d+\s*</returncode>|</?output>|<returncode>|</returncode>)[ \t]*$"
+)
+
+
+def output_body(text: str) -> str:
+    """What a command printed, without the lines agents wrap around it (exit
+    code reports, ``<returncode>``/``<output>`` tags); empty when it printed
+    nothing -- which says nothing about whether anything changed."""
+    if len(text) > 400:
+        return text  # long enough to hold output whatever wraps it
+    return _WRAPPERS_OF_OUTPUT.sub("", text.replace("<output>", "\n").replace("</output>", "\n")).strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,6 +548,8 @@ def comparable_failure(result: Event) -> str | None:
     how many (a signature drops digits, which would make ``test_parse[case3]``
     and ``test_parse[case4]``, or 3 failures and then 2, the same failure).
     Quote it with :func:`shown_failure`."""
+    if result.is_error and not failed(result):
+        return None  # exit status 1 of a search or a comparison: "no", not a failure
     signature = failure_signature(result)
     if signature is None or not is_test_run(result.call):
         return signature
@@ -503,6 +557,43 @@ def comparable_failure(result: Event) -> str | None:
     if not run.failing:
         return signature
     return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
+
+
+_QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
+_ITEMISH = re.compile(r"[^\s:]*[/\\.][^\s:]*|[^\s:]*\d[^\s:]*")
+
+
+def failure_kind(result: Event) -> str:
+    """What kind of failure a failed result is, the names in it aside: its
+    telling error line (or last line) without quoted names, paths, dotted
+    names and numbers, and without the program a shell could not run.  Two
+    different commands failing the same way (``brew``, then ``conda``: "command
+    not found"; ``cat``, then ``sed``: "No such file or directory") share it;
+    ``No matching distribution found for erfa`` and ``… for pyerfa`` do not."""
+    cached = result.cache.get("failure_kind")
+    if cached is not None:
+        return cached
+    signature = failure_signature(result)
+    if signature is not None:
+        line = signature[2:]
+    else:
+        lines = [ln for ln in output_body(clip_tail(result.content)).splitlines() if ln.strip()]
+        line = lines[-1] if lines else ""
+    line = _ITEMISH.sub(" ", _QUOTED.sub(" ", line))
+    # The last clause says what went wrong; the ones before name who met it
+    # (``sed: can't read x:``, ``bash: brew:``), unless it is a bare word.
+    parts = [" ".join(part.lower().split()) for part in line.split(":")]
+    parts = [part for part in parts if part]
+    kind = parts[-1] if parts else ""
+    if len(parts) > 1 and " " not in kind:
+        kind = parts[-2] + ": " + kind
+    kind = kind[:200]
+    result.cache["failure_kind"] = kind
+    return kind
+
+
+def clip_tail(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[-limit:]
 
 
 def shown_failure(key: str) -> str:

@@ -9,7 +9,8 @@ repeat extends it while its result shows nothing new — no line that the
 earlier results of the run did not already show — so ``cat foo``, ``head
 foo``, ``tail foo``, ``cat foo`` is a loop although the four outputs differ,
 while paging through a file with a moving ``sed -n`` range, or polling a log
-that grows, is not.  The fuzzy tier also ignores streaks answered by plain
+that grows, is not; nor are ranges that come back empty (past the end of the
+file): an empty result shows nothing, which is no evidence of nothing new.  The fuzzy tier also ignores streaks answered by plain
 acknowledgements (successive different edits of one file).
 """
 
@@ -41,8 +42,10 @@ def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
                 start, seen = index + 1, 0
             continue
         marks = record.marks()
-        if marks & ~seen or index == start:
-            start = index  # something new: the run starts over from here
+        if marks & ~seen or index == start or not marks:
+            # Something new -- or nothing at all (a range past the end of a
+            # file), which is no evidence of nothing new: the run starts over.
+            start = index
         seen |= marks
     return records[start:]
 
@@ -109,6 +112,8 @@ class Fingerprint(Detector, AwaitsRepeats):
             return None
         records = list(history)
         history.append(current)
+        if current.waited:
+            return None  # a poll after a wait: the waiting budget's (waiting.py)
         view.note_similarity(self.name, 0.9)
 
         # Exact tier: identical calls at the end of the run, while their

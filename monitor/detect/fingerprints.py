@@ -232,7 +232,7 @@ _ERROR_LINE = re.compile(
 _WRAPPER_LINE = re.compile(
     r"^[ \t]*(?:exit code:?\s*-?\d+|wall time:[^\n]*|process exited with code -?\d+|"
     r"chunk id:[^\n]*|original token count:[^\n]*|output:|error: exit code -?\d+|"
-    r"</?tool_use_error>)[ \t]*$",
+    r"</?tool_use_error>|<returncode>\s*-?\d+\s*</returncode>|</?output>)[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 #: Error lines that only say a command failed, not why ("make: Error 2",

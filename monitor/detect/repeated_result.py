@@ -6,6 +6,13 @@ but the failure does not.  Failures are compared by their signature (the last
 exception line of a traceback, or the whole short message; digits dropped), so
 tracebacks whose frames and line numbers differ still match.
 
+Searches for *different* things that each find nothing ("No matches found",
+a grep without a match) are exploring, not a loop: until
+``empty_handed_threshold`` of them (default 8, the whole window: every one
+of the last 8 results) they are a ``notice`` at most.  The same search made
+again is a repeat and keeps the ordinary threshold (and ``exact_repeat``
+sees it too).
+
 Successes do not count by default: the same "updated successfully", "Plan
 updated" or empty output after many different edits is work getting done, and
 a parallel batch where one call failed and its siblings were cancelled is one
@@ -36,6 +43,8 @@ class RepeatedResultSettings(DetectorSettings):
     window: int = 8  # …among the last N results
     min_distinct_calls: int = 3  # from at least this many different calls
     failures_only: bool = True  # false: identical substantial successes count too
+    #: Different searches that all find nothing: a notice from ``threshold``, warn from here.
+    empty_handed_threshold: int = 8
 
 
 @register
@@ -94,7 +103,12 @@ class RepeatedResult(Detector):
         failure = outcome[:2] != "R:" or failure_signature(event) is not None
         what = "test failure" if outcome[:2] == "T:" else "error" if outcome[:2] == "E:" else "result"
         shown = shown_failure(outcome) if failure else " ".join(event.content.split())
-        if failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED):
+        empty_handed = failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED)
+        level = Level.WARN
+        if empty_handed and len(calls) == len(same) and len(same) < max(
+                threshold, self.settings.empty_handed_threshold):
+            level = Level.NOTICE  # each a different search: exploring, so far
+        if empty_handed:
             advice = ("You keep looking where it is not: search for it (find, glob, grep) "
                       "instead of guessing another name or place.")
         else:
@@ -102,7 +116,7 @@ class RepeatedResult(Detector):
         return [
             Detection(
                 detector=self.name,
-                level=Level.WARN,
+                level=level,
                 score=min(1.0, len(same) / (threshold + 2)),
                 message=f"{len(calls)} different calls ended in the same {what} "
                         f"{len(same)} times: {shown[:80]!r}",

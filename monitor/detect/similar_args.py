@@ -21,6 +21,7 @@ from rapidfuzz import fuzz
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
 from monitor.detect.calls import CallRecord, call_record, events
+from monitor.detect.failures import failed, output_body
 from monitor.detect.fingerprints import (
     arg_similarity,
     failed_silently,
@@ -52,6 +53,8 @@ def _failure(result: Event) -> str:
     """The comparable failure of a call's result, ``""`` for a result that is
     not a failure (which ends the retry story).  A record's ``failure`` is
     this, or ``None`` while the result is unknown."""
+    if result.is_error and not failed(result) and output_body(result.content):
+        return ""  # a linter's report (pylint exiting 28): an answer, not a failure
     signature = failure_signature(result)
     if signature is not None:
         return signature

@@ -8,7 +8,14 @@ failure count falls, whose passing count rises or whose failing tests or
 errors change is progress and starts a new streak; a passing run ends it.
 
 ``failure_cascade``: consecutive failing shell commands with no successful
-tool call in between.  When they are file operations done by hand (``cat``,
+tool call in between.  Different commands failing differently are an agent
+adapting (``pip install erfa``, then ``pyerfa``, then a timeout): a
+``notice`` at ``threshold`` (3).  The cascade is a loop -- ``warn`` -- when a
+failure is the same kind as the one just before it (:func:`failure_kind`:
+``brew`` then ``conda`` "command not found", ``cat`` then ``sed`` "No such
+file or directory") once the streak reaches ``threshold``, or when failures
+go on to ``long_threshold`` (5, the consecutive-failure limit of design note
+000) with no success.  When they are file operations done by hand (``cat``,
 ``echo >``, ``sed -i``, ``printf >``) the advice is to use the file tools.
 
 A command fails when its result has ``is_error`` or reports a nonzero exit code
@@ -26,6 +33,7 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.detect.failures import (
     SHELL_TOOLS,
     failed,
+    failure_kind,
     is_edit,
     is_test_run,
     manual_file_op,
@@ -152,7 +160,8 @@ class TestFix(Detector):
 
 @dataclass(frozen=True)
 class FailureCascadeSettings(DetectorSettings):
-    threshold: int = 3  # warn at the Nth consecutive failing shell command
+    threshold: int = 3  # at the Nth consecutive failing shell command: notice, or warn if one failed as the last
+    long_threshold: int = 5  # warn at the Nth consecutive failure, however different
 
 
 @register
@@ -160,7 +169,8 @@ class FailureCascade(Detector):
     name = "failure_cascade"
     title = "Failure cascade"
     Settings = FailureCascadeSettings
-    presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
+    presets = {"conservative": {"threshold": 5, "long_threshold": 7},
+               "aggressive": {"threshold": 2, "long_threshold": 4}}
     kinds = frozenset({Kind.TOOL_RESULT})
 
     def __init__(self, settings: FailureCascadeSettings | None = None):
@@ -172,6 +182,8 @@ class FailureCascade(Detector):
     def reset(self) -> None:
         self.count = 0
         self.file_ops = 0
+        self.repeated = 0  # failures of the same kind as the one before
+        self.last_kind: str | None = None
         self.programs.clear()
         self.pattern = ""  # fixed when the streak first crosses the threshold
         self.events.clear()
@@ -198,6 +210,10 @@ class FailureCascade(Detector):
         if tests_failed(event):
             return None  # the tests failed, not the command: test_fix's business
         self.count += 1
+        kind = failure_kind(event)
+        if kind and kind == self.last_kind:
+            self.repeated += 1
+        self.last_kind = kind
         if manual_file_op(command):
             self.file_ops += 1
             program = (command or "").split(None, 1)[0] if command else ""
@@ -210,12 +226,22 @@ class FailureCascade(Detector):
         view.note_similarity(self.name, min(1.0, self.count / threshold))
         if self.count < threshold:
             return None
+        long_threshold = max(threshold, self.settings.long_threshold)
+        level = Level.WARN if self.repeated or self.count >= long_threshold else Level.NOTICE
 
         by_hand = self.file_ops * 2 >= self.count
+        if level is Level.NOTICE:
+            message = f"{self.count} consecutive shell commands failed, each differently: adapting, so far"
+            return [Detection(detector=self.name, level=level, score=self.count / (long_threshold + 2),
+                              message=message, pattern="shell_failures:adapting", count=self.count,
+                              tool=tool, summary=f"had {self.count} different shell commands fail in a row",
+                              advice=CASCADE, evidence=evidence(self.events))]
         if not self.pattern:
             # Stable for the whole streak so that each further failure climbs one ladder.
             self.pattern = "shell_failures:file_ops" if by_hand else "shell_failures"
         message = f"{self.count} consecutive shell commands failed"
+        if self.repeated:
+            message += ", again the same way as the one before"
         if self.file_ops:
             shown = ", ".join(sorted(self.programs)[:4])
             message += f" ({self.file_ops} of them file operations done by hand: {shown})"

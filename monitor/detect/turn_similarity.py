@@ -143,6 +143,8 @@ class TurnSimilarity(TurnDetector):
             calls = [call for call in calls if not view.exempt(call.tool)]
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
+        if not turn.has_text and turn.first.cache.get("waited"):
+            return None  # a poll after a wait: the waiting budget's (waiting.py)
         s = self.settings
         if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
             call = calls[0]

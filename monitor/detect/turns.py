@@ -22,8 +22,11 @@ like a monologue.  Rules, in order:
   later messages continue it until a report names another response; a usage
   on the same record as a message that had been taken as a continuation
   moves that message to a new turn;
-* with no ids at all, a message continues a text-only turn when it arrives
-  less than ``same_turn_seconds`` after the previous text, and starts a new turn
+* with no ids at all, a message marked ``continues`` (native
+  ``"continues": true``) continues the turn; one read without a time of its
+  own (native ``message`` without ``ts``: meta ``untimed``) starts a new turn;
+  otherwise a message continues a text-only turn when it arrives less than
+  ``same_turn_seconds`` after the previous text, and starts a new turn
   otherwise (and always after the turn's tool calls);
 * a tool call joins the current turn until that turn has been answered;
   after that it starts a tool-only turn.
@@ -322,6 +325,12 @@ class TurnTracker:
             return True
         if turn.calls:
             return False
+        meta = message.meta
+        if meta:
+            if meta.get("continues") is True:
+                return True  # the log says so (native ``"continues": true``)
+            if meta.get("untimed") is True:
+                return False  # no time to go by: each record is its own response
         return message.ts - turn.last_ts < self.same_turn_seconds
 
     def _joins(self, turn: Turn, call: Event) -> bool:

@@ -10,7 +10,12 @@
 | ``compaction``    | ``session``                                              |
 | ``session_end``   | ``session``, ``status`` (opt.)                           |
 
-Every record may carry ``ts`` (ISO 8601 or epoch seconds).  ``session`` may be
+Every record may carry ``ts`` (ISO 8601 or epoch seconds).  A log without
+``ts`` has every record at the time it was read, so a ``message`` record
+without one is its own model response (turn) unless it carries a response id
+(``message_id``, ``response_id``, …) shared with the previous one, or
+``"continues": true`` (it continues the previous message's response, as a
+streamed chunk does).  ``session`` may be
 left out when a file holds one session (the file's stem is used).  Unknown
 fields go to ``meta``; unknown types are counted and skipped.
 """
@@ -238,6 +243,10 @@ class NativeDecoder(RecordDecoder):
                 content = _text(record, "content", kind_name)
             call_id = tool = args = None
             is_error = False
+            if "ts" not in record and "continues" not in record:
+                # Without times, records cannot be grouped by closeness: each
+                # message is its own response unless it says otherwise.
+                meta = {**meta, "untimed": True}
         else:
             return self._decode_other(record, kind, kind_name, session, ts, line, meta)
         return new_event(kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta)

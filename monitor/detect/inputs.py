@@ -1,0 +1,176 @@
+"""What a call reads, runs and writes: for telling a repeat from a new call.
+
+``python fix.py`` after ``cat > fix.py << 'EOF'`` wrote a different script,
+``sed -n '319,340p' models.py`` after a ``sed -i`` on that file, a test script
+re-run after edits: the command is the same, its inputs are not, so it is a
+new call, not a repeat (issue 13).  :func:`call_io` says, for one call:
+
+* ``writes`` -- the base names of the files it writes (a tuple of their
+  hashes: records keep it) (redirect targets,
+  ``tee``, ``sed -i``/``perl -i`` operands, the target of ``cp``/``mv``,
+  heredocs, an edit tool's path);
+* ``blind`` -- it may write files it does not name (``patch``, ``git apply``,
+  ``git checkout``, running a program or script);
+* ``broad`` -- its result depends on more than the files it names (it runs
+  code, a test suite, ``git diff``): any write since its last run changes it;
+* ``reads`` -- the base names of the files it names (hashes).
+
+Bounded: the command is looked at up to 4,000 characters, once per call.
+"""
+
+from __future__ import annotations
+
+import re
+
+from monitor.detect.failures import _program, _segments, is_edit, shell_command
+from monitor.events import Event
+
+_PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+_REDIRECT_TARGET = re.compile(r"(?<![0-9&<])>{1,2}\s*([^\s&|;<>()]+)")
+#: Programs that run code: what they print depends on files they do not name.
+_RUNS = frozenset({
+    "python", "python3", "python2", "py", "pytest", "node", "deno", "bun", "ruby", "perl", "php", "go",
+    "cargo", "make", "npm", "npx", "yarn", "pnpm", "tox", "nox", "java", "mvn", "gradle", "bash", "sh",
+    "zsh", "dotnet", "swift", "rustc", "gcc", "cc", "clang", "g++", "julia", "Rscript", "uv", "poetry",
+})
+#: git subcommands that write the working tree without naming every file.
+#: Programs whose output depends only on the files they name (or nothing).
+_PURE = frozenset({
+    "cat", "head", "tail", "less", "more", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed",
+    "awk", "diff", "cmp", "ls", "find", "stat", "file", "tree", "echo", "printf", "cd", "pwd", "which",
+    "type", "test", "[", "sort", "uniq", "cut", "tr", "xxd", "od", "md5sum", "sha256sum", "sleep", "true",
+    "false", "date", "whoami", "env", "export", "clear", "column", "jq", "realpath", "dirname", "basename",
+})
+_GIT_WRITES = frozenset({"apply", "checkout", "restore", "reset", "stash", "am", "cherry-pick", "merge",
+                         "rebase", "pull", "revert", "switch"})
+_GIT_BROAD = frozenset({"diff", "status", "log", "show"})
+_MAX_NAMES = 16
+
+
+class CallIO:
+    """See the module docstring."""
+
+    __slots__ = ("writes", "blind", "broad", "reads", "waited")
+
+    def __init__(self, writes: tuple[int, ...], blind: bool, broad: bool, reads: frozenset[int],
+                 waited: bool = False):
+        self.writes = writes
+        self.blind = blind
+        self.broad = broad
+        self.reads = reads
+        self.waited = waited  # (set on what a record keeps: see kept())
+
+    @property
+    def writes_any(self) -> bool:
+        return bool(self.writes) or self.blind
+
+    def changed_by(self, writer: CallIO) -> bool:
+        """Whether ``writer``, run after this call, may have changed what this
+        call reads or writes: then doing it again is a new call.  A write that
+        names its files (``cat > fix.patch << EOF``, ``cp x.py.backup x.py``)
+        is only changed by writes to those files (a restore between different
+        edits of its target is a round of a revert cycle, not a repeat); a
+        read by any write that may touch what it reads; a run by any write."""
+        if not writer.writes_any:
+            return False
+        if self.broad:
+            return True
+        if writer.blind and not self.writes:
+            return True
+        return not self.reads.isdisjoint(writer.writes)
+
+
+    def kept(self, waited: bool = False) -> CallIO:
+        """What a record keeps of it: the writes and flags, not the reads (only
+        the call being judged needs those, and its event has them), and
+        whether the call was made after a wait; shared when it writes nothing
+        by name."""
+        if self.writes or waited:
+            return CallIO(self.writes, self.blind, self.broad, _EMPTY, waited)
+        return _SHARED[self.blind, self.broad]
+
+
+_EMPTY: frozenset[int] = frozenset()
+NO_IO = CallIO((), False, False, _EMPTY)
+_SHARED = {(blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)}
+_SHARED[False, False] = NO_IO
+
+
+def _base(word: str) -> int:
+    """The hash of a path's base name (records keep names as hashes: 8 bytes, not a string)."""
+    return hash(_base_name(word))
+
+
+def _base_name(word: str) -> str:
+    return word.strip("'\"").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _names(words: list[str]) -> set[int]:
+    return {_base(w) for w in words if ("." in w or "/" in w) and not w.startswith("-")
+            and not w.startswith(("'s", "s/", "'/", "/^"))}
+
+
+def call_io(call: Event | None) -> CallIO:
+    """What ``call`` reads, runs and writes, memoized on the event."""
+    if call is None:
+        return NO_IO
+    cached = call.cache.get("call_io")
+    if cached is not None:
+        return cached
+    command = shell_command(call)
+    if command is None:
+        io = NO_IO
+        if is_edit(call):
+            args = call.args or {}
+            target = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
+            io = CallIO((_base(target),) if target else (), target is None, False,
+                        frozenset({_base(target)}) if target else _EMPTY)
+        call.cache["call_io"] = io
+        return io
+    command = command[:4000]
+    writes: set[int] = set()
+    reads: set[int] = set()
+    blind = broad = False
+    if "<<" in command:
+        # The heredoc's body is content, not commands: only the line that
+        # starts it is (``cat <<'EOF' > fix.py``, ``cat > fix.py << EOF``).
+        command = command.split("\n", 1)[0].replace("<<", " ")
+    if "&" in command or "|" in command or ";" in command or "\n" in command:
+        segments = _segments(command)
+    else:
+        segments = [command.strip()]  # one simple command (most): no split needed
+    for segment in segments:
+        program = _program(segment)
+        words = segment.split()
+        if ">" in segment:
+            for target in _REDIRECT_TARGET.findall(segment):
+                if target != "/dev/null":
+                    writes.add(_base(target))
+            segment_words = [w for w in words if ">" not in w]
+        else:
+            segment_words = words
+        names = _names(segment_words[1:])
+        if program in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:3]):
+            writes.update(names)
+        elif program in ("cp", "mv", "install", "ln", "rsync") and len(segment_words) >= 3:
+            writes.add(_base(segment_words[-1]))
+        elif program in ("tee", "touch", "rm", "truncate"):
+            writes.update(names)
+        elif program == "patch":
+            blind = True
+        elif program == "git":
+            sub = next((w for w in words[1:] if not w.startswith("-")), "")
+            if sub in _GIT_WRITES:
+                blind = True
+            elif sub in _GIT_BROAD:
+                broad = True
+        elif program in _RUNS or program.startswith(("python", "./")) or program.endswith((".py", ".sh")):
+            blind = broad = True
+        elif program not in _PURE:
+            blind = broad = True  # what it reads and writes is not known
+        reads.update(names)
+        if len(reads) > _MAX_NAMES:
+            break
+    io = CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
+    call.cache["call_io"] = io
+    return io
