@@ -70,7 +70,8 @@ async def test_hub_coalesces_snapshots_and_keeps_the_latest_state():
             if interval is not None:
                 assert changes == []  # nothing published before the interval ends
             await hub.join()
-            return changes, [(d.detection.session, d.detection.detector, d.detection.seq, d.detection.level)
+            # Copied now: stopping the hub publishes each session once more (as stopped).
+            return list(changes), [(d.detection.session, d.detection.detector, d.detection.seq, d.detection.level)
                              for d in detections if isinstance(d, DetectionRaised)]
         finally:
             await hub.stop()
