@@ -30,7 +30,7 @@ SHOTS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "dashboard": ("live", (), None),
     "detail": ("live", ("enter",), None),
     "inject": ("live", ("i",), None),
-    "kill": ("live", ("k",), None),
+    "kill": ("live", ("K",), None),
     "help": ("live", ("question_mark",), None),
     "history": ("history", (), None),
     "history-detail": ("history", ("down", "enter"), None),
