@@ -224,6 +224,10 @@ async def test_a_really_reused_pid_is_not_killed_live_or_after_a_replay(tmp_path
     log.write_text(loop_lines("agent", time.time(), n=2, pid=agent.pid))
     live, _ = await monitor([log])
     assert live.session("agent").kill == ""
+    # A process is known by pid and start time, to a clock tick (10 ms): the
+    # newcomer must start in a later tick than the agent, as any real reuse does.
+    while time.time() - created(agent) < 0.05:
+        await asyncio.sleep(0.01)
     agent.kill()
     agent.wait()
     newcomer = _spawn_with_pid(agent.pid)
@@ -231,7 +235,7 @@ async def test_a_really_reused_pid_is_not_killed_live_or_after_a_replay(tmp_path
         pytest.skip("cannot force pid reuse here (needs root and a writable /proc/sys/kernel/ns_last_pid)")
     try:
         record = await live.act("kill", "agent")
-        assert record.outcome == "refused" and "reused" in record.detail
+        assert record.outcome == "refused" and "reused" in record.detail, record.detail
         replay, _ = await monitor([log])
         record = await replay.act("kill", "agent")
         assert record.outcome == "refused" and "reused pid or a replayed log" in record.detail
