@@ -65,6 +65,25 @@ REQUEST_TIMEOUT = 30.0
 OUTCOMES = frozenset({"delivered", "failed", "unsupported", "refused"})
 
 
+
+def _session_filters(prefix: str, time_column: str, agent: str | None, since: float | None,
+                     level: str | None) -> tuple[list[str], list[Any]]:
+    """The WHERE terms and parameters of the history filters: the session's
+    agent (``prefix`` names the sessions table), ``time_column`` at or after
+    ``since``, a peak level at least ``level``."""
+    where: list[str] = []
+    params: list[Any] = []
+    if agent:
+        where.append(f"{prefix}agent = ?")
+        params.append(agent)
+    if since is not None:
+        where.append(f"{time_column} >= ?")
+        params.append(since)
+    if level:
+        where.append(f"COALESCE({prefix}peak_rank, 0) >= ?")
+        params.append(level_rank(level))
+    return where, params
+
 class StoreError(RuntimeError):
     """The store cannot do what was asked (not started, closed, unreadable…)."""
 
@@ -398,17 +417,7 @@ class Store:
                       limit: int | None = 500) -> list[dict]:
         """Sessions, most recently seen first.  ``level``: reached at least it;
         ``since``: seen at or after (epoch seconds); ``text``: in id, agent or source."""
-        where: list[str] = []
-        params: list[Any] = []
-        if agent:
-            where.append("agent = ?")
-            params.append(agent)
-        if since is not None:
-            where.append("last_seen >= ?")
-            params.append(since)
-        if level:
-            where.append("COALESCE(peak_rank, 0) >= ?")
-            params.append(level_rank(level))
+        where, params = _session_filters("", "last_seen", agent, since, level)
         if text:
             where.append("(instr(lower(id), lower(?)) OR instr(lower(COALESCE(agent, '')), lower(?))"
                          " OR instr(lower(COALESCE(source, '')), lower(?)))")
@@ -478,16 +487,9 @@ class Store:
         index (every word, in any order; ``word*`` for a prefix), newest first,
         each with a ``snippet`` (matches in «»); ``agent``/``level`` filter by
         session, ``since`` by event time."""
-        where, params = ["events_fts MATCH ?"], [fts_query(query)]
-        if agent:
-            where.append("s.agent = ?")
-            params.append(agent)
-        if since is not None:
-            where.append("e.ts >= ?")
-            params.append(since)
-        if level:
-            where.append("COALESCE(s.peak_rank, 0) >= ?")
-            params.append(level_rank(level))
+        where, params = _session_filters("s.", "e.ts", agent, since, level)
+        where.insert(0, "events_fts MATCH ?")
+        params.insert(0, fts_query(query))
         sql = ("SELECT e.session, e.seq, e.ts, e.type, e.tool, e.is_error, s.agent, "
                "snippet(events_fts, -1, '«', '»', '…', 16) AS snippet FROM events_fts "
                "JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session "

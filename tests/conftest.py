@@ -5,6 +5,7 @@ profile for CI."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,16 @@ SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 def real_fixtures() -> Path:
     """The folder of real agent transcripts kept in the repository."""
     return FIXTURES
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    """Local time is UTC for the test: the UI shows local times, snapshots must not depend on the machine's zone."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -65,15 +65,6 @@ def calm_session(session: str, log: Path) -> list:
 
 
 @pytest.fixture
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-@pytest.fixture
 def spawn():
     processes: list[subprocess.Popen] = []
 

@@ -8,7 +8,6 @@ scripted events at a frozen clock, and drives it with Textual's Pilot.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,7 @@ from monitor.ui.widgets.detail.search import SearchBar, next_match
 LONG_RESULT = "\n".join(f"line {n}: " + "x" * 40 for n in range(60)) + "\n" + HOSTILE + "\nTHE END"
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 
 def reader_session() -> list:

@@ -15,7 +15,9 @@ from monitor.config import Config
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.scripted import frozen_clock, scripted_hub
 from tests.test_ui_console import reader_session
-from tests.test_ui_snapshots import NARROW, SIZES, WIDE, live_app, settle, then, utc  # noqa: F401
+from tests.test_ui_snapshots import NARROW, SIZES, WIDE, live_app, settle, then
+
+pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 SMALL = (80, 24)
 

@@ -22,13 +22,7 @@ from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.event_stream import EventStream
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 
 async def settle(pilot) -> None:

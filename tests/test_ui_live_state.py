@@ -14,7 +14,7 @@ from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.history import HistoryScreen
 from monitor.ui.widgets.dashboard.counts import CountsBar  # noqa: F401  (the header of counts)
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from tests.test_ui_actions import looping_session, make_app, settle, until, utc  # noqa: F401  (fixture)
+from tests.test_ui_actions import looping_session, make_app, settle, until
 
 
 def status_cell(app, session: str) -> str:
@@ -32,7 +32,7 @@ def changed_course(session: str, log, start: float) -> list:
     return script.events
 
 
-async def test_inject_shows_nudged_then_watching_when_the_loop_stops(tmp_path, utc):  # noqa: F811
+async def test_inject_shows_nudged_then_watching_when_the_loop_stops(tmp_path, utc):
     log = tmp_path / "logs" / "looper.jsonl"
     app = make_app(tmp_path, looping_session("looper", log))
     async with app.run_test(size=(160, 48)) as pilot:
@@ -59,7 +59,7 @@ async def test_inject_shows_nudged_then_watching_when_the_loop_stops(tmp_path, u
         assert [a["kind"] for a in app.store.actions("looper")] == ["inject"]
 
 
-async def test_false_positive_quiets_the_feed_and_history_agrees(tmp_path, utc):  # noqa: F811
+async def test_false_positive_quiets_the_feed_and_history_agrees(tmp_path, utc):
     log = tmp_path / "logs" / "looper.jsonl"
     app = make_app(tmp_path, looping_session("looper", log))
     async with app.run_test(size=(160, 48)) as pilot:

@@ -5,7 +5,6 @@ the scripted demo (``monitor.ui.scripted``), read through Textual's Pilot."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,7 @@ from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed, detecti
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 
 def live_app(tmp_path: Path) -> LoopwatchApp:

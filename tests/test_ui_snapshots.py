@@ -8,7 +8,6 @@ Update baselines with ``pytest tests/test_ui_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,7 @@ NARROW, WIDE = (100, 30), (160, 48)
 SIZES = pytest.mark.parametrize("size", [NARROW, WIDE], ids=["narrow", "wide"])
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 
 def live_app(tmp_path: Path, theme: str | None = None) -> LoopwatchApp:
