@@ -18,20 +18,15 @@ from typing import Any
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from monitor.ui.vim_keys import vim_bindings
 from monitor.ui.widgets.dashboard.sorting import (COLUMN_TITLES, attention_queue, next_in,
                                                   waiting_since)
 
 #: vim keys for a table screen (the dashboard and history share them).
-TABLE_VIM_BINDINGS = [
-    Binding("j", "table('cursor_down')", "Down", show=False, id="table.down", tooltip="Next row (also ↓)"),
-    Binding("k", "table('cursor_up')", "Up", show=False, id="table.up", tooltip="Previous row (also ↑)"),
-    Binding("g", "table('scroll_top')", "First", show=False, id="table.first", tooltip="First row (also home)"),
-    Binding("G", "table('scroll_bottom')", "Last", show=False, id="table.last", tooltip="Last row (also end)"),
-    Binding("ctrl+d", "table_half(1)", "Half page down", show=False, id="table.half_down",
-            tooltip="Half a page down (also pgdn: a page)"),
-    Binding("ctrl+u", "table_half(-1)", "Half page up", show=False, id="table.half_up",
-            tooltip="Half a page up (also pgup: a page)"),
-]
+TABLE_VIM_BINDINGS = vim_bindings(
+    ("table('cursor_down')", "table('cursor_up')", "table('scroll_top')", "table('scroll_bottom')",
+     "table_half(1)", "table_half(-1)"),
+    ("table.down", "table.up", "table.first", "table.last", "table.half_down", "table.half_up"), "row")
 
 DASHBOARD_CONSOLE_BINDINGS = [
     Binding("w", "next_attention", "Next warning", id="attention.next",

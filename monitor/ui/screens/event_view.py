@@ -19,20 +19,14 @@ from textual.widgets import Footer, Static
 
 from monitor.ui.clipboard import copy_text
 from monitor.ui.event_text import event_document, event_plain
+from monitor.ui.vim_keys import scroll_pane, vim_bindings
 from monitor.ui.widgets.common.text_panel import TextPanel
 
 #: vim keys and their arrow equivalents for a scrollable pane (shared with help).
-SCROLL_BINDINGS = [
-    Binding("j", "scroll('down')", "Down", show=False, id="scroll.down",
-            tooltip="Scroll down a line (also ↓)"),
-    Binding("k", "scroll('up')", "Up", show=False, id="scroll.up", tooltip="Scroll up a line (also ↑)"),
-    Binding("g", "scroll('home')", "Top", show=False, id="scroll.top", tooltip="Top (also home)"),
-    Binding("G", "scroll('end')", "Bottom", show=False, id="scroll.bottom", tooltip="Bottom (also end)"),
-    Binding("ctrl+d", "scroll('page_down')", "Half page down", show=False, id="scroll.half_down",
-            tooltip="Page down (also pgdn)"),
-    Binding("ctrl+u", "scroll('page_up')", "Half page up", show=False, id="scroll.half_up",
-            tooltip="Page up (also pgup)"),
-]
+SCROLL_BINDINGS = vim_bindings(
+    ("scroll('down')", "scroll('up')", "scroll('home')", "scroll('end')", "scroll('half_down')",
+     "scroll('half_up')"),
+    ("scroll.down", "scroll.up", "scroll.top", "scroll.bottom", "scroll.half_down", "scroll.half_up"), "line")
 
 
 class EventViewScreen(Screen[int]):
@@ -96,7 +90,7 @@ class EventViewScreen(Screen[int]):
             self.app.bell()
 
     def action_scroll(self, where: str) -> None:
-        getattr(self.query_one("#event-scroll", VerticalScroll), f"scroll_{where}")(animate=False)
+        scroll_pane(self.query_one("#event-scroll", VerticalScroll), where)
 
     def action_copy(self) -> None:
         if self.record is not None:

@@ -27,6 +27,7 @@ from monitor.ui.literal import literal, visible
 from monitor.ui.records import DetectionRow
 from monitor.ui.render import DEFAULT_PALETTE, Palette
 from monitor.ui.screens.event_view import SCROLL_BINDINGS
+from monitor.ui.vim_keys import scroll_pane
 from monitor.ui.widgets.common.text_panel import TextPanel
 
 #: Characters of each event compared (a diff of huge outputs would be unreadable).
@@ -125,7 +126,7 @@ class RepeatDiffScreen(Screen[None]):
         self.query_one("#diff-scroll").focus()
 
     def action_scroll(self, where: str) -> None:
-        getattr(self.query_one("#diff-scroll", VerticalScroll), f"scroll_{where}")(animate=False)
+        scroll_pane(self.query_one("#diff-scroll", VerticalScroll), where)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -26,6 +26,7 @@ from textual.strip import Strip
 from monitor.ui.literal import literal
 from monitor.ui.records import EventRow
 from monitor.ui.render import DEFAULT_PALETTE, Palette, clock
+from monitor.ui.vim_keys import vim_bindings
 from monitor.ui.widgets.detail.event_source import EventSource
 
 KIND_TAGS = {"tool_call": "call", "tool_result": "result", "message": "msg",
@@ -43,14 +44,9 @@ class EventStream(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="stream.page_down"),
         Binding("home", "edge(0)", "First", show=False, id="stream.first"),
         Binding("end", "edge(1)", "Last", show=False, id="stream.last"),
-        Binding("j", "cursor(1)", "Down", show=False, id="stream.vim_down", tooltip="Next event (also ↓)"),
-        Binding("k", "cursor(-1)", "Up", show=False, id="stream.vim_up", tooltip="Previous event (also ↑)"),
-        Binding("g", "edge(0)", "First", show=False, id="stream.vim_first", tooltip="First event (also home)"),
-        Binding("G", "edge(1)", "Last", show=False, id="stream.vim_last", tooltip="Last event (also end)"),
-        Binding("ctrl+d", "half(1)", "Half page down", show=False, id="stream.half_down",
-                tooltip="Half a page down"),
-        Binding("ctrl+u", "half(-1)", "Half page up", show=False, id="stream.half_up",
-                tooltip="Half a page up"),
+        *vim_bindings(("cursor(1)", "cursor(-1)", "edge(0)", "edge(1)", "half(1)", "half(-1)"),
+                      ("stream.vim_down", "stream.vim_up", "stream.vim_first", "stream.vim_last",
+                       "stream.half_down", "stream.half_up"), "event"),
         Binding("enter", "open", "Open event", show=False, id="stream.open",
                 tooltip="Show the whole event (arguments, result, message in full)"),
     ]
