@@ -34,7 +34,9 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.detect.calls import call_record
 from monitor.detect.failures import shown_failure, comparable_failure, failed, failure_kind, is_test_run, shell_command
 from monitor.detect.fingerprints import failure_signature, not_an_outcome
+from monitor.detect.output_similarity import digest
 from monitor.events import Event, EventRef, Kind, Level
+from monitor.text import call_key
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
@@ -190,7 +192,9 @@ class RetryRounds(Detector):
                 level=Level.WARN,
                 score=min(1.0, (known.rounds + 1) / (s.max_rounds + 1)),
                 message=f"started over {known.rounds + 1} times ({command[:60]!r}) with {why}",
-                pattern=f"rounds:{key:x}",
+                # Not hash(): salted per process, so acks and false positives
+                # keyed on the pattern would not survive a restart or a worker.
+                pattern=f"rounds:{digest(call_key(event))}",
                 count=known.rounds + 1,
                 tool=event.tool,
                 summary=f"started over {known.rounds + 1} times and got {why}",
