@@ -40,8 +40,8 @@ from typing import Any, Callable, Sequence
 
 from monitor.config import Config
 from monitor.detect.base import Detection
-from monitor.detect.calls import CallWindow
-from monitor.detect.calls import events as recalled_events
+from monitor.detect.analysis.calls import CallWindow
+from monitor.detect.analysis.calls import events as recalled_events
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from monitor.config import Config
-from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
+from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
+from monitor.detect.detectors import REGISTRY
+from monitor.detect.detectors.waiting import mark as mark_waited
 from monitor.detect.escalation import EscalationPolicy
-from monitor.detect.waiting import mark as mark_waited
 from monitor.events import SESSION_END, SESSION_START, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never

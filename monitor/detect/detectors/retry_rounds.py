@@ -30,11 +30,12 @@ import re
 from array import array
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.calls import call_record
-from monitor.detect.failures import shown_failure, comparable_failure, failed, failure_kind, is_test_run, shell_command
-from monitor.detect.fingerprints import failure_signature, not_an_outcome
-from monitor.detect.output_similarity import digest
+from monitor.detect.analysis.calls import call_record
+from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.failures import (comparable_failure, failed, failure_kind, is_test_run, shell_command,
+                                              shown_failure)
+from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
@@ -73,7 +74,6 @@ class RetryRoundsSettings(DetectorSettings):
     max_rounds: int = 6  # restores of one thing, whatever happens between them
 
 
-@register
 class RetryRounds(Detector):
     name = "retry_rounds"
     title = "Retry rounds"

@@ -6,7 +6,7 @@ turn with each of the last 5 turns; 0.85 or more makes the turn *similar*.
 the count.  (The first turn of a loop is the one the others repeat, so the
 warning comes with the 4th turn of a loop, as in the note's code.)
 
-A *turn* is one model response (:mod:`monitor.detect.turns`): its text plus
+A *turn* is one model response (:mod:`monitor.detect.analysis.turns`): its text plus
 the tool calls it made (tool name and canonical arguments), judged once it is
 complete.  Honest repetition that must not count:
 
@@ -31,10 +31,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable
 
-from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
-                                 register)
-from monitor.detect.output_similarity import digest
-from monitor.detect.turns import Call, Outcome, Turn
+from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.turns import Call, Outcome, Turn
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
@@ -108,7 +107,6 @@ class _Seen:
         self.events = events  # what the turn said, called and got (bounded)
 
 
-@register
 class TurnSimilarity(TurnDetector):
     name = "turn_similarity"
     title = "Turn similarity"

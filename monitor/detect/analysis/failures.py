@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.fingerprints import failure_signature
+from monitor.detect.analysis.signatures import failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, call_record
-from monitor.detect.failures import _segments, shell_command
+from monitor.detect.analysis.calls import CallRecord, call_record
+from monitor.detect.analysis.failures import _segments, shell_command
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
 
@@ -124,7 +124,6 @@ class WaitingSettings(DetectorSettings):
     budget_seconds: float = 1800.0  # waiting on the same unchanged answer: notice at half, warn when spent
 
 
-@register
 class Waiting(Detector):
     name = "waiting"
     title = "Waiting"

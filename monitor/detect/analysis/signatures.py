@@ -1,4 +1,4 @@
-"""Call fingerprints and outcome classes shared by the call detectors.
+"""Signatures of calls and results: fingerprints, failure signatures, outcome classes.
 
 A *fingerprint* is looser than the exact call key: the tool name plus its
 primary arguments only (design note 003), with shell reads of one file through
