@@ -104,7 +104,7 @@ class CallRecord:
         return self.outcome() == other.outcome()
 
     def marks(self) -> int:
-        """:func:`~monitor.detect.analysis.signatures.line_marks` of the result."""
+        """:func:`~monitor.detect.analysis.signatures.text_marks` of the result."""
         marks = self._marks
         if marks is None:
             # What the command printed, not the tags wrapped around it (an

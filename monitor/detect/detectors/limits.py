@@ -33,10 +33,6 @@ from monitor.events import Event, EventRef, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
 
-#: The values design note 000 uses; the first three are opt-in here.
-DESIGN_VALUES = {"max_iterations": 100, "max_runtime_seconds": 4 * 3600.0, "max_cost_usd": 10.0,
-                 "max_consecutive_failures": 5}
-
 ADVICE = (
     "This session has reached a configured limit and is about to be stopped. "
     "Summarise what is done, what remains and what blocks you."

@@ -29,7 +29,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable
 
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Call, Outcome, Turn
@@ -48,18 +47,9 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def turn_words(turn: Turn, view: SessionView) -> list[str]:
-    """The words of a turn, lower-cased, repeats included: its (clipped) text,
-    and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
-    the distinct words."""
-    calls = turn.calls
-    if calls and view.tool_overrides:
-        calls = [call for call in calls if not view.exempt(call.tool)]
-    return _words(turn, calls)
-
-
 def _words(turn: Turn, calls: list[Call]) -> list[str]:
-    """:func:`turn_words` with the exempt calls already left out.
+    """The words of a turn, lower-cased, repeats included: its (clipped) text
+    and ``calls`` (its calls, the exempt ones left out).
     (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
     text = turn.text
     words = text.text().lower().split() if turn.has_text and text is not None else []
@@ -76,21 +66,6 @@ def _words(turn: Turn, calls: list[Call]) -> list[str]:
         else:
             words = joined.lower().split()
     return words
-
-
-def token_hashes(words: Iterable[str]) -> frozenset[int]:
-    """Distinct tokens as hashes: equal tokens, equal hashes (within one
-    process, which is all a session's window needs); collisions at 64 bits
-    are negligible."""
-    return frozenset(map(hash, words))
-
-
-def overlap(current: frozenset[int], earlier: array) -> float:
-    """Jaccard of the current turn's token hashes with a remembered turn's."""
-    if not current or not earlier:
-        return 0.0
-    inter = len(current.intersection(earlier))
-    return inter / (len(current) + len(earlier) - inter)
 
 
 class _Seen:
@@ -154,7 +129,8 @@ class TurnSimilarity(TurnDetector):
             words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most
         # tool-only turns stop here, before any set is built.
-        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()  # token_hashes()
+        # Distinct tokens as hashes: equal within one process, all a session's window needs.
+        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()
         size = len(toks)
         if size < s.min_tokens:
             self.consecutive = 0
@@ -178,8 +154,8 @@ class TurnSimilarity(TurnDetector):
             bound = other / size if other < size else size / other
             if bound <= closest and bound < cutoff:
                 continue
-            common = len(toks.intersection(earlier))  # overlap(), inlined
-            score = common / (size + other - common)
+            common = len(toks.intersection(earlier))
+            score = common / (size + other - common)  # Jaccard
             if score > closest:
                 closest = score
             if score < cutoff or score <= best:
