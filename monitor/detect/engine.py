@@ -71,9 +71,8 @@ class SessionState:
     #: How many ids in ``seen`` have each hash slot (see ``process``).
     seen_counts: bytearray = field(default_factory=bytearray)
     #: Overall per-event similarity, the oldest first (when the engine keeps
-    #: sparklines).  Flat arrays of doubles: a deque of float objects costs
-    #: four times as much, and any rounding (even to single precision)
-    #: changes the colours of the sparklines.
+    #: sparklines).  Flat arrays of doubles: smaller than a deque of floats, and
+    #: unrounded (even single precision changes the sparklines' colours).
     similarity: array = field(default_factory=lambda: array("d"))
     #: Per detector, its non-zero per-event similarity scores.
     detector_similarity: dict[str, array] = field(default_factory=dict)

@@ -355,11 +355,8 @@ def primary_of(args: dict[str, Any]) -> dict[str, Any]:
 
 # -- did a result show anything new? ----------------------------------------------
 
-#: Bits in a :func:`text_marks` set (a power of two).  Each line sets two
-#: bits, from two parts of one CRC: a collision can only make a new line look
-#: old, and needs both bits taken.  With one bit a run of twenty one-line
-#: polls made a new line look old about once in two hundred, enough for an
-#: honest poll to read as "nothing new" now and then over a long session.
+#: Bits in a :func:`text_marks` set (a power of two).  Each line sets two bits, from
+#: two parts of one CRC: a new line looks old only if both are taken (one bit was not enough).
 LINE_BITS = 4096
 _LINE_MASK = LINE_BITS - 1
 

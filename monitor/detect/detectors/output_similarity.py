@@ -196,8 +196,7 @@ class OutputSimilarity(TurnDetector):
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
-        # score_cutoff lets rapidfuzz stop early, halving the cost of a
-        # 2,000-character pair.
+        # score_cutoff lets rapidfuzz stop early.
         closest, best, match = 0.0, 0.0, None
         cutoff = s.similarity
         work = self.work

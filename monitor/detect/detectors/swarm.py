@@ -57,8 +57,8 @@ class _Entry:
 
     __slots__ = ("times", "sessions", "per_session", "size", "calls")
 
-    # Lists, not deques: a deque's first block alone is 600 bytes, and the
-    # table holds a thousand entries of a few dozen items.
+    # Lists, not deques: the table holds a thousand entries of a few dozen
+    # items, and an empty deque is larger than such a list.
     def __init__(self, size: int):
         self.times: list[float] = []
         self.sessions: list[str] = []

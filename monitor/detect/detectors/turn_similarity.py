@@ -21,7 +21,7 @@ Per session only the compared window is kept (the note caps its history at
 50 turns for memory; only the last 5 are ever compared, so those are all we
 hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
 and are kept as an array of 64-bit token hashes -- 8 bytes a token instead of
-a string and a set slot -- so five remembered turns cost about 12 KB.
+a string and a set slot.
 """
 
 from __future__ import annotations
@@ -127,9 +127,8 @@ class TurnSimilarity(TurnDetector):
             words = joined.lower().split()
         else:
             words = _words(turn, calls)
-        # Fewer words than min_tokens means fewer distinct tokens too: most
-        # tool-only turns stop here, before any set is built.
-        # Distinct tokens as hashes: equal within one process, all a session's window needs.
+        # Fewer words than min_tokens means fewer distinct tokens too: most tool-only
+        # turns stop here.  Hashes are equal within one process, all a window needs.
         toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()
         size = len(toks)
         if size < s.min_tokens:
@@ -137,12 +136,8 @@ class TurnSimilarity(TurnDetector):
             return None
         results = turn.outcome()
 
-        # Jaccard is at most min/max of the two sizes: a remembered turn whose
-        # size alone keeps it below both the closest score so far and the
-        # cut-off cannot change the outcome, and is not intersected.  (The
-        # closest score, even below the cut-off, feeds the sparkline; when
-        # no sparkline is kept, as in a scan, it starts at the cut-off, so
-        # only turns that may reach it are intersected.)
+        # Jaccard is at most min/max of the two sizes: a turn whose size keeps it below
+        # both the closest score (the sparkline's; the cut-off in a scan) and the cut-off is skipped.
         cutoff = s.similarity
         keep = view.keeps_similarity
         closest, best, match = 0.0 if keep else cutoff, 0.0, None
