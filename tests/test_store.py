@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from monitor import store_schema
+from monitor.store import schema as store_schema
 from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Kind, Level
-from monitor.store import Store, StoreError, current_user
-from monitor.store_schema import latest_version, migrate
+from monitor.identity import current_user
+from monitor.store import Store, StoreError
+from monitor.store.schema import latest_version, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = 1_750_000_000.0
@@ -259,8 +260,8 @@ def test_one_merged_session_row_is_what_upserting_each_update_in_turn_gives(tmp_
     add up, the peak never drops, the latest level wins)."""
     import random
 
-    from monitor.store_rows import SESSION_UPSERT, session_update, session_values
-    from monitor.store_writer import _merged
+    from monitor.store.sessions import SESSION_UPSERT, session_update, session_values
+    from monitor.store.transactions import merged as _merged
 
     rng = random.Random(7)
     db = Database(sqlite3.connect(str(tmp_path / "m.db")))
