@@ -92,3 +92,38 @@ def test_sessions_of_a_sigkilled_watcher_read_stopped(tmp_path):
         assert store.stopped_sessions == 1
         assert store.get_session("open-1")["status"] == "stopped"
     assert stored_status(db) == "stopped"
+
+
+async def test_tui_history_shows_a_sigkilled_watchers_session_stopped(tmp_path):
+    """The TUI's history list and a stored session's detail header read the same status."""
+    from monitor.config import Config
+    from monitor.ui.app import LoopwatchApp
+    from monitor.ui.scripted import frozen_clock
+
+    db = tmp_path / "tui.db"
+    recorder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from monitor.store import Store\n"
+         "store = Store(sys.argv[1]); store.start()\n"
+         "now = time.time()\n"
+         "store.upsert_session({'id': 'tui-1', 'agent': 'codex', 'status': 'live',"
+         " 'first_seen': now, 'last_seen': now})\n"
+         "store.flush(); print('ready', flush=True); sys.stdin.read()\n", str(db)],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert recorder.stdout.readline().strip() == "ready"
+        recorder.send_signal(signal.SIGKILL)
+        recorder.wait(timeout=DEADLINE)
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.screen.query_one("#history-table")
+        deadline = time.monotonic() + DEADLINE
+        while table.row_count == 0 and time.monotonic() < deadline:
+            await pilot.pause()
+        cells = [str(cell) for cell in table.get_row("tui-1")]
+        assert "stopped" in cells and "live" not in cells, cells
