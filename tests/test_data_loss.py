@@ -476,7 +476,7 @@ async def test_a_quiet_session_is_not_queued_behind_a_flood(tmp_path):
     backlog (64 queued batches and every flooding connection's turn).  Counted in events, not
     seconds: between the quiet agent's send and its detection the hub processes at most about
     one event-bounded queue (2,048) and a few read chunks of the flood."""
-    from monitor.hub import DetectionRaised
+    from monitor.updates import DetectionRaised
 
     async with running_monitor(tmp_path) as (hub, server):
         updates = Updates(hub)

@@ -100,7 +100,7 @@ def _check_demo_module() -> str | None:
 async def _headless(run: DemoRun, duration: float) -> int:
     from monitor.commands.watch import HeadlessPrinter
     from monitor.events import Level
-    from monitor.hub import DetectionRaised
+    from monitor.updates import DetectionRaised
 
     printer = HeadlessPrinter(as_json=False, min_level=Level.WARN, out=sys.stdout, err=sys.stderr)
     live = run.build()
