@@ -538,3 +538,48 @@ async def test_the_collector_runs_rarely_while_a_hub_runs(config):
     assert gc.get_threshold()[0] == max(LIVE_GC_THRESHOLD, before[0])
     await second.stop()
     assert gc.get_threshold() == before
+
+
+async def test_the_hub_answers_a_patterns_history(config, hub_factory):
+    """The UI asks the hub, not its policy: how often a pattern was flagged, and
+    until when an acknowledgement quiets it."""
+    hub = await hub_factory(config)
+    assert hub.pattern_history("nobody", "exact_repeat", "x") == (0, None)
+    await hub.submit(loop_events("s", 4))
+    await hub.join()
+    last = hub.session("s").last_detection
+    occurrences, acked = hub.pattern_history("s", last.detector, last.pattern)
+    assert occurrences >= 1 and acked is None
+    await hub.act("ack", "s")
+    assert hub.pattern_history("s", last.detector, last.pattern)[1] is not None
+
+
+async def test_a_stored_session_replays_to_the_live_sparklines(config, store, hub_factory):
+    """replay_similarity rebuilds from the store the similarity the live engine drew."""
+    from monitor.hub.replay import replay_similarity
+
+    hub = await hub_factory(config, store)
+    await hub.submit(loop_events("s", 6))
+    await hub.join()
+    live = hub.session("s")
+    await hub.stop()
+    progress: list[tuple[int, int]] = []
+    overall, by_detector = replay_similarity(config, store, "s", progress=lambda *p: progress.append(p))
+    assert overall == live.similarity and by_detector == live.detector_similarity
+    assert progress[0] == (0, 12) and progress[-1] == (12, 12)
+    assert replay_similarity(config, store, "nobody") is None
+
+
+async def test_the_window_comes_from_the_detector_that_provides_it(hub_factory):
+    """No detector is named in the hub: the one that says provides_window gives
+    the window; without it (disabled) the session's recent calls stand in."""
+    with_window = await hub_factory(build_config({}))
+    without = await hub_factory(build_config({"detectors": {"exact_repeat": {"enabled": False}}}))
+    for hub in (with_window, without):
+        await hub.submit(loop_events("s", 4))
+        await hub.join()
+    providers = [d for d in with_window.engine.sessions["s"].detectors if d.provides_window]
+    assert len(providers) == 1 and providers[0].window_records()
+    assert [e.seq for e in with_window.session("s").window] == [e.seq for e in providers[0].window()]
+    assert not any(d.provides_window for d in without.engine.sessions["s"].detectors)
+    assert len(without.session("s").window) == 4

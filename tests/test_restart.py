@@ -26,13 +26,15 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"  # copies of real transc
 
 
 async def run_once(paths: list[Path], db: Path, mode: str = "recent") -> LiveMonitor:
-    """A watcher that reads what is there, then stops (everything flushed)."""
+    """A watcher that reads what is there, then stops (everything flushed); it
+    announces where it records while it runs (what ``doctor`` reads)."""
+    announced: list[dict | None] = []
     live = LiveMonitor(Config(), paths=[str(p) for p in paths], start_policy=StartPolicy(mode=mode),
-                       db=str(db), use_socket=False)
-    await live.start()
-    await live.files.sync()
-    await live.hub.join()
-    await live.stop()
+                       db=str(db), use_socket=False, announce=announced.append)
+    async with live.running() as hub:
+        await live.files.sync()
+        await hub.join()
+    assert announced == [{"socket": None, "otlp": None, "db": str(live.store.path)}, None]
     return live
 
 

@@ -124,7 +124,3 @@ class Recorder:
             self._losses_seen = counts
             return (Problem("store", None, losses() or ""),)
         return ()
-
-    def flush(self) -> None:
-        if self.store is not None:
-            self.store.flush()
