@@ -96,7 +96,6 @@ class Hub:
         #: A UI that flushes less often asks for snapshots as seldom (never
         #: more often than PUBLISH_INTERVAL): one build per changed session per flush.
         self.publish_interval = PUBLISH_INTERVAL
-        self._rate: deque[list[float]] = deque(maxlen=8)  # [second, count]
         self.events_total = 0
         self._duplicates_seen = 0  # engine.duplicates when last accounted for
         self.detections_total = 0
@@ -284,10 +283,6 @@ class Hub:
         return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
 
     def stats(self) -> Stats:
-        now = self.clock()
-        second = int(now)
-        window = [count for sec, count in self._rate if second - 5 <= sec < second]
-        span = max(1, min(5, second - self._rate[0][0])) if self._rate else 1
         live = warnings = 0
         level = self.recorder.level
         for state in self.lifecycle.sessions.values():
@@ -295,7 +290,7 @@ class Hub:
                 live += 1
             if state.status != "ended" and level(state.id) >= Level.WARN:
                 warnings += 1
-        return Stats(self.events_total, sum(window) / span, live, warnings)
+        return Stats(self.events_total, self.intake.rate(self.clock()), live, warnings)
 
     def describe_kill(self, session: str) -> str:
         """What a kill would do ("SIGTERM pid 123 (python agent.py) …"), or why it cannot."""
@@ -353,11 +348,7 @@ class Hub:
         engine = self.engine
         lifecycle = self.lifecycle
         sessions = lifecycle.sessions
-        second = int(arrival)
-        if self._rate and self._rate[-1][0] == second:
-            self._rate[-1][1] += len(events)
-        else:
-            self._rate.append([second, len(events)])
+        self.intake.count(arrival, len(events))
         duplicates = engine.duplicates
         for event in events:
             state = sessions.get(event.session)

@@ -1,5 +1,5 @@
 """The hub's input: a queue bounded twice (by queued items and by queued
-events), and how much of a source's bad input is reported.
+events), how much of a source's bad input is reported, and the input rate.
 
 A full queue makes :meth:`Intake.put` wait (back-pressure instead of
 unbounded memory); counting events too keeps a deep queue of big batches from
@@ -9,6 +9,7 @@ becoming latency for every session behind it.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any
 
 from monitor.events import Event
@@ -38,6 +39,7 @@ class Intake:
         self._room = asyncio.Event()  # set when fewer than QUEUE_EVENTS are queued
         self._room.set()
         self._problems_by_source: dict[str, int] = {}
+        self._rate: deque[list[float]] = deque(maxlen=8)  # [arrival second, events processed]
 
     async def put(self, events: list[Event], problems: list[Problem], arrival: float,
                   position: dict | None) -> None:
@@ -60,6 +62,23 @@ class Intake:
             self.events -= len(item[0])
             if self.events < QUEUE_EVENTS:
                 self._room.set()
+
+    def count(self, arrival: float, events: int) -> None:
+        """``events`` that arrived at ``arrival`` were processed."""
+        second = int(arrival)
+        rate = self._rate
+        if rate and rate[-1][0] == second:
+            rate[-1][1] += events
+        else:
+            rate.append([second, events])
+
+    def rate(self, now: float) -> float:
+        """Events per second processed over the last five whole seconds."""
+        second = int(now)
+        rate = self._rate
+        window = [count for sec, count in rate if second - 5 <= sec < second]
+        span = max(1, min(5, second - rate[0][0])) if rate else 1
+        return sum(window) / span
 
     def reported(self, problem: Problem) -> Problem | None:
         """What to publish about bad input from ``problem``'s source: the
