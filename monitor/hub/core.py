@@ -27,7 +27,7 @@ from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import HubSession, Lifecycle
 from monitor.hub.snapshots import Snapshots, window_copy
-from monitor.store import current_user
+from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats,
 )

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from monitor.config import Config
 from monitor.detect.engine import Engine
-from monitor.store_rows import event_from_row
+from monitor.store.rows import event_from_row
 
 #: Events replayed (the session's last ones) and read from the store at a time.
 REPLAY_EVENTS = 2000
