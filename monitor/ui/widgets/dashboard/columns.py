@@ -27,7 +27,7 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("level", "Level", 11),
-    Column("agent", "Agent", most=24),
+    Column("agent", "Agent", most=20),
     Column("session", "Session", least=10, most=24),
     Column("status", "Status", least=6, most=7),
     Column("events", "Events", 7),
