@@ -54,6 +54,9 @@ class Detection:
     proposed: Level = Level.NONE
     nudge: str = ""
     suppressed: str | None = None  # why the policy capped it (acknowledged, false positive…)
+    #: What its loop episode has cost so far, when the log reports usage
+    #: (``{"since", "tokens", "usd", "unpriced_tokens"}``: monitor/cost.py).
+    cost: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -74,6 +77,7 @@ class Detection:
             "nudge": self.nudge,
             "seq": self.seq,
             "evidence": [ref.to_dict() for ref in self.evidence],
+            **({"cost": self.cost} if self.cost is not None else {}),
         }
 
 
