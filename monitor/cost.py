@@ -322,19 +322,24 @@ class LoopCosts:
         account.tokens += tokens
         account.usd += usd
         account.unpriced += unpriced
-        if account.episode:
-            account.loop_tokens += tokens
-            account.loop_usd += usd
-            account.loop_unpriced += unpriced
-            day = time.strftime("%Y-%m-%d", time.localtime(event.ts))
-            totals = self.days.get(day)
-            if totals is None:
-                totals = self.days[day] = [0, 0.0, 0]
-                while len(self.days) > MAX_DAYS:
-                    del self.days[min(self.days)]
-            totals[0] += tokens
-            totals[1] += usd
-            totals[2] += unpriced
+        if not account.episode:
+            if "loop" in event.meta:
+                del event.meta["loop"]  # a stored event re-scanned: this run's word counts
+            return
+        # Marked on the event: the store sums these into the session's row.
+        event.meta["loop"] = {"tokens": tokens, "usd": usd, "unpriced_tokens": unpriced}
+        account.loop_tokens += tokens
+        account.loop_usd += usd
+        account.loop_unpriced += unpriced
+        day = time.strftime("%Y-%m-%d", time.localtime(event.ts))
+        totals = self.days.get(day)
+        if totals is None:
+            totals = self.days[day] = [0, 0.0, 0]
+            while len(self.days) > MAX_DAYS:
+                del self.days[min(self.days)]
+        totals[0] += tokens
+        totals[1] += usd
+        totals[2] += unpriced
 
     def detected(self, session: str, detections: list, escalation: Any, ts: float) -> None:
         """After the policy applied ``detections``: open the episode if the

@@ -123,6 +123,10 @@ class SessionInfo:
     nudged: float = 0.0
     #: Event time an acknowledgement quiets its patterns until (0: none).
     quiet_until: float = 0.0
+    #: ``(since, Spend)`` of the loop episode it is in, its loops' cost in
+    #: all (None: no usage reported): monitor/cost.py.
+    episode_cost: Any = None
+    loop_cost: Any = None
 
 
 class LazyWindow:
@@ -216,6 +220,8 @@ class Stats:
     events_per_sec: float
     sessions_live: int
     warnings_open: int
+    #: What loop episodes cost today (a cost.Spend), measured so far.
+    loop_cost_today: Any = None
 
 
 # -- per-session bookkeeping ------------------------------------------------------------------
@@ -654,7 +660,7 @@ class Hub:
                 live += 1
             if state.status != "ended" and self._level(state.id) >= Level.WARN:
                 warnings += 1
-        return Stats(self.events_total, sum(window) / span, live, warnings)
+        return Stats(self.events_total, sum(window) / span, live, warnings, self.engine.costs.day(now))
 
     def _level(self, session: str) -> Level:
         escalation = self.engine.policy.sessions.get(session)
@@ -1069,6 +1075,8 @@ class Hub:
             channel=state.channel.name if state.channel is not None else "none", kill=kill,
             nudged=state.nudged if state.status == "live" else 0.0,
             quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
+            episode_cost=self.engine.costs.episode(state.id, escalation),
+            loop_cost=self.engine.costs.loops(state.id),
         )
 
     # -- operator actions ---------------------------------------------------------------------------

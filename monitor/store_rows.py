@@ -32,7 +32,7 @@ SEQ = EVENT_COLUMNS.index("seq")
 
 DETECTION_COLUMNS = (
     "session", "ts", "seq", "detector", "level", "level_rank", "score", "pattern", "count",
-    "tool", "message", "nudge", "suppressed", "evidence", "file", "line",
+    "tool", "message", "nudge", "suppressed", "evidence", "cost", "file", "line",
 )
 DETECTION_SEQ = DETECTION_COLUMNS.index("seq")
 
@@ -181,6 +181,7 @@ def detection_row(detection: Detection) -> list[Any]:
         safe_text(detection.pattern), detection.count, safe_text(detection.tool),
         safe_text(detection.message), safe_text(detection.nudge), detection.suppressed,
         bounded_json(evidence, EVIDENCE_CHARS),
+        orjson.dumps(detection.cost).decode() if detection.cost else None,
         safe_text(detection.source) or None, detection.line,
     ]
 
@@ -203,6 +204,8 @@ def detection_dict(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     evidence = _loads(row.get("evidence"))
     out["evidence"] = evidence if isinstance(evidence, list) else []
+    cost = _loads(row.get("cost"))
+    out["cost"] = cost if isinstance(cost, dict) else None
     return out
 
 
@@ -232,10 +235,13 @@ def level_rank(value: str | int | Level | None) -> int | None:
 SESSION_COLUMNS = (
     "id", "agent", "source", "origin", "pid", "parent", "first_seen", "last_seen", "status",
     "level", "level_rank", "peak", "peak_rank", "detector", "reason", "events", "detections",
+    "loop_tokens", "loop_usd", "loop_unpriced_tokens",
 )
+#: What loop episodes cost, summed from usage rows (``meta.loop``: monitor/cost.py).
+LOOP_COLUMNS = ("loop_tokens", "loop_usd", "loop_unpriced_tokens")
 #: Counted by the store itself from what it committed (the engine's count
 #: restarts with the monitor), so a hub's value for them is ignored.
-STORE_COUNTED = frozenset({"events", "detections"})
+STORE_COUNTED = frozenset({"events", "detections", *LOOP_COLUMNS})
 #: Keys the hub may use for the same columns (the contract's names).
 SESSION_ALIASES = {"kind": "origin", "first_ts": "first_seen", "last_ts": "last_seen"}
 
@@ -273,7 +279,7 @@ def merge_update(old: dict[str, Any], new: dict[str, Any]) -> None:
             old[key] = min(old[key], value)
         elif key in ("last_seen", "events") and old.get(key) is not None:
             old[key] = max(old[key], value)
-        elif key == "detections":
+        elif key == "detections" or key in LOOP_COLUMNS:
             old[key] = old.get(key, 0) + value
         elif key == "source":
             old.setdefault(key, value)  # the first source a session was seen in stays
@@ -292,6 +298,7 @@ def _session_upsert_sql() -> str:
                      "COALESCE(sessions.last_seen, excluded.last_seen))",
         "events": "MAX(excluded.events, sessions.events)",
         "detections": "sessions.detections + excluded.detections",
+        **{c: f"sessions.{c} + excluded.{c}" for c in LOOP_COLUMNS},
         # The first source a session was seen in stays its source.
         "source": "COALESCE(sessions.source, excluded.source)",
         "peak": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
@@ -315,6 +322,7 @@ DETECTION_INSERT = (f"INSERT INTO detections ({', '.join(DETECTION_COLUMNS)}) "
 
 _START, _END = Kind.SESSION_START.value, Kind.SESSION_END.value
 _TS, _TYPE, _FILE = EVENT_COLUMNS.index("ts"), EVENT_COLUMNS.index("type"), EVENT_COLUMNS.index("file")
+_USAGE, _META = Kind.USAGE.value, EVENT_COLUMNS.index("meta")
 _FROM_START = tuple((key, EVENT_COLUMNS.index(key)) for key in ("agent", "pid", "parent"))
 
 
@@ -336,6 +344,13 @@ def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
         for key, index in _FROM_START:
             if row[index] is not None:
                 info[key] = row[index]
+    elif kind == _USAGE and row[_META] and '"loop"' in row[_META]:
+        loop = _loads(row[_META]).get("loop")  # spent inside a loop episode
+        if isinstance(loop, dict):
+            for column, key in zip(LOOP_COLUMNS, ("tokens", "usd", "unpriced_tokens")):
+                value = loop.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    info[column] = info.get(column, 0) + value
     # Any event after a session_end means it is live again.
     info["status"] = "ended" if kind == _END else "live"
 
@@ -369,4 +384,6 @@ def session_values(update: dict[str, Any]) -> list[Any]:
     values = [update.get(column) for column in SESSION_COLUMNS]
     values[_EVENTS] = update.get("events") or 0
     values[_DETECTIONS] = update.get("detections") or 0
+    for column in LOOP_COLUMNS:
+        values[SESSION_COLUMNS.index(column)] = update.get(column) or 0
     return values

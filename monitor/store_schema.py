@@ -20,6 +20,9 @@ Tables (see ``loopwatch show``/``history`` for readers):
   by the file's identity (device, inode and a hash of its first bytes), so
   that a restarted watcher resumes each file instead of storing it again.
 * ``events_fts``  FTS5 index of events' tool, args and content (v5).
+* ``detections.cost`` what the detection's loop episode had cost (JSON), and
+  ``sessions.loop_tokens`` / ``loop_usd`` / ``loop_unpriced_tokens`` what the
+  session's loop episodes cost in all (v7: ``monitor/cost.py``).
 """
 
 from __future__ import annotations
@@ -190,6 +193,16 @@ def _v5_events_fts(db: Database) -> None:
     db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
 
 
+def _v7_loop_costs(db: Database) -> None:
+    # What loops cost (monitor/cost.py): per detection its episode's cost so
+    # far, per session the sum of its usage inside loop episodes (counted by
+    # the writer from usage rows, like `detections`).  Older rows: unknown.
+    db.execute("ALTER TABLE detections ADD COLUMN cost TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_tokens INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_usd REAL NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_unpriced_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -197,6 +210,8 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "actions.owner (reconciling interrupted actions); store_losses",
               _v4_action_owner_and_losses),
     Migration(5, "full-text index of events (tool, args, content)", _v5_events_fts),
+    Migration(7, "what loops cost: detections.cost, sessions.loop_tokens/loop_usd/loop_unpriced_tokens",
+              _v7_loop_costs),
 ]
 
 
