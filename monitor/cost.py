@@ -203,6 +203,11 @@ class Spend:
             return "unpriced"
         return money(self.usd)
 
+    def short(self) -> str:
+        """``$0.42``, or the tokens when none of them had a price."""
+        dollars = self.dollars()
+        return f"{tokens_text(self.tokens)} unpriced" if dollars == "unpriced" else dollars
+
     def text(self) -> str:
         """``12.3k tok · $0.42`` (``… (+1.2k tok unpriced)`` when part had no price)."""
         out = f"{tokens_text(self.tokens)} · {self.dollars()}"
@@ -225,6 +230,15 @@ def tokens_text(tokens: int) -> str:
     if tokens >= 1000:
         return f"{tokens / 1e3:.1f}k tok"
     return f"{tokens} tok"
+
+
+def stored_loop_cost(row: Mapping[str, Any]) -> Spend | None:
+    """What a stored session's loop episodes cost (its ``loop_*`` columns);
+    None when nothing was spent in a loop."""
+    tokens, usd = row.get("loop_tokens") or 0, row.get("loop_usd") or 0.0
+    if not tokens and not usd:
+        return None
+    return Spend(int(tokens), float(usd), int(row.get("loop_unpriced_tokens") or 0))
 
 
 def spend_text(data: Any) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from monitor.cost import Spend
 from monitor.events import Event, Kind, Level
 from monitor.text import compact_args
 
@@ -39,6 +40,7 @@ class DetectionRow:
     evidence: tuple[int, ...]
     nudge: str = ""
     suppressed: str | None = None
+    cost: Any = None  # its loop episode's cost so far (monitor/cost.py), if usage was reported
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def detection_row(row: Any) -> DetectionRow:
         evidence=_evidence_seqs(_get(row, "evidence", default=())),
         nudge=str(_get(row, "nudge", default="")),
         suppressed=_get(row, "suppressed"),
+        cost=Spend.from_dict(_json(_get(row, "cost"))),
     )
 
 
