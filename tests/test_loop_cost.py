@@ -289,3 +289,57 @@ def test_an_old_database_gains_the_columns(tmp_path):
     with Store(path) as store:
         row = store.get_session("old")
     assert (row["loop_tokens"], row["loop_usd"]) == (0, 0)
+
+
+# -- the dashboard and the detail view ---------------------------------------------------------
+
+
+def priced_loop() -> list:
+    """A scripted session looping on one call, each response reporting its usage."""
+    from monitor.ui.scripted import T0, ScriptedSession
+
+    script = ScriptedSession("spender", "claude-code", T0, "/logs/spender.jsonl")
+    for _ in range(6):
+        script.call("bash", {"command": "pytest -x"}, "1 failed")
+        script.add(Kind.USAGE, step=0.5, input_tokens=20_000, output_tokens=1_000,
+                   meta={"model": "claude-sonnet-4-5", "cache_read_input_tokens": 15_000})
+    return script.events
+
+
+@pytest.mark.usefixtures("utc")
+async def test_header_and_detail_show_what_the_loop_cost(tmp_path):
+    from monitor.config import Config
+    from monitor.ui.app import LoopwatchApp
+    from monitor.ui.scripted import frozen_clock, scripted_hub
+    from monitor.ui.widgets.dashboard.counts import CountsBar
+    from monitor.ui.widgets.detail.detections_list import DetectionsList
+    from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
+
+    config = Config()
+    app = LoopwatchApp(config, clock=frozen_clock(),
+                       hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=priced_loop()))
+    # Each response: 5,000 plain input, 15,000 cache reads, 1,000 output at Sonnet 4.5's rates.
+    per_response = (5_000 * 3.0 + 15_000 * 0.30 + 1_000 * 15.0) / 1e6
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        app.hub._publish(app.hub.stats())
+        app.flush_live()
+        await pilot.pause()
+        header = str(app.screen.query_one(CountsBar).render())
+        today = app.hub.stats().loop_cost_today
+        assert today.tokens and today.tokens % 21_000 == 0
+        assert f"loops today ${today.usd:,.2f}" in header
+        assert today.usd == pytest.approx(today.tokens / 21_000 * per_response)
+        feed = "\n".join(line.text for line in app.screen.query_one(DetectionsFeed).lines)
+        assert "[$" in feed
+        app.open_session("spender")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        header = str(app.screen.query_one("#detail-header").render())
+        assert "this loop so far" in header and f"${today.usd:,.2f}" in header
+        assert "loops in this session" in header
+        rows = app.screen.query_one(DetectionsList).rows
+        # The last detection came at the last result, before that response's usage.
+        assert rows and rows[-1].cost is not None and rows[-1].cost.tokens == today.tokens - 21_000
