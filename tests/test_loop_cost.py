@@ -343,3 +343,25 @@ async def test_header_and_detail_show_what_the_loop_cost(tmp_path):
         rows = app.screen.query_one(DetectionsList).rows
         # The last detection came at the last result, before that response's usage.
         assert rows and rows[-1].cost is not None and rows[-1].cost.tokens == today.tokens - 21_000
+
+
+@pytest.mark.usefixtures("utc")
+async def test_history_screen_lists_what_each_session_s_loops_cost(tmp_path):
+    """A hub records the priced loop and stops; the history screen has its loop cost."""
+    from textual.widgets import DataTable
+
+    from monitor.config import Config
+    from monitor.store import Store
+    from monitor.ui.app import LoopwatchApp
+    from monitor.ui.scripted import frozen_clock, scripted_hub
+
+    db = tmp_path / "history.sqlite"
+    async with scripted_hub(Config(), db=db, events=priced_loop()) as hub:
+        expected = hub.engine.costs.loops("spender")
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        row = table.get_row("spender")
+        cell = str(row[[c.key.value for c in table.ordered_columns].index("loops")])
+        assert expected.usd > 0 and cell == f"${expected.usd:,.2f}"
