@@ -256,7 +256,7 @@ class SessionCost:
     Totals only grow, so an episode's cost so far is the totals now minus
     the totals when it began: O(1) per event, nothing kept per event."""
 
-    __slots__ = ("model", "tokens", "usd", "unpriced", "reported", "episode", "since", "base",
+    __slots__ = ("model", "tokens", "usd", "unpriced", "reported", "episode", "since", "since_seq", "base",
                  "loop_tokens", "loop_usd", "loop_unpriced")
 
     def __init__(self) -> None:
@@ -267,6 +267,7 @@ class SessionCost:
         self.reported = False  # the log reported usage for this session
         self.episode = 0  # the escalation episode open (0: none)
         self.since = 0.0  # event time it began
+        self.since_seq = 0  # and the position of that event in the session
         self.base: tuple[int, float, int] = (0, 0.0, 0)  # the totals then
         self.loop_tokens = 0
         self.loop_usd = 0.0
@@ -355,17 +356,17 @@ class LoopCosts:
         totals[1] += usd
         totals[2] += unpriced
 
-    def detected(self, session: str, detections: list, escalation: Any, ts: float) -> None:
+    def detected(self, session: str, detections: list, escalation: Any, ts: float, seq: int = 0) -> None:
         """After the policy applied ``detections``: open the episode if the
         session just left watching, and give each its cost so far."""
         account = self._account(session)
         self._sync(account, escalation)
         if not account.episode and escalation is not None and escalation.level > Level.NONE:
             account.episode = escalation.episode
-            account.since = ts
+            account.since, account.since_seq = ts, seq
             account.base = (account.tokens, account.usd, account.unpriced)
         if account.episode and account.reported:  # a log without usage: nothing to say about money
-            cost = {"since": account.since, **account.so_far().to_dict()}
+            cost = {"since": account.since, "since_seq": account.since_seq, **account.so_far().to_dict()}
             for detection in detections:
                 detection.cost = cost
 
@@ -382,8 +383,32 @@ class LoopCosts:
         account = self.sessions.get(session)
         return account.loops() if account is not None and account.reported else None
 
+    def totals(self, session: str) -> tuple[int, float, int, bool]:
+        """The session's running totals and whether it reported usage (a
+        sharded scan's worker records these for :func:`episode_costs`)."""
+        account = self.sessions.get(session)
+        if account is None:
+            return (0, 0.0, 0, False)
+        return (account.tokens, account.usd, account.unpriced, account.reported)
+
     def day(self, ts: float) -> Spend:
         """What loop episodes cost on the local day of ``ts`` (measured so far)."""
         totals = self.days.get(time.strftime("%Y-%m-%d", time.localtime(ts)))
         return Spend(totals[0], totals[1], totals[2]) if totals else Spend()
 
+
+def episode_costs(found: Any) -> None:
+    """Each detection's cost so far, from ``(detection, totals)`` in the
+    order one engine would have raised them (``totals``: its session's
+    :meth:`LoopCosts.totals` at its event).  A scan never returns a session
+    to watching (no operator), so its episode begins at its first detection:
+    what :meth:`LoopCosts.detected` gives, worked out after a sharded scan."""
+    bases: dict[str, tuple[float, int, tuple]] = {}
+    for detection, totals in found:
+        since, since_seq, base = bases.setdefault(detection.session, (detection.ts, detection.seq, totals))
+        tokens, usd, unpriced, reported = totals
+        if not reported:
+            detection.cost = None
+            continue
+        spend = Spend(tokens - base[0], max(0.0, usd - base[1]), unpriced - base[2])
+        detection.cost = {"since": since, "since_seq": since_seq, **spend.to_dict()}

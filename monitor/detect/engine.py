@@ -417,7 +417,7 @@ class Engine:
             detection.seq = seq
             self.policy.apply(detection)
             state.detections.append(detection)
-        self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts)
+        self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:
             flagged.update(d.detector for d in found if d.level >= Level.WARN)
             if bar >= 0:
