@@ -274,13 +274,13 @@ def test_history_and_markdown_export_carry_the_figures(stored):
 
 
 def test_an_old_database_gains_the_columns(tmp_path):
-    """Opening a v5 database migrates it: old rows cost nothing known (0 / NULL)."""
-    from monitor import store_schema
+    """Opening a v6 database migrates it: old rows cost nothing known (0 / NULL)."""
+    from monitor.store import schema as store_schema
     from sqlite_utils import Database
 
     path = tmp_path / "old.db"
     db = Database(path)
-    store_schema.migrate(db, upto=5)
+    store_schema.migrate(db, upto=6)
     db.execute("INSERT INTO sessions (id, events, detections) VALUES ('old', 3, 1)")
     db.conn.commit()
     db.close()
