@@ -162,9 +162,9 @@ def usage_parts(event: Event) -> tuple[int, int, int, int]:
     read = _count(meta.get("cache_read_input_tokens")) or _count(meta.get("cached_input_tokens"))
     write = _count(meta.get("cache_creation_input_tokens"))
     total_in = _count(event.input_tokens)
-    plain = max(0, total_in - read - write)
-    if total_in < read + write:  # a log that counted input without its cache
-        read, write = min(read, total_in), min(write, max(0, total_in - read))
+    # Fewer input tokens than cached ones: the log counted its input apart
+    # from the cache (the Anthropic API's way), so all of it is plain input.
+    plain = total_in - read - write if total_in >= read + write else total_in
     return plain, _count(event.output_tokens), write, read
 
 

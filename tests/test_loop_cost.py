@@ -365,3 +365,13 @@ async def test_history_screen_lists_what_each_session_s_loops_cost(tmp_path):
         row = table.get_row("spender")
         cell = str(row[[c.key.value for c in table.ordered_columns].index("loops")])
         assert expected.usd > 0 and cell == f"${expected.usd:,.2f}"
+
+
+def test_usage_parts_reads_cache_within_or_beside_the_input():
+    within = Event(Kind.USAGE, "s", 1.0, input_tokens=20_000, output_tokens=10,
+                   meta={"cache_read_input_tokens": 15_000, "cache_creation_input_tokens": 1_000})
+    beside = Event(Kind.USAGE, "s", 1.0, input_tokens=500, output_tokens=10,
+                   meta={"cache_read_input_tokens": 15_000})
+    assert usage_parts(within) == (4_000, 10, 1_000, 15_000)
+    assert usage_parts(beside) == (500, 10, 0, 15_000)
+    assert usage_parts(Event(Kind.USAGE, "s", 1.0, input_tokens=-3, output_tokens=True)) == (0, 0, 0, 0)
