@@ -323,7 +323,7 @@ async def test_header_and_detail_show_what_the_loop_cost(tmp_path):
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause()
         await app.workers.wait_for_complete()
-        app.hub._publish(app.hub.stats())
+        app.hub.publish(app.hub.stats())
         app.flush_live()
         await pilot.pause()
         header = str(app.screen.query_one(CountsBar).render())

@@ -81,7 +81,7 @@ def priced_app(tmp_path: Path, session: str | None = None) -> LoopwatchApp:
 
 async def _with_stats(pilot) -> None:
     await settle(pilot)
-    pilot.app.hub._publish(pilot.app.hub.stats())  # the hub's next tick, now
+    pilot.app.hub.publish(pilot.app.hub.stats())  # the hub's next tick, now
     await settle(pilot)
 
 
