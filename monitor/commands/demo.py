@@ -85,6 +85,13 @@ class DemoRun:
             finally:
                 await asyncio.to_thread(stop_agents, self.processes)
 
+    def abandon(self) -> None:
+        """Stop the agents and remove the files without the event loop (it is stuck)."""
+        from monitor.demo import stop_agents
+
+        stop_agents(self.processes, timeout=2.0)
+        self.cleanup()
+
     def cleanup(self) -> None:
         """Remove the agents' logs and the temporary database (unless --keep)."""
         if not self.keep:
@@ -217,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         note = ("Demo: simulated agents start now; some will loop within seconds. Select a warning, "
                 f"press i to inject the nudge (watch the agent change course) or K (shift+k) to kill it. "
                 f"Recording to {where}. ? lists every key.")
-        return run_app(config, demo.running, theme=args.theme, notes=[note])
+        return run_app(config, demo.running, theme=args.theme, notes=[note],
+                       last_resort=[demo.abandon])
     finally:
         demo.cleanup()

@@ -12,7 +12,6 @@ kill's grace period.
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -25,6 +24,7 @@ from textual.theme import BUILTIN_THEMES
 
 from monitor.config import Config, ConfigError
 from monitor.events import Level
+from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.literal import visible
 from monitor.ui.live import LiveFeed, flush_interval
 from monitor.ui.operator import OPERATOR_COMMANDS
@@ -73,8 +73,8 @@ class LoopwatchApp(App[int]):
         self._last_flush = 0.0
         self._unsubscribe: Callable[[], None] | None = None
         self.startup_notes: list[str] = []
-        #: Quit cleanly on SIGTERM and SIGHUP (the terminal closed); set by the entry points.
-        self.stop_on_signals = False
+        #: The loop the app runs on, for quitting from a signal handler.
+        self.running_loop: asyncio.AbstractEventLoop | None = None
         self.history_filters: dict[str, Any] = {}
         self.loopwatch_themes = load_themes()
         for loaded in self.loopwatch_themes.values():
@@ -88,8 +88,7 @@ class LoopwatchApp(App[int]):
     # -- lifecycle -------------------------------------------------------------
 
     async def on_mount(self) -> None:
-        if self.stop_on_signals:
-            self._handle_stop_signals(True)
+        self.running_loop = asyncio.get_running_loop()
         if self.hub is None and self.hub_factory is not None:
             # Entered on the app's own loop; exited in on_unmount (awaited at shutdown).
             self._hub_context = self.hub_factory()
@@ -117,22 +116,7 @@ class LoopwatchApp(App[int]):
             if self.initial_session:
                 self.open_session(self.initial_session)
 
-    def _handle_stop_signals(self, install: bool) -> None:
-        # Quitting like `q` stops the hub and its sources (the demo's agents) and
-        # flushes the database; Python's default would die and leave them behind.
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                if install:
-                    loop.add_signal_handler(sig, self.exit)
-                else:
-                    loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-
     async def on_unmount(self) -> None:
-        if self.stop_on_signals:
-            self._handle_stop_signals(False)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -320,7 +304,8 @@ def check_keymap(keymap: dict[str, str]) -> None:
 
 
 def run_app(config: Config, hub_factory: HubFactory, *, theme: str | None = None,
-            session: str | None = None, notes: Iterable[str] = ()) -> int:
+            session: str | None = None, notes: Iterable[str] = (),
+            last_resort: Iterable[Callable[[], None]] = ()) -> int:
     """Run the live monitor; returns the exit status.
 
     ``hub_factory()`` returns an async context manager that starts the hub (and
@@ -329,16 +314,28 @@ def run_app(config: Config, hub_factory: HubFactory, *, theme: str | None = None
     :meth:`LiveMonitor.running <monitor.hub.live.LiveMonitor.running>`); it is
     entered on the app's own event loop.  Raises :class:`ConfigError` (naming
     ``ui.theme`` or ``ui.keymap.<id>``) before touching the terminal if the UI config is bad.
+    SIGTERM and SIGHUP quit like ``q``; if the app cannot (a dead terminal),
+    the database is flushed, ``last_resort`` runs and the process exits.
     """
     validate_ui(config, theme)
     app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
     app.startup_notes = list(notes)
-    return _run(app)
+    return _run(app, last_resort)
 
 
-def _run(app: LoopwatchApp) -> int:
-    app.stop_on_signals = True
-    return int(app.run() or 0)
+def _run(app: LoopwatchApp, last_resort: Iterable[Callable[[], None]] = ()) -> int:
+    def quit_app() -> None:
+        if app.running_loop is not None:
+            app.running_loop.call_soon_threadsafe(app.exit)
+
+    def flush_store() -> None:
+        # Only a store this app's hub writes to (history and open only read).
+        if app.hub is not None and app.store is not None:
+            app.store.flush(timeout=GRACE_SECONDS)
+
+    with StopOnSignals(quit_app) as stop:
+        stop.last_resort += [flush_store, *last_resort]
+        return int(app.run() or 0)
 
 
 def run_history(config: Any, store: Any = None, *, theme: str | None = None,
