@@ -18,7 +18,7 @@ import orjson
 
 from monitor.config import build_config
 from monitor.hub import DetectionRaised, Hub
-from monitor.sources import socket_out
+from monitor.sources import fair, socket_out
 from monitor.sources.fair import BATCH_EVENTS, IngestMux, Lane
 from monitor.sources.sockets import SocketServer
 from monitor.store import Store
@@ -98,10 +98,14 @@ async def test_a_quiet_connection_is_served_before_a_flood_is_drained(tmp_path):
     assert seen_at and seen_at[0] <= 2 * BATCH_EVENTS, f"{seen_at[0]} events were processed first"
 
 
-async def test_coalescing_keeps_each_sessions_order_and_loses_nothing(tmp_path):
+async def test_coalescing_keeps_each_sessions_order_and_loses_nothing(tmp_path, monkeypatch):
     """20 connections, two sessions each, interleaved: the hub gets them in a few full
     batches (not one per read or connection), and every session's events are stored
     complete and in the order they were sent."""
+    # One round's read budget covers every connection, and batches keep their full size
+    # (not adapted to how long rounds take): only the grouping is compared.
+    monkeypatch.setattr(fair, "READ_BUDGET_MIN", 1 << 22)
+    monkeypatch.setattr(fair, "ROUND_SECONDS", 1e9)
     store = Store(tmp_path / "lw.db")
     store.start()
     sent: dict[str, list[str]] = {}
@@ -131,14 +135,15 @@ async def test_coalescing_keeps_each_sessions_order_and_loses_nothing(tmp_path):
 
 async def test_back_pressure_bounds_memory_and_drops_no_event(tmp_path):
     """A client sending 20,000 events to a monitor whose hub is held: the connection stops
-    reading once its lane is full (the rest waits in the socket and the client), and every
-    event arrives once the hub runs."""
+    reading once its lane is full or the round's read budget is spent (the rest waits in
+    the socket and the client), and every event arrives once the hub runs."""
     async with held_monitor(tmp_path) as (hub, server):
         client = await RawClient.unix(server.unix_path)
         sending = asyncio.create_task(client.send(jsonl(message("big", i) for i in range(20_000))))
         await poll_until(lambda: len(server.connections) == 1, "the connection")
         mux = server.ingest
-        await poll_until(lambda: mux.full(lane_of(server, 1)) and mux.batches == 1, "the lane to fill")
+        await poll_until(lambda: mux.batches == 1 and (mux.full(lane_of(server, 1)) or mux.turns.waiting),
+                         "the connection to stop reading")
         held = mux.pending
         assert not sending.done(), "the client was never held back"
         await hub.start()

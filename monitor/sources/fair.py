@@ -8,7 +8,9 @@ has processed it.  So:
 * however many connections deliver a few lines each, the hub gets one batch
   per round, not one per read (coalescing);
 * the hub's queue stays one batch deep: a newly arrived event waits behind
-  at most the batch being processed, never behind a backlog;
+  at most the batch being processed, never behind a backlog; and the batch
+  size adapts (:data:`MIN_BATCH_EVENTS`..:data:`BATCH_EVENTS`) so a round
+  takes about :data:`ROUND_SECONDS`, however little CPU the monitor gets;
 * each batch takes lanes lightest first (events handed over lately, halved
   every :data:`HALF_LIFE` seconds), each at most its share of the batch, so a
   quiet session's few events go in the next batch and a flooding agent gets
@@ -25,6 +27,8 @@ of each session's events on a connection is kept.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 import time
 from typing import Any
@@ -36,11 +40,20 @@ log = logging.getLogger("loopwatch.sockets")
 
 #: Seconds over which a lane's recent hand-overs count half as much.
 HALF_LIFE = 1.0
-#: Events per hub submission (the hub's own batch size).
+#: Events per hub submission at most (the hub's own batch size)...
 BATCH_EVENTS = 512
+#: ...and at least, when the batch size adapts to the time a round takes.
+MIN_BATCH_EVENTS = 32
+#: Wall time one round (a batch processed, plus the reads meanwhile) should
+#: take: a newly arrived event waits about two rounds.  On a starved CPU
+#: (a quarter of a core) 512 events take 200 ms; the batch then shrinks.
+ROUND_SECONDS = 0.04
 #: The least a lane gets of a batch when many lanes wait (with 100 lanes,
 #: 512 // 100 would be 5: a quiet agent's step still fits).
 MIN_SHARE = 8
+#: Bytes the connections read per round, whatever two batches' worth comes to.
+READ_BUDGET_MIN = 16 * 1024
+READ_BUDGET_MAX = 1 << 20
 #: A connection stops reading while this many of its events wait...
 LANE_EVENTS = 1024
 #: ...or while it has some waiting and this many wait in all lanes.
@@ -96,6 +109,55 @@ class Lane:
         await future
 
 
+class ReadTurns:
+    """Who reads (and decodes) next: a byte budget per round, lightest lane first.
+
+    Without it, every connection with a backlog reads and decodes a chunk in
+    the same turn of the event loop: 100 of them stalled the loop for most of
+    a second.  While the round's budget lasts a connection reads at once;
+    after that it waits, and the next round hands turns to the waiting lanes
+    that were served least lately (a quiet agent's first).
+    """
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.spent = 0
+        self.read_size = float(READ_BUDGET_MIN) / 4  # bytes per read, smoothed: how many turns a budget allows
+        self._waiting: list[tuple[float, int, asyncio.Future]] = []
+        self._order = itertools.count()
+        self.on_wait = lambda: None
+
+    @property
+    def waiting(self) -> bool:
+        while self._waiting and self._waiting[0][2].done():
+            heapq.heappop(self._waiting)  # cancelled (the connection closed)
+        return bool(self._waiting)
+
+    async def take(self, lane: Lane) -> None:
+        if self.spent < self.budget and not self.waiting:
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (lane.usage.now(), next(self._order), future))
+        self.on_wait()
+        await future
+
+    def spend(self, count: int) -> None:
+        self.spent += count
+        self.read_size += (count - self.read_size) / 8
+
+    def new_round(self, budget: int) -> int:
+        """Reset the budget and hand turns to the lightest waiters it covers; how many."""
+        self.budget, self.spent = budget, 0
+        granted = 0
+        expected = 0.0
+        while expected < budget and self.waiting:
+            _usage, _n, future = heapq.heappop(self._waiting)
+            future.set_result(None)
+            granted += 1
+            expected += max(1.0, self.read_size)
+        return granted
+
+
 class IngestMux:
     """Gathers the lanes' events into hub submissions, lightest lane first."""
 
@@ -103,6 +165,7 @@ class IngestMux:
                  total_events: int = TOTAL_EVENTS):
         self.hub = hub
         self.batch_events = max(1, batch_events)
+        self.batch_size = self.batch_events  # adapted to ROUND_SECONDS as rounds are timed
         self.lane_events = max(1, lane_events)
         self.total_events = max(1, total_events)
         self.ready: dict[Lane, None] = {}  # lanes with something waiting, in arrival order
@@ -111,6 +174,9 @@ class IngestMux:
         self.submitted = 0  # events handed to the hub
         self.lost = 0  # events the hub refused (it was stopped): logged, never silent
         self._wake = asyncio.Event()
+        self.turns = ReadTurns(READ_BUDGET_MIN)
+        self.turns.on_wait = self._wake.set
+        self._bytes = self._decoded = 0  # for the bytes an event takes, lately
         self._closing = False
         self._task: asyncio.Task | None = None
 
@@ -131,8 +197,26 @@ class IngestMux:
     def lane(self, name: str) -> Lane:
         return Lane(name)
 
+    async def turn(self, lane: Lane) -> None:
+        """Wait for ``lane``'s connection's turn to read (see :class:`ReadTurns`)."""
+        await self.turns.take(lane)
+
+    def read(self, count: int) -> None:
+        """A connection read ``count`` bytes on its turn."""
+        self.turns.spend(count)
+        self._bytes += count
+
+    def _read_budget(self) -> int:
+        """Bytes to read per round: about two batches' worth of events."""
+        if self._decoded > 100_000:  # keep it recent
+            self._bytes //= 2
+            self._decoded //= 2
+        per_event = self._bytes / self._decoded if self._decoded else 256
+        return int(min(READ_BUDGET_MAX, max(READ_BUDGET_MIN, 2 * self.batch_size * per_event)))
+
     def put(self, lane: Lane, events: list[Event], problems: list[Problem]) -> None:
         """Queue a connection's decoded events (never waits: see :meth:`room`)."""
+        self._decoded += len(events)
         if not events and not problems:
             return
         lane.events.extend(events)
@@ -159,13 +243,18 @@ class IngestMux:
 
     async def _pump(self) -> None:
         while True:
+            if self.turns.new_round(self._read_budget()):
+                await asyncio.sleep(0)  # the connections given a turn read before the batch is gathered
             if not self.ready:
                 if self._closing:
                     return
+                if self.turns.waiting:
+                    continue  # the next round's turns
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             events, problems, served = self.gather()
+            started = time.monotonic()
             try:
                 await self.hub.submit(events, problems)
                 self.batches += 1
@@ -181,12 +270,21 @@ class IngestMux:
                 # Keep the hub's queue one batch deep: what arrives meanwhile
                 # is shared out fairly in the next batch instead of queued FIFO.
                 await self.hub.processed()
+                self._adapt(len(events), time.monotonic() - started)
+
+    def _adapt(self, count: int, seconds: float) -> None:
+        """Size the next batch so that a round takes about ROUND_SECONDS."""
+        if count < MIN_BATCH_EVENTS or seconds <= 0:
+            return  # too small to say what an event costs
+        fits = ROUND_SECONDS * count / seconds
+        size = (self.batch_size + fits) / 2  # smoothed: one slow round is not a trend
+        self.batch_size = int(min(self.batch_events, max(MIN_BATCH_EVENTS, size)))
 
     def gather(self) -> tuple[list[Event], list[Problem], list[Lane]]:
         """One batch: lanes lightest first, each up to its share, in rounds
         until the batch is full or every lane is empty."""
         lanes = sorted(self.ready, key=lambda lane: lane.usage.now())
-        budget = self.batch_events
+        budget = self.batch_size
         share = max(MIN_SHARE, budget // len(lanes))
         events: list[Event] = []
         problems: list[Problem] = []

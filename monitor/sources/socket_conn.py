@@ -43,7 +43,7 @@ log = logging.getLogger("loopwatch.sockets")
 #: Lines the server answers itself instead of decoding them as events.
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
-READ_CHUNK = 32 * 1024
+READ_CHUNK = 16 * 1024
 
 #: A refusal for the same reason (too many connections: clients retry with
 #: back-off) is reported at most once per this many seconds, with a count.
@@ -149,9 +149,11 @@ class Connection:
         """Read until the client hangs up, is idle too long, or must be refused.
 
         Each turn first waits for room in the connection's lane (so a backlog
-        stays in the client's socket, not in our memory), then reads one chunk,
-        decodes it and puts the events in the lane; the server's ingest pump
-        hands them to the hub, fairly shared with the other connections.
+        stays in the client's socket, not in our memory) and for a turn to read
+        (a budget per round, lightest connection first, so the loop never
+        decodes every backlog at once), then reads one chunk, decodes it and
+        puts the events in the lane; the server's ingest pump hands them to
+        the hub, fairly shared with the other connections.
         """
         server = self.server
         mux = server.ingest
@@ -166,13 +168,12 @@ class Connection:
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
                     return
             size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
+            await mux.turn(self.lane)
             try:
                 chunk = self._recv(size)
-                if chunk is None:  # nothing there yet: wait, then read
+                if chunk is None:  # nothing there yet: wait, then take a turn to read
                     await self._readable(timeout)
-                    chunk = self._recv(size)
-                    if chunk is None:
-                        continue  # woken without data after all
+                    continue
             except TimeoutError:
                 if not self.authed:  # a refusal: logged like the others
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
@@ -180,6 +181,7 @@ class Connection:
                     self.error(self.splitter.lineno, f"idle for {timeout:g}s; closing the connection")
                     log.info("%s: idle for %gs; closed", self.source, timeout)
                 return
+            mux.read(len(chunk))
             if not self.authed:
                 self.preauth_read += len(chunk)
             lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
