@@ -84,7 +84,7 @@ class Usage:
 class Lane:
     """What one connection decoded and the hub has not been handed yet."""
 
-    __slots__ = ("name", "events", "problems", "usage", "in_flight", "_waiters")
+    __slots__ = ("name", "events", "problems", "usage", "in_flight", "_room", "_flush")
 
     def __init__(self, name: str):
         self.name = name
@@ -92,20 +92,23 @@ class Lane:
         self.problems: list[Problem] = []
         self.usage = Usage()
         self.in_flight = False  # taken into the batch being submitted
-        self._waiters: list[asyncio.Future] = []
+        self._room: list[asyncio.Future] = []  # the connection, waiting to read again
+        self._flush: list[asyncio.Future] = []  # a poll, waiting for what came before it
 
     def __len__(self) -> int:
         return len(self.events)
 
-    def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
+    @staticmethod
+    def _wake(waiters: list[asyncio.Future]) -> None:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+        waiters.clear()
 
-    async def _changed(self) -> None:
+    @staticmethod
+    async def _wait(waiters: list[asyncio.Future]) -> None:
         future = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        waiters.append(future)
         await future
 
 
@@ -173,6 +176,7 @@ class IngestMux:
         self.batches = 0  # hub submissions made
         self.submitted = 0  # events handed to the hub
         self.lost = 0  # events the hub refused (it was stopped): logged, never silent
+        self.slowest_round = 0.0  # seconds, for benchmarks (reset by them)
         self._wake = asyncio.Event()
         self.turns = ReadTurns(READ_BUDGET_MIN)
         self.turns.on_wait = self._wake.set
@@ -232,12 +236,12 @@ class IngestMux:
         """Wait until ``lane`` may take another read's events.  A lane with
         nothing waiting always may: a quiet agent never waits behind the total."""
         while self.full(lane):
-            await lane._changed()
+            await lane._wait(lane._room)
 
     async def flushed(self, lane: Lane) -> None:
         """Wait until everything put in ``lane`` so far is in the hub's queue."""
         while lane in self.ready or lane.in_flight:
-            await lane._changed()
+            await lane._wait(lane._flush)
 
     # -- the pump ---------------------------------------------------------------------------------
 
@@ -265,12 +269,16 @@ class IngestMux:
             finally:
                 for lane in served:
                     lane.in_flight = False
-                    lane._wake()
+                    lane._wake(lane._flush)
+                    if lane._room and not self.full(lane):  # not every served lane: 100 wake-ups a round cost
+                        lane._wake(lane._room)
             if not self._closing:
                 # Keep the hub's queue one batch deep: what arrives meanwhile
                 # is shared out fairly in the next batch instead of queued FIFO.
                 await self.hub.processed()
-                self._adapt(len(events), time.monotonic() - started)
+                seconds = time.monotonic() - started
+                self.slowest_round = max(self.slowest_round, seconds)
+                self._adapt(len(events), seconds)
 
     def _adapt(self, count: int, seconds: float) -> None:
         """Size the next batch so that a round takes about ROUND_SECONDS."""
