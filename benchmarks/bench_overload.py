@@ -129,6 +129,9 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
                 raise SystemExit("the monitor did not start")
             counters = Counters(monitor.stdout)
             procs = loaders(path, scenario, args.clients, args.rate)
+            if args.nice is not None:  # the monitor, its load and the probe (this process) alike
+                for pid in (monitor.pid, os.getpid(), *(p.pid for p in procs)):
+                    psutil.Process(pid).nice(args.nice)
             time.sleep(args.settle)  # let the load reach its steady state before sampling
             process = psutil.Process(monitor.pid)
             first = counters.snapshot(time.monotonic())
@@ -177,6 +180,7 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         "pass": percentile(ms, 99) <= TARGET_P99_MS,
         "load_average": f"{load0:.1f}-{load1:.1f}",
         "cpus": os.cpu_count(),
+        "nice": args.nice,
     }
 
 
@@ -201,6 +205,8 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of load before sampling")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS)
     parser.add_argument("--profile", help="cProfile the monitor into PATH.<scenario>")
+    parser.add_argument("--nice", type=int, help="run the monitor, the load and the probe at this "
+                        "niceness (negative, as root: as if they had the machine to themselves)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

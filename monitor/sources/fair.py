@@ -47,7 +47,7 @@ MIN_BATCH_EVENTS = 32
 #: Wall time one round (a batch processed, plus the reads meanwhile) should
 #: take: a newly arrived event waits about two rounds.  On a starved CPU
 #: (a quarter of a core) 512 events take 200 ms; the batch then shrinks.
-ROUND_SECONDS = 0.04
+ROUND_SECONDS = 0.01
 #: The least a lane gets of a batch when many lanes wait (with 100 lanes,
 #: 512 // 100 would be 5: a quiet agent's step still fits).
 MIN_SHARE = 8
