@@ -15,6 +15,10 @@ has processed it.  So:
   every :data:`HALF_LIFE` seconds), each at most its share of the batch, so a
   quiet session's few events go in the next batch and a flooding agent gets
   what the others leave (fair sharing);
+* reading is shared out too (:class:`ReadTurns`): each round the
+  connections read about two batches' worth of bytes, lightest lane first,
+  so a hundred backlogged connections never all decode a chunk in one turn
+  of the event loop (that stalled it for most of a second);
 * a connection whose lane is full (:data:`LANE_EVENTS`, or
   :data:`TOTAL_EVENTS` waiting in all) stops reading its socket until the
   pump took from it: the backlog waits in the kernel's socket buffers and
@@ -45,8 +49,8 @@ BATCH_EVENTS = 512
 #: ...and at least, when the batch size adapts to the time a round takes.
 MIN_BATCH_EVENTS = 32
 #: Wall time one round (a batch processed, plus the reads meanwhile) should
-#: take: a newly arrived event waits about two rounds.  On a starved CPU
-#: (a quarter of a core) 512 events take 200 ms; the batch then shrinks.
+#: take: a newly arrived event waits about two rounds.  512 events take
+#: ~35 ms of a free core and 200 ms of a quarter of one: the batch shrinks.
 ROUND_SECONDS = 0.01
 #: The least a lane gets of a batch when many lanes wait (with 100 lanes,
 #: 512 // 100 would be 5: a quiet agent's step still fits).
