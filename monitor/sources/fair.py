@@ -10,7 +10,7 @@ has processed it.  So:
 * the hub's queue stays one batch deep: a newly arrived event waits behind
   at most the batch being processed, never behind a backlog; and the batch
   size adapts (:data:`MIN_BATCH_EVENTS`..:data:`BATCH_EVENTS`) so a round
-  takes about :data:`ROUND_SECONDS`, however little CPU the monitor gets;
+  takes about :data:`ROUND_SECONDS` when the monitor has the CPU for it;
 * each batch takes lanes lightest first (events handed over lately, halved
   every :data:`HALF_LIFE` seconds), each at most its share of the batch, so a
   quiet session's few events go in the next batch and a flooding agent gets
@@ -46,12 +46,13 @@ log = logging.getLogger("loopwatch.sockets")
 HALF_LIFE = 1.0
 #: Events per hub submission at most (the hub's own batch size)...
 BATCH_EVENTS = 512
-#: ...and at least, when the batch size adapts to the time a round takes.
-MIN_BATCH_EVENTS = 32
+#: ...and at least, when the batch size adapts to the time a round takes
+#: (smaller batches cost ~10 % more CPU per event on a starved core).
+MIN_BATCH_EVENTS = 128
 #: Wall time one round (a batch processed, plus the reads meanwhile) should
 #: take: a newly arrived event waits about two rounds.  512 events take
 #: ~35 ms of a free core and 200 ms of a quarter of one: the batch shrinks.
-ROUND_SECONDS = 0.01
+ROUND_SECONDS = 0.02
 #: The least a lane gets of a batch when many lanes wait (with 100 lanes,
 #: 512 // 100 would be 5: a quiet agent's step still fits).
 MIN_SHARE = 8
