@@ -12,6 +12,7 @@ CORE_MODULES = [
     # Added as they land; missing ones are skipped by the probe below.
     "monitor.store", "monitor.hub", "monitor.control", "monitor.client",
     "monitor.sources", "monitor.sources.files", "monitor.sources.sockets",
+    "monitor.updates", "monitor.hub.live", "monitor.hub.replay",
 ]
 
 

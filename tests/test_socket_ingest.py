@@ -17,7 +17,8 @@ from typing import AsyncIterator
 import orjson
 
 from monitor.config import build_config
-from monitor.hub import DetectionRaised, Hub
+from monitor.hub import Hub
+from monitor.updates import DetectionRaised
 from monitor.sources import fair, socket_out
 from monitor.sources.fair import BATCH_EVENTS, IngestMux, Lane
 from monitor.sources.sockets import SocketServer

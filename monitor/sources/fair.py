@@ -35,10 +35,13 @@ import heapq
 import itertools
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monitor.events import Event
 from monitor.formats.base import Problem
+
+if TYPE_CHECKING:
+    from monitor.sources import LiveSink
 
 log = logging.getLogger("loopwatch.sockets")
 
@@ -169,7 +172,7 @@ class ReadTurns:
 class IngestMux:
     """Gathers the lanes' events into hub submissions, lightest lane first."""
 
-    def __init__(self, hub: Any, *, batch_events: int = BATCH_EVENTS, lane_events: int = LANE_EVENTS,
+    def __init__(self, hub: LiveSink, *, batch_events: int = BATCH_EVENTS, lane_events: int = LANE_EVENTS,
                  total_events: int = TOTAL_EVENTS):
         self.hub = hub
         self.batch_events = max(1, batch_events)
