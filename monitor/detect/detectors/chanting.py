@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from monitor.detect.analysis.digest import digest
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
-from monitor.events import MESSAGE, Event, EventRef, Level
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import squash_ws
 
 #: A fence line opens or closes a fenced code block.
@@ -251,6 +251,9 @@ class Chanting(Detector):
     name = "chanting"
     title = "Chanting"
     Settings = ChantingSettings
+    #: Only messages: an event between two shows as a gap in the session's
+    #: numbering (``Event.seq``), so the others need not call it.
+    kinds = frozenset({Kind.MESSAGE})
     presets = {
         "conservative": {"min_repeats": 15},
         "aggressive": {"min_repeats": 6},
@@ -267,6 +270,8 @@ class Chanting(Detector):
         self.reported: dict[str, int] = {}  # unit digest -> count last reported
         #: The stream's last messages (references: a message may be megabytes).
         self.messages: deque[EventRef] = deque(maxlen=6)
+        #: The ``seq`` a message right after the last one seen would have.
+        self.next_seq = -1
         self.reset()
 
     def reset(self) -> None:
@@ -282,10 +287,15 @@ class Chanting(Detector):
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        if event.kind is not MESSAGE or event.role != "assistant":
+        seq = event.seq
+        follows = seq == self.next_seq
+        self.next_seq = seq + 1
+        assistant = event.role == "assistant"
+        if not (follows and assistant):
             if self.messages:
                 self.reset()  # anything between two messages ends the stream
-            return None
+            if not assistant:
+                return None
         self.messages.append(ref(event))
         text = event.content
         if not text or self.blind:
