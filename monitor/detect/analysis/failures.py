@@ -541,15 +541,25 @@ def comparable_failure(result: Event) -> str | None:
     how many (a signature drops digits, which would make ``test_parse[case3]``
     and ``test_parse[case4]``, or 3 failures and then 2, the same failure).
     Quote it with :func:`shown_failure`."""
+    # Memoized on the result: several detectors ask for every result.
+    cache = result.cache
+    cached = cache.get("comparable_failure", _UNKNOWN)
+    if cached is not _UNKNOWN:
+        return cached
     if result.is_error and not failed(result):
-        return None  # exit status 1 of a search or a comparison: "no", not a failure
-    signature = failure_signature(result)
-    if signature is None or not is_test_run(result.call):
-        return signature
-    run = run_outcome(result)
-    if not run.failing:
-        return signature
-    return f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
+        found = None  # exit status 1 of a search or a comparison: "no", not a failure
+    else:
+        found = signature = failure_signature(result)
+        if signature is not None and is_test_run(result.call):
+            run = run_outcome(result)
+            if run.failing:
+                found = f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
+    cache["comparable_failure"] = found
+    return found
+
+
+#: ``comparable_failure`` not computed yet (``None`` is an answer).
+_UNKNOWN = object()
 
 
 _QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
