@@ -72,14 +72,25 @@ class _Seen:
     """One remembered turn: its token hashes, outcome, chain anchor and
     references to its events (never the events themselves)."""
 
-    __slots__ = ("tokens", "results", "anchor", "events")
+    __slots__ = ("tokens", "results", "_anchor", "_named", "events")
 
-    def __init__(self, tokens_: array, results: Outcome, anchor: str,
-                 events: tuple[EventRef, ...]):
+    def __init__(self, tokens_: array, results: Outcome, anchor: str | None,
+                 events: tuple[EventRef, ...], named: str = ""):
         self.tokens = tokens_  # distinct token hashes
         self.results = results
-        self.anchor = anchor
+        #: The chain's anchor; None for a turn that repeated nothing until one
+        #: repeats it (most never are): its digest of ``named`` is written then.
+        self._anchor = anchor
+        self._named = named  # the start of its text and call keys (bounded)
         self.events = events  # what the turn said, called and got (bounded)
+
+    @property
+    def anchor(self) -> str:
+        anchor = self._anchor
+        if anchor is None:
+            anchor = self._anchor = digest(self._named)
+            self._named = ""
+        return anchor
 
 
 class TurnSimilarity(TurnDetector):
@@ -162,15 +173,15 @@ class TurnSimilarity(TurnDetector):
             view.note_similarity(self.name, closest)
 
         if match is not None:
-            anchor = match.anchor
-        else:  # names the chain this turn may start; cheap and stable across runs
+            anchor, named = match.anchor, ""
+        else:  # names the chain this turn may start: stable across runs (see _Seen.anchor)
             text, made = turn.text, turn.calls
             head = text.text()[:300] if text is not None else ""
             keys = made[0].key[:100] if len(made) == 1 else "".join(call.key[:100] for call in made[:3])
-            anchor = digest(head + keys)
+            anchor, named = None, head + keys
         events = tuple(map(ref, turn.events))
         # (An array fills faster from a list than from a set.)
-        self.history.append(_Seen(array("q", list(toks)), results, anchor, events))
+        self.history.append(_Seen(array("q", list(toks)), results, anchor, events, named))
         if match is None:
             self.consecutive = 0
             return None
