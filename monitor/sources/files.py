@@ -130,7 +130,6 @@ class FileSource:
         self._stopping = False
         self._scan_cost = 0.0
         self._missing_reported: set[str] = set()
-        self.scans = 0
 
     @property
     def bytes_read(self) -> int:
@@ -277,7 +276,6 @@ class FileSource:
         for path in [p for p in self.by_path if p not in seen]:
             await self._check_path(path)
         self._scan_cost = time.monotonic() - started
-        self.scans += 1
 
     # -- one path --------------------------------------------------------------------
 

@@ -94,7 +94,6 @@ class SessionsTable(LazyRows, DataTable):
         self._stale: dict[str, tuple[Any, float]] = {}
         self._order: list[str] = []
         self._columns: list[tuple[str, str, int]] = []
-        self._built_width = -1
         self.cell_updates = 0  # for the benchmark: proves rows are updated in place
         self.rebuilds = 0
         #: Until the operator moves the cursor, it stays on the most urgent row;
@@ -130,7 +129,6 @@ class SessionsTable(LazyRows, DataTable):
         finally:
             self._programmatic = False
         self._columns = self._layout(width)
-        self._built_width = width
         for key, label, w in self._columns:
             self.add_column(label, key=key, width=w)
         self._signatures.clear()
