@@ -51,3 +51,9 @@ everything  # SessionsTable.apply: one signature for every table the live view f
 # -- dead code the detect and hub branches remove (delete these lines once they are merged) --
 looks_like_failure, line_marks, turn_words, token_hashes, overlap, is_waited, DESIGN_VALUES
 _._joins, _.text_value, _.started_ts, _.tool_calls_seen
+
+# -- used only by tests and benchmarks ---------------------------------------------------------
+jaccard  # text: the similarity measure the turn-similarity design note is checked against
+iter_lines  # framing: benchmarks/bench_scan.py reads whole files with it
+name_of  # formats.documents: which document format a path is
+_.with_preset  # Config: the same file on top of another preset

@@ -105,6 +105,12 @@ class Config:
             self.detectors[name] = settings
         return settings
 
+    def with_preset(self, preset: str) -> Config:
+        """The same file's settings re-applied on top of another preset."""
+        if self.path is not None:
+            return load_config(self.path, preset=preset)
+        return build_config({}, preset=preset)
+
 
 def _registry() -> dict[str, type]:
     import monitor.detect  # noqa: F401  (registers the detectors)

@@ -9,6 +9,7 @@ partial line stays pending until its newline arrives (or :meth:`flush`).
 
 from __future__ import annotations
 
+from typing import BinaryIO, Iterator
 
 Line = tuple[int, bytes | None, int]  # (1-based line number, bytes or None if oversized, size)
 
@@ -101,3 +102,15 @@ class LineSplitter:
 
     def reset(self, first_line: int = 1) -> None:
         self.__init__(self.max_line_bytes, first_line)  # type: ignore[misc]
+
+
+def iter_lines(stream: BinaryIO, max_line_bytes: int = 16 * 1024 * 1024,
+               chunk_size: int = 1 << 20) -> Iterator[Line]:
+    """Every line of a finished stream, the last one even without a newline."""
+    splitter = LineSplitter(max_line_bytes)
+    while True:
+        chunk = stream.read(chunk_size)
+        if not chunk:
+            break
+        yield from splitter.feed(chunk)
+    yield from splitter.flush()

@@ -211,6 +211,14 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(clip(text).lower().split())
 
 
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b|; 0 when either is empty."""
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
 def call_key(event: Any) -> str:
     """``tool(canonical args)`` of a tool call, memoized on the event."""
     key = event.cache.get("call_key")

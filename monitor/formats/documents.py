@@ -111,6 +111,10 @@ def claims(path: Path) -> bool:
     return kind_of(path) is not None
 
 
+def name_of(path: Path) -> str:
+    return kind_of(path) or "openhands"
+
+
 def session_of(path: Path) -> str:
     """The session a document's events belong to: its name without the extensions."""
     name = path.name
