@@ -11,7 +11,6 @@ unreadable path or an invalid config (with a message on stderr).
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
@@ -60,6 +59,8 @@ def _not_a_command(word: str) -> str | None:
     command), or None when WORD may be an option, an existing path or a glob."""
     if word.startswith("-") or any(c in word for c in "*?[") or os.path.lexists(os.path.expanduser(word)):
         return None
+    import difflib  # here, not at the top: every hook call imports this module
+
     guess = difflib.get_close_matches(word, list(COMMANDS), n=1)
     return (f"{word!r} is neither a command nor an existing path"
             + (f"; did you mean `loopwatch {guess[0]}`?" if guess else "")

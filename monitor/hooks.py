@@ -37,8 +37,9 @@ in ``$LOOPWATCH_STATE_DIR`` (default ``$XDG_STATE_HOME/loopwatch``), which
 
 It always exits 0 and never slows the agent: a missing or slow monitor costs
 at most ``timeout`` seconds (0.5 by default) in total, and bad input is
-reported on stderr.  The module imports only the standard library so that a
-hook call stays fast (see ``test_hook_import_is_light``).
+reported on stderr.  The module imports only the standard library (and the
+stdlib-only :mod:`monitor.paths`) so that a hook call stays fast (see
+``test_hook_import_is_light``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from pathlib import Path
 from monitor.paths import hook_state_dir as state_dir, socket_path  # noqa: F401  (part of this module's API)
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs a hook call ~5 ms
+if TYPE_CHECKING:  # annotations only: importing typing would slow every hook call (benchmarks/README.md)
     from typing import Any, BinaryIO, TextIO
 
 AGENTS = {"claude": "claude-code", "codex": "codex"}
