@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import getpass
 import logging
-import os
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
@@ -46,6 +44,7 @@ from monitor.detect.engine import Engine
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
+from monitor.identity import current_user
 
 log = logging.getLogger("loopwatch.hub")
 
@@ -358,13 +357,6 @@ def _origin_of(source: str, channel: Any) -> str:
     return "file"
 
 
-def _who() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no passwd entry (containers): the uid still says who
-        return f"uid {os.getuid()}"
-
-
 _gc_users = 0
 _gc_before: tuple[int, ...] | None = None
 
@@ -406,7 +398,7 @@ class Hub:
         self.store = store
         self.clock = clock
         self.engine = Engine(config, sparklines=True)
-        self.who = _who()
+        self.who = current_user()
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, queue_items))
         self._queued_events = 0
         self._room = asyncio.Event()  # set when _queued_events drops below QUEUE_EVENTS

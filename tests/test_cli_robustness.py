@@ -265,3 +265,30 @@ def test_headless_watch_warns_about_a_path_that_does_not_exist(tmp_path):
             proc.wait()
     assert any(f"{missing}: does not exist yet; it will be read when it appears" in line
                for line in lines)
+
+
+def test_headless_watch_of_a_missing_path_leaves_no_default_database(tmp_path):
+    """`watch --headless /nonexistent` (no --db) warns and, having recorded
+    nothing, does not leave the default database behind."""
+    data = tmp_path / "data"
+    env = {**os.environ, "LOOPWATCH_DATA_DIR": str(data), "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config")}
+    proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--no-socket",
+                             str(tmp_path / "nonexistent")], cwd=ROOT, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        while not any("Ctrl-C to stop" in line for line in lines):
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert (data / "loopwatch.db").exists(), "the database is open while the watcher runs"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        lines.extend(proc.stderr.readlines())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert any("does not exist yet" in line for line in lines), "".join(lines)
+    assert not list(data.glob("loopwatch.db*")), sorted(p.name for p in data.iterdir())

@@ -66,7 +66,7 @@ def test_existing_database_gets_the_index_by_migration(tmp_path):
     from sqlite_utils import Database
 
     from monitor.store import Store
-    from monitor.store_schema import migrate
+    from monitor.store.schema import migrate
 
     path = tmp_path / "old.db"
     db = Database(sqlite3.connect(str(path)))

@@ -91,7 +91,7 @@ def test_a_row_sqlite_cannot_bind_costs_that_row_only_and_is_reported(tmp_path):
     """Even a row that slips past the conversions (an over-large integer straight into the
     queue) is refused alone: counted, named by file:line, and shutdown does not claim success."""
     from monitor.commands.watch import store_outcome
-    from monitor.store_rows import EVENT_COLUMNS, event_row
+    from monitor.store.rows import EVENT_COLUMNS, event_row
 
     store = Store(tmp_path / "db.sqlite")
     store.start()

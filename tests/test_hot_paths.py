@@ -21,7 +21,7 @@ from monitor.detect.fingerprints import EMPTY_HANDED, PRIMARY_KEYS, _empty_hande
 from monitor.events import Event, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
-from monitor.store_rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
+from monitor.store.rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
 from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _needs_squash, canonical_args
 from tests.conftest import SCENARIOS
 

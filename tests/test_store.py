@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from monitor import store_schema
+from monitor.store import schema as store_schema
 from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Kind, Level
-from monitor.store import Store, StoreError, current_user
-from monitor.store_schema import latest_version, migrate
+from monitor.identity import current_user, owner_stamp
+from monitor.store import Store, StoreError
+from monitor.store.schema import latest_version, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = 1_750_000_000.0
@@ -113,6 +114,51 @@ def test_old_version_database_is_migrated_keeping_its_rows(db_path: Path):
         s.add_events(calls("old", 1))  # a new monitor run numbers from 1 again
         s.flush()
         assert [e["seq"] for e in s.events("old")] == [1, 2, 3]
+
+
+def test_v5_database_gets_session_owners_and_a_detectable_full_text_index(db_path: Path):
+    """v6: sessions name their watcher; a v5 session left ``live`` by a watcher
+    that is gone reads ``stopped`` (and is marked so at start); the full-text
+    index keeps its rows and is the one sqlite-utils finds."""
+    db_path.parent.mkdir(parents=True)
+    old = Database(db_path)
+    migrate(old, upto=5)
+    old.execute("INSERT INTO sessions (id, status, first_seen, last_seen) VALUES "
+                "('was-live', 'live', ?, ?), ('done', 'ended', ?, ?)", [NOW, NOW, NOW, NOW])
+    old.execute("INSERT INTO events (session, seq, ts, type, tool, args, content, content_length) "
+                "VALUES ('was-live', 1, ?, 'tool_call', 'bash', '{\"cmd\": \"pytest -x\"}', '', 0)",
+                [NOW])
+    old.close()
+    with Store(db_path) as s:
+        assert s.stopped_sessions == 1
+        assert {row["id"]: row["status"] for row in s.list_sessions()} == {
+            "was-live": "stopped", "done": "ended"}
+        assert [hit["seq"] for hit in s.search_events("pytest")] == [1]
+        s.add_events(calls("new", 2))
+        s.flush()
+    check = Database(db_path)
+    assert "owner" in check["sessions"].columns_dict
+    assert check["events"].detect_fts() == "events_fts"
+    assert [row["session"] for row in check["events"].search("pytest", columns=["session"])] == ["was-live"]
+    owners = dict(check.execute("SELECT id, owner FROM sessions").fetchall())
+    assert owners["new"] == owner_stamp() and owners["was-live"] is None
+    check.close()
+
+
+def test_a_default_database_that_recorded_nothing_is_not_left_behind(tmp_path: Path):
+    """``discard_if_unused``: a file this run created and left empty is removed at
+    close; one that recorded something, or that existed before, stays."""
+    empty = tmp_path / "empty" / "loopwatch.db"
+    with Store(empty, discard_if_unused=True):
+        assert empty.exists()
+    assert not list(empty.parent.glob("loopwatch.db*"))
+    used = tmp_path / "used" / "loopwatch.db"
+    with Store(used, discard_if_unused=True) as s:
+        s.add_events(calls("s", 1))
+    assert count(used, "SELECT COUNT(*) FROM events") == 1
+    with Store(used, discard_if_unused=True):
+        pass  # existed before this run: kept even though this run recorded nothing
+    assert used.exists()
 
 
 def test_migrations_run_in_order_and_only_once(db_path: Path, monkeypatch):
@@ -259,8 +305,8 @@ def test_one_merged_session_row_is_what_upserting_each_update_in_turn_gives(tmp_
     add up, the peak never drops, the latest level wins)."""
     import random
 
-    from monitor.store_rows import SESSION_UPSERT, session_update, session_values
-    from monitor.store_writer import _merged
+    from monitor.store.sessions import SESSION_UPSERT, session_update, session_values
+    from monitor.store.transactions import merged as _merged
 
     rng = random.Random(7)
     db = Database(sqlite3.connect(str(tmp_path / "m.db")))

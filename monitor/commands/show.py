@@ -116,6 +116,6 @@ def format_session(session: dict, stored: int, detections: list[dict], actions: 
 
 
 def _event_summary(event: dict, width: int = 100) -> str:
-    from monitor.store_rows import event_from_row
+    from monitor.store.rows import event_from_row
 
     return event_from_row(event).summary(width)

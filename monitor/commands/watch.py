@@ -158,6 +158,8 @@ class LiveWatch:
             self.notes.append(f"not recording: the store is not available ({exc})")
             return
         store = Store.from_settings(self.config.store, self.db)
+        # Nobody chose the default file: a run that recorded nothing removes it.
+        store.discard_if_unused = not self.db and not self.config.store.path
         store.start()
         self.store = store
         for action in store.reconciled:

@@ -225,7 +225,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     @work(thread=True, name="replay-sparklines", group="detail", exclusive=True)
     def replay_sparklines(self) -> dict[str, tuple[float, ...]]:
         from monitor.detect.engine import Engine
-        from monitor.store_rows import event_from_row
+        from monitor.store.rows import event_from_row
 
         store = self.app.store
         engine = Engine(self.app.config, sparklines=True)

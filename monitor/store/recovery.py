@@ -9,69 +9,25 @@ whose target process has exited is ``delivered``; anything else is
 ``failed`` with the reason.  Actions of a monitor still running on the same
 database are left alone.
 
-It also provides the owner stamp of this process and the ``store_losses``
-rows (rows the store could not record, see :mod:`monitor.store_writer`).
+Sessions such a monitor was delivering still say ``live`` (or ``idle``):
+:func:`reconcile_sessions` marks them ``stopped``, as a monitor that stops
+cleanly does (each session row names its ``owner`` too, schema v6).  The
+owner stamp is :func:`monitor.identity.owner_stamp`.
+
+It also writes the ``store_losses`` rows (rows the store could not record,
+see :mod:`monitor.store.writer`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from sqlite_utils import Database
 
+from monitor.identity import owner_running, owner_stamp, process_start
+
 INTERRUPTED = "interrupted: the monitor stopped before this action's outcome was recorded"
-
-
-def _proc_start(pid: int) -> str | None:
-    """The start tick of a live process (None: no such process, or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return "?"
-    fields = data[data.rfind(b")") + 2:].split()
-    if not fields or fields[0] in (b"Z", b"X"):
-        return None
-    return fields[19].decode() if len(fields) > 19 else "?"
-
-
-def _alive(pid: int) -> str | None:
-    """The start stamp of ``pid`` if it runs ("?" where it cannot be read)."""
-    if os.path.isdir("/proc/self"):
-        return _proc_start(pid)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except OSError:
-        return "?"
-    return "?"
-
-
-def owner_stamp(pid: int | None = None) -> str:
-    """``pid:start`` of this process (or ``pid``), written in each action row."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}:{_alive(pid) or '?'}"
-
-
-def owner_running(owner: str | None) -> bool:
-    """True while the monitor that wrote ``owner`` still runs (never true for this one's
-    predecessor with a reused pid: the start stamp differs)."""
-    if not owner or ":" not in owner:
-        return False
-    pid_text, _, start = owner.partition(":")
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    now = _alive(pid)
-    if now is None:
-        return False
-    return start == "?" or now == "?" or now == start
 
 
 def _kill_outcome(db: Database, session: str) -> tuple[str, str]:
@@ -79,7 +35,7 @@ def _kill_outcome(db: Database, session: str) -> tuple[str, str]:
     pid = row[0] if row else None
     if not isinstance(pid, int) or pid <= 0:
         return "failed", f"{INTERRUPTED}; the session has no known pid to check"
-    if _alive(pid) is None:
+    if process_start(pid) is None:
         return "delivered", f"{INTERRUPTED}; at restart pid {pid} had exited"
     return "failed", (f"{INTERRUPTED}; at restart a process with pid {pid} was still running "
                       "(kill it again if it is still the agent)")
@@ -109,3 +65,18 @@ def record_loss(db: Database, dropped: int, failed: int, reason: str, clock=time
     """One ``store_losses`` row: how many rows this run lost so far (in an open transaction)."""
     db.execute("INSERT INTO store_losses (ts, owner, dropped, failed, reason) VALUES (?, ?, ?, ?, ?)",
                [clock(), owner_stamp(), dropped, failed, reason])
+
+
+def reconcile_sessions(db: Database, me: str) -> int:
+    """Mark ``stopped`` the sessions not ended whose watcher is gone (``me`` is
+    this one); return how many.  A session without an owner was recorded
+    before v6, by a watcher that is not writing v6 rows now."""
+    owners = [row[0] for row in db.execute(
+        "SELECT DISTINCT owner FROM sessions WHERE status NOT IN ('ended', 'stopped')").fetchall()]
+    gone = [owner for owner in owners if owner != me and not owner_running(owner)]
+    if not gone:
+        return 0
+    with db.conn:
+        return sum(db.conn.execute(
+            "UPDATE sessions SET status = 'stopped' WHERE status NOT IN ('ended', 'stopped') "
+            "AND owner IS ?", [owner]).rowcount for owner in gone)

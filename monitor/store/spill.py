@@ -7,7 +7,7 @@ process and nobody else can open it) and come back, in order, as the writer
 catches up.  The file is bounded (``max_bytes``); only past that are rows
 dropped, and each is counted.
 
-Rows are lists of str, int, float and None (see :mod:`monitor.store_rows`),
+Rows are lists of str, int, float and None (see :mod:`monitor.store.rows`),
 written as one JSON line each.
 """
 

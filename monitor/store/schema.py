@@ -19,7 +19,10 @@ Tables (see ``loopwatch show``/``history`` for readers):
 * ``file_positions`` how far each followed log file has been read and stored,
   by the file's identity (device, inode and a hash of its first bytes), so
   that a restarted watcher resumes each file instead of storing it again.
-* ``events_fts``  FTS5 index of events' tool, args and content (v5).
+* ``events_fts``  FTS5 index of events' tool, args and content (v5; made again
+  in v6 so that ``sqlite-utils search`` and Datasette find it).
+* ``sessions.owner`` the watcher process (``pid:start``) that last wrote the
+  session (v6), so a reader can show the sessions of a killed one ``stopped``.
 """
 
 from __future__ import annotations
@@ -168,8 +171,7 @@ def _v4_action_owner_and_losses(db: Database) -> None:
 
 
 #: The full-text index of events, in sqlite-utils' conventions (``<table>_fts``,
-#: triggers ``<table>_ai/_ad/_au``), so ``sqlite-utils search``, ``table.search()``
-#: and Datasette find it.  External content: the text is not stored twice.
+#: triggers ``<table>_ai/_ad/_au``).  External content: the text is not stored twice.
 FTS_COLUMNS = ("tool", "args", "content")
 
 
@@ -190,6 +192,25 @@ def _v5_events_fts(db: Database) -> None:
     db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
 
 
+def _fts_table(db: Database) -> None:
+    # content="events" in double quotes: sqlite-utils (``table.search()``,
+    # ``sqlite-utils search``) and Datasette find an index by that spelling only.
+    cols = ", ".join(FTS_COLUMNS)
+    db.execute(f'CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content="events", '
+               f'content_rowid="id", columnsize=0)')
+    db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+
+
+def _v6_session_owner(db: Database) -> None:
+    # owner: the watcher (pid:start) that last wrote the session, so readers
+    # show "stopped" for the sessions of one that is gone (killed by SIGKILL).
+    db["sessions"].add_column("owner", str)
+    # v5 spelled content='events', which sqlite-utils and Datasette do not
+    # detect: the index is made again (the v5 triggers keep working with it).
+    db.execute("DROP TABLE events_fts")
+    _fts_table(db)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -197,6 +218,8 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "actions.owner (reconciling interrupted actions); store_losses",
               _v4_action_owner_and_losses),
     Migration(5, "full-text index of events (tool, args, content)", _v5_events_fts),
+    Migration(6, "sessions.owner (sessions of a stopped watcher); full-text index found by "
+                 "sqlite-utils and Datasette", _v6_session_owner),
 ]
 
 

@@ -1,0 +1,362 @@
+"""The store's ONE writer thread: a bounded queue drained in batched transactions.
+
+Producers (any thread) queue rows and session updates; synchronous requests
+(actions, flush, prune) wait for their result.  The thread owns the only
+writing connection and commits:
+
+* queued rows every ``batch_size`` rows, or ``flush_ms`` after the oldest one;
+* session rows at most every ``session_seconds`` (``SESSION_SECONDS``, or
+  ``flush_ms`` if longer), one row per session with what its committed rows
+  and the hub's updates said (coalesced: with 1,000 live sessions, upserting
+  each on every batch would cost more than the events);
+* each action in its own transaction with ``synchronous=FULL``.
+
+Database errors never kill the thread: a locked file is retried, a batch SQLite
+refuses is retried row by row and the bad rows counted (the transactions
+themselves are :mod:`monitor.store.transactions`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+from typing import Any, Callable
+
+from sqlite_utils import Database
+
+from monitor.store.spill import Spill
+from monitor.store.stats import StoreStats
+from monitor.store.sessions import merge_update
+from monitor.store.transactions import Rows, Sessions, Transactions
+
+log = logging.getLogger("loopwatch.store")
+
+PRUNE_INTERVAL = 3600.0
+#: Session rows are written at most this often (or every ``flush_ms`` if that
+#: is longer), and on flush and close.  Each is an upsert as costly as a few
+#: event rows; with 1,000 live sessions writing them every 200 ms cost the
+#: writer a third of its time.
+SESSION_SECONDS = 1.0
+
+
+class WriterStopped(RuntimeError):
+    """The writer is not running (not started, closing, closed or failed)."""
+
+
+class Request:
+    """Synchronous work for the writer thread, with its result."""
+
+    __slots__ = ("kind", "args", "done", "result", "error")
+
+    def __init__(self, kind: str, *args: Any):
+        self.kind = kind
+        self.args = args
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class Writer:
+    """Owns the writing connection and the thread that uses it."""
+
+    def __init__(self, db: Database, *, batch_size: int, flush_seconds: float,
+                 retention_days: float, max_pending: int, block_seconds: float,
+                 clock: Callable[[], float], session_seconds: float | None = None,
+                 spill: Spill | None = None, owner: str | None = None):
+        self.db = db
+        self.batch_size = batch_size
+        self.flush_seconds = flush_seconds
+        self.session_seconds = max(flush_seconds, SESSION_SECONDS if session_seconds is None
+                                   else session_seconds)
+        self.retention_days = retention_days
+        self.max_pending = max_pending
+        self.block_seconds = block_seconds
+        self.clock = clock
+        self.state = "running"  # running | closing | closed | failed
+        self._cond = threading.Condition()
+        self._pending: deque[tuple[str, list[Any]]] = deque()
+        self._oldest_at: float | None = None   # monotonic time the oldest queued row came
+        self._dirty: Sessions = {}             # the hub's session updates, not yet written
+        self._requests: deque[Request] = deque()
+        self._stats = StoreStats()
+        self._closing_since = 0.0
+        self._failure: BaseException | None = None
+        self._spill = spill
+        self._warned_drop = -1e9               # monotonic time of the last drop warning
+        self._warned_spill = False
+        self._tx = Transactions(db, self._stats, self._cond, clock=clock,
+                                retention_days=retention_days, owner=owner,
+                                closing_since=self._closing)
+        #: Rows given to enqueue so far, and how many of them are done with
+        #: (committed, refused or dropped): a caller that noted ``enqueued``
+        #: after adding a row knows it is on disk once ``done`` reaches it.
+        self.enqueued = 0
+        self.done = 0
+        self._listeners: list[Callable[[int], None]] = []
+        if retention_days > 0:
+            self._requests.append(Request("prune"))  # before anything else
+        self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    # -- producers (any thread) ----------------------------------------------------
+
+    def _closing(self) -> float | None:
+        """Since when the writer is closing (monotonic), None while it runs."""
+        return None if self.state == "running" else self._closing_since
+
+    def _check_running(self) -> None:
+        if self.state == "failed":
+            raise WriterStopped(f"the store writer stopped: {self._failure!r}")
+        if self.state != "running":
+            raise WriterStopped(f"the store is {self.state}")
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the thread (None while it runs or after a clean close)."""
+        return self._failure
+
+    @property
+    def stats(self) -> StoreStats:
+        with self._cond:
+            return replace(self._stats, pending=self._queued(),
+                           spilled=self._spill.total if self._spill is not None else 0)
+
+    def _queued(self) -> int:
+        """Rows waiting, in memory and in the spill file (lock held)."""
+        return len(self._pending) + (self._spill.count if self._spill is not None else 0)
+
+    def enqueue(self, kind: str, rows: list[list[Any]]) -> None:
+        """Queue rows.  When the in-memory queue is full they go to the spill
+        file (in order: once rows are on disk, later ones follow them there);
+        only when that is full too, wait up to ``block_seconds`` and then drop
+        the overflow, counting every row."""
+        deadline: float | None = None
+        with self._cond:
+            self._check_running()
+            self.enqueued += len(rows)
+            index = 0
+            while index < len(rows):
+                spill = self._spill
+                space = self.max_pending - len(self._pending)
+                if spill is not None and (spill.count or space <= 0):
+                    lines = spill.room([(kind, row) for row in rows[index:]])
+                    if lines is not None:
+                        self._to_spill(lines)
+                        return
+                elif space > 0:
+                    chunk = rows[index:index + space]
+                    self._pending.extend((kind, row) for row in chunk)
+                    index += len(chunk)
+                    if self._oldest_at is None:
+                        self._oldest_at = time.monotonic()
+                        self._cond.notify_all()
+                    elif len(self._pending) >= self.batch_size:
+                        self._cond.notify_all()
+                    continue
+                now = time.monotonic()
+                deadline = deadline if deadline is not None else now + self.block_seconds
+                if now >= deadline or self.state != "running":
+                    self._drop(len(rows) - index)
+                    return
+                self._cond.notify_all()
+                self._cond.wait(deadline - now)
+
+    def _to_spill(self, lines: list[bytes]) -> None:
+        try:
+            self._spill.append(lines)
+        except OSError as exc:  # a full or failing disk: count the rows, never raise
+            self._stats.last_error = f"spill file: {exc}"
+            self._drop(len(lines))
+            return
+        if self._oldest_at is None:
+            self._oldest_at = time.monotonic()
+        self._cond.notify_all()
+        if not self._warned_spill:
+            self._warned_spill = True
+            log.warning("the database is not keeping up (locked by another process, or a slow "
+                        "disk): rows wait in a spill file; nothing is dropped")
+
+    def _drop(self, count: int) -> None:
+        self._stats.dropped += count
+        self.done += count
+        now = time.monotonic()
+        if now - self._warned_drop >= 5.0:
+            self._warned_drop = now
+            log.warning("store queue and spill file full: %d rows dropped so far this run "
+                        "(the disk is slower than the agents; see stats.dropped)",
+                        self._stats.dropped)
+
+    def upsert_session(self, update: dict[str, Any]) -> None:
+        with self._cond:
+            self._check_running()
+            pending = self._dirty.get(update["id"])
+            if pending is None:
+                self._dirty[update["id"]] = update
+                self._cond.notify_all()
+            else:
+                merge_update(pending, update)
+
+    def call(self, kind: str, *args: Any, timeout: float | None) -> Any:
+        """Run a request on the writer thread and return its result."""
+        request = Request(kind, *args)
+        with self._cond:
+            self._check_running()
+            self._requests.append(request)
+            self._cond.notify_all()
+        if not request.done.wait(timeout):
+            raise TimeoutError(f"the store writer did not answer within {timeout:.0f}s")
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def close(self) -> None:
+        """Write everything queued, then stop the thread."""
+        with self._cond:
+            if self.state == "running":
+                self.state = "closing"
+                self._closing_since = time.monotonic()
+            self._cond.notify_all()
+        self._thread.join()
+        with self._cond:
+            if self.state != "failed":
+                self.state = "closed"
+            if self._spill is not None:
+                self._spill.close()
+        if self._stats.dropped or self._stats.failed:
+            log.warning("the store lost %d rows this run (%d dropped, %d refused)",
+                        self._stats.dropped + self._stats.failed, self._stats.dropped,
+                        self._stats.failed)
+
+    # -- the thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a bug, not a database error: fail loudly, never hang
+            log.critical("the store writer STOPPED: nothing more will be recorded this run",
+                         exc_info=True)
+            with self._cond:
+                self._failure = exc
+                self.state = "failed"
+                self._stats.last_error = repr(exc)
+                for request in self._requests:
+                    request.error = exc
+                    request.done.set()
+                self._requests.clear()
+                self._cond.notify_all()
+
+    def _loop(self) -> None:
+        next_prune = time.monotonic() + PRUNE_INTERVAL
+        flush = self.flush_seconds
+        every = self.session_seconds
+        while True:
+            with self._cond:
+                while True:
+                    now = time.monotonic()
+                    closing = self.state != "running"
+                    oldest = self._oldest_at if self._oldest_at is not None else now
+                    queued = self._queued()
+                    rows_due = queued > 0 and (
+                        closing or queued >= self.batch_size or now >= oldest + flush)
+                    sessions_waiting = bool(self._dirty or self._tx.derived)
+                    sessions_due = sessions_waiting and (closing or now >= self._tx.sessions_at + every)
+                    prune_due = self.retention_days > 0 and now >= next_prune
+                    if self._requests or rows_due or sessions_due or prune_due:
+                        break
+                    if closing:  # and everything is written
+                        return
+                    waits = [next_prune - now] if self.retention_days > 0 else []
+                    if queued:
+                        waits.append(oldest + flush - now)
+                    if sessions_waiting:
+                        waits.append(self._tx.sessions_at + every - now)
+                    self._cond.wait(min(waits) if waits else None)
+                request = self._requests.popleft() if self._requests else None
+                if request is None and not prune_due:
+                    rows = self._take_rows(self.batch_size if rows_due else 0)
+                    sessions = self._take_sessions() if sessions_due else None
+            if request is not None:
+                self._serve(request)
+            elif prune_due:
+                next_prune = time.monotonic() + PRUNE_INTERVAL
+                self._tx.prune()
+            else:
+                self._write(rows, sessions)
+
+    def _take_rows(self, limit: int) -> Rows:
+        """Up to ``limit`` queued rows (lock held); wakes producers waiting for space."""
+        spill = self._spill
+        if spill is not None and spill.count and len(self._pending) < max(limit, 1):
+            # The oldest rows on disk come back behind what is in memory.
+            self._pending.extend(spill.take(self.max_pending // 2))
+        count = min(limit, len(self._pending))
+        rows = [self._pending.popleft() for _ in range(count)]
+        if not self._pending and not (spill is not None and spill.count):
+            self._oldest_at = None
+        # (otherwise the rest is at least as old: the next batch goes right away)
+        if rows:
+            self._cond.notify_all()
+        return rows
+
+    def _take_sessions(self) -> Sessions:
+        sessions, self._dirty = self._dirty, {}
+        return sessions
+
+    def _serve(self, request: Request) -> None:
+        try:
+            if request.kind == "flush":
+                self._flush()
+            elif request.kind == "begin_action":
+                request.result = self._tx.begin_action(request.args[0])
+            elif request.kind == "finish_action":
+                request.result = self._tx.finish_action(*request.args[0])
+            elif request.kind == "prune":
+                request.result = self._tx.prune()
+            else:
+                raise ValueError(f"unknown store request {request.kind!r}")
+        except Exception as exc:
+            request.error = exc
+            self._stats.last_error = f"{request.kind}: {exc}"
+        finally:
+            request.done.set()
+
+    def _flush(self) -> None:
+        # Only what was queued before the flush: under a steady stream of new
+        # rows "everything" would never end.
+        with self._cond:
+            remaining = self._queued()
+        while remaining > 0:
+            with self._cond:
+                rows = self._take_rows(min(remaining, self.batch_size))
+            if not rows:
+                break
+            remaining -= len(rows)
+            self._write(rows, None)
+        with self._cond:
+            sessions = self._take_sessions()
+        if sessions or self._tx.derived:
+            self._write([], sessions)
+
+    def _write(self, rows: Rows, sessions: Sessions | None) -> None:
+        self._tx.write(rows, sessions)
+        self._written(len(rows))
+
+    def add_listener(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(done)`` (on the writer thread) after each write."""
+        self._listeners.append(callback)
+
+    def _written(self, count: int) -> None:
+        if not count:
+            return
+        with self._cond:
+            self.done += count
+            done = self.done
+        for callback in self._listeners:
+            try:
+                callback(done)
+            except Exception:
+                log.exception("store write listener failed")
