@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 from textual.widgets import Footer
+from textual.widgets.data_table import ColumnKey
 
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.render import fit_words, plural, short_path
-from tests.scripted import frozen_clock, scripted_hub
+from monitor.ui.widgets.dashboard.columns import REASON_WANT, layout
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.counts import CountsBar
 from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed, detection_line
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
@@ -72,20 +74,86 @@ async def test_at_80x24_detector_reason_and_the_quit_and_help_keys_stay(tmp_path
             assert keys[shown].region.right <= 80 and keys[shown].region.width > 0, shown
 
 
-async def test_source_column_shows_the_file_name_and_agent_is_not_cut(tmp_path):
-    """The Source column shows each file's name (not the same directory
-    prefix on every row); the Agent column fits agent names like
-    `claude-code` and `demo-exact_repeat` next to Session."""
+DEMO_TMP = "/tmp/loopwatch-demo-abc123xy/agents"
+
+
+async def add_demo_like_sessions(app: LoopwatchApp, pilot) -> None:
+    """Sessions named as `make demo` names them: "demo-poll_progress" is
+    longer than the Agent column's old fixed width, and every source shares
+    the demo's temporary directory."""
+    for name in ("poll_progress", "exact_repeat"):
+        script = ScriptedSession(name, f"demo-{name}", T0 + 50, f"{DEMO_TMP}/{name}.jsonl")
+        script.call("bash", {"command": "make status"}, "building")
+        await app.hub.submit(script.events)
+    await app.hub.join()
+    await settle(pilot)
+
+
+def drawn_width(table: SessionsTable) -> int:
+    return sum(column.get_render_width(table) for column in table.columns.values())
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
+async def test_columns_are_sized_from_their_content_within_the_terminal(tmp_path, size):
+    """Agent, Session and Source are as wide as what they hold: no agent or
+    session name is cut while another column has room, Source shows each
+    file's name (not the demo's directory on every row), and the table never
+    overflows the terminal.  At 80 columns Detector and Reason stay."""
+    app = live_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await add_demo_like_sessions(app, pilot)
+        table = app.screen.query_one(SessionsTable)
+        labels = {column.key.value for column in table.columns.values()}
+        assert {"level", "session", "detector", "reason"} <= labels, labels
+        assert drawn_width(table) <= size[0]
+        widths = {column.key.value: column.width for column in table.columns.values()}
+        for row_key in table.rows:
+            info = app.feed.sessions[row_key.value]
+            assert str(table.get_cell(row_key, "session")) == info.id
+            if "agent" in labels:  # the scripted markup agent is over the ceiling: cut
+                agent = str(table.get_cell(row_key, "agent"))
+                assert agent == info.agent or (len(info.agent) > widths["agent"] and agent.endswith("…"))
+            if "source" in labels:
+                source, name = str(table.get_cell(row_key, "source")), Path(info.source).name
+                assert source.endswith(".jsonl") and "loopwatch-demo" not in source, source
+                assert name in source or len(name) > widths["source"], (source, widths["source"])
+        if size[0] >= 160:
+            assert {"agent", "source"} <= labels
+            assert table.columns[ColumnKey("reason")].width >= REASON_WANT
+
+
+async def test_a_longer_name_widens_its_column(tmp_path):
+    """A session whose id is longer than any before widens the Session
+    column (the table is laid out again), up to the column's ceiling."""
     app = live_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)
-        for row_key in table.rows:
-            info = app.feed.sessions[row_key.value]
-            source = str(table.get_cell(row_key, "source"))
-            assert Path(info.source).name in source, (info.source, source)
-            agent = str(table.get_cell(row_key, "agent"))
-            assert agent == (info.agent or "-") or len(info.agent) > 16, agent
+        before = table.columns[ColumnKey("session")].width
+        rebuilds = table.rebuilds
+        await add_demo_like_sessions(app, pilot)
+        assert table.columns[ColumnKey("session")].width == len("poll_progress") > before
+        assert table.rebuilds == rebuilds + 1  # one new layout for the batch, not one per row
+        assert drawn_width(table) <= 160
+
+
+def test_layout_gives_way_in_order():
+    """The pure layout: at every width the columns fit; Reason gets what is
+    left; Source gives way down to its file names before anything is dropped;
+    Agent is never cut (dropped instead), nor Session and Detector while a
+    column can still be dropped."""
+    natural = {"agent": 18, "session": 13, "status": 4, "source": 28, "source_name": 21}
+    for width in range(60, 260, 7):
+        columns = dict((key, w) for key, _, w in layout(width, natural))
+        assert sum(w + 2 for w in columns.values()) + 4 <= max(width, 60 + 4), width
+        assert {"level", "session", "detector", "reason"} <= set(columns)
+        assert columns.get("agent", 18) == 18
+        if width >= 80:
+            assert columns["session"] == 13 and columns["detector"] == 17, (width, columns)
+    wide = dict((key, w) for key, _, w in layout(160, natural))
+    assert wide["source"] == 21 and wide["reason"] >= REASON_WANT
+    assert dict((key, w) for key, _, w in layout(220, natural))["source"] == 28
 
 
 async def test_labels_never_run_into_values(tmp_path):

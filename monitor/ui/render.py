@@ -71,8 +71,8 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 def short_path(path: str, width: int) -> str:
     """``path`` in ``width`` characters, keeping its file name: leading
-    directories give way first (``…/agents/run.jsonl``), then the middle of
-    the name (the extension stays)."""
+    directories give way first (``…/agents/run.jsonl``, then ``run.jsonl``),
+    then the middle of the name (the extension stays)."""
     if len(path) <= width:
         return path
     parts = path.split("/")
@@ -84,6 +84,8 @@ def short_path(path: str, width: int) -> str:
     if len(kept) + 2 <= width:
         return "…/" + kept
     name = parts[-1]
+    if len(name) <= width:  # the bare name, rather than cut it for "…/"
+        return name
     if width < 2:
         return name[:width]
     extension = name[name.rfind("."):] if "." in name[1:] else ""

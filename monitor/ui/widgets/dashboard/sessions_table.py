@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from monitor.ui.literal import literal
+from monitor.ui.widgets.dashboard.columns import COLUMNS, layout
 from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.render import (
     DEFAULT_PALETTE, Palette, ago, fit_words, level_text, short_path, spark_text,
@@ -29,22 +31,10 @@ def shown_status(info: Any) -> str:
     """The status column: "nudged" for a live session nudged and not yet recovered."""
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 
-#: (key, label, width); ``None`` takes what is left.
-COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("level", "Level", 11), ("agent", "Agent", 14), ("session", "Session", 16),
-    ("status", "Status", 6), ("events", "Events", 7), ("last", "Last", 4),
-    ("detector", "Detector", 16), ("similarity", "Similarity", 16),
-    ("source", "Source", 20), ("reason", "Reason", None),
-)
-#: Below a table width: columns dropped and narrower widths.  What says why a
-#: session needs attention (level, session, detector, reason) goes last.
-NARROW = ((150, {"source"}, {}),
-          (125, {"source", "events"}, {"agent": 12, "session": 14, "detector": 14,
-                                       "similarity": 12}),
-          (110, {"source", "events", "agent", "similarity"}, {"session": 14, "detector": 15}),
-          (100, {"source", "events", "agent", "similarity", "status"},
-           {"session": 14, "detector": 15}))
-MIN_REASON = 12
+#: The columns whose width follows their content (:mod:`.columns`), and how a
+#: session's value is measured.
+MEASURED = ("agent", "session", "status", "source")
+SOURCE_MOST = next(c.most for c in COLUMNS if c.key == "source")
 
 
 class _Same:
@@ -94,6 +84,9 @@ class SessionsTable(LazyRows, DataTable):
         self._stale: dict[str, tuple[Any, float]] = {}
         self._order: list[str] = []
         self._columns: list[tuple[str, str, int]] = []
+        self._built_width = -1
+        #: The longest value seen per measured column (cells), for the layout.
+        self._natural: dict[str, int] = {}
         self.cell_updates = 0  # for the benchmark: proves rows are updated in place
         self.rebuilds = 0
         #: Until the operator moves the cursor, it stays on the most urgent row;
@@ -108,15 +101,21 @@ class SessionsTable(LazyRows, DataTable):
     # -- columns -----------------------------------------------------------
 
     def _layout(self, width: int) -> list[tuple[str, str, int]]:
-        dropped: set[str] = set()
-        narrower: dict[str, int] = {}
-        for limit, drop, sizes in NARROW:
-            if width < limit:
-                dropped, narrower = drop, sizes
-        chosen = [(key, label, narrower.get(key, w)) for key, label, w in COLUMNS if key not in dropped]
-        fixed = sum((w or 0) + 2 for _, _, w in chosen)
-        rest = max(MIN_REASON, width - fixed - 4)
-        return [(key, label, w if w is not None else rest) for key, label, w in chosen]
+        return layout(width, self._natural)
+
+    def _measure(self, info: Any) -> bool:
+        """Note the widths of ``info``'s values; True if one is the longest yet."""
+        natural, grew = self._natural, False
+        source = str(info.source)
+        for key, value in (("agent", info.agent or "-"), ("session", info.id),
+                           ("status", shown_status(info)),
+                           ("source", short_path(source, SOURCE_MOST)),
+                           ("source_name", short_path(source, 2 + cell_len(source.rsplit("/", 1)[-1])))):
+            size = cell_len(value)
+            if size > natural.get(key, 0):
+                natural[key] = size
+                grew = True
+        return grew
 
     def rebuild(self, sessions: dict[str, Any], now: float, width: int | None = None) -> None:
         """Recreate columns and rows (filter or width changed)."""
@@ -128,7 +127,12 @@ class SessionsTable(LazyRows, DataTable):
             self.clear(columns=True)
         finally:
             self._programmatic = False
+        self._natural = {}
+        for info in sessions.values():
+            if matches(info, self.filter_text):
+                self._measure(info)
         self._columns = self._layout(width)
+        self._built_width = width
         for key, label, w in self._columns:
             self.add_column(label, key=key, width=w)
         self._signatures.clear()
@@ -203,6 +207,11 @@ class SessionsTable(LazyRows, DataTable):
         widths = {key: w for key, _, w in self._columns}
         if not widths:
             return
+        if iter(infos) is infos:  # an iterator: read twice below
+            infos = list(infos)
+        if self._outgrown(infos):
+            self.rebuild(everything, now, self._built_width)  # measures every row again
+            return
         changed_order = False
         was_empty = not self._signatures
         keys, stale, signatures = self._keys, self._stale, self._signatures
@@ -231,6 +240,21 @@ class SessionsTable(LazyRows, DataTable):
             if order != self._order:
                 self._sort(order, keep_selection=self.user_selected and not was_empty)
         self.sync_in_view()
+
+    def _outgrown(self, infos: Iterable[Any]) -> bool:
+        """Whether a new or changed row's value is longer than its column and
+        the layout would give that column more: then the table is rebuilt.
+        Only new rows are measured in full (agent, session and source never
+        change), so a busy fleet costs a status length per update."""
+        grew, signatures, natural = False, self._signatures, self._natural
+        for info in infos:
+            if info.id not in signatures:
+                if matches(info, self.filter_text):
+                    grew = self._measure(info) or grew
+            elif len(status := shown_status(info)) > natural.get("status", 0):
+                natural["status"] = len(status)
+                grew = True
+        return grew and self._layout(self._built_width) != self._columns
 
     def _sort_key(self, info: Any) -> tuple:
         """Where the session's row goes: attention order, or the sort column's
