@@ -50,7 +50,8 @@ def writer(directory: str, files: int, rate: float, seconds: float) -> None:
 
 async def monitor(args: argparse.Namespace) -> dict:
     from monitor.config import build_config
-    from monitor.hub import DetectionRaised, Hub
+    from monitor.hub import Hub
+    from monitor.updates import DetectionRaised
     from monitor.sources.files import FileSource, StartPolicy
     from monitor.store import Store
 

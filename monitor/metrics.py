@@ -26,7 +26,7 @@ from collections import Counter
 from typing import Any
 
 from monitor.events import Level
-from monitor.hub import ActionFinished, DetectionRaised
+from monitor.updates import ActionFinished, DetectionRaised
 
 DEFAULT_ADDRESS = ("127.0.0.1", 9464)
 

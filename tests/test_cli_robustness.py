@@ -199,6 +199,56 @@ def test_demo_in_the_tui_cleans_up_when_its_terminal_closes(sig, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def log_lines(tmp: Path) -> int:
+    return sum(Path(name).read_bytes().count(b"\n") for name in demo_files(tmp))
+
+
+def test_demo_quits_on_sigterm_after_its_terminal_died(tmp_path):
+    """A terminal that closed while nothing signalled the demo (its parent, say
+    `make`, took the SIGHUP) killed Textual's output thread; the app then blocked
+    for good writing the screen, ignored SIGTERM and spun at 50 % CPU with its
+    agents and files left behind. SIGTERM still ends it: agents stopped, files removed."""
+    import psutil
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, TMPDIR=str(tmp_path), TERM="xterm-256color")
+    proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo"], cwd=ROOT, env=env,
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    reader = threading.Thread(target=lambda: _drain(master), daemon=True)
+    reader.start()
+    agents: list = []
+    try:
+        wait_for(lambda: len(demo_files(tmp_path)) >= 3, "the demo agents' logs")
+        agents = psutil.Process(proc.pid).children()
+        before = log_lines(tmp_path)
+        os.close(master)  # the window closes; nobody signals the demo itself
+        master = -1
+        # The agents keep writing: once they have written more, the app has had
+        # many screen refreshes to fail on the dead terminal.
+        wait_for(lambda: log_lines(tmp_path) >= before + 40, "the agents to go on writing")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) in (0, 128 + signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if master >= 0:
+            os.close(master)
+        reader.join(timeout=5)
+    wait_for(lambda: not any(agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE
+                             for agent in agents), "the agents to stop", timeout=30)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _drain(master: int) -> None:
+    try:
+        while os.read(master, 65536):
+            pass
+    except OSError:
+        pass
+
+
 def test_headless_demo_cleans_up_on_sigterm(tmp_path):
     """The headless demo ends early on SIGTERM like after --duration: agents
     stopped, summary printed, temporary directory removed."""

@@ -11,6 +11,7 @@ CORE_MODULES = [
     "monitor.scan", "monitor.cli", "monitor.framing", "monitor.paths",
     "monitor.store", "monitor.hub", "monitor.control", "monitor.client",
     "monitor.sources", "monitor.sources.files", "monitor.sources.sockets",
+    "monitor.updates", "monitor.hub.live", "monitor.hub.replay",
 ]
 
 

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitor.config import build_config
-from monitor.hub import Hub, ProblemReported
+from monitor.hub import Hub
+from monitor.updates import ProblemReported
 from monitor.scan import scan
 from monitor.sources.files import FileSource, StartPolicy
 from monitor.sources.sockets import SocketServer

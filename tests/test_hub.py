@@ -18,9 +18,8 @@ from monitor.config import build_config
 from monitor.control import InboxChannel, Outcome
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
-from monitor.hub import (
-    ActionFinished, DetectionRaised, Hub, ProblemReported, SessionChanged, SessionInfo, Stats,
-)
+from monitor.hub import Hub
+from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats
 from monitor.store import Store
 
 T0 = 1_700_000_000.0
@@ -442,7 +441,8 @@ async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_tim
     while the detectors' windows have moved on (or the session ended), it holds
     exactly the events the hub used to build at publish time; a tuple, the same
     object on every read, and as immutable as the rest of the snapshot."""
-    from monitor.hub import _replies_window, _window
+    from monitor.hub.snapshots import compared_window as _window
+    from monitor.hub.snapshots import replies_window as _replies_window
 
     hub = await hub_factory(config)
     published: list[tuple[SessionInfo, tuple[Event, ...]]] = []
@@ -452,7 +452,7 @@ async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_tim
             info = update.info
             engine_state = hub.engine.sessions.get(info.id)
             if engine_state is not None and info.status == "live":  # what was built eagerly before
-                state = hub._sessions[info.id]
+                state = hub.lifecycle.sessions[info.id]
                 replies = _replies_window(state, info.detector if info.level else None)  # message loops
                 published.append((info, replies or _window(engine_state, state.recent)))
 
@@ -476,7 +476,7 @@ async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_tim
             info.window = ()  # type: ignore[misc]
     ended = hub.session("calls")  # built when it closed: no detector records kept alive
     assert ended.status == "ended" and type(ended.window) is tuple and len(ended.window) == 10
-    assert getattr(ended.__dict__["_window"], "_records", ()) == ()
+    assert getattr(ended.window_source, "_records", ()) == ()
 
 
 async def test_snapshots_are_built_for_publishing_only_when_someone_takes_them(config, hub_factory):
@@ -485,8 +485,8 @@ async def test_snapshots_are_built_for_publishing_only_when_someone_takes_them(c
     still answers with up-to-date ones."""
     hub = await hub_factory(config)
     built = []
-    build = hub._build_info
-    hub._build_info = lambda state: built.append(state.id) or build(state)
+    build = hub.snapshots.build
+    hub.snapshots.build = lambda state: built.append(state.id) or build(state)
     detections: list[object] = []
     hub.subscribe(detections.append, kinds=(DetectionRaised,))
     await hub.submit(loop_events("s", 4))
@@ -527,7 +527,7 @@ async def test_the_collector_runs_rarely_while_a_hub_runs(config):
     last hub to stop puts it back as it was."""
     import gc
 
-    from monitor.hub import LIVE_GC_THRESHOLD
+    from monitor.hub.core import LIVE_GC_THRESHOLD
 
     before = gc.get_threshold()
     first, second = Hub(config), Hub(config)
@@ -538,3 +538,48 @@ async def test_the_collector_runs_rarely_while_a_hub_runs(config):
     assert gc.get_threshold()[0] == max(LIVE_GC_THRESHOLD, before[0])
     await second.stop()
     assert gc.get_threshold() == before
+
+
+async def test_the_hub_answers_a_patterns_history(config, hub_factory):
+    """The UI asks the hub, not its policy: how often a pattern was flagged, and
+    until when an acknowledgement quiets it."""
+    hub = await hub_factory(config)
+    assert hub.pattern_history("nobody", "exact_repeat", "x") == (0, None)
+    await hub.submit(loop_events("s", 4))
+    await hub.join()
+    last = hub.session("s").last_detection
+    occurrences, acked = hub.pattern_history("s", last.detector, last.pattern)
+    assert occurrences >= 1 and acked is None
+    await hub.act("ack", "s")
+    assert hub.pattern_history("s", last.detector, last.pattern)[1] is not None
+
+
+async def test_a_stored_session_replays_to_the_live_sparklines(config, store, hub_factory):
+    """replay_similarity rebuilds from the store the similarity the live engine drew."""
+    from monitor.hub.replay import replay_similarity
+
+    hub = await hub_factory(config, store)
+    await hub.submit(loop_events("s", 6))
+    await hub.join()
+    live = hub.session("s")
+    await hub.stop()
+    progress: list[tuple[int, int]] = []
+    overall, by_detector = replay_similarity(config, store, "s", progress=lambda *p: progress.append(p))
+    assert overall == live.similarity and by_detector == live.detector_similarity
+    assert progress[0] == (0, 12) and progress[-1] == (12, 12)
+    assert replay_similarity(config, store, "nobody") is None
+
+
+async def test_the_window_comes_from_the_detector_that_provides_it(hub_factory):
+    """No detector is named in the hub: the one that says provides_window gives
+    the window; without it (disabled) the session's recent calls stand in."""
+    with_window = await hub_factory(build_config({}))
+    without = await hub_factory(build_config({"detectors": {"exact_repeat": {"enabled": False}}}))
+    for hub in (with_window, without):
+        await hub.submit(loop_events("s", 4))
+        await hub.join()
+    providers = [d for d in with_window.engine.sessions["s"].detectors if d.provides_window]
+    assert len(providers) == 1 and providers[0].window_records()
+    assert [e.seq for e in with_window.session("s").window] == [e.seq for e in providers[0].window()]
+    assert not any(d.provides_window for d in without.engine.sessions["s"].detectors)
+    assert len(without.session("s").window) == 4

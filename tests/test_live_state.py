@@ -11,7 +11,8 @@ from monitor.control import InboxChannel
 from monitor.detect.base import Detection
 from monitor.detect.escalation import ACKNOWLEDGED, EscalationPolicy
 from monitor.events import Event, Kind, Level
-from monitor.hub import RECOVERY_STEPS, DetectionRaised
+from monitor.hub.actions import RECOVERY_STEPS
+from monitor.updates import DetectionRaised
 from tests.test_hub import T0, Clock, config, hub_factory, loop_events, store  # noqa: F401  (fixtures)
 
 

@@ -1,7 +1,7 @@
 """Restarting ``watch`` on the same database: each file resumes where the
 previous watcher stopped; nothing is stored (or shown) twice.
 
-Real parts: the real :class:`LiveWatch` (file source, hub, SQLite store) in
+Real parts: the real :class:`~monitor.hub.live.LiveMonitor` (file source, hub, SQLite store) in
 process, run twice over the same files, and once a real ``watch --headless``
 subprocess twice.
 """
@@ -17,22 +17,24 @@ from pathlib import Path
 
 import pytest
 
-from monitor.commands.watch import LiveWatch
 from monitor.config import Config
+from monitor.hub.live import LiveMonitor
 from monitor.sources.paths import StartPolicy
 from tests.test_watch_headless import ROOT, env_for, loop_lines
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"  # copies of real transcripts (see their README)
 
 
-async def run_once(paths: list[Path], db: Path, mode: str = "recent") -> LiveWatch:
-    """A watcher that reads what is there, then stops (everything flushed)."""
-    live = LiveWatch(Config(), paths=[str(p) for p in paths], start_policy=StartPolicy(mode=mode),
-                     db=str(db), use_socket=False)
-    await live.start()
-    await live.files.sync()
-    await live.hub.join()
-    await live.stop()
+async def run_once(paths: list[Path], db: Path, mode: str = "recent") -> LiveMonitor:
+    """A watcher that reads what is there, then stops (everything flushed); it
+    announces where it records while it runs (what ``doctor`` reads)."""
+    announced: list[dict | None] = []
+    live = LiveMonitor(Config(), paths=[str(p) for p in paths], start_policy=StartPolicy(mode=mode),
+                       db=str(db), use_socket=False, announce=announced.append)
+    async with live.running() as hub:
+        await live.files.sync()
+        await hub.join()
+    assert announced == [{"socket": None, "otlp": None, "db": str(live.store.path)}, None]
     return live
 
 

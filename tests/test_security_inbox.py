@@ -20,7 +20,8 @@ import pytest
 
 from monitor.config import build_config
 from monitor.control import InboxChannel, open_inbox
-from monitor.hub import ActionFinished, Hub
+from monitor.hub import Hub
+from monitor.updates import ActionFinished
 from monitor.sources.files import FileSource
 from monitor.sources.paths import StartPolicy
 from tests.securitykit import DEADLINE, loop_lines, until

@@ -24,7 +24,8 @@ import pytest
 
 from monitor.config import build_config
 from monitor.control import ProcessIdentity
-from monitor.hub import ActionFinished, Hub
+from monitor.hub import Hub
+from monitor.updates import ActionFinished
 from monitor.sources.files import FileSource
 from monitor.sources.paths import StartPolicy
 from monitor.sources.sockets import SocketServer

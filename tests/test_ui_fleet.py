@@ -14,7 +14,8 @@ from contextlib import asynccontextmanager
 
 from monitor.config import Config, build_config
 from monitor.events import Event, Kind
-from monitor.hub import DetectionRaised, Hub, SessionChanged
+from monitor.hub import Hub
+from monitor.updates import DetectionRaised, SessionChanged
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import FLEET_SESSIONS, SLOWEST_FLUSH, flush_interval
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
-from monitor.hub import SessionChanged, Stats
+from monitor.updates import SessionChanged, Stats
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import LiveFeed

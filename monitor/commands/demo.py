@@ -22,11 +22,15 @@ import tempfile
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from monitor.commands.common import (
     ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
 )
+
+if TYPE_CHECKING:
+    from monitor.hub import Hub
+    from monitor.hub.live import LiveMonitor
 
 HELP = "run the monitor on built-in simulated agents (start here)"
 
@@ -54,34 +58,39 @@ class DemoRun:
         self.db = db or str(self.directory / "loopwatch.db")
         self.keep = keep
         self.processes: list[Any] = []
-        self.live: Any = None
+        self.live: LiveMonitor | None = None
 
-    def build(self) -> Any:
-        from monitor.commands.watch import LiveWatch
-        from monitor.sources.files import StartPolicy
+    def build(self) -> LiveMonitor:
+        from monitor.commands.watch import announce_to_doctor
+        from monitor.hub.live import LiveMonitor
+        from monitor.sources.paths import StartPolicy
 
         logs = self.directory / "agents"
         logs.mkdir()
-        self.live = LiveWatch(self.config, paths=[str(logs)], start_policy=StartPolicy(mode="start"),
-                              db=self.db, use_socket=False)
+        self.live = LiveMonitor(self.config, paths=[str(logs)], start_policy=StartPolicy(mode="start"),
+                                db=self.db, use_socket=False, announce=announce_to_doctor)
         self.live.open_store()
         return self.live
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[Any]:
+    async def running(self) -> AsyncIterator[Hub]:
         """Pipeline started, then the agents; everything stopped on exit."""
         from monitor.demo import start_agents, stop_agents
 
         live = self.live or self.build()
-        await live.start()
-        try:
-            self.processes = await asyncio.to_thread(start_agents, self.directory / "agents")
-            yield live.hub
-        finally:
+        async with live.running() as hub:
             try:
-                await asyncio.to_thread(stop_agents, self.processes)
+                self.processes = await asyncio.to_thread(start_agents, self.directory / "agents")
+                yield hub
             finally:
-                await live.stop()
+                await asyncio.to_thread(stop_agents, self.processes)
+
+    def abandon(self) -> None:
+        """Stop the agents and remove the files without the event loop (it is stuck)."""
+        from monitor.demo import stop_agents
+
+        stop_agents(self.processes, timeout=2.0)
+        self.cleanup()
 
     def cleanup(self) -> None:
         """Remove the agents' logs and the temporary database (unless --keep)."""
@@ -100,7 +109,7 @@ def _check_demo_module() -> str | None:
 async def _headless(run: DemoRun, duration: float) -> int:
     from monitor.commands.watch import HeadlessPrinter
     from monitor.events import Level
-    from monitor.hub import DetectionRaised
+    from monitor.updates import DetectionRaised
 
     printer = HeadlessPrinter(as_json=False, min_level=Level.WARN, out=sys.stdout, err=sys.stderr)
     live = run.build()
@@ -215,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         note = ("Demo: simulated agents start now; some will loop within seconds. Select a warning, "
                 f"press i to inject the nudge (watch the agent change course) or K (shift+k) to kill it. "
                 f"Recording to {where}. ? lists every key.")
-        return run_app(config, demo.running, theme=args.theme, notes=[note])
+        return run_app(config, demo.running, theme=args.theme, notes=[note],
+                       last_resort=[demo.abandon])
     finally:
         demo.cleanup()

@@ -4,7 +4,7 @@
 ``scan --json`` prints, plus ``ts``) and runs until Ctrl-C or SIGTERM, which
 stop it cleanly: sources stop, everything queued is processed, the database
 is flushed and closed.  Without it the Textual dashboard opens over the same
-pipeline (:class:`LiveWatch`).
+pipeline (:class:`~monitor.hub.live.LiveMonitor`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
 from monitor.commands.common import (
     ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
 )
-from monitor.config import Config
 from monitor.events import Level
+from monitor.updates import ActionFinished, DetectionRaised, ProblemReported
+
+if TYPE_CHECKING:
+    from monitor.hub.live import LiveMonitor
 
 HELP = "watch agents live: tail log files and accept agent sockets (TUI, or --headless)"
 
@@ -112,144 +115,17 @@ def resolve_token(token: str | None, token_file: str | None, err: TextIO) -> str
     return os.environ.get("LOOPWATCH_TOKEN") or None
 
 
-# -- the pipeline -----------------------------------------------------------------------------
+# -- the pipeline ------------------------------------------------------------------------------
 
 
-class LiveWatch:
-    """Store + hub + file and socket sources, started and stopped together.
+def announce_to_doctor(where: dict[str, str | None] | None) -> None:
+    """Tell `loopwatch doctor` where this monitor listens and records (``None``: it stopped)."""
+    from monitor.commands.doctor import clear_monitor_state, write_monitor_state
 
-    Build it anywhere; :meth:`start` and :meth:`stop` run on the loop that
-    should own the hub (``asyncio.run`` headless, Textual's loop in the TUI).
-    """
-
-    def __init__(self, config: Config, *, paths: list[str], directories: list[str] | None = None,
-                 fmt: str | None = None, start_policy: Any = None, db: str | None = None,
-                 use_db: bool = True, socket_path: str | None = None, use_socket: bool = True,
-                 listen: str | None = None, token: str | None = None, otlp: str | None = None,
-                 metrics: str | None = None):
-        self.config = config
-        self.paths = paths
-        self.directories = directories or []
-        self.fmt = fmt
-        self.start_policy = start_policy
-        self.db = db
-        self.use_db = use_db
-        self.socket_path = socket_path
-        self.use_socket = use_socket
-        self.listen = listen
-        self.token = token
-        self.otlp_address = otlp
-        self.otlp: Any = None
-        self.metrics_address = metrics
-        self.metrics: Any = None
-        self.store: Any = None
-        self.hub: Any = None
-        self.files: Any = None
-        self.sockets: Any = None
-        self.notes: list[str] = []  # what could not be started, for the operator
-
-    def open_store(self) -> None:
-        """Open the database (raises on an unusable one); a missing store module is a note."""
-        if not self.use_db:
-            return
-        try:
-            from monitor.store import Store
-        except ImportError as exc:
-            self.notes.append(f"not recording: the store is not available ({exc})")
-            return
-        store = Store.from_settings(self.config.store, self.db)
-        # Nobody chose the default file: a run that recorded nothing removes it.
-        store.discard_if_unused = not self.db and not self.config.store.path
-        store.start()
-        self.store = store
-        for action in store.reconciled:
-            self.notes.append(f"action {action['id']} ({action['kind']} {action['session']}) of an "
-                              f"interrupted run: {action['outcome']} ({action['detail']})")
-
-    def build_hub(self) -> Any:
-        from monitor.hub import Hub
-
-        if self.hub is None:
-            self.hub = Hub(self.config, self.store)
-        return self.hub
-
-    async def start(self) -> None:
-        from monitor.sources.files import FileSource, KnownPositions
-
-        if self.store is None and self.use_db:
-            self.open_store()
-        hub = self.build_hub()
-        await hub.start()
-        if self.paths or self.directories:
-            # Where the previous watcher on this database stopped: resumed, never stored twice.
-            known = KnownPositions(self.store.file_positions() if self.store is not None else ())
-            self.files = FileSource(self.paths, hub, fmt=self.fmt, start=self.start_policy,
-                                    directories=self.directories, known=known)
-            await self.files.start()
-        if self.otlp_address:
-            from monitor.sources.otlp import OtlpReceiver
-
-            self.otlp = OtlpReceiver(hub, self.otlp_address,
-                                     token=self.token or os.environ.get("LOOPWATCH_TOKEN") or None)
-            await self.otlp.start()
-        if self.metrics_address:
-            from monitor.metrics import Metrics, MetricsServer
-
-            self.metrics = MetricsServer(Metrics(hub, self.otlp), self.metrics_address,
-                                         token=self.token or os.environ.get("LOOPWATCH_TOKEN") or None)
-            await self.metrics.start()
-        if self.use_socket:
-            try:
-                from monitor.sources.sockets import SocketServer
-            except ImportError as exc:
-                self.notes.append(f"not accepting agent sockets: the socket server is not available ({exc})")
-                return
-            self.sockets = SocketServer(hub, self.config, unix_path=self.socket_path,
-                                        listen=self.listen, token=self.token)
-            await self.sockets.start()
-        self._note_state()
-
-    def _note_state(self) -> None:
-        """Tell `loopwatch doctor` where this monitor listens and records."""
-        from monitor.commands.doctor import write_monitor_state
-
-        write_monitor_state(socket=str(self.sockets.unix_path) if self.sockets is not None else None,
-                            otlp=self.otlp.endpoint if self.otlp is not None else None,
-                            db=str(self.store.path) if self.store is not None else None)
-
-    async def stop(self) -> None:
-        """Stop the sources, process what they queued, flush and close the database."""
-        from monitor.commands.doctor import clear_monitor_state
-
+    if where is None:
         clear_monitor_state()
-        if self.metrics is not None:
-            await self.metrics.stop()
-        if self.otlp is not None:
-            await self.otlp.stop()
-        if self.sockets is not None:
-            await self.sockets.stop()
-        if self.files is not None:
-            await self.files.stop()
-        if self.hub is not None:
-            await self.hub.stop()
-        if self.store is not None:
-            await asyncio.to_thread(self.store.close)
-
-    def describe(self) -> str:
-        parts = []
-        if self.files is not None:
-            parts.append(f"watching {self.files.describe()} ({self.files.start_policy.describe()})")
-        if self.sockets is not None:
-            where = str(self.sockets.unix_path)
-            if self.sockets.tcp_address:
-                where += " and tcp {}:{}".format(*self.sockets.tcp_address)
-            parts.append(f"agents may connect to {where}")
-        if self.otlp is not None:
-            parts.append(self.otlp.describe())
-        if self.metrics is not None:
-            parts.append(f"metrics at {self.metrics.endpoint}")
-        parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
-        return "; ".join(parts)
+    else:
+        write_monitor_state(**where)
 
 
 # -- headless output ------------------------------------------------------------------------------
@@ -265,8 +141,6 @@ class HeadlessPrinter:
     """
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
-        from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
-
         self.as_json = as_json
         self.min_level = min_level
         self.out = out
@@ -297,8 +171,6 @@ class HeadlessPrinter:
             self._print(self._held.popleft()[1])
 
     def __call__(self, update: object) -> None:
-        from monitor.hub import ActionFinished, DetectionRaised, ProblemReported
-
         if isinstance(update, DetectionRaised):
             self.detection(update.detection)
         elif isinstance(update, ProblemReported):
@@ -338,7 +210,7 @@ class HeadlessPrinter:
         self.out.flush()
 
 
-async def run_headless(live: LiveWatch, printer: HeadlessPrinter) -> None:
+async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
     """Run until SIGINT/SIGTERM, then shut down with everything flushed."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
@@ -384,6 +256,7 @@ def store_outcome(store: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from monitor.formats import format_names
+    from monitor.hub.live import LiveMonitor
     from monitor.sources.files import StartPolicy
 
     try:
@@ -423,10 +296,10 @@ def run(args: argparse.Namespace) -> int:
         token = resolve_token(args.token, args.token_file, sys.stderr)
     except TokenError as exc:
         return fail(str(exc))
-    live = LiveWatch(config, paths=paths, directories=directories, fmt=args.fmt, start_policy=policy,
-                     db=args.db, use_db=not args.no_db, socket_path=args.socket,
-                     use_socket=not args.no_socket, listen=args.listen, token=token, otlp=args.otlp,
-                     metrics=args.metrics)
+    live = LiveMonitor(config, paths=paths, directories=directories, fmt=args.fmt, start_policy=policy,
+                       db=args.db, use_db=not args.no_db, socket_path=args.socket,
+                       use_socket=not args.no_socket, listen=args.listen, token=token, otlp=args.otlp,
+                       metrics=args.metrics, announce=announce_to_doctor)
     if args.otlp:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 
@@ -462,15 +335,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless:
         from monitor.ui.app import run_app
 
-        return int(run_app(live, theme=args.theme) or 0)
+        return int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+
+    from monitor.sources.otlp import OtlpError
+    from monitor.sources.sockets import SocketError
+    from monitor.store import StoreError
 
     printer = HeadlessPrinter(as_json=args.json, min_level=min_level, out=sys.stdout, err=sys.stderr)
     try:
         asyncio.run(run_headless(live, printer))
     except OSError as exc:
         return fail(f"cannot watch: {exc.strerror or exc}")
-    except Exception as exc:
-        if type(exc).__name__ in ("SocketError", "StoreError", "OtlpError"):
-            return fail(str(exc))
-        raise
+    except (SocketError, StoreError, OtlpError) as exc:
+        return fail(str(exc))
     return 0

@@ -93,7 +93,7 @@ class SessionView:
     similarity into it (for the sparklines)."""
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "_turns", "completed",
+                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "turns", "completed",
                  "last_wait", "last_call_key", "last_call_ts")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
@@ -107,8 +107,9 @@ class SessionView:
         self.started_ts: float | None = None
         self.events_seen = 0
         self.tool_calls_seen = 0
-        #: same_turn_seconds -> [tracker, last event fed, its position, the turn it completed]
-        self._turns: dict[float, list[Any]] = {}
+        #: same_turn_seconds -> [tracker, last event fed, its position, the turn it
+        #: completed]: :meth:`turn` keeps it; the engine reads it to feed the tracker once per event.
+        self.turns: dict[float, list[Any]] = {}
         #: The turn the current event completed, while the engine runs the
         #: turn detectors on it (see :meth:`TurnDetector.observe_completed`).
         self.completed: Any = None
@@ -133,9 +134,9 @@ class SessionView:
         :class:`~monitor.detect.turns.TurnTracker` per ``same_turn_seconds``
         does it once per event instead of once per detector.  The tracker
         resets itself on a user turn, as the detectors do."""
-        entry = self._turns.get(same_turn_seconds)
+        entry = self.turns.get(same_turn_seconds)
         if entry is None:
-            entry = self._turns[same_turn_seconds] = [
+            entry = self.turns[same_turn_seconds] = [
                 TurnTracker(same_turn_seconds=same_turn_seconds), None, 0, None]
         elif entry[1] is event and entry[2] == self.events_seen:
             return entry[3]  # another turn detector already fed this event
@@ -183,6 +184,9 @@ class Detector:
     #: The event kinds ``observe`` cares about; the engine only calls it for
     #: these (the hot path: most detectors skip most events).
     kinds: ClassVar[frozenset[Kind]] = frozenset(Kind)
+    #: Its :meth:`window` is the session's: what the UI shows as the calls being
+    #: compared (the first enabled detector that says so provides it).
+    provides_window: ClassVar[bool] = False
 
     def __init__(self, settings: DetectorSettings | None = None):
         self.settings = settings if settings is not None else self.Settings()
@@ -197,6 +201,11 @@ class Detector:
     def window(self) -> list[Event]:
         """The events this detector is currently comparing (for the UI)."""
         return []
+
+    def window_records(self) -> tuple[Any, ...]:
+        """With ``provides_window``: the window as call records, cheap to take
+        now and made into events only when shown (:func:`monitor.detect.calls.events`)."""
+        return ()
 
 
 class ShardableDetector(Detector):

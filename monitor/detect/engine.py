@@ -137,7 +137,7 @@ class SessionState:
         detector keeps as :class:`~monitor.events.EventRef` is left to the
         caller, which may hold copies of recent events: see the hub)."""
         for detector in self.detectors:
-            if detector.name == "exact_repeat":
+            if detector.provides_window:
                 return list(detector.window())
         return []
 
@@ -366,7 +366,7 @@ class Engine:
         else:
             # Feed the session's turn tracker once; the turn detectors only
             # run when the event completed a turn (and judge it directly).
-            entry = view._turns.get(gate)
+            entry = view.turns.get(gate)
             if entry is None or (entry[1] is event and entry[2] == seq):
                 completed = view.turn(event, gate)
             else:  # SessionView.turn(), inlined: this runs for every event

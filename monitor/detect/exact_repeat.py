@@ -47,6 +47,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
     title = "Exact repeat"
     Settings = ExactRepeatSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+    provides_window = True
     presets = {
         "conservative": {"window": 15, "threshold": 4},
         "aggressive": {"window": 10, "threshold": 2},
@@ -64,6 +65,9 @@ class ExactRepeat(Detector, AwaitsRepeats):
 
     def window(self) -> list[Event]:
         return events(self.calls)
+
+    def window_records(self) -> tuple[CallRecord, ...]:
+        return tuple(self.calls.records)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # Runs for every call of every session: written flat.  (Results

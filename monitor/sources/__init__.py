@@ -9,7 +9,7 @@ events.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from monitor.events import Event
 from monitor.formats.base import Problem
@@ -25,4 +25,21 @@ class Sink(Protocol):
         """Make ``channel`` the way to reach ``session``'s agent."""
 
 
-__all__ = ["Sink"]
+class LiveSink(Sink, Protocol):
+    """The rest of the hub a network source uses (typed here, so sources never import the hub)."""
+
+    def saturated(self) -> bool:
+        """The consumer is full: a sender that can retry later should be told to."""
+
+    def confirm_pid(self, session: str, identity: Any, how: str) -> None:
+        """The agent of ``session`` proved ``identity`` is its process."""
+
+    async def join(self) -> None:
+        """Wait until everything submitted so far has been processed."""
+
+    def subscribe(self, callback: Callable[[object], None],
+                  kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
+        """Receive the consumer's updates (:mod:`monitor.updates`)."""
+
+
+__all__ = ["LiveSink", "Sink"]

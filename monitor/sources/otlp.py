@@ -32,13 +32,11 @@ import json
 import logging
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from monitor.formats.base import Problem
 from monitor.formats.otlp import OtlpAdapter
-
-if TYPE_CHECKING:
-    from monitor.hub import Hub
+from monitor.sources import LiveSink
 
 log = logging.getLogger("loopwatch.otlp")
 
@@ -171,7 +169,7 @@ class _Reply:
 class OtlpReceiver:
     """OTLP/HTTP in: ``/v1/logs`` and ``/v1/traces`` → the hub."""
 
-    def __init__(self, hub: Hub, address: str | tuple[str, int] | None = None, *, token: str | None = None,
+    def __init__(self, hub: LiveSink, address: str | tuple[str, int] | None = None, *, token: str | None = None,
                  max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)

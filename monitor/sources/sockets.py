@@ -32,18 +32,15 @@ import stat
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from monitor.config import Config, default_socket_path
 from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
-from monitor.hub import DetectionRaised
 from monitor.localsock import ensure_private_dir, in_shared_dir
+from monitor.sources import LiveSink
 from monitor.sources.fair import FairSlots
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
-
-if TYPE_CHECKING:
-    from monitor.hub import Hub
+from monitor.updates import DetectionRaised
 
 __all__ = ["PROTOCOL_TYPES", "SocketChannel", "SocketError", "SocketServer", "parse_listen"]
 
@@ -84,7 +81,7 @@ def parse_listen(value: str) -> tuple[str, int]:
 class SocketServer:
     """Accepts agent connections on a Unix socket (and optionally TCP) for a hub."""
 
-    def __init__(self, hub: Hub, config: Config, *, unix_path: str | Path | None = None,
+    def __init__(self, hub: LiveSink, config: Config, *, unix_path: str | Path | None = None,
                  listen: str | None = None, token: str | None = None):
         settings = config.sources
         self.hub = hub

@@ -12,10 +12,9 @@ kill's grace period.
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -25,6 +24,7 @@ from textual.theme import BUILTIN_THEMES
 
 from monitor.config import Config, ConfigError
 from monitor.events import Level
+from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.literal import visible
 from monitor.ui.live import LiveFeed, flush_interval
 from monitor.ui.operator import OPERATOR_COMMANDS
@@ -33,12 +33,15 @@ from monitor.ui.screens.help import help_title, screen_bindings
 from monitor.ui.themes import DEFAULT_THEME, DOMAIN_VARIABLES, check_theme_name, load_themes
 from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts
 
+if TYPE_CHECKING:
+    from monitor.hub import Hub
+
 SEVERITY = {"delivered": "information", "pending": "information", "failed": "error",
             "refused": "warning", "unsupported": "warning"}
 ACTION_TITLES = {"ack": "Acknowledged", "inject": "Inject", "kill": "Kill",
                  "false_positive": "False positive", "mute": "Mute"}
 
-HubFactory = Callable[[], AbstractAsyncContextManager[Any]]
+HubFactory = Callable[[], AbstractAsyncContextManager["Hub"]]
 
 
 class LoopwatchApp(App[int]):
@@ -51,7 +54,7 @@ class LoopwatchApp(App[int]):
         Binding("question_mark", "help", "Help", id="help", tooltip="Show this list of keys"),
     ]
 
-    def __init__(self, config: Config | None = None, *, hub: Any = None,
+    def __init__(self, config: Config | None = None, *, hub: Hub | None = None,
                  hub_factory: HubFactory | None = None, store: Any = None,
                  mode: str = "live", session: str | None = None,
                  clock: Callable[[], float] = time.time, theme: str | None = None):
@@ -59,8 +62,8 @@ class LoopwatchApp(App[int]):
         self.config = config or Config()
         self.hub = hub
         self.hub_factory = hub_factory
-        self._hub_context: AbstractAsyncContextManager[Any] | None = None
-        self.store = store if store is not None else getattr(hub, "store", None)
+        self._hub_context: AbstractAsyncContextManager[Hub] | None = None
+        self.store = store if store is not None or hub is None else hub.store
         self.mode = mode
         self.initial_session = session
         self.clock = clock
@@ -70,8 +73,8 @@ class LoopwatchApp(App[int]):
         self._last_flush = 0.0
         self._unsubscribe: Callable[[], None] | None = None
         self.startup_notes: list[str] = []
-        #: Quit cleanly on SIGTERM and SIGHUP (the terminal closed); set by the entry points.
-        self.stop_on_signals = False
+        #: The loop the app runs on, for quitting from a signal handler.
+        self.running_loop: asyncio.AbstractEventLoop | None = None
         self.history_filters: dict[str, Any] = {}
         self.loopwatch_themes = load_themes()
         for loaded in self.loopwatch_themes.values():
@@ -85,19 +88,18 @@ class LoopwatchApp(App[int]):
     # -- lifecycle -------------------------------------------------------------
 
     async def on_mount(self) -> None:
-        if self.stop_on_signals:
-            self._handle_stop_signals(True)
+        self.running_loop = asyncio.get_running_loop()
         if self.hub is None and self.hub_factory is not None:
             # Entered on the app's own loop; exited in on_unmount (awaited at shutdown).
             self._hub_context = self.hub_factory()
             self.hub = await self._hub_context.__aenter__()
             if self.store is None:
-                self.store = getattr(self.hub, "store", None)
+                self.store = self.hub.store
         if self.config.ui.keymap:
             self.set_keymap(self.config.ui.keymap)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.hub is not None:
-            self.feed.seed(self.hub.sessions(), recent_detections(self.hub))
+            self.feed.seed(self.hub.sessions(), self.hub.recent_detections())
             self._unsubscribe = self.hub.subscribe(self.feed.push)
         for note in self.startup_notes:
             self.notify(visible(note), markup=False, timeout=12)
@@ -114,22 +116,7 @@ class LoopwatchApp(App[int]):
             if self.initial_session:
                 self.open_session(self.initial_session)
 
-    def _handle_stop_signals(self, install: bool) -> None:
-        # Quitting like `q` stops the hub and its sources (the demo's agents) and
-        # flushes the database; Python's default would die and leave them behind.
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                if install:
-                    loop.add_signal_handler(sig, self.exit)
-                else:
-                    loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-
     async def on_unmount(self) -> None:
-        if self.stop_on_signals:
-            self._handle_stop_signals(False)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -156,9 +143,8 @@ class LoopwatchApp(App[int]):
         coalesce session snapshots over the same interval, so that it builds
         one per changed session per flush rather than one per 50 ms."""
         interval = flush_interval(self.config.ui.refresh_hz, len(self.feed.sessions))
-        hub = self.hub
-        if hub is not None and getattr(hub, "publish_interval", None) is not None:
-            hub.publish_interval = interval
+        if self.hub is not None:
+            self.hub.publish_interval = interval
         return interval
 
     def flush_live(self) -> None:
@@ -240,13 +226,8 @@ class LoopwatchApp(App[int]):
         occurrences, acked = 0, None
         last = info.last_detection
         proposed = last.proposed if last is not None else Level.NONE
-        engine = getattr(self.hub, "engine", None)
-        policy = getattr(engine, "policy", None)
-        if policy is not None and info.id in policy.sessions:
-            state = policy.sessions[info.id]
-            if last is not None:
-                occurrences = state.count(last.detector, last.pattern)
-                acked = state.acknowledged_until(last.detector, last.pattern)
+        if self.hub is not None and last is not None:
+            occurrences, acked = self.hub.pattern_history(info.id, last.detector, last.pattern)
         keymap = self.config.ui.keymap
         keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "K"))}
         return EscalationFacts(ladder=tuple(self.config.escalation.ladder), occurrences=occurrences,
@@ -282,17 +263,6 @@ class LoopwatchApp(App[int]):
         for name in sorted(self.loopwatch_themes):
             yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
                                 lambda n=name: setattr(self, "theme", n), discover=False)
-
-
-def recent_detections(hub: Any) -> list[Any]:
-    """Detections the hub still holds (raised before the UI subscribed)."""
-    held = getattr(hub, "recent_detections", None)
-    if callable(held):
-        return held()
-    engine = getattr(hub, "engine", None)
-    found = [d for state in getattr(engine, "sessions", {}).values()
-             for d in getattr(state, "detections", ())]
-    return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
 
 
 def all_bindings() -> list[Binding]:
@@ -333,46 +303,39 @@ def check_keymap(keymap: dict[str, str]) -> None:
 # -- entry points ----------------------------------------------------------------
 
 
-def run_app(config: Any, hub_factory: HubFactory | None = None, *, theme: str | None = None,
-            session: str | None = None, notes: Iterable[str] = ()) -> int:
+def run_app(config: Config, hub_factory: HubFactory, *, theme: str | None = None,
+            session: str | None = None, notes: Iterable[str] = (),
+            last_resort: Iterable[Callable[[], None]] = ()) -> int:
     """Run the live monitor; returns the exit status.
 
     ``hub_factory()`` returns an async context manager that starts the hub (and
     whatever feeds it: sources, store) on entry, yields the running
-    :class:`~monitor.hub.Hub`, and stops it all on exit; it is entered on the
-    app's own event loop.  ``run_app(live)`` with a ``LiveWatch`` (from
-    ``monitor.commands.watch``: ``start()``, ``stop()``, ``hub``, ``config``)
-    is accepted too.  Raises :class:`ConfigError` (naming ``ui.theme`` or
-    ``ui.keymap.<id>``) before touching the terminal if the UI config is bad.
+    :class:`~monitor.hub.Hub`, and stops it all on exit (such as
+    :meth:`LiveMonitor.running <monitor.hub.live.LiveMonitor.running>`); it is
+    entered on the app's own event loop.  Raises :class:`ConfigError` (naming
+    ``ui.theme`` or ``ui.keymap.<id>``) before touching the terminal if the UI config is bad.
+    SIGTERM and SIGHUP quit like ``q``; if the app cannot (a dead terminal),
+    the database is flushed, ``last_resort`` runs and the process exits.
     """
-    notes = list(notes)
-    if hub_factory is None and hasattr(config, "start") and hasattr(config, "stop"):
-        live = config
-        config, hub_factory = live.config, live_factory(live)
-        notes += live.notes
     validate_ui(config, theme)
     app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
-    app.startup_notes = notes
-    return _run(app)
+    app.startup_notes = list(notes)
+    return _run(app, last_resort)
 
 
-def _run(app: LoopwatchApp) -> int:
-    app.stop_on_signals = True
-    return int(app.run() or 0)
+def _run(app: LoopwatchApp, last_resort: Iterable[Callable[[], None]] = ()) -> int:
+    def quit_app() -> None:
+        if app.running_loop is not None:
+            app.running_loop.call_soon_threadsafe(app.exit)
 
+    def flush_store() -> None:
+        # Only a store this app's hub writes to (history and open only read).
+        if app.hub is not None and app.store is not None:
+            app.store.flush(timeout=GRACE_SECONDS)
 
-def live_factory(live: Any) -> HubFactory:
-    """A hub factory around an object with async ``start()``/``stop()`` and ``hub``."""
-
-    @asynccontextmanager
-    async def factory() -> AsyncIterator[Any]:
-        await live.start()
-        try:
-            yield live.hub
-        finally:
-            await live.stop()
-
-    return factory
+    with StopOnSignals(quit_app) as stop:
+        stop.last_resort += [flush_store, *last_resort]
+        return int(app.run() or 0)
 
 
 def run_history(config: Any, store: Any = None, *, theme: str | None = None,

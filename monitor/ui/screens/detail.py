@@ -4,8 +4,8 @@ detections with their evidence, and the actions taken.
 The same screen shows a live session (updated from the hub, operator actions
 enabled) and a stored one (``read_only``: from the store alone, actions
 hidden).  For a stored session the per-detector sparklines are recomputed by
-replaying its last events through the same :class:`~monitor.detect.engine.Engine`
-in a background thread.
+replaying its last events through the same engine
+(:func:`~monitor.hub.replay.replay_similarity`) in a background thread.
 """
 
 from __future__ import annotations
@@ -39,8 +39,6 @@ from monitor.ui.widgets.detail.event_stream import EventStream
 from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
 
-#: Events replayed to rebuild a stored session's sparklines.
-REPLAY_EVENTS = 2000
 OVERALL = "(any detector)"
 
 
@@ -224,26 +222,14 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
 
     @work(thread=True, name="replay-sparklines", group="detail", exclusive=True)
     def replay_sparklines(self) -> dict[str, tuple[float, ...]]:
-        from monitor.detect.engine import Engine
-        from monitor.store.rows import event_from_row
+        from monitor.hub.replay import replay_similarity
 
-        store = self.app.store
-        engine = Engine(self.app.config, sparklines=True)
-        total = store.count_events(self.session)
-        offset = start = max(0, total - REPLAY_EVENTS)
-        self._report_replay(0, total - start)
-        while offset < total:
-            rows = store.events(self.session, offset=offset, limit=500)
-            if not rows:
-                break
-            for row in rows:
-                engine.process(event_from_row(row))
-            offset += len(rows)
-            self._report_replay(offset - start, total - start)
-        state = engine.sessions.get(self.session)
-        if state is None:
+        replayed = replay_similarity(self.app.config, self.app.store, self.session,
+                                     progress=self._report_replay)
+        if replayed is None:
             return {}
-        return {OVERALL: state.similarity_history(), **state.detector_similarity_history()}
+        overall, by_detector = replayed
+        return {OVERALL: overall, **by_detector}
 
     def _report_replay(self, done: int, total: int) -> None:
         try:

@@ -1,7 +1,7 @@
 """Orders of the sessions table: by attention (the default) or by any column,
 and the order in which the sessions that need attention are visited.
 
-Pure functions over :class:`~monitor.hub.SessionInfo`-like objects, so the
+Pure functions over :class:`~monitor.updates.SessionInfo`-like objects, so the
 table and the tests share them.  A column sort keeps the attention order as
 its tie-break, so equal values never shuffle.
 """

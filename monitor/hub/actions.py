@@ -1,0 +1,244 @@
+"""Operator and automatic actions: acknowledge, inject, kill, false positive, mute.
+
+An action is committed to the store *before* it is carried out, delivered
+through the session's channel (its socket, the inbox file next to a native
+log, a hook mailbox) or, for kills, by signalling the process whose identity
+was captured when its pid was first seen; the outcome is recorded and
+published as :class:`~monitor.updates.ActionFinished`.  Automatic responses
+(``[control] auto_inject``/``auto_kill``) go the same way, as ``AUTO_WHO``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Coroutine
+
+from monitor.control import control_message, terminate
+from monitor.detect.base import Detection
+from monitor.events import Event, Kind, Level
+from monitor.updates import ActionFinished, ActionRecord, SessionChanged
+
+if TYPE_CHECKING:
+    from monitor.hub.core import Hub
+    from monitor.hub.sessions import HubSession
+
+log = logging.getLogger("loopwatch.hub")
+
+ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
+AUTO_WHO = "loopwatch (auto)"
+#: Auto-responses only answer detections this recent (not replayed history).
+AUTO_MAX_AGE_SECONDS = 60.0
+#: Calls or assistant replies in a row, after a nudge, without a warning: the loop stopped.
+RECOVERY_STEPS = 5
+
+
+class Actions:
+    """Carries out the hub's actions; :meth:`Hub.act` is the way in."""
+
+    def __init__(self, hub: Hub):
+        self.hub = hub
+        self.running: set[asyncio.Task] = set()
+        self._next_id = 0  # without a store: numbered here (negative: could not be recorded)
+
+    async def act(self, kind: str, session: str, *, text: str | None, detection: Detection | None,
+                  detector: str | None, who: str) -> ActionRecord:
+        if kind not in ACTION_KINDS:
+            raise ValueError(f"unknown action {kind!r} (expected one of: {', '.join(ACTION_KINDS)})")
+        hub = self.hub
+        store = hub.store
+        state = hub.lifecycle.sessions.get(session)
+        escalation = hub.engine.policy.sessions.get(session)
+        if kind == "inject" and not text:
+            text = (detection.nudge if detection is not None else "") or (escalation.nudge if escalation else "")
+        if kind == "false_positive" and detection is None and state is not None:
+            detection = self._pick_detection(state, detector)
+        if kind == "mute" and detector is None:
+            detector = detection.detector if detection is not None else (
+                escalation.detector if escalation else None)
+        detail = detector or (detection.detector if detection is not None else "") or ""
+        ts = hub.clock()
+        # Nothing acknowledged is lost: the action is committed before it is carried out.
+        if store is not None:
+            try:
+                # The store commits durably (fsync) before returning: off the loop.
+                action_id = await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
+            except Exception as exc:
+                log.exception("could not record action")
+                self._next_id -= 1
+                record = ActionRecord(self._next_id, kind, session, text, ts, who, "failed",
+                                      f"not carried out: could not record it ({exc})")
+                hub.publish(ActionFinished(record))
+                return record
+        else:
+            self._next_id += 1
+            action_id = self._next_id
+        try:
+            status, outcome_detail = await self._carry_out(kind, session, state, text, detection, detector,
+                                                           auto=who == AUTO_WHO)
+        except Exception as exc:
+            log.exception("action %s on %s failed", kind, session)
+            status, outcome_detail = "failed", f"{type(exc).__name__}: {exc}"
+        if store is not None:
+            try:
+                await asyncio.to_thread(store.finish_action, action_id, status, outcome_detail)
+            except Exception:
+                log.exception("could not record the outcome of action %s", action_id)
+        record = ActionRecord(action_id, kind, session, text, ts, who, status, outcome_detail)
+        if state is not None:
+            hub.touch(state)
+            hub.recorder.session_now(state)
+            if hub.wants_sessions():
+                hub.publish(SessionChanged(hub.snapshots.info(state)))
+        hub.publish(ActionFinished(record))
+        return record
+
+    def _pick_detection(self, state: HubSession, detector: str | None) -> Detection | None:
+        """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""
+        engine = self.hub.engine
+        escalation = engine.policy.sessions.get(state.id)
+        engine_state = engine.sessions.get(state.id)
+        candidates = [escalation.last if escalation else None]
+        candidates += list(reversed(engine_state.detections)) if engine_state else []
+        candidates += [state.latest.get(detector) if detector else None, state.last_detection]
+        for candidate in candidates:
+            if candidate is not None and (detector is None or candidate.detector == detector):
+                return candidate
+        return None
+
+    async def _carry_out(self, kind: str, session: str, state: HubSession | None, text: str | None,
+                         detection: Detection | None, detector: str | None,
+                         auto: bool = False) -> tuple[str, str]:
+        if state is None:
+            return "failed", f"unknown session {session!r}"
+        hub = self.hub
+        policy = hub.engine.policy
+        if kind == "ack":
+            # Escalation runs on event time: the cool-down starts at the session's latest event.
+            policy.acknowledge(session, state.last_ts)
+            state.nudged = 0.0
+            state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
+            if state.channel is None:
+                return "delivered", "acknowledged in loopwatch (the session has no channel to tell the agent)"
+            extra = {"detector": detection.detector, "pattern": detection.pattern} if detection else {}
+            status, detail = await self._send(state, "ack", **extra)
+            if status != "delivered":  # the acknowledgement itself took effect here regardless
+                return "delivered", f"acknowledged in loopwatch; telling the agent failed: {detail}"
+            return status, detail
+        if kind == "inject":
+            if not text:
+                return "failed", "nothing to inject: no text given and the session has no current nudge"
+            if state.channel is None:
+                return "unsupported", (f"this {state.origin} session has no control channel (only socket "
+                                       "sessions, hook sessions and native-format log files can be reached)")
+            status, detail = await self._send(state, "inject", text=text)
+            if status == "delivered" and hub.recorder.level(session) >= Level.WARN:
+                state.nudged = state.last_ts or hub.clock()
+                state.steps_since_nudge = 0
+            return status, detail
+        if kind == "kill":
+            return await self._kill(state, auto=auto)
+        if kind == "false_positive":
+            if detection is None:
+                return "failed", "no detection to mark as a false positive"
+            policy.mark_false_positive(detection)
+            return "delivered", (f"{detection.detector} no longer flags this in this session: "
+                                 f"{detection.message[:120]}")
+        # mute
+        if not detector:
+            return "failed", "no detector named to mute"
+        state.muted.add(detector)
+        if state.status == "live":  # a closed session gets its mutes back when it is revived
+            hub.engine.mute(session, detector)
+        return "delivered", f"{detector} muted for this session"
+
+    async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
+        outcome = await state.channel.send(control_message(kind, state.id, **fields))
+        return outcome.status, outcome.detail
+
+    async def _kill(self, state: HubSession, auto: bool = False) -> tuple[str, str]:
+        claim = state.claim
+        if claim is not None:
+            reason = claim.refusal()
+            if reason is not None:
+                return "refused", reason
+        unconfirmed = auto and claim is not None and not claim.confirmed
+        if claim is None or unconfirmed:
+            reason = state.kill_reason
+            if unconfirmed:
+                reason = (f"auto_kill signals only a pid the agent confirmed itself (socket peer "
+                          f"credentials or a hook); pid {claim.identity.pid} is named by "
+                          f"{claim.log_path or 'a record'} only")
+            if state.channel is not None:
+                status, detail = await self._send(state, "kill")
+                return status, f"{reason}; asked the agent to stop instead: {detail}"
+            return "refused", reason
+        if state.channel is not None:  # tell the agent why, best effort, before the signal
+            try:
+                await asyncio.wait_for(self._send(state, "kill"), 1.0)
+            except Exception:
+                pass
+        outcome = await terminate(state.identity, grace=self.hub.config.control.kill_grace_seconds)
+        return outcome.status, outcome.detail
+
+    def describe_kill(self, session: str) -> str:
+        state = self.hub.lifecycle.sessions.get(session)
+        if state is None:
+            return f"unknown session {session!r}"
+        grace = self.hub.config.control.kill_grace_seconds
+        if state.claim is not None:
+            reason = state.claim.refusal()
+            if reason is None:
+                checks = "\n".join(f"  {fact}" for fact in state.claim.verified())
+                return (f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
+                        f"Verified:\n{checks}")
+            return reason
+        if state.channel is not None:
+            return (f"{state.kill_reason}; a kill request will be sent to the agent "
+                    f"over its {state.channel.name} channel")
+        return state.kill_reason
+
+    def follow_nudge(self, state: HubSession, event: Event, detections: list[Detection]) -> None:
+        """Count the agent's steps since a nudge; enough without a warning: it recovered."""
+        if any(d.level >= Level.WARN and not d.suppressed for d in detections):
+            state.steps_since_nudge = 0  # still looping
+            return
+        if event.kind is Kind.TOOL_CALL or (event.kind is Kind.MESSAGE and event.role == "assistant"):
+            state.steps_since_nudge += 1
+            if state.steps_since_nudge >= RECOVERY_STEPS:
+                state.nudged = 0.0
+                self.hub.engine.policy.recover(state.id, RECOVERY_STEPS)
+                self.hub.recorder.session_now(state)  # history says so now, not at the next tick
+
+    # -- automatic responses ------------------------------------------------------------
+
+    def auto_respond(self, detection: Detection) -> None:
+        hub = self.hub
+        control = hub.config.control
+        if not (control.auto_inject or control.auto_kill) or detection.suppressed:
+            return
+        if detection.level < Level.WARN or hub.clock() - detection.ts > AUTO_MAX_AGE_SECONDS:
+            return  # replayed history: the agent is not waiting for an answer now
+        state = hub.lifecycle.sessions.get(detection.session)
+        if state is None or state.status != "live":
+            return
+        if control.auto_kill and detection.level >= Level.TERMINATE:
+            key: tuple = ("kill",)
+            if key not in state.auto_done:
+                state.auto_done.add(key)
+                self._spawn(self.act("kill", state.id, text=None, detection=detection, detector=None,
+                                     who=AUTO_WHO))
+            return
+        if control.auto_inject and detection.nudge:
+            # One nudge per rung the session reaches (several detectors may flag
+            # the same loop); an acknowledgement re-arms it.
+            key = ("inject", int(detection.level))
+            if key not in state.auto_done:
+                state.auto_done.add(key)
+                self._spawn(self.act("inject", state.id, text=detection.nudge, detection=detection,
+                                     detector=None, who=AUTO_WHO))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)

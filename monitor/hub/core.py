@@ -1,0 +1,404 @@
+"""The :class:`Hub`: its queue, its worker and what it publishes.
+
+Sources :meth:`Hub.submit` batches of events into a bounded queue (a full
+queue makes them wait: back-pressure instead of unbounded memory); one worker
+feeds them through the :class:`~monitor.detect.engine.Engine`, hands them to
+the store (:mod:`monitor.hub.recording`), and tells subscribers what changed
+(:mod:`monitor.updates`), coalescing session snapshots under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Sequence
+
+from monitor import collector
+from monitor.config import Config
+from monitor.detect.base import Detection
+from monitor.detect.engine import Engine
+from monitor.detect.escalation import FALSE_POSITIVE
+from monitor.events import Event, Kind, Level
+from monitor.formats.base import Problem
+from monitor.hub.actions import Actions
+from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
+from monitor.hub.recording import Recorder
+from monitor.hub.sessions import HubSession, Lifecycle
+from monitor.hub.snapshots import Snapshots, window_copy
+from monitor.identity import current_user
+from monitor.updates import (
+    ActionRecord, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats,
+)
+
+log = logging.getLogger("loopwatch.hub")
+
+#: Subscribers get coalesced SessionChanged updates at most this often under load.
+PUBLISH_INTERVAL = 0.05
+#: Every this many ticks, live sessions with a known process are checked for its exit.
+EXIT_CHECK_TICKS = 5
+#: Detections kept for a UI that subscribes late, and per session of them.
+RECENT_DETECTIONS = 500
+RECENT_DETECTIONS_PER_SESSION = 50
+#: The cyclic garbage collector's first threshold while any hub runs (CPython's
+#: default is 700): the hub makes no cycles worth collecting (benchmarks/README.md).
+LIVE_GC_THRESHOLD = 10_000
+
+
+class Hub:
+    """Wires sources to the engine, the store and the subscribers."""
+
+    def __init__(self, config: Config, store: Any = None, *, clock: Callable[[], float] = time.time,
+                 queue_items: int = QUEUE_ITEMS):
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.engine = Engine(config, sparklines=True)
+        self.who = current_user()
+        self.snapshots = Snapshots(self.engine)
+        self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.touch)
+        self.recorder = Recorder(store, self.engine)
+        self.actions = Actions(self)
+        self.intake = Intake(queue_items)
+        self._queue = self.intake.queue
+        self._subscribers: list[tuple[Callable[[object], None], tuple[type, ...] | None]] = []
+        self._worker: asyncio.Task | None = None
+        self._ticker: asyncio.Task | None = None
+        self._detections: deque[Detection] = deque(maxlen=RECENT_DETECTIONS)
+        self._changed: set[str] = set()  # sessions with a SessionChanged to publish
+        self._publish_handle: asyncio.TimerHandle | None = None
+        #: A UI that flushes less often asks for snapshots as seldom (never
+        #: more often than PUBLISH_INTERVAL): one build per changed session per flush.
+        self.publish_interval = PUBLISH_INTERVAL
+        self.events_total = 0
+        self._duplicates_seen = 0  # engine.duplicates when last accounted for
+        self.detections_total = 0
+        self.problems_total = 0
+        self.started = False
+        self.stopped = False
+        self._collects_rarely = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        collector.hold(LIVE_GC_THRESHOLD)
+        self._collects_rarely = True
+        self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
+        self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
+
+    async def stop(self) -> None:
+        """Process everything queued, finish running actions, flush the store."""
+        if self.stopped:
+            return
+        self.stopped = True
+        try:
+            await self._finish()
+        finally:
+            if self._collects_rarely:
+                self._collects_rarely = False
+                collector.release(LIVE_GC_THRESHOLD)
+
+    async def _finish(self) -> None:
+        if self._worker is not None:
+            await self._queue.put(Stop())
+            await asyncio.gather(self._worker, return_exceptions=True)
+        else:  # never started: still process what was queued
+            await self._drain_now()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+        if self.actions.running:
+            await asyncio.gather(*list(self.actions.running), return_exceptions=True)
+        self.lifecycle.stop_all()
+        self._publish_dirty()
+        self.recorder.sessions(self.lifecycle.sessions, force=True)
+        self.publish(self.stats())
+        if self.store is not None:
+            try:
+                await asyncio.to_thread(self.store.flush)
+            except Exception:
+                log.exception("store flush failed")
+
+    async def _drain_now(self) -> None:
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            self.intake.taken(item)
+            if not isinstance(item, Stop):
+                self._process(*item)
+            self._queue.task_done()
+
+    # -- input ----------------------------------------------------------------------------
+
+    @property
+    def keeps_positions(self) -> bool:
+        """File sources hand :meth:`submit` their read positions (to be stored)."""
+        return self.store is not None
+
+    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = (), *,
+                     position: dict | None = None) -> None:
+        """Queue events for processing; waits while the queue is full (back-pressure).
+
+        ``position``: how far a file source has read, recorded in the store
+        after these events (a restarted watcher resumes the file there)."""
+        if self.stopped:
+            raise RuntimeError("the hub is stopped")
+        events = list(events)
+        problems = list(problems)
+        if not events and not problems and position is None:
+            return
+        await self.intake.put(events, problems, self.clock(), position)
+
+    def saturated(self) -> bool:
+        """The queue is full: a source that can ask its sender to retry later should."""
+        return self.intake.saturated()
+
+    async def join(self) -> None:
+        """Wait until everything submitted so far has been processed and published."""
+        await self._queue.join()
+        self._publish_dirty()
+
+    def register_channel(self, session: str, channel: Any) -> None:
+        """``channel`` is how ``session``'s agent can be reached from now on."""
+        self.lifecycle.register_channel(session, channel)
+
+    def confirm_pid(self, session: str, identity: Any, how: str) -> None:
+        """The agent of ``session`` proved ``identity`` is its process (``how``, in
+        words): the only kind of pid ``auto_kill`` signals.  A log file alone never confirms."""
+        self.lifecycle.confirm_pid(session, identity, how)
+
+    # -- subscribers ---------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[object], None],
+                  kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
+        """Call ``callback`` with each update (on the hub's loop; it must not
+        block), or only with those of the classes in ``kinds``.
+
+        Session snapshots are built to be published only while some
+        subscriber takes :class:`SessionChanged` (a headless watcher's do
+        not); :meth:`sessions` and :meth:`session` build them on demand either way."""
+        entry = (callback, tuple(kinds) if kinds is not None else None)
+        self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            try:
+                self._subscribers.remove(entry)
+            except ValueError:
+                pass
+
+        return unsubscribe
+
+    def wants_sessions(self) -> bool:
+        return any(kinds is None or SessionChanged in kinds for _callback, kinds in self._subscribers)
+
+    def publish(self, update: object) -> None:
+        """Tell the subscribers that take ``update``'s kind."""
+        for callback, kinds in list(self._subscribers):
+            if kinds is not None and not isinstance(update, kinds):
+                continue
+            try:
+                callback(update)
+            except Exception:  # one broken subscriber must not stop the others
+                log.exception("hub subscriber %r failed", callback)
+
+    def touch(self, state: HubSession) -> None:
+        """The session changed: rebuild its snapshot lazily, publish it and store it soon."""
+        state.dirty = True
+        state.store_dirty = True
+        self._changed.add(state.id)
+        self.recorder.changed.add(state.id)
+
+    def _publish_dirty(self) -> None:
+        if self._publish_handle is not None:
+            self._publish_handle.cancel()
+            self._publish_handle = None
+        changed, self._changed = self._changed, set()
+        if not self.wants_sessions():
+            return  # nobody to tell: snapshots are built when asked for
+        sessions = self.lifecycle.sessions
+        states = [sessions[s] for s in changed if s in sessions]
+        for state in sorted(states, key=lambda state: state.order):  # deterministic, like the UI wants
+            self.publish(SessionChanged(self.snapshots.info(state)))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def sessions(self) -> list[SessionInfo]:
+        info = self.snapshots.info
+        return [info(state) for state in self.lifecycle.sessions.values()]
+
+    def session(self, id: str) -> SessionInfo | None:
+        state = self.lifecycle.sessions.get(id)
+        return self.snapshots.info(state) if state is not None else None
+
+    def recent_detections(self) -> list[Detection]:
+        """Detections raised lately in live sessions (at most
+        ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
+        subscribes now has missed."""
+        live = self.engine.sessions
+        per_session: dict[str, int] = {}
+        found = []
+        for detection in reversed(self._detections):
+            session = detection.session
+            count = per_session.get(session, 0)
+            if session in live and count < RECENT_DETECTIONS_PER_SESSION:
+                per_session[session] = count + 1
+                found.append(detection)
+        found.reverse()  # raised order among detections of one event
+        return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
+
+    def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
+        """How often ``detector`` flagged ``pattern`` in ``session``, and the
+        event time an acknowledgement quiets it until (``None``: not acknowledged)."""
+        escalation = self.engine.policy.sessions.get(session)
+        if escalation is None:
+            return 0, None
+        return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
+
+    def stats(self) -> Stats:
+        live = warnings = 0
+        level = self.recorder.level
+        for state in self.lifecycle.sessions.values():
+            if state.status == "live":
+                live += 1
+            if state.status != "ended" and level(state.id) >= Level.WARN:
+                warnings += 1
+        return Stats(self.events_total, self.intake.rate(self.clock()), live, warnings)
+
+    def describe_kill(self, session: str) -> str:
+        """What a kill would do ("SIGTERM pid 123 (python agent.py) …"), or why it cannot."""
+        return self.actions.describe_kill(session)
+
+    async def act(self, kind: str, session: str, *, text: str | None = None,
+                  detection: Detection | None = None, detector: str | None = None) -> ActionRecord:
+        """Record, then carry out, an operator action; publish its outcome."""
+        return await self.actions.act(kind, session, text=text, detection=detection, detector=detector,
+                                      who=self.who)
+
+    # -- the worker ------------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        queue = self._queue
+        while True:
+            item = await queue.get()
+            # Then what else is queued already, up to BATCH_EVENTS events: one
+            # round of the event loop per backlog, not per queued item (1,000
+            # tailed files submit a line or two each).
+            budget = BATCH_EVENTS
+            while True:
+                try:
+                    if isinstance(item, Stop):
+                        return
+                    self.intake.taken(item)
+                    try:
+                        self._process(*item)
+                    except Exception:  # a bug must cost one batch, not the monitor
+                        log.exception("hub failed to process a batch")
+                    budget -= len(item[0]) + 1
+                finally:
+                    queue.task_done()
+                if budget <= 0 or queue.empty():
+                    break
+                item = queue.get_nowait()
+            if self._changed and self._publish_handle is None:
+                # Coalesce: one SessionChanged per session per interval, however many events.
+                self._publish_handle = asyncio.get_running_loop().call_later(
+                    max(PUBLISH_INTERVAL, self.publish_interval), self._publish_dirty)
+            # Let sources, the UI and actions run between batches.
+            await asyncio.sleep(0)
+
+    def _process(self, events: list[Event], problems: list[Problem], arrival: float,
+                 position: dict | None = None) -> None:
+        for problem in problems:
+            self.problems_total += 1
+            reported = self.intake.reported(problem)
+            if reported is not None:
+                self.publish(ProblemReported(reported))
+        if not events:
+            self.recorder.position(position)
+            return
+        found: list[Detection] = []
+        engine = self.engine
+        lifecycle = self.lifecycle
+        sessions = lifecycle.sessions
+        self.intake.count(arrival, len(events))
+        duplicates = engine.duplicates
+        for event in events:
+            state = sessions.get(event.session)
+            if state is None:
+                state = lifecycle.new_session(event)
+            elif state.status != "live":
+                lifecycle.revive(state, event)
+            detections = engine.process(event)
+            if engine.duplicates != duplicates:
+                # The same call from a second channel (a tailed transcript and
+                # the hook): counted once, stored once.
+                duplicates = engine.duplicates
+                continue
+            if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
+                # Marked a false positive by the operator: not shown, not stored, level untouched.
+                detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
+            lifecycle.observe(state, event, arrival)
+            kind = event.kind
+            if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
+                recent = state.recent
+                if not recent or recent[-1].seq < event.seq:  # not a duplicate the engine dropped
+                    recent.append(window_copy(event))
+            if state.nudged:
+                self.actions.follow_nudge(state, event, detections)
+            if detections:
+                found.extend(detections)
+                self._detections.extend(detections)
+                for detection in detections:
+                    state.last_detection = detection
+                    state.latest[detection.detector] = detection
+            if event.kind is Kind.SESSION_END:
+                lifecycle.close(state, "ended")
+        if duplicates != self._duplicates_seen:
+            self._duplicates_seen = duplicates
+            events = [event for event in events
+                      if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)]
+        self.events_total += len(events)
+        self.recorder.add(events, found, position, sessions)
+        auto_respond = self.actions.auto_respond
+        for detection in found:
+            self.detections_total += 1
+            self.publish(DetectionRaised(detection))
+            auto_respond(detection)
+
+    # -- periodic work ------------------------------------------------------------------------------
+
+    async def _tick(self) -> None:
+        idle = self.config.sources.idle_timeout_seconds
+        period = min(1.0, max(0.05, idle / 10)) if idle > 0 else 1.0
+        ticks = 0
+        while True:
+            await asyncio.sleep(period)
+            ticks += 1
+            try:
+                if ticks % EXIT_CHECK_TICKS == 0:
+                    self.sweep_exited()
+                self.sweep_idle()
+                self._publish_dirty()
+                self.recorder.sessions(self.lifecycle.sessions)
+                for problem in self.recorder.losses():
+                    self.publish(ProblemReported(problem))
+                self.publish(self.stats())
+            except Exception:
+                log.exception("hub tick failed")
+
+    def sweep_exited(self) -> list[str]:
+        """End live sessions whose process (captured when its pid was first seen) has exited."""
+        ended = self.lifecycle.sweep_exited()
+        if ended:
+            self._publish_dirty()
+        return ended
+
+    def sweep_idle(self) -> list[str]:
+        """Close live sessions silent for longer than the idle timeout; return their ids."""
+        closed = self.lifecycle.sweep_idle()
+        if closed:
+            self._publish_dirty()
+        return closed

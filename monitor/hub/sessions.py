@@ -1,0 +1,256 @@
+"""Session lifecycle: what the hub keeps per session, and when a session is
+created, revived, closed (idle, ended, its process gone) and forgotten.
+
+Sessions are created on first sight and closed (their detector state freed) on
+``session_end`` or when idle for ``[sources] idle_timeout_seconds``; a closed
+session that speaks again is revived, and ended when its process (when one was
+proven to be its) exits.  Replayed history (events older than ten idle
+timeouts) goes idle a few seconds after its source went quiet.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from monitor.config import Config
+from monitor.control import PidClaim, ProcessIdentity
+from monitor.detect.base import Detection
+from monitor.detect.engine import Engine
+from monitor.events import Event, Level
+from monitor.hub.snapshots import RECENT_EVENTS, Snapshots
+from monitor.updates import SessionInfo
+
+#: Closed (ended or idle) sessions remembered for the UI and history.
+MAX_CLOSED_SESSIONS = 2000
+#: A session still receiving events within this many seconds is never idle.
+IDLE_ARRIVAL_SECONDS = 60.0
+#: Sessions whose latest event is older than this many idle timeouts are replayed
+#: history: idle once nothing arrived for them for REPLAY_QUIET_SECONDS.
+REPLAY_AGE_TIMEOUTS = 10
+REPLAY_QUIET_SECONDS = 5.0
+
+
+@dataclass(eq=False)
+class HubSession:
+    """The hub's bookkeeping for one session (its snapshot is built from it)."""
+
+    id: str
+    origin: str
+    source: str
+    first_ts: float
+    last_ts: float = 0.0
+    last_activity: float = 0.0  # min(event ts, arrival): idle timing immune to clocks ahead
+    last_arrival: float = 0.0  # when its latest event reached the hub
+    events: int = 0
+    agent: str | None = None
+    pid: int | None = None
+    parent: str | None = None
+    status: str = "live"
+    channel: Any = None
+    identity: ProcessIdentity | None = None
+    claim: PidClaim | None = None  # the pid, and what backs it
+    kill_reason: str = "no process id is known for this session"
+    muted: set[str] = field(default_factory=set)
+    last_detection: Detection | None = None
+    #: While live: the latest detection of each detector (for operator actions).
+    latest: dict[str, Detection] = field(default_factory=dict)
+    #: While live: bounded copies of its latest calls and messages (for the window).
+    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    info: SessionInfo | None = None
+    dirty: bool = True
+    store_dirty: bool = True
+    stored_at: float = 0.0
+    auto_done: set[tuple] = field(default_factory=set)
+    nudged: float = 0.0  # event time of the inject it has not recovered from
+    stored_level: Level = Level.NONE  # the level its latest session row said
+    steps_since_nudge: int = 0
+    order: int = 0  # first-seen position: updates are published in this order
+
+
+def origin_of(source: str, channel: Any) -> str:
+    name = getattr(channel, "name", "")
+    if name == "hook":
+        return "hook"
+    if name == "socket" or source.startswith("socket:"):
+        return "socket"
+    if source.startswith("hook:"):
+        return "hook"
+    if source.startswith("otlp:"):
+        return "otlp"
+    return "file"
+
+
+class Lifecycle:
+    """The hub's sessions, from first sight to forgotten.
+
+    ``touch(state)`` is the hub's: the session changed, publish and store it."""
+
+    def __init__(self, config: Config, engine: Engine, snapshots: Snapshots, clock: Callable[[], float],
+                 touch: Callable[[HubSession], None]):
+        self.config = config
+        self.engine = engine
+        self.snapshots = snapshots
+        self.clock = clock
+        self.touch = touch
+        self.sessions: dict[str, HubSession] = {}
+        self.channels: dict[str, Any] = {}  # registered before the session was seen
+        #: Pids the agents proved their own (socket peer credentials), by session.
+        self.proofs: OrderedDict[str, tuple[ProcessIdentity, str]] = OrderedDict()
+        self.seen = 0
+        self.closed_count = 0  # sessions not live (bounded by MAX_CLOSED_SESSIONS)
+
+    def register_channel(self, session: str, channel: Any) -> None:
+        state = self.sessions.get(session)
+        if state is None:
+            self.channels[session] = channel
+            if len(self.channels) > 4 * MAX_CLOSED_SESSIONS:  # never-seen sessions must not pile up
+                self.channels.pop(next(iter(self.channels)))
+            return
+        state.channel = channel
+        origin = origin_of(state.source, channel)
+        if origin != "file" or state.origin == "file":
+            state.origin = origin
+        self.touch(state)
+
+    def confirm_pid(self, session: str, identity: ProcessIdentity, how: str) -> None:
+        self.proofs[session] = (identity, how)
+        self.proofs.move_to_end(session)
+        while len(self.proofs) > 4 * MAX_CLOSED_SESSIONS:
+            self.proofs.popitem(last=False)
+        state = self.sessions.get(session)
+        if state is not None and state.claim is not None and not state.claim.confirmed:
+            self._confirm(state)
+
+    def _confirm(self, state: HubSession) -> None:
+        proof = self.proofs.get(state.id)
+        claim = state.claim
+        if proof is None or claim is None:
+            return
+        identity, how = proof
+        if identity.pid == claim.identity.pid and identity.start_time == claim.identity.start_time:
+            state.claim = replace(claim, confirmed=how)
+            self.touch(state)
+
+    def new_session(self, event: Event) -> HubSession:
+        channel = self.channels.pop(event.session, None)
+        self.seen += 1
+        state = HubSession(id=event.session, origin=origin_of(event.source, channel),
+                           source=event.source, first_ts=event.ts, channel=channel, order=self.seen)
+        self.sessions[event.session] = state
+        self.forget_old()
+        return state
+
+    def revive(self, state: HubSession, event: Event) -> None:
+        """A closed session speaks again: fresh detector state, same mutes."""
+        state.status = "live"
+        self.closed_count -= 1
+        state.recent.clear()  # the engine starts the session afresh
+        engine_state = self.engine.session(event.session, event)
+        engine_state.muted |= state.muted
+
+    def observe(self, state: HubSession, event: Event, arrival: float) -> None:
+        state.events += 1
+        state.last_ts = event.ts
+        state.last_activity = min(event.ts, arrival)
+        state.last_arrival = arrival
+        if event.source and state.source != event.source and state.origin == "file":
+            state.source = event.source
+        if event.agent:
+            state.agent = event.agent
+        if event.parent:
+            state.parent = event.parent
+        if event.pid is not None and event.pid != state.pid:
+            state.pid = event.pid
+            self._capture(state, event)
+        self.touch(state)
+
+    def _capture(self, state: HubSession, event: Event) -> None:
+        """Remember who the event's pid is now, so that a later kill can check it
+        is still them, and what backs the claim (see :class:`~monitor.control.PidClaim`)."""
+        state.identity = state.claim = None
+        pid = event.pid
+        identity = ProcessIdentity.capture(pid)
+        if identity is None:
+            state.kill_reason = f"pid {pid} is not running on this machine"
+            return
+        source = event.source
+        from_file = bool(source) and origin_of(source, None) == "file"
+        state.claim = PidClaim(identity, since=event.ts, log_path=source if from_file else "")
+        state.identity = identity
+        self._confirm(state)
+        state.kill_reason = state.claim.refusal() or ""
+
+    def close(self, state: HubSession, status: str) -> None:
+        """Free the session's detector state; keep its snapshot."""
+        if state.status == status:
+            return
+        info = state.info = self.snapshots.build(state)  # last window and sparklines, before they go
+        info.window  # built now: the records it was made from must not outlive the session
+        if state.status == "live":
+            self.closed_count += 1
+        state.status = status
+        self.engine.close(state.id)
+        state.recent.clear()
+        state.latest.clear()
+        state.stored_at = 0.0  # written at the next tick, not after the usual interval
+        self.touch(state)
+
+    def forget_old(self) -> None:
+        if self.closed_count <= MAX_CLOSED_SESSIONS:
+            return
+        closed = [s for s in self.sessions.values() if s.status != "live"]
+        closed.sort(key=lambda s: s.last_activity)
+        for state in closed[: len(closed) - MAX_CLOSED_SESSIONS]:
+            del self.sessions[state.id]
+            self.engine.policy.reset(state.id)
+            self.closed_count -= 1
+
+    def sweep_exited(self) -> list[str]:
+        """End live sessions whose process (captured when its pid was first seen) has exited."""
+        ended = []
+        for state in list(self.sessions.values()):
+            identity = state.identity
+            if state.status != "live" or identity is None:
+                continue
+            now = ProcessIdentity.capture(identity.pid)
+            if now is None or abs(now.start_time - identity.start_time) > 1e-6:
+                self.close(state, "ended")
+                ended.append(state.id)
+        if ended:
+            self.forget_old()
+        return ended
+
+    def sweep_idle(self) -> list[str]:
+        """Close live sessions silent for longer than the idle timeout; return their ids.
+
+        Silent means both: its latest event is older than the timeout (event
+        time, so replayed history goes idle soon after the replay), and nothing
+        arrived for it for a while (so a replay in progress, or an agent whose
+        clock lags, is not closed and reset between two of its events).
+        """
+        timeout = self.config.sources.idle_timeout_seconds
+        if timeout <= 0:
+            return []
+        quiet = min(timeout, IDLE_ARRIVAL_SECONDS)
+        replayed = REPLAY_AGE_TIMEOUTS * timeout
+        now = self.clock()
+        closed = []
+        for state in list(self.sessions.values()):
+            if state.status != "live" or now - state.last_activity <= timeout:
+                continue
+            silent = now - state.last_arrival
+            if silent > quiet or (now - state.last_activity > replayed and silent > REPLAY_QUIET_SECONDS):
+                self.close(state, "idle")
+                closed.append(state.id)
+        if closed:
+            self.forget_old()
+        return closed
+
+    def stop_all(self) -> None:
+        """The hub stops: every session not ended is ``stopped`` (nobody delivers it any more)."""
+        for state in self.sessions.values():
+            if state.status != "ended":
+                state.status = "stopped"
+                self.touch(state)

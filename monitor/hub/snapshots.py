@@ -1,0 +1,203 @@
+"""Session snapshots: building each session's :class:`~monitor.updates.SessionInfo`
+and its window (the events the detectors compare, as the UI shows them).
+
+The hub rebuilds the snapshot of every changed session on every publish
+(1,000 live sessions: several thousand a second) while the UI shows the
+window of one, so a window is taken cheaply (:class:`LazyWindow`) and made
+into events only when read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from monitor.detect.calls import events as recalled_events
+from monitor.events import Event, Kind, Level
+from monitor.updates import SessionInfo
+
+if TYPE_CHECKING:
+    from monitor.detect.engine import Engine, SessionState
+    from monitor.hub.sessions import HubSession
+
+#: Recent events per live session shown in the UI's window when the
+#: detectors compare none (bounded copies: see :func:`window_copy`).
+RECENT_EVENTS = 24
+#: Characters of content (and of each argument) kept in those copies.
+WINDOW_CHARS = 512
+
+
+class LazyWindow:
+    """A session's detection window as it was when its snapshot was taken,
+    turned into events only when first read, then kept.
+
+    It keeps the window detector's records as they were (a tuple of at most a
+    window's references; what a window event shows of a record -- its seq,
+    time, tool, keys and evidence -- never changes once made) or the recent
+    copies, and makes the events on demand, exactly as they would have been."""
+
+    __slots__ = ("_records", "_recent", "_horizon", "_value")
+
+    def __init__(self, records: tuple[Any, ...], recent: tuple[Event, ...] = (), horizon: int = 0):
+        self._records = records
+        self._recent = recent
+        self._horizon = horizon
+        self._value: tuple[Event, ...] | None = None
+
+    @classmethod
+    def of(cls, events: Sequence[Event]) -> LazyWindow:
+        """A window already made."""
+        window = cls(())
+        window._value = tuple(events)
+        return window
+
+    def get(self) -> tuple[Event, ...]:
+        value = self._value
+        if value is None:
+            if self._records:
+                value = tuple(recalled_events(self._records))
+            else:
+                horizon = self._horizon
+                value = tuple(event for event in self._recent if event.seq > horizon)
+            self._value = value
+            self._records = self._recent = ()  # what it was made from can go
+        return value
+
+
+EMPTY_WINDOW = LazyWindow.of(())
+
+
+def window_snapshot(engine_state: SessionState, recent: Sequence[Event]) -> LazyWindow:
+    """:func:`compared_window` now, as a :class:`LazyWindow` that builds it when read.
+
+    The window is the one of the detector that provides the session's
+    (:attr:`~monitor.detect.base.Detector.provides_window`): its records are
+    snapshotted as they are.  A session without one gets its window built now."""
+    for detector in engine_state.detectors:
+        if detector.provides_window:
+            records = detector.window_records()
+            if records:
+                return LazyWindow(records)
+            return LazyWindow((), tuple(recent), engine_state.events - RECENT_EVENTS)
+    return LazyWindow.of(compared_window(engine_state, recent))
+
+
+def replies_window(state: HubSession, detector: str | None) -> tuple[Event, ...]:
+    """For a session flagged for its replies (chanting, monologue, output or
+    turn similarity): the replies its latest detection cites, not the call
+    detectors' window (which showed one unrelated call)."""
+    detection = state.latest.get(detector) if detector else None
+    if detection is None or not detection.evidence:
+        return ()
+    if any(ref.kind != Kind.MESSAGE.value for ref in detection.evidence):
+        return ()
+    copies = {event.seq: event for event in state.recent}
+    return tuple(copies[ref.seq] for ref in detection.evidence if ref.seq in copies)
+
+
+def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tuple[Event, ...]:
+    """What the detectors compare now: the call detectors' window (events,
+    or references matched to ``recent`` copies), else the calls and messages
+    among the session's last ``RECENT_EVENTS`` events."""
+    compared = engine_state.window()
+    if compared:
+        if all(isinstance(item, Event) for item in compared):
+            return tuple(compared)
+        copies = {event.seq: event for event in recent}
+        matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
+        if matched:
+            return matched
+    horizon = engine_state.events - RECENT_EVENTS
+    return tuple(event for event in recent if event.seq > horizon)
+
+
+def window_copy(event: Event) -> Event:
+    """A copy of a call or message for the window, bounded in size: long
+    content and arguments are cut to ``WINDOW_CHARS`` (a 1 MB message must
+    not stay alive for the UI), the call's key kept for highlighting repeats."""
+    content = event.content
+    if len(content) > WINDOW_CHARS:
+        content = content[:WINDOW_CHARS]
+    args = event.args
+    if args is not None and _size(args, WINDOW_CHARS * 4) < 0:
+        args = {key: value[:WINDOW_CHARS] if isinstance(value, str) else "…"
+                for key, value in list(args.items())[:16]}
+    meta = event.meta if not event.meta or _size(event.meta, WINDOW_CHARS) >= 0 else {}
+    copy = Event(event.kind, event.session, event.ts, event.source, event.line, event.agent, event.role,
+                 content, event.call_id, event.tool, args, event.is_error, meta=meta, seq=event.seq)
+    key = event.cache.get("call_key")
+    if key is not None:
+        # Equal keys stay equal and different ones differ (but for a hash collision).
+        copy.cache["call_key"] = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
+    return copy
+
+
+def _size(value: Any, budget: int) -> int:
+    """``budget`` less the characters in ``value`` (JSON-like), or -1 once spent."""
+    if isinstance(value, str):
+        budget -= len(value)
+    elif isinstance(value, dict):
+        budget -= len(value)
+        for key, item in value.items():
+            if budget < 0:
+                return -1
+            budget = _size(item, budget - len(key) if isinstance(key, str) else budget)
+    elif isinstance(value, (list, tuple)):
+        budget -= len(value)
+        for item in value:
+            if budget < 0:
+                return -1
+            budget = _size(item, budget)
+    else:
+        budget -= 8
+    return budget if budget >= 0 else -1
+
+
+class Snapshots:
+    """Builds each session's snapshot when it changed and someone reads it."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def info(self, state: HubSession) -> SessionInfo:
+        if state.dirty or state.info is None:
+            state.info = self.build(state)
+            state.dirty = False
+        return state.info
+
+    def build(self, state: HubSession) -> SessionInfo:
+        escalation = self.engine.policy.sessions.get(state.id)
+        level = escalation.level if escalation else Level.NONE
+        engine_state = self.engine.sessions.get(state.id) if state.status == "live" else None
+        previous = state.info
+        window: LazyWindow
+        if engine_state is not None:
+            similarity = engine_state.similarity_history()
+            by_detector = engine_state.detector_similarity_history()
+            replies = replies_window(state, escalation.detector if escalation and level else None)
+            window = LazyWindow.of(replies) if replies else window_snapshot(engine_state, state.recent)
+            muted = frozenset(engine_state.muted | state.muted)
+        elif previous is not None:  # the window as it was (the same object, built or not)
+            similarity, by_detector = previous.similarity, previous.detector_similarity
+            window = previous.window_source  # type: ignore[assignment]
+            muted = frozenset(state.muted)
+        else:
+            similarity, by_detector, window, muted = (), {}, EMPTY_WINDOW, frozenset(state.muted)
+        if state.identity is not None and not state.kill_reason:
+            kill = ""
+        elif state.channel is not None:
+            kill = ""  # the agent can be asked to stop over its channel
+        else:
+            kill = state.kill_reason
+        return SessionInfo(
+            id=state.id, agent=state.agent, source=state.source, origin=state.origin,
+            pid=state.pid, parent=state.parent, first_ts=state.first_ts, last_ts=state.last_ts,
+            events=state.events, status=state.status, level=level,
+            detector=escalation.detector if escalation else None,
+            reason=escalation.reason if escalation else "",
+            nudge=escalation.nudge if escalation else "",
+            similarity=similarity, detector_similarity=by_detector, window_source=window,
+            last_detection=state.last_detection, muted=muted,
+            channel=state.channel.name if state.channel is not None else "none", kill=kill,
+            nudged=state.nudged if state.status == "live" else 0.0,
+            quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
+        )
