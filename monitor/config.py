@@ -22,6 +22,12 @@ e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
     [sources] paths = ["~/agents/logs"], socket = "…", from_start = false
     [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5
     [ui]      theme = "loopwatch-dark", refresh_hz = 10, keymap = { kill = "ctrl+k" }
+
+    [prices."claude-sonnet-4-5"]   # dollars per million tokens, over monitor/prices.toml
+    input = 3.0
+    output = 15.0
+    cache_write = 3.75
+    cache_read = 0.30
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
 from monitor.detect.base import DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
 from monitor.events import Level
@@ -96,6 +103,8 @@ class Config:
     sources: SourceSettings = field(default_factory=SourceSettings)
     control: ControlSettings = field(default_factory=ControlSettings)
     ui: UISettings = field(default_factory=UISettings)
+    #: What tokens cost: the shipped table with ``[prices.<model>]`` over it.
+    prices: PriceTable = field(default_factory=default_prices)
     path: Path | None = None
 
     def detector_settings(self, name: str) -> DetectorSettings:
@@ -188,7 +197,7 @@ def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> A
 def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
     """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
     registry = _registry()
-    allowed = {"preset", "detectors", "tools", "escalation", "store", "sources", "control", "ui"}
+    allowed = {"preset", "detectors", "tools", "escalation", "store", "sources", "control", "ui", "prices"}
     for key in data:
         if key not in allowed:
             raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
@@ -244,6 +253,11 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
     config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
     config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
     config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
+    if "prices" in data:
+        try:
+            config.prices = default_prices().with_overrides(parse_prices("prices", data["prices"]))
+        except PriceError as exc:
+            raise ConfigError(str(exc)) from None
     return config
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from monitor.cost import spend_text, stored_loop_cost
+
 #: Evidence events quoted per detection in the Markdown report (the JSON has all).
 EVIDENCE_SHOWN = 12
 _CONTROLS = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x0A, 0x09)}
@@ -55,7 +57,9 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
     for detection in detections:
         seqs = [ref.get("seq") for ref in detection.get("evidence") or () if isinstance(ref, dict)]
         detection["evidence_events"] = [events[s] for s in seqs if s in events]
+    loops = stored_loop_cost(row)
     return {"session": row, "events_stored": store.count_events(session),
+            "loop_cost": loops.to_dict() if loops is not None else None,
             "detections": detections, "actions": store.actions(session)}
 
 
@@ -99,7 +103,8 @@ def _timeline(document: dict[str, Any]) -> list[str]:
     for d in document["detections"]:
         items.append((d.get("ts") or 0.0, 0, f"- {when(d.get('ts'))} — **{d.get('level')}** "
                       f"`{d.get('detector')}` at event #{d.get('seq')}: {inline(d.get('message'))}"
-                      + (f" _({inline(d['suppressed'])})_" if d.get("suppressed") else "")))
+                      + (f" _({inline(d['suppressed'])})_" if d.get("suppressed") else "")
+                      + (f" — loop so far {spend_text(d['cost'])}" if spend_text(d.get("cost")) else "")))
     for a in document["actions"]:
         detail = f" — {inline(a['detail'])}" if a.get("detail") else ""
         items.append((a.get("ts") or 0.0, 1, f"- {when(a.get('ts'))} — operator **{a.get('kind')}** "
@@ -123,6 +128,7 @@ def markdown_report(document: dict[str, Any]) -> str:
              + (f" — `{s['detector']}`: {inline(s.get('reason'))}" if s.get("detector") else "") + " |",
              f"| Events | {s.get('events') or 0:,} ({document['events_stored']:,} stored) |",
              f"| Detections | {len(document['detections'])} |",
+             f"| Loop cost | {spend_text(document.get('loop_cost')) or '-'} |",
              f"| Operator actions | {len(document['actions'])} |",
              "", "## Timeline", "", *_timeline(document), "", "## Detections", ""]
     if not document["detections"]:
@@ -131,6 +137,8 @@ def markdown_report(document: dict[str, Any]) -> str:
         lines += [f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}", "",
                   f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
                   f" {when(d.get('ts'))})", ""]
+        if spend_text(d.get("cost")):
+            lines += [f"Loop so far: {spend_text(d['cost'])} since {when(d['cost'].get('since'))}.", ""]
         if d.get("nudge"):
             lines += ["Nudge:", "", fenced(d["nudge"]), ""]
         evidence = d.get("evidence_events") or []

@@ -18,6 +18,7 @@ import orjson
 
 from monitor import collector
 from monitor.config import Config
+from monitor.cost import spend_text
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.events import Event, Kind, Level
@@ -302,7 +303,8 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
         lines.append(f"session {session} ({agent_name}): {worst.label.upper()}"
                      + (f" — {reason}" if reason else ""))
         for d in detections:
-            lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}")
+            cost = f"  [loop so far {spend_text(d.cost)}]" if d.cost else ""
+            lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}{cost}")
     counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
     summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
     scanned = (f"{report.stored_sessions} stored session(s) from {report.database}"

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from monitor.config import Config
+from monitor.cost import episode_costs
 from monitor.detect.base import REGISTRY, Detection, Detector, ShardableDetector
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import MAX_PATTERNS, EscalationPolicy, pattern_key
@@ -84,6 +85,8 @@ class _WorkerResult:
 
     detections: list[tuple[int, Detection]] = field(default_factory=list)
     sightings: list[tuple] = field(default_factory=list)
+    #: Per detection (same order), its session's usage totals then (cost.LoopCosts.totals).
+    totals: list[tuple] = field(default_factory=list)
     agents: dict[str, str | None] = field(default_factory=dict)
     events: int = 0
     lines: int = 0
@@ -105,6 +108,8 @@ class _Shard:
         self.owners: dict[str, int] = {}
         self.detections: list[tuple[int, Detection]] = []
         self.sightings: list[tuple] = []
+        self.totals: list[tuple] = []
+        self.costs = None  # the worker engine's LoopCosts, set once it exists
 
     def owner(self, session: str) -> int:
         owner = self.owners.get(session)
@@ -126,6 +131,7 @@ class _Shard:
                 if detections:
                     position = self.position
                     found.extend((position, d) for d in detections)
+                    self.totals.extend([self.costs.totals(event.session)] * len(detections))
             return ()
 
         return admit
@@ -150,7 +156,8 @@ class _Sighter(Detector):
         sighting = self.inner.sight(event, view)
         if sighting is not None:
             self.shard.sightings.append((self.shard.position, event.session, event.source, event.line,
-                                         event.ts, event.seq, self.name, sighting))
+                                         event.ts, event.seq, self.name, sighting,
+                                         self.shard.costs.totals(event.session)))
 
 
 def shard_of(session: str, jobs: int) -> int:
@@ -177,6 +184,7 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
 
     shard = _Shard(index, jobs, _status, files)
     engine = Engine(config, global_wrapper=shard.stand_in)
+    shard.costs = engine.costs
     if stored is not None:
         from monitor.store import Store
 
@@ -195,7 +203,7 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
                 if progress is not None:
                     progress.finish()
     _status[index] = _DONE
-    result = _WorkerResult(detections=shard.detections, sightings=shard.sightings,
+    result = _WorkerResult(detections=shard.detections, sightings=shard.sightings, totals=shard.totals,
                            agents={sid: s.agent for sid, s in engine.sessions.items()})
     if index == 0:
         result.events, result.lines, result.files = report.events, report.lines, report.files
@@ -281,30 +289,32 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     policy = EscalationPolicy(config.escalation)
     sightings = sorted((s for result in results for s in result.sightings),
                        key=lambda s: (s[0], order[s[6]]))
-    keyed: list[tuple[int, int, int, Detection]] = []
+    keyed: list[tuple[int, int, int, Detection, tuple]] = []
     for result in results:
-        keyed.extend((position, 0, rank, d) for rank, (position, d) in enumerate(result.detections))
+        keyed.extend((position, 0, rank, d, result.totals[rank])
+                     for rank, (position, d) in enumerate(result.detections))
     globals_at: dict[int, list[Detection]] = {}
-    for rank, (position, session, source, line, ts, seq, name, sighting) in enumerate(sightings):
+    for rank, (position, session, source, line, ts, seq, name, sighting, totals) in enumerate(sightings):
         for detection in counters[name].count(sighting, None) or ():
             detection.session = detection.session or session
             detection.source, detection.line, detection.ts, detection.seq = source, line, ts, seq
             policy.apply(detection)
-            keyed.append((position, 1, rank, detection))
+            keyed.append((position, 1, rank, detection, totals))
             globals_at.setdefault(position, []).append(detection)
     keyed.sort(key=lambda k: k[:3])
+    episode_costs((k[3], k[4]) for k in keyed)
     merged = [k[3] for k in keyed]
     return merged, not globals_at or _independent(keyed, globals_at)
 
 
-def _independent(keyed: list[tuple[int, int, int, Detection]], globals_at: dict[int, list[Detection]]) -> bool:
+def _independent(keyed: list[tuple[int, int, int, Detection, tuple]], globals_at: dict[int, list[Detection]]) -> bool:
     """Whether the global detectors' detections could not have changed the
     others' (or been dropped for them) in one process: no event where one
     cites exactly the same evidence as another, and no session escalating
     more patterns than its escalation state remembers."""
     at: dict[int, list[Detection]] = {}
     patterns: dict[str, set[int]] = {}
-    for position, _, _, detection in keyed:
+    for position, _, _, detection, *_ in keyed:
         if position in globals_at:
             at.setdefault(position, []).append(detection)
         if detection.proposed >= Level.WARN:

@@ -9,7 +9,7 @@ hub builds them (:mod:`monitor.hub.snapshots`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.events import Event, Level
 
@@ -54,6 +54,10 @@ class SessionInfo:
     nudged: float = 0.0
     #: Event time an acknowledgement quiets its patterns until (0: none).
     quiet_until: float = 0.0
+    #: ``(since, Spend)`` of the loop episode it is in, its loops' cost in
+    #: all (None: no usage reported): monitor/cost.py.
+    episode_cost: Any = None
+    loop_cost: Any = None
 
     @property
     def window(self) -> tuple[Event, ...]:
@@ -102,6 +106,8 @@ class Stats:
     events_per_sec: float
     sessions_live: int
     warnings_open: int
+    #: What loop episodes cost today (a cost.Spend), measured so far.
+    loop_cost_today: Any = None
 
 
 __all__ = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import pty
+import shlex
 import shutil
 import signal
 import subprocess
@@ -203,36 +204,49 @@ def log_lines(tmp: Path) -> int:
     return sum(Path(name).read_bytes().count(b"\n") for name in demo_files(tmp))
 
 
-def test_demo_quits_on_sigterm_after_its_terminal_died(tmp_path):
-    """A terminal that closed while nothing signalled the demo (its parent, say
-    `make`, took the SIGHUP) killed Textual's output thread; the app then blocked
-    for good writing the screen, ignored SIGTERM and spun at 50 % CPU with its
-    agents and files left behind. SIGTERM still ends it: agents stopped, files removed."""
+@pytest.mark.parametrize("then_signal", [True, False], ids=["then SIGTERM", "no signal"])
+def test_demo_quits_after_its_terminal_died_unsignalled(then_signal, tmp_path):
+    """A terminal that closed while nothing signalled the demo (under `make demo`,
+    make takes the SIGHUP and waits) killed Textual's output thread; the app then
+    blocked for good writing the screen, ignored SIGTERM and spun at 50 % CPU with
+    its agents and files left behind. Now it notices the dead terminal by itself,
+    and SIGTERM still ends it: agents stopped, files removed."""
     import psutil
 
     master, slave = pty.openpty()
     env = dict(os.environ, TMPDIR=str(tmp_path), TERM="xterm-256color")
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo"], cwd=ROOT, env=env,
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    # Like make: the terminal's session leader keeps the SIGHUP to itself and waits.
+    command = f"trap '' HUP; {shlex.quote(sys.executable)} -m monitor demo; :"
+    shell = subprocess.Popen(["sh", "-c", command], cwd=ROOT, env=env,
+                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     reader = threading.Thread(target=lambda: _drain(master), daemon=True)
     reader.start()
     agents: list = []
+    proc = None
     try:
         wait_for(lambda: len(demo_files(tmp_path)) >= 3, "the demo agents' logs")
-        agents = psutil.Process(proc.pid).children()
+        demo = psutil.Process(shell.pid).children()[0]
+        proc = demo
+        agents = demo.children()
         before = log_lines(tmp_path)
         os.close(master)  # the window closes; nobody signals the demo itself
         master = -1
-        # The agents keep writing: once they have written more, the app has had
-        # many screen refreshes to fail on the dead terminal.
-        wait_for(lambda: log_lines(tmp_path) >= before + 40, "the agents to go on writing")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) in (0, 128 + signal.SIGTERM)
+        if then_signal:
+            # The agents keep writing: once they have written more, the app has had
+            # many screen refreshes to fail on the dead terminal.
+            wait_for(lambda: log_lines(tmp_path) >= before + 40 or not proc.is_running(),
+                     "the agents to go on writing")
+            if proc.is_running():
+                proc.send_signal(signal.SIGTERM)
+        assert shell.wait(timeout=60) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if shell.poll() is None:
+            for process in [proc, *agents]:
+                if process is not None and process.is_running():
+                    process.kill()
+            shell.kill()
+            shell.wait()
         if master >= 0:
             os.close(master)
         reader.join(timeout=5)

@@ -178,7 +178,9 @@ def test_claude_events_map_to_calls_results_usage_and_prompts():
     result = next(e for e in events if e.kind.value == "tool_result")
     assert result.is_error and result.content.startswith("Exit code 1")
     usage = next(e for e in events if e.kind.value == "usage")
-    assert (usage.input_tokens, usage.output_tokens, usage.cost_usd) == (5120, 210, 0.0123)
+    # Claude Code counts cache reads apart; the event counts them within its input.
+    assert (usage.input_tokens, usage.output_tokens, usage.cost_usd) == (5120 + 4000, 210, 0.0123)
+    assert (usage.meta["model"], usage.meta["cache_read_input_tokens"]) == ("claude-sonnet-4-5", 4000)
     again, _, _ = adapter.logs(request)
     assert "session_start" not in [e.kind.value for e in again]  # announced once
 

@@ -67,3 +67,26 @@ def test_help_in_detail(snap_compare, tmp_path):
 def test_dashboard_sorted_by_agent(snap_compare, tmp_path):
     """s twice sorts the sessions by agent (▼ on the header); the selection is kept."""
     assert snap_compare(live_app(tmp_path), terminal_size=WIDE, run_before=then("s", "s"))
+
+
+def priced_app(tmp_path: Path, session: str | None = None) -> LoopwatchApp:
+    """One session looping on a failing test run, each response reporting its usage."""
+    from tests.test_loop_cost import priced_loop
+
+    config = Config()
+    return LoopwatchApp(config, clock=frozen_clock(), session=session,
+                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite",
+                                                         events=priced_loop()))
+
+
+async def _with_stats(pilot) -> None:
+    await settle(pilot)
+    pilot.app.hub.publish(pilot.app.hub.stats())  # the hub's next tick, now
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("session", [None, "spender"], ids=["dashboard", "detail"])
+def test_loop_cost(snap_compare, tmp_path, session):
+    """What the loop cost: "loops today" in the header and each detection's cost so far
+    in the feed; in the detail view, the episode's cost and each detection's."""
+    assert snap_compare(priced_app(tmp_path, session), terminal_size=WIDE, run_before=_with_stats)

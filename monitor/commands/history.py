@@ -13,6 +13,7 @@ from monitor.commands.stored import (
     add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store,
 )
 from monitor.config import load_config
+from monitor.cost import stored_loop_cost
 from monitor.events import Level
 
 HELP = "list past sessions recorded in the database (newest first)"
@@ -164,7 +165,7 @@ def _short(text: str, width: int) -> str:
 def format_table(rows: list[dict]) -> str:
     """Sessions as an aligned text table."""
     header = ("LAST SEEN", "SESSION", "AGENT", "ORIGIN", "EVENTS", "DURATION", "PEAK", "STATUS",
-              "DETECTOR")
+              "LOOP COST", "DETECTOR")
     table = [header]
     for row in rows:
         first, last = row.get("first_seen"), row.get("last_seen")
@@ -177,10 +178,11 @@ def format_table(rows: list[dict]) -> str:
             fmt_duration(last - first if first is not None and last is not None else None),
             level_label(row),
             row.get("status") or "-",
+            loop_cost.short() if (loop_cost := stored_loop_cost(row)) is not None else "-",
             _short(row.get("detector") or "-", 20),
         ))
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    right = {4}  # numbers line up on the right
+    right = {4, 8}  # numbers line up on the right
     lines = []
     for r in table:
         cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i])

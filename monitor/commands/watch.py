@@ -26,6 +26,7 @@ import orjson
 from monitor.commands.common import (
     ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
 )
+from monitor.cost import spend_text
 from monitor.events import Level
 from monitor.updates import ActionFinished, DetectionRaised, ProblemReported
 
@@ -204,8 +205,10 @@ class HeadlessPrinter:
                 clock = time.strftime("%H:%M:%S", time.localtime(detection.ts))
             except (OverflowError, OSError, ValueError):  # a time no clock shows
                 clock = "--:--:--"
+            cost = spend_text(getattr(detection, "cost", None))
             self.out.write(f"{clock} {detection.level.label.upper():<9} {detection.detector:<17} "
-                           f"{detection.session}  {detection.where}  {detection.message}\n")
+                           f"{detection.session}  {detection.where}  {detection.message}"
+                           + (f"  [loop so far {cost}]" if cost else "") + "\n")
         # Consumers read this live through a pipe: never leave a detection in a buffer.
         self.out.flush()
 

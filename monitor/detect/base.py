@@ -54,6 +54,10 @@ class Detection:
     proposed: Level = Level.NONE
     nudge: str = ""
     suppressed: str | None = None  # why the policy capped it (acknowledged, false positive…)
+    #: What its loop episode has cost so far, when the log reports usage
+    #: (``{"since", "since_seq", "tokens", "usd", "unpriced_tokens"}``: the
+    #: event time and position it began at; monitor/cost.py).
+    cost: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -74,6 +78,8 @@ class Detection:
             "nudge": self.nudge,
             "seq": self.seq,
             "evidence": [ref.to_dict() for ref in self.evidence],
+            # Without its start's time: a log without timestamps has read times.
+            **({"cost": {k: v for k, v in self.cost.items() if k != "since"}} if self.cost is not None else {}),
         }
 
 

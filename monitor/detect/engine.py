@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from monitor.config import Config
+from monitor.cost import LoopCosts
 from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
 from monitor.detect.escalation import EscalationPolicy
 from monitor.detect.waiting import mark as mark_waited
-from monitor.events import SESSION_END, SESSION_START, Event, Kind, Level
+from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
 #: arrive must not grow memory.
@@ -223,6 +224,8 @@ class Engine:
         #: ``detector_similarity``) for a UI to draw; a scan needs none.
         self.sparklines = sparklines
         self.policy = EscalationPolicy(self.config.escalation)
+        #: What usage and loop episodes cost (monitor/cost.py).
+        self.costs = LoopCosts(self.config.prices)
         self.sessions: dict[str, SessionState] = {}
         self._session_classes = []
         self.global_detectors: list[Detector] = []
@@ -355,9 +358,13 @@ class Engine:
             state.pid = event.pid if event.pid is not None else state.pid
             state.parent = event.parent or state.parent
             state.ended = False
+            if event.meta:
+                self.costs.start(event)  # the model it names, if any
         elif kind is SESSION_END:
             state.ended = True
             state.status = event.status or "ended"
+        elif kind is USAGE:
+            self.costs.usage(event, self.policy.sessions.get(event.session))
 
         found: list[Detection] = []
         gate = state.turn_gate
@@ -410,6 +417,7 @@ class Engine:
             detection.seq = seq
             self.policy.apply(detection)
             state.detections.append(detection)
+        self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:
             flagged.update(d.detector for d in found if d.level >= Level.WARN)
             if bar >= 0:

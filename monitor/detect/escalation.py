@@ -231,6 +231,9 @@ class SessionEscalation:
     #: clearing one pattern (a false positive) leaves the others flagged: its
     #: level, and the rest packed (see :func:`_pack`).
     active: dict[int, tuple[Level, bytes]] = field(default_factory=dict)
+    #: The episode the session is in: a new number each time it leaves
+    #: watching (what a loop costs is counted per episode: monitor/cost.py).
+    episode: int = 0
 
     def show(self, detection: Detection) -> None:
         """Make ``detection`` the session's current level, reason and nudge.
@@ -276,6 +279,7 @@ class EscalationPolicy:
         self.by_detector: Counter[str] = Counter()
         self.by_level: Counter[str] = Counter()
         self.false_positive_count = 0
+        self.episodes = 0
 
     def state(self, session: str) -> SessionEscalation:
         state = self.sessions.get(session)
@@ -314,6 +318,9 @@ class EscalationPolicy:
             state.active[key] = (detection.level, _pack(detection))
             _bound(state.active, MAX_STANDING)
         if detection.level >= state.level and detection.level > Level.NONE:
+            if state.level is Level.NONE:
+                self.episodes += 1
+                state.episode = self.episodes
             state.show(detection)
         return detection
 

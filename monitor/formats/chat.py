@@ -227,8 +227,9 @@ class ChatDecoder(RecordDecoder):
     def _usage(self, event: Any, record: dict[str, Any]) -> Event | None:
         usage = record.get("usage")
         extra = record.get("extra")
-        if not isinstance(usage, dict) and isinstance(extra, dict) and isinstance(extra.get("response"), dict):
-            usage = extra["response"].get("usage")
+        response = extra.get("response") if isinstance(extra, dict) else None
+        if not isinstance(usage, dict) and isinstance(response, dict):
+            usage = response.get("usage")
         if not isinstance(usage, dict):
             return None
         tokens_in = _number(usage.get("prompt_tokens", usage.get("input_tokens")))
@@ -236,8 +237,17 @@ class ChatDecoder(RecordDecoder):
         cost = _number(usage.get("cost"))
         if tokens_in is None and tokens_out is None and cost is None:
             return None
+        # The model and the cached part of the input (within prompt_tokens), to price it by.
+        meta: dict[str, Any] = {}
+        model = record.get("model") or (response.get("model") if isinstance(response, dict) else None)
+        if isinstance(model, str) and model:
+            meta["model"] = model
+        details = usage.get("prompt_tokens_details")
+        cached = _number(details.get("cached_tokens")) if isinstance(details, dict) else None
+        if cached:
+            meta["cached_input_tokens"] = int(cached)
         return event(Kind.USAGE, input_tokens=None if tokens_in is None else int(tokens_in),
-                     output_tokens=None if tokens_out is None else int(tokens_out), cost_usd=cost)
+                     output_tokens=None if tokens_out is None else int(tokens_out), cost_usd=cost, meta=meta)
 
     def _user(self, event: Any, role: str, content: Any) -> list[Event]:
         out: list[Event] = []

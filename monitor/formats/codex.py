@@ -15,6 +15,10 @@ One ``{"timestamp", "type", "payload"}`` record a line.  What becomes an event:
 | ``compacted``                                  | ``compaction``               |
 | ``event_msg`` ``token_count``                  | ``usage`` (per API call)     |
 
+Usage carries the model of the latest ``turn_context`` (``meta.model``) and
+its cached input (``meta.cached_input_tokens``, part of ``input_tokens``):
+what a loop costs is priced from them (``monitor/cost.py``).
+
 A user turn resets the detectors' streaks.  Codex records what the person
 typed as an ``event_msg`` ``user_message``; the ``response_item`` user
 messages beside it also carry AGENTS.md instructions and the environment
@@ -148,6 +152,7 @@ class CodexDecoder(RecordDecoder):
         self.legacy = False  # pre-envelope rollout: user turns come from response items
         self.calls: OrderedDict[str, str] = OrderedDict()  # call_id -> tool name
         self._usage_total: int | None = None
+        self.model: str | None = None  # from turn_context: what its usage is priced at
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -198,6 +203,8 @@ class CodexDecoder(RecordDecoder):
                 meta["summary_chars"] = len(payload["message"])
             events = [self._event(Kind.COMPACTION, ts, line, meta=meta)]
         else:
+            if kind == "turn_context" and isinstance(payload.get("model"), str) and payload["model"]:
+                self.model = payload["model"]
             self.skip(kind)  # turn_context
             events = []
         return self._with_start(events, line, ts)
@@ -324,7 +331,9 @@ class CodexDecoder(RecordDecoder):
             value = last.get(key)
             return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-        meta = {k: v for k in ("cached_input_tokens", "reasoning_output_tokens")
-                if (v := number(k)) is not None}
+        meta: dict[str, Any] = {k: v for k in ("cached_input_tokens", "reasoning_output_tokens")
+                                if (v := number(k)) is not None}
+        if self.model:
+            meta["model"] = self.model
         return [self._event(Kind.USAGE, ts, line, input_tokens=number("input_tokens"),
                             output_tokens=number("output_tokens"), meta=meta)]

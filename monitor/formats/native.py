@@ -18,6 +18,12 @@ without one is its own model response (turn) unless it carries a response id
 streamed chunk does).  ``session`` may be
 left out when a file holds one session (the file's stem is used).  Unknown
 fields go to ``meta``; unknown types are counted and skipped.
+
+A ``usage`` record may name its ``model`` and the cached part of its
+``input_tokens`` (``cache_read_input_tokens``, ``cache_creation_input_tokens``,
+counted within ``input_tokens``): what a loop costs is priced from them, or
+taken from ``cost_usd`` when the record reports it (``monitor/cost.py``).
+A ``session_start`` may name the ``model`` in its ``meta``.
 """
 
 from __future__ import annotations

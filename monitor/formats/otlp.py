@@ -178,9 +178,22 @@ class OtlpAdapter:
             return [{"type": "message", **base, "role": "user",
                      "content": prompt if isinstance(prompt, str) else ""}]
         if short == "api_request":
-            return [{"type": "usage", **base, "input_tokens": _int(attrs.get("input_tokens")),
+            # Claude Code counts cache reads and writes apart from input; the
+            # event model counts them within it (see monitor/cost.py).
+            read, write = _int(attrs.get("cache_read_tokens")), _int(attrs.get("cache_creation_tokens"))
+            tokens_in = _int(attrs.get("input_tokens"))
+            if tokens_in is not None and (read or write):
+                tokens_in += (read or 0) + (write or 0)
+            usage = {"type": "usage", **base, "input_tokens": tokens_in,
                      "output_tokens": _int(attrs.get("output_tokens")),
-                     "cost_usd": _number(attrs.get("cost_usd"))}]
+                     "cost_usd": _number(attrs.get("cost_usd"))}
+            if read:
+                usage["cache_read_input_tokens"] = read
+            if write:
+                usage["cache_creation_input_tokens"] = write
+            if isinstance(attrs.get("model"), str) and attrs["model"]:
+                usage["model"] = attrs["model"]
+            return [usage]
         if short == "compaction":
             return [{"type": "compaction", **base}]
         tool = attrs.get("tool_name")

@@ -265,7 +265,7 @@ class Hub:
                 live += 1
             if state.status != "ended" and level(state.id) >= Level.WARN:
                 warnings += 1
-        return Stats(self.events_total, self.intake.rate(self.clock()), live, warnings)
+        return Stats(self.events_total, self.intake.rate(self.clock()), live, warnings, self.engine.costs.day(self.clock()))
 
     def describe_kill(self, session: str) -> str:
         """What a kill would do ("SIGTERM pid 123 (python agent.py) …"), or why it cannot."""

@@ -200,4 +200,6 @@ class Snapshots:
             channel=state.channel.name if state.channel is not None else "none", kill=kill,
             nudged=state.nudged if state.status == "live" else 0.0,
             quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
+            episode_cost=self.engine.costs.episode(state.id, escalation),
+            loop_cost=self.engine.costs.loops(state.id),
         )

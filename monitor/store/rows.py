@@ -32,7 +32,7 @@ SEQ = EVENT_COLUMNS.index("seq")
 
 DETECTION_COLUMNS = (
     "session", "ts", "seq", "detector", "level", "level_rank", "score", "pattern", "count",
-    "tool", "message", "nudge", "suppressed", "evidence", "file", "line",
+    "tool", "message", "nudge", "suppressed", "evidence", "cost", "file", "line",
 )
 DETECTION_SEQ = DETECTION_COLUMNS.index("seq")
 
@@ -181,6 +181,7 @@ def detection_row(detection: Detection) -> list[Any]:
         safe_text(detection.pattern), detection.count, safe_text(detection.tool),
         safe_text(detection.message), safe_text(detection.nudge), detection.suppressed,
         bounded_json(evidence, EVIDENCE_CHARS),
+        orjson.dumps(detection.cost).decode() if detection.cost else None,
         safe_text(detection.source) or None, detection.line,
     ]
 
@@ -203,6 +204,8 @@ def detection_dict(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     evidence = _loads(row.get("evidence"))
     out["evidence"] = evidence if isinstance(evidence, list) else []
+    cost = _loads(row.get("cost"))
+    out["cost"] = cost if isinstance(cost, dict) else None
     return out
 
 

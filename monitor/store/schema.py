@@ -23,6 +23,9 @@ Tables (see ``loopwatch show``/``history`` for readers):
   in v6 so that ``sqlite-utils search`` and Datasette find it).
 * ``sessions.owner`` the watcher process (``pid:start``) that last wrote the
   session (v6), so a reader can show the sessions of a killed one ``stopped``.
+* ``detections.cost`` what the detection's loop episode had cost (JSON), and
+  ``sessions.loop_tokens`` / ``loop_usd`` / ``loop_unpriced_tokens`` what the
+  session's loop episodes cost in all (v7: ``monitor/cost.py``).
 """
 
 from __future__ import annotations
@@ -211,6 +214,16 @@ def _v6_session_owner(db: Database) -> None:
     _fts_table(db)
 
 
+def _v7_loop_costs(db: Database) -> None:
+    # What loops cost (monitor/cost.py): per detection its episode's cost so
+    # far, per session the sum of its usage inside loop episodes (counted by
+    # the writer from usage rows, like `detections`).  Older rows: unknown.
+    db.execute("ALTER TABLE detections ADD COLUMN cost TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_tokens INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_usd REAL NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE sessions ADD COLUMN loop_unpriced_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -220,6 +233,8 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "full-text index of events (tool, args, content)", _v5_events_fts),
     Migration(6, "sessions.owner (sessions of a stopped watcher); full-text index found by "
                  "sqlite-utils and Datasette", _v6_session_owner),
+    Migration(7, "what loops cost: detections.cost, sessions.loop_tokens/loop_usd/loop_unpriced_tokens",
+              _v7_loop_costs),
 ]
 
 

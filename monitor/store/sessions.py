@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import orjson
+
 from monitor.events import Kind, Level
 from monitor.identity import owner_running
 from monitor.store.rows import DETECTION_COLUMNS, EVENT_COLUMNS, SEQ, level_rank, safe_text
@@ -20,11 +22,13 @@ from monitor.store.rows import DETECTION_COLUMNS, EVENT_COLUMNS, SEQ, level_rank
 SESSION_COLUMNS = (
     "id", "agent", "source", "origin", "pid", "parent", "first_seen", "last_seen", "status",
     "level", "level_rank", "peak", "peak_rank", "detector", "reason", "events", "detections",
-    "owner",
+    "owner", "loop_tokens", "loop_usd", "loop_unpriced_tokens",
 )
+#: What loop episodes cost, summed from usage rows (``meta.loop``: monitor/cost.py, v7).
+LOOP_COLUMNS = ("loop_tokens", "loop_usd", "loop_unpriced_tokens")
 #: Counted by the store itself from what it committed (the engine's count
 #: restarts with the monitor), so a hub's value for them is ignored.
-STORE_COUNTED = frozenset({"events", "detections"})
+STORE_COUNTED = frozenset({"events", "detections", *LOOP_COLUMNS})
 #: Set by the writer (its own process), never taken from an update.
 STORE_SET = STORE_COUNTED | {"owner"}
 #: Keys the hub may use for the same columns (the contract's names).
@@ -64,7 +68,7 @@ def merge_update(old: dict[str, Any], new: dict[str, Any]) -> None:
             old[key] = min(old[key], value)
         elif key in ("last_seen", "events") and old.get(key) is not None:
             old[key] = max(old[key], value)
-        elif key == "detections":
+        elif key == "detections" or key in LOOP_COLUMNS:
             old[key] = old.get(key, 0) + value
         elif key == "source":
             old.setdefault(key, value)  # the first source a session was seen in stays
@@ -83,6 +87,7 @@ def _session_upsert_sql() -> str:
                      "COALESCE(sessions.last_seen, excluded.last_seen))",
         "events": "MAX(excluded.events, sessions.events)",
         "detections": "sessions.detections + excluded.detections",
+        **{c: f"sessions.{c} + excluded.{c}" for c in LOOP_COLUMNS},
         # The first source a session was seen in stays its source.
         "source": "COALESCE(sessions.source, excluded.source)",
         "peak": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
@@ -102,6 +107,7 @@ SESSION_UPSERT = _session_upsert_sql()
 _START, _END = Kind.SESSION_START.value, Kind.SESSION_END.value
 _TS, _TYPE, _FILE = EVENT_COLUMNS.index("ts"), EVENT_COLUMNS.index("type"), EVENT_COLUMNS.index("file")
 _FROM_START = tuple((key, EVENT_COLUMNS.index(key)) for key in ("agent", "pid", "parent"))
+_USAGE, _META = Kind.USAGE.value, EVENT_COLUMNS.index("meta")
 
 
 def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
@@ -122,6 +128,13 @@ def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
         for key, index in _FROM_START:
             if row[index] is not None:
                 info[key] = row[index]
+    elif kind == _USAGE and row[_META] and '"loop"' in row[_META]:
+        loop = orjson.loads(row[_META]).get("loop")  # spent inside a loop episode
+        if isinstance(loop, dict):
+            for column, key in zip(LOOP_COLUMNS, ("tokens", "usd", "unpriced_tokens")):
+                value = loop.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    info[column] = info.get(column, 0) + value
     # Any event after a session_end means it is live again.
     info["status"] = "ended" if kind == _END else "live"
 
@@ -156,6 +169,8 @@ def session_values(update: dict[str, Any], owner: str | None = None) -> list[Any
     values = [update.get(column) for column in SESSION_COLUMNS]
     values[_EVENTS] = update.get("events") or 0
     values[_DETECTIONS] = update.get("detections") or 0
+    for column in LOOP_COLUMNS:
+        values[SESSION_COLUMNS.index(column)] = update.get(column) or 0
     values[_OWNER] = owner
     return values
 

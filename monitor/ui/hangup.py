@@ -7,6 +7,9 @@ blocks in ``Queue.put`` for good, so a handler run by the loop never runs.
 runs even while the main thread waits on a lock), and if the app has not
 returned after a grace period it runs the last-resort cleanups (flush the
 database, stop and remove the demo's agents) and exits the process itself.
+A closed terminal does not always signal us (under `make demo`, make takes the
+SIGHUP and waits), so a thread also watches the terminal and raises SIGHUP
+itself when the terminal is gone.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import termios
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -23,6 +27,8 @@ __all__ = ["StopOnSignals", "GRACE_SECONDS"]
 
 #: How long the app gets to quit the normal way before the process exits on its own.
 GRACE_SECONDS = 5.0
+#: How often the terminal is checked for having gone away.
+TERMINAL_CHECK_SECONDS = 0.5
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -49,6 +55,10 @@ class StopOnSignals:
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
+            terminal = _terminal_fd()
+            if terminal is not None:
+                threading.Thread(target=self._watch_terminal, args=(terminal,),
+                                 name="loopwatch-terminal-watch", daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -69,6 +79,15 @@ class StopOnSignals:
         except Exception:  # the app may be half torn down; the watchdog still stands
             pass
 
+    def _watch_terminal(self, fd: int) -> None:
+        while not self._returned.wait(TERMINAL_CHECK_SECONDS):
+            try:
+                termios.tcgetattr(fd)
+            except (termios.error, OSError):  # EIO: hung up, its window closed
+                if self.received is None:
+                    os.kill(os.getpid(), signal.SIGHUP)
+                return
+
     def _watchdog(self) -> None:
         if self._returned.wait(self.grace):
             return
@@ -78,6 +97,16 @@ class StopOnSignals:
             except Exception as exc:  # one failed cleanup must not skip the others
                 _say(f"loopwatch: cleanup after signal {self.received} failed: {exc}")
         self._exit_process(128 + (self.received or 0))
+
+
+def _terminal_fd() -> int | None:
+    for stream in (sys.__stdout__, sys.__stdin__):
+        try:
+            if stream is not None and os.isatty(stream.fileno()):
+                return stream.fileno()
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _detach_from_terminal() -> None:

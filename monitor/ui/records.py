@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from monitor.cost import Spend
 from monitor.events import Event, Kind, Level
 from monitor.text import compact_args
 
@@ -39,6 +40,7 @@ class DetectionRow:
     evidence: tuple[int, ...]
     nudge: str = ""
     suppressed: str | None = None
+    cost: Any = None  # its loop episode's cost so far (monitor/cost.py), if usage was reported
 
 
 @dataclass(frozen=True)
@@ -86,15 +88,37 @@ def summarize(kind: str, *, tool: str | None, args: Any, content: str, role: str
     return content or str(kind)
 
 
+def usage_summary(tokens_in: Any, tokens_out: Any, cost: Any, meta: Any) -> str:
+    """``usage 20,000 in (15,000 cached) · 1,000 out · claude-sonnet-4-5``."""
+    meta = meta if isinstance(meta, dict) else {}
+    parts = []
+    if isinstance(tokens_in, int):
+        cached = sum(v for k in ("cache_read_input_tokens", "cached_input_tokens", "cache_creation_input_tokens")
+                     if isinstance(v := meta.get(k), int) and not isinstance(v, bool))
+        parts.append(f"{tokens_in:,} in" + (f" ({cached:,} cached)" if cached else ""))
+    if isinstance(tokens_out, int):
+        parts.append(f"{tokens_out:,} out")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        parts.append(f"${cost:,.4f} reported")
+    if isinstance(meta.get("model"), str):
+        parts.append(meta["model"])
+    return "usage " + " · ".join(parts) if parts else "usage"
+
+
 def event_row(row: Any) -> EventRow:
     """An :class:`EventRow` from an :class:`Event` or a store ``events()`` dict."""
     if isinstance(row, Event):
-        return EventRow(row.seq, row.ts, row.kind.value, row.summary(4000), row.is_error, row.where)
+        summary = (usage_summary(row.input_tokens, row.output_tokens, row.cost_usd, row.meta)
+                   if row.kind is Kind.USAGE else row.summary(4000))
+        return EventRow(row.seq, row.ts, row.kind.value, summary, row.is_error, row.where)
     kind = str(_get(row, "type", "kind", default="?"))
     is_error = bool(_get(row, "is_error", default=False))
     summary = summarize(kind, tool=_get(row, "tool", "name"), args=_json(_get(row, "args")),
                         content=str(_get(row, "content", default="")), role=_get(row, "role"),
                         is_error=is_error, agent=_get(row, "agent"), status=_get(row, "status"))
+    if kind == Kind.USAGE:
+        summary = usage_summary(_get(row, "input_tokens"), _get(row, "output_tokens"),
+                                _get(row, "cost_usd"), _json(_get(row, "meta")))
     file, line = _get(row, "file", "source", default=""), _get(row, "line")
     return EventRow(int(_get(row, "seq", default=0)), float(_get(row, "ts", default=0.0)), kind,
                     summary, is_error, f"{file}:{line}" if line is not None else str(file))
@@ -124,6 +148,7 @@ def detection_row(row: Any) -> DetectionRow:
         evidence=_evidence_seqs(_get(row, "evidence", default=())),
         nudge=str(_get(row, "nudge", default="")),
         suppressed=_get(row, "suppressed"),
+        cost=Spend.from_dict(_json(_get(row, "cost"))),
     )
 
 

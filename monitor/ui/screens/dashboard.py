@@ -138,6 +138,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             events_per_sec=stats.events_per_sec if stats else 0.0,
             total=stats.events_total if stats else sum(s.events for s in sessions),
             problems=feed.problems, title=self.app.title, palette=self.app.palette,
+            loop_cost=getattr(stats, "loop_cost_today", None),
         )
 
     def pin_selection(self) -> None:

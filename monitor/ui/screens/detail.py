@@ -23,12 +23,13 @@ from textual.screen import Screen
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
+from monitor.cost import stored_loop_cost
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
 from monitor.ui.records import DetectionRow, action_row, detection_row
-from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, date_time
+from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, clock, date_time
 from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.text_panel import TextPanel
@@ -63,10 +64,28 @@ def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAUL
     if info.get("reason"):
         text.append("\n")
         text.append_text(literal(info["reason"], style="italic"))
+    cost = cost_text(info)
+    if cost:
+        text.append("\n")
+        text.append(cost, style=palette.level(Level.WARN))
     text.append("\n")
     text.append_text(literal(f"{info.get('source') or ''}  ·  {date_time(info.get('first_ts'))} → "
                              f"{date_time(info.get('last_ts'))}", style="dim"))
     return text
+
+
+def cost_text(info: dict[str, Any]) -> str:
+    """What the open loop episode has cost so far and what the session's loops
+    cost in all; "" when the log reports no usage (monitor/cost.py)."""
+    parts = []
+    episode = info.get("episode_cost")
+    if episode is not None:
+        since, spend = episode
+        parts.append(f"this loop so far {spend.text()} (since {clock(since)})")
+    loops = info.get("loop_cost")
+    if loops:
+        parts.append(f"loops in this session {loops.text()}")
+    return " · ".join(parts)
 
 
 def live_header(info: Any) -> dict[str, Any]:
@@ -74,7 +93,8 @@ def live_header(info: Any) -> dict[str, Any]:
     return {"id": info.id, "level": info.level, "agent": info.agent, "status": status,
             "events": info.events, "pid": info.pid, "channel": info.channel,
             "detector": info.detector, "reason": info.reason, "source": info.source,
-            "first_ts": info.first_ts, "last_ts": info.last_ts}
+            "first_ts": info.first_ts, "last_ts": info.last_ts,
+            "episode_cost": getattr(info, "episode_cost", None), "loop_cost": getattr(info, "loop_cost", None)}
 
 
 def stored_header(row: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +102,8 @@ def stored_header(row: dict[str, Any]) -> dict[str, Any]:
             "agent": row.get("agent"), "status": row.get("status"), "events": row.get("events"),
             "pid": row.get("pid"), "channel": None, "detector": row.get("detector"),
             "reason": row.get("reason") or "", "source": row.get("source"),
-            "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen")}
+            "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen"),
+            "loop_cost": stored_loop_cost(row)}
 
 
 class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):

@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, Select
 
+from monitor.cost import stored_loop_cost
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import date_time, level_text, plural, short_path
@@ -61,7 +62,7 @@ class HistoryScreen(TableVimKeys, Screen):
                                   ("session", "Session", 24), ("status", "Status", 7),
                                   ("level", "Final", 11), ("peak", "Peak", 11),
                                   ("events", "Events", 8), ("duration", "Length", 7),
-                                  ("detector", "Detector", 16), ("source", "Source", 30)):
+                                  ("loops", "Loop cost", 9), ("detector", "Detector", 16), ("source", "Source", 30)):
             table.add_column(label, key=key, width=width)
         self.query_one(HistoryFilters).prefill(getattr(self.app, "history_filters", {}) or {})
         self.reload()
@@ -100,6 +101,7 @@ class HistoryScreen(TableVimKeys, Screen):
                 level_text(level, palette), level_text(peak, palette),
                 Text(f"{row.get('events') or 0:,}", justify="right"),
                 Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
+                Text(loops.short() if (loops := stored_loop_cost(row)) else "-", justify="right"),
                 literal(row.get("detector") or "", limit=16), literal(short_path(row.get("source") or "", 30)),
                 key=row["id"],
             )

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from monitor.cost import Spend
 from monitor.events import Level
 from monitor.ui.render import DEFAULT_PALETTE, SEP, Palette, plural
 from monitor.ui.widgets.common.text_panel import TextPanel
 
 
 class CountsBar(TextPanel):
-    """``loopwatch  ● 12 live · ▲ 3 warnings open · 154.0 events/s · 9,120 events``."""
+    """``loopwatch  ● 12 live · ▲ 3 warnings open · loops today $4.20 · 154.0 events/s · 9,120 events``."""
 
     def show(self, *, live: int, warnings: int, events_per_sec: float, total: int,
-             problems: int = 0, title: str = "loopwatch", palette: Palette = DEFAULT_PALETTE) -> None:
+             problems: int = 0, title: str = "loopwatch", palette: Palette = DEFAULT_PALETTE,
+             loop_cost: Spend | None = None) -> None:
         text = Text()
         text.append(f" {title} ", style="bold reverse")
         text.append("  ● ", style=palette.fg("status-live"))
@@ -22,6 +24,9 @@ class CountsBar(TextPanel):
         text.append(SEP)
         text.append("▲ ", style=warn_style)
         text.append(f"{plural(warnings, 'warning')} open", style="bold" if warnings else "")
+        if loop_cost:  # measured: what loop episodes spent today, shown once there is some
+            text.append(SEP)
+            text.append(f"loops today {loop_cost.short()}", style=palette.level(Level.WARN))
         text.append(f"{SEP}{events_per_sec:,.1f} events/s")
         text.append(SEP)
         text.append(plural(total, "event"), style="dim")

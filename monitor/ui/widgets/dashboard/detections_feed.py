@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import RichLog
 
+from monitor.cost import Spend
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, fit_words
@@ -22,6 +23,9 @@ def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE) -> Text:
     line.append_text(literal(detection.session, limit=18))
     line.append(" ")
     line.append_text(literal(detection.detector, style="bold"))
+    cost = Spend.from_dict(getattr(detection, "cost", None))
+    if cost is not None:
+        line.append(f" [{cost.short()}]", style="dim")  # the loop's cost so far
     line.append(": ")
     line.append_text(literal(detection.message))
     if detection.suppressed:

@@ -68,6 +68,11 @@ def escalation_lines(info: Any, facts: EscalationFacts, now: float,
             style = style + Style(reverse=True)
         ladder.append(f"{LEVEL_ICONS[rung]}{rung.label}", style=style)
     lines.append(ladder)
+    episode = getattr(info, "episode_cost", None)
+    if episode is not None:  # what this loop has cost since the session left watching
+        cost = _label("Cost")
+        cost.append(f"{episode[1].text()} since {clock(episode[0])}", style=palette.level(Level.WARN))
+        lines.append(cost)
 
     nxt = _label("Next")
     if facts.acked_until and facts.acked_until > now:

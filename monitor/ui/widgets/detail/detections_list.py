@@ -22,6 +22,8 @@ def detection_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> T
     text.append(f"  #{row.seq}", style="dim")
     if row.evidence:
         text.append(f" · {plural(len(row.evidence), 'event')}", style="dim")
+    if row.cost is not None:
+        text.append(f" · loop {row.cost.short()}", style="dim")  # its episode's cost so far
     text.append("\n  ")
     text.append_text(literal(row.message, limit=300))
     if row.suppressed:
