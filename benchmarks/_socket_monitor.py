@@ -42,6 +42,18 @@ async def serve(args: argparse.Namespace) -> None:
     print("READY", flush=True)
 
     loop = asyncio.get_running_loop()
+    lag = {"max": 0.0}
+
+    async def measure_lag() -> None:
+        # How long the event loop went without turning (what any reply waits for at worst).
+        while True:
+            before, cpu, pcpu = loop.time(), time.thread_time(), time.process_time()
+            await asyncio.sleep(0.005)
+            late = loop.time() - before - 0.005
+            if late > lag.get("max", 0.0):
+                lag["max"], lag["cpu"], lag["pcpu"] = late, time.thread_time() - cpu, time.process_time() - pcpu
+
+    lag_task = asyncio.create_task(measure_lag())
     stdin_closed = asyncio.Event()
     loop.add_reader(sys.stdin.fileno(), lambda: sys.stdin.buffer.read1(4096) or stdin_closed.set())
     try:
@@ -55,8 +67,14 @@ async def serve(args: argparse.Namespace) -> None:
                 "t": time.monotonic(), "events": hub.events_total, "received": server.events,
                 "detections": hub.detections_total, "problems": hub.problems_total,
                 "connections": len(server.connections), "queued_batches": hub._queue.qsize(),
+                "ingest_pending": server.ingest.pending, "ingest_batches": server.ingest.batches,
+                "batch_size": server.ingest.batch_size, "max_loop_lag": round(lag.pop("max", 0.0), 4), "lag_cpu": round(lag.pop("cpu", 0.0), 4),
+                "lag_process_cpu": round(lag.pop("pcpu", 0.0), 4),
+                "slowest_round": round(server.ingest.slowest_round, 4),
             }), flush=True)
+            server.ingest.slowest_round = 0.0
     finally:
+        lag_task.cancel()
         loop.remove_reader(sys.stdin.fileno())
         await server.stop()
         await hub.stop()

@@ -391,6 +391,10 @@ async def test_clients_refused_at_the_connection_limit_deliver_everything_on_clo
     config = build_config({"sources": {"max_connections": 4}})
     async with running_monitor(tmp_path, config) as (hub, server):
         updates = Updates(hub)
+        # Four idle connections hold the limit, so the clients are surely refused
+        # at first (however fast the monitor reads), then get in once they leave.
+        holders = [await RawClient.unix(server.unix_path) for _ in range(4)]
+        await poll_until(lambda: len(server.connections) == 4)
         clients = [LoopwatchClient(agent="a", session=f"s{i}", socket_path=server.unix_path,
                                    backoff_max=0.5) for i in range(24)]
         for client in clients:
@@ -404,7 +408,11 @@ async def test_clients_refused_at_the_connection_limit_deliver_everything_on_clo
             for thread in threads:
                 thread.join()
 
-        await asyncio.to_thread(close_all)
+        closing = asyncio.create_task(asyncio.to_thread(close_all))
+        await poll_until(lambda: server.refused > 0)
+        for holder in holders:
+            await holder.close()
+        await closing
         assert [c.queued for c in clients] == [0] * 24
         await poll_until(lambda: hub.events_total >= 24 * 40)  # the last writes are still being read
         await hub.join()
@@ -452,24 +460,27 @@ async def test_a_deleted_file_is_followed_while_its_writer_keeps_writing(tmp_pat
 # -- 7. fair sharing under a flood -----------------------------------------------------------------
 
 
-async def test_fair_slots_serve_the_lightest_reader_first():
-    from monitor.sources.fair import FairSlots
+async def test_ingest_batches_take_the_lightest_lane_first():
+    """A batch for the hub takes the connections that were handed over least lately first,
+    each at most its share per round: a quiet agent's events lead the next batch, the noisy
+    one fills what is left, and each lane's events keep their order."""
+    from monitor.sources.fair import IngestMux
 
-    slots = FairSlots(1)
-    await slots.acquire(0.0)
-    order: list[str] = []
-
-    async def take(name: str, usage: float) -> None:
-        await slots.acquire(usage)
-        order.append(name)
-        slots.release()
-
-    tasks = [asyncio.create_task(take(name, usage))
-             for name, usage in (("noisy", 5e6), ("busy", 1e5), ("quiet", 0.0))]
-    await asyncio.sleep(0)  # let them all queue (a scheduling step, not a wait for work)
-    slots.release()
-    await asyncio.gather(*tasks)
-    assert order == ["quiet", "busy", "noisy"]
+    mux = IngestMux(hub=None, batch_events=32)
+    noisy, busy, quiet = mux.lane("noisy"), mux.lane("busy"), mux.lane("quiet")
+    noisy.usage.add(5000)
+    busy.usage.add(100)
+    mux.put(noisy, [event(i, session="noisy") for i in range(100)], [])
+    mux.put(busy, [event(i, session="busy") for i in range(20)], [])
+    mux.put(quiet, [event(i, session="quiet") for i in range(3)], [])
+    events, _problems, served = mux.gather()
+    sessions = [e.session for e in events]
+    assert len(events) == 32
+    assert sessions[:3] == ["quiet"] * 3
+    # Shares of 10: quiet 3, busy 10, noisy 10; then the 9 left go to the lighter of the two.
+    assert sessions.count("busy") == 19 and sessions.count("noisy") == 10
+    assert [e.line for e in events if e.session == "noisy"] == list(range(10))
+    assert mux.pending == 100 + 20 + 3 - 32 and set(served) == {noisy, busy, quiet}
 
 
 async def test_a_quiet_session_is_not_queued_behind_a_flood(tmp_path):

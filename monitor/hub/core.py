@@ -161,6 +161,11 @@ class Hub:
         await self._queue.join()
         self._publish_dirty()
 
+    async def processed(self) -> None:
+        """Wait until everything submitted so far has been processed; unlike
+        :meth:`join`, updates stay coalesced (a source pacing itself calls it often)."""
+        await self._queue.join()
+
     def register_channel(self, session: str, channel: Any) -> None:
         """``channel`` is how ``session``'s agent can be reached from now on."""
         self.lifecycle.register_channel(session, channel)

@@ -37,6 +37,9 @@ class LiveSink(Sink, Protocol):
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed."""
 
+    async def processed(self) -> None:
+        """The same, without publishing early: the socket ingest paces itself on it."""
+
     def subscribe(self, callback: Callable[[object], None],
                   kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
         """Receive the consumer's updates (:mod:`monitor.updates`)."""

@@ -1,17 +1,16 @@
 """One agent connection of the socket server: event lines in, control messages out.
 
-:class:`Connection` works on the raw non-blocking socket (``loop.sock_recv``
-and its own small write buffer) rather than asyncio streams, for one reason:
-when a client exits right after sending, a control message written to it
-fails (EPIPE), and a stream transport would then drop everything the client
-sent that was not read yet.  Here a failed write only stops the writing;
-reading goes on to the end of the stream, so nothing complete is lost.
-
-Lines are split with bounded memory (:class:`~monitor.framing.LineSplitter`),
-decoded by a :class:`~monitor.formats.lines.LineDecoder` forced to the native
-format, and submitted to the hub one read at a time, a few connections at a
-time (back-pressure with bounded memory, see :meth:`Connection.run`).  Protocol
-lines (``hello``, ``poll``, ``ping``) are answered here; see
+:class:`Connection` reads the raw non-blocking socket (``sock.recv``, waiting
+for readability only when nothing is there), splits lines with bounded memory
+(:class:`~monitor.framing.LineSplitter`), decodes them with a
+:class:`~monitor.formats.lines.LineDecoder` forced to the native format, and
+puts the events in its lane of the server's
+:class:`~monitor.sources.fair.IngestMux`, which hands all connections' events
+to the hub in fair, coalesced batches.  A connection whose lane is full stops
+reading (back-pressure: the backlog waits in the socket, nothing is dropped).
+Protocol lines (``hello``, ``poll``, ``ping``) are answered here; writing is
+:class:`~monitor.sources.socket_out.Outbox`'s, vetting reported pids
+:class:`~monitor.sources.socket_peer.PeerPids`'.  See
 :mod:`monitor.sources.sockets` for the protocol.
 """
 
@@ -21,22 +20,20 @@ import asyncio
 import hmac
 import logging
 import math
-import os
 import socket
-import struct
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 import orjson
 
 from monitor import __version__
-from monitor.control import (DELIVERED, FAILED, Outcome, ProcessIdentity, ancestors, encode_line,
-                             same_pid_namespace)
+from monitor.control import Outcome, encode_line
 from monitor.events import KINDS, Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
-from monitor.sources.fair import Usage
 from monitor.framing import LineSplitter
+from monitor.sources.socket_out import Outbox
+from monitor.sources.socket_peer import PeerPids, peer_credentials
 
 if TYPE_CHECKING:
     from monitor.sources.sockets import SocketServer
@@ -46,14 +43,7 @@ log = logging.getLogger("loopwatch.sockets")
 #: Lines the server answers itself instead of decoding them as events.
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
-READ_CHUNK = 32 * 1024
-#: How long a control message may wait for the agent to read its socket.
-SEND_TIMEOUT = 2.0
-#: Non-essential pushes (detections, error replies) are dropped, not queued,
-#: once this much is waiting for a client that does not read.
-PUSH_BUFFER_LIMIT = 1 << 20
-_SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)  # EPIPE as an error, never SIGPIPE
-
+READ_CHUNK = 16 * 1024
 
 #: A refusal for the same reason (too many connections: clients retry with
 #: back-off) is reported at most once per this many seconds, with a count.
@@ -91,79 +81,6 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
-def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
-    """(pid, uid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    try:
-        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    except OSError:
-        return None
-    return (pid, uid) if pid else None
-
-
-def peer_pid(sock: socket.socket) -> int | None:
-    """The connecting process's pid (Linux SO_PEERCRED), for naming the source."""
-    credentials = peer_credentials(sock)
-    return credentials[0] if credentials else None
-
-
-class PeerPids:
-    """What the kernel says about a Unix-socket peer, and the pids it may report.
-
-    ``judge`` says whether a reported pid may name the agent's process (the
-    peer, an ancestor or a child, in our pid namespace); ``confirmation`` is
-    what the hub needs to treat it as confirmed by the agent (what
-    ``auto_kill`` requires): the peer's credentials were read while it ran,
-    and it runs as our user.
-    """
-
-    def __init__(self, pid: int | None, uid: int | None):
-        self.pid = pid
-        self.uid = uid
-        self.family: frozenset[int] = frozenset()
-        self.namespace_ok: bool | None = None
-        if pid:
-            self.namespace_ok = same_pid_namespace(pid)
-            if self.namespace_ok:
-                self.family = frozenset([pid, *ancestors(pid)])
-        self._verdicts: dict[int, str | None] = {}
-        self._confirmed: set[tuple[str, int]] = set()
-
-    def judge(self, pid: int) -> str | None:
-        """None if ``pid`` is trusted, else why not (remembered for 256 pids)."""
-        verdict = self._verdicts.get(pid, "")
-        if verdict == "":
-            verdict = self._judge(pid)
-            if len(self._verdicts) < 256:
-                self._verdicts[pid] = verdict
-        return verdict
-
-    def _judge(self, pid: int) -> str | None:
-        if self.namespace_ok is None:
-            return None  # the peer is unknown or gone: the kill-time checks still apply
-        if not self.namespace_ok:
-            return f"pid {pid} comes from a process in another pid namespace (a container?)"
-        if pid in self.family or self.pid in ancestors(pid):
-            return None
-        return (f"pid {pid} is not the connecting process (pid {self.pid}), "
-                f"one of its ancestors or one of its children")
-
-    def confirmation(self, session: str, pid: int, what: str) -> tuple[ProcessIdentity, str] | None:
-        """(identity, how) the first time a judged pid of ``session`` counts as
-        confirmed by the agent; None when it does not (or was already sent)."""
-        if not self.namespace_ok or self.uid not in (os.getuid(), 0):
-            return None  # the peer left before we could look, or is not our user
-        if (session, pid) in self._confirmed or len(self._confirmed) >= 256:
-            return None
-        identity = ProcessIdentity.capture(pid)
-        if identity is None:
-            return None
-        self._confirmed.add((session, pid))
-        return identity, f"socket peer credentials (the connecting {what} is pid {self.pid}, uid {self.uid})"
-
-
 class Connection:
     """One client connection: reads events, writes control messages."""
 
@@ -175,9 +92,7 @@ class Connection:
         self.tcp = tcp
         self.authed = not tcp  # Unix peers passed the 0600 socket's permission check
         self.hook = False
-        self.closed = False
         self.sessions: set[str] = set()
-        self.pushes_dropped = 0
         self.peer_pid: int | None = None
         peer_uid: int | None = None
         if tcp:
@@ -193,134 +108,58 @@ class Connection:
         # Who is connecting, read now while the peer surely runs (a hook may
         # exit before its lines are processed): used to vet reported pids.
         self.peer = PeerPids(self.peer_pid, peer_uid)
+        self.out = Outbox(sock, self.source)
         self.splitter = LineSplitter(server.max_line_bytes)
         self.decoder = self._decoder(self.source.removeprefix("socket:"))
-        self._out = bytearray()
-        self._writing = False  # a writer callback is registered
-        self._write_error: str | None = None
-        self._drained: list[asyncio.Future] = []
-        self._slot = False  # holding one of the server's ingest slots
+        self.lane = server.ingest.lane(self.source)
         # Before its hello a TCP client gets a deadline counted from now (no
         # read extends it) and a few bytes, however slowly they trickle in.
         self.hello_deadline = self.loop.time() + min(server.hello_timeout, server.idle_timeout or math.inf)
         self.preauth_read = 0
-        self.usage = Usage()  # bytes read lately: the lightest reader gets the next slot
 
     def _decoder(self, default_session: str) -> LineDecoder:
         return LineDecoder(self.source, fmt="native", session=default_session,
                            max_line_bytes=self.server.max_line_bytes)
 
-    # -- writing ------------------------------------------------------------------------
+    # -- writing (see Outbox) ---------------------------------------------------------------
 
-    def _write(self, data: bytes) -> bool:
-        """Send now what the socket takes, buffer the rest; False if the write side is gone."""
-        if self.closed or self._write_error is not None:
-            return False
-        if not self._out:
-            try:
-                sent = self.sock.send(data, _SEND_FLAGS)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError as exc:
-                self._write_failed(exc)
-                return False
-            data = data[sent:]
-            if not data:
-                return True
-        self._out += data
-        if not self._writing:
-            self.loop.add_writer(self.sock.fileno(), self._on_writable)
-            self._writing = True
-        return True
+    @property
+    def closed(self) -> bool:
+        return self.out.closed
 
-    def _on_writable(self) -> None:
-        try:
-            sent = self.sock.send(self._out, _SEND_FLAGS)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._write_failed(exc)
-            return
-        del self._out[:sent]
-        if not self._out:
-            self._stop_writing()
-
-    def _write_failed(self, exc: OSError) -> None:
-        # The client stopped reading for good (it exited or shut down): keep
-        # reading what it sent, just stop writing to it.
-        self._write_error = exc.strerror or str(exc)
-        self._out.clear()
-        self._stop_writing()
-
-    def _stop_writing(self) -> None:
-        if self._writing:
-            self.loop.remove_writer(self.sock.fileno())
-            self._writing = False
-        for future in self._drained:
-            if not future.done():
-                future.set_result(None)
-        self._drained.clear()
-
-    async def drain(self, timeout: float) -> bool:
-        """Wait (at most ``timeout``) until everything written has left our buffer."""
-        if not self._out:
-            return self._write_error is None
-        future = self.loop.create_future()
-        self._drained.append(future)
-        try:
-            async with asyncio.timeout(timeout):
-                await future
-        except TimeoutError:
-            return False
-        return self._write_error is None and not self.closed
+    @property
+    def pushes_dropped(self) -> int:
+        return self.out.pushes_dropped
 
     def push(self, message: dict) -> bool:
-        """Queue a line without waiting; dropped if the client is not reading."""
-        if len(self._out) > PUSH_BUFFER_LIMIT:
-            self.pushes_dropped += 1
-            return False
-        return self._write(encode_line(message))
+        return self.out.push(message)
 
     async def send(self, message: dict) -> Outcome:
-        """Write a control message and wait (bounded) until it left our buffer."""
-        if self.closed:
-            return Outcome(FAILED, "the agent's socket connection is closed")
-        if not self._write(encode_line(message)):
-            return Outcome(FAILED, f"the agent's socket connection is closed for writing ({self._write_error})")
-        if not await self.drain(SEND_TIMEOUT):
-            if self._write_error is not None or self.closed:
-                return Outcome(FAILED, f"the agent's socket connection broke ({self._write_error or 'closed'})")
-            return Outcome(FAILED, f"the agent has not read its socket for {SEND_TIMEOUT:g}s")
-        return Outcome(DELIVERED, f"sent on the agent's socket ({self.source})")
+        return await self.out.send(message)
 
     def error(self, line: int, reason: str) -> None:
-        self.push({"type": "error", "line": line, "reason": reason})
+        self.out.push({"type": "error", "line": line, "reason": reason})
 
     async def close(self) -> None:
-        """Flush the last replies (a refusal, errors) briefly, then close the socket."""
-        if self.closed:
-            return
-        try:
-            await self.drain(1.0)
-        finally:
-            self.closed = True
-            self._stop_writing()
-            self.sock.close()
+        await self.out.close()
 
     # -- reading ------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Read until the client hangs up, is idle too long, or must be refused.
 
-        Each turn waits until the socket is readable, then takes one of the
-        server's ingest slots for the read, the decoding and the hand-over
-        to the hub.  However many clients are connected, only a few chunks
-        are being decoded or waiting for the hub; the rest of a backlog stays
-        in the clients' socket buffers, and one turn of the event loop never
-        does more than a few chunks' worth of work.
+        Each turn first waits for room in the connection's lane (so a backlog
+        stays in the client's socket, not in our memory) and for a turn to read
+        (a budget per round, lightest connection first, so the loop never
+        decodes every backlog at once), then reads one chunk, decodes it and
+        puts the events in the lane; the server's ingest pump hands them to
+        the hub, fairly shared with the other connections.
         """
         server = self.server
+        mux = server.ingest
         while not self.closed:
+            if mux.full(self.lane):
+                await mux.room(self.lane)
             if self.authed:
                 timeout = server.idle_timeout
             else:
@@ -328,8 +167,13 @@ class Connection:
                 if timeout <= 0 or self.preauth_read >= server.preauth_bytes:
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
                     return
+            size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
+            await mux.turn(self.lane)
             try:
-                await self._readable(timeout)
+                chunk = self._recv(size)
+                if chunk is None:  # nothing there yet: wait, then take a turn to read
+                    await self._readable(timeout)
+                    continue
             except TimeoutError:
                 if not self.authed:  # a refusal: logged like the others
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
@@ -337,25 +181,25 @@ class Connection:
                     self.error(self.splitter.lineno, f"idle for {timeout:g}s; closing the connection")
                     log.info("%s: idle for %gs; closed", self.source, timeout)
                 return
-            await self._take_slot()
-            try:
-                size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
-                try:
-                    chunk = self.sock.recv(size)
-                except (BlockingIOError, InterruptedError):
-                    continue  # woken without data after all
-                except OSError:
-                    chunk = b""
-                if not self.authed:
-                    self.preauth_read += len(chunk)
-                self.usage.add(len(chunk))
-                lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
-                if lines and not await self.handle_lines(lines, at_eof=not chunk):
-                    return
-                if not chunk:
-                    return
-            finally:
-                self._give_slot()
+            mux.read(len(chunk))
+            if not self.authed:
+                self.preauth_read += len(chunk)
+            lines = self.splitter.feed(chunk) if chunk else self.splitter.flush()
+            if lines and not await self.handle_lines(lines, at_eof=not chunk):
+                return
+            if not chunk:
+                return
+
+    def _recv(self, size: int) -> bytes | None:
+        """Up to ``size`` bytes (b"" at the end of the stream), or None if none are there yet.
+        Reading first and waiting only when empty spares a poller registration per
+        chunk when, under load, data is nearly always waiting."""
+        try:
+            return self.sock.recv(size)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return b""
 
     def _preauth_failure(self) -> str:
         server = self.server
@@ -375,17 +219,8 @@ class Connection:
         finally:
             self.loop.remove_reader(fd)
 
-    async def _take_slot(self) -> None:
-        await self.server.ingest.acquire(self.usage.now())
-        self._slot = True
-
-    def _give_slot(self) -> None:
-        if self._slot:
-            self._slot = False
-            self.server.ingest.release()
-
     async def handle_lines(self, lines: Sequence[tuple[int, bytes | None, int]], at_eof: bool = False) -> bool:
-        """Decode a batch of lines and submit it; False when the connection must close."""
+        """Decode a batch of lines and queue it for the hub; False when the connection must close."""
         server = self.server
         events: list[Event] = []
         problems: list[Problem] = []
@@ -410,14 +245,10 @@ class Connection:
                 await self.refuse(lineno, "the first line must be a hello with a valid token")
                 return False
             if kind in PROTOCOL_TYPES:
-                # Protocol lines act on what came before them: submit that first,
-                # and do not hold an ingest slot while a poll waits for the hub.
-                await self.submit(events, problems)
+                # Protocol lines act on what came before them: queue that first.
+                self.submit(events, problems)
                 events, problems = [], []
-                self._give_slot()
-                keep_open = await self.protocol(kind, record, lineno)
-                await self._take_slot()
-                if not keep_open:
+                if not await self.protocol(kind, record, lineno):
                     return False
                 continue
             if record is None or not isinstance(record, dict):
@@ -435,7 +266,7 @@ class Connection:
                 self.error(lineno, problem.reason)
                 problems.append(problem)
             events.extend(new)
-        await self.submit(events, problems)
+        self.submit(events, problems)
         return True
 
     def vet_pid(self, event: Event) -> Problem | None:
@@ -461,7 +292,8 @@ class Connection:
         event.meta["claimed_pid"], event.pid = pid, None
         return Problem(self.source, event.line, f"{verdict}; it will not be used to stop this session")
 
-    async def submit(self, events: list[Event], problems: list[Problem]) -> None:
+    def submit(self, events: list[Event], problems: list[Problem]) -> None:
+        """Bind the sessions, vet reported pids, and queue the lot in this connection's lane."""
         if not events and not problems:
             return
         for event in events:
@@ -473,7 +305,7 @@ class Connection:
                     self.error(event.line or 0, problem.reason)
                     problems.append(problem)
         self.server.events += len(events)
-        await self.server.hub.submit(events, problems)
+        self.server.ingest.put(self.lane, events, problems)
 
     def bind(self, session: str) -> None:
         """This connection speaks for ``session``: make it the session's channel."""
@@ -523,10 +355,10 @@ class Connection:
         mailbox = self.server.bind_mailbox(session)
         # Let the hub finish this hook's events first, so an automatic nudge
         # they trigger is in the mailbox when it is drained.
-        await self.server.settle()
+        await self.server.settle(self.lane)
         for message in mailbox.drain():
-            self._write(encode_line(message))  # never dropped: the hook is waiting for them
-        self._write(encode_line({"type": "poll_done", "session": session}))
+            self.out.write(encode_line(message))  # never dropped: the hook is waiting for them
+        self.out.write(encode_line({"type": "poll_done", "session": session}))
 
     async def refuse(self, lineno: int, why: str) -> None:
         reason = f"connection refused: {why}"

@@ -38,7 +38,7 @@ from monitor.control import HookMailbox, control_message
 from monitor.formats.base import Problem
 from monitor.localsock import ensure_private_dir, in_shared_dir
 from monitor.sources import LiveSink
-from monitor.sources.fair import FairSlots
+from monitor.sources.fair import IngestMux, Lane
 from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
 from monitor.updates import DetectionRaised
 
@@ -47,8 +47,6 @@ __all__ = ["PROTOCOL_TYPES", "SocketChannel", "SocketError", "SocketServer", "pa
 log = logging.getLogger("loopwatch.sockets")
 
 TOKEN_ENV = "LOOPWATCH_TOKEN"
-#: Connections decoding and submitting at the same time (see ``Connection.handle_lines``).
-INGEST_SLOTS = 4
 #: Hook sessions whose mailboxes are kept (least recently used dropped first).
 MAX_MAILBOXES = 10_000
 #: How long a poll waits for the hub to finish the events sent just before it
@@ -101,7 +99,7 @@ class SocketServer:
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
         self.socket_channels: dict[str, SocketChannel] = {}
         self.connections: set[Connection] = set()
-        self.ingest = FairSlots(INGEST_SLOTS)  # lightest reader first: see fair.py
+        self.ingest = IngestMux(hub)  # all connections' events to the hub, fairly: see fair.py
         self.lines = self.events = self.refused = 0
         self._listeners: list[socket.socket] = []
         self._acceptors: list[asyncio.Task] = []
@@ -113,6 +111,7 @@ class SocketServer:
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.ingest.start()
         try:
             self._serve(self._bind_unix(), tcp=False)
             if self.listen:
@@ -132,6 +131,7 @@ class SocketServer:
             task.cancel()
         await asyncio.gather(*self._acceptors, *self._tasks, return_exceptions=True)
         self._acceptors.clear()
+        await self.ingest.close()  # what the connections decoded still reaches the hub
         for listener in self._listeners:
             listener.close()
         self._listeners.clear()
@@ -295,10 +295,11 @@ class SocketServer:
     async def report(self, problems: list[Problem]) -> None:
         await self.hub.submit([], problems)
 
-    async def settle(self) -> None:
-        """Wait (bounded) until the hub has processed what was submitted so far."""
+    async def settle(self, lane: Lane) -> None:
+        """Wait (bounded) until the hub has processed what ``lane`` held so far."""
         try:
             async with asyncio.timeout(POLL_SETTLE_TIMEOUT):
+                await self.ingest.flushed(lane)
                 await self.hub.join()
         except TimeoutError:
             return
