@@ -35,7 +35,7 @@ _.owns, _.text_only  # detect.turns: the turn API, as the detector tests use it
 _.connects  # client
 _.events_processed, _.detections_total  # engine, hub
 _.ignored  # formats.otlp: records a request carried that are not agent telemetry
-_.requests, _.accepted, _.refused, _.pushes_dropped  # sources: otlp, sockets, connections
+_.requests, _.accepted, _.refused, _.pushes_dropped, _.batches, _.submitted  # sources: otlp, sockets, ingest
 _.transactions, _.pruned, transactions, spilled, pruned, _.stopped_sessions  # store statistics
 _.flushes, _.cell_updates, _.rebuilds, _.queries, _.lines_rendered  # UI instrumentation
 _.replay_reports, replay_reports  # ui detail screen: what a replay found (tests)
