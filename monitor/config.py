@@ -122,8 +122,7 @@ class Config:
 
 
 def _registry() -> dict[str, type]:
-    import monitor.detect  # noqa: F401  (registers the detectors)
-    from monitor.detect.base import REGISTRY
+    from monitor.detect import REGISTRY
 
     return REGISTRY
 

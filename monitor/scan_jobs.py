@@ -31,7 +31,8 @@ from typing import Callable, Iterable
 
 from monitor.config import Config
 from monitor.cost import episode_costs
-from monitor.detect.base import REGISTRY, Detection, Detector, ShardableDetector
+from monitor.detect.base import Detection, Detector, ShardableDetector
+from monitor.detect.detectors import REGISTRY
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import MAX_PATTERNS, EscalationPolicy, pattern_key
 from monitor.events import Event, Level

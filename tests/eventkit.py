@@ -102,7 +102,7 @@ def by(detections: list[Detection], detector: str, level: Level = Level.WARN) ->
 
 def only(detector: str, **settings: Any) -> Config:
     """A config where only ``detector`` runs (so a test sees just its behaviour)."""
-    from monitor.detect.base import REGISTRY
+    from monitor.detect import REGISTRY
 
     tables: dict[str, Any] = {name: {"enabled": False} for name in REGISTRY if name != detector}
     tables[detector] = dict(settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import string
 
-from monitor.detect.chanting import ChantFinder, canonical_unit
+from monitor.detect.detectors.chanting import ChantFinder, canonical_unit
 from monitor.detect.engine import Engine
 from tests.eventkit import Script, by, only
 
@@ -85,7 +85,7 @@ def test_identical_list_items_tables_headings_quotes_and_dividers_reset():
     """Structural lines break a run even when they repeat exactly."""
     for structural in ["- " + SENTENCE + "\n", "| a | b | c | d | e | f | g | h | i |\n",
                        "## " + SENTENCE + "\n", "> " + SENTENCE + "\n",
-                       "-" * 60 + "\n", "├── src/monitor/detect/chanting.py and tests\n"]:
+                       "-" * 60 + "\n", "├── src/monitor/detect/detectors/chanting.py and tests\n"]:
         assert not reply(INTRO + structural * 30), structural
 
 

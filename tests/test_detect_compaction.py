@@ -76,7 +76,7 @@ def test_settings_threshold_and_min_calls():
 
 def test_presets():
     """conservative waits for a 3rd compaction; aggressive needs two calls between compactions."""
-    from monitor.detect.compaction import CompactionLoop
+    from monitor.detect.detectors.compaction import CompactionLoop
 
     assert build_config({}, preset="conservative").detector_settings("compaction").threshold == 3
     assert build_config({}, preset="aggressive").detector_settings("compaction").min_calls == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.detect.fingerprints import text_is_acknowledgement
+from monitor.detect.analysis.signatures import text_is_acknowledgement
 from tests.eventkit import Script, by, only
 
 TODOS = {"todos": [{"content": "refactor the parser", "status": "in_progress"},

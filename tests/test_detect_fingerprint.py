@@ -2,7 +2,7 @@
 
 from monitor.config import build_config
 from monitor.detect.engine import Engine
-from monitor.detect.fingerprints import fingerprint, shell_file_read
+from monitor.detect.analysis.signatures import fingerprint, shell_file_read
 from monitor.events import Event, Kind
 from tests.streams import Stream, by, run
 
@@ -204,7 +204,7 @@ def test_a_new_line_sharing_a_mark_bit_with_an_old_one_still_reads_as_new():
     is still new, so an honest poll does not read as "nothing new"."""
     import zlib
 
-    from monitor.detect.fingerprints import LINE_BITS, text_marks
+    from monitor.detect.analysis.signatures import LINE_BITS, text_marks
 
     old = "job build-7: compiling 10% (step 1)"
     taken = zlib.crc32(old.encode()) % LINE_BITS

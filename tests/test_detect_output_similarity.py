@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rapidfuzz import fuzz
 
-from monitor.detect import output_similarity as mod
-from monitor.detect.output_similarity import OutputSimilarity, normalize_output, similarity
+from monitor.detect.detectors import output_similarity as mod
+from monitor.detect.detectors.output_similarity import OutputSimilarity, normalize_output, similarity
 from monitor.events import Level
 from tests.eventkit import Script, by, only
 

@@ -160,7 +160,7 @@ def test_failures_only_off_also_compares_substantial_successes():
 
 def test_failure_signatures():
     """The last exception line stands for a traceback; wrappers, tags and digits go."""
-    from monitor.detect.fingerprints import failure_signature
+    from monitor.detect.analysis.signatures import failure_signature
     from monitor.events import Event, Kind
 
     def sig(content, error=True):
@@ -189,7 +189,7 @@ def test_different_failures_behind_a_shared_preamble_are_different():
 
 def test_a_generic_last_error_line_gives_way_to_the_telling_one():
     """"Recipe failed with exit code 101" says that it failed; the line before says why."""
-    from monitor.detect.fingerprints import failure_signature
+    from monitor.detect.analysis.signatures import failure_signature
     from monitor.events import Event, Kind
 
     result = Event(kind=Kind.TOOL_RESULT, session="s", ts=0.0, is_error=True,

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.eventkit import Script
 from tests.streams import Stream, by, run
 
 BACKUP = "cp app.py.orig app.py"
@@ -61,3 +68,23 @@ def test_appends_and_in_place_edits_are_not_restores():
         s.call("bash", "Traceback\nKeyError: 'user_id'", error=True, command="python check.py")
     _, found = run(s)
     assert not by(found, "retry_rounds")
+
+
+def test_the_pattern_is_the_same_in_every_process(tmp_path: Path):
+    """The pattern keys acknowledgements and false positives: two processes with
+    different hash seeds (a restart, a ``scan --jobs`` worker) name a loop alike."""
+    s = Script()
+    for _ in range(3):
+        s.bash(BACKUP)
+        s.bash("sed -i 's/limit = 1/limit = 2/' app.py")
+        s.bash("python check.py", "limit now 2")
+    log = s.write(tmp_path / "rounds.jsonl")
+    patterns = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "LOOPWATCH_CONFIG_DIR": str(tmp_path / "no-config")}
+        out = subprocess.run([sys.executable, "-m", "monitor", "scan", "--json", "-q", str(log)],
+                             capture_output=True, text=True, env=env)
+        found = [json.loads(line) for line in out.stdout.splitlines()]
+        patterns.append([d["pattern"] for d in found if d["detector"] == "retry_rounds"])
+    assert patterns[0] and patterns[0][0].startswith("rounds:")
+    assert patterns[0] == patterns[1]

@@ -1,6 +1,6 @@
 """Similar-arguments detector: small spelling variations, same informative result."""
 
-from monitor.detect.fingerprints import arg_similarity, varies_only_in_items
+from monitor.detect.analysis.signatures import arg_similarity, varies_only_in_items
 from tests.streams import Stream, by, run
 
 

@@ -85,7 +85,7 @@ def test_cancelled_siblings_do_not_count():
 
 def test_the_table_is_bounded():
     """However many distinct failing calls, the table keeps at most max_patterns entries."""
-    from monitor.detect.swarm import Swarm, SwarmSettings
+    from monitor.detect.detectors.swarm import Swarm, SwarmSettings
     from monitor.detect.base import SessionView
 
     swarm = Swarm(SwarmSettings(max_patterns=16))

@@ -9,7 +9,7 @@ import pytest
 
 from tests.eventkit import Script, by, only
 from monitor.config import build_config
-from monitor.detect.failures import exit_code, failed, is_test_run, manual_file_op, run_outcome
+from monitor.detect.analysis.failures import exit_code, failed, is_test_run, manual_file_op, run_outcome
 from monitor.events import Event, Kind, Level
 
 
@@ -387,7 +387,7 @@ def test_manual_file_op_classification():
     assert not any(manual_file_op(c) for c in ("python x.py", "echo hi", "ls > /dev/null", "make", None))
 
 
-# -- shortcuts in monitor.detect.failures give what the plain regexes give ------
+# -- shortcuts in monitor.detect.analysis.failures give what the plain regexes give ------
 
 _PLAIN_NUMERIC_NOISE = re.compile(
     r"(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
@@ -403,7 +403,7 @@ _PLAIN_RUNNER_HINT = re.compile(
 
 
 def test_failure_noise_patterns_match_the_plain_ones():
-    from monitor.detect import failures
+    from monitor.detect.analysis import failures
 
     rng = random.Random(7)
     alphabet = "0123456789:.-T Zx+abcfmsµ%\nline seed A١"
@@ -415,7 +415,7 @@ def test_failure_noise_patterns_match_the_plain_ones():
 
 
 def test_runner_hint_on_long_commands_matches_the_regex():
-    from monitor.detect.failures import _runner_hint
+    from monitor.detect.analysis.failures import _runner_hint
 
     rng = random.Random(8)
     words = ["echo", "x" * 300, "pytest", "npm", " ", "tes", "t", "ch", "eck", "\n", "é" * 50, "tap"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.detect.engine import Engine
-from monitor.detect.turn_similarity import TurnSimilarity
+from monitor.detect.detectors.turn_similarity import TurnSimilarity
 from monitor.events import Level
 from monitor.text import jaccard, tokens
 from tests.eventkit import Script, by, only

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.detect.turns import BoundedText, TurnTracker
+from monitor.detect.analysis.turns import BoundedText, TurnTracker
 from monitor.events import Event, Kind
 from tests.formatkit import decode_file, write_jsonl
 

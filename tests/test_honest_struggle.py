@@ -4,7 +4,7 @@ edits, waiting for CI) are not loops; the outcome repeating is."""
 
 from __future__ import annotations
 
-from monitor.detect.failures import comparable_failure, failed
+from monitor.detect.analysis.failures import comparable_failure, failed
 from monitor.events import Level
 from tests.streams import Stream, by, run
 

@@ -17,7 +17,7 @@ import pytest
 from monitor.config import build_config
 from monitor.demo.synthetic import records
 from monitor.detect.engine import Engine
-from monitor.detect.fingerprints import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
+from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
 from monitor.events import Event, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
@@ -192,8 +192,8 @@ def test_grouped_moved_check_matches_its_definition():
     """exact_repeat compares each record only with earlier records of its own
     call; over random windows (few calls, few results, some still running, a
     forced hash collision) that gives what comparing with every earlier record gives."""
-    from monitor.detect.calls import CallRecord
-    from monitor.detect.exact_repeat import _moved
+    from monitor.detect.analysis.calls import CallRecord
+    from monitor.detect.detectors.exact_repeat import _moved
 
     rng = random.Random(3)
     for _ in range(3_000):

@@ -1,38 +1,16 @@
-"""Loop detectors: one module per detector, all behind :class:`~monitor.detect.base.Detector`.
+"""Loop detection: the detectors, the analysis they share, the engine that runs them.
 
-Importing this package registers every detector in ``REGISTRY`` (in the order
-below, which is also the order they run in).
+* :mod:`~monitor.detect.base` — the :class:`Detector` interface and what a
+  detector reports (:class:`Detection`);
+* :mod:`~monitor.detect.detectors` — the built-in detectors, one module each,
+  and ``REGISTRY``, name -> class in run order;
+* :mod:`~monitor.detect.analysis` — what several detectors compute about
+  events (call records, turns, failures, signatures);
+* :mod:`~monitor.detect.engine` and :mod:`~monitor.detect.escalation` — the one
+  pipeline that feeds events to the detectors and escalates what they find.
 """
 
-from importlib import import_module
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView
+from monitor.detect.detectors import DETECTORS, REGISTRY
 
-from monitor.detect.base import REGISTRY, Detection, Detector, DetectorSettings, SessionView
-
-#: Detector modules, in run order.  A module listed here that does not exist
-#: yet is skipped so that the package stays importable while detectors land.
-DETECTOR_MODULES = (
-    "exact_repeat",
-    "cycle",
-    "fingerprint",
-    "similar_args",
-    "repeated_result",
-    "output_similarity",
-    "turn_similarity",
-    "chanting",
-    "monologue",
-    "test_fix",
-    "compaction",
-    "swarm",
-    "limits",
-    "waiting",
-    "retry_rounds",
-)
-
-for _name in DETECTOR_MODULES:
-    try:
-        import_module(f"monitor.detect.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"monitor.detect.{_name}":
-            raise
-
-__all__ = ["REGISTRY", "Detection", "Detector", "DetectorSettings", "SessionView"]
+__all__ = ["DETECTORS", "REGISTRY", "Detection", "Detector", "DetectorSettings", "SessionView"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
-from monitor.detect.turns import TurnTracker
+from monitor.detect.analysis.turns import TurnTracker
 from monitor.events import Event, EventRef, Kind, Level
 
 
@@ -132,12 +132,12 @@ class SessionView:
         return bool(override and override.exempt)
 
     def turn(self, event: Event, same_turn_seconds: float) -> Any:
-        """The assistant turn (:class:`~monitor.detect.turns.Turn`) that
+        """The assistant turn (:class:`~monitor.detect.analysis.turns.Turn`) that
         ``event`` completes, or ``None``.
 
         The turn detectors (output similarity, turn similarity, monologue) all
         group the session's events into turns the same way; one shared
-        :class:`~monitor.detect.turns.TurnTracker` per ``same_turn_seconds``
+        :class:`~monitor.detect.analysis.turns.TurnTracker` per ``same_turn_seconds``
         does it once per event instead of once per detector.  The tracker
         resets itself on a user turn, as the detectors do."""
         entry = self.turns.get(same_turn_seconds)
@@ -210,7 +210,7 @@ class Detector:
 
     def window_records(self) -> tuple[Any, ...]:
         """With ``provides_window``: the window as call records, cheap to take
-        now and made into events only when shown (:func:`monitor.detect.calls.events`)."""
+        now and made into events only when shown (:func:`monitor.detect.analysis.calls.events`)."""
         return ()
 
 
@@ -265,7 +265,7 @@ class TurnDetector(Detector):
         return self.judge(view.completed, view)
 
     def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
-        """Look at one completed :class:`~monitor.detect.turns.Turn`."""
+        """Look at one completed :class:`~monitor.detect.analysis.turns.Turn`."""
         if type(self).observe_completed is TurnDetector.observe_completed:
             raise NotImplementedError
         # A subclass that judges in observe_completed: hand it the turn there.
@@ -274,17 +274,6 @@ class TurnDetector(Detector):
             return self.observe_completed(None, view)
         finally:
             view.completed = completed
-
-
-REGISTRY: dict[str, type[Detector]] = {}
-
-
-def register(cls: type[Detector]) -> type[Detector]:
-    """Class decorator adding a detector to the registry under its name."""
-    if not cls.name:
-        raise TypeError(f"{cls.__name__} has no name")
-    REGISTRY[cls.name] = cls
-    return cls
 
 
 def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:

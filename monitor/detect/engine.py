@@ -15,9 +15,10 @@ from typing import Any, Callable, Iterable
 
 from monitor.config import Config
 from monitor.cost import LoopCosts
-from monitor.detect.base import REGISTRY, Detection, Detector, SessionView, TurnDetector
+from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
+from monitor.detect.detectors import REGISTRY
+from monitor.detect.detectors.waiting import mark as mark_waited
 from monitor.detect.escalation import EscalationPolicy
-from monitor.detect.waiting import mark as mark_waited
 from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
@@ -71,9 +72,8 @@ class SessionState:
     #: How many ids in ``seen`` have each hash slot (see ``process``).
     seen_counts: bytearray = field(default_factory=bytearray)
     #: Overall per-event similarity, the oldest first (when the engine keeps
-    #: sparklines).  Flat arrays of doubles: a deque of float objects costs
-    #: four times as much, and any rounding (even to single precision)
-    #: changes the colours of the sparklines.
+    #: sparklines).  Flat arrays of doubles: smaller than a deque of floats, and
+    #: unrounded (even single precision changes the sparklines' colours).
     similarity: array = field(default_factory=lambda: array("d"))
     #: Per detector, its non-zero per-event similarity scores.
     detector_similarity: dict[str, array] = field(default_factory=dict)

@@ -225,7 +225,7 @@ class SessionEscalation:
     acked_count: dict[int, int] = field(default_factory=dict)
     #: Event time the latest acknowledgement ends (0: none).
     quiet_until: float = 0.0
-    false_positives: dict[int, None] = field(default_factory=dict)  # a set costs 216 bytes empty
+    false_positives: dict[int, None] = field(default_factory=dict)  # not a set: smaller when empty
     last: Detection | None = None
     #: The latest warn-or-above detection of each pattern still standing, so that
     #: clearing one pattern (a false positive) leaves the others flagged: its

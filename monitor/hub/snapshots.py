@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from monitor.detect.calls import events as recalled_events
+from monitor.detect.analysis.calls import events as recalled_events
 from monitor.events import Event, Kind, Level
 from monitor.updates import SessionInfo
 

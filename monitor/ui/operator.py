@@ -122,7 +122,7 @@ class OperatorActions:
         info = self.selected_info()
         if info is None:
             return
-        from monitor.detect.base import REGISTRY
+        from monitor.detect import REGISTRY
 
         fired = []
         if info.last_detection is not None:

@@ -39,8 +39,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.output_similarity import digest
+from monitor.detect.analysis.digest import digest
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import MESSAGE, Event, EventRef, Level
 from monitor.text import squash_ws
 
@@ -247,7 +247,6 @@ class _Region(NamedTuple):
 _NO_CARRY = _Region("", False, None, 0)
 
 
-@register
 class Chanting(Detector):
     name = "chanting"
     title = "Chanting"

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.failures import comparable_failure, shown_failure
-from monitor.detect.fingerprints import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
+from monitor.detect.analysis.failures import comparable_failure, shown_failure
+from monitor.detect.analysis.signatures import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key, clip
 
@@ -47,7 +47,6 @@ class RepeatedResultSettings(DetectorSettings):
     empty_handed_threshold: int = 8
 
 
-@register
 class RepeatedResult(Detector):
     name = "repeated_result"
     title = "Repeated results"

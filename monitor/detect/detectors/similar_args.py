@@ -19,10 +19,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, call_record, events
-from monitor.detect.failures import failed, output_body
-from monitor.detect.fingerprints import (
+from monitor.detect.analysis.calls import CallRecord, call_record, events
+from monitor.detect.analysis.failures import failed, output_body
+from monitor.detect.analysis.signatures import (
     arg_similarity,
     failed_silently,
     failure_signature,
@@ -31,6 +30,7 @@ from monitor.detect.fingerprints import (
     primary_of,
     varies_only_in_items,
 )
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
@@ -67,7 +67,6 @@ def _same_failure(a: str, b: str) -> bool:
     return a == b or fuzz.ratio(a, b, score_cutoff=SAME_FAILURE_RATIO) >= SAME_FAILURE_RATIO
 
 
-@register
 class SimilarArgs(Detector):
     name = "similar_args"
     title = "Similar arguments"

@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, call_record
-from monitor.detect.failures import _segments, shell_command
+from monitor.detect.analysis.calls import CallRecord, call_record
+from monitor.detect.analysis.failures import _segments, shell_command
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
 
@@ -39,7 +39,6 @@ _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 WAIT_KEYS = ("wait", "timeout", "wait_seconds", "timeout_seconds", "sleep", "delay", "seconds",
              "timeout_ms", "wait_ms", "yield_time_ms", "delay_ms")
 _WAIT_TOOLS = frozenset({"sleep", "wait", "wait_for", "pause"})
-_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 def _sleeps(command: str) -> float:
@@ -108,23 +107,11 @@ def mark(call: Event, view: SessionView) -> None:
     view.last_wait = pure
 
 
-def is_waited(event: Event | None) -> bool:
-    """Whether a call (or a result's call) was made after a wait, or only waits."""
-    if event is None:
-        return False
-    if event.kind is _TOOL_RESULT:
-        event = event.call
-        if event is None:
-            return False
-    return bool(event.cache.get("waited"))
-
-
 @dataclass(frozen=True)
 class WaitingSettings(DetectorSettings):
     budget_seconds: float = 1800.0  # waiting on the same unchanged answer: notice at half, warn when spent
 
 
-@register
 class Waiting(Detector):
     name = "waiting"
     title = "Waiting"

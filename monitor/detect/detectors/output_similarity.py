@@ -2,7 +2,7 @@
 
 Design note 000: each assistant output is compared with the last 5 by
 rapidfuzz ``fuzz.ratio``; 0.90 or more counts as a repeat.  Here an *output*
-is one assistant turn (see :mod:`monitor.detect.turns`): its text, compared
+is one assistant turn (see :mod:`monitor.detect.analysis.turns`): its text, compared
 once the turn is complete.
 
 What keeps honest repetition quiet:
@@ -39,7 +39,6 @@ alone cap the ratio below the cut-off are skipped, and ``fuzz.ratio`` runs with
 
 from __future__ import annotations
 
-import hashlib
 import re
 from array import array
 from collections import deque
@@ -47,9 +46,9 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
-                                 register)
-from monitor.detect.turns import Outcome, Turn
+from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.turns import Outcome, Turn
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squash_ws
 
@@ -80,11 +79,6 @@ def similarity(a: str, b: str, cutoff: float = 0.0) -> float:
     if 2 * min(len(a), len(b)) / total < cutoff:
         return 0.0
     return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100.0
-
-
-def digest(text: str) -> str:
-    """A short stable digest (pattern keys must survive restarts; ``hash()`` does not)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 #: Tool turns remembered to tell new work from a repeat of recent work.
@@ -126,7 +120,6 @@ class _Output:
         return anchor
 
 
-@register
 class OutputSimilarity(TurnDetector):
     name = "output_similarity"
     title = "Output similarity"
@@ -203,8 +196,7 @@ class OutputSimilarity(TurnDetector):
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
-        # score_cutoff lets rapidfuzz stop early, halving the cost of a
-        # 2,000-character pair.
+        # score_cutoff lets rapidfuzz stop early.
         closest, best, match = 0.0, 0.0, None
         cutoff = s.similarity
         work = self.work

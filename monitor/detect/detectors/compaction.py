@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import COMPACTION, TOOL_CALL, Event, EventRef, Kind, Level
 
 ADVICE = (
@@ -31,7 +31,6 @@ class CompactionSettings(DetectorSettings):
     min_calls: int = 1  # tool calls between two compactions that count as work
 
 
-@register
 class CompactionLoop(Detector):
     name = "compaction"
     title = "Compaction loop"

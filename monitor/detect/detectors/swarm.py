@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, DetectorSettings, SessionView, ShardableDetector, evidence, ref, register
-from monitor.detect.failures import comparable_failure, shown_failure
-from monitor.detect.fingerprints import fingerprint, is_acknowledgement
+from monitor.detect.analysis.failures import comparable_failure, shown_failure
+from monitor.detect.analysis.signatures import fingerprint, is_acknowledgement
+from monitor.detect.base import Detection, DetectorSettings, SessionView, ShardableDetector, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import outcome_key
 
@@ -57,8 +57,8 @@ class _Entry:
 
     __slots__ = ("times", "sessions", "per_session", "size", "calls")
 
-    # Lists, not deques: a deque's first block alone is 600 bytes, and the
-    # table holds a thousand entries of a few dozen items.
+    # Lists, not deques: the table holds a thousand entries of a few dozen
+    # items, and an empty deque is larger than such a list.
     def __init__(self, size: int):
         self.times: list[float] = []
         self.sessions: list[str] = []
@@ -89,7 +89,6 @@ class _Entry:
             del self.per_session[session]
 
 
-@register
 class Swarm(ShardableDetector):
     name = "swarm"
     title = "Swarm-wide loop"

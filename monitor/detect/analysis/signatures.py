@@ -1,4 +1,4 @@
-"""Call fingerprints and outcome classes shared by the call detectors.
+"""Signatures of calls and results: fingerprints, failure signatures, outcome classes.
 
 A *fingerprint* is looser than the exact call key: the tool name plus its
 primary arguments only (design note 003), with shell reads of one file through
@@ -16,7 +16,7 @@ Also here, because several detectors need the same judgement:
   parallel sibling failed, the user refused the call);
 * :func:`varies_only_in_items` — two calls that differ only in a path, file
   name, URL or number: one command over many items, not a retry;
-* :func:`line_marks` — a small bit set of a result's lines, to tell whether a
+* :func:`text_marks` — a small bit set of a result's lines, to tell whether a
   result showed anything new.
 """
 
@@ -53,12 +53,6 @@ _ACK = re.compile(
     r"exit code:? 0|process exited with code 0)\.?$",
     re.IGNORECASE | re.DOTALL,
 )
-#: Words that make a result read as a failure (checked on lower-cased text
-#: with ``in``, which is an order of magnitude cheaper than a regex here).
-_FAILURE_WORDS = ("error", "exception", "traceback", "not found", "no such", "cannot", "can't",
-                  "failed", "failure", "denied", "invalid", "no matches", "no results",
-                  "0 results", "timed out", "timeout", "refused")
-_NONZERO_EXIT = re.compile(r"exit (?:code|status):? ?[1-9]")
 
 
 def _command_text(value: Any) -> str | None:
@@ -156,22 +150,6 @@ def text_is_acknowledgement(content: str) -> bool:
     """:func:`is_acknowledgement` of a successful result of at most 400 characters."""
     text = squash_ws(content)
     return len(text) < 3 or bool(_ACK.match(text))
-
-
-def looks_like_failure(result: Event) -> bool:
-    """An error result, or text that reads like one (its head or tail)."""
-    if result.is_error:
-        return True
-    cached = result.cache.get("failure")
-    if cached is None:
-        text = result.content
-        sample = text if len(text) <= 1200 else text[:600] + text[-600:]
-        low = sample.lower()
-        cached = any(word in low for word in _FAILURE_WORDS) or (
-            "exit" in low and _NONZERO_EXIT.search(low) is not None
-        )
-        result.cache["failure"] = cached
-    return cached
 
 
 def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:
@@ -377,26 +355,15 @@ def primary_of(args: dict[str, Any]) -> dict[str, Any]:
 
 # -- did a result show anything new? ----------------------------------------------
 
-#: Bits in a :func:`line_marks` set (a power of two).  Each line sets two
-#: bits, from two parts of one CRC: a collision can only make a new line look
-#: old, and needs both bits taken.  With one bit a run of twenty one-line
-#: polls made a new line look old about once in two hundred, enough for an
-#: honest poll to read as "nothing new" now and then over a long session.
+#: Bits in a :func:`text_marks` set (a power of two).  Each line sets two bits, from
+#: two parts of one CRC: a new line looks old only if both are taken (one bit was not enough).
 LINE_BITS = 4096
 _LINE_MASK = LINE_BITS - 1
 
 
-def line_marks(result: Event) -> int:
-    """The result's non-blank lines (white space squashed, head and tail of a
-    long text) as a bit set in an ``int``: cheap to keep and to compare."""
-    cached = result.cache.get("line_marks")
-    if cached is None:
-        cached = result.cache["line_marks"] = text_marks(clip(result.content))
-    return cached
-
-
 def text_marks(text: str) -> int:
-    """:func:`line_marks` of a result's clipped text."""
+    """A result's non-blank lines (white space squashed; pass the clipped head
+    and tail of a long text) as a bit set in an ``int``: cheap to keep and to compare."""
     marks = 0
     for line in text.splitlines():
         line = " ".join(line.split())

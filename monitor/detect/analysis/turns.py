@@ -241,12 +241,6 @@ class Turn:
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
 
-    def owns(self, result: Event) -> bool:
-        """True when ``result`` answers one of this turn's calls (or cannot be placed)."""
-        if result.call_id and self.call_ids:
-            return result.call_id in self.call_ids
-        return True
-
     def release(self) -> None:
         """Drop the events: the turn has been judged (its text, calls and
         outcome stay readable)."""
@@ -333,15 +327,6 @@ class TurnTracker:
                 return False  # no time to go by: each record is its own response
         return message.ts - turn.last_ts < self.same_turn_seconds
 
-    def _joins(self, turn: Turn, call: Event) -> bool:
-        """Does a tool ``call`` belong to the response ``turn`` is building?"""
-        if turn.answered:
-            return False  # results came back: the model has been called again
-        ours, theirs = turn.response, response_id(call)
-        if ours is not None and theirs is not None:
-            return ours == theirs
-        return not turn.ended
-
     def feed(self, event: Event) -> Turn | None:
         """The turn ``event`` completes, if any.
 
@@ -359,7 +344,8 @@ class TurnTracker:
         turn = self.current
         if kind is _TOOL_CALL:
             if turn is not None and not turn.answered:
-                # _joins(): results came back means the model was called again
+                # No result back yet: the call joins this response if the
+                # response ids agree or, without ids, while it has not ended.
                 ours = turn.response
                 theirs = response_id(event) if event.meta else None
                 if (ours == theirs) if (ours is not None and theirs is not None) else not turn.ended:
@@ -375,7 +361,7 @@ class TurnTracker:
                 return None
             call_id = event.call_id
             if call_id and turn.call_ids and call_id not in turn.call_ids:
-                return None  # not an answer to this turn's calls (turn.owns)
+                return None  # not an answer to this turn's calls
             # The result joins the turn (here, not in a Turn method: this
             # runs for every tool result).
             turn._undo = None

@@ -30,13 +30,16 @@ import re
 from array import array
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.calls import call_record
-from monitor.detect.failures import shown_failure, comparable_failure, failed, failure_kind, is_test_run, shell_command
-from monitor.detect.fingerprints import failure_signature, not_an_outcome
+from monitor.detect.analysis.calls import call_record
+from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.failures import (comparable_failure, failed, failure_kind, is_test_run, shell_command,
+                                              shown_failure)
+from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
+from monitor.text import call_key
 
-_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
+_TOOL_RESULT = Kind.TOOL_RESULT
 _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
@@ -71,7 +74,6 @@ class RetryRoundsSettings(DetectorSettings):
     max_rounds: int = 6  # restores of one thing, whatever happens between them
 
 
-@register
 class RetryRounds(Detector):
     name = "retry_rounds"
     title = "Retry rounds"
@@ -190,7 +192,9 @@ class RetryRounds(Detector):
                 level=Level.WARN,
                 score=min(1.0, (known.rounds + 1) / (s.max_rounds + 1)),
                 message=f"started over {known.rounds + 1} times ({command[:60]!r}) with {why}",
-                pattern=f"rounds:{key:x}",
+                # Not hash(): salted per process, so acks and false positives
+                # keyed on the pattern would not survive a restart or a worker.
+                pattern=f"rounds:{digest(call_key(event))}",
                 count=known.rounds + 1,
                 tool=event.tool,
                 summary=f"started over {known.rounds + 1} times and got {why}",

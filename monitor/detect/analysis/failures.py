@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.fingerprints import failure_signature
+from monitor.detect.analysis.signatures import failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 
@@ -74,9 +74,8 @@ _RUNNERS = re.compile(
 _RUNNER_WORDS = ("test", "spec", "check", "jest", "mocha", "ava", "karma", "tap", "tox", "nox", "green",
                  "ward", "pest", "busted", "prove", "cypress", "nextest")
 _RUNNER_HINT = re.compile("|".join(_RUNNER_WORDS))
-#: Commands longer than this are searched for a runner word with substring
-#: tests: the regex tries every alternative at every position (0.2 ms on 4,000
-#: characters), ``in`` runs at memchr speed.
+#: Commands longer than this are searched for a runner word with ``in``, not
+#: the regex, which tries every alternative at every position.
 _HINT_REGEX_CHARS = 200
 _TEST_TOOLS = re.compile(r"(?i)(?:run_?)?tests?|test_?runner|run_?pytest|pytest")
 
@@ -96,7 +95,7 @@ _EDIT_TOOLS = re.compile(
     r"(?i)edit|write|replace|patch|insert|create_file|str_replace|apply_diff|multiedit|notebook|save_file|append"
 )
 # Editing files from the shell is judged per simple command (segment) by its
-# program: scanning a long command with word-boundary regexes costs milliseconds.
+# program, not by word-boundary regexes over the whole (possibly long) command.
 _REDIRECT = re.compile(r">{1,2}\s*(?!/dev/null|&)[^\s&>]")
 _SED_INPLACE = re.compile(r"\s(?:-[a-zA-Z]*i|--in-place)")
 _PERL_INPLACE = re.compile(r"\s-\w*i")
@@ -118,12 +117,9 @@ _COUNT_NUMBER = re.compile(
 )
 #: Text that can name a failing test when no summary line says how many failed.
 _FAILED_HINT = re.compile(r"FAIL|ERROR|●|×|✕|✗|rspec \./")
-#: (hint, pattern): a pattern only runs on text containing its hint (cheap substring test).
-#: ``WORD(?<!.WORD)`` is ``^WORD`` (``.`` is anything but a newline) with the
-#: literal first, which the regex engine finds at memchr speed instead of
-#: trying every position of a long report.  A pytest name is a whole run of
-#: non-space characters (only there can ``$`` or a space follow), so ``\S*``
-#: finds it at once where ``\S*?`` tried the rest after every character.
+#: (hint, pattern): a pattern only runs on text containing its hint.
+#: ``WORD(?<!.WORD)`` is ``^WORD`` with the literal first, so the regex engine
+#: skips ahead to it; ``\S*`` (not ``\S*?``) since a pytest name is a whole run of non-space.
 _FAILING_NAMES = (
     ("FAILED", re.compile(r"FAILED(?<!.FAILED)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
     ("ERROR", re.compile(r"ERROR(?<!.ERROR)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest collection errors
@@ -144,18 +140,15 @@ _ERROR_WORDS = (
     r"not found|undefined|mismatch|refused|denied|timeout|timed out|no such"
 )
 _ERROR_LINE = re.compile("(?i)" + _ERROR_WORDS)
-#: :data:`_ERROR_LINE` for lower-cased ASCII text, where the two agree: a
-#: case-sensitive alternation lets the regex engine skip to the letters that
-#: can start a word (ten times faster than ``(?i)``, which tries every position).
+#: :data:`_ERROR_LINE` for lower-cased ASCII text, where the two agree: a case-sensitive
+#: alternation skips to the letters that can start a word; ``(?i)`` tries every position.
 _ERROR_LINE_LOWER = re.compile(_ERROR_WORDS)
 # Noise in failure text that changes between identical failures: timestamps,
 # clock times, addresses, durations, percentages (one pass over the text for
 # everything that starts with a digit), then long hex ids, seeds, "line N" and
-# the line numbers of file:line references (they move with every edit).  Each
-# pattern starts with a digit or a literal, which keeps the regex engine fast.
+# the line numbers of file:line references (they move with every edit).
 _NUMERIC_NOISE = re.compile(
-    # Every alternative starts with a digit, matched once up front: the regex
-    # engine skips to the digits, then tries the rest of each alternative
+    # The shared leading digit is matched once, so the regex engine skips to digits
     # (``\d{4}`` is ``\d`` + ``\d{3}``, ``0x`` is ``\d`` + ``(?<=0)x``, …).
     r"\d(?:(?P<ts>\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
     r"|(?P<time>\d?:\d{2}:\d{2}(?:\.\d+)?\b)"
@@ -168,8 +161,8 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (None, re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
     ("seed", re.compile(r"seed:? ?\d+"), "seed <n>"),
     ("line ", re.compile(r"line \d+"), "line <n>"),
-    # ``(?<=[A-Za-z]):\d+`` with the literal first: found by a fast literal
-    # search instead of trying the lookbehind at every position (20 times faster).
+    # ``(?<=[A-Za-z]):\d+`` with the literal first: a literal search, not the
+    # lookbehind tried at every position.
     (":", re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")

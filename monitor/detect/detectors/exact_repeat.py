@@ -10,7 +10,7 @@ its threshold sooner (a threshold of 2, or calls made in parallel) is judged
 when its results are back: flagged if they agree, dropped if they differ.
 
 A call whose inputs were rewritten since it last ran is a new call, not a
-repeat (:mod:`monitor.detect.inputs`): ``python fix.py`` after ``cat >
+repeat (:mod:`monitor.detect.analysis.inputs`): ``python fix.py`` after ``cat >
 fix.py`` wrote another script, a test script re-run after edits, ``sed -n``
 of a file after ``sed -i`` on it, ``git diff > patch.txt`` after edits.  An
 empty result (``cp``, a redirect) is no evidence that nothing changed.  A
@@ -18,7 +18,7 @@ write that names its file (``cat > fix.patch << EOF``) repeats whatever runs
 in between unless that rewrites the same file: restoring a backup between
 different edits of its target is a revert cycle, judged by ``retry_rounds``.
 
-The window holds compact call records (:mod:`monitor.detect.calls`) and
+The window holds compact call records (:mod:`monitor.detect.analysis.calls`) and
 counts them by key, so a call that repeats nothing costs one lookup.
 """
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
-from monitor.detect.inputs import call_io
+from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.inputs import call_io
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
@@ -41,7 +41,6 @@ class ExactRepeatSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth identical call
 
 
-@register
 class ExactRepeat(Detector, AwaitsRepeats):
     name = "exact_repeat"
     title = "Exact repeat"

@@ -6,7 +6,7 @@ turn with each of the last 5 turns; 0.85 or more makes the turn *similar*.
 the count.  (The first turn of a loop is the one the others repeat, so the
 warning comes with the 4th turn of a loop, as in the note's code.)
 
-A *turn* is one model response (:mod:`monitor.detect.turns`): its text plus
+A *turn* is one model response (:mod:`monitor.detect.analysis.turns`): its text plus
 the tool calls it made (tool name and canonical arguments), judged once it is
 complete.  Honest repetition that must not count:
 
@@ -21,7 +21,7 @@ Per session only the compared window is kept (the note caps its history at
 50 turns for memory; only the last 5 are ever compared, so those are all we
 hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
 and are kept as an array of 64-bit token hashes -- 8 bytes a token instead of
-a string and a set slot -- so five remembered turns cost about 12 KB.
+a string and a set slot.
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable
 
-from monitor.detect.base import (Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref,
-                                 register)
-from monitor.detect.output_similarity import digest
-from monitor.detect.turns import Call, Outcome, Turn
+from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.turns import Call, Outcome, Turn
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
@@ -49,18 +47,9 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def turn_words(turn: Turn, view: SessionView) -> list[str]:
-    """The words of a turn, lower-cased, repeats included: its (clipped) text,
-    and its (non-exempt) calls.  Its tokens (:func:`monitor.text.tokens`) are
-    the distinct words."""
-    calls = turn.calls
-    if calls and view.tool_overrides:
-        calls = [call for call in calls if not view.exempt(call.tool)]
-    return _words(turn, calls)
-
-
 def _words(turn: Turn, calls: list[Call]) -> list[str]:
-    """:func:`turn_words` with the exempt calls already left out.
+    """The words of a turn, lower-cased, repeats included: its (clipped) text
+    and ``calls`` (its calls, the exempt ones left out).
     (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
     text = turn.text
     words = text.text().lower().split() if turn.has_text and text is not None else []
@@ -79,21 +68,6 @@ def _words(turn: Turn, calls: list[Call]) -> list[str]:
     return words
 
 
-def token_hashes(words: Iterable[str]) -> frozenset[int]:
-    """Distinct tokens as hashes: equal tokens, equal hashes (within one
-    process, which is all a session's window needs); collisions at 64 bits
-    are negligible."""
-    return frozenset(map(hash, words))
-
-
-def overlap(current: frozenset[int], earlier: array) -> float:
-    """Jaccard of the current turn's token hashes with a remembered turn's."""
-    if not current or not earlier:
-        return 0.0
-    inter = len(current.intersection(earlier))
-    return inter / (len(current) + len(earlier) - inter)
-
-
 class _Seen:
     """One remembered turn: its token hashes, outcome, chain anchor and
     references to its events (never the events themselves)."""
@@ -108,7 +82,6 @@ class _Seen:
         self.events = events  # what the turn said, called and got (bounded)
 
 
-@register
 class TurnSimilarity(TurnDetector):
     name = "turn_similarity"
     title = "Turn similarity"
@@ -154,21 +127,17 @@ class TurnSimilarity(TurnDetector):
             words = joined.lower().split()
         else:
             words = _words(turn, calls)
-        # Fewer words than min_tokens means fewer distinct tokens too: most
-        # tool-only turns stop here, before any set is built.
-        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()  # token_hashes()
+        # Fewer words than min_tokens means fewer distinct tokens too: most tool-only
+        # turns stop here.  Hashes are equal within one process, all a window needs.
+        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()
         size = len(toks)
         if size < s.min_tokens:
             self.consecutive = 0
             return None
         results = turn.outcome()
 
-        # Jaccard is at most min/max of the two sizes: a remembered turn whose
-        # size alone keeps it below both the closest score so far and the
-        # cut-off cannot change the outcome, and is not intersected.  (The
-        # closest score, even below the cut-off, feeds the sparkline; when
-        # no sparkline is kept, as in a scan, it starts at the cut-off, so
-        # only turns that may reach it are intersected.)
+        # Jaccard is at most min/max of the two sizes: a turn whose size keeps it below
+        # both the closest score (the sparkline's; the cut-off in a scan) and the cut-off is skipped.
         cutoff = s.similarity
         keep = view.keeps_similarity
         closest, best, match = 0.0 if keep else cutoff, 0.0, None
@@ -180,8 +149,8 @@ class TurnSimilarity(TurnDetector):
             bound = other / size if other < size else size / other
             if bound <= closest and bound < cutoff:
                 continue
-            common = len(toks.intersection(earlier))  # overlap(), inlined
-            score = common / (size + other - common)
+            common = len(toks.intersection(earlier))
+            score = common / (size + other - common)  # Jaccard
             if score > closest:
                 closest = score
             if score < cutoff or score <= best:

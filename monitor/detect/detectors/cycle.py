@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.calls import CallRecord, CallWindow, call_record, events
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
@@ -30,7 +30,6 @@ def _same(a: CallRecord, b: CallRecord) -> bool:
     return a.same_call(b) and a.same_outcome(b)
 
 
-@register
 class Cycle(Detector):
     name = "cycle"
     title = "Cycle"

@@ -6,7 +6,7 @@ with no tool call and no user turn between them, warn; so do three empty or
 white-space-only replies in a row (an agent that has stopped saying anything).
 Each further such turn is reported again, with the count rising.
 
-A *turn* is one model response (:mod:`monitor.detect.turns`), not one record:
+A *turn* is one model response (:mod:`monitor.detect.analysis.turns`), not one record:
 Claude Code writes a single response as several records (a white-space text
 block, thinking, text, each tool use), and streaming agents send chunks, so
 records of one response are grouped before counting.  Any tool call resets
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref, register
-from monitor.detect.turns import Turn
+from monitor.detect.analysis.turns import Turn
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
 
 
@@ -30,7 +30,6 @@ class MonologueSettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-@register
 class Monologue(TurnDetector):
     name = "monologue"
     title = "Monologue"

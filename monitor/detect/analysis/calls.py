@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from monitor.detect.analysis.failures import output_body
+from monitor.detect.analysis.inputs import CallIO, call_io
+from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.detect.base import ref
-from monitor.detect.fingerprints import text_is_acknowledgement, text_marks
-from monitor.detect.failures import output_body
-from monitor.detect.inputs import CallIO, call_io
 from monitor.events import Event, EventRef, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
@@ -104,7 +104,7 @@ class CallRecord:
         return self.outcome() == other.outcome()
 
     def marks(self) -> int:
-        """:func:`~monitor.detect.fingerprints.line_marks` of the result."""
+        """:func:`~monitor.detect.analysis.signatures.text_marks` of the result."""
         marks = self._marks
         if marks is None:
             # What the command printed, not the tags wrapped around it (an
@@ -113,7 +113,7 @@ class CallRecord:
         return marks
 
     def acknowledged(self) -> bool:
-        """:func:`~monitor.detect.fingerprints.is_acknowledgement` of the result."""
+        """:func:`~monitor.detect.analysis.signatures.is_acknowledgement` of the result."""
         return not self.error and not self.long and text_is_acknowledgement(self.text)
 
     def attach(self, result: Event) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from monitor.detect.failures import _program, _segments, is_edit, shell_command
+from monitor.detect.analysis.failures import _program, _segments, is_edit, shell_command
 from monitor.events import Event
 
 _PATH_KEYS = ("path", "file_path", "filename", "notebook_path")

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, register
-from monitor.detect.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, call_record, events
-from monitor.detect.fingerprints import fingerprint
+from monitor.detect.analysis.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, call_record, events
+from monitor.detect.analysis.signatures import fingerprint
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
@@ -56,7 +56,6 @@ class FingerprintSettings(DetectorSettings):
     fuzzy_threshold: int = 4  # same fingerprint in a row
 
 
-@register
 class Fingerprint(Detector, AwaitsRepeats):
     name = "fingerprint"
     title = "Fingerprint"

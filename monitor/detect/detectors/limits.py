@@ -12,7 +12,7 @@ first three are off (0) unless configured, e.g.::
     max_cost_usd = 10.0           # sum of usage.cost_usd
 
 The consecutive-failure limit is on: 5 failing tool results in a row (a tool
-error or a nonzero exit code, see :mod:`monitor.detect.failures`) with no
+error or a nonzero exit code, see :mod:`monitor.detect.analysis.failures`) with no
 success and no user turn in between.  Past a limit the detection is repeated
 after every further N failures and every further 10 % of the other limits, so
 an acknowledged session is reminded while it keeps going.
@@ -26,16 +26,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref, register
-from monitor.detect.failures import failed, tests_failed
-from monitor.detect.fingerprints import not_an_outcome
+from monitor.detect.analysis.failures import failed, tests_failed
+from monitor.detect.analysis.signatures import not_an_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
-
-#: The values design note 000 uses; the first three are opt-in here.
-DESIGN_VALUES = {"max_iterations": 100, "max_runtime_seconds": 4 * 3600.0, "max_cost_usd": 10.0,
-                 "max_consecutive_failures": 5}
 
 ADVICE = (
     "This session has reached a configured limit and is about to be stopped. "
@@ -91,7 +87,6 @@ class _Limit:
         return Level.NONE
 
 
-@register
 class Limits(Detector):
     name = "limits"
     title = "Limits"

@@ -1,0 +1,143 @@
+"""Failure cascades: shell commands failing one after another, nothing succeeding.
+
+Consecutive failing shell commands with no successful tool call in between.
+Different commands failing differently are an agent adapting (``pip install
+erfa``, then ``pyerfa``, then a timeout): a ``notice`` at ``threshold`` (3).
+The cascade is a loop -- ``warn`` -- when a failure is the same kind as the
+one just before it (:func:`failure_kind`: ``brew`` then ``conda`` "command not
+found", ``cat`` then ``sed`` "No such file or directory") once the streak
+reaches ``threshold``, or when failures go on to ``long_threshold`` (5, the
+consecutive-failure limit of design note 000) with no success.  When they are
+file operations done by hand (``cat``, ``echo >``, ``sed -i``, ``printf >``)
+the advice is to use the file tools.
+
+A command fails when its result has ``is_error`` or reports a nonzero exit
+code (see :mod:`monitor.detect.analysis.failures`); failing test runs are
+``test_fix``'s.  It warns at 3 in a row, before the hard consecutive-failure
+limit of 5 (design note 000, the ``limits`` detector).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.analysis.failures import (SHELL_TOOLS, failed, failure_kind, manual_file_op, shell_command,
+                                              tests_failed)
+from monitor.detect.analysis.signatures import not_an_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
+from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
+
+#: Events kept as evidence per streak (calls and results), as references.
+EVIDENCE = 12
+
+FILE_TOOLS = (
+    "Use the file tools instead of shell one-liners: read_file to read a file, "
+    "write_file to create one, edit_file to change one."
+)
+CASCADE = (
+    "Read the last error carefully; check the working directory, the environment and "
+    "whether the program exists before trying another variant."
+)
+
+
+@dataclass(frozen=True)
+class FailureCascadeSettings(DetectorSettings):
+    threshold: int = 3  # at the Nth consecutive failing shell command: notice, or warn if one failed as the last
+    long_threshold: int = 5  # warn at the Nth consecutive failure, however different
+
+
+class FailureCascade(Detector):
+    name = "failure_cascade"
+    title = "Failure cascade"
+    Settings = FailureCascadeSettings
+    presets = {"conservative": {"threshold": 5, "long_threshold": 7},
+               "aggressive": {"threshold": 2, "long_threshold": 4}}
+    kinds = frozenset({Kind.TOOL_RESULT})
+
+    def __init__(self, settings: FailureCascadeSettings | None = None):
+        super().__init__(settings)
+        self.programs: dict[str, int] = {}
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.file_ops = 0
+        self.repeated = 0  # failures of the same kind as the one before
+        self.last_kind: str | None = None
+        self.programs.clear()
+        self.pattern = ""  # fixed when the streak first crosses the threshold
+        self.events.clear()
+
+    def window(self) -> list[EventRef]:
+        return list(self.events)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        if event.kind is not TOOL_RESULT:
+            return None
+        if not failed(event):
+            if self.count:
+                self.reset()  # any successful tool call ends the cascade
+            return None
+        call = event.call
+        command = shell_command(call)
+        tool = event.tool or (call.tool if call is not None else None)
+        if command is None and (tool or "").lower() not in SHELL_TOOLS:
+            return None  # a failing non-shell tool neither extends nor ends it
+        if not_an_outcome(event):
+            return None  # cancelled with a failing sibling: that one counted already
+        if view.exempt(tool):
+            return None
+        if tests_failed(event):
+            return None  # the tests failed, not the command: test_fix's business
+        self.count += 1
+        kind = failure_kind(event)
+        if kind and kind == self.last_kind:
+            self.repeated += 1
+        self.last_kind = kind
+        if manual_file_op(command):
+            self.file_ops += 1
+            program = (command or "").split(None, 1)[0] if command else ""
+            if program and (len(self.programs) < 8 or program in self.programs):
+                self.programs[program] = self.programs.get(program, 0) + 1
+        if call is not None:
+            self.events.append(ref(call))
+        self.events.append(ref(event))
+        threshold = view.threshold(tool, self.settings.threshold)
+        view.note_similarity(self.name, min(1.0, self.count / threshold))
+        if self.count < threshold:
+            return None
+        long_threshold = max(threshold, self.settings.long_threshold)
+        level = Level.WARN if self.repeated or self.count >= long_threshold else Level.NOTICE
+
+        by_hand = self.file_ops * 2 >= self.count
+        if level is Level.NOTICE:
+            message = f"{self.count} consecutive shell commands failed, each differently: adapting, so far"
+            return [Detection(detector=self.name, level=level, score=self.count / (long_threshold + 2),
+                              message=message, pattern="shell_failures:adapting", count=self.count,
+                              tool=tool, summary=f"had {self.count} different shell commands fail in a row",
+                              advice=CASCADE, evidence=evidence(self.events))]
+        if not self.pattern:
+            # Stable for the whole streak so that each further failure climbs one ladder.
+            self.pattern = "shell_failures:file_ops" if by_hand else "shell_failures"
+        message = f"{self.count} consecutive shell commands failed"
+        if self.repeated:
+            message += ", again the same way as the one before"
+        if self.file_ops:
+            shown = ", ".join(sorted(self.programs)[:4])
+            message += f" ({self.file_ops} of them file operations done by hand: {shown})"
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, self.count / (threshold + 2)),
+                message=message,
+                pattern=self.pattern,
+                count=self.count,
+                tool=tool,
+                summary=f"had {self.count} shell commands fail in a row",
+                advice=FILE_TOOLS if by_hand else CASCADE,
+                evidence=evidence(self.events),
+            )
+        ]

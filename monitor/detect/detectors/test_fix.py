@@ -1,0 +1,128 @@
+"""Test-fix cycles: the same tests failing the same way despite the edits.
+
+Consecutive failing test runs (pytest, npm/yarn/pnpm test, jest,
+vitest, go test, cargo test, make test, unittest, rspec, …) that fail *the same
+way* although the agent edits in between — the edits are not working, so the
+nudge is design note 003's "step back and rethink".  An edit-test cycle whose
+failure count falls, whose passing count rises or whose failing tests or
+errors change is progress and starts a new streak; a passing run ends it.
+
+A run fails when its result has ``is_error`` or reports a nonzero exit code
+(see :mod:`monitor.detect.analysis.failures`).  It warns at 3 in a row — design
+note 003's first nudge comes at 3 repetitions — so the nudge arrives before the
+hard consecutive-failure limit of 5 (design note 000, the ``limits`` detector).
+Failing commands that are not test runs are ``failure_cascade``'s.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.analysis.failures import is_edit, is_test_run, run_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
+from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
+
+#: Events kept as evidence per streak (calls and results), as references:
+#: a test report may be megabytes.
+EVIDENCE = 12
+
+RETHINK = (
+    "Step back and rethink:\n"
+    "1. Re-read the error messages carefully\n"
+    "2. Consider whether your approach is fundamentally wrong\n"
+    "3. Try a DIFFERENT fix strategy instead of iterating on the same one"
+)
+RERUN = "Re-running the tests without changing anything will not change the result."
+
+
+@dataclass(frozen=True)
+class TestFixSettings(DetectorSettings):
+    threshold: int = 3  # warn at the Nth consecutive failing run with the same failure
+
+
+class TestFix(Detector):
+    name = "test_fix"
+    title = "Test-fix cycle"
+    Settings = TestFixSettings
+    presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
+    kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(self, settings: TestFixSettings | None = None):
+        super().__init__(settings)
+        self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.signature = ""
+        self.failures: int | None = None
+        self.passed: int | None = None
+        self.edits_since_run = 0
+        self.edits_in_streak = 0
+        self.events.clear()
+
+    def window(self) -> list[EventRef]:
+        return list(self.events)
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        kind = event.kind
+        if kind is TOOL_CALL:
+            if self.count and is_edit(event):
+                self.edits_since_run += 1
+            return None
+        if kind is not TOOL_RESULT:
+            return None
+        call = event.call
+        if call is None or not is_test_run(call) or view.exempt(call.tool):
+            return None
+        outcome = run_outcome(event)
+        if not outcome.failing:
+            if self.count:  # (without a streak there is nothing to forget)
+                self.reset()
+            return None
+
+        progress = (
+            (outcome.failures is not None and self.failures is not None and outcome.failures < self.failures)
+            or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
+        )
+        if self.count and outcome.signature == self.signature and not progress:
+            self.count += 1
+            self.edits_in_streak += self.edits_since_run
+            view.note_similarity(self.name, 1.0)
+        else:
+            # First failure, or the failure changed: a new streak starts here.
+            self.count = 1
+            self.signature = outcome.signature
+            self.edits_in_streak = 0
+            self.events.clear()
+        self.failures = outcome.failures
+        self.passed = outcome.passed
+        self.edits_since_run = 0
+        self.events.append(ref(call))
+        self.events.append(ref(event))
+
+        threshold = view.threshold(call.tool, self.settings.threshold)
+        if self.count < threshold:
+            return None
+        what = outcome.headline or "the same error"
+        if outcome.failures:
+            what = f"{outcome.failures} failing: {what}"
+        edits = self.edits_in_streak
+        edited = f" despite {edits} edit{'s' if edits != 1 else ''} in between" if edits else " with no edit in between"
+        return [
+            Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, self.count / (threshold + 2)),
+                message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
+                pattern=f"tests:{self.signature}",
+                count=self.count,
+                tool=call.tool,
+                summary=f"had {self.count} consecutive test failures with the same failure{edited}",
+                advice=RETHINK if edits else RERUN + "\n" + RETHINK,
+                evidence=evidence(self.events),
+            )
+        ]
