@@ -26,7 +26,7 @@ from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import HubSession, Lifecycle
-from monitor.hub.snapshots import Snapshots, window_copy
+from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats,
@@ -242,17 +242,7 @@ class Hub:
         """Detections raised lately in live sessions (at most
         ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
         subscribes now has missed."""
-        live = self.engine.sessions
-        per_session: dict[str, int] = {}
-        found = []
-        for detection in reversed(self._detections):
-            session = detection.session
-            count = per_session.get(session, 0)
-            if session in live and count < RECENT_DETECTIONS_PER_SESSION:
-                per_session[session] = count + 1
-                found.append(detection)
-        found.reverse()  # raised order among detections of one event
-        return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
+        return latest_per_session(self._detections, self.engine.sessions, RECENT_DETECTIONS_PER_SESSION)
 
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the
