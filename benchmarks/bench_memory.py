@@ -2,7 +2,7 @@
 
 Runs a synthetic single-session trace (mixed honest work and occasional
 loops, see :mod:`monitor.demo.synthetic`) through the engine and measures the
-session's footprint with :func:`monitor.footprint.session_footprint` — every
+session's footprint with :func:`tests.footprint.session_footprint` — every
 object reachable from the session's engine state and escalation state,
 counted once, shared objects (classes, settings, config) excluded — at a few
 checkpoints, broken down by detector.  tracemalloc's net allocations over the
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from monitor.demo.synthetic import records
     from monitor.detect.engine import Engine
-    from monitor.footprint import deep_size, session_footprint
+    from tests.footprint import deep_size, session_footprint
     from monitor.formats.lines import LineDecoder
 
     engine = Engine(sparklines=args.sparklines)

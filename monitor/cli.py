@@ -11,12 +11,12 @@ unreadable path or an invalid config (with a message on stderr).
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
 
 from monitor import __version__
+from monitor.commands import EXIT_USAGE
 
 #: Subcommand name -> module under monitor.commands (imported lazily-light:
 #: command modules must not import Textual at import time).
@@ -31,8 +31,6 @@ COMMANDS: dict[str, str] = {
     "install-hook": "install_hook",
     "doctor": "doctor",
 }
-
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,12 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"loopwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
-        try:
-            module = importlib.import_module(f"monitor.commands.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"monitor.commands.{module_name}":
-                continue
-            raise
+        module = importlib.import_module(f"monitor.commands.{module_name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(command)
         command.set_defaults(_run=module.run)
@@ -66,6 +59,8 @@ def _not_a_command(word: str) -> str | None:
     command), or None when WORD may be an option, an existing path or a glob."""
     if word.startswith("-") or any(c in word for c in "*?[") or os.path.lexists(os.path.expanduser(word)):
         return None
+    import difflib  # here, not at the top: every hook call imports this module
+
     guess = difflib.get_close_matches(word, list(COMMANDS), n=1)
     return (f"{word!r} is neither a command nor an existing path"
             + (f"; did you mean `loopwatch {guess[0]}`?" if guess else "")
@@ -82,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main(argv[1:])
     parser = build_parser()
     # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
-    if "watch" in COMMANDS and (not argv or (argv[0] not in COMMANDS
-                                             and argv[0] not in ("-h", "--help", "--version"))):
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         problem = _not_a_command(argv[0]) if argv else None
         if problem:
             print(f"loopwatch: {problem}", file=sys.stderr)

@@ -31,7 +31,6 @@ follows ``<log>.inbox.jsonl`` for agents that log to files instead.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import collections
 import logging
@@ -44,22 +43,19 @@ import time
 import uuid
 import weakref
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator
 
 import orjson
 
-from monitor.config import default_socket_path
 from monitor.localsock import listener_problem, socket_dir_problem
-from monitor.control import inbox_path
 from monitor.framing import LineSplitter
+from monitor.paths import ADDRESS_ENV, SOCKET_ENV, TOKEN_ENV, default_socket_path, inbox_path
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("loopwatch.client")
 
-SOCKET_ENV = "LOOPWATCH_SOCKET"
-ADDRESS_ENV = "LOOPWATCH_ADDRESS"
-TOKEN_ENV = "LOOPWATCH_TOKEN"
-#: Control messages the monitor sends; anything else it sends is informational.
-CONTROL_TYPES = frozenset({"inject", "ack", "kill", "detection"})
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 #: A connection the monitor does not welcome within this time is dropped and retried.
 WELCOME_TIMEOUT = 5.0
@@ -549,15 +545,21 @@ class AsyncLoopwatchClient(_EventHelpers):
         return self._client.connected
 
     async def start(self) -> None:
+        import asyncio  # here, not at the top: agents that are not asyncio never load it
+
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue(maxsize=self._client._inbox.maxlen or 1000)
         self._client._listeners.append(self._from_thread)
         self._client.start()
 
     async def wait_connected(self, timeout: float | None = None) -> bool:
+        import asyncio
+
         return await asyncio.to_thread(self._client.wait_connected, timeout)
 
     async def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        import asyncio
+
         await asyncio.to_thread(self._client.close, timeout)
 
     async def __aenter__(self) -> AsyncLoopwatchClient:
@@ -593,6 +595,8 @@ class AsyncLoopwatchClient(_EventHelpers):
 
     async def get_message(self, timeout: float | None = None) -> dict | None:
         """The next control message, or None after ``timeout`` seconds."""
+        import asyncio
+
         if self._queue is None:
             await self.start()
         try:

@@ -33,7 +33,6 @@ e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
 from __future__ import annotations
 
 import dataclasses
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,31 +42,14 @@ from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
 from monitor.detect.base import DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
 from monitor.events import Level
+# Re-exported: the paths live in monitor.paths so that the client and the hook need not import this.
+from monitor.paths import default_config_path, default_socket_path, user_config_dir, user_data_dir  # noqa: F401
 
 PRESETS = ("conservative", "balanced", "aggressive")
 
 
 class ConfigError(ValueError):
     """An invalid configuration; the message names the offending key."""
-
-
-def user_config_dir() -> Path:
-    import platformdirs
-
-    return Path(os.environ.get("LOOPWATCH_CONFIG_DIR") or platformdirs.user_config_dir("loopwatch"))
-
-
-def user_data_dir() -> Path:
-    import platformdirs
-
-    return Path(os.environ.get("LOOPWATCH_DATA_DIR") or platformdirs.user_data_dir("loopwatch"))
-
-
-def default_socket_path() -> Path:
-    """See :func:`monitor.localsock.default_socket_path`."""
-    from monitor.localsock import default_socket_path as default
-
-    return default()
 
 
 @dataclass(frozen=True)
@@ -149,12 +131,6 @@ def _preset_settings(name: str, preset: str) -> DetectorSettings:
     cls = _registry()[name]
     overrides = cls.presets.get(preset, {})
     return cls.Settings(**overrides)
-
-
-def _type_name(kind: Any) -> str:
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
-        kind, getattr(kind, "__name__", str(kind))
-    )
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
@@ -282,10 +258,6 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         except PriceError as exc:
             raise ConfigError(str(exc)) from None
     return config
-
-
-def default_config_path() -> Path:
-    return user_config_dir() / "config.toml"
 
 
 def load_config(path: str | Path | None = None, preset: str | None = None) -> Config:

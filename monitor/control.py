@@ -28,10 +28,10 @@ from typing import Any, Protocol
 
 import orjson
 
+from monitor.paths import inbox_path
+
 DELIVERED, FAILED, UNSUPPORTED, REFUSED = "delivered", "failed", "unsupported", "refused"
 
-#: Appended to a native log's name to get its inbox, e.g. ``run.jsonl.inbox.jsonl``.
-INBOX_SUFFIX = ".inbox.jsonl"
 #: What a hook session's queued message reports; the hook collects it later.
 QUEUED_DETAIL = "queued for the agent's next hook call"
 
@@ -69,12 +69,6 @@ def encode_line(message: dict) -> bytes:
 
 
 # -- inbox files ---------------------------------------------------------------
-
-
-def inbox_path(log_path: str | Path) -> Path:
-    """``<log>.inbox.jsonl`` beside the log."""
-    log = Path(log_path)
-    return log.with_name(log.name + INBOX_SUFFIX)
 
 
 #: Never follow a link, never wait for a FIFO's reader, never become a terminal's owner.

@@ -37,8 +37,9 @@ in ``$LOOPWATCH_STATE_DIR`` (default ``$XDG_STATE_HOME/loopwatch``), which
 
 It always exits 0 and never slows the agent: a missing or slow monitor costs
 at most ``timeout`` seconds (0.5 by default) in total, and bad input is
-reported on stderr.  The module imports only the standard library so that a
-hook call stays fast (see ``test_hook_import_is_light``).
+reported on stderr.  The module imports only the standard library (and the
+stdlib-only :mod:`monitor.paths`) so that a hook call stays fast (see
+``test_hook_import_is_light``).
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ import sys
 import time
 from pathlib import Path
 
+from monitor.paths import hook_state_dir as state_dir, socket_path  # noqa: F401  (part of this module's API)
+
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs a hook call ~5 ms
+if TYPE_CHECKING:  # annotations only: importing typing would slow every hook call (benchmarks/README.md)
     from typing import Any, BinaryIO, TextIO
 
 AGENTS = {"claude": "claude-code", "codex": "codex"}
-SOCKET_ENV = "LOOPWATCH_SOCKET"
 TIMEOUT_ENV = "LOOPWATCH_HOOK_TIMEOUT"
 DEFAULT_TIMEOUT = 0.5
 #: Tool inputs and outputs are clipped (head and tail kept) to stay well under
@@ -73,7 +75,6 @@ STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
 #: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
 STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
 DEFAULT_STOP_BLOCKS = 1
-STATE_ENV = "LOOPWATCH_STATE_DIR"
 #: Processes between the agent and this hook that are not the agent itself.
 _WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice"})
 DEFAULT_KILL_REASON = "Stopped by the loopwatch operator: the session was looping."
@@ -81,19 +82,6 @@ DEFAULT_KILL_REASON = "Stopped by the loopwatch operator: the session was loopin
 
 class HookInputError(ValueError):
     """The hook's standard input is not a hook event we can read."""
-
-
-def socket_path() -> Path:
-    """The monitor's socket: ``$LOOPWATCH_SOCKET``, else the default of
-    :func:`monitor.config.default_socket_path` (repeated here so that a hook
-    call does not import the configuration machinery; a test keeps them equal)."""
-    configured = os.environ.get(SOCKET_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
-        return Path(runtime) / "loopwatch.sock"
-    return Path(f"/tmp/loopwatch-{os.getuid()}") / "loopwatch.sock"
 
 
 def agent_pid(start: int | None = None) -> int:
@@ -281,16 +269,6 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
 
 
 # -- bounded stop holds and the contact record -------------------------------------------------------
-
-def state_dir() -> Path:
-    """Where hook calls leave their traces (``$LOOPWATCH_STATE_DIR``, else the
-    XDG state directory, found without platformdirs to keep a hook call fast)."""
-    configured = os.environ.get(STATE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "loopwatch"
-
 
 def stop_blocks() -> int:
     try:

@@ -21,14 +21,6 @@ import struct
 from pathlib import Path
 
 
-def default_socket_path() -> Path:
-    """``$XDG_RUNTIME_DIR/loopwatch.sock``, else ``/tmp/loopwatch-<uid>/loopwatch.sock``."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
-        return Path(runtime) / "loopwatch.sock"
-    return Path(f"/tmp/loopwatch-{os.getuid()}") / "loopwatch.sock"
-
-
 def in_shared_dir(directory: Path) -> bool:
     """True when ``directory``'s parent lets other users create entries (``/tmp`` and the like)."""
     try:

@@ -6,17 +6,17 @@ a loop spread over several sessions (a swarm) is seen as it would be live.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import orjson
 
+from monitor import collector
 from monitor.config import Config
 from monitor.cost import spend_text
 from monitor.detect.base import Detection
@@ -154,21 +154,10 @@ def read_events(path: str, decoder: LineDecoder, stream=None) -> Iterator[Event]
 SCAN_GC_THRESHOLD = 50_000
 
 
-@contextmanager
-def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> Iterator[None]:
-    """Run the cyclic garbage collector rarely for the length of a scan.
-
-    Scanning makes no reference cycles (a test checks), so the collector
-    finds nothing and only costs time: at its default threshold it walks the
-    young objects every 700 allocations and, as the report grows, the whole
-    heap now and then -- about a tenth of a long scan.  Freed memory is
-    unaffected: everything a scan drops goes by reference counting."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(threshold, before[0]), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
+def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> AbstractContextManager[None]:
+    """The cyclic collector run rarely for the length of a scan: a scan makes no
+    reference cycles (a test checks), so collecting only costs time."""
+    return collector.rare_collections(threshold)
 
 
 def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,

@@ -1,6 +1,6 @@
 """Generate the README's screenshots: one SVG per screen, from the scripted demo.
 
-The data is :mod:`monitor.ui.scripted` fed through a real hub and store with a
+The data is :mod:`tests.scripted` fed through a real hub and store with a
 frozen clock (TZ=UTC), so the SVGs only change when the UI does.  Run with
 ``make screenshots`` (or ``python screenshots/generate.py [--size 160x48]``).
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
 from monitor.ui.app import LoopwatchApp  # noqa: E402
-from monitor.ui.scripted import frozen_clock, scripted_hub  # noqa: E402
+from tests.scripted import frozen_clock, scripted_hub  # noqa: E402
 
 #: file name -> (mode, keys to press, theme)
 SHOTS: dict[str, tuple[str, tuple[str, ...], str | None]] = {

@@ -307,6 +307,16 @@ def test_an_existing_path_still_opens_the_monitor(stored):
     assert out.returncode == 2 and "needs a terminal" in out.stderr
 
 
+def stderr_until(proc: subprocess.Popen, marker: str) -> list[str]:
+    """The lines ``proc`` writes to stderr up to the first one containing ``marker``."""
+    lines: list[str] = []
+    while not any(marker in line for line in lines):
+        line = proc.stderr.readline()
+        assert line, "".join(lines)
+        lines.append(line)
+    return lines
+
+
 def test_headless_watch_warns_about_a_path_that_does_not_exist(tmp_path):
     """`watch --headless /nonexistent` keeps waiting (documented: a file may
     appear later) but says so on stderr."""
@@ -315,12 +325,8 @@ def test_headless_watch_warns_about_a_path_that_does_not_exist(tmp_path):
                              "--db", str(tmp_path / "x.db"), str(missing)], cwd=ROOT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
     try:
-        while not any("does not exist" in line for line in lines):
-            line = proc.stderr.readline()
-            assert line, "".join(lines)
-            lines.append(line)
+        lines = stderr_until(proc, "does not exist")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
@@ -340,12 +346,8 @@ def test_headless_watch_of_a_missing_path_leaves_no_default_database(tmp_path):
                              str(tmp_path / "nonexistent")], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
     try:
-        while not any("Ctrl-C to stop" in line for line in lines):
-            line = proc.stderr.readline()
-            assert line, "".join(lines)
-            lines.append(line)
+        lines = stderr_until(proc, "Ctrl-C to stop")
         assert (data / "loopwatch.db").exists(), "the database is open while the watcher runs"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

@@ -328,3 +328,14 @@ async def test_agent_whose_pid_was_reused_is_not_killed(tmp_path, agents):
         assert outcome.status == "refused" and "reused" in outcome.detail
         assert agent.proc.poll() is None
         await agent.expect("DETECTION")  # still running and still talking to the monitor
+
+
+def test_client_import_is_light():
+    """An agent embedding the client loads neither the config, the detectors, rapidfuzz nor asyncio."""
+    code = ("import sys\nimport monitor.client\n"
+            "heavy = ('monitor.config', 'monitor.detect', 'monitor.formats', 'monitor.control', 'rapidfuzz',\n"
+            "         'textual', 'sqlite_utils', 'asyncio')\n"
+            "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode().strip() == "[]"

@@ -16,7 +16,7 @@ from monitor.detect import REGISTRY
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.events import Event, EventRef, Kind, Level
-from monitor.footprint import session_footprint
+from tests.footprint import session_footprint
 from monitor.formats.lines import LineDecoder
 
 SESSIONS = st.sampled_from(["a", "b", "c"])

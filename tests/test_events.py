@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from monitor.events import (COMPACTION, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event,
                             EventRef, Kind, new_event)
-from monitor.footprint import deep_size
+from tests.footprint import deep_size
 
 MB = 1024 * 1024
 

@@ -296,7 +296,7 @@ def test_an_old_database_gains_the_columns(tmp_path):
 
 def priced_loop() -> list:
     """A scripted session looping on one call, each response reporting its usage."""
-    from monitor.ui.scripted import T0, ScriptedSession
+    from tests.scripted import T0, ScriptedSession
 
     script = ScriptedSession("spender", "claude-code", T0, "/logs/spender.jsonl")
     for _ in range(6):
@@ -310,7 +310,7 @@ def priced_loop() -> list:
 async def test_header_and_detail_show_what_the_loop_cost(tmp_path):
     from monitor.config import Config
     from monitor.ui.app import LoopwatchApp
-    from monitor.ui.scripted import frozen_clock, scripted_hub
+    from tests.scripted import frozen_clock, scripted_hub
     from monitor.ui.widgets.dashboard.counts import CountsBar
     from monitor.ui.widgets.detail.detections_list import DetectionsList
     from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
@@ -353,7 +353,7 @@ async def test_history_screen_lists_what_each_session_s_loops_cost(tmp_path):
     from monitor.config import Config
     from monitor.store import Store
     from monitor.ui.app import LoopwatchApp
-    from monitor.ui.scripted import frozen_clock, scripted_hub
+    from tests.scripted import frozen_clock, scripted_hub
 
     db = tmp_path / "history.sqlite"
     async with scripted_hub(Config(), db=db, events=priced_loop()) as hub:

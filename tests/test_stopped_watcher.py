@@ -98,7 +98,7 @@ async def test_tui_history_shows_a_sigkilled_watchers_session_stopped(tmp_path):
     """The TUI's history list and a stored session's detail header read the same status."""
     from monitor.config import Config
     from monitor.ui.app import LoopwatchApp
-    from monitor.ui.scripted import frozen_clock
+    from tests.scripted import frozen_clock
 
     db = tmp_path / "tui.db"
     recorder = subprocess.Popen(

@@ -19,7 +19,7 @@ import pytest
 from monitor.config import Config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
-from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.help import HelpScreen
 from monitor.ui.screens.inject import InjectScreen

@@ -15,7 +15,7 @@ import pytest
 from monitor.config import Config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
-from monitor.ui.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.event_view import EventViewScreen
 from monitor.ui.screens.help import HelpScreen

@@ -13,7 +13,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.ui.app import LoopwatchApp
-from monitor.ui.scripted import frozen_clock, scripted_hub
+from tests.scripted import frozen_clock, scripted_hub
 from tests.test_ui_console import reader_session
 from tests.test_ui_snapshots import NARROW, SIZES, WIDE, live_app, settle, then
 

@@ -21,7 +21,9 @@ def test_headless_demo_detects_injects_and_kills(tmp_path):
     run = subprocess.run([sys.executable, "-m", "monitor", "demo", "--headless", "--duration", "12",
                           "--db", str(db), "--keep"], capture_output=True, text=True, timeout=120)
     err = run.stderr
-    directory = Path(re.search(r"agents in (\S+);", err).group(1))
+    started = re.search(r"agents in (\S+);", err)
+    assert started, f"exit {run.returncode}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{err[-3000:]}"
+    directory = Path(started.group(1))
     try:
         assert run.returncode == 0, err
         first = float(re.search(r"first warning after ([\d.]+) s", err).group(1))

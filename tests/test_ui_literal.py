@@ -10,7 +10,7 @@ from monitor.config import Config
 from monitor.events import Event, Kind
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.literal import literal, plain_markup, visible
-from monitor.ui.scripted import HOSTILE, frozen_clock, scripted_hub
+from tests.scripted import HOSTILE, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.window_view import window_lines
 
 

@@ -15,7 +15,7 @@ from monitor.updates import SessionChanged, Stats
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import LiveFeed
-from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.detail.detections_list import DetectionsList

@@ -9,7 +9,7 @@ with the Pilot; the tests wait with deadlines, never sleeps.
 from __future__ import annotations
 
 from monitor.events import Level
-from monitor.ui.scripted import ScriptedSession, T0
+from tests.scripted import ScriptedSession, T0
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.history import HistoryScreen
 from monitor.ui.widgets.dashboard.counts import CountsBar  # noqa: F401  (the header of counts)

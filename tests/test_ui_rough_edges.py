@@ -1,7 +1,7 @@
 """What a person reads on the screens (issue 15, items 14-16): nothing that
 matters is cut off at 80x24, labels never run into values, counts are
 pluralised, and paths keep their file name.  Real hub and store, driven by
-the scripted demo (``monitor.ui.scripted``), read through Textual's Pilot."""
+the scripted demo (``tests.scripted``), read through Textual's Pilot."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from monitor.detect.base import Detection
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.render import fit_words, plural, short_path
-from monitor.ui.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.columns import REASON_WANT, layout
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.counts import CountsBar
 from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed, detection_line
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable

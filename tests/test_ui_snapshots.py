@@ -1,6 +1,6 @@
 """Snapshots of every screen and modal at a narrow and a wide terminal.
 
-Time is frozen (``monitor.ui.scripted.NOW``, TZ=UTC) and the data is the
+Time is frozen (``tests.scripted.NOW``, TZ=UTC) and the data is the
 scripted demo fed through a real hub and store, so each SVG is deterministic.
 Update baselines with ``pytest tests/test_ui_snapshots.py --snapshot-update``.
 """
@@ -15,7 +15,7 @@ import pytest
 from monitor.config import Config
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
-from monitor.ui.scripted import frozen_clock, scripted_hub
+from tests.scripted import frozen_clock, scripted_hub
 
 NARROW, WIDE = (100, 30), (160, 48)
 SIZES = pytest.mark.parametrize("size", [NARROW, WIDE], ids=["narrow", "wide"])

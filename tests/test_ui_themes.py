@@ -11,7 +11,7 @@ from monitor.config import Config, ConfigError, build_config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp, check_keymap, validate_ui
 from monitor.ui.themes import DOMAIN_VARIABLES, PACKAGED_THEMES, load_themes, parse_theme
-from monitor.ui.scripted import frozen_clock, scripted_hub
+from tests.scripted import frozen_clock, scripted_hub
 
 REPO_THEMES = Path(__file__).resolve().parent.parent / "themes"
 REQUIRED = {"loopwatch-dark", "loopwatch-light", "loopwatch-high-contrast", "loopwatch-ansi"}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from monitor.commands import EXIT_USAGE
 from monitor.config import PRESETS, Config, ConfigError, load_config
-
-EXIT_USAGE = 2
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

@@ -2,37 +2,20 @@
 
 Line formats (one JSON record per line) are decoded by a
 :class:`~monitor.formats.base.RecordDecoder` chosen from the first valid record
-of a file; whole-document formats (trajectories) by :func:`load_document`.
+of a file (:mod:`monitor.formats.registry`); whole-document formats
+(trajectories) by :func:`monitor.formats.documents.load`.
 """
 
 from __future__ import annotations
 
 from monitor.formats.base import Problem, RecordDecoder, RecordError
 from monitor.formats.native import NativeDecoder
+from monitor.formats.registry import LINE_FORMATS, format_names, register_line_format, sniff
 
-#: Line formats in sniffing order; adapters register themselves here.
-LINE_FORMATS: dict[str, type[RecordDecoder]] = {"native": NativeDecoder}
-
-
-def register_line_format(cls: type[RecordDecoder]) -> type[RecordDecoder]:
-    LINE_FORMATS[cls.name] = cls
-    return cls
-
-
-def sniff(record: dict) -> type[RecordDecoder] | None:
-    """The line format ``record`` belongs to, or ``None``."""
-    for cls in LINE_FORMATS.values():
-        try:
-            if cls.sniff(record):
-                return cls
-        except Exception:  # e.g. {"type": []}: unhashable; bad input must not raise
-            continue
-    return None
-
-
-def format_names() -> list[str]:
-    return sorted(LINE_FORMATS)
-
+# Importing an adapter registers it; this order is the sniffing order after native.
+from monitor.formats import claude as _claude  # noqa: F401
+from monitor.formats import codex as _codex  # noqa: F401
+from monitor.formats import chat as _chat  # noqa: F401
 
 __all__ = [
     "LINE_FORMATS",
@@ -44,9 +27,3 @@ __all__ = [
     "register_line_format",
     "sniff",
 ]
-
-# Adapters register themselves on import; they come last because they import
-# ``register_line_format`` from this module.
-from monitor.formats import claude as _claude  # noqa: E402,F401
-from monitor.formats import codex as _codex  # noqa: E402,F401
-from monitor.formats import chat as _chat  # noqa: E402,F401

@@ -47,7 +47,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import register_line_format
+from monitor.formats.registry import register_line_format
 from monitor.formats.base import RecordDecoder, RecordError
 from monitor.formats.native import parse_ts
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event
-from monitor.formats import LINE_FORMATS, sniff
+from monitor.formats.registry import LINE_FORMATS, sniff
 from monitor.formats.base import Problem, RecordDecoder, RecordError
 from monitor.framing import Line
 

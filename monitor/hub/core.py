@@ -10,12 +10,12 @@ the store (:mod:`monitor.hub.recording`), and tells subscribers what changed
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from collections import deque
 from typing import Any, Callable, Sequence
 
+from monitor import collector
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
@@ -26,7 +26,7 @@ from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import HubSession, Lifecycle
-from monitor.hub.snapshots import Snapshots, window_copy
+from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats,
@@ -41,34 +41,9 @@ EXIT_CHECK_TICKS = 5
 #: Detections kept for a UI that subscribes late, and per session of them.
 RECENT_DETECTIONS = 500
 RECENT_DETECTIONS_PER_SESSION = 50
-#: The cyclic garbage collector's first threshold while a hub runs (CPython's
-#: default is 700): see :func:`_collect_rarely`.
+#: The cyclic garbage collector's first threshold while any hub runs (CPython's
+#: default is 700): the hub makes no cycles worth collecting (benchmarks/README.md).
 LIVE_GC_THRESHOLD = 10_000
-
-_gc_users = 0
-_gc_before: tuple[int, ...] | None = None
-
-
-def _collect_rarely(on: bool) -> None:
-    """While any hub runs, run the cyclic garbage collector rarely.
-
-    Events, detector state and store rows are freed by reference counting;
-    the collector only finds the odd cycle (asyncio, the UI), which can wait,
-    while at the default threshold it walked the whole heap every few seconds
-    (measured in benchmarks/README.md).  The threshold is put back when the
-    last hub stops, unless someone else changed it meanwhile."""
-    global _gc_users, _gc_before
-    if on:
-        _gc_users += 1
-        if _gc_users == 1:
-            _gc_before = before = gc.get_threshold()
-            gc.set_threshold(max(LIVE_GC_THRESHOLD, before[0]), *before[1:])
-        return
-    _gc_users -= 1
-    if _gc_users == 0 and _gc_before is not None:
-        if gc.get_threshold()[0] == max(LIVE_GC_THRESHOLD, _gc_before[0]):
-            gc.set_threshold(*_gc_before)
-        _gc_before = None
 
 
 class Hub:
@@ -110,7 +85,7 @@ class Hub:
         if self.started:
             return
         self.started = True
-        _collect_rarely(True)
+        collector.hold(LIVE_GC_THRESHOLD)
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
@@ -125,7 +100,7 @@ class Hub:
         finally:
             if self._collects_rarely:
                 self._collects_rarely = False
-                _collect_rarely(False)
+                collector.release(LIVE_GC_THRESHOLD)
 
     async def _finish(self) -> None:
         if self._worker is not None:
@@ -267,17 +242,7 @@ class Hub:
         """Detections raised lately in live sessions (at most
         ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
         subscribes now has missed."""
-        live = self.engine.sessions
-        per_session: dict[str, int] = {}
-        found = []
-        for detection in reversed(self._detections):
-            session = detection.session
-            count = per_session.get(session, 0)
-            if session in live and count < RECENT_DETECTIONS_PER_SESSION:
-                per_session[session] = count + 1
-                found.append(detection)
-        found.reverse()  # raised order among detections of one event
-        return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
+        return latest_per_session(self._detections, self.engine.sessions, RECENT_DETECTIONS_PER_SESSION)
 
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the

@@ -9,6 +9,7 @@ into events only when read.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any, Sequence
 
 from monitor.detect.analysis.calls import events as recalled_events
@@ -16,6 +17,7 @@ from monitor.events import Event, Kind, Level
 from monitor.updates import SessionInfo
 
 if TYPE_CHECKING:
+    from monitor.detect.base import Detection
     from monitor.detect.engine import Engine, SessionState
     from monitor.hub.sessions import HubSession
 
@@ -108,6 +110,22 @@ def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tupl
             return matched
     horizon = engine_state.events - RECENT_EVENTS
     return tuple(event for event in recent if event.seq > horizon)
+
+
+def latest_per_session(detections: Sequence[Detection], live: Container[str],
+                       per_session: int) -> list[Detection]:
+    """The last ``per_session`` of ``detections`` for each session in ``live``,
+    ordered by time (raised order among detections of one event)."""
+    counts: dict[str, int] = {}
+    found = []
+    for detection in reversed(detections):
+        session = detection.session
+        count = counts.get(session, 0)
+        if session in live and count < per_session:
+            counts[session] = count + 1
+            found.append(detection)
+    found.reverse()
+    return sorted(found, key=lambda d: (d.ts, d.session, d.seq))
 
 
 def window_copy(event: Event) -> Event:

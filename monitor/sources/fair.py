@@ -53,8 +53,8 @@ BATCH_EVENTS = 512
 #: (smaller batches cost ~10 % more CPU per event on a starved core).
 MIN_BATCH_EVENTS = 128
 #: Wall time one round (a batch processed, plus the reads meanwhile) should
-#: take: a newly arrived event waits about two rounds.  512 events take
-#: ~35 ms of a free core and 200 ms of a quarter of one: the batch shrinks.
+#: take: a newly arrived event waits about two rounds, so on a starved core
+#: the batch shrinks.
 ROUND_SECONDS = 0.02
 #: The least a lane gets of a batch when many lanes wait (with 100 lanes,
 #: 512 // 100 would be 5: a quiet agent's step still fits).

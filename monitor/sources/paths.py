@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from monitor.paths import INBOX_SUFFIX
+
 LOG_SUFFIXES = (".jsonl", ".ndjson")
-INBOX_SUFFIX = ".inbox.jsonl"
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,8 @@ log = logging.getLogger("loopwatch.store")
 
 PRUNE_INTERVAL = 3600.0
 #: Session rows are written at most this often (or every ``flush_ms`` if that
-#: is longer), and on flush and close.  Each is an upsert as costly as a few
-#: event rows; with 1,000 live sessions writing them every 200 ms cost the
-#: writer a third of its time.
+#: is longer), and on flush and close: each is an upsert as costly as a few
+#: event rows, and a fleet of live sessions would otherwise keep the writer busy.
 SESSION_SECONDS = 1.0
 
 

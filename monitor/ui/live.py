@@ -74,7 +74,6 @@ class LiveFeed:
         self.actions: deque[Any] = deque(maxlen=FEED_LIMIT)
         self.stats: Any | None = None
         self.problems = 0
-        self.updates_received = 0
         self._action_ids: set[int] = set()
 
     def seed(self, sessions: list[Any], detections: list[Any] = ()) -> None:
@@ -87,7 +86,6 @@ class LiveFeed:
 
     def push(self, update: object) -> None:
         """The hub's subscriber callback: store, never block, never raise."""
-        self.updates_received += 1
         kind = type(update).__name__
         pending = self.pending
         if kind == "SessionChanged":

@@ -25,7 +25,6 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from monitor.config import ConfigError, user_config_dir
-from monitor.events import Level
 
 PACKAGED_THEMES = Path(__file__).resolve().parent / "themes"
 DEFAULT_THEME = "loopwatch-dark"
@@ -48,11 +47,6 @@ DOMAIN_VARIABLES: dict[str, str] = {
 _COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent",
                "foreground", "background", "surface", "panel", "boost")
 _KNOWN_KEYS = {f.name for f in fields(Theme)} - {"variables"}
-
-
-def level_variable(level: Level) -> str:
-    """The theme variable holding ``level``'s colour (``level-warn``)."""
-    return f"level-{level.label}"
 
 
 def user_themes_dir() -> Path:

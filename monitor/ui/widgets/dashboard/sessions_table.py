@@ -31,9 +31,6 @@ def shown_status(info: Any) -> str:
     """The status column: "nudged" for a live session nudged and not yet recovered."""
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 
-#: The columns whose width follows their content (:mod:`.columns`), and how a
-#: session's value is measured.
-MEASURED = ("agent", "session", "status", "source")
 SOURCE_MOST = next(c.most for c in COLUMNS if c.key == "source")
 
 

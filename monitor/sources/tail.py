@@ -1,0 +1,278 @@
+"""Reading followed files: what was appended since the offset, decoded and handed on.
+
+:class:`Tailer` reads each :class:`~monitor.sources.tailed.TailedFile` from its
+offset, a bounded amount per call so that one busy file does not starve the
+others; notices a file truncated or rewritten in place under it; decodes whole
+lines (a :class:`~monitor.framing.LineSplitter` holds a half-written last
+line) and hands events, bad-input problems and the read position to the sink.
+It keeps at most ``max_open`` descriptors open, closing the least recently used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+from monitor.control import InboxChannel
+from monitor.events import Event
+from monitor.formats.base import Problem
+from monitor.formats.lines import LineDecoder
+from monitor.framing import Line, LineSplitter
+from monitor.sources import Sink
+from monitor.sources.resume import position, resume
+from monitor.sources.tailed import MARK_BYTES, TailedFile
+
+#: Bytes per read syscall.
+READ_CHUNK = 256 * 1024
+#: Bytes read from one file before giving the others a turn.
+ROUND_BYTES = 4 * 1024 * 1024
+#: Events handed to the hub at once.
+SUBMIT_BATCH = 512
+#: Newlines before a late start position are counted (for ``file:line``) up to this size.
+COUNT_LINES_LIMIT = 64 * 1024 * 1024
+#: Problems reported per file: a file of garbage must not flood the operator.
+PROBLEMS_PER_FILE = 100
+
+
+def _line_start_before(fd: int, pos: int) -> int:
+    """The offset of the line containing ``pos`` (just after the previous newline)."""
+    end = pos
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        end = start
+    return 0
+
+
+def _line_start_after(fd: int, pos: int) -> int | None:
+    """The first line start at or after ``pos``; None if that line has not ended yet."""
+    if pos <= 0:
+        return 0
+    at = pos - 1
+    while True:
+        block = os.pread(fd, 65536, at)
+        if not block:
+            return None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return at + nl + 1
+        at += len(block)
+
+
+def _count_newlines(fd: int, end: int) -> int:
+    count = at = 0
+    while at < end:
+        block = os.pread(fd, min(1 << 20, end - at), at)
+        if not block:
+            break
+        count += block.count(b"\n")
+        at += len(block)
+    return count
+
+
+class Tailer:
+    """Reads, decodes and submits what was appended to followed files.
+
+    ``again(path, wake)`` asks for ``path`` to be checked on a later round
+    (``wake``: soon); ``notice`` receives problems found where nothing can be
+    awaited, to be reported on the next round."""
+
+    def __init__(self, sink: Sink, *, fmt: str | None, max_line_bytes: int, clock: Callable[[], float],
+                 again: Callable[[str, bool], None], notice: Callable[[Problem], None]):
+        self.sink = sink
+        self.fmt = fmt
+        self.max_line_bytes = max_line_bytes
+        self.clock = clock
+        self.again = again
+        self.notice = notice
+        #: The sink records read positions (the hub, when it has a store).
+        self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
+        self.open: OrderedDict[TailedFile, None] = OrderedDict()  # LRU of open descriptors
+        self.max_open = 1024
+        self.bytes_read = 0
+
+    # -- descriptors -----------------------------------------------------------------
+
+    def ensure_open(self, tf: TailedFile) -> int | None:
+        if tf.fd is not None:
+            self.open.move_to_end(tf)
+            return tf.fd
+        try:
+            fd = os.open(tf.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if not tf.open_error:
+                tf.open_error = f"cannot read: {exc.strerror or exc}"
+                self.notice(Problem(tf.path, None, tf.open_error))
+            return None
+        tf.open_error = ""
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != tf.ident:
+            os.close(fd)  # the name now belongs to another file; the next check sorts it out
+            self.again(tf.path, False)
+            return None
+        tf.fd = fd
+        self.open[tf] = None
+        while len(self.open) > self.max_open:
+            oldest = next(iter(self.open))
+            if oldest is tf:
+                break
+            self.close(oldest)
+        return fd
+
+    def close(self, tf: TailedFile) -> None:
+        self.open.pop(tf, None)
+        if tf.fd is not None:
+            try:
+                os.close(tf.fd)
+            except OSError:
+                pass
+            tf.fd = None
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def _prepare(self, tf: TailedFile, fd: int) -> None:
+        """Before the first read: line boundary, line numbering, decoder."""
+        first_line = resume(tf, fd) if tf.resume is not None else None
+        if first_line is None:
+            if tf.align == "back":
+                tf.offset = _line_start_before(fd, tf.offset)
+            elif tf.align == "forward":
+                start = _line_start_after(fd, tf.offset)
+                tf.offset = start if start is not None else _line_start_before(fd, tf.offset)
+            tf.align = ""
+            first_line = 1
+            if tf.offset > 0:
+                if tf.offset <= COUNT_LINES_LIMIT:
+                    first_line = 1 + await asyncio.to_thread(_count_newlines, fd, tf.offset)
+                else:
+                    tf.numbered = False
+                tf.mark = os.pread(fd, min(MARK_BYTES, tf.offset), tf.offset - min(MARK_BYTES, tf.offset))
+        tf.splitter = LineSplitter(self.max_line_bytes, first_line=first_line)
+        if tf.decoder is None:
+            tf.decoder = LineDecoder(tf.path, fmt=self.fmt, max_line_bytes=self.max_line_bytes)
+
+    def _restart(self, tf: TailedFile, reason: str) -> Problem:
+        tf.offset = 0
+        tf.mark = b""
+        tf.head_len, tf.head = 0, ""
+        tf.numbered = True
+        tf.splitter = LineSplitter(self.max_line_bytes)
+        return Problem(tf.path, None, reason)
+
+    async def read(self, tf: TailedFile, st: os.stat_result | None = None, *, final: bool = False) -> None:
+        """Read what was appended since the offset (at most ROUND_BYTES per call)."""
+        fd = self.ensure_open(tf)
+        if fd is None:
+            return
+        if st is None:
+            st = os.fstat(fd)
+        if tf.splitter is None:
+            await self._prepare(tf, fd)
+        assert tf.splitter is not None
+        if st.st_size < tf.offset:
+            await self.report([self._restart(
+                tf, f"truncated from {tf.offset:,} to {st.st_size:,} bytes (copytruncate?); "
+                    "reading it again from the start")])
+        tf.mtime_ns = st.st_mtime_ns
+        budget = ROUND_BYTES
+        verify = bool(tf.mark)
+        while budget > 0:
+            want = min(READ_CHUNK, budget)
+            if verify:
+                # One read covers both the bytes before the offset (were they
+                # rewritten?) and the new ones.
+                verify = False
+                mark = tf.mark
+                data = os.pread(fd, want + len(mark), tf.offset - len(mark))
+                if data[:len(mark)] != mark:
+                    await self.report([self._restart(tf, "rewritten in place (truncated and written "
+                                                         "again); reading it again from the start")])
+                    continue
+                chunk = data[len(mark):]
+            else:
+                chunk = os.pread(fd, want, tf.offset)
+            if not chunk:
+                break
+            tf.offset += len(chunk)
+            budget -= len(chunk)
+            self.bytes_read += len(chunk)
+            tf.mark = chunk[-MARK_BYTES:] if len(chunk) >= MARK_BYTES else (tf.mark + chunk)[-MARK_BYTES:]
+            tf.last_data = time.monotonic()
+            await self.decode(tf, tf.splitter.feed(chunk))
+            if len(chunk) < want:
+                break  # at the end for now; the next change notification brings us back
+        else:
+            if tf.retired_at is None:
+                self.again(tf.path, True)  # more to read: come back after the others
+        if final:
+            await self.decode(tf, tf.splitter.flush())
+
+    async def drain(self, tf: TailedFile) -> None:
+        """Read ``tf`` to its current end, round after round."""
+        if tf.fd is None:
+            return
+        size = os.fstat(tf.fd).st_size
+        while tf.offset < size:
+            before = tf.offset
+            await self.read(tf)
+            if tf.offset == before:
+                break
+
+    # -- handing on ------------------------------------------------------------------
+
+    async def decode(self, tf: TailedFile, lines: list[Line]) -> None:
+        if not lines:
+            return
+        decoder = tf.decoder
+        assert decoder is not None
+        now = self.clock()
+        events: list[Event] = []
+        problems: list[Problem] = []
+        for lineno, raw, size in lines:
+            where = lineno if tf.numbered else None
+            tf.lines += 1
+            if raw is None:
+                problem: Problem | None = decoder.oversized(where or 0, size)
+                new: list[Event] = []
+            else:
+                new, problem = decoder.feed(raw, where, now)
+            if problem is not None:
+                tf.problems += 1
+                if tf.problems <= PROBLEMS_PER_FILE:
+                    problems.append(problem)
+                elif tf.problems == PROBLEMS_PER_FILE + 1:
+                    problems.append(Problem(tf.path, where, f"more than {PROBLEMS_PER_FILE} bad lines; "
+                                                            "no longer reporting each one"))
+            if new:
+                events.extend(new)
+                if len(events) >= SUBMIT_BATCH:
+                    await self._submit(tf, events, problems)
+                    events, problems = [], []
+        where_read = position(tf) if self.keeps_positions else None
+        if events or problems or where_read is not None:
+            await self._submit(tf, events, problems, where_read)
+
+    async def _submit(self, tf: TailedFile, events: list[Event], problems: list[Problem],
+                      where_read: dict[str, Any] | None = None) -> None:
+        tf.events += len(events)
+        if events and tf.decoder is not None and tf.decoder.format == "native":
+            # A native-format file session can be reached through ``<log>.inbox.jsonl``.
+            for event in events:
+                if event.session not in tf.sessions and len(tf.sessions) < 1024:
+                    tf.sessions.add(event.session)
+                    self.sink.register_channel(event.session, InboxChannel(tf.decoder.source))
+        if where_read is not None:
+            await self.sink.submit(events, problems, position=where_read)  # type: ignore[call-arg]
+        else:
+            await self.sink.submit(events, problems)
+
+    async def report(self, problems: list[Problem]) -> None:
+        await self.sink.submit([], problems)
