@@ -18,7 +18,9 @@ temporary file, then measures in the same run:
   every event pays before detecting anything;
 * with ``--profile``, where the time goes: decoding and each detector, in µs per event.
 
-Target: at least 100,000 events/s including parsing.
+Target (issue 19): at least 40,000 events/s on one core including parsing --
+1.25x the 32,008 events/s (0.031x the raw parse rate) this trace ran at when it
+was set; on a machine of another speed, read it as >= 0.039x the raw parse rate.
 
     python benchmarks/bench_scan.py [--events N] [--sessions N] [--profile] [--keep FILE] [--repeat N]
 """
@@ -31,7 +33,9 @@ import time
 
 from common import DetectorTimer, parser, table
 
-TARGET = 100_000
+TARGET = 40_000
+#: The same target as a ratio to the raw parse rate, which moves with the machine.
+TARGET_RATIO = 0.039
 
 
 def parse_rate(path: str) -> tuple[int, float]:
@@ -192,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
               f"sessions: {len(report.session_agents())}")
         print(f"--jobs {jobs}: {scan_s / sharded_s:.2f}x the events/s of --jobs 1 "
               f"on {usable_cores()} usable core(s) [target on 2 cores: >= 1.7x]")
-        verdict = "OK" if scan_eps >= TARGET else "BELOW TARGET"
-        print(f"target >= {TARGET:,} events/s: {scan_eps:,.0f} events/s  [{verdict}]; "
+        ratio = scan_eps / parse_eps
+        verdict = "OK" if scan_eps >= TARGET or ratio >= TARGET_RATIO else "BELOW TARGET"
+        print(f"target >= {TARGET:,} events/s or >= {TARGET_RATIO}x the parse rate: {scan_eps:,.0f} "
+              f"events/s = {ratio:.3f}x  [{verdict}]; "
               f"detection costs {1e6 / scan_eps - 1e6 / floor_eps:.1f} µs of the {1e6 / scan_eps:.1f} µs per event")
 
         if args.profile:
