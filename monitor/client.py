@@ -134,6 +134,35 @@ def _parse_address(address: str | tuple[str, int]) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _open_socket(address: tuple[str, int] | None, socket_path: Path | None,
+                 timeout: float) -> tuple[socket.socket | None, str | None]:
+    """A non-blocking connection to the monitor, or (None, why the listener
+    found is not trusted); (None, None) when nothing answers."""
+    try:
+        if address is not None:
+            sock = socket.create_connection(address, timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            problem = socket_dir_problem(socket_path)
+            if problem is not None:
+                return None, problem
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            try:
+                sock.connect(os.fspath(socket_path))
+                problem = listener_problem(sock)
+            except OSError:
+                sock.close()
+                raise
+            if problem is not None:  # not the user's monitor: send it nothing
+                sock.close()
+                return None, problem
+    except OSError:
+        return None, None
+    sock.setblocking(False)
+    return sock, None
+
+
 class LoopwatchClient(_EventHelpers):
     """A thread-based connection to the monitor that never blocks or crashes the agent.
 
@@ -329,30 +358,9 @@ class LoopwatchClient(_EventHelpers):
     def _connect(self) -> socket.socket | None:
         if self.unusable:
             return None
-        try:
-            if self.address is not None:
-                sock = socket.create_connection(self.address, timeout=self.connect_timeout)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            else:
-                problem = socket_dir_problem(self.socket_path)
-                if problem is not None:
-                    self._refuse_listener(problem)
-                    return None
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.settimeout(self.connect_timeout)
-                try:
-                    sock.connect(os.fspath(self.socket_path))
-                    problem = listener_problem(sock)
-                except OSError:
-                    sock.close()
-                    raise
-                if problem is not None:  # not the user's monitor: send it nothing
-                    sock.close()
-                    self._refuse_listener(problem)
-                    return None
-        except OSError:
-            return None
-        sock.setblocking(False)
+        sock, problem = _open_socket(self.address, self.socket_path, self.connect_timeout)
+        if problem is not None:
+            self._refuse_listener(problem)
         return sock
 
     def _refuse_listener(self, problem: str) -> None:
