@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, SessionChanged, Stats
+
 #: Detections and actions kept for the feeds (older ones are in the store).
 FEED_LIMIT = 500
 #: Sessions up to which the table is flushed at the full ``refresh_hz``;
@@ -86,27 +88,25 @@ class LiveFeed:
 
     def push(self, update: object) -> None:
         """The hub's subscriber callback: store, never block, never raise."""
-        kind = type(update).__name__
         pending = self.pending
-        if kind == "SessionChanged":
-            info = update.info  # type: ignore[attr-defined]
+        if isinstance(update, SessionChanged):
+            info = update.info
             self.sessions[info.id] = info
             pending.sessions[info.id] = info
-        elif kind == "DetectionRaised":
-            detection = update.detection  # type: ignore[attr-defined]
-            self.detections.append(detection)
-            pending.detections.append(detection)
-        elif kind == "ActionFinished":
-            action = update.action  # type: ignore[attr-defined]
+        elif isinstance(update, DetectionRaised):
+            self.detections.append(update.detection)
+            pending.detections.append(update.detection)
+        elif isinstance(update, ActionFinished):
+            action = update.action
             if action.id in self._action_ids:
                 return
             self._action_ids.add(action.id)
             self.actions.append(action)
             pending.actions.append(action)
-        elif kind == "Stats":
+        elif isinstance(update, Stats):
             self.stats = update
             pending.stats = update
-        elif kind == "ProblemReported":
+        elif isinstance(update, ProblemReported):
             self.problems += 1
             pending.problems += 1
         else:
