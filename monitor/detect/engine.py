@@ -96,7 +96,7 @@ class SessionState:
         return {kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
                 for kind in Kind}
 
-    def route(self) -> None:
+    def route(self, plan: tuple | None = None) -> None:
         """Rebuild the per-kind dispatch (after creation or a mute).
 
         Turn detectors whose ``observe`` is :meth:`TurnDetector.observe` do
@@ -106,32 +106,51 @@ class SessionState:
         (the same calls in the same order, minus theirs), and for one that
         does, their :meth:`TurnDetector.observe_completed`.
 
+        ``plan`` is what :meth:`plan` gives for another session with the
+        same detectors and mutes (the engine reuses it for new sessions).
         One bound method per detector and one tuple per distinct list are
         shared between kinds: they are held per session."""
+        self.turn_gate, slots, calls, observers, quiet = plan if plan is not None else self.plan()
+        detectors = self.detectors
+        bound = [getattr(detectors[at] if at.__class__ is int else at, name) for at, name in slots]
+        tuples = [tuple([bound[slot] for slot in call]) for call in calls]
+        self.observers = {kind: tuples[index] for kind, index in observers}
+        self.quiet_observers = {kind: tuples[index] for kind, index in quiet}
+
+    def plan(self) -> tuple:
+        """What :meth:`route` builds, by position: ``(turn_gate, slots, calls,
+        observers, quiet)`` where a slot is ``(detector, method name)`` (the
+        detector a position in ``detectors``, or a global one), a call a
+        tuple of slots, and ``observers``/``quiet`` pair each kind with its
+        call's index.  It holds no session's objects but global detectors."""
         by_kind = self.by_kind
         gated = [d for d in self.detectors if d.name not in self.muted and isinstance(d, TurnDetector)
                  and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
         seconds = {d.settings.same_turn_seconds for d in gated}
-        self.turn_gate = seconds.pop() if len(seconds) == 1 else None
-        skip = {id(d) for d in gated} if self.turn_gate is not None else set()
-        methods: dict[tuple[int, bool], object] = {}
-        tuples: dict[tuple, tuple] = {}
+        turn_gate = seconds.pop() if len(seconds) == 1 else None
+        skip = {id(d) for d in gated} if turn_gate is not None else set()
+        position = {id(d): at for at, d in enumerate(self.detectors)}
+        slots: dict[tuple[int, bool], int] = {}
+        slot_list: list[tuple[Any, str]] = []
+        calls: dict[tuple, int] = {}
 
-        def method(detector: Detector, completed: bool) -> object:
+        def slot(detector: Detector, completed: bool) -> int:
             key = (id(detector), completed)
-            if key not in methods:
-                methods[key] = detector.observe_completed if completed else detector.observe
-            return methods[key]
+            if key not in slots:
+                slots[key] = len(slot_list)
+                slot_list.append((position.get(id(detector), detector),
+                                  "observe_completed" if completed else "observe"))
+            return slots[key]
 
-        def shared(calls: tuple) -> tuple:
-            return tuples.setdefault(tuple(map(id, calls)), calls)
+        def shared(call: tuple) -> int:
+            return calls.setdefault(call, len(calls))
 
-        self.observers, self.quiet_observers = {}, {}
+        observers, quiet = [], []
         for kind in Kind:
             detectors = [*by_kind[kind], *self.global_by_kind.get(kind, ())]
-            self.observers[kind] = shared(tuple(method(d, id(d) in skip) for d in detectors))
-            self.quiet_observers[kind] = shared(tuple(method(d, False) for d in detectors
-                                                      if id(d) not in skip))
+            observers.append((kind, shared(tuple(slot(d, id(d) in skip) for d in detectors))))
+            quiet.append((kind, shared(tuple(slot(d, False) for d in detectors if id(d) not in skip))))
+        return turn_gate, tuple(slot_list), tuple(calls), tuple(observers), tuple(quiet)
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now (what a
@@ -241,6 +260,7 @@ class Engine:
         self._global_by_kind = {
             kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
         }
+        self._plan: tuple | None = None
         self.events_processed = 0
         self.duplicates = 0
 
@@ -254,7 +274,10 @@ class Engine:
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(id=session_id, view=view, detectors=detectors,
                                  global_by_kind=self._global_by_kind)
-            state.route()
+            # Every new session has the same detectors, unmuted: one plan.
+            if self._plan is None:
+                self._plan = state.plan()
+            state.route(self._plan)
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
