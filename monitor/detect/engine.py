@@ -9,6 +9,7 @@ through the :class:`~monitor.detect.escalation.EscalationPolicy`.
 from __future__ import annotations
 
 from array import array
+from struct import Struct
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -36,6 +37,8 @@ RECENT_DETECTIONS = 1
 #: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
 _SEEN_SLOT = 8
 _SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
+#: A hash as its slot's bytes (``int.to_bytes(8, "little", signed=True)``, without keyword parsing).
+_token = Struct("<q").pack
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
@@ -315,7 +318,7 @@ class Engine:
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            token = (digest | 1).to_bytes(_SEEN_SLOT, "little", signed=True)
+            token = _token(digest | 1)
             slot = (digest >> 8) & _FILTER_MASK
             counts = state.seen_counts
             seen = state.seen
@@ -345,10 +348,9 @@ class Engine:
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
-        scores = view.detector_similarity
         if view.similarity:  # reported since the last event (only with sparklines)
             view.similarity = 0.0
-            scores.clear()
+            view.detector_similarity.clear()
 
         if kind is _TOOL_CALL:
             view.tool_calls_seen += 1
@@ -410,14 +412,19 @@ class Engine:
             result = observe(event, view)
             if result:
                 found.extend(result)
-        view.completed = None
+        if gate is not None:
+            view.completed = None
         if kind is _TOOL_CALL:
             view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
+        sparklines = self.sparklines
+        if not found and not sparklines:
+            return found  # the common case: nothing more to do
 
         bar = -1.0  # this event's sparkline bar, if it draws one
-        flagged: set[str] = set()
         waiting = None
-        if self.sparklines and kind in _SIMILARITY_KINDS:
+        if sparklines and kind in _SIMILARITY_KINDS:
+            flagged: set[str] = set()  # (read below only when bar >= 0 or waiting)
+            scores = view.detector_similarity
             bar = view.similarity
             if kind is _TOOL_CALL and call_id:
                 # One bar per step: the call waits for its result (see _step).
