@@ -331,16 +331,16 @@ class Engine:
                 if at >= 0:
                     self.duplicates += 1
                     return []
-            at = state.seen_at
             if len(seen) < _SEEN_BYTES:
-                seen += token
+                seen += token  # (seen_at stays 0 while the ring fills: where it wraps to)
             else:
+                at = state.seen_at
                 # The oldest id's filter slot, from its bytes 1 and 2.
                 old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
                 if counts[old] < 255:  # a saturated counter stays: it never undercounts
                     counts[old] -= 1
                 seen[at:at + _SEEN_SLOT] = token
-            state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+                state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
             if counts[slot] < 255:
                 counts[slot] += 1
         self.events_processed += 1
