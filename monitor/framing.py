@@ -44,15 +44,19 @@ class LineSplitter:
             self._take(pieces[0])
             out.append(self._end_line())
             first = 1
-        limit = self.max_line_bytes
-        lineno = self.lineno
-        append = out.append
-        for index in range(first, len(pieces)):
-            piece = pieces[index]
-            lineno += 1
-            size = len(piece)
-            append((lineno, piece if size <= limit else None, size))
-        self.lineno = lineno
+        whole = pieces[first:] if first else pieces
+        if whole:
+            # Built by zip at C speed: the per-line loop only when a line is too long.
+            limit = self.max_line_bytes
+            lineno = self.lineno
+            sizes = list(map(len, whole))
+            numbers = range(lineno + 1, lineno + 1 + len(whole))
+            if max(sizes) <= limit:
+                out.extend(zip(numbers, whole, sizes))
+            else:
+                out.extend((n, piece if size <= limit else None, size)
+                           for n, piece, size in zip(numbers, whole, sizes))
+            self.lineno = lineno + len(whole)
         if tail:
             self._take(tail)
         return out

@@ -9,6 +9,7 @@ through the :class:`~monitor.detect.escalation.EscalationPolicy`.
 from __future__ import annotations
 
 from array import array
+from struct import Struct
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -36,6 +37,8 @@ RECENT_DETECTIONS = 1
 #: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
 _SEEN_SLOT = 8
 _SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
+#: A hash as its slot's bytes (``int.to_bytes(8, "little", signed=True)``, without keyword parsing).
+_token = Struct("<q").pack
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
@@ -96,7 +99,7 @@ class SessionState:
         return {kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
                 for kind in Kind}
 
-    def route(self) -> None:
+    def route(self, plan: tuple | None = None) -> None:
         """Rebuild the per-kind dispatch (after creation or a mute).
 
         Turn detectors whose ``observe`` is :meth:`TurnDetector.observe` do
@@ -106,32 +109,51 @@ class SessionState:
         (the same calls in the same order, minus theirs), and for one that
         does, their :meth:`TurnDetector.observe_completed`.
 
+        ``plan`` is what :meth:`plan` gives for another session with the
+        same detectors and mutes (the engine reuses it for new sessions).
         One bound method per detector and one tuple per distinct list are
         shared between kinds: they are held per session."""
+        self.turn_gate, slots, calls, observers, quiet = plan if plan is not None else self.plan()
+        detectors = self.detectors
+        bound = [getattr(detectors[at] if at.__class__ is int else at, name) for at, name in slots]
+        tuples = [tuple([bound[slot] for slot in call]) for call in calls]
+        self.observers = {kind: tuples[index] for kind, index in observers}
+        self.quiet_observers = {kind: tuples[index] for kind, index in quiet}
+
+    def plan(self) -> tuple:
+        """What :meth:`route` builds, by position: ``(turn_gate, slots, calls,
+        observers, quiet)`` where a slot is ``(detector, method name)`` (the
+        detector a position in ``detectors``, or a global one), a call a
+        tuple of slots, and ``observers``/``quiet`` pair each kind with its
+        call's index.  It holds no session's objects but global detectors."""
         by_kind = self.by_kind
         gated = [d for d in self.detectors if d.name not in self.muted and isinstance(d, TurnDetector)
                  and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
         seconds = {d.settings.same_turn_seconds for d in gated}
-        self.turn_gate = seconds.pop() if len(seconds) == 1 else None
-        skip = {id(d) for d in gated} if self.turn_gate is not None else set()
-        methods: dict[tuple[int, bool], object] = {}
-        tuples: dict[tuple, tuple] = {}
+        turn_gate = seconds.pop() if len(seconds) == 1 else None
+        skip = {id(d) for d in gated} if turn_gate is not None else set()
+        position = {id(d): at for at, d in enumerate(self.detectors)}
+        slots: dict[tuple[int, bool], int] = {}
+        slot_list: list[tuple[Any, str]] = []
+        calls: dict[tuple, int] = {}
 
-        def method(detector: Detector, completed: bool) -> object:
+        def slot(detector: Detector, completed: bool) -> int:
             key = (id(detector), completed)
-            if key not in methods:
-                methods[key] = detector.observe_completed if completed else detector.observe
-            return methods[key]
+            if key not in slots:
+                slots[key] = len(slot_list)
+                slot_list.append((position.get(id(detector), detector),
+                                  "observe_completed" if completed else "observe"))
+            return slots[key]
 
-        def shared(calls: tuple) -> tuple:
-            return tuples.setdefault(tuple(map(id, calls)), calls)
+        def shared(call: tuple) -> int:
+            return calls.setdefault(call, len(calls))
 
-        self.observers, self.quiet_observers = {}, {}
+        observers, quiet = [], []
         for kind in Kind:
             detectors = [*by_kind[kind], *self.global_by_kind.get(kind, ())]
-            self.observers[kind] = shared(tuple(method(d, id(d) in skip) for d in detectors))
-            self.quiet_observers[kind] = shared(tuple(method(d, False) for d in detectors
-                                                      if id(d) not in skip))
+            observers.append((kind, shared(tuple(slot(d, id(d) in skip) for d in detectors))))
+            quiet.append((kind, shared(tuple(slot(d, False) for d in detectors if id(d) not in skip))))
+        return turn_gate, tuple(slot_list), tuple(calls), tuple(observers), tuple(quiet)
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now (what a
@@ -241,6 +263,7 @@ class Engine:
         self._global_by_kind = {
             kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
         }
+        self._plan: tuple | None = None
         self.events_processed = 0
         self.duplicates = 0
 
@@ -254,7 +277,10 @@ class Engine:
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(id=session_id, view=view, detectors=detectors,
                                  global_by_kind=self._global_by_kind)
-            state.route()
+            # Every new session has the same detectors, unmuted: one plan.
+            if self._plan is None:
+                self._plan = state.plan()
+            state.route(self._plan)
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
@@ -292,7 +318,7 @@ class Engine:
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            token = (digest | 1).to_bytes(_SEEN_SLOT, "little", signed=True)
+            token = _token(digest | 1)
             slot = (digest >> 8) & _FILTER_MASK
             counts = state.seen_counts
             seen = state.seen
@@ -305,16 +331,16 @@ class Engine:
                 if at >= 0:
                     self.duplicates += 1
                     return []
-            at = state.seen_at
             if len(seen) < _SEEN_BYTES:
-                seen += token
+                seen += token  # (seen_at stays 0 while the ring fills: where it wraps to)
             else:
+                at = state.seen_at
                 # The oldest id's filter slot, from its bytes 1 and 2.
                 old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
                 if counts[old] < 255:  # a saturated counter stays: it never undercounts
                     counts[old] -= 1
                 seen[at:at + _SEEN_SLOT] = token
-            state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+                state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
             if counts[slot] < 255:
                 counts[slot] += 1
         self.events_processed += 1
@@ -322,10 +348,9 @@ class Engine:
         state.last_ts = event.ts
         view = state.view
         view.events_seen = seq
-        scores = view.detector_similarity
         if view.similarity:  # reported since the last event (only with sparklines)
             view.similarity = 0.0
-            scores.clear()
+            view.detector_similarity.clear()
 
         if kind is _TOOL_CALL:
             view.tool_calls_seen += 1
@@ -387,14 +412,19 @@ class Engine:
             result = observe(event, view)
             if result:
                 found.extend(result)
-        view.completed = None
+        if gate is not None:
+            view.completed = None
         if kind is _TOOL_CALL:
             view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
+        sparklines = self.sparklines
+        if not found and not sparklines:
+            return found  # the common case: nothing more to do
 
         bar = -1.0  # this event's sparkline bar, if it draws one
-        flagged: set[str] = set()
         waiting = None
-        if self.sparklines and kind in _SIMILARITY_KINDS:
+        if sparklines and kind in _SIMILARITY_KINDS:
+            flagged: set[str] = set()  # (read below only when bar >= 0 or waiting)
+            scores = view.detector_similarity
             bar = view.similarity
             if kind is _TOOL_CALL and call_id:
                 # One bar per step: the call waits for its result (see _step).

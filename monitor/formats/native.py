@@ -262,8 +262,7 @@ class NativeDecoder(RecordDecoder):
         """Session start and end, usage and compaction: rare, so built plainly."""
         get = record.get
         source = self.source
-        event = Event(kind, session, ts, source, line, None, None, "", None, None, None, False,
-                      None, None, None, None, None, None, meta)
+        event = new_event(kind, session, ts, source, line, None, "", None, None, None, False, meta)
         if kind is SESSION_START:
             agent = get("agent")
             if agent is not None and not isinstance(agent, str):
