@@ -88,6 +88,8 @@ class Fingerprint(Detector, AwaitsRepeats):
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
+            if self.awaited is None:
+                return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
