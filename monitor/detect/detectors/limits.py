@@ -148,6 +148,13 @@ class Limits(Detector):
             if self.failures:
                 self.reset()
             return None
+        if kind is _MESSAGE and not self.totals:
+            # The other common case: a user turn breaks the failure streak.
+            if event.role == "assistant":
+                self.turns += 1
+            elif event.role == "user" and self.failures:
+                self.reset()
+            return None
         s = self.settings
         found: list[Detection] = []
 
