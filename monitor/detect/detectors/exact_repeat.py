@@ -131,23 +131,33 @@ class ExactRepeat(Detector, AwaitsRepeats):
         # nothing in between moved: a different outcome, or a poll between
         # the repeats whose output changed (sleep → status → sleep → status),
         # means the repeats are getting somewhere.
+        # (``moved`` is made only once calls between repeats are looked at:
+        # a loop's repeats are often back to back.)
         first = positions[0] + 1
-        moved = _moved(records, first)
+        moved: list[bool] | None = None
         latest = positions[-1]
         reference = records[latest]
         # A call whose inputs were rewritten since it last ran (``python
         # fix.py`` after a new fix.py, a read after ``sed -i`` of its file)
         # is a new call, not a repeat.
         io = call_io(event)
-        streak = [] if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]) \
-            else [reference]
+        streak = [reference]
+        if latest + 1 < len(records):
+            moved = _moved(records, first)
+            if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]):
+                streak = []
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
-            if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first] \
-                    or record.changed_since(io, records[earlier_at + 1:later]):
+            if not earlier.same_outcome(reference):
                 break
+            if earlier_at + 1 < later:
+                if moved is None:
+                    moved = _moved(records, first)
+                if True in moved[earlier_at + 1 - first:later - first] \
+                        or record.changed_since(io, records[earlier_at + 1:later]):
+                    break
             if not reference.done:
                 reference = earlier
             streak.append(earlier)
