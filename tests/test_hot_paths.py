@@ -87,6 +87,29 @@ def reference_lines(data: bytes, limit: int) -> list[tuple[int, bytes | None, in
     return [(n, p if len(p) <= limit else None, len(p)) for n, p in enumerate(pieces, 1)]
 
 
+def test_fingerprints_of_different_plain_tools_differ_within_the_kept_characters():
+    """The fingerprint detector takes a call's fingerprint only when it follows
+    a call of the same tool: a fingerprint starts with "tool:", so two tools
+    without a colon and shorter than ``_PLAIN_TOOL`` never share the first
+    KEY_CHARS characters of their fingerprints."""
+    from monitor.detect.analysis.calls import KEY_CHARS
+    from monitor.detect.detectors.fingerprint import _PLAIN_TOOL
+
+    rng = random.Random(5)
+    tools = [None, "", "?", "bash", "bas", "bash2", "read_file", "x" * (_PLAIN_TOOL - 1), "x" * (_PLAIN_TOOL - 2)]
+    shapes = [{"path": "a.py"}, {"command": "cat a.py"}, {"command": "ls -l"}, {"path": "p", "old": "x"},
+              {"job": 7}, {}, {"pattern": "y" * 300}]
+    prints = {}
+    for _ in range(2000):
+        tool, args = rng.choice(tools), dict(rng.choice(shapes))
+        key = fingerprint(Event(Kind.TOOL_CALL, "s", 0.0, tool=tool, args=args))
+        assert key.startswith(f"{tool or '?'}:")
+        prints.setdefault(tool or "?", set()).add(key[:KEY_CHARS])
+    for tool, kept in prints.items():
+        for other, theirs in prints.items():
+            assert tool == other or not kept & theirs, (tool, other)
+
+
 def test_line_splitter_matches_a_plain_split_however_the_stream_is_chunked():
     rng = random.Random(1)
     for _ in range(2000):

@@ -44,6 +44,8 @@ class Cycle(Detector):
         super().__init__(settings)
         s = self.settings
         self.calls = CallWindow(max(s.window, s.max_period * s.min_repetitions))
+        # The window's parts, for the per-call path (cleared in place, never replaced).
+        self._records, self._counts, self._size = self.calls.records, self.calls.counts, self.calls.size
         # For each period p: how many calls in a row matched the call p before.
         self._runs = dict.fromkeys(range(s.min_period, s.max_period + 1), 0)
         #: Some run is non-zero (lets a call that repeats nothing skip the loop).
@@ -89,37 +91,39 @@ class Cycle(Detector):
         last = cache.get("record")
         if last is None or last.seq != event.seq:
             last = call_record(event)
-        calls = self.calls
-        counts = calls.counts
-        if last.hash not in counts:
+        counts = self._counts
+        digest = last.hash
+        if digest not in counts:
             # No earlier occurrence in the window: every run breaks.
             # CallWindow.push, inlined (the common case).
-            records = calls.records
-            if len(records) >= calls.size and records:
+            records = self._records
+            size = self._size
+            if len(records) >= size and records:
                 old = records.pop(0).hash
                 left = counts[old] - 1
                 if left:
                     counts[old] = left
                 else:
                     del counts[old]
-            if len(records) < calls.size:
+            if len(records) < size:
                 records.append(last)
-                counts[last.hash] = 1
+                counts[digest] = 1
             if self._running:
                 self._runs = dict.fromkeys(self._runs, 0)
                 self._running = False
             return None
-        calls.push(last)
-        history = calls.records
+        self.calls.push(last)
+        history = self._records
         runs = self._runs
         n = len(history)
+        key = last.key
         pending = False
         running = False
         for period, run in runs.items():
             if n > period:
                 earlier = history[-1 - period]
-                # _same(), with the cheap key test first: most calls repeat nothing
-                if earlier.same_call(last) and last.same_outcome(earlier):
+                # _same(), the keys compared inline: most repeats are at other distances
+                if earlier.hash == digest and earlier.key == key and last.same_outcome(earlier):
                     runs[period] = run = run + 1
                     running = True
                     if run >= period:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, events
 from monitor.detect.analysis.inputs import call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
@@ -55,6 +55,8 @@ class ExactRepeat(Detector, AwaitsRepeats):
     def __init__(self, settings: ExactRepeatSettings | None = None):
         super().__init__(settings)
         self.calls = CallWindow(self.settings.window)
+        # The window's parts, for the per-call path (cleared in place, never replaced).
+        self._records, self._counts, self._size = self.calls.records, self.calls.counts, self.calls.size
         #: A repeat at its threshold waiting for its results (see calls.py).
         self.awaited: AwaitedRepeat | None = None
 
@@ -69,9 +71,11 @@ class ExactRepeat(Detector, AwaitsRepeats):
         return tuple(self.calls.records)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call of every session: written flat.  (Results
-        # reach the records through the engine: see calls.py.)
+        # Runs for every call and result of every session: written flat.
+        # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
+            if self.awaited is None:
+                return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
@@ -82,13 +86,13 @@ class ExactRepeat(Detector, AwaitsRepeats):
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
-            record = call_record(event)
-        calls = self.calls
-        counts = calls.counts
-        if record.hash not in counts:
+            record = cache["record"] = CallRecord(event)  # call_record(), inlined
+        counts = self._counts
+        digest = record.hash
+        records = self._records
+        if digest not in counts:
             # The common case: nothing repeats.  CallWindow.push, inlined.
-            records = calls.records
-            if len(records) >= calls.size:
+            if len(records) >= self._size:
                 if not records:
                     return None
                 old = records.pop(0).hash
@@ -98,8 +102,23 @@ class ExactRepeat(Detector, AwaitsRepeats):
                 else:
                     del counts[old]
             records.append(record)
-            counts[record.hash] = 1
+            counts[digest] = 1
             return None
+        if counts[digest] + 1 < (self.settings.threshold if not view.tool_overrides
+                                 else view.threshold(event.tool, self.settings.threshold)):
+            # Too few occurrences in the window to reach the threshold,
+            # however the streak would count: only the similarity to note.
+            noted = view.keeps_similarity and not record.waited and record.key in [
+                earlier.key for earlier in records if earlier.hash == digest]
+            self.calls.push(record)
+            if noted:
+                view.note_similarity(self.name, 1.0)
+            return None
+        return self._repeat(record, event, view)
+
+    def _repeat(self, record: CallRecord, event: Event, view: SessionView) -> list[Detection] | None:
+        """A call whose key is in the window often enough to reach the threshold."""
+        calls = self.calls
         records = list(calls.records)
         digest, key = record.hash, record.key
         positions = [i for i, earlier in enumerate(records) if earlier.hash == digest and earlier.key == key]
@@ -112,23 +131,33 @@ class ExactRepeat(Detector, AwaitsRepeats):
         # nothing in between moved: a different outcome, or a poll between
         # the repeats whose output changed (sleep → status → sleep → status),
         # means the repeats are getting somewhere.
+        # (``moved`` is made only once calls between repeats are looked at:
+        # a loop's repeats are often back to back.)
         first = positions[0] + 1
-        moved = _moved(records, first)
+        moved: list[bool] | None = None
         latest = positions[-1]
         reference = records[latest]
         # A call whose inputs were rewritten since it last ran (``python
         # fix.py`` after a new fix.py, a read after ``sed -i`` of its file)
         # is a new call, not a repeat.
         io = call_io(event)
-        streak = [] if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]) \
-            else [reference]
+        streak = [reference]
+        if latest + 1 < len(records):
+            moved = _moved(records, first)
+            if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]):
+                streak = []
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
                 break
             earlier = records[earlier_at]
-            if not earlier.same_outcome(reference) or True in moved[earlier_at + 1 - first:later - first] \
-                    or record.changed_since(io, records[earlier_at + 1:later]):
+            if not earlier.same_outcome(reference):
                 break
+            if earlier_at + 1 < later:
+                if moved is None:
+                    moved = _moved(records, first)
+                if True in moved[earlier_at + 1 - first:later - first] \
+                        or record.changed_since(io, records[earlier_at + 1:later]):
+                    break
             if not reference.done:
                 reference = earlier
             streak.append(earlier)

@@ -76,7 +76,10 @@ class FailureCascade(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is not TOOL_RESULT:
             return None
-        if not failed(event):
+        failure = event.cache.get("failed")  # failed(), its memo read inline: this runs for every result
+        if failure is None:
+            failure = failed(event)
+        if not failure:
             if self.count:
                 self.reset()  # any successful tool call ends the cascade
             return None
@@ -87,7 +90,7 @@ class FailureCascade(Detector):
             return None  # a failing non-shell tool neither extends nor ends it
         if not_an_outcome(event):
             return None  # cancelled with a failing sibling: that one counted already
-        if view.exempt(tool):
+        if view.tool_overrides and view.exempt(tool):
             return None
         if tests_failed(event):
             return None  # the tests failed, not the command: test_fix's business

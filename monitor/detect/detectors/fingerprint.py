@@ -25,6 +25,9 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
+#: A tool name shorter than this, without a colon, makes the first KEY_CHARS
+#: characters of its fingerprints ("tool:…") differ from any other tool's.
+_PLAIN_TOOL = KEY_CHARS - 1
 
 
 
@@ -74,11 +77,19 @@ class Fingerprint(Detector, AwaitsRepeats):
         #: The run's fingerprint: its hash and its first KEY_CHARS characters.
         self.print_hash = 0
         self.print_key = ""
+        #: The run's tool (``?`` for none), and whether no other tool's
+        #: fingerprint can share the first KEY_CHARS characters of its own.
+        self.print_tool = "?"
+        self.print_plain = False
+        #: The run's only call while its fingerprint is not taken yet (until
+        #: the next call: most are of another tool, which needs none).
+        self.first: Event | None = None
         #: An exact run at its threshold waiting for its results (see calls.py).
         self.awaited: AwaitedRepeat | None = None
 
     def reset(self) -> None:
         self.streak.clear()
+        self.first = None
         self.awaited = None
 
     def window(self) -> list[Event]:
@@ -88,6 +99,8 @@ class Fingerprint(Detector, AwaitsRepeats):
         # Runs for every call of every session: written flat.  (Results
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
+            if self.awaited is None:
+                return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
@@ -96,18 +109,35 @@ class Fingerprint(Detector, AwaitsRepeats):
         if view.tool_overrides and view.exempt(event.tool):
             return None
         cache = event.cache
-        key = cache.get("fingerprint") or fingerprint(event)
         current = cache.get("record")
         if current is None or current.seq != event.seq:
             current = call_record(event)
         history = self.streak
+        tool = event.tool or "?"
+        if not history or (tool != self.print_tool and self.print_plain and ":" not in tool
+                           and len(tool) < _PLAIN_TOOL):
+            # Another tool than the run's (the common case), so another
+            # fingerprint (it starts with "tool:"): a new run starts, and its
+            # fingerprint is taken only once a call of the same tool follows.
+            history.clear()
+            history.append(current)
+            self.first = event
+            self.print_tool, self.print_plain = tool, ":" not in tool and len(tool) < _PLAIN_TOOL
+            return None
+        first = self.first
+        if first is not None:
+            self.first = None
+            made = first.cache.get("fingerprint") or fingerprint(first)
+            self.print_hash, self.print_key = hash(made), made if len(made) <= KEY_CHARS else made[:KEY_CHARS]
+        key = cache.get("fingerprint") or fingerprint(event)
         key_hash = hash(key)
         bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
-        if not history or key_hash != self.print_hash or bounded != self.print_key:
-            # Not the fingerprint of the run (the common case): a new run starts.
+        if key_hash != self.print_hash or bounded != self.print_key:
+            # Not the fingerprint of the run: a new run starts.
             history.clear()
             history.append(current)
             self.print_hash, self.print_key = key_hash, bounded
+            self.print_tool, self.print_plain = tool, ":" not in tool and len(tool) < _PLAIN_TOOL
             return None
         records = list(history)
         history.append(current)

@@ -138,10 +138,21 @@ class Limits(Detector):
             self.first_ts = event.ts
         kind = event.kind
         if kind is _TOOL_RESULT and not self.totals:
-            # The common case, written flat: only the failure streak to follow.
-            if failed(event):
+            # The common case, written flat: only the failure streak to follow
+            # (failed(), its memo read inline).
+            failure = event.cache.get("failed")
+            if failure is None:
+                failure = failed(event)
+            if failure:
                 return self._failed(event)
             if self.failures:
+                self.reset()
+            return None
+        if kind is _MESSAGE and not self.totals:
+            # The other common case: a user turn breaks the failure streak.
+            if event.role == "assistant":
+                self.turns += 1
+            elif event.role == "user" and self.failures:
                 self.reset()
             return None
         s = self.settings

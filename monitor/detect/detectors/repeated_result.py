@@ -80,15 +80,17 @@ class RepeatedResult(Detector):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         call = event.call
-        if event.kind is not _TOOL_RESULT or call is None or view.exempt(event.tool):
+        if event.kind is not _TOOL_RESULT or call is None or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        outcome = self._outcome(event)
+        outcome = comparable_failure(event)  # _outcome(), inlined for the default
+        if outcome is None and not self.settings.failures_only:
+            outcome = self._outcome(event)
         results = self.results
         if outcome is None:
             # A cancelled sibling or a refused call is not this call's result
             # and takes no slot.  (Neither has an outcome: ``failure_signature``
             # leaves them out, and they are errors.)
-            if not not_an_outcome(event):
+            if not event.is_error or not not_an_outcome(event):
                 results.append((None, 0, None))
             return None
         results.append((outcome, hash(call_key(call)), ref(call)))

@@ -51,6 +51,8 @@ MAX_RESTORES = 4
 _BITS = 0x7FFFFFFF  # what the log keeps of a seq or a hash
 _EDIT = _BITS & ~1
 EVIDENCE = 5
+#: Not in an event's cache (``None`` is a value there).
+_UNSET = object()
 
 
 class _Restore:
@@ -109,7 +111,18 @@ class RetryRounds(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
             call = event.call
-            if call is None or not (failed(event) or failure_signature(event) is not None) or not_an_outcome(event):
+            if call is None:
+                return None
+            # failed() and failure_signature(), their memos read inline: most results are neither.
+            cache = event.cache
+            failure = cache.get("failed")
+            if failure is None:
+                failure = failed(event)
+            if not failure:
+                signature = cache.get("failure_signature")
+                if not (failure_signature(event) is not None if signature is None else signature):
+                    return None
+            if not_an_outcome(event):
                 return None
             # A test run's failure is its failing tests, names whole
             # (test_key[0] and test_key[1] are not the same failure).
@@ -122,9 +135,12 @@ class RetryRounds(Detector):
         if view.tool_overrides and view.exempt(event.tool):
             return None
         self.calls += 1
-        record = event.cache.get("record") or call_record(event)
+        cache = event.cache
+        record = cache.get("record") or call_record(event)
         io = record.io
-        command = shell_command(event)
+        command = cache.get("shell_command", _UNSET)  # shell_command(), its memo read inline
+        if command is _UNSET:
+            command = shell_command(event)
         if command is not None:
             restore = False
             if io.writes or "git" in command:
@@ -135,7 +151,10 @@ class RetryRounds(Detector):
         else:
             restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
         if io.writes or restore:  # edits it names (running a script is not one)
-            self._log(event.seq, record.hash & _EDIT)
+            log = self.log  # _log(), inlined: most edits are not restores
+            if len(log) >= 2 * LOG:
+                del log[:2]
+            log.extend((event.seq & _BITS, record.hash & _EDIT))
         if not restore:
             return None
         known = self.restores.get(record.hash)

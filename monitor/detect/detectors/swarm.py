@@ -37,6 +37,8 @@ from monitor.text import outcome_key
 #: Calls kept per entry as evidence.
 EVIDENCE_CALLS = 12
 _TOOL_RESULT = Kind.TOOL_RESULT
+#: Not in a result's cache (``None`` is a value there).
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,25 @@ class Swarm(ShardableDetector):
             return None
         return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
 
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # ``sight`` then ``count`` (ShardableDetector.observe), flat: this runs
+        # for every result of every session, and most have no outcome.
+        call = event.call
+        if call is None or event.kind is not _TOOL_RESULT:
+            return None
+        outcome = event.cache.get("comparable_failure", _UNKNOWN)
+        if outcome is _UNKNOWN:
+            outcome = comparable_failure(event)
+        if outcome is None:
+            if self.settings.failures_only:
+                return None
+            outcome = self._outcome(event)
+            if outcome is None:
+                return None
+        if view.tool_overrides and view.exempt(event.tool):
+            return None
+        return self.count((event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call)), view)
+
     def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
         session, ts, print_, outcome, tool, call_ref = sighting
         s = self.settings
@@ -160,6 +181,9 @@ class Swarm(ShardableDetector):
         per_session = entry.per_session
         if len(per_session) < 2 and s.min_sessions > 1:
             return None  # one session alone: nothing to note or report
+        if (view is None or not view.keeps_similarity) and (
+                len(entry.times) < s.threshold or per_session.get(session, 0) < s.min_per_session):
+            return None  # too few calls in all, or too few of this session's: nothing to report
         cap = max(s.session_threshold - 1, s.min_per_session)
         counted = {
             session: min(n, cap) for session, n in per_session.items() if n >= s.min_per_session

@@ -76,9 +76,15 @@ class TestFix(Detector):
         if kind is not TOOL_RESULT:
             return None
         call = event.call
-        if call is None or not is_test_run(call) or view.exempt(call.tool):
+        if call is None:
             return None
-        outcome = run_outcome(event)
+        # is_test_run() and run_outcome(), their memos read inline: this runs for every result.
+        test_run = call.cache.get("is_test_run")
+        if test_run is None:
+            test_run = is_test_run(call)
+        if not test_run or (view.tool_overrides and view.exempt(call.tool)):
+            return None
+        outcome = event.cache.get("run_outcome") or run_outcome(event)
         if not outcome.failing:
             if self.count:  # (without a streak there is nothing to forget)
                 self.reset()
