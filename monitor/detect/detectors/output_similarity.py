@@ -65,8 +65,13 @@ _OPENER = re.compile(
 def normalize_output(text: str) -> str:
     """The part of an output worth comparing: clipped, white space squashed,
     leading narration opener dropped."""
-    text = squash_ws(clip(text))
-    return _OPENER.sub("", text, count=1)
+    text = clip(text)
+    # Printable text holds no white space but single spaces: then it is squashed already.
+    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
+        text = squash_ws(text)
+    # The opener is anchored at the start: match() tries there only (sub() would scan on).
+    opener = _OPENER.match(text)
+    return text[opener.end():] if opener is not None else text
 
 
 def similarity(a: str, b: str, cutoff: float = 0.0) -> float:
