@@ -159,8 +159,10 @@ class ChantFinder:
         n = len(text)
         found: list[Chant] = []
         i = 0
-        while i + window <= n:
-            j = text.find(text[i:i + window], i + 1, min(n, i + self.max_period + window))
+        last = n - window
+        reach = self.max_period + window  # (find() stops at the end of the text by itself)
+        while i <= last:
+            j = text.find(text[i:i + window], i + 1, i + reach)
             if j < 0:
                 i += step
                 continue
