@@ -159,8 +159,10 @@ class ChantFinder:
         n = len(text)
         found: list[Chant] = []
         i = 0
-        while i + window <= n:
-            j = text.find(text[i:i + window], i + 1, min(n, i + self.max_period + window))
+        last = n - window
+        reach = self.max_period + window  # (find() stops at the end of the text by itself)
+        while i <= last:
+            j = text.find(text[i:i + window], i + 1, i + reach)
             if j < 0:
                 i += step
                 continue
@@ -278,6 +280,9 @@ class Chanting(Detector):
         """Forget the stream: consecutive assistant messages form one.  (Runs
         after every stream: the containers are emptied, not rebuilt.)"""
         self.carry = _NO_CARRY
+        #: The latest scanned text (text, fence_open, first_line) whose tail
+        #: becomes the carry if the stream goes on (most streams end first).
+        self.pending: tuple[str, bool, bool | None] | None = None
         self.blind = False  # lost track of code fences in this stream: stay quiet
         self.active: tuple[str, int] | None = None  # (unit digest, run length) reaching the end
         self.reported.clear()
@@ -300,14 +305,27 @@ class Chanting(Detector):
         text = event.content
         if not text or self.blind:
             return None
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            self._carry_over(*pending)
+        carry = self.carry
+        if len(text) <= self.scan_limit:
+            scanned = carry.text + text if carry.text else text
+            if not self.finder.runs(scanned):  # most messages: no periodic run at all
+                self.active = None
+                self._keep(scanned, carry.fence_open, carry.first_line)
+                return None  # (a similarity of 0 is no news)
         regions, whole = self._regions(text)
         chants, covered = self._measure(regions)
         if whole:
-            self._carry_over(regions[-1])
+            last = regions[-1]
+            self._keep(last.text, last.fence_open, last.first_line)
         else:
             self.blind = True  # the tail was not scanned: later chunks lack context
-        view.note_similarity(self.name, min(1.0, covered / len(text)))
-        return self._report(chants) or None
+        if view.keeps_similarity:
+            view.note_similarity(self.name, min(1.0, covered / len(text)))
+        return self._report(chants) if chants else None
 
     def _regions(self, text: str) -> tuple[list[_Region], bool]:
         """What to scan: the carried tail plus the message, or for a huge
@@ -383,12 +401,20 @@ class Chanting(Detector):
             )
         return found
 
-    def _carry_over(self, region: _Region) -> None:
-        """Keep the tail of the stream for the next message, starting at a line
-        start when one is near, with the fence state at that point."""
-        text = region.text
+    def _keep(self, text: str, fence_open: bool, first_line: bool | None) -> None:
+        """What :meth:`_carry_over` would keep, cut now only when it is longer
+        than the carry may be (then the text is not held)."""
         if len(text) <= self.carry_limit:
-            self.carry = region._replace(fresh_from=0)
+            self.pending = (text, fence_open, first_line)
+        else:
+            self._carry_over(text, fence_open, first_line)
+
+    def _carry_over(self, text: str, fence_open: bool, first_line: bool | None) -> None:
+        """Keep the tail of the stream (``text``, which starts inside a code
+        fence or not and with a structural line or not) for the next message,
+        starting at a line start when one is near, with the fence state there."""
+        if len(text) <= self.carry_limit:
+            self.carry = _Region(text, fence_open, first_line, 0)
             return
         cut = len(text) - self.carry_limit
         newline = text.find("\n", cut, cut + 256)
@@ -396,6 +422,6 @@ class Chanting(Detector):
             start, first = newline + 1, None
         else:
             start = cut
-            first = self.finder.structural(text, line_start(text, cut), region.first_line)
+            first = self.finder.structural(text, line_start(text, cut), first_line)
         opened = len(FENCE.findall(text, 0, start))
-        self.carry = _Region(text[start:], region.fence_open ^ (opened % 2 == 1), first, 0)
+        self.carry = _Region(text[start:], fence_open ^ (opened % 2 == 1), first, 0)

@@ -32,9 +32,10 @@ What keeps honest repetition quiet:
   comparing: agents vary them while saying the same thing.
 
 Cost is bounded whatever the size of the output: the compared text is clipped
-(:func:`monitor.text.clip`), equal texts short-circuit, pairs whose lengths
-alone cap the ratio below the cut-off are skipped, and ``fuzz.ratio`` runs with
-``score_cutoff`` so it can stop early.
+(:func:`monitor.text.clip`), pairs that could not match anyway (other calls,
+new work since) are scored only for a sparkline, equal texts short-circuit,
+pairs whose lengths alone cap the ratio below the cut-off are skipped, and
+``fuzz.ratio`` runs with ``score_cutoff`` so it can stop early.
 """
 
 from __future__ import annotations
@@ -64,8 +65,13 @@ _OPENER = re.compile(
 def normalize_output(text: str) -> str:
     """The part of an output worth comparing: clipped, white space squashed,
     leading narration opener dropped."""
-    text = squash_ws(clip(text))
-    return _OPENER.sub("", text, count=1)
+    text = clip(text)
+    # Printable text holds no white space but single spaces: then it is squashed already.
+    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
+        text = squash_ws(text)
+    # The opener is anchored at the start: match() tries there only (sub() would scan on).
+    opener = _OPENER.match(text)
+    return text[opener.end():] if opener is not None else text
 
 
 def similarity(a: str, b: str, cutoff: float = 0.0) -> float:
@@ -188,11 +194,13 @@ class OutputSimilarity(TurnDetector):
                 self.chains.clear()
             return None
         calls = turn.calls
-        if calls:
+        if not calls:
+            calls = ()
+        elif len(calls) == 1 and not view.tool_overrides:  # the common case: no generator, no sort
+            calls = (hash(calls[0].key),)
+        else:
             exempt = view.exempt
             calls = tuple(sorted(hash(call.key) for call in calls if not exempt(call.tool)))
-        else:
-            calls = ()
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
@@ -200,8 +208,20 @@ class OutputSimilarity(TurnDetector):
         closest, best, match = 0.0, 0.0, None
         cutoff = s.similarity
         work = self.work
+        size = len(text)
+        keep = view.keeps_similarity
         for earlier in self.outputs:
-            score = 1.0 if earlier.text == text else similarity(text, earlier.text, cutoff)
+            if not keep and (calls != earlier.calls or earlier.work != work):
+                continue  # cannot match, and only a sparkline would show its score
+            other = earlier.text
+            if other == text:
+                score = 1.0
+            else:
+                # similarity(), inlined: the length bound settles most pairs (score 0).
+                length = len(other)
+                if 2 * (length if length < size else size) / (size + length) < cutoff:
+                    continue
+                score = fuzz.ratio(text, other, score_cutoff=cutoff * 100) / 100.0
             if score > closest:
                 closest = score
             if score < cutoff or score <= best:
@@ -213,7 +233,8 @@ class OutputSimilarity(TurnDetector):
             if results.moved(earlier.results):
                 continue  # same words, new results: progress
             best, match = score, earlier
-        view.note_similarity(self.name, closest)
+        if keep:
+            view.note_similarity(self.name, closest)
 
         # An output that repeats nothing anchors a chain only once another
         # repeats it: its digest waits until then (_Output.anchor).

@@ -113,12 +113,21 @@ class SimilarArgs(Detector):
             if not chain:
                 return None
             record = call.cache.get("record")
-            if record is None or record.failure is not None or not_an_outcome(event):
+            if record is None or record.failure is not None:
                 return None
-            for earlier in reversed(chain):
-                if earlier is record:
-                    record.failure = _failure(event)
-                    break
+            error = event.is_error
+            if error and not_an_outcome(event):
+                return None
+            # Mostly the chain's latest call; a record not in its chain is not judged.
+            if chain[-1] is not record and record not in chain:
+                return None
+            if error:
+                record.failure = _failure(event)
+            else:  # _failure() of a result that is no error: its signature, if any
+                signature = event.cache.get("failure_signature")
+                if signature is None:
+                    signature = failure_signature(event) or ""
+                record.failure = signature
             return None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
@@ -129,8 +138,12 @@ class SimilarArgs(Detector):
         last_call = self.last_call
         previous = last_call.get(tool)
         last_call[tool] = calls
+        patterns = self.patterns
         if previous is not None and calls - previous >= window:
-            self._restart(tool)  # lapsed: its last call has left the window
+            # lapsed: its last call has left the window (_restart(), inlined)
+            chains.pop(tool, None)
+            if patterns:
+                patterns.pop(tool, None)
         if len(chains) > window:
             self._expire()
         cache = event.cache
@@ -147,7 +160,8 @@ class SimilarArgs(Detector):
             if chain[-1].failure == "":
                 # The last variant succeeded: what comes next is a new story
                 # (the common case: _restart, and a chain of one call).
-                self.patterns.pop(tool, None)
+                if patterns:
+                    patterns.pop(tool, None)
                 chains[tool] = [record]
                 return None
             before, now = primary_of(before), primary_args(event)

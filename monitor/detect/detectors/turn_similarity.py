@@ -135,6 +135,10 @@ class TurnSimilarity(TurnDetector):
             joined = f"{call.tool} {call.key}"
             if len(joined) > SIMILARITY_CHARS:
                 joined = clip(joined, SIMILARITY_CHARS)
+            elif joined.count(" ") < s.min_tokens - 1 and joined.isprintable():
+                # Printable text has no white space but " ": too few words, no split needed.
+                self.consecutive = 0
+                return None
             words = joined.lower().split()
         else:
             words = _words(turn, calls)
