@@ -106,7 +106,8 @@ def shell_file_read(command: str) -> str | None:
 
 def fingerprint(event: Event) -> str:
     """The loose key of a tool call, memoized on the event."""
-    cached = event.cache.get("fingerprint")
+    cache = event.cache
+    cached = cache.get("fingerprint")
     if cached is not None:
         return cached
     args = event.args or {}
@@ -121,7 +122,8 @@ def fingerprint(event: Event) -> str:
                     result = f"{tool}:file_read:{path}"
                 break
     if result is None:
-        primary_keys = _PRIMARY_SET.intersection(args)
+        # (One argument, as most calls have, is all primary or none: no set to build.)
+        primary_keys = _PRIMARY_SET.intersection(args) if len(args) > 1 else None
         if primary_keys and len(primary_keys) < len(args):
             primary = {k: args[k] for k in PRIMARY_KEYS if k in primary_keys}
             result = f"{tool}:{canonical_args(primary)}"
@@ -129,10 +131,10 @@ def fingerprint(event: Event) -> str:
             # Every argument is primary, or none is: the fingerprint is the
             # exact call key (same tool, same canonical arguments), which the
             # other call detectors compute anyway.
-            result = call_key(event)
+            result = cache.get("call_key") or call_key(event)
         else:
             result = f"{tool}:{canonical_args(args)}"
-    event.cache["fingerprint"] = result
+    cache["fingerprint"] = result
     return result
 
 
