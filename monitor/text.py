@@ -175,13 +175,20 @@ def canonical_args(args: dict[str, Any] | None) -> str:
     if not args:
         return "{}"
     try:
-        if VOLATILE_KEYS.isdisjoint(args) and not _surely_long(args):
-            # Fast path: most arguments need no rewriting at all.
-            raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-            if len(raw) < _FAST_ARGS_BYTES:
-                text = raw.decode()
-                if not _needs_squash(text):
-                    return text
+        if VOLATILE_KEYS.isdisjoint(args):
+            # _surely_long() asked only when a value is long (a few calls in a
+            # session), _needs_squash() only when the text has a space or an
+            # escape: this runs for every call.
+            for value in args.values():
+                if value.__class__ is str and len(value) >= _FAST_ARGS_BYTES and _surely_long(args):
+                    break
+            else:
+                # Fast path: most arguments need no rewriting at all.
+                raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+                if len(raw) < _FAST_ARGS_BYTES:
+                    text = raw.decode()
+                    if (" " not in text and "\\" not in text) or not _needs_squash(text):
+                        return text
         return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(_canonical(args))

@@ -19,11 +19,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from monitor.detect.analysis.failures import output_body
-from monitor.detect.analysis.inputs import CallIO, call_io
+from monitor.detect.analysis.inputs import NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.detect.base import ref
 from monitor.events import Event, EventRef, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, canonical_args, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
@@ -42,15 +41,20 @@ class CallRecord:
                  "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
+        # call_key(), ref() and call_io() inlined: this runs for every call.
         cache = event.cache
-        key = cache.get("call_key") or call_key(event)
+        tool = self.tool = event.tool
+        key = cache.get("call_key")
+        if key is None:
+            key = cache["call_key"] = f"{tool}:{canonical_args(event.args)}"
         self.seq = seq = event.seq
         self.ts = event.ts
-        self.tool = event.tool
         self.hash = hash(key)
         self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
         found = cache.get("ref")
-        self.ref: EventRef = found if found is not None and found.seq == seq else ref(event)
+        if found is None or found.seq != seq:
+            found = cache["ref"] = EventRef.of(event)
+        self.ref: EventRef = found
         #: The result's head and tail (``clip``); ``None`` until it arrives.
         #: ``error``, ``long`` (over 400 characters) and the memos below are
         #: set when it does.
@@ -59,7 +63,9 @@ class CallRecord:
         self.failure: str | None = None
         #: What the call writes (a repeat after its inputs changed is a new call),
         #: and whether it was made after a wait (``io.waited``).
-        self.io: CallIO = call_io(event).kept(bool(cache.get("waited")))
+        io = cache.get("call_io") or call_io(event)
+        waited = cache.get("waited")
+        self.io: CallIO = NO_IO if io is NO_IO and not waited else io.kept(bool(waited))
 
     @property
     def done(self) -> bool:

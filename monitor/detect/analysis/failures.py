@@ -169,17 +169,19 @@ _HAS_DIGIT = re.compile(r"\d")
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
-#: Tool name -> (a test tool?, an edit tool?): names repeat, regexes need not.
-_TOOL_KINDS: dict[str, tuple[bool, bool]] = {}
+#: Tool name -> (a test tool?, an edit tool?, a shell tool?): names repeat,
+#: regexes and lower-casing need not.
+_TOOL_KINDS: dict[str | None, tuple[bool, bool, bool]] = {}
 
 
-def _tool_kind(tool: str | None) -> tuple[bool, bool]:
-    tool = tool or ""
+def _tool_kind(tool: str | None) -> tuple[bool, bool, bool]:
     kind = _TOOL_KINDS.get(tool)
     if kind is None:
-        low = tool.lower()
-        kind = (bool(_TEST_TOOLS.fullmatch(tool)),
-                bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low)
+        name = tool or ""
+        low = name.lower()
+        kind = (bool(_TEST_TOOLS.fullmatch(name)),
+                bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low,
+                low in SHELL_TOOLS)
         if len(_TOOL_KINDS) < 4096:  # bounded even if tool names are made up on the fly
             _TOOL_KINDS[tool] = kind
     return kind
@@ -211,7 +213,7 @@ def shell_command(call: Event | None) -> str | None:
             command = _args_string(value)
             if command is not None:
                 break
-    if command is None and (call.tool or "").lower() in SHELL_TOOLS:
+    if command is None and _tool_kind(call.tool)[2]:
         for key in _SHELL_STRING_KEYS:
             value = args.get(key)
             if value is not None:
@@ -352,9 +354,11 @@ def failed(result: Event) -> bool:
         return cached
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"
     # does not make read_file fail (and most results are spared the search).
-    command = shell_command(result.call)
-    shellish = (command is not None or (result.tool or "").lower() in SHELL_TOOLS
-                or is_test_run(result.call))
+    call = result.call
+    command = shell_command(call)
+    # (is_test_run() of a call that runs no command: a test tool's.)
+    shellish = command is not None or _tool_kind(result.tool)[2] or (
+        call is not None and _tool_kind(call.tool)[0])
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta

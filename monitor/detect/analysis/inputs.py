@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from monitor.detect.analysis.failures import _program, _segments, is_edit, shell_command
+from monitor.detect.analysis.failures import _program, _segments, _tool_kind, shell_command
 from monitor.events import Event
 
 _PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
@@ -114,18 +114,24 @@ def call_io(call: Event | None) -> CallIO:
     """What ``call`` reads, runs and writes, memoized on the event."""
     if call is None:
         return NO_IO
-    cached = call.cache.get("call_io")
+    cache = call.cache
+    cached = cache.get("call_io")
     if cached is not None:
         return cached
-    command = shell_command(call)
+    command = cache.get("shell_command", 0)
+    if command == 0:
+        command = shell_command(call)
     if command is None:
         io = NO_IO
-        if is_edit(call):
+        if _tool_kind(call.tool)[1]:  # is_edit() of a call that runs no command
             args = call.args or {}
             target = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
-            io = CallIO((_base(target),) if target else (), target is None, False,
-                        frozenset({_base(target)}) if target else _EMPTY)
-        call.cache["call_io"] = io
+            if target:
+                name = _base(target)
+                io = CallIO((name,), False, False, frozenset((name,)))
+            else:
+                io = CallIO((), target is None, False, _EMPTY)
+        cache["call_io"] = io
         return io
     command = command[:4000]
     writes: set[int] = set()

@@ -30,7 +30,7 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from monitor.events import Event
-from monitor.text import call_key, canonical_args, clip, squash_ws
+from monitor.text import SIMILARITY_CHARS, call_key, canonical_args, clip, squash_ws
 
 PRIMARY_KEYS = ("path", "file_path", "command", "cmd", "pattern", "query", "url", "content",
                 "filename", "offset", "limit")
@@ -106,7 +106,8 @@ def shell_file_read(command: str) -> str | None:
 
 def fingerprint(event: Event) -> str:
     """The loose key of a tool call, memoized on the event."""
-    cached = event.cache.get("fingerprint")
+    cache = event.cache
+    cached = cache.get("fingerprint")
     if cached is not None:
         return cached
     args = event.args or {}
@@ -121,7 +122,8 @@ def fingerprint(event: Event) -> str:
                     result = f"{tool}:file_read:{path}"
                 break
     if result is None:
-        primary_keys = _PRIMARY_SET.intersection(args)
+        # (One argument, as most calls have, is all primary or none: no set to build.)
+        primary_keys = _PRIMARY_SET.intersection(args) if len(args) > 1 else None
         if primary_keys and len(primary_keys) < len(args):
             primary = {k: args[k] for k in PRIMARY_KEYS if k in primary_keys}
             result = f"{tool}:{canonical_args(primary)}"
@@ -129,10 +131,10 @@ def fingerprint(event: Event) -> str:
             # Every argument is primary, or none is: the fingerprint is the
             # exact call key (same tool, same canonical arguments), which the
             # other call detectors compute anyway.
-            result = call_key(event)
+            result = cache.get("call_key") or call_key(event)
         else:
             result = f"{tool}:{canonical_args(args)}"
-    event.cache["fingerprint"] = result
+    cache["fingerprint"] = result
     return result
 
 
@@ -188,16 +190,21 @@ _NOT_AN_OUTCOME = ("sibling tool call errored", "doesn't want to proceed", "was 
 EMPTY_HANDED = ("no matches", "no files found", "no results", "0 results", "nothing found",
                  "not found", "no such file", "does not exist", "could not find", "cannot find",
                  "unable to find", "no match")
-#: Every phrase of EMPTY_HANDED contains one of these (most texts contain none).
-_EMPTY_HANDED_HINTS = ("no", "0 results", "unable to find")
-
-
 def _empty_handed(low: str) -> bool:
     """``low`` (lower-cased) contains an :data:`EMPTY_HANDED` phrase."""
-    for hint in _EMPTY_HANDED_HINTS:
-        if hint in low:
-            return any(phrase in low for phrase in EMPTY_HANDED)
-    return False
+    if "no" in low:
+        # The phrases by a word each has: most texts with "no" ("not",
+        # "know") have none of the words, and a substring test costs less
+        # than a step of a generator.  (Kept in step with EMPTY_HANDED.)
+        return (("found" in low and ("no files found" in low or "nothing found" in low or "not found" in low))
+                or ("find" in low and ("could not find" in low or "cannot find" in low
+                                       or "unable to find" in low))
+                or ("match" in low and "no match" in low)  # (and "no matches")
+                or ("result" in low and ("no results" in low or "0 results" in low))
+                or ("such" in low and "no such file" in low)
+                or ("exist" in low and "does not exist" in low))
+    # The phrases without "no".
+    return "0 results" in low or "unable to find" in low
 
 
 #: The last line of a traceback or a tool's error report: what went wrong.
@@ -263,7 +270,9 @@ def failure_signature(result: Event) -> str | None:
     if cached is not None:
         return cached or None
     signature = ""
-    text = clip(result.content)
+    text = result.content
+    if len(text) > SIMILARITY_CHARS:
+        text = clip(text)
     failed = result.is_error
     if not failed:
         if len(text) <= 300:
