@@ -70,6 +70,16 @@ def test_empty_handed_hints_cover_every_phrase():
     assert not _empty_handed("all good")
 
 
+def test_empty_handed_agrees_with_the_plain_definition_on_random_texts():
+    """The word-gated test says what ``any(phrase in text)`` says, on texts
+    built from the phrases' own words (where a wrong gate would show)."""
+    words = sorted({w for phrase in EMPTY_HANDED for w in phrase.split()} | {"no", "not", "know", "x"})
+    rng = random.Random(19)
+    for _ in range(20_000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        assert _empty_handed(text) == any(phrase in text for phrase in EMPTY_HANDED), text
+
+
 def test_fingerprint_is_the_primary_arguments_key():
     cases = [("read_file", {"path": "a.py"}), ("grep", {"pattern": "x", "path": "src", "flags": "-i"}),
              ("bash", {"command": "pytest -q", "description": "run"}), ("tool", {"a": 1}), (None, {"path": "p"}),
