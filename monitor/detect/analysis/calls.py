@@ -22,7 +22,7 @@ from monitor.detect.analysis.failures import output_body
 from monitor.detect.analysis.inputs import NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.events import Event, EventRef, Kind
-from monitor.text import SIMILARITY_CHARS, canonical_args, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
@@ -41,12 +41,10 @@ class CallRecord:
                  "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
-        # call_key(), ref() and call_io() inlined: this runs for every call.
+        # ref() and call_io() inlined: this runs for every call.
         cache = event.cache
         tool = self.tool = event.tool
-        key = cache.get("call_key")
-        if key is None:
-            key = cache["call_key"] = f"{tool}:{canonical_args(event.args)}"
+        key = cache.get("call_key") or call_key(event)
         self.seq = seq = event.seq
         self.ts = event.ts
         self.hash = hash(key)

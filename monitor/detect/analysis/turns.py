@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from monitor.events import Event, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, canonical_args, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: ``meta`` keys under which adapters may carry the id of the model response
 #: a record belongs to.  Records of one response share it.
@@ -148,8 +148,6 @@ class Call(NamedTuple):
 
 #: ``Call(tool, key)`` without the Python-level ``__new__`` of a NamedTuple.
 _new_call = tuple.__new__
-#: A :class:`Turn` to fill in without ``__init__`` (see :meth:`TurnTracker.feed`).
-_new_turn = object.__new__
 
 
 class Turn:
@@ -353,31 +351,8 @@ class TurnTracker:
                 if (ours == theirs) if (ours is not None and theirs is not None) else not turn.ended:
                     turn.add_call(event)
                     return None
-            # _close() and _start(), inlined: most tool calls start a turn.
-            # Turn(event, keep, announced) without the call of __init__ (it
-            # costs as much as the stores): keep the two in step.
-            keep = self.keep_text
-            new = self.current = _new_turn(Turn)
-            new.keep_keys = keep
-            new.first = new.last = event
-            new.last_ts = event.ts
-            new.response = (response_id(event) if event.meta else None) or self._announced
-            new.text = new._undo = new._outcome = None
-            new.has_text = new.ended = new.answered = False
-            new.messages = 0
-            new.results = []
-            if keep:
-                cache = event.cache
-                key = cache.get("call_key")
-                if key is None:
-                    key = cache["call_key"] = f"{event.tool}:{canonical_args(event.args)}"  # call_key()
-            else:
-                key = ""
-            new.calls = [_new_call(Call, (event.tool, key))]
-            call_id = event.call_id
-            new.call_ids = {call_id} if call_id else set()
-            new.open_calls = 1
-            new.events = [event]
+            # _close() and _start(), inlined: most tool calls start a turn
+            self.current = Turn(event, self.keep_text, self._announced)  # with the call added
             self._announced = None
             self._done = turn
             return turn

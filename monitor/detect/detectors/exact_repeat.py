@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, events
+from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
 from monitor.detect.analysis.inputs import call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
@@ -86,7 +86,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
-            record = cache["record"] = CallRecord(event)  # call_record(), inlined
+            record = call_record(event)
         counts = self._counts
         digest = record.hash
         records = self._records

@@ -124,22 +124,13 @@ class Swarm(ShardableDetector):
 
     def sight(self, event: Event, view: SessionView) -> tuple | None:
         """What a result adds to the table: its session, time, the call's
-        fingerprint and tool, the result's outcome, and a ref to the call."""
-        call = event.call
-        if event.kind is not _TOOL_RESULT or call is None:
-            return None
-        # The outcome first: most results have none (successes), and a result
-        # that is not its call's outcome (a sibling failed, the user refused)
-        # has none either — ``failure_signature`` leaves them out, and they
-        # are errors — so ``not_an_outcome`` needs no test of its own here.
-        outcome = self._outcome(event)
-        if outcome is None or view.exempt(event.tool):
-            return None
-        return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
+        fingerprint and tool, the result's outcome, and a ref to the call.
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # ``sight`` then ``count`` (ShardableDetector.observe), flat: this runs
-        # for every result of every session, and most have no outcome.
+        Written flat (``_outcome()`` inlined): this runs for every result of
+        every session.  The outcome first: most results have none (successes),
+        and a result that is not its call's outcome (a sibling failed, the
+        user refused) has none either -- ``failure_signature`` leaves them
+        out, and they are errors -- so ``not_an_outcome`` needs no test here."""
         call = event.call
         if call is None or event.kind is not _TOOL_RESULT:
             return None
@@ -154,7 +145,7 @@ class Swarm(ShardableDetector):
                 return None
         if view.tool_overrides and view.exempt(event.tool):
             return None
-        return self.count((event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call)), view)
+        return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
 
     def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
         session, ts, print_, outcome, tool, call_ref = sighting
