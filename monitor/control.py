@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from monitor.identity import proc_stat_fields
 from monitor.paths import inbox_path
 
 DELIVERED, FAILED, UNSUPPORTED, REFUSED = "delivered", "failed", "unsupported", "refused"
@@ -207,15 +208,9 @@ def _proc_stat(pid: int) -> tuple[str, int, float] | None:
     start times derived from a boot time that moves with clock adjustments.
     """
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = data[data.rfind(b")") + 2:].split()
-    try:
+        fields = proc_stat_fields(pid)
         return fields[0].decode(), int(fields[1]), int(fields[19]) / _clock_ticks()
-    except (IndexError, ValueError):
+    except (OSError, IndexError, ValueError):
         return None
 
 

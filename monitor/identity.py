@@ -25,16 +25,23 @@ def current_user() -> str:
         return f"uid {os.getuid()}"
 
 
+def proc_stat_fields(pid: int) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` from the state on (field 3): the
+    command name before them may hold spaces and parentheses, so the split is
+    after its last ``)``.  Raises :class:`OSError` where the file cannot be read."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        data = f.read()
+    return data[data.rfind(b")") + 2:].split()
+
+
 def _proc_start(pid: int) -> str | None:
     """The start tick of a live process (None: no such process, or a zombie)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fields = proc_stat_fields(pid)
     except FileNotFoundError:
         return None
     except OSError:
         return "?"
-    fields = data[data.rfind(b")") + 2:].split()
     if not fields or fields[0] in (b"Z", b"X"):
         return None
     return fields[19].decode() if len(fields) > 19 else "?"
