@@ -9,14 +9,22 @@ partial line stays pending until its newline arrives (or :meth:`flush`).
 
 from __future__ import annotations
 
+from io import BytesIO
 from typing import BinaryIO, Iterator
 
 Line = tuple[int, bytes | None, int]  # (1-based line number, bytes or None if oversized, size)
 
 
 class LineSplitter:
-    def __init__(self, max_line_bytes: int = 16 * 1024 * 1024, first_line: int = 1):
+    def __init__(self, max_line_bytes: int = 16 * 1024 * 1024, first_line: int = 1, *,
+                 newlines: bool = False):
+        """With ``newlines``, a line read whole from one chunk keeps its ``\\n``
+        (its size counts it; an oversized line's size does not): for a reader
+        that takes JSON lines as they are, as a scan's decoder does.  Those
+        lines are found with ``memchr`` (``BytesIO.readlines``), about a
+        third of what ``bytes.split`` costs, which compares byte by byte."""
         self.max_line_bytes = max_line_bytes
+        self.newlines = newlines
         self.lineno = first_line - 1
         self._parts: list[bytes] = []
         self._pending = 0  # bytes in _parts
@@ -34,27 +42,32 @@ class LineSplitter:
             return out
         # One C-speed split; only the line continuing from the previous chunk
         # and the partial line at the end go through the bookkeeping.
-        pieces = chunk.split(b"\n")
-        tail = pieces.pop()  # after the last newline: a partial line (or b"")
+        newline = 1 if self.newlines else 0  # bytes of a newline kept at the end of a piece
+        if newline:
+            pieces = BytesIO(chunk).readlines()
+            tail = pieces.pop() if pieces[-1][-1:] != b"\n" else b""
+        else:
+            pieces = chunk.split(b"\n")
+            tail = pieces.pop()  # after the last newline: a partial line (or b"")
         first = 0
         if self._skipping or self._parts:
             if not pieces:
                 self._take(tail)
                 return out
-            self._take(pieces[0])
+            self._take(pieces[0][:-1] if newline else pieces[0])
             out.append(self._end_line())
             first = 1
         whole = pieces[first:] if first else pieces
         if whole:
             # Built by zip at C speed: the per-line loop only when a line is too long.
-            limit = self.max_line_bytes
+            limit = self.max_line_bytes + newline
             lineno = self.lineno
             sizes = list(map(len, whole))
             numbers = range(lineno + 1, lineno + 1 + len(whole))
             if max(sizes) <= limit:
                 out.extend(zip(numbers, whole, sizes))
             else:
-                out.extend((n, piece if size <= limit else None, size)
+                out.extend((n, piece, size) if size <= limit else (n, None, size - newline)
                            for n, piece, size in zip(numbers, whole, sizes))
             self.lineno = lineno + len(whole)
         if tail:
@@ -105,7 +118,7 @@ class LineSplitter:
         return [line]
 
     def reset(self, first_line: int = 1) -> None:
-        self.__init__(self.max_line_bytes, first_line)  # type: ignore[misc]
+        self.__init__(self.max_line_bytes, first_line, newlines=self.newlines)  # type: ignore[misc]
 
 
 def iter_lines(stream: BinaryIO, max_line_bytes: int = 16 * 1024 * 1024,

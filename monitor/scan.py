@@ -121,7 +121,7 @@ def read_event_batches(path: str, decoder: LineDecoder, stream=None) -> Iterator
     loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer."""
     opened = stream is None
     stream = stream if stream is not None else open(path, "rb")
-    splitter = LineSplitter(decoder.max_line_bytes)
+    splitter = LineSplitter(decoder.max_line_bytes, newlines=True)
     feed_lines, read = decoder.feed_lines, stream.read
     try:
         while True:

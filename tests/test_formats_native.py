@@ -122,9 +122,9 @@ def feed_one_by_one(data: bytes, limit: int):
     return decoder, events
 
 
-def feed_in_batches(data: bytes, limit: int, batch: int):
+def feed_in_batches(data: bytes, limit: int, batch: int, newlines: bool = False):
     decoder = LineDecoder("log.jsonl", max_line_bytes=limit)
-    splitter = LineSplitter(limit)
+    splitter = LineSplitter(limit, newlines=newlines)
     lines = splitter.feed(data) + splitter.flush()
     events = []
     for start in range(0, len(lines), batch):
@@ -144,9 +144,9 @@ def test_feed_lines_equals_feed_line_by_line():
     # the first line decides the format: try starting with each kind of line
     for first in range(len(lines)):
         data = b"\n".join(lines[first:] + lines[:first]) + b"\n" + good[0]
-        for batch in (1, 3, 64):
+        for batch, newlines in ((1, False), (3, False), (64, False), (3, True), (64, True)):
             want_decoder, want = feed_one_by_one(data, 256)
-            got_decoder, got = feed_in_batches(data, 256, batch)
+            got_decoder, got = feed_in_batches(data, 256, batch, newlines)
             assert [fields(e) for e in got] == [fields(e) for e in want]
             assert got_decoder.problems == want_decoder.problems
             assert (got_decoder.lines, got_decoder.events, got_decoder.problem_count, got_decoder.format) == (

@@ -135,6 +135,27 @@ def test_line_splitter_matches_a_plain_split_however_the_stream_is_chunked():
         assert out == reference_lines(data, limit), (data, cuts, limit)
 
 
+def test_line_splitter_keeping_newlines_gives_the_same_lines_with_them():
+    """A scan's splitter keeps each line's newline (cheaper to split): the
+    same lines, the same sizes of the oversized ones."""
+    rng = random.Random(2)
+    for _ in range(2000):
+        data = bytes(rng.choice(b"ab\n\n  x") for _ in range(rng.randrange(200)))
+        limit = rng.randrange(1, 20)
+        cuts = sorted(rng.sample(range(len(data) + 1), min(len(data) + 1, rng.randrange(8))))
+        splitter = LineSplitter(limit, newlines=True)
+        out, start = [], 0
+        for cut in cuts + [len(data)]:
+            out += splitter.feed(data[start:cut])
+            start = cut
+        out += splitter.flush()
+        plain = [(n, raw if raw is None or raw[-1:] != b"\n" else raw[:-1], size if raw is None else None)
+                 for n, raw, size in out]
+        want = [(n, raw, size if raw is None else None) for n, raw, size in reference_lines(data, limit)]
+        assert plain == want, (data, cuts, limit)
+        assert all(raw is None or size == len(raw) for _, raw, size in out)
+
+
 @pytest.mark.parametrize("value", [
     {"path": "a.py", "n": 3, "ok": True, "x": None, "f": 1.5},
     {"command": "y" * 5000},

@@ -150,8 +150,8 @@ class LineDecoder:
     def feed_lines(self, lines: list[Line], now: float | None = None) -> list[Event]:
         """The events of many lines, as :class:`~monitor.framing.LineSplitter`
         gives them with this decoder's ``max_line_bytes`` (``raw`` is None
-        for a longer line), every bad line reported as :meth:`feed` and
-        :meth:`oversized` do.
+        for a longer line; its newline may be kept), every bad line reported
+        as :meth:`feed` and :meth:`oversized` do.
 
         This is the per-line loop of a scan, so it is written flat: a line
         ``orjson`` parses into an object, for a format already known, goes
@@ -198,6 +198,8 @@ class LineDecoder:
                 self.oversized(lineno, size)
                 continue
             before = len(out)
+            if raw[-1:] == b"\n":
+                raw = raw[:-1]  # (feed() sizes a line without it)
             extend(self.feed(raw, lineno, now)[0])
             self.events -= len(out) - before  # counted below with the others
             if decode is None and self.decoder is not None:
