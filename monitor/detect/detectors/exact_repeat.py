@@ -126,6 +126,9 @@ class ExactRepeat(Detector, AwaitsRepeats):
         if not positions or record.waited:
             return None  # a hash collision, or a poll after a wait (the waiting budget's)
         view.note_similarity(self.name, 1.0)
+        threshold = view.threshold(event.tool, self.settings.threshold)
+        if _alike(records, positions) + 1 < threshold:
+            return None  # the outcomes alone end the streak short of the threshold
 
         # Count back from the latest repeat while outcomes stay identical and
         # nothing in between moved: a different outcome, or a poll between
@@ -172,7 +175,6 @@ class ExactRepeat(Detector, AwaitsRepeats):
             if all(b - a > 1 for a, b in zip(indices, indices[1:])):
                 return None
         count = len(streak) + 1
-        threshold = view.threshold(event.tool, self.settings.threshold)
         if count < threshold:
             return None
         records = [record, *streak]  # the latest first
@@ -209,6 +211,24 @@ class ExactRepeat(Detector, AwaitsRepeats):
                 evidence=evidence(r.ref for r in reversed(records)),
             )
         ]
+
+
+def _alike(records: list[CallRecord], positions: list[int]) -> int:
+    """How long the streak of repeats at ``positions`` (of ``records``) would
+    be if nothing between them moved: the repeats counted back from the
+    latest while their outcomes agree, as ``_repeat`` counts them.  The
+    streak is never longer, so below the threshold this settles it without
+    looking at the calls in between (most repeats' outcomes differ)."""
+    reference = records[positions[-1]]
+    alike = 1
+    for at in reversed(positions[:-1]):
+        earlier = records[at]
+        if not earlier.same_outcome(reference):
+            break
+        if not reference.done:
+            reference = earlier
+        alike += 1
+    return alike
 
 
 def _moved(records: list[CallRecord], start: int) -> list[bool]:

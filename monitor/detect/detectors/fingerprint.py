@@ -16,7 +16,6 @@ acknowledgements (successive different edits of one file).
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, call_record, events
@@ -71,9 +70,11 @@ class Fingerprint(Detector, AwaitsRepeats):
 
     def __init__(self, settings: FingerprintSettings | None = None):
         super().__init__(settings)
-        #: The current run: calls with one fingerprint, in a row.
-        self.streak: deque[CallRecord] = deque(
-            maxlen=max(self.settings.threshold, self.settings.fuzzy_threshold) + 8)
+        #: The current run: calls with one fingerprint, in a row, the latest
+        #: ``kept`` of them.  (A list, not a deque: most runs are one call,
+        #: and a new run is a new list of one, smaller than a deque's block.)
+        self.streak: list[CallRecord] = []
+        self.kept = max(self.settings.threshold, self.settings.fuzzy_threshold) + 8
         #: The run's fingerprint: its hash and its first KEY_CHARS characters.
         self.print_hash = 0
         self.print_key = ""
@@ -88,7 +89,7 @@ class Fingerprint(Detector, AwaitsRepeats):
         self.awaited: AwaitedRepeat | None = None
 
     def reset(self) -> None:
-        self.streak.clear()
+        self.streak = []
         self.first = None
         self.awaited = None
 
@@ -114,15 +115,14 @@ class Fingerprint(Detector, AwaitsRepeats):
             current = call_record(event)
         history = self.streak
         tool = event.tool or "?"
-        if not history or (tool != self.print_tool and self.print_plain and ":" not in tool
-                           and len(tool) < _PLAIN_TOOL):
+        plain = ":" not in tool and len(tool) < _PLAIN_TOOL
+        if not history or (plain and self.print_plain and tool != self.print_tool):
             # Another tool than the run's (the common case), so another
             # fingerprint (it starts with "tool:"): a new run starts, and its
             # fingerprint is taken only once a call of the same tool follows.
-            history.clear()
-            history.append(current)
+            self.streak = [current]
             self.first = event
-            self.print_tool, self.print_plain = tool, ":" not in tool and len(tool) < _PLAIN_TOOL
+            self.print_tool, self.print_plain = tool, plain
             return None
         first = self.first
         if first is not None:
@@ -134,13 +134,14 @@ class Fingerprint(Detector, AwaitsRepeats):
         bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
         if key_hash != self.print_hash or bounded != self.print_key:
             # Not the fingerprint of the run: a new run starts.
-            history.clear()
-            history.append(current)
+            self.streak = [current]
             self.print_hash, self.print_key = key_hash, bounded
-            self.print_tool, self.print_plain = tool, ":" not in tool and len(tool) < _PLAIN_TOOL
+            self.print_tool, self.print_plain = tool, plain
             return None
-        records = list(history)
+        records = history[:]
         history.append(current)
+        if len(history) > self.kept:
+            del history[0]
         if current.waited:
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         view.note_similarity(self.name, 0.9)

@@ -67,6 +67,23 @@ def _same_failure(a: str, b: str) -> bool:
     return a == b or fuzz.ratio(a, b, score_cutoff=SAME_FAILURE_RATIO) >= SAME_FAILURE_RATIO
 
 
+class _Tool:
+    """One tool's retry story: the call number and the arguments of its
+    latest call, the chain of calls each similar to the one before (other
+    tools may come in between) ending there, and the pattern the chain was
+    first reported under (the same loop keeps one name on the escalation
+    ladder while its chain slides).  A chain whose latest call has left the
+    window is over."""
+
+    __slots__ = ("last", "args", "chain", "pattern")
+
+    def __init__(self, last: int, args: Any, record: CallRecord):
+        self.last = last
+        self.args = args
+        self.chain = [record]
+        self.pattern: str | None = None
+
+
 class SimilarArgs(Detector):
     name = "similar_args"
     title = "Similar arguments"
@@ -79,28 +96,18 @@ class SimilarArgs(Detector):
 
     def __init__(self, settings: SimilarArgsSettings | None = None):
         super().__init__(settings)
-        #: Per tool: calls each similar to the one before (other tools may come
-        #: in between), and the call number of its latest call.  A chain whose
-        #: latest call has left the window is over.
-        self.chains: dict[str, list[CallRecord]] = {}
-        self.last_call: dict[str, int] = {}
-        #: Per tool: the primary arguments of its chain's latest call.
-        self.last_args: dict[str, Any] = {}
-        #: The pattern a tool's chain was first reported under: the same loop
-        #: keeps one name on the escalation ladder while its chain slides.
-        self.patterns: dict[str, str] = {}
+        #: Per tool, its story (one dict look-up a call: most calls only
+        #: start a new story, and that is a few stores into it).
+        self.tools: dict[str, _Tool] = {}
         self.calls = 0
         self.last_tool = ""
 
     def reset(self) -> None:
-        self.chains.clear()
-        self.last_call.clear()
-        self.last_args.clear()
-        self.patterns.clear()
+        self.tools.clear()
 
     def window(self) -> list[Event]:
-        chain = self.chains.get(self.last_tool)
-        return events(chain) if chain else []
+        state = self.tools.get(self.last_tool)
+        return events(state.chain) if state else []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # Runs for every call and result of every session: written flat.
@@ -109,8 +116,8 @@ class SimilarArgs(Detector):
             call = event.call
             if call is None:
                 return None
-            chain = self.chains.get(call.tool or "")
-            if not chain:
+            state = self.tools.get(call.tool or "")
+            if state is None:
                 return None
             record = call.cache.get("record")
             if record is None or record.failure is not None:
@@ -119,6 +126,7 @@ class SimilarArgs(Detector):
             if error and not_an_outcome(event):
                 return None
             # Mostly the chain's latest call; a record not in its chain is not judged.
+            chain = state.chain
             if chain[-1] is not record and record not in chain:
                 return None
             if error:
@@ -132,70 +140,58 @@ class SimilarArgs(Detector):
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
         calls = self.calls = self.calls + 1
-        window = self.settings.window
         tool = self.last_tool = event.tool or ""
-        chains = self.chains
-        last_call = self.last_call
-        previous = last_call.get(tool)
-        last_call[tool] = calls
-        patterns = self.patterns
-        if previous is not None and calls - previous >= window:
-            # lapsed: its last call has left the window (_restart(), inlined)
-            chains.pop(tool, None)
-            if patterns:
-                patterns.pop(tool, None)
-        if len(chains) > window:
-            self._expire()
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
             record = call_record(event)
+        tools = self.tools
+        state = tools.get(tool)
+        if state is None:
+            if len(tools) >= self.settings.window:
+                self._expire()
+            tools[tool] = _Tool(calls, event.args or {}, record)
+            return None  # a chain of one call: nothing to check yet
         # The arguments as they are: their primary part is only needed when
         # the next call of the tool is compared with this one (rarely).
-        last_args = self.last_args
-        before = last_args.get(tool)
-        last_args[tool] = event.args or {}
-        chain = chains.get(tool)
-        if chain:
-            if chain[-1].failure == "":
-                # The last variant succeeded: what comes next is a new story
-                # (the common case: _restart, and a chain of one call).
-                if patterns:
-                    patterns.pop(tool, None)
-                chains[tool] = [record]
-                return None
-            before, now = primary_of(before), primary_args(event)
-            score = arg_similarity(before, now, self.settings.similarity)
-            if score < self.settings.similarity or varies_only_in_items(before, now):
-                self._restart(tool)  # a different attempt, or the same command on the next item
+        previous, state.last = state.last, calls
+        before, state.args = state.args, event.args or {}
+        chain = state.chain
+        if calls - previous >= self.settings.window or chain[-1].failure == "":
+            # Its last call left the window, or the last variant succeeded:
+            # what comes next is a new story (the common case).
+            state.pattern = None
+            if len(chain) == 1:
+                chain[0] = record
             else:
-                view.note_similarity(self.name, score)
-        chain = chains.get(tool)
-        if chain is None:
-            chains[tool] = [record]
-            return None  # a chain of one call: nothing to check yet
+                state.chain = [record]
+            return None
+        before, now = primary_of(before), primary_args(event)
+        score = arg_similarity(before, now, self.settings.similarity)
+        if score < self.settings.similarity or varies_only_in_items(before, now):
+            # A different attempt, or the same command on the next item.
+            state.pattern = None
+            state.chain = [record]
+            return None
+        view.note_similarity(self.name, score)
         chain.append(record)
         threshold = view.threshold(event.tool, self.settings.threshold)
         if len(chain) > threshold + CHAIN_SLACK:
             del chain[0]
         if len(chain) < threshold or len({r.hash for r in chain}) < 2:
             return None
-        return self._check(chain, event, threshold)
+        return self._check(state, event, threshold)
 
     def _expire(self) -> None:
-        """Drop every chain whose last call has left the window (bounds memory
+        """Drop every tool whose last call has left the window (bounds memory
         when an agent uses many different tools)."""
         horizon = self.calls - self.settings.window
-        for tool in [t for t, last in self.last_call.items() if last <= horizon]:
-            self._restart(tool)
-            del self.last_call[tool]
-            self.last_args.pop(tool, None)
+        tools = self.tools
+        for tool in [t for t, state in tools.items() if state.last <= horizon]:
+            del tools[tool]
 
-    def _restart(self, tool: str) -> None:
-        self.chains.pop(tool, None)
-        self.patterns.pop(tool, None)
-
-    def _check(self, chain: list[CallRecord], event: Event, threshold: int) -> list[Detection] | None:
+    def _check(self, state: _Tool, event: Event, threshold: int) -> list[Detection] | None:
+        chain = state.chain
         # The streak of earlier variants that all failed the same way, counted
         # back from the newest; the one just before may still be running.
         earlier = chain[:-1]
@@ -222,7 +218,9 @@ class SimilarArgs(Detector):
         if count < threshold or len({r.hash for r in involved}) < 2:
             return None
         shown = reference[2:]
-        pattern = self.patterns.setdefault(event.tool or "", f"similar:{event.tool}:{involved[0].key[:160]}")
+        pattern = state.pattern
+        if pattern is None:
+            pattern = state.pattern = f"similar:{event.tool}:{involved[0].key[:160]}"
         return [
             Detection(
                 detector=self.name,
