@@ -193,6 +193,9 @@ _HEAD = 128
 _ARG_HEAD = 100
 #: Width of one argument's value and of all of them in ``compact_args``.
 _ARG_WIDTH = 60
+#: A call key (``tool:`` and the arguments' JSON) this short, of arguments
+#: kept as they are, proves them small enough to keep whole.
+_SMALL_CALL_KEY = 256
 _KIND_VALUE: dict[Kind, str] = {k: k.value for k in Kind}
 
 
@@ -245,7 +248,16 @@ class EventRef:
                     ref._raw = prefix + head
                     return ref
         elif kind is TOOL_CALL:
-            snapshot = _call_snapshot(event.tool, event.args)
+            cache = event.cache
+            key = cache.get("call_key")
+            args = event.args
+            if key is not None and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+                # Its arguments' JSON is the short key (monitor.text.call_key):
+                # they are small, keep them as they are (the summary from them
+                # is the event's by construction).
+                ref._raw = (event.tool, *args, *args.values()) if args else (event.tool,)
+                return ref
+            snapshot = _call_snapshot(event.tool, args)
             if snapshot is not None:
                 ref._raw = snapshot
                 return ref
@@ -323,16 +335,17 @@ class _Pairs(tuple):
 
 
 def _call_text(snapshot: tuple) -> str:
-    """A call's summary text from :func:`_call_snapshot`'s ``(tool, key,
-    value, key, value, ...)``, as ``Event._summary_text`` writes it."""
+    """A call's summary text from a snapshot ``(tool, key, ..., value,
+    ...)`` (the keys, then their values), as ``Event._summary_text`` writes it."""
     from monitor.text import compact_args
 
-    pairs = _Pairs(zip(snapshot[1::2], snapshot[2::2]))
+    half = len(snapshot) // 2
+    pairs = _Pairs(zip(snapshot[1:half + 1], snapshot[half + 1:]))
     return f"{snapshot[0]}({compact_args(pairs)})"
 
 
 def _call_snapshot(tool: Any, args: Any) -> tuple | None:
-    """``(tool, key, value, ...)``: what ``compact_args`` can show of
+    """``(tool, key, ..., value, ...)``: what ``compact_args`` can show of
     ``args``, bounded -- the arguments until their text is surely past its
     width, each value as the text it shows (a long one cut by ``_head``, a
     number as its JSON).  None when something is unusual, e.g. a structure
@@ -346,7 +359,8 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
         return (tool,) if args is None or args.__class__ is dict else None
     if args.__class__ is not dict:
         return None
-    snapshot = [tool]
+    keys = []
+    values = []
     # A lower bound of the length of "k=v, k=v": once past the width, later
     # arguments cannot show.
     length = -2
@@ -373,7 +387,7 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
             return None
         if shown is not value:
             length += _ARG_WIDTH  # a head that surely fills the value's width
-        snapshot.append(key)
-        snapshot.append(shown)
-    return tuple(snapshot)
+        keys.append(key)
+        values.append(shown)
+    return (tool, *keys, *values)
 
