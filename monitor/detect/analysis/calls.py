@@ -41,7 +41,6 @@ class CallRecord:
                  "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
-        # ref() and call_io() inlined: this runs for every call.
         cache = event.cache
         tool = self.tool = event.tool
         key = cache.get("call_key") or call_key(event)
@@ -51,7 +50,9 @@ class CallRecord:
         self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
         found = cache.get("ref")
         if found is None or found.seq != seq:
-            found = cache["ref"] = EventRef.of(event)
+            # (Kept here, not in the event's cache too: ``base.ref`` finds
+            # it here, and a call's cache stays small enough not to grow.)
+            found = EventRef.of(event)
         self.ref: EventRef = found
         #: The result's head and tail (``clip``); ``None`` until it arrives.
         #: ``error``, ``long`` (over 400 characters) and the memos below are
@@ -61,7 +62,7 @@ class CallRecord:
         self.failure: str | None = None
         #: What the call writes (a repeat after its inputs changed is a new call),
         #: and whether it was made after a wait (``io.waited``).
-        io = cache.get("call_io") or call_io(event)
+        io = call_io(event)
         waited = cache.get("waited")
         self.io: CallIO = NO_IO if io is NO_IO and not waited else io.kept(bool(waited))
 

@@ -119,14 +119,11 @@ def _names(words: list[str]) -> set[int]:
 
 
 def call_io(call: Event | None) -> CallIO:
-    """What ``call`` reads, runs and writes, memoized on the event."""
+    """What ``call`` reads, runs and writes.  (Memoized by command line and
+    by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    cache = call.cache
-    cached = cache.get("call_io")
-    if cached is not None:
-        return cached
-    command = cache.get("shell_command", 0)
+    command = call.cache.get("shell_command", 0)
     if command == 0:
         command = shell_command(call)
     if command is None:
@@ -139,7 +136,6 @@ def call_io(call: Event | None) -> CallIO:
             io = _remember(_BY_COMMAND, command, command_io(command))
     else:
         io = command_io(command)
-    cache["call_io"] = io
     return io
 
 
