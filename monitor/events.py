@@ -197,6 +197,7 @@ _ARG_WIDTH = 60
 #: kept as they are, proves them small enough to keep whole.
 _SMALL_CALL_KEY = 256
 _KIND_VALUE: dict[Kind, str] = {k: k.value for k in Kind}
+_CALL_KIND = TOOL_CALL.value
 
 
 class EventRef:
@@ -248,16 +249,7 @@ class EventRef:
                     ref._raw = prefix + head
                     return ref
         elif kind is TOOL_CALL:
-            cache = event.cache
-            key = cache.get("call_key")
-            args = event.args
-            if key is not None and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
-                # Its arguments' JSON is the short key (monitor.text.call_key):
-                # they are small, keep them as they are (the summary from them
-                # is the event's by construction).
-                ref._raw = (event.tool, *args, *args.values()) if args else (event.tool,)
-                return ref
-            snapshot = _call_snapshot(event.tool, args)
+            snapshot = call_snapshot(event)
             if snapshot is not None:
                 ref._raw = snapshot
                 return ref
@@ -265,6 +257,19 @@ class EventRef:
         # space, odd field types): the summary now.
         ref._summary = event.summary(SUMMARY_WIDTH)
         ref._raw = None
+        return ref
+
+    @classmethod
+    def of_call(cls, seq: int, source: str, line: int | None, snapshot: tuple) -> EventRef:
+        """The reference to a call from its :func:`call_snapshot` (what a
+        call's record keeps: it makes the reference only when it is cited)."""
+        ref = _new(cls)
+        ref.seq = seq
+        ref.kind = _CALL_KIND
+        ref.source = source
+        ref.line = line
+        ref._summary = None
+        ref._raw = snapshot
         return ref
 
     @property
@@ -342,6 +347,21 @@ def _call_text(snapshot: tuple) -> str:
     half = len(snapshot) // 2
     pairs = _Pairs(zip(snapshot[1:half + 1], snapshot[half + 1:]))
     return f"{snapshot[0]}({compact_args(pairs)})"
+
+
+def call_snapshot(event: Event) -> tuple | None:
+    """What a reference to the call ``event`` keeps to write its summary
+    later, bounded: ``(tool, key, ..., value, ...)``; None when the summary
+    must be written at once."""
+    cache = event.cache
+    key = cache.get("call_key")
+    args = event.args
+    if key is not None and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+        # Its arguments' JSON is the short key (monitor.text.call_key): they
+        # are small, keep them as they are (the summary from them is the
+        # event's by construction).
+        return (event.tool, *args, *args.values()) if args else (event.tool,)
+    return _call_snapshot(event.tool, args)
 
 
 def _call_snapshot(tool: Any, args: Any) -> tuple | None:

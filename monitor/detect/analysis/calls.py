@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from monitor.detect.analysis.failures import output_body
 from monitor.detect.analysis.inputs import NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.events import Event, EventRef, Kind
+from monitor.events import Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -37,7 +37,7 @@ class CallRecord:
     result is kept as its clipped text (what every result comparison reads)
     until a comparison has reduced it to a hash."""
 
-    __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
+    __slots__ = ("seq", "ts", "tool", "hash", "key", "source", "line", "_ref", "text", "error", "long",
                  "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
@@ -48,12 +48,15 @@ class CallRecord:
         self.ts = event.ts
         self.hash = hash(key)
         self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+        self.source = event.source
+        self.line = event.line
+        # The evidence reference, or what makes it (most records are never
+        # cited): see ``ref``.  (Kept here, not in the event's cache too:
+        # ``base.ref`` finds it here, and a call's cache stays small.)
         found = cache.get("ref")
         if found is None or found.seq != seq:
-            # (Kept here, not in the event's cache too: ``base.ref`` finds
-            # it here, and a call's cache stays small enough not to grow.)
-            found = EventRef.of(event)
-        self.ref: EventRef = found
+            found = call_snapshot(event) or EventRef.of(event)
+        self._ref: EventRef | tuple = found
         #: The result's head and tail (``clip``); ``None`` until it arrives.
         #: ``error``, ``long`` (over 400 characters) and the memos below are
         #: set when it does.
@@ -65,6 +68,14 @@ class CallRecord:
         io = call_io(event)
         waited = cache.get("waited")
         self.io: CallIO = NO_IO if io is NO_IO and not waited else io.kept(bool(waited))
+
+    @property
+    def ref(self) -> EventRef:
+        """The call's evidence reference, made when first asked for."""
+        found = self._ref
+        if found.__class__ is tuple:
+            found = self._ref = EventRef.of_call(self.seq, self.source, self.line, found)
+        return found
 
     @property
     def done(self) -> bool:
@@ -205,7 +216,7 @@ class RecalledCall(Event):
 
     def __init__(self, record: CallRecord):
         found: EventRef = record.ref
-        super().__init__(_TOOL_CALL, "", record.ts, source=found.source, line=found.line,
+        super().__init__(_TOOL_CALL, "", record.ts, source=record.source, line=record.line,
                          tool=record.tool, seq=record.seq,
                          cache={"call_key": f"{record.key}#{record.hash:x}"})
         self._summary = found.summary
