@@ -193,7 +193,11 @@ _HEAD = 128
 _ARG_HEAD = 100
 #: Width of one argument's value and of all of them in ``compact_args``.
 _ARG_WIDTH = 60
+#: A call key (``tool:`` and the arguments' JSON) this short, of arguments
+#: kept as they are, proves them small enough to keep whole.
+_SMALL_CALL_KEY = 256
 _KIND_VALUE: dict[Kind, str] = {k: k.value for k in Kind}
+_CALL_KIND = TOOL_CALL.value
 
 
 class EventRef:
@@ -245,7 +249,7 @@ class EventRef:
                     ref._raw = prefix + head
                     return ref
         elif kind is TOOL_CALL:
-            snapshot = _call_snapshot(event.tool, event.args)
+            snapshot = call_snapshot(event)
             if snapshot is not None:
                 ref._raw = snapshot
                 return ref
@@ -253,6 +257,19 @@ class EventRef:
         # space, odd field types): the summary now.
         ref._summary = event.summary(SUMMARY_WIDTH)
         ref._raw = None
+        return ref
+
+    @classmethod
+    def of_call(cls, seq: int, source: str, line: int | None, snapshot: tuple) -> EventRef:
+        """The reference to a call from its :func:`call_snapshot` (what a
+        call's record keeps: it makes the reference only when it is cited)."""
+        ref = _new(cls)
+        ref.seq = seq
+        ref.kind = _CALL_KIND
+        ref.source = source
+        ref.line = line
+        ref._summary = None
+        ref._raw = snapshot
         return ref
 
     @property
@@ -323,16 +340,32 @@ class _Pairs(tuple):
 
 
 def _call_text(snapshot: tuple) -> str:
-    """A call's summary text from :func:`_call_snapshot`'s ``(tool, key,
-    value, key, value, ...)``, as ``Event._summary_text`` writes it."""
+    """A call's summary text from a snapshot ``(tool, key, ..., value,
+    ...)`` (the keys, then their values), as ``Event._summary_text`` writes it."""
     from monitor.text import compact_args
 
-    pairs = _Pairs(zip(snapshot[1::2], snapshot[2::2]))
+    half = len(snapshot) // 2
+    pairs = _Pairs(zip(snapshot[1:half + 1], snapshot[half + 1:]))
     return f"{snapshot[0]}({compact_args(pairs)})"
 
 
+def call_snapshot(event: Event) -> tuple | None:
+    """What a reference to the call ``event`` keeps to write its summary
+    later, bounded: ``(tool, key, ..., value, ...)``; None when the summary
+    must be written at once."""
+    cache = event.cache
+    key = cache.get("call_key")
+    args = event.args
+    if key is not None and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+        # Its arguments' JSON is the short key (monitor.text.call_key): they
+        # are small, keep them as they are (the summary from them is the
+        # event's by construction).
+        return (event.tool, *args, *args.values()) if args else (event.tool,)
+    return _call_snapshot(event.tool, args)
+
+
 def _call_snapshot(tool: Any, args: Any) -> tuple | None:
-    """``(tool, key, value, ...)``: what ``compact_args`` can show of
+    """``(tool, key, ..., value, ...)``: what ``compact_args`` can show of
     ``args``, bounded -- the arguments until their text is surely past its
     width, each value as the text it shows (a long one cut by ``_head``, a
     number as its JSON).  None when something is unusual, e.g. a structure
@@ -346,7 +379,8 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
         return (tool,) if args is None or args.__class__ is dict else None
     if args.__class__ is not dict:
         return None
-    snapshot = [tool]
+    keys = []
+    values = []
     # A lower bound of the length of "k=v, k=v": once past the width, later
     # arguments cannot show.
     length = -2
@@ -373,7 +407,7 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
             return None
         if shown is not value:
             length += _ARG_WIDTH  # a head that surely fills the value's width
-        snapshot.append(key)
-        snapshot.append(shown)
-    return tuple(snapshot)
+        keys.append(key)
+        values.append(shown)
+    return (tool, *keys, *values)
 

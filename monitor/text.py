@@ -172,26 +172,36 @@ def _surely_long(args: dict[str, Any]) -> bool:
 def canonical_args(args: dict[str, Any] | None) -> str:
     """A stable string for a call's arguments: sorted keys, white space
     normalized, call ids and timestamps dropped."""
-    if not args:
-        return "{}"
     try:
-        if VOLATILE_KEYS.isdisjoint(args):
-            # _surely_long() asked only when a value is long (a few calls in a
-            # session), _needs_squash() only when the text has a space or an
-            # escape: this runs for every call.
-            for value in args.values():
-                if value.__class__ is str and len(value) >= _FAST_ARGS_BYTES and _surely_long(args):
-                    break
-            else:
-                # Fast path: most arguments need no rewriting at all.
-                raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-                if len(raw) < _FAST_ARGS_BYTES:
-                    text = raw.decode()
-                    if (" " not in text and "\\" not in text) or not _needs_squash(text):
-                        return text
-        return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
+        return plain_args(args) or _rewritten_args(args)
     except (TypeError, orjson.JSONEncodeError):
         return repr(_canonical(args))
+
+
+def _rewritten_args(args: dict[str, Any]) -> str:
+    return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def plain_args(args: dict[str, Any] | None) -> str | None:
+    """:func:`canonical_args` when it is the arguments' JSON as they are
+    (sorted keys; most calls), else None (there is something to rewrite).
+    Raises what ``orjson.dumps`` raises (``canonical_args`` then writes their
+    ``repr``)."""
+    if not args:
+        return "{}"
+    if VOLATILE_KEYS.isdisjoint(args):
+        # _surely_long() asked only when a value is long (a few calls in a
+        # session), _needs_squash() only when the text has a space or an
+        # escape: this runs for every call.
+        for value in args.values():
+            if value.__class__ is str and len(value) >= _FAST_ARGS_BYTES and _surely_long(args):
+                return None
+        raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+        if len(raw) < _FAST_ARGS_BYTES:
+            text = raw.decode()
+            if (" " not in text and "\\" not in text) or not _needs_squash(text):
+                return text
+    return None
 
 
 def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
@@ -227,10 +237,23 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def call_key(event: Any) -> str:
-    """``tool(canonical args)`` of a tool call, memoized on the event."""
-    key = event.cache.get("call_key")
+    """``tool:canonical args`` of a tool call, memoized on the event.  When
+    the arguments had to be rewritten (:func:`plain_args` is None), the
+    event's cache says so too (``args_rewritten``): a short key of arguments
+    kept as they are proves them small (``EventRef`` relies on it)."""
+    cache = event.cache
+    key = cache.get("call_key")
     if key is None:
-        key = event.cache["call_key"] = f"{event.tool}:{canonical_args(event.args)}"
+        args = event.args
+        try:
+            text = plain_args(args)
+            if text is None:
+                cache["args_rewritten"] = True
+                text = _rewritten_args(args)
+        except (TypeError, orjson.JSONEncodeError):  # (as canonical_args)
+            cache["args_rewritten"] = True
+            text = repr(_canonical(args))
+        key = cache["call_key"] = f"{event.tool}:{text}"
     return key
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from monitor.events import (COMPACTION, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event,
                             EventRef, Kind, new_event)
+from monitor.text import call_key
 from tests.footprint import deep_size
 
 MB = 1024 * 1024
@@ -176,3 +177,45 @@ def test_refs_compare_and_hash_by_value():
     assert first != ("bash(command=ls)",)
     assert given_summary.to_dict() == {"seq": 42, "kind": "tool_call", "file": "/logs/s.jsonl", "line": 7,
                                        "summary": "bash(command=ls)"}
+
+
+def keyed(made: Event) -> Event:
+    """``made`` with its call key computed first, as the call detectors do:
+    then ``EventRef.of`` keeps small arguments whole."""
+    try:
+        call_key(made)
+    except Exception:
+        pass
+    return made
+
+
+def test_calls_with_their_key_computed_first():
+    for args in [
+        None, {}, {"command": "ls -la"}, {"path": "app/x.py", "line": 3}, {"command": "x" * MB},
+        {"command": "a  b"}, {"id": "c1", "command": "ls"}, {"path": "b", "old": "x", "new": "y"},
+        {"d": {"z": 1, "a": [{"y": 2, "b": 3}]}}, {"t": (1, 2, "three")}, {"f": float("nan"), "g": -0.0},
+        {"big": 2**70}, {1: "int key"}, {"when": object}, {"e": "é\u2028x"}, {"k" * 300: 1},
+    ]:
+        check(keyed(call(args)))
+    check(keyed(call({"command": "ls"}, tool=None)))
+    check(keyed(call({"command": "ls"}, tool="t" * 2000)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=90), json_values, max_size=12))
+def test_any_json_args_with_their_key(args):
+    check(keyed(call(args)))
+
+
+def test_a_ref_of_a_keyed_call_holds_little():
+    for made in [
+        call({"command": "pytest -x tests/test_app.py"}),
+        call({"command": WORDS * 100, "cwd": "/repo"}),
+        call({"command": "a" + " " * 100_000 + "b"}),  # a short key, but rewritten
+        call({"id": "x" * 100_000, "command": "ls"}),
+        call({"data": list(range(100_000))}),
+    ]:
+        shared = [made.source, made.kind.value, made.tool, made.seq, made.line, *(made.args or ())]
+        ref = EventRef.of(keyed(made))
+        assert made not in gc.get_referents(ref)
+        assert deep_size(ref, exclude=shared) <= 300

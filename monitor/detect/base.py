@@ -296,7 +296,11 @@ def ref(event: Event | EventRef) -> EventRef:
     costs microseconds to write)."""
     if event.__class__ is EventRef:
         return event
-    made = event.cache.get("ref")
+    cache = event.cache
+    made = cache.get("ref")
     if made is None or made.seq != event.seq:
-        made = event.cache["ref"] = EventRef.of(event)
+        record = cache.get("record")  # a call's record (analysis/calls.py) holds its reference
+        if record is not None and record.seq == event.seq:
+            return record.ref
+        made = cache["ref"] = EventRef.of(event)
     return made

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from monitor.detect.analysis.failures import output_body
 from monitor.detect.analysis.inputs import NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.events import Event, EventRef, Kind
+from monitor.events import Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -37,11 +37,10 @@ class CallRecord:
     result is kept as its clipped text (what every result comparison reads)
     until a comparison has reduced it to a hash."""
 
-    __slots__ = ("seq", "ts", "tool", "hash", "key", "ref", "text", "error", "long",
+    __slots__ = ("seq", "ts", "tool", "hash", "key", "source", "line", "_ref", "text", "error", "long",
                  "_outcome", "_marks", "failure", "io")
 
     def __init__(self, event: Event):
-        # ref() and call_io() inlined: this runs for every call.
         cache = event.cache
         tool = self.tool = event.tool
         key = cache.get("call_key") or call_key(event)
@@ -49,10 +48,15 @@ class CallRecord:
         self.ts = event.ts
         self.hash = hash(key)
         self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+        self.source = event.source
+        self.line = event.line
+        # The evidence reference, or what makes it (most records are never
+        # cited): see ``ref``.  (Kept here, not in the event's cache too:
+        # ``base.ref`` finds it here, and a call's cache stays small.)
         found = cache.get("ref")
         if found is None or found.seq != seq:
-            found = cache["ref"] = EventRef.of(event)
-        self.ref: EventRef = found
+            found = call_snapshot(event) or EventRef.of(event)
+        self._ref: EventRef | tuple = found
         #: The result's head and tail (``clip``); ``None`` until it arrives.
         #: ``error``, ``long`` (over 400 characters) and the memos below are
         #: set when it does.
@@ -61,9 +65,17 @@ class CallRecord:
         self.failure: str | None = None
         #: What the call writes (a repeat after its inputs changed is a new call),
         #: and whether it was made after a wait (``io.waited``).
-        io = cache.get("call_io") or call_io(event)
+        io = call_io(event)
         waited = cache.get("waited")
         self.io: CallIO = NO_IO if io is NO_IO and not waited else io.kept(bool(waited))
+
+    @property
+    def ref(self) -> EventRef:
+        """The call's evidence reference, made when first asked for."""
+        found = self._ref
+        if found.__class__ is tuple:
+            found = self._ref = EventRef.of_call(self.seq, self.source, self.line, found)
+        return found
 
     @property
     def done(self) -> bool:
@@ -204,7 +216,7 @@ class RecalledCall(Event):
 
     def __init__(self, record: CallRecord):
         found: EventRef = record.ref
-        super().__init__(_TOOL_CALL, "", record.ts, source=found.source, line=found.line,
+        super().__init__(_TOOL_CALL, "", record.ts, source=record.source, line=record.line,
                          tool=record.tool, seq=record.seq,
                          cache={"call_key": f"{record.key}#{record.hash:x}"})
         self._summary = found.summary

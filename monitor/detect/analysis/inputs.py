@@ -50,7 +50,7 @@ _MAX_NAMES = 16
 class CallIO:
     """See the module docstring."""
 
-    __slots__ = ("writes", "blind", "broad", "reads", "waited")
+    __slots__ = ("writes", "blind", "broad", "reads", "waited", "_kept")
 
     def __init__(self, writes: tuple[int, ...], blind: bool, broad: bool, reads: frozenset[int],
                  waited: bool = False):
@@ -59,6 +59,7 @@ class CallIO:
         self.broad = broad
         self.reads = reads
         self.waited = waited  # (set on what a record keeps: see kept())
+        self._kept: CallIO | None = None
 
     @property
     def writes_any(self) -> bool:
@@ -85,15 +86,22 @@ class CallIO:
         the call being judged needs those, and its event has them), and
         whether the call was made after a wait; shared when it writes nothing
         by name."""
-        if self.writes or waited:
-            return CallIO(self.writes, self.blind, self.broad, _EMPTY, waited)
-        return _SHARED[self.blind, self.broad]
+        if waited:
+            return CallIO(self.writes, self.blind, self.broad, _EMPTY, True)
+        kept = self._kept
+        if kept is None:
+            # Made once: call_io() shares one CallIO between the runs of a command.
+            kept = self._kept = (CallIO(self.writes, self.blind, self.broad, _EMPTY) if self.writes
+                                 else _SHARED[self.blind, self.broad])
+        return kept
 
 
 _EMPTY: frozenset[int] = frozenset()
 NO_IO = CallIO((), False, False, _EMPTY)
 _SHARED = {(blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)}
 _SHARED[False, False] = NO_IO
+#: An edit tool's call that names no file (it may write any).
+_BLIND_EDIT = _SHARED[True, False]
 
 
 def _base(word: str) -> int:
@@ -111,28 +119,65 @@ def _names(words: list[str]) -> set[int]:
 
 
 def call_io(call: Event | None) -> CallIO:
-    """What ``call`` reads, runs and writes, memoized on the event."""
+    """What ``call`` reads, runs and writes.  (Memoized by command line and
+    by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    cache = call.cache
-    cached = cache.get("call_io")
-    if cached is not None:
-        return cached
-    command = cache.get("shell_command", 0)
+    command = call.cache.get("shell_command", 0)
     if command == 0:
         command = shell_command(call)
     if command is None:
-        io = NO_IO
-        if _tool_kind(call.tool)[1]:  # is_edit() of a call that runs no command
-            args = call.args or {}
-            target = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
-            if target:
-                name = _base(target)
-                io = CallIO((name,), False, False, frozenset((name,)))
-            else:
-                io = CallIO((), target is None, False, _EMPTY)
-        cache["call_io"] = io
-        return io
+        io = _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO  # is_edit() of a call that runs no command
+    elif len(command) <= _MEMO_CHARS:
+        # What a command reads and writes depends on its text alone, and an
+        # agent runs the same commands again and again (``pytest -q``).
+        io = _BY_COMMAND.get(command)
+        if io is None:
+            io = _remember(_BY_COMMAND, command, command_io(command))
+    else:
+        io = command_io(command)
+    return io
+
+
+#: call_io's answers by command line and by edited path, for texts up to
+#: ``_MEMO_CHARS`` long; each table is emptied when it holds ``_MEMO_SIZE``.
+_BY_COMMAND: dict[str, CallIO] = {}
+_BY_TARGET: dict[str, CallIO] = {}
+_MEMO_CHARS = 256
+_MEMO_SIZE = 2048
+
+
+def _remember(table: dict[str, CallIO], text: str, io: CallIO) -> CallIO:
+    if len(table) >= _MEMO_SIZE:
+        table.clear()
+    table[text] = io
+    return io
+
+
+def _edit_io(args: dict | None) -> CallIO:
+    """What an edit tool's call writes: the file its arguments name."""
+    target = None
+    if args:
+        for key in _PATH_KEYS:
+            target = args.get(key)
+            if isinstance(target, str):
+                break
+        else:
+            target = None
+    if not target:
+        return _BLIND_EDIT if target is None else NO_IO
+    if len(target) > _MEMO_CHARS:
+        name = _base(target)
+        return CallIO((name,), False, False, frozenset((name,)))
+    io = _BY_TARGET.get(target)
+    if io is None:
+        name = _base(target)
+        io = _remember(_BY_TARGET, target, CallIO((name,), False, False, frozenset((name,))))
+    return io
+
+
+def command_io(command: str) -> CallIO:
+    """What the command line ``command`` reads, runs and writes."""
     command = command[:4000]
     writes: set[int] = set()
     reads: set[int] = set()
@@ -177,6 +222,4 @@ def call_io(call: Event | None) -> CallIO:
         reads.update(names)
         if len(reads) > _MAX_NAMES:
             break
-    io = CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
-    call.cache["call_io"] = io
-    return io
+    return CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
