@@ -27,7 +27,6 @@ a string and a set slot.
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.digest import digest
@@ -105,9 +104,11 @@ class TurnSimilarity(TurnDetector):
     def __init__(self, settings: TurnSimilaritySettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.history: deque[_Seen] = deque(maxlen=max(1, s.window))
+        # Lists, not deques, trimmed by hand: an empty deque still holds a block of 64 slots.
+        self.size = max(1, s.window)
+        self.history: list[_Seen] = []
         self.consecutive = 0
-        self.streak: deque[tuple[EventRef, ...]] = deque(maxlen=6)  # the similar turns
+        self.streak: list[tuple[EventRef, ...]] = []  # the similar turns (the last 6)
 
     def reset(self) -> None:
         self.history.clear()
@@ -185,7 +186,10 @@ class TurnSimilarity(TurnDetector):
             anchor, named = None, head + keys
         events = tuple(map(ref, turn.events))
         # (An array fills faster from a list than from a set.)
-        self.history.append(_Seen(array("q", list(toks)), results, anchor, events, named))
+        history = self.history
+        history.append(_Seen(array("q", list(toks)), results, anchor, events, named))
+        if len(history) > self.size:
+            del history[0]
         if match is None:
             self.consecutive = 0
             return None
@@ -193,7 +197,10 @@ class TurnSimilarity(TurnDetector):
             self.streak.clear()
             self.streak.append(match.events)
         self.consecutive += 1
-        self.streak.append(events)
+        streak = self.streak
+        streak.append(events)
+        if len(streak) > 6:
+            del streak[0]
         if self.consecutive < s.warn_after:
             return None
         level = Level.TERMINATE if self.consecutive >= s.terminate_after else Level.WARN
