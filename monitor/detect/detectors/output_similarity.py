@@ -138,7 +138,7 @@ class OutputSimilarity(TurnDetector):
         super().__init__(settings)
         s = self.settings
         # Lists, not deques, trimmed by hand: an empty deque still holds a block of 64 slots.
-        self.size = max(1, s.window)
+        self.outputs_kept = max(1, s.window)
         self.outputs: list[_Output] = []
         #: Per repeated output (its chain's anchor): how often it has come back
         #: since the last output that repeated nothing, and the turns involved (the last 12).
@@ -243,7 +243,7 @@ class OutputSimilarity(TurnDetector):
         first = ref(turn.first)
         outputs = self.outputs
         outputs.append(_Output(text, anchor, calls, results, first, work))
-        if len(outputs) > self.size:
+        if len(outputs) > self.outputs_kept:
             del outputs[0]
         if match is None:
             self.chains.clear()
