@@ -159,7 +159,7 @@ class OutputSimilarity(TurnDetector):
         (after that, more new work changes no comparison): a long stretch of
         tool turns costs one digest, not one each."""
         exempt = view.exempt
-        keys = tuple(call.key for call in turn.calls if not exempt(call.tool))
+        keys = tuple(key for tool, key in turn.calls if not exempt(tool))
         if not keys:
             return
         digest_ = hash((keys, turn.outcome().items))
@@ -198,10 +198,10 @@ class OutputSimilarity(TurnDetector):
         if not calls:
             calls = ()
         elif len(calls) == 1 and not view.tool_overrides:  # the common case: no generator, no sort
-            calls = (hash(calls[0].key),)
+            calls = (hash(calls[0][1]),)
         else:
             exempt = view.exempt
-            calls = tuple(sorted(hash(call.key) for call in calls if not exempt(call.tool)))
+            calls = tuple(sorted(hash(key) for tool, key in calls if not exempt(tool)))
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high

@@ -45,7 +45,7 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def _words(turn: Turn, calls: list[Call]) -> list[str]:
+def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text
     and ``calls`` (its calls, the exempt ones left out).
     (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
@@ -53,10 +53,10 @@ def _words(turn: Turn, calls: list[Call]) -> list[str]:
     words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
         if len(calls) == 1:  # most turns make one call: no generator, no join
-            call = calls[0]
-            joined = f"{call.tool} {call.key}"
+            tool, key = calls[0]
+            joined = f"{tool} {key}"
         else:
-            joined = " ".join(f"{call.tool} {call.key}" for call in calls)
+            joined = " ".join(f"{tool} {key}" for tool, key in calls)
         if len(joined) > SIMILARITY_CHARS:
             joined = clip(joined, SIMILARITY_CHARS)
         if words:
@@ -125,15 +125,15 @@ class TurnSimilarity(TurnDetector):
         # result): flat, with the common case decided before any set is built.
         calls = turn.calls
         if calls and view.tool_overrides:
-            calls = [call for call in calls if not view.exempt(call.tool)]
+            calls = [call for call in calls if not view.exempt(call[0])]
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
         if not turn.has_text and turn.first.cache.get("waited"):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         s = self.settings
         if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
-            call = calls[0]
-            joined = f"{call.tool} {call.key}"
+            tool, key = calls[0]
+            joined = f"{tool} {key}"
             if len(joined) > SIMILARITY_CHARS:
                 joined = clip(joined, SIMILARITY_CHARS)
             elif joined.count(" ") < s.min_tokens - 1 and joined.isprintable():
@@ -189,7 +189,7 @@ class TurnSimilarity(TurnDetector):
         else:  # names the chain this turn may start: stable across runs (see _Seen.anchor)
             text, made = turn.text, turn.calls
             head = text.text()[:300] if text is not None else ""
-            keys = made[0].key[:100] if len(made) == 1 else "".join(call.key[:100] for call in made[:3])
+            keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
             anchor, named = None, head + keys
         events = tuple(map(ref, turn.events))
         # Kept as one string: a few bytes a token, and made without a Python
