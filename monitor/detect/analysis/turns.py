@@ -38,7 +38,7 @@ head and a tail, calls and results up to :data:`MAX_CALLS`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from monitor.events import Event, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
@@ -138,16 +138,10 @@ class Outcome:
 _NO_RESULTS = Outcome(())
 
 
-class Call(NamedTuple):
-    """A tool call made in a turn, by tool name and canonical key (a tuple:
-    one is built per call, and tuples are the cheapest immutable record)."""
-
-    tool: str | None
-    key: str
-
-
-#: ``Call(tool, key)`` without the Python-level ``__new__`` of a NamedTuple.
-_new_call = tuple.__new__
+#: A tool call made in a turn: ``(tool name, canonical key)``.  A plain
+#: tuple: one is built per call, and a NamedTuple's (even through
+#: ``tuple.__new__``) cost a third of the turn.
+Call = tuple[str | None, str]
 
 
 class Turn:
@@ -158,7 +152,7 @@ class Turn:
     :class:`~monitor.events.EventRef` of each event they keep, and the tracker
     drops the events (:meth:`release`) when the next event arrives."""
 
-    __slots__ = ("first", "last", "last_ts", "response", "text", "has_text", "messages", "calls",
+    __slots__ = ("first", "last", "response", "text", "has_text", "messages", "calls", "call_id",
                  "call_ids", "open_calls", "results", "ended", "answered", "events", "_undo",
                  "keep_keys", "_outcome")
 
@@ -168,28 +162,30 @@ class Turn:
         is added by the caller."""
         self.keep_keys = keep_text  # callers that need no text need no call/result keys either
         self.first = first
-        self.last = first  # latest event added
-        self.last_ts = first.ts
+        self.last = first  # latest message or call added
         meta = first.meta
         self.response = (response_id(first) if meta else None) or response
         #: Created with the first message (most turns are tool calls only).
         self.text: BoundedText | None = None
         self.has_text = False
         self.messages = 0
-        self.results: list[tuple[bool, str]] = []  # (is_error, clipped content) per result
+        # Tuples, not lists: one allocation each, and most turns never grow.
+        self.results: tuple[tuple[bool, str], ...] = ()  # (is_error, clipped content) per result
         self.ended = False  # the response is over (result, usage of another, system message…)
         self.answered = False  # at least one tool result came back
         self._undo: tuple[Any, ...] | None = None  # state before the latest message
         self._outcome: Outcome | None = None
+        #: The first call's id; the ids of all its calls once there are two
+        #: (most turns make one call: no set for them).
+        self.call_ids: set[str] | None = None
         if first.kind is _TOOL_CALL:  # add_call(), inlined
-            self.calls: list[Call] = [_new_call(Call, (first.tool, call_key(first) if keep_text else ""))]
-            call_id = first.call_id
-            self.call_ids: set[str] = {call_id} if call_id else set()
+            self.calls: tuple[Call, ...] = ((first.tool, call_key(first) if keep_text else ""),)
+            self.call_id: str | None = first.call_id or None
             self.open_calls = 1  # calls still waiting for their result
             self.events: list[Event] = [first]
         else:
-            self.calls = []
-            self.call_ids = set()
+            self.calls = ()
+            self.call_id = None
             self.open_calls = 0
             self.events = []
 
@@ -197,7 +193,6 @@ class Turn:
 
     def _remember(self, event: Event) -> None:
         self.last = event
-        self.last_ts = event.ts
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
 
@@ -205,7 +200,7 @@ class Turn:
         text = self.text
         if text is None and self.keep_keys:
             text = self.text = BoundedText()
-        self._undo = (self.has_text, self.messages, len(self.events), self.last, self.last_ts,
+        self._undo = (self.has_text, self.messages, len(self.events), self.last,
                       None if text is None else (text.head, text.tail, text.length))
         self.messages += 1
         content = event.content
@@ -220,7 +215,7 @@ class Turn:
         """Undo the latest :meth:`add_message` (it turned out to start another response)."""
         if self._undo is None:
             return
-        self.has_text, self.messages, events, self.last, self.last_ts, text = self._undo
+        self.has_text, self.messages, events, self.last, text = self._undo
         del self.events[events:]
         if text is not None and self.text is not None:
             self.text.head, self.text.tail, self.text.length = text
@@ -229,15 +224,20 @@ class Turn:
     def add_call(self, event: Event) -> None:
         self._undo = None
         self.open_calls += 1
-        if event.call_id:
-            self.call_ids.add(event.call_id)
+        call_id = event.call_id
+        if call_id:
+            if self.call_id is None:
+                self.call_id = call_id
+            elif self.call_ids is None:
+                self.call_ids = {self.call_id, call_id}
+            else:
+                self.call_ids.add(call_id)
         if len(self.calls) < MAX_CALLS:
-            self.calls.append(_new_call(Call, (event.tool, call_key(event) if self.keep_keys else "")))
+            self.calls += ((event.tool, call_key(event) if self.keep_keys else ""),)
         if self.response is None and event.meta:
             self.response = response_id(event)
         # _remember(), inlined: one call per tool call saved
         self.last = event
-        self.last_ts = event.ts
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
 
@@ -265,7 +265,7 @@ class Turn:
         """The results, made once per turn (the turn detectors share it)."""
         outcome = self._outcome
         if outcome is None:
-            outcome = self._outcome = Outcome(tuple(self.results)) if self.results else _NO_RESULTS
+            outcome = self._outcome = Outcome(self.results) if self.results else _NO_RESULTS
         return outcome
 
 
@@ -277,6 +277,8 @@ def _same_record(a: Event, b: Event) -> bool:
 class TurnTracker:
     """Assembles one session's assistant turns; :meth:`feed` returns a turn once
     it is complete (at most one per event)."""
+
+    __slots__ = ("keep_text", "same_turn_seconds", "current", "_done", "_announced")
 
     def __init__(self, *, keep_text: bool = True, same_turn_seconds: float = 1.0):
         """``keep_text=False`` keeps only the shape of each turn (text or not,
@@ -325,7 +327,7 @@ class TurnTracker:
                 return True  # the log says so (native ``"continues": true``)
             if meta.get("untimed") is True:
                 return False  # no time to go by: each record is its own response
-        return message.ts - turn.last_ts < self.same_turn_seconds
+        return message.ts - turn.last.ts < self.same_turn_seconds
 
     def feed(self, event: Event) -> Turn | None:
         """The turn ``event`` completes, if any.
@@ -360,8 +362,11 @@ class TurnTracker:
             if turn is None:
                 return None
             call_id = event.call_id
-            if call_id and turn.call_ids and call_id not in turn.call_ids:
-                return None  # not an answer to this turn's calls
+            ours = turn.call_id
+            if call_id and ours is not None and call_id != ours:
+                others = turn.call_ids
+                if others is None or call_id not in others:
+                    return None  # not an answer to this turn's calls
             # The result joins the turn (here, not in a Turn method: this
             # runs for every tool result).
             turn._undo = None
@@ -372,7 +377,7 @@ class TurnTracker:
                 content = event.content
                 if len(content) > SIMILARITY_CHARS:
                     content = clip(content)
-                turn.results.append((event.is_error, content))
+                turn.results += ((event.is_error, content),)
             if len(turn.events) < MAX_EVIDENCE:
                 turn.events.append(event)
             if turn.open_calls == 0:  # turn.complete: the result ended it

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -270,8 +269,9 @@ class Chanting(Detector):
         self.carry_limit = self.finder.window + self.finder.min_repeats * self.finder.max_period
         self.scan_limit = max(self.finder.window * 4, s.max_scan_chars)
         self.reported: dict[str, int] = {}  # unit digest -> count last reported
-        #: The stream's last messages (references: a message may be megabytes).
-        self.messages: deque[EventRef] = deque(maxlen=6)
+        #: The stream's last 6 messages (references: a message may be
+        #: megabytes); a list, not a deque (an empty deque still holds a block of 64 slots).
+        self.messages: list[EventRef] = []
         #: The ``seq`` a message right after the last one seen would have.
         self.next_seq = -1
         self.reset()
@@ -301,7 +301,10 @@ class Chanting(Detector):
                 self.reset()  # anything between two messages ends the stream
             if not assistant:
                 return None
-        self.messages.append(ref(event))
+        messages = self.messages
+        messages.append(ref(event))
+        if len(messages) > 6:
+            del messages[0]
         text = event.content
         if not text or self.blind:
             return None

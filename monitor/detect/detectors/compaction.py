@@ -12,7 +12,6 @@ is not work either.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -46,7 +45,9 @@ class CompactionLoop(Detector):
     def reset(self) -> None:
         self.count = 0  # compactions in the current run without work
         self.calls_since = 0  # tool calls since the last compaction
-        self.events: deque[EventRef] = deque(maxlen=8)  # the compactions
+        # The compactions (the last 8): a list, not a deque (an empty deque
+        # still holds a block of 64 slots).
+        self.events: list[EventRef] = []
 
     def window(self) -> list[EventRef]:
         return list(self.events)
@@ -64,7 +65,10 @@ class CompactionLoop(Detector):
             self.count = 1
             self.events.clear()
         self.calls_since = 0
-        self.events.append(ref(event))
+        events = self.events
+        events.append(ref(event))
+        if len(events) > 8:
+            del events[0]
         threshold = max(2, self.settings.threshold)
         view.note_similarity(self.name, min(1.0, (self.count - 1) / (threshold - 1)))
         if self.count < threshold:

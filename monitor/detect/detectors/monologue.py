@@ -15,7 +15,6 @@ both counts; a user turn resets everything (the engine calls :meth:`reset`).
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
@@ -43,7 +42,9 @@ class Monologue(TurnDetector):
         super().__init__(settings)
         self.talking = 0  # text-only turns in a row
         self.silent = 0  # empty replies in a row
-        self.recent: deque[EventRef] = deque(maxlen=12)  # the turns' first events
+        # The turns' first events (the last 12): a list, not a deque (an empty
+        # deque still holds a block of 64 slots).
+        self.recent: list[EventRef] = []
 
     def reset(self) -> None:
         self.talking = 0
@@ -65,7 +66,10 @@ class Monologue(TurnDetector):
         s = self.settings
         self.talking += 1
         self.silent = 0 if turn.has_text else self.silent + 1
-        self.recent.append(ref(turn.first))
+        recent = self.recent
+        recent.append(ref(turn.first))
+        if len(recent) > 12:
+            del recent[0]
         if s.empty_threshold and self.silent >= s.empty_threshold:
             n = self.silent
             return [
@@ -78,7 +82,7 @@ class Monologue(TurnDetector):
                     count=n,
                     summary=f"sent {n} empty replies in a row",
                     advice="Say what you are doing or what blocks you, or call a tool.",
-                    evidence=evidence(list(self.recent)[-n:]),
+                    evidence=evidence(recent[-n:]),
                 )
             ]
         if s.threshold and self.talking >= s.threshold:
@@ -96,7 +100,7 @@ class Monologue(TurnDetector):
                         "Stop summarising: pick the next concrete task and start on it "
                         "with your tools now."
                     ),
-                    evidence=evidence(list(self.recent)[-n:]),
+                    evidence=evidence(recent[-n:]),
                 )
             ]
         return None

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections import deque
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
@@ -138,10 +137,12 @@ class OutputSimilarity(TurnDetector):
     def __init__(self, settings: OutputSimilaritySettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.outputs: deque[_Output] = deque(maxlen=max(1, s.window))
+        # Lists, not deques, trimmed by hand: an empty deque still holds a block of 64 slots.
+        self.outputs_kept = max(1, s.window)
+        self.outputs: list[_Output] = []
         #: Per repeated output (its chain's anchor): how often it has come back
-        #: since the last output that repeated nothing, and the turns involved.
-        self.chains: dict[str, tuple[int, deque[EventRef]]] = {}
+        #: since the last output that repeated nothing, and the turns involved (the last 12).
+        self.chains: dict[str, tuple[int, list[EventRef]]] = {}
         #: Tool turns that did something new so far, and the hashes of the
         #: last few tool turns (calls and results) to tell new from repeated.
         self.work = 0
@@ -158,7 +159,7 @@ class OutputSimilarity(TurnDetector):
         (after that, more new work changes no comparison): a long stretch of
         tool turns costs one digest, not one each."""
         exempt = view.exempt
-        keys = tuple(call.key for call in turn.calls if not exempt(call.tool))
+        keys = tuple(key for tool, key in turn.calls if not exempt(tool))
         if not keys:
             return
         digest_ = hash((keys, turn.outcome().items))
@@ -197,10 +198,10 @@ class OutputSimilarity(TurnDetector):
         if not calls:
             calls = ()
         elif len(calls) == 1 and not view.tool_overrides:  # the common case: no generator, no sort
-            calls = (hash(calls[0].key),)
+            calls = (hash(calls[0][1]),)
         else:
             exempt = view.exempt
-            calls = tuple(sorted(hash(call.key) for call in calls if not exempt(call.tool)))
+            calls = tuple(sorted(hash(key) for tool, key in calls if not exempt(tool)))
         results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
@@ -240,14 +241,19 @@ class OutputSimilarity(TurnDetector):
         # repeats it: its digest waits until then (_Output.anchor).
         anchor = match.anchor if match is not None else None
         first = ref(turn.first)
-        self.outputs.append(_Output(text, anchor, calls, results, first, work))
+        outputs = self.outputs
+        outputs.append(_Output(text, anchor, calls, results, first, work))
+        if len(outputs) > self.outputs_kept:
+            del outputs[0]
         if match is None:
             self.chains.clear()
             return None
         repeats, involved = self.chains.get(anchor, (0, None))
         if involved is None:
-            involved = deque([match.event], maxlen=12)
+            involved = [match.event]
         involved.append(first)
+        if len(involved) > 12:
+            del involved[0]
         repeats += 1
         self.chains[anchor] = (repeats, involved)
         if len(self.chains) > s.window:  # bounded: the oldest chain goes

@@ -20,14 +20,12 @@ complete.  Honest repetition that must not count:
 Per session only the compared window is kept (the note caps its history at
 50 turns for memory; only the last 5 are ever compared, so those are all we
 hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
-and are kept as an array of 64-bit token hashes -- 8 bytes a token instead of
-a string and a set slot.
+and its distinct tokens are kept joined in one string -- a few bytes a token,
+no Python object per token.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.digest import digest
@@ -47,7 +45,7 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def _words(turn: Turn, calls: list[Call]) -> list[str]:
+def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text
     and ``calls`` (its calls, the exempt ones left out).
     (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
@@ -55,10 +53,10 @@ def _words(turn: Turn, calls: list[Call]) -> list[str]:
     words = text.text().lower().split() if turn.has_text and text is not None else []
     if calls:
         if len(calls) == 1:  # most turns make one call: no generator, no join
-            call = calls[0]
-            joined = f"{call.tool} {call.key}"
+            tool, key = calls[0]
+            joined = f"{tool} {key}"
         else:
-            joined = " ".join(f"{call.tool} {call.key}" for call in calls)
+            joined = " ".join(f"{tool} {key}" for tool, key in calls)
         if len(joined) > SIMILARITY_CHARS:
             joined = clip(joined, SIMILARITY_CHARS)
         if words:
@@ -69,14 +67,15 @@ def _words(turn: Turn, calls: list[Call]) -> list[str]:
 
 
 class _Seen:
-    """One remembered turn: its token hashes, outcome, chain anchor and
+    """One remembered turn: its distinct tokens, outcome, chain anchor and
     references to its events (never the events themselves)."""
 
-    __slots__ = ("tokens", "results", "_anchor", "_named", "events")
+    __slots__ = ("tokens", "size", "results", "_anchor", "_named", "events")
 
-    def __init__(self, tokens_: array, results: Outcome, anchor: str | None,
+    def __init__(self, tokens_: str, size: int, results: Outcome, anchor: str | None,
                  events: tuple[EventRef, ...], named: str = ""):
-        self.tokens = tokens_  # distinct token hashes
+        self.tokens = tokens_  # its distinct tokens, each between two " " (none holds white space)
+        self.size = size  # how many
         self.results = results
         #: The chain's anchor; None for a turn that repeated nothing until one
         #: repeats it (most never are): its digest of ``named`` is written then.
@@ -105,9 +104,11 @@ class TurnSimilarity(TurnDetector):
     def __init__(self, settings: TurnSimilaritySettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.history: deque[_Seen] = deque(maxlen=max(1, s.window))
+        # Lists, not deques, trimmed by hand: an empty deque still holds a block of 64 slots.
+        self.turns_kept = max(1, s.window)
+        self.history: list[_Seen] = []
         self.consecutive = 0
-        self.streak: deque[tuple[EventRef, ...]] = deque(maxlen=6)  # the similar turns
+        self.streak: list[tuple[EventRef, ...]] = []  # the similar turns (the last 6)
 
     def reset(self) -> None:
         self.history.clear()
@@ -124,15 +125,15 @@ class TurnSimilarity(TurnDetector):
         # result): flat, with the common case decided before any set is built.
         calls = turn.calls
         if calls and view.tool_overrides:
-            calls = [call for call in calls if not view.exempt(call.tool)]
+            calls = [call for call in calls if not view.exempt(call[0])]
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
         if not turn.has_text and turn.first.cache.get("waited"):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         s = self.settings
         if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
-            call = calls[0]
-            joined = f"{call.tool} {call.key}"
+            tool, key = calls[0]
+            joined = f"{tool} {key}"
             if len(joined) > SIMILARITY_CHARS:
                 joined = clip(joined, SIMILARITY_CHARS)
             elif joined.count(" ") < s.min_tokens - 1 and joined.isprintable():
@@ -143,8 +144,8 @@ class TurnSimilarity(TurnDetector):
         else:
             words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most tool-only
-        # turns stop here.  Hashes are equal within one process, all a window needs.
-        toks = frozenset(map(hash, words)) if len(words) >= s.min_tokens else ()
+        # turns stop here.
+        toks = frozenset(words) if len(words) >= s.min_tokens else ()
         size = len(toks)
         if size < s.min_tokens:
             self.consecutive = 0
@@ -157,22 +158,29 @@ class TurnSimilarity(TurnDetector):
         keep = view.keeps_similarity
         closest, best, match = 0.0 if keep else cutoff, 0.0, None
         for seen in self.history:
-            earlier = seen.tokens
-            other = len(earlier)
+            other = seen.size
             if not other:
                 continue  # (score 0)
             bound = other / size if other < size else size / other
             if bound <= closest and bound < cutoff:
                 continue
-            common = len(toks.intersection(earlier))
-            score = common / (size + other - common)  # Jaccard
-            if score > closest:
-                closest = score
-            if score < cutoff or score <= best:
-                continue
-            if results.moved(seen.results):
-                continue  # the same words got new results: progress
-            best, match = score, seen
+            # Its tokens are looked up in the other's string one by one; the count
+            # stops once the misses keep the score below both cut-offs (the same
+            # formula over fewer common tokens never rounds higher).
+            earlier, common = seen.tokens, size
+            for word in toks:
+                if f" {word} " not in earlier:
+                    common -= 1
+                    score = common / (size + other - common)
+                    if score <= closest and score < cutoff:
+                        break
+            else:  # every token looked up: ``common`` is exact
+                score = common / (size + other - common)  # Jaccard
+                if score > closest:
+                    closest = score
+                # (The same words that got new results made progress: no repeat.)
+                if score >= cutoff and score > best and not results.moved(seen.results):
+                    best, match = score, seen
         if keep:
             view.note_similarity(self.name, closest)
 
@@ -181,11 +189,15 @@ class TurnSimilarity(TurnDetector):
         else:  # names the chain this turn may start: stable across runs (see _Seen.anchor)
             text, made = turn.text, turn.calls
             head = text.text()[:300] if text is not None else ""
-            keys = made[0].key[:100] if len(made) == 1 else "".join(call.key[:100] for call in made[:3])
+            keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
             anchor, named = None, head + keys
         events = tuple(map(ref, turn.events))
-        # (An array fills faster from a list than from a set.)
-        self.history.append(_Seen(array("q", list(toks)), results, anchor, events, named))
+        # Kept as one string: a few bytes a token, and made without a Python
+        # object per token (turning hashes into an array("q") cost more than all the rest).
+        history = self.history
+        history.append(_Seen(f" {' '.join(toks)} ", size, results, anchor, events, named))
+        if len(history) > self.turns_kept:
+            del history[0]
         if match is None:
             self.consecutive = 0
             return None
@@ -193,7 +205,10 @@ class TurnSimilarity(TurnDetector):
             self.streak.clear()
             self.streak.append(match.events)
         self.consecutive += 1
-        self.streak.append(events)
+        streak = self.streak
+        streak.append(events)
+        if len(streak) > 6:
+            del streak[0]
         if self.consecutive < s.warn_after:
             return None
         level = Level.TERMINATE if self.consecutive >= s.terminate_after else Level.WARN
