@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.detect.analysis.signatures import failure_signature
+from monitor.detect.analysis.signatures import LinePattern, failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 
@@ -57,6 +57,10 @@ _WRAPPERS = re.compile(
     r"bundle\s+exec|(?:yarn|pnpm)(?:\s+(?:exec|dlx))?(?=\s+(?:jest|vitest|mocha)\b)|"
     r"python[\d.]*\s+-m|py\s+-m)\s+)*"
 )
+#: First words of a segment that :data:`_WRAPPERS` can remove (besides
+#: ``NAME=value`` and ``python…``): the regex only runs on segments starting so.
+_WRAPPER_WORDS = frozenset({"env", "time", "sudo", "nice", "command", "exec", "timeout", "npx", "bunx", "uv",
+                            "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "yarn", "pnpm", "py"})
 _RUNNERS = re.compile(
     r"""(?x)^(?:
         py\.?test | unittest | nose2? | nosetests | tox | nox | green | ward |
@@ -80,13 +84,14 @@ _HINT_REGEX_CHARS = 200
 _TEST_TOOLS = re.compile(r"(?i)(?:run_?)?tests?|test_?runner|run_?pytest|pytest")
 
 # Exit-code reports, matched on lower-cased text; each pattern starts with a
-# literal so the regex engine can skip ahead instead of trying every position.
+# literal so the regex engine can skip ahead instead of trying every position,
+# and runs only on text holding the literal it needs (paired with it).
 _EXIT_PATTERNS = (
-    re.compile(r"exit(?:ed)?[ _]?(?:with )?(?:status|code)\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
-    re.compile(r"return[ _]?code\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)"),
-    re.compile(r"\[exit (-?\d+)\]"),
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
-    re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)"),
+    ("exit", re.compile(r"exit(?:ed)?[ _]?(?:with )?(?:status|code)\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)")),
+    ("return", re.compile(r"return[ _]?code\b[\"']?\s*[:=]?\s*[\"']?\(?(-?\d+)")),
+    ("[exit ", re.compile(r"\[exit (-?\d+)\]")),
+    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),  # mini-swe-agent
+    ("***", re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)")),
 )
 #: Programs whose exit status 1 means "no" (no match, files differ), not failure.
 _BENIGN_ONE = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "which", "pgrep"})
@@ -113,27 +118,28 @@ _COUNT = re.compile(
 #: ``\b``) lets the regex engine skip to the digits instead of trying both
 #: halves everywhere.
 _COUNT_NUMBER = re.compile(
-    r"(\d(?<!\w\d)\d*)\s+(?i:(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed))\b"
+    r"(\d(?<!\w\d)\d*+)\s++(?i:(failed|failing|failures?|errors?|passed|passing|examples?|tests?\s+passed))\b"
 )
 #: Text that can name a failing test when no summary line says how many failed.
 _FAILED_HINT = re.compile(r"FAIL|ERROR|●|×|✕|✗|rspec \./")
 #: (hint, pattern): a pattern only runs on text containing its hint.
 #: ``WORD(?<!.WORD)`` is ``^WORD`` with the literal first, so the regex engine
-#: skips ahead to it; ``\S*`` (not ``\S*?``) since a pytest name is a whole run of non-space.
+#: skips ahead to it (other ``^`` patterns are tried at line starts only:
+#: :class:`LinePattern`); ``\S*`` (not ``\S*?``) since a pytest name is a whole run of non-space.
 _FAILING_NAMES = (
     ("FAILED", re.compile(r"FAILED(?<!.FAILED)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest short summary
     ("ERROR", re.compile(r"ERROR(?<!.ERROR)\s+([^\s(]\S*)(?:\s+-\s.*)?$", re.M)),  # pytest collection errors
-    ("::", re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.M)),  # pytest -v
+    ("::", LinePattern(r"(\S+::\S+)\s+(?:FAILED|ERROR)\b")),  # pytest -v
     (": ", re.compile(r"(?:FAIL(?<!.FAIL)|ERROR(?<!.ERROR)):\s+(\S+)\s+\(([^)]+)\)", re.M)),  # unittest
-    ("--- FAIL", re.compile(r"^\s*--- FAIL:\s+(\S+)", re.M)),  # go test
+    ("--- FAIL", LinePattern(r"\s*--- FAIL:\s+(\S+)")),  # go test
     ("... FAILED", re.compile(r"test(?<!.test)\s+(\S+)\s+\.\.\.\s+FAILED", re.M)),  # cargo test
-    ("●", re.compile(r"^\s*●\s+(.+?)\s*$", re.M)),  # jest
-    ("×", re.compile(r"^\s*×\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # vitest
-    ("✕", re.compile(r"^\s*✕\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # jest --verbose
-    ("✗", re.compile(r"^\s*✗\s+(.+?)(?:\s+\d+\s*m?s)?\s*$", re.M)),  # node:test, bats
-    (" > ", re.compile(r"^\s*FAIL\s+(\S+\s+>\s+.+?)\s*$", re.M)),  # vitest "FAIL file > suite > test"
+    ("●", LinePattern(r"\s*●\s+(.+?)\s*$")),  # jest
+    ("×", LinePattern(r"\s*×\s+(.+?)(?:\s+\d+\s*m?s)?\s*$")),  # vitest
+    ("✕", LinePattern(r"\s*✕\s+(.+?)(?:\s+\d+\s*m?s)?\s*$")),  # jest --verbose
+    ("✗", LinePattern(r"\s*✗\s+(.+?)(?:\s+\d+\s*m?s)?\s*$")),  # node:test, bats
+    (" > ", LinePattern(r"\s*FAIL\s+(\S+\s+>\s+.+?)\s*$")),  # vitest "FAIL file > suite > test"
     ("rspec ", re.compile(r"rspec(?<!.rspec)\s+(\./\S+)", re.M)),  # rspec
-    (") ", re.compile(r"^\s+\d+\)\s+(\S.*?)\s*$", re.M)),  # mocha / ExUnit numbered failures
+    (") ", LinePattern(r"\s+\d+\)\s+(\S.*?)\s*$")),  # mocha / ExUnit numbered failures
 )
 _ERROR_WORDS = (
     r"error|exception|assert|fail|panic|expected|received|traceback|cannot|can't|"
@@ -153,8 +159,8 @@ _NUMERIC_NOISE = re.compile(
     r"\d(?:(?P<ts>\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
     r"|(?P<time>\d?:\d{2}:\d{2}(?:\.\d+)?\b)"
     r"|(?P<addr>(?<=0)x[0-9a-fA-F]+\b)"
-    r"|(?P<dur>\d*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
-    r"|(?P<pct>\d*(?:\.\d+)?\s?%))"
+    r"|(?P<dur>\d*+(?:\.\d++)?+\s?+(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
+    r"|(?P<pct>\d*+(?:\.\d++)?+\s?+%))"
 )
 _NUMERIC_REPL = {"ts": "<ts>", "time": "<time>", "addr": "<addr>", "dur": "<dur>", "pct": "<pct>"}
 _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
@@ -234,18 +240,19 @@ _SUBCOMMANDS_BENIGN_ONE = {"git": frozenset({"grep", "diff"}), "pip": frozenset(
                            "pip3": frozenset({"show"}), "npm": frozenset({"ls", "list"})}
 
 
-def _benign_one(segment: str) -> bool:
-    """Whether exit status 1 of the command ``segment`` means "no", not failure:
-    ``grep``, ``diff``, ``test``, ``git grep``, ``git diff --exit-code``,
-    ``pip show``, ``npm ls``, ``command -v``."""
+def _benign_one(segment: str, program: str | None = None) -> bool:
+    """Whether exit status 1 of the command ``segment`` (run by ``program``,
+    when known) means "no", not failure: ``grep``, ``diff``, ``test``,
+    ``git grep``, ``git diff --exit-code``, ``pip show``, ``npm ls``, ``command -v``."""
     if segment.lstrip().startswith(("command -v ", "type ")):
         return True  # "is it installed?" -- no is an answer
-    program = _program(segment)
+    if program is None:
+        program = _program(segment)
     if program in _BENIGN_ONE:
         return True
     subcommands = _SUBCOMMANDS_BENIGN_ONE.get(program)
     if subcommands is not None:
-        words = _WRAPPERS.sub("", segment, count=1).split()
+        words = _unwrapped(segment).split()
         for word in words[1:]:
             if not word.startswith("-"):
                 return word in subcommands
@@ -262,12 +269,9 @@ _LINTERS = frozenset({"pylint", "flake8", "mypy", "ruff", "eslint", "pyflakes", 
                       "shellcheck", "black", "isort", "pyright", "stylelint", "hadolint", "yamllint"})
 
 
-def _reported_findings(command: str, code: int, content: str) -> bool:
-    """A linter's last command exiting with its "found something" status and a report."""
-    segments = _segments(command)
-    if not segments:
-        return False
-    program = _program(segments[-1])
+def _reported_findings(program: str, code: int, content: str) -> bool:
+    """A linter, the ``program`` of a command's last segment, exiting with its
+    "found something" status and a report."""
     if program not in _LINTERS:
         return False
     if not (0 < code < 32 if program == "pylint" else code == 1):
@@ -275,8 +279,18 @@ def _reported_findings(command: str, code: int, content: str) -> bool:
     return bool(output_body(content[:2000]))
 
 
+def _unwrapped(segment: str) -> str:
+    """``segment`` without the wrappers before its program (``env X=1``,
+    ``sudo``, ``npx``, ``uv run``, ``python -m``: :data:`_WRAPPERS`)."""
+    head = segment[:8].split(None, 1)  # (a long first word is cut: then the regex decides)
+    word = head[0] if head else ""
+    if word in _WRAPPER_WORDS or "=" in word or word.startswith("python") or len(word) == 8:
+        return _WRAPPERS.sub("", segment, count=1)
+    return segment  # (most segments: no wrapper starts with that word)
+
+
 def _program(segment: str) -> str:
-    stripped = _WRAPPERS.sub("", segment, count=1)
+    stripped = _unwrapped(segment)
     word = stripped.split(None, 1)[0] if stripped else ""
     return word.rsplit("/", 1)[-1]
 
@@ -307,7 +321,7 @@ def is_test_run(call: Event | None) -> bool:
         # Most commands name no runner at all: skip the command-position analysis.
         if command and _runner_hint(command):
             for segment in _segments(command):
-                if _RUNNERS.match(segment) or _RUNNERS.match(_WRAPPERS.sub("", segment, count=1)):
+                if _RUNNERS.match(segment) or _RUNNERS.match(_unwrapped(segment)):
                     result = True
                     break
     call.cache["is_test_run"] = result
@@ -331,7 +345,9 @@ def exit_code(text: str) -> int | None:
         if "exit" not in low and "return" not in low and "***" not in part:
             continue  # the common case, without running the regexes
         best: re.Match[str] | None = None
-        for pattern in _EXIT_PATTERNS:
+        for needed, pattern in _EXIT_PATTERNS:
+            if needed not in low:
+                continue
             if last:
                 for match in pattern.finditer(low):
                     if best is None or match.start() > best.start():
@@ -372,17 +388,20 @@ def failed(result: Event) -> bool:
         outcome = result.is_error
     else:
         outcome = True
-        if code == 1 and command and "||" not in command:
+        if command and "||" not in command:
             segments = _segments(command)
-            if segments and _benign_one(segments[-1]):
+            last = _program(segments[-1]) if segments else ""
+            if code == 1:
+                if segments and _benign_one(segments[-1], last):
+                    outcome = False
+                elif (len(result.content) <= 300 and len(segments) > 1
+                      and any(_benign_one(segment) for segment in segments[:-1])
+                      and not output_body(result.content)):
+                    # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
+                    # 1 with nothing to say: the search said "no".
+                    outcome = False
+            if outcome and _reported_findings(last, code, result.content):
                 outcome = False
-            elif len(result.content) <= 300 and not output_body(result.content) and any(
-                    _benign_one(segment) for segment in segments):
-                # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
-                # 1 with nothing to say: the search said "no".
-                outcome = False
-        if outcome and command and "||" not in command and _reported_findings(command, code, result.content):
-            outcome = False
     result.cache["failed"] = outcome
     return outcome
 
@@ -494,7 +513,7 @@ def run_outcome(result: Event) -> RunOutcome:
             continue
         for match in pattern.finditer(text):
             # Names carry no timings; only a file:line in them moves with edits (rspec).
-            name = _LINE_REF.sub(":<n>", ".".join(g for g in match.groups() if g)).strip()[:200]
+            name = _LINE_REF.sub(":<n>", ".".join(filter(None, match.groups()))).strip()[:200]
             if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
                 seen.add(name)
                 names.append(name)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import shlex
 import zlib
-from typing import Any
+from typing import Any, Iterator
 
 from rapidfuzz.distance import Levenshtein
 
@@ -207,23 +207,84 @@ def _empty_handed(low: str) -> bool:
     return "0 results" in low or "unable to find" in low
 
 
+class LinePattern:
+    """A ``^``-anchored ``re.MULTILINE`` pattern, tried at line starts only.
+
+    CPython's regex engine tries such a pattern at every position of the text
+    (about 100 instructions a character); behind a newline it skips from one
+    newline to the next.  ``body`` is the pattern without its ``^``; matches
+    are the pattern's, a match found behind a newline including that newline
+    (``start()`` is one less; groups are the same)."""
+
+    __slots__ = ("first", "rest")
+
+    def __init__(self, body: str, flags: int = 0):
+        self.first = re.compile("^(?:" + body + ")", flags | re.MULTILINE)  # at a line start
+        self.rest = re.compile("\n(?:" + body + ")", flags | re.MULTILINE)  # at the next one
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """``re.finditer`` of the pattern (which must not match an empty string)."""
+        first, rest = self.first.match, self.rest.search
+        at = 0
+        while True:
+            if not at or text[at - 1] == "\n":  # (a match may end at a line start)
+                found = first(text, at)
+                if found is not None:
+                    yield found
+                    at = found.end()
+                    continue
+            found = rest(text, at)
+            if found is None:
+                return
+            yield found
+            at = found.end()
+
+    def lines(self, text: str) -> list[str]:
+        """``re.findall`` of a pattern without groups: the matched texts."""
+        first = self.first
+        if "\n" not in text:  # one line, one line start (most failures)
+            found = first.match(text)
+            return [] if found is None else [found.group()]
+        return [found.group() if found.re is first else found.group()[1:] for found in self.finditer(text)]
+
+    def remove(self, text: str) -> str:
+        """``re.sub("", text)``: the text without what the pattern matches."""
+        first = self.first
+        if "\n" not in text:
+            found = first.match(text)
+            return text if found is None else text[found.end():]
+        parts: list[str] = []
+        kept = 0
+        for found in self.finditer(text):
+            parts.append(text[kept:found.start() if found.re is first else found.start() + 1])
+            kept = found.end()
+        if not parts:
+            return text
+        parts.append(text[kept:])
+        return "".join(parts)
+
+
 #: The last line of a traceback or a tool's error report: what went wrong.
-_ERROR_LINE = re.compile(
-    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b|error\b|ERROR\b|fatal\b|panic\b|"
-    r"Fatal\b|FATAL\b|thread '[^']*' panicked)[^\n]*",
-    re.MULTILINE,
+_ERROR_LINE = LinePattern(
+    r"[ \t]*(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b|error\b|ERROR\b|fatal\b|panic\b|"
+    r"Fatal\b|FATAL\b|thread '[^']*' panicked)[^\n]*"
 )
 #: Wrapper lines agents put around a command's output (Claude Code, Codex).
-_WRAPPER_LINE = re.compile(
-    r"^[ \t]*(?:exit code:?\s*-?\d+|wall time:[^\n]*|process exited with code -?\d+|"
+_WRAPPER_LINE = LinePattern(
+    r"[ \t]*(?:exit code:?\s*-?\d+|wall time:[^\n]*|process exited with code -?\d+|"
     r"chunk id:[^\n]*|original token count:[^\n]*|output:|error: exit code -?\d+|"
     r"</?tool_use_error>|<returncode>\s*-?\d+\s*</returncode>|</?output>)[ \t]*$",
-    re.IGNORECASE | re.MULTILINE,
+    re.IGNORECASE,
 )
 #: Error lines that only say a command failed, not why ("make: Error 2",
 #: "Error: exit status 1"): a more specific line before them is preferred.
 _GENERIC_ERROR = re.compile(r"exit (?:code|status)|non-zero|returned \d|\berror \d+\s*$", re.IGNORECASE)
+#: :data:`_GENERIC_ERROR` for lower-cased ASCII text, where the two agree (``(?i)``
+#: tries every alternative at every position), and words one of its matches has.
+_GENERIC_ERROR_LOWER = re.compile(_GENERIC_ERROR.pattern)
+_GENERIC_WORDS = ("exit ", "non-zero", "returned ", "error ")
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
+_DIGITS = b"0123456789"
 #: Shorter than this after normalization, a failure only says "it failed".
 MIN_SIGNATURE_CHARS = 8
 
@@ -236,7 +297,12 @@ def not_an_outcome(result: Event) -> bool:
     cached = result.cache.get("not_an_outcome")
     if cached is None:
         low = result.content.lower()
-        cached = result.cache["not_an_outcome"] = any(marker in low for marker in _NOT_AN_OUTCOME)
+        cached = False
+        for marker in _NOT_AN_OUTCOME:  # (a loop, not any() over a generator: cheaper)
+            if marker in low:
+                cached = True
+                break
+        result.cache["not_an_outcome"] = cached
     return cached
 
 
@@ -244,13 +310,26 @@ def _signature(text: str) -> str:
     """Normalized for "the same failure again": digits (line numbers, pids,
     counters, timestamps) dropped, tool-use tags removed, white space squashed."""
     text = text.replace("<tool_use_error>", " ").replace("</tool_use_error>", " ")
+    if text.isascii():  # the same digits dropped as bytes: str.translate looks up every character
+        return " ".join(text.encode("ascii").translate(None, _DIGITS).decode("ascii").split())
     return " ".join(text.translate(_DROP_DIGITS).split())
+
+
+def _generic_error(line: str) -> bool:
+    """``_GENERIC_ERROR.search(line)``, cheaper."""
+    if not line.isascii():
+        return _GENERIC_ERROR.search(line) is not None
+    low = line.lower()
+    for word in _GENERIC_WORDS:
+        if word in low:
+            return _GENERIC_ERROR_LOWER.search(low) is not None
+    return False
 
 
 def _telling_error_line(lines: list[str]) -> str:
     """The last error line that says why, not merely that, something failed."""
     for line in reversed(lines):
-        if not _GENERIC_ERROR.search(line):
+        if not _generic_error(line):
             return line
     return lines[-1]
 
@@ -280,8 +359,8 @@ def failure_signature(result: Event) -> str | None:
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):
-        body = _WRAPPER_LINE.sub("", text)
-        lines = _ERROR_LINE.findall(body)
+        body = _WRAPPER_LINE.remove(text)
+        lines = _ERROR_LINE.lines(body)
         # Without an error line the whole (clipped) text is the signature: a
         # shared preamble must not make two different failures look alike.
         candidate = _signature(_telling_error_line(lines))[:300] if lines else _signature(body)
