@@ -459,8 +459,14 @@ def test_other_readers_open_the_file_while_the_writer_runs(store: Store, db_path
     stop = threading.Event()
 
     def keep_writing() -> None:
+        # A steady stream the writer keeps up with: unpaced, the producer queued
+        # rows (into the spill file) faster than a loaded machine wrote them, and
+        # the flush below outlasted its 60 s.
         n = 0
         while not stop.is_set():
+            if store.stats.pending > 2_000:
+                stop.wait(0.005)
+                continue
             store.add_events(calls("s", 50, first_seq=n + 1))
             n += 50
 
