@@ -172,10 +172,18 @@ def _surely_long(args: dict[str, Any]) -> bool:
 def canonical_args(args: dict[str, Any] | None) -> str:
     """A stable string for a call's arguments: sorted keys, white space
     normalized, call ids and timestamps dropped."""
+    return _canonical_text(args)[0]
+
+
+def _canonical_text(args: dict[str, Any] | None) -> tuple[str, bool]:
+    """:func:`canonical_args`, and whether the arguments had to be rewritten."""
     try:
-        return plain_args(args) or _rewritten_args(args)
+        text = plain_args(args)
+        if text is not None:
+            return text, False
+        return _rewritten_args(args), True
     except (TypeError, orjson.JSONEncodeError):
-        return repr(_canonical(args))
+        return repr(_canonical(args)), True
 
 
 def _rewritten_args(args: dict[str, Any]) -> str:
@@ -244,15 +252,9 @@ def call_key(event: Any) -> str:
     cache = event.cache
     key = cache.get("call_key")
     if key is None:
-        args = event.args
-        try:
-            text = plain_args(args)
-            if text is None:
-                cache["args_rewritten"] = True
-                text = _rewritten_args(args)
-        except (TypeError, orjson.JSONEncodeError):  # (as canonical_args)
+        text, rewritten = _canonical_text(event.args)
+        if rewritten:
             cache["args_rewritten"] = True
-            text = repr(_canonical(args))
         key = cache["call_key"] = f"{event.tool}:{text}"
     return key
 

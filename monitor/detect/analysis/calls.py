@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from monitor.detect.analysis.failures import output_body
-from monitor.detect.analysis.inputs import NO_IO, CallIO, call_io
+from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.events import Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
@@ -67,7 +67,7 @@ class CallRecord:
         #: and whether it was made after a wait (``io.waited``).
         io = call_io(event)
         waited = cache.get("waited")
-        self.io: CallIO = NO_IO if io is NO_IO and not waited else io.kept(bool(waited))
+        self.io: CallIO = io.kept(bool(waited))
 
     @property
     def ref(self) -> EventRef:

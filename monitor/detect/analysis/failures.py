@@ -371,9 +371,7 @@ def failed(result: Event) -> bool:
     # does not make read_file fail (and most results are spared the search).
     call = result.call
     command = shell_command(call)
-    # (is_test_run() of a call that runs no command: a test tool's.)
-    shellish = command is not None or _tool_kind(result.tool)[2] or (
-        call is not None and _tool_kind(call.tool)[0])
+    shellish = command is not None or _tool_kind(result.tool)[2] or is_test_run(call)
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta

@@ -123,9 +123,7 @@ def call_io(call: Event | None) -> CallIO:
     by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    command = call.cache.get("shell_command", 0)
-    if command == 0:
-        command = shell_command(call)
+    command = shell_command(call)
     if command is None:
         io = _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO  # is_edit() of a call that runs no command
     elif len(command) <= _MEMO_CHARS:

@@ -151,10 +151,7 @@ class RetryRounds(Detector):
         else:
             restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
         if io.writes or restore:  # edits it names (running a script is not one)
-            log = self.log  # _log(), inlined: most edits are not restores
-            if len(log) >= 2 * LOG:
-                del log[:2]
-            log.extend((event.seq & _BITS, record.hash & _EDIT))
+            self._log(event.seq, record.hash & _EDIT)
         if not restore:
             return None
         known = self.restores.get(record.hash)

@@ -53,7 +53,9 @@ def _failure(result: Event) -> str:
     """The comparable failure of a call's result, ``""`` for a result that is
     not a failure (which ends the retry story).  A record's ``failure`` is
     this, or ``None`` while the result is unknown."""
-    if result.is_error and not failed(result) and output_body(result.content):
+    if not result.is_error:  # (most results: only a short, empty-handed one has a signature)
+        return failure_signature(result) or ""
+    if not failed(result) and output_body(result.content):
         return ""  # a linter's report (pylint exiting 28): an answer, not a failure
     signature = failure_signature(result)
     if signature is not None:
@@ -129,13 +131,7 @@ class SimilarArgs(Detector):
             chain = state.chain
             if chain[-1] is not record and record not in chain:
                 return None
-            if error:
-                record.failure = _failure(event)
-            else:  # _failure() of a result that is no error: its signature, if any
-                signature = event.cache.get("failure_signature")
-                if signature is None:
-                    signature = failure_signature(event) or ""
-                record.failure = signature
+            record.failure = _failure(event)
             return None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
