@@ -27,7 +27,7 @@ import hashlib
 import re
 from typing import Any, NamedTuple
 
-from monitor.detect.analysis.signatures import LinePattern, failure_signature
+from monitor.detect.analysis.signatures import MEMO_CHARS, MEMO_SIZE, LinePattern, failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 
@@ -493,13 +493,34 @@ def run_outcome(result: Event) -> RunOutcome:
     cached = result.cache.get("run_outcome")
     if cached is not None:
         return cached
-    head, tail = _ends(result.content, TEST_OUTPUT_SPAN)
+    # What a run reported depends on its output and on whether it failed
+    # alone, and a loop runs the same tests to the same output again.
+    content = result.content
+    key = (content, failed(result))
+    memo = len(content) <= MEMO_CHARS
+    outcome = _RUNS.get(key) if memo else None
+    if outcome is None:
+        outcome = _run_outcome(content, key[1])
+        if memo:
+            if len(_RUNS) >= MEMO_SIZE:
+                _RUNS.clear()
+            _RUNS[key] = outcome
+    result.cache["run_outcome"] = outcome
+    return outcome
+
+
+#: ``_run_outcome`` by (output, failed), for outputs up to ``MEMO_CHARS``
+#: long (emptied when it holds ``MEMO_SIZE``).
+_RUNS: dict[tuple[str, bool], RunOutcome] = {}
+
+
+def _run_outcome(content: str, fails: bool) -> RunOutcome:
+    """:func:`run_outcome` of a test run's output, given whether it ``fails``."""
+    head, tail = _ends(content, TEST_OUTPUT_SPAN)
     failures, passed = _summary_counts(tail or head)
-    if not failures and not failed(result) and (passed or not _FAILED_HINT.search(head + tail)):
+    if not failures and not fails and (passed or not _FAILED_HINT.search(head + tail)):
         # A passing run: nothing to compare, so no signature to compute.
-        outcome = RunOutcome(False, failures, passed, (), "", "")
-        result.cache["run_outcome"] = outcome
-        return outcome
+        return RunOutcome(False, failures, passed, (), "", "")
     # Each distinct line once (a report of 10,000 identical failures is three lines).
     lines = list(dict.fromkeys((head + ("\n" + tail if tail else "")).splitlines()))
     text = "\n".join(lines)
@@ -529,7 +550,7 @@ def run_outcome(result: Event) -> RunOutcome:
                 errors.append(normalized)
                 if len(errors) >= MAX_ERROR_LINES:
                     break
-    is_failing = failed(result) or bool(failures) or (failures is None and bool(names) and not passed)
+    is_failing = fails or bool(failures) or (failures is None and bool(names) and not passed)
     if failures is None and names and is_failing:
         failures = len(names)
     material = "\n".join(sorted(names)) + "\n--\n" + "\n".join(errors)
@@ -537,9 +558,7 @@ def run_outcome(result: Event) -> RunOutcome:
         material = _normalize_failure(text[-1000:], limit=1000)
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
-    outcome = RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
-    result.cache["run_outcome"] = outcome
-    return outcome
+    return RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
 
 
 def tests_failed(result: Event) -> bool:

@@ -359,15 +359,35 @@ def failure_signature(result: Event) -> str | None:
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):
-        body = _WRAPPER_LINE.remove(text)
-        lines = _ERROR_LINE.lines(body)
-        # Without an error line the whole (clipped) text is the signature: a
-        # shared preamble must not make two different failures look alike.
-        candidate = _signature(_telling_error_line(lines))[:300] if lines else _signature(body)
+        candidate = _FAILURES.get(text)
+        if candidate is None:
+            candidate = _failure_text(text)
+            if len(text) <= MEMO_CHARS:
+                if len(_FAILURES) >= MEMO_SIZE:
+                    _FAILURES.clear()
+                _FAILURES[text] = candidate
         if len(candidate) >= MIN_SIGNATURE_CHARS:
             signature = ("E:" if result.is_error else "R:") + candidate
     result.cache["failure_signature"] = signature
     return signature or None
+
+
+def _failure_text(text: str) -> str:
+    """What a failure's (clipped) text says went wrong, normalized: its
+    telling error line, or the whole text without wrapper lines."""
+    body = _WRAPPER_LINE.remove(text)
+    lines = _ERROR_LINE.lines(body)
+    # Without an error line the whole (clipped) text is the signature: a
+    # shared preamble must not make two different failures look alike.
+    return _signature(_telling_error_line(lines))[:300] if lines else _signature(body)
+
+
+#: ``_failure_text`` by text, for texts up to ``MEMO_CHARS`` long (emptied
+#: when it holds ``MEMO_SIZE``): a loop fails the same way again and again,
+#: and the regexes cost ~30,000 instructions a failure.
+_FAILURES: dict[str, str] = {}
+MEMO_CHARS = 2000
+MEMO_SIZE = 512
 
 
 def failed_silently(result: Event) -> bool:
