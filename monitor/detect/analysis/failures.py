@@ -171,6 +171,11 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (":", re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
+_DIGIT_BYTES = b"0123456789"
+#: ASCII with each hex digit as "h": a text without ``_HEX_RUN`` in it has
+#: no match of the hex pattern of :data:`_OTHER_NOISE`.
+_HEX_MARKS = bytes(ord("h") if chr(c) in "0123456789abcdefABCDEF" else ord(" ") for c in range(256))
+_HEX_RUN = b"h" * 12
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
@@ -439,10 +444,19 @@ def _numeric(match: re.Match[str]) -> str:
 def _normalize_failure(text: str, limit: int = 200) -> str:
     """``text`` without the noise that changes between identical failures; with a
     ``limit``, white space squashed and clipped (0 keeps the lines)."""
-    if _HAS_DIGIT.search(text):  # every kind of noise has a digit in it
+    if text.isascii():
+        # Digits and runs of hex digits found in bytes: the regexes try every
+        # position (~5,000 and ~12,000 instructions a line).
+        raw = text.encode("ascii")
+        noisy = len(raw.translate(None, _DIGIT_BYTES)) != len(raw)
+        hexish = noisy and _HEX_RUN in raw.translate(_HEX_MARKS)
+    else:
+        noisy = hexish = _HAS_DIGIT.search(text) is not None
+    if noisy:  # every kind of noise has a digit in it
         text = _NUMERIC_NOISE.sub(_numeric, text)
         for hint, pattern, repl in _OTHER_NOISE:
-            if hint is None or hint in text:
+            # (No replacement of the numeric noise holds or joins hex runs.)
+            if hexish if hint is None else hint in text:
                 text = pattern.sub(repl, text)
     return squash_ws(text)[:limit] if limit else text
 
