@@ -6,11 +6,15 @@ a loop spread over several sessions (a swarm) is seen as it would be live.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -115,19 +119,31 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def read_event_batches(path: str, decoder: LineDecoder, stream=None) -> Iterator[list[Event]]:
+def unreadable(path: str) -> str | None:
+    """Why ``path`` cannot be scanned, or None.  A pipe or FIFO is not
+    opened to find out: its writer would see the test open and close it."""
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "rb"):
+                pass
+        elif not os.access(path, os.R_OK):
+            return os.strerror(errno.EACCES)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes = b"") -> Iterator[list[Event]]:
     """The events of one line-format file, a chunk's worth at a time, bad
     lines reported to ``decoder``.  Batches keep the per-line work in one
-    loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer."""
+    loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer.
+    ``head``: what was already read of ``stream``."""
     opened = stream is None
     stream = stream if stream is not None else open(path, "rb")
     splitter = LineSplitter(decoder.max_line_bytes, newlines=True)
     feed_lines, read = decoder.feed_lines, stream.read
     try:
-        while True:
-            chunk = read(CHUNK_BYTES)
-            if not chunk:
-                break
+        for chunk in chain((head,) if head else (), iter(partial(read, CHUNK_BYTES), b"")):
             lines = splitter.feed(chunk)
             # Small batches: events that live through many allocations make
             # the cyclic GC traverse (and promote) them, which costs more than
@@ -210,28 +226,32 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         process = engine.process if sieve is None else sieve(engine.process, path)
         if path != STDIN and _read_document(report, process, Path(path), fmt, named):
             continue
+        # One open, the head peeked from it: a FIFO or a shell's <(...)
+        # can be read only once.
+        stream = sys.stdin.buffer if path == STDIN else open(path, "rb")
+        head = b""
         if path != STDIN:
-            with open(path, "rb") as peek:
-                head = peek.read(PEEK_BYTES)
+            head = stream.read(PEEK_BYTES)
             if is_binary(head):
+                stream.close()
                 _refuse(report, path, describe(Path(path)))
                 continue
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
                               session="stdin" if path == STDIN else None)
-        stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
         found = report.detections
+        tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
         try:
-            for events in read_event_batches(path, decoder, stream):
+            for events in read_event_batches(path, decoder, stream, head):
                 report.events += len(events)
                 for event in events:
                     detections = process(event)
                     if detections:
                         found.extend(detections)
-                if progress is not None and path != STDIN:
-                    progress.update(index, len(files), before + stream.tell(), total, report.events)
+                if tell is not None:
+                    progress.update(index, len(files), before + tell(), total, report.events)
         finally:
-            if stream is not None and path != STDIN:
+            if path != STDIN:
                 stream.close()
         report.lines += decoder.lines
         if decoder.format is None and decoder.problem_count:
