@@ -128,24 +128,27 @@ class _Shard:
             owner = self.owners[session] = shard_of(session, self.jobs)
         return owner
 
-    def sieve(self, process: Callable[[Event], list[Detection]], path: str):
-        """``process`` for this worker's events of ``path``; every event,
-        its own or not, advances the position."""
+    def sieve(self, process: Callable[[Event], list[Detection]], path: str) -> Callable[[list[Event]], None]:
+        """The feed (:func:`monitor.scan.feeder`) of ``path``'s events: each
+        of this worker's through ``process``; every event, its own or not,
+        advances the position."""
         self.status[self.index] = self.files.get(path, _IDLE)
-        index, owners, owner, found = self.index, self.owners, self.owner, self.detections
+        index, owners, owner, found, totals = self.index, self.owners, self.owner, self.detections, self.totals
 
-        def admit(event: Event) -> tuple:
-            self.position += 1
-            shard = owners.get(event.session)
-            if (shard if shard is not None else owner(event.session)) == index:
-                detections = process(event)
-                if detections:
-                    position = self.position
-                    found.extend((position, d) for d in detections)
-                    self.totals.extend([self.costs.totals(event.session)] * len(detections))
-            return ()
+        def feed(events: list[Event]) -> None:
+            position = self.position
+            for event in events:
+                position += 1
+                shard = owners.get(event.session)
+                if (shard if shard is not None else owner(event.session)) == index:
+                    self.position = position  # (the sightings of ``process`` are placed by it)
+                    detections = process(event)
+                    if detections:
+                        found.extend((position, d) for d in detections)
+                        totals.extend([self.costs.totals(event.session)] * len(detections))
+            self.position = position
 
-        return admit
+        return feed
 
     def stand_in(self, detector: Detector) -> Detector:
         return _Sighter(detector, self)
