@@ -6,13 +6,17 @@ a loop spread over several sessions (a swarm) is seen as it would be live.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -115,19 +119,31 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def read_event_batches(path: str, decoder: LineDecoder, stream=None) -> Iterator[list[Event]]:
+def unreadable(path: str) -> str | None:
+    """Why ``path`` cannot be scanned, or None.  A pipe or FIFO is not
+    opened to find out: its writer would see the test open and close it."""
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "rb"):
+                pass
+        elif not os.access(path, os.R_OK):
+            return os.strerror(errno.EACCES)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes = b"") -> Iterator[list[Event]]:
     """The events of one line-format file, a chunk's worth at a time, bad
     lines reported to ``decoder``.  Batches keep the per-line work in one
-    loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer."""
+    loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer.
+    ``head``: what was already read of ``stream``."""
     opened = stream is None
     stream = stream if stream is not None else open(path, "rb")
     splitter = LineSplitter(decoder.max_line_bytes, newlines=True)
     feed_lines, read = decoder.feed_lines, stream.read
     try:
-        while True:
-            chunk = read(CHUNK_BYTES)
-            if not chunk:
-                break
+        for chunk in chain((head,) if head else (), iter(partial(read, CHUNK_BYTES), b"")):
             lines = splitter.feed(chunk)
             # Small batches: events that live through many allocations make
             # the cyclic GC traverse (and promote) them, which costs more than
@@ -180,6 +196,19 @@ def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = N
                 progress.finish()
 
 
+def feeder(process: Callable[[Event], list[Detection]], found: list[Detection]) -> Callable[[list[Event]], None]:
+    """What runs a batch of events through ``process`` (the engine's), their
+    detections added to ``found``: one call a batch, not one an event."""
+
+    def feed(events: list[Event]) -> None:
+        for event in events:
+            detections = process(event)
+            if detections:
+                found.extend(detections)
+
+    return feed
+
+
 def _sizes(paths: list[str]) -> list[int]:
     sizes = []
     for path in paths:
@@ -192,9 +221,9 @@ def _sizes(paths: list[str]) -> list[int]:
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
           engine: Engine | None, progress: Any = None, sieve=None) -> ScanReport:
-    """The scan.  ``sieve(process, path)``, if given, wraps the engine's
-    ``process`` for the events of ``path`` (a sharded scan's worker keeps
-    only its own sessions' events with it)."""
+    """The scan.  ``sieve(process, path)``, if given, gives the feed (see
+    :func:`feeder`) of the events of ``path`` in place of the engine's (a
+    sharded scan's worker keeps only its own sessions' events with it)."""
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
     #: Document sessions named so far, by file: two runs of one task stay two sessions.
@@ -207,31 +236,31 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         if progress is not None:
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events)
-        process = engine.process if sieve is None else sieve(engine.process, path)
-        if path != STDIN and _read_document(report, process, Path(path), fmt, named):
+        feed = feeder(engine.process, report.detections) if sieve is None else sieve(engine.process, path)
+        if path != STDIN and _read_document(report, feed, Path(path), fmt, named):
             continue
+        # One open, the head peeked from it: a FIFO or a shell's <(...)
+        # can be read only once.
+        stream = sys.stdin.buffer if path == STDIN else open(path, "rb")
+        head = b""
         if path != STDIN:
-            with open(path, "rb") as peek:
-                head = peek.read(PEEK_BYTES)
+            head = stream.read(PEEK_BYTES)
             if is_binary(head):
+                stream.close()
                 _refuse(report, path, describe(Path(path)))
                 continue
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
                               session="stdin" if path == STDIN else None)
-        stream = sys.stdin.buffer if path == STDIN else (open(path, "rb") if progress is not None else None)
-        found = report.detections
+        tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
         try:
-            for events in read_event_batches(path, decoder, stream):
+            for events in read_event_batches(path, decoder, stream, head):
                 report.events += len(events)
-                for event in events:
-                    detections = process(event)
-                    if detections:
-                        found.extend(detections)
-                if progress is not None and path != STDIN:
-                    progress.update(index, len(files), before + stream.tell(), total, report.events)
+                feed(events)
+                if tell is not None:
+                    progress.update(index, len(files), before + tell(), total, report.events)
         finally:
-            if stream is not None and path != STDIN:
+            if path != STDIN:
                 stream.close()
         report.lines += decoder.lines
         if decoder.format is None and decoder.problem_count:
@@ -245,7 +274,7 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
     return report
 
 
-def _read_document(report: ScanReport, process, path: Path, fmt: str | None,
+def _read_document(report: ScanReport, feed: Callable[[list[Event]], None], path: Path, fmt: str | None,
                    named: dict[str, str]) -> bool:
     """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
     one); False when it is to be read as lines."""
@@ -268,9 +297,8 @@ def _read_document(report: ScanReport, process, path: Path, fmt: str | None,
     report.formats[str(path)] = kind
     report.problems.extend(problems)
     report.problem_count += len(problems)
-    for event in events:
-        report.events += 1
-        report.detections.extend(process(event))
+    report.events += len(events)
+    feed(events)
     return True
 
 
@@ -347,11 +375,11 @@ def scan_store(store, sessions: Iterable[str] | None = None, config: Config | No
                              key=lambda e: e.ts)
     else:
         stream = store.iter_events_by_time(None if sessions is None else ids)
-    process = engine.process if sieve is None else sieve(engine.process, str(store.path))
+    feed = feeder(engine.process, report.detections) if sieve is None else sieve(engine.process, str(store.path))
     with rare_collections():
-        for event in stream:
-            report.events += 1
-            report.detections.extend(process(event))
+        while events := list(islice(stream, BATCH_LINES)):
+            report.events += len(events)
+            feed(events)
     return report
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -55,6 +56,15 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _regular(path: str) -> bool:
+    """Whether every worker can read all of ``path`` (not standard input, a
+    FIFO or a device, whose lines would be split among the readers)."""
+    try:
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # each worker reports it as one process would
 
 
 def default_jobs(paths: list[str]) -> int:
@@ -118,24 +128,27 @@ class _Shard:
             owner = self.owners[session] = shard_of(session, self.jobs)
         return owner
 
-    def sieve(self, process: Callable[[Event], list[Detection]], path: str):
-        """``process`` for this worker's events of ``path``; every event,
-        its own or not, advances the position."""
+    def sieve(self, process: Callable[[Event], list[Detection]], path: str) -> Callable[[list[Event]], None]:
+        """The feed (:func:`monitor.scan.feeder`) of ``path``'s events: each
+        of this worker's through ``process``; every event, its own or not,
+        advances the position."""
         self.status[self.index] = self.files.get(path, _IDLE)
-        index, owners, owner, found = self.index, self.owners, self.owner, self.detections
+        index, owners, owner, found, totals = self.index, self.owners, self.owner, self.detections, self.totals
 
-        def admit(event: Event) -> tuple:
-            self.position += 1
-            shard = owners.get(event.session)
-            if (shard if shard is not None else owner(event.session)) == index:
-                detections = process(event)
-                if detections:
-                    position = self.position
-                    found.extend((position, d) for d in detections)
-                    self.totals.extend([self.costs.totals(event.session)] * len(detections))
-            return ()
+        def feed(events: list[Event]) -> None:
+            position = self.position
+            for event in events:
+                position += 1
+                shard = owners.get(event.session)
+                if (shard if shard is not None else owner(event.session)) == index:
+                    self.position = position  # (the sightings of ``process`` are placed by it)
+                    detections = process(event)
+                    if detections:
+                        found.extend((position, d) for d in detections)
+                        totals.extend([self.costs.totals(event.session)] * len(detections))
+            self.position = position
 
-        return admit
+        return feed
 
     def stand_in(self, detector: Detector) -> Detector:
         return _Sighter(detector, self)
@@ -222,7 +235,7 @@ def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, j
     from monitor.scan import expand_paths, scan
 
     files = expand_paths(paths)
-    if "-" in files or jobs <= 1 or not shardable(config):
+    if jobs <= 1 or not all(map(_regular, files)) or not shardable(config):
         return scan(files, config, fmt, progress=progress)
     global _progress
     _progress = progress
@@ -258,10 +271,14 @@ def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, st
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                           else "spawn")
     status = context.Array("i", [_IDLE] * jobs, lock=False)
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=(status,)) as pool:
-        futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(jobs)]
+    _init(status)
+    # This process runs share 0 itself: one worker fewer to start, and its
+    # result (the largest, with the counts) is never pickled.
+    with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
+        futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)]
         try:
-            results = [future.result() for future in futures]
+            results = [_work(0, jobs, files, config, fmt, stored)]
+            results.extend(future.result() for future in futures)
         except BrokenProcessPool:
             reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
             where = f" while reading {', '.join(reading)}" if reading else ""

@@ -157,34 +157,73 @@ def test_a_rescanned_database_gives_the_same_detections_in_two_jobs(tmp_path, tr
         store.close()
 
 
-def test_a_worker_that_dies_is_reported_with_the_file_it_was_reading(tmp_path):
+def _has_open(pid: int, path) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def test_a_worker_that_dies_is_reported_with_the_file_it_was_reading(trace):
     """SIGKILL of a worker mid-scan: the scan raises ScanAborted naming the
     file, never a partial result as if it were complete."""
-    fifo = tmp_path / "agent.jsonl"
-    os.mkfifo(fifo)
     outcome: dict = {}
 
     def run() -> None:
         try:
-            outcome["report"] = scan_sharded([str(fifo)], None, None, 2)
+            outcome["report"] = scan_sharded([str(trace)], None, None, 2)
         except ScanAborted as exc:
             outcome["error"] = str(exc)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    writer = None
     deadline = time.monotonic() + 60
-    while writer is None:  # a non-blocking open for writing succeeds once a worker waits to read
-        try:
-            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            assert time.monotonic() < deadline, "no worker opened the log"
-            time.sleep(0.01)
-    workers = psutil.Process().children()
-    assert workers
+    workers: list = []
+    while not workers or not all(_has_open(worker.pid, trace) for worker in workers):
+        assert time.monotonic() < deadline and "report" not in outcome, "no worker opened the log"
+        time.sleep(0.005)
+        workers = psutil.Process().children()
     for worker in workers:
         os.kill(worker.pid, signal.SIGKILL)
-    os.close(writer)
     thread.join(60)
     assert "report" not in outcome
-    assert "worker process died" in outcome["error"] and str(fifo) in outcome["error"]
+    assert "worker process died" in outcome["error"] and str(trace) in outcome["error"]
+
+
+def test_a_fifo_is_scanned_in_one_process(tmp_path):
+    """Workers would split a FIFO's lines between them: it is read once, by
+    this process, and scans as with one job."""
+    fifo = tmp_path / "agent.jsonl"
+    os.mkfifo(fifo)
+    lines = (TESTS / "scenarios").glob("*.jsonl")
+    data = next(iter(sorted(lines))).read_bytes()
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data), daemon=True)
+    writer.start()
+    report = scan_sharded([str(fifo)], None, None, 2)
+    writer.join(60)
+    assert not psutil.Process().children()
+    assert report.events == data.count(b"\n") and report.lines == report.events
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_command_scans_a_pipe_as_the_file_it_carries(tmp_path, jobs):
+    """``loopwatch scan <(zcat log.jsonl.gz)``: a pipe is read once, with no
+    test open before it (its writer would lose its reader) and no seeking
+    for the progress display, and scans as the file would."""
+    log = TESTS / "scenarios" / "a_loop_backup_restored_nine_times.jsonl"
+    fifo = tmp_path / log.name  # (a log without session ids is named for its file)
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(log.read_bytes()), daemon=True)
+    writer.start()
+    command = [sys.executable, "-m", "monitor", "scan", "--json", "--jobs", jobs]
+    piped = subprocess.run([*command, str(fifo)], capture_output=True, timeout=120, cwd=ROOT)
+    writer.join(60)
+    direct = subprocess.run([*command, str(log)], capture_output=True, timeout=120, cwd=ROOT)
+    assert piped.returncode == direct.returncode == 1, piped.stderr
+    assert piped.stdout == direct.stdout.replace(bytes(log), bytes(fifo)) and piped.stdout

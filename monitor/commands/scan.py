@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from monitor.formats import format_names
     from monitor.formats.documents import DOCUMENT_FORMATS
-    from monitor.scan import expand_paths, format_human, scan
+    from monitor.scan import expand_paths, format_human, scan, unreadable
 
     try:
         config = config_from_args(args)
@@ -71,11 +71,9 @@ def run(args: argparse.Namespace) -> int:
     for path in expanded:
         if path == "-":
             continue
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            return fail(f"{path}: cannot read: {exc.strerror or exc}")
+        problem = unreadable(path)
+        if problem is not None:
+            return fail(f"{path}: cannot read: {problem}")
     from monitor.scan_jobs import ScanAborted, default_jobs
 
     jobs = args.jobs if args.jobs is not None else default_jobs(expand_paths(args.paths))
