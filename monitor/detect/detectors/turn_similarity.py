@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from monitor.detect.analysis.calls import CallRecord
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Call, Outcome, Turn
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
@@ -66,18 +67,19 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     return words
 
 
-_TOOL_RESULT = Kind.TOOL_RESULT
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
-#: A result cited later: (seq, source, line, is_error, content) -- see :func:`_kept`.
-_Cited = tuple
+#: A result cited later: (seq, source, line, is_error, content), or a call's record -- see :func:`_kept`.
+_Cited = tuple | CallRecord
 
 
 def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
     """The turn's events as evidence: their references, but for a result
-    what makes its reference when the turn is cited (most never are; the
-    reference of a result costs 5,000-17,000 instructions, the head of its text).
-    Its text is the very string the turn's outcome keeps (the k-th result
-    event is the k-th result): no more is held than before."""
+    or a call what makes its reference when the turn is cited (most never
+    are; the reference of a result costs 5,000-17,000 instructions, the head
+    of its text).  A result's text is the very string the turn's outcome
+    keeps (the k-th result event is the k-th result); a call's record is
+    most often in the call windows too."""
     results = turn.results
     kept: list[EventRef | _Cited] = []
     k = 0
@@ -88,6 +90,11 @@ def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
             if k <= len(results) and results[k - 1][1] is content:
                 kept.append((event.seq, event.source, event.line, event.is_error, content))
                 continue
+        elif event.kind is _TOOL_CALL:
+            record = event.cache.get("record")
+            if record is not None and record.seq == event.seq:
+                kept.append(record)  # (the record makes its reference when cited: CallRecord.ref)
+                continue
         kept.append(ref(event))
     return tuple(kept)
 
@@ -96,6 +103,8 @@ def _cite(item: EventRef | _Cited) -> EventRef:
     """The reference of what :func:`_kept` kept: ``EventRef.of`` the result as it was."""
     if item.__class__ is EventRef:
         return item  # type: ignore[return-value]
+    if item.__class__ is CallRecord:
+        return item.ref  # type: ignore[union-attr]
     seq, source, line, is_error, content = item
     result = new_event(_TOOL_RESULT, "", 0.0, source, line, None, content, None, None, None, is_error, {})
     result.seq = seq
