@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from monitor.detect.analysis.calls import CallRecord
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Call, Outcome, Turn
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
-from monitor.events import Event, EventRef, Level
+from monitor.events import Event, EventRef, Kind, Level, new_event
 from monitor.text import SIMILARITY_CHARS, clip
 
 
@@ -66,14 +67,58 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     return words
 
 
+_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
+
+#: A result cited later: (seq, source, line, is_error, content), or a call's record -- see :func:`_kept`.
+_Cited = tuple | CallRecord
+
+
+def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
+    """The turn's events as evidence: their references, but for a result
+    or a call what makes its reference when the turn is cited (most never
+    are; the reference of a result costs 5,000-17,000 instructions, the head
+    of its text).  A result's text is the very string the turn's outcome
+    keeps (the k-th result event is the k-th result); a call's record is
+    most often in the call windows too."""
+    results = turn.results
+    kept: list[EventRef | _Cited] = []
+    k = 0
+    for event in turn.events:
+        if event.kind is _TOOL_RESULT:
+            content = event.content
+            k += 1
+            if k <= len(results) and results[k - 1][1] is content:
+                kept.append((event.seq, event.source, event.line, event.is_error, content))
+                continue
+        elif event.kind is _TOOL_CALL:
+            record = event.cache.get("record")
+            if record is not None and record.seq == event.seq:
+                kept.append(record)  # (the record makes its reference when cited: CallRecord.ref)
+                continue
+        kept.append(ref(event))
+    return tuple(kept)
+
+
+def _cite(item: EventRef | _Cited) -> EventRef:
+    """The reference of what :func:`_kept` kept: ``EventRef.of`` the result as it was."""
+    if item.__class__ is EventRef:
+        return item  # type: ignore[return-value]
+    if item.__class__ is CallRecord:
+        return item.ref  # type: ignore[union-attr]
+    seq, source, line, is_error, content = item
+    result = new_event(_TOOL_RESULT, "", 0.0, source, line, None, content, None, None, None, is_error, {})
+    result.seq = seq
+    return EventRef.of(result)
+
+
 class _Seen:
     """One remembered turn: its distinct tokens, outcome, chain anchor and
     references to its events (never the events themselves)."""
 
-    __slots__ = ("tokens", "size", "results", "_anchor", "_named", "events")
+    __slots__ = ("tokens", "size", "results", "_anchor", "_named", "_events")
 
     def __init__(self, tokens_: str, size: int, results: Outcome, anchor: str | None,
-                 events: tuple[EventRef, ...], named: str = ""):
+                 events: tuple[EventRef | _Cited, ...], named: str = ""):
         self.tokens = tokens_  # its distinct tokens, each between two " " (none holds white space)
         self.size = size  # how many
         self.results = results
@@ -81,7 +126,7 @@ class _Seen:
         #: repeats it (most never are): its digest of ``named`` is written then.
         self._anchor = anchor
         self._named = named  # the start of its text and call keys (bounded)
-        self.events = events  # what the turn said, called and got (bounded)
+        self._events = events  # what the turn said, called and got (bounded; see _kept)
 
     @property
     def anchor(self) -> str:
@@ -90,6 +135,14 @@ class _Seen:
             anchor = self._anchor = digest(self._named)
             self._named = ""
         return anchor
+
+    @property
+    def events(self) -> tuple[EventRef, ...]:
+        """The references of the turn's events (its results' made now, once)."""
+        events = self._events
+        if any(item.__class__ is not EventRef for item in events):
+            events = self._events = tuple(map(_cite, events))
+        return events
 
 
 class TurnSimilarity(TurnDetector):
@@ -191,16 +244,17 @@ class TurnSimilarity(TurnDetector):
             head = text.text()[:300] if text is not None else ""
             keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
             anchor, named = None, head + keys
-        events = tuple(map(ref, turn.events))
         # Kept as one string: a few bytes a token, and made without a Python
         # object per token (turning hashes into an array("q") cost more than all the rest).
         history = self.history
-        history.append(_Seen(f" {' '.join(toks)} ", size, results, anchor, events, named))
+        seen = _Seen(f" {' '.join(toks)} ", size, results, anchor, _kept(turn), named)
+        history.append(seen)
         if len(history) > self.turns_kept:
             del history[0]
         if match is None:
             self.consecutive = 0
             return None
+        events = seen.events
         if self.consecutive == 0:
             self.streak.clear()
             self.streak.append(match.events)
