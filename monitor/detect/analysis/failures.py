@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from monitor.detect.analysis.signatures import MEMO_CHARS, MEMO_SIZE, LinePattern, failure_signature
 from monitor.events import Event
@@ -38,6 +38,7 @@ SHELL_TOOLS = frozenset({
     "execute_bash", "powershell", "container.exec", "cmd",
 })
 COMMAND_KEYS = ("command", "cmd", "script")
+_COMMAND_KEY_SET = frozenset(COMMAND_KEYS)
 _SHELL_STRING_KEYS = ("input", "code", "commands")
 
 #: How much of an output the exit-code search looks at, at each end.
@@ -217,12 +218,13 @@ def shell_command(call: Event | None) -> str | None:
         return cached
     args = call.args or {}
     command = None
-    for key in COMMAND_KEYS:
-        value = args.get(key)
-        if value is not None:  # (most calls have none of these keys)
-            command = _args_string(value)
-            if command is not None:
-                break
+    if not _COMMAND_KEY_SET.isdisjoint(args):  # (most calls have none of these keys: one C-level test)
+        for key in COMMAND_KEYS:
+            value = args.get(key)
+            if value is not None:
+                command = _args_string(value)
+                if command is not None:
+                    break
     if command is None and _tool_kind(call.tool)[2]:
         for key in _SHELL_STRING_KEYS:
             value = args.get(key)
@@ -317,19 +319,44 @@ def is_test_run(call: Event | None) -> bool:
     cached = call.cache.get("is_test_run")
     if cached is not None:
         return cached
-    result = False
     if _tool_kind(call.tool)[0]:
         result = True
     else:
         command = shell_command(call)
-        # Most commands name no runner at all: skip the command-position analysis.
-        if command and _runner_hint(command):
-            for segment in _segments(command):
-                if _RUNNERS.match(segment) or _RUNNERS.match(_unwrapped(segment)):
-                    result = True
-                    break
+        result = bool(command) and _by_command(_RUNS_TESTS, command, _runs_tests)
     call.cache["is_test_run"] = result
     return result
+
+
+def _runs_tests(command: str) -> bool:
+    """Whether the command line ``command`` starts a test runner."""
+    # Most commands name no runner at all: skip the command-position analysis.
+    if _runner_hint(command):
+        for segment in _segments(command):
+            if _RUNNERS.match(segment) or _RUNNERS.match(_unwrapped(segment)):
+                return True
+    return False
+
+
+#: Answers about a command line that depend on its text alone, by text (up
+#: to ``_MEMO_CHARS`` long): an agent runs the same commands again and again
+#: (``pytest -q``).  Each table is emptied when it holds ``_MEMO_SIZE``.
+_RUNS_TESTS: dict[str, bool] = {}
+_EDITS: dict[str, bool] = {}
+_MEMO_CHARS = 256
+_MEMO_SIZE = 2048
+
+
+def _by_command(table: dict[str, bool], command: str, judge: Callable[[str], bool]) -> bool:
+    """``judge(command)``, remembered in ``table``."""
+    if len(command) > _MEMO_CHARS:
+        return judge(command)
+    found = table.get(command)
+    if found is None:
+        if len(table) >= _MEMO_SIZE:
+            table.clear()
+        found = table[command] = judge(command)
+    return found
 
 
 def _ends(text: str, span: int) -> tuple[str, str]:
@@ -664,7 +691,12 @@ def is_edit(call: Event) -> bool:
     if _tool_kind(call.tool)[1]:
         return True
     command = shell_command(call)
-    return bool(command) and _shell_edit(command[:4000], _segments(command))
+    return bool(command) and _by_command(_EDITS, command, _edits)
+
+
+def _edits(command: str) -> bool:
+    """Whether the command line ``command`` changes files (see :func:`_shell_edit`)."""
+    return _shell_edit(command[:4000], _segments(command))
 
 
 def _shell_edit(command: str, segments: list[str]) -> bool:
