@@ -35,15 +35,12 @@ SIMILARITY_HISTORY = 60
 #: the UI's feed and the store keep their own history).
 RECENT_DETECTIONS = 1
 
-#: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
+#: A remembered call id's hash as the bytes of an ``array("q")`` item (to search the ring's bytes).
 _SEEN_SLOT = 8
-_SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
-#: A hash as its slot's bytes (``int.to_bytes(8, "little", signed=True)``, without keyword parsing).
-_token = Struct("<q").pack
+_token = Struct("=q").pack
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
-_FILTER_HIGH = _FILTER_MASK >> 8
 
 
 @dataclass
@@ -69,9 +66,9 @@ class SessionState:
     muted: set[str] = field(default_factory=set)
     #: Calls awaiting their result by call id (insertion order: oldest first).
     pending: dict[str, Event] = field(default_factory=dict)
-    #: Hashes of the call ids seen lately (``_SEEN_SLOT`` bytes each, a ring
-    #: written at ``seen_at``); grows only once the session has call ids.
-    seen: bytearray = field(default_factory=bytearray)
+    #: Hashes of the call ids seen lately (a ring of 64-bit ints written at
+    #: ``seen_at``); grows only once the session has call ids.
+    seen: array = field(default_factory=lambda: array("q"))
     seen_at: int = 0
     #: How many ids in ``seen`` have each hash slot (see ``process``).
     seen_counts: bytearray = field(default_factory=bytearray)
@@ -272,37 +269,37 @@ class Engine:
         call_id = event.call_id
         if call_id and kind in _ID_KINDS:
             # The id's 64-bit hash (a result's inverted, so that a call and
-            # its result differ; ``| 1`` so that it never matches an empty
-            # slot), kept in a ring of bytes instead of a dict of strings.  A
-            # counting filter indexed by bits 8..17 of the hash says when it
-            # cannot be in the ring (most ids), so the ring is scanned only
-            # when it may.  Flat on purpose: this runs for most events.
+            # its result differ), kept in a ring of ints instead of a dict of
+            # strings.  A counting filter indexed by the hash's low bits says
+            # when it cannot be in the ring (most ids), so the ring is
+            # searched (as bytes, by memchr) only when it may.  Flat on
+            # purpose: this runs for most events.
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            token = _token(digest | 1)
-            slot = (digest >> 8) & _FILTER_MASK
+            slot = digest & _FILTER_MASK
             counts = state.seen_counts
             seen = state.seen
             if not counts:
                 counts = state.seen_counts = bytearray(_FILTER_SLOTS)
             elif counts[slot]:
-                at = seen.find(token)
+                ring = seen.tobytes()
+                token = _token(digest)
+                at = ring.find(token)
                 while at > 0 and at % _SEEN_SLOT:
-                    at = seen.find(token, at + 1)
+                    at = ring.find(token, at + 1)
                 if at >= 0:
                     self.duplicates += 1
                     return []
-            if len(seen) < _SEEN_BYTES:
-                seen += token  # (seen_at stays 0 while the ring fills: where it wraps to)
+            if len(seen) < MAX_SEEN_IDS:
+                seen.append(digest)  # (seen_at stays 0 while the ring fills: where it wraps to)
             else:
                 at = state.seen_at
-                # The oldest id's filter slot, from its bytes 1 and 2.
-                old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
+                old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
                 if counts[old] < 255:  # a saturated counter stays: it never undercounts
                     counts[old] -= 1
-                seen[at:at + _SEEN_SLOT] = token
-                state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
+                seen[at] = digest
+                state.seen_at = (at + 1) % MAX_SEEN_IDS
             if counts[slot] < 255:
                 counts[slot] += 1
         self.events_processed += 1
