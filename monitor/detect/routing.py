@@ -18,6 +18,7 @@ kind.  :class:`Router` holds one session's bound methods and its state.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from monitor.detect.base import Detector, TurnDetector
@@ -26,6 +27,16 @@ from monitor.events import Kind
 _ALL_KINDS = frozenset(Kind)
 #: A kind's bit within a detector's eight.
 _KIND_BIT = {kind: index for index, kind in enumerate(Kind)}
+
+
+def _picker(indexes: Any) -> Any:
+    """What gives the tuple of a sequence's items at ``indexes`` (an
+    ``itemgetter`` gives a lone item, not a tuple, for one index)."""
+    if len(indexes) > 1:
+        return itemgetter(*indexes)
+    if indexes:
+        return lambda items, at=indexes[0]: (items[at],)
+    return lambda items: ()
 
 
 def _bits(at: int, kinds: frozenset[Kind] | set[Kind]) -> int:
@@ -68,17 +79,26 @@ class Plan:
                                   "observe_completed" if completed else "observe"))
             return slots[key]
 
+        observing = {kind: [*(d for d in active if kind in d.kinds), *global_by_kind.get(kind, ())]
+                     for kind in Kind}
+        # The session's slots first, then the global ones (bound once, here).
+        for shared in (False, True):
+            for detector in (d for row in observing.values() for d in row):
+                if (id(detector) not in position) is shared:
+                    slot(detector, id(detector) in skip)
+                    if id(detector) not in skip:
+                        slot(detector, False)
         #: Per kind, ``(bit, slot, quiet slot or None)`` of each method in run order.
         self._rows: dict[Kind, tuple[tuple[int, int, int | None], ...]] = {}
-        for kind in Kind:
-            row = []
-            for detector in [*(d for d in active if kind in d.kinds), *global_by_kind.get(kind, ())]:
-                at = position.get(id(detector))
-                bit = 0 if at is None else 1 << (at * 8 + _KIND_BIT[kind])
-                row.append((bit, slot(detector, id(detector) in skip),
-                            None if id(detector) in skip else slot(detector, False)))
-            self._rows[kind] = tuple(row)
+        for kind, row in observing.items():
+            self._rows[kind] = tuple((0 if id(d) not in position else 1 << (position[id(d)] * 8 + _KIND_BIT[kind]),
+                                      slot(d, id(d) in skip), None if id(d) in skip else slot(d, False))
+                                     for d in row)
         self.slots = tuple(slot_list)
+        mine = [(at, name) for at, name in slot_list if at.__class__ is int]
+        self._pick_detectors = _picker([at for at, _ in mine])
+        self._names = tuple(name for _, name in mine)
+        self._global_bound = tuple(getattr(d, name) for d, name in slot_list[len(mine):])
         #: Detector name -> (its position, the bits of its kinds).
         self._detectors = {d.name: (at, _bits(at, d.kinds)) for at, d in enumerate(detectors)
                            if d.name not in muted}
@@ -90,6 +110,27 @@ class Plan:
         self._interned: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._variants: dict[int, dict[Kind, tuple[tuple[int, ...], tuple[int, ...]]]] = {}
         self._changes: dict[tuple[int, str, frozenset[Kind]], tuple[int, tuple]] = {}
+        self._layouts: dict[int, tuple] = {}
+
+    def bind(self, detectors: list[Detector]) -> list[Any]:
+        """The methods of the slots, bound to a session's ``detectors``."""
+        bound = list(map(getattr, self._pick_detectors(detectors), self._names))
+        bound += self._global_bound
+        return bound
+
+    def layout(self, off: int) -> tuple:
+        """:meth:`variant` for a new dispatch: ``(lists, kinds, calls,
+        quiet)``: what picks each distinct list of methods from the bound
+        ones, and what picks from those lists each kind's own and its quiet
+        one (one tuple per distinct list, shared between kinds)."""
+        found = self._layouts.get(off)
+        if found is None:
+            lists: dict[tuple[int, ...], int] = {}
+            variant = self.variant(off)
+            calls = [lists.setdefault(slots, len(lists)) for slots, _ in variant.values()]
+            quiet = [lists.setdefault(slots, len(lists)) for _, slots in variant.values()]
+            found = self._layouts[off] = (tuple(map(_picker, lists)), tuple(variant), _picker(calls), _picker(quiet))
+        return found
 
     def variant(self, off: int) -> dict[Kind, tuple[tuple[int, ...], tuple[int, ...]]]:
         """Per kind, the slots to call and the quiet ones, in state ``off``."""
@@ -113,7 +154,7 @@ class Plan:
             at, mine = self._detectors.get(name, (0, 0))  # (a muted or global one: no change)
             now = off & ~mine | mine & ~_bits(at, kinds)
             before, after = self.variant(off), self.variant(now)
-            changed = tuple((kind, *after[kind]) for kind in Kind if after[kind] != before[kind])
+            changed = tuple((kind, *map(_picker, after[kind])) for kind in Kind if after[kind] != before[kind])
             found = self._changes[key] = (now, changed)
         return found
 
@@ -126,18 +167,12 @@ class Router:
 
     def __init__(self, plan: Plan, detectors: list[Detector], off: int):
         self.plan = plan
-        self.bound = [getattr(detectors[at] if at.__class__ is int else at, name) for at, name in plan.slots]
+        bound = self.bound = plan.bind(detectors)
         self.off = off
-        # One tuple per distinct list, shared between kinds.
-        made: dict[tuple[int, ...], tuple] = {}
-        self.observers: dict[Kind, tuple] = {}
-        self.quiet: dict[Kind, tuple] = {}
-        for kind, (calls, quiet) in plan.variant(off).items():
-            self.observers[kind] = made.get(calls) or made.setdefault(calls, self._methods(calls))
-            self.quiet[kind] = made.get(quiet) or made.setdefault(quiet, self._methods(quiet))
-
-    def _methods(self, slots: tuple[int, ...]) -> tuple:
-        return tuple(map(self.bound.__getitem__, slots))
+        lists, kinds, calls, quiet = plan.layout(off)
+        made = [pick(bound) for pick in lists]
+        self.observers: dict[Kind, tuple] = dict(zip(kinds, calls(made)))
+        self.quiet: dict[Kind, tuple] = dict(zip(kinds, quiet(made)))
 
     def listen(self, name: str, kinds: frozenset[Kind]) -> None:
         """Detector ``name`` listens to ``kinds`` (of its own) from the next event on."""
@@ -145,7 +180,7 @@ class Router:
         now, changed = self.plan.change(off, name, kinds)
         if now != off:
             self.off = now
-            bound = self.bound.__getitem__
+            bound = self.bound
             for kind, calls, quiet in changed:
-                self.observers[kind] = tuple(map(bound, calls))
-                self.quiet[kind] = tuple(map(bound, quiet))
+                self.observers[kind] = calls(bound)
+                self.quiet[kind] = quiet(bound)
