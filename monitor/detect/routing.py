@@ -1,14 +1,16 @@
 """Which ``observe`` methods the engine calls for each kind of event, per session.
 
 A detector observes the kinds of events in its ``kinds``; while it has
-nothing to do with some of them (``exact_repeat`` awaits no result, ``cycle``
-has no run for a result to confirm), it says so with
+nothing to do with some of them (``exact_repeat`` awaits no result,
+``test_fix`` counts no streak for a call to add to), it says so with
 :meth:`~monitor.detect.base.SessionView.listen`, and the engine skips it for
 those kinds until it asks for them again (a call to ``observe`` that returns
-at once costs ~900 instructions; a result went to fourteen).  A detector
+at once costs ~500 instructions; a result went to fourteen).  A detector
 starts with its ``listening`` kinds.  Asking for a kind takes effect from the
 next event on; giving one up is only ever an economy, so a detector may give
-it up lazily, the next time it is called for nothing.
+it up lazily, the next time it is called for nothing.  A change costs a few
+thousand instructions: it pays for detectors idle for long stretches
+(``cycle``, whose runs start and break every few calls, does not use it).
 
 :class:`Plan` is what sessions with the same detectors and mutes share: the
 positions of the methods to call and, per state of listening (an ``int`` of
@@ -177,7 +179,9 @@ class Router:
     def listen(self, name: str, kinds: frozenset[Kind]) -> None:
         """Detector ``name`` listens to ``kinds`` (of its own) from the next event on."""
         off = self.off
-        now, changed = self.plan.change(off, name, kinds)
+        plan = self.plan
+        found = plan._changes.get((off, name, kinds))  # (change()'s memo, read first)
+        now, changed = found if found is not None else plan.change(off, name, kinds)
         if now != off:
             self.off = now
             bound = self.bound

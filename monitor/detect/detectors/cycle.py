@@ -16,7 +16,6 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,6 @@ class Cycle(Detector):
     title = "Cycle"
     Settings = CycleSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _CALLS  # results only while a run may need confirming
     presets = {
         "conservative": {"window": 15, "min_period": 3, "min_repetitions": 3},
         "aggressive": {"max_period": 4},
@@ -66,7 +64,6 @@ class Cycle(Detector):
         kind = event.kind
         if kind is _TOOL_RESULT:
             if not self._running:
-                view.listen(self.name, _CALLS)
                 return None  # no run to confirm or break
             call = event.call
             if call is None:
@@ -134,8 +131,6 @@ class Cycle(Detector):
                     continue
             if run:
                 runs[period] = 0
-        if running and not self._running:
-            view.listen(self.name, self.kinds)
         self._running = running
         # _check finds nothing (and notes nothing) unless a run spans its period.
         return self._check(list(history), view, confirmed=False) if pending else None
