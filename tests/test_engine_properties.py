@@ -234,3 +234,7 @@ def test_duplicate_ids_are_those_among_the_last_remembered():
         if not duplicate:
             kept.append((kind, call_id))
     assert engine.duplicates > 1_000
+    # Its filter counts exactly the ids in the ring (none saturates here).
+    state = engine.sessions["s"]
+    ring = [digest & 1023 for digest in state.seen]
+    assert list(state.seen_counts) == [ring.count(slot) for slot in range(1024)]

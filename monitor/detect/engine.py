@@ -282,7 +282,8 @@ class Engine:
             seen = state.seen
             if not counts:
                 counts = state.seen_counts = bytearray(_FILTER_SLOTS)
-            elif counts[slot]:
+                count = 0
+            elif count := counts[slot]:
                 ring = seen.tobytes()
                 token = _token(digest)
                 at = ring.find(token)
@@ -296,12 +297,15 @@ class Engine:
             else:
                 at = state.seen_at
                 old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
-                if counts[old] < 255:  # a saturated counter stays: it never undercounts
-                    counts[old] -= 1
+                left = counts[old]
+                if left < 255:  # a saturated counter stays: it never undercounts
+                    counts[old] = left - 1
+                    if old == slot:
+                        count = left - 1
                 seen[at] = digest
                 state.seen_at = (at + 1) % MAX_SEEN_IDS
-            if counts[slot] < 255:
-                counts[slot] += 1
+            if count < 255:
+                counts[slot] = count + 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
         state.last_ts = event.ts
