@@ -49,7 +49,7 @@ def session_footprint(engine: Any, session: str) -> dict[str, int]:
     may add up to more than ``total``."""
     state = engine.sessions[session]
     shared = [engine.config, engine.config.tool_overrides, *engine.global_detectors,
-              state.global_by_kind]
+              state.global_by_kind, engine._plan]  # (the dispatch plan of every unmuted session)
     out: dict[str, int] = {}
     for detector in state.detectors:
         out[f"detector:{detector.name}"] = deep_size(detector, exclude=shared)

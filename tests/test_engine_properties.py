@@ -209,3 +209,32 @@ def test_many_distinct_loops_do_not_grow_the_escalation_state():
     state = engine.policy.state("s")
     assert engine.policy.counters()["checks"] > 500
     assert len(state.occurrences) <= MAX_PATTERNS and len(state.acked_until) <= MAX_PATTERNS
+
+
+def test_duplicate_ids_are_those_among_the_last_remembered():
+    """A call or result is dropped exactly when the same kind and id is among
+    the session's last MAX_SEEN_IDS ones kept (the ring and its filter, over
+    wrap-around and ids repeated near and far, against a plain deque)."""
+    import random
+    from collections import deque
+
+    from monitor.detect.engine import MAX_SEEN_IDS
+
+    rng = random.Random(11)
+    engine = Engine(build_config({"detectors": {name: {"enabled": False} for name in REGISTRY}}))
+    kept: deque = deque(maxlen=MAX_SEEN_IDS)
+    ids = [f"toolu_{n:04d}" for n in range(700)]
+    for step in range(6_000):
+        kind = rng.choice([Kind.TOOL_CALL, Kind.TOOL_RESULT])
+        call_id = ids[rng.randrange(len(ids)) if rng.random() < 0.5 else min(step // 8, len(ids) - 1)]
+        before = engine.duplicates
+        engine.process(Event(kind, "s", float(step), tool="t", call_id=call_id, content=""))
+        duplicate = (kind, call_id) in kept
+        assert (engine.duplicates > before) == duplicate, step
+        if not duplicate:
+            kept.append((kind, call_id))
+    assert engine.duplicates > 1_000
+    # Its filter counts exactly the ids in the ring (none saturates here).
+    state = engine.sessions["s"]
+    ring = [digest & 1023 for digest in state.seen]
+    assert list(state.seen_counts) == [ring.count(slot) for slot in range(1024)]

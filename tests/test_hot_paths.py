@@ -181,8 +181,9 @@ def test_flat_json_columns_skip_the_clipping_with_the_same_text(value):
 
 @pytest.mark.parametrize("preset", ["balanced", "aggressive"])
 def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
-    """The engine skips the turn detectors for events that complete no turn;
-    with that shortcut off, every detection and sparkline is the same."""
+    """The engine skips the turn detectors for events that complete no turn,
+    and detectors for the kinds they do not listen to (routing.py); with
+    both shortcuts off, every detection and sparkline is the same."""
 
     def run(gated: bool):
         engine = Engine(build_config({}, preset=preset), sparklines=True)

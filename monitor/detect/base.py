@@ -100,7 +100,7 @@ class SessionView:
 
     __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
                  "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "turns", "completed",
-                 "last_wait", "last_call_key", "last_call_ts")
+                 "last_wait", "last_call_key", "last_call_ts", "router")
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -124,6 +124,15 @@ class SessionView:
         #: The latest tool call's key and time (a poll repeated 20 s later waited).
         self.last_call_key: str | None = None
         self.last_call_ts = 0.0
+        #: The engine's dispatch of this session (monitor/detect/routing.py), if any.
+        self.router: Any = None
+
+    def listen(self, detector: str, kinds: frozenset[Kind]) -> None:
+        """Detector ``detector`` (its name) needs ``observe`` for ``kinds`` of
+        its own only, from the next event on (see ``Detector.listening``)."""
+        router = self.router
+        if router is not None:
+            router.listen(detector, kinds)
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:
@@ -190,6 +199,12 @@ class Detector:
     #: The event kinds ``observe`` cares about; the engine only calls it for
     #: these (the hot path: most detectors skip most events).
     kinds: ClassVar[frozenset[Kind]] = frozenset(Kind)
+    #: The kinds a new instance needs ``observe`` for (``None``: all of
+    #: ``kinds``).  A detector that may do nothing with some kinds for a while
+    #: gives them up and asks for them again with :meth:`SessionView.listen`:
+    #: it must ask before it has work for them (from the next event on), and
+    #: may give them up late (being called for nothing is only slower).
+    listening: ClassVar[frozenset[Kind] | None] = None
     #: Its :meth:`window` is the session's: what the UI shows as the calls being
     #: compared (the first enabled detector that says so provides it).
     provides_window: ClassVar[bool] = False

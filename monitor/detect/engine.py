@@ -16,10 +16,11 @@ from typing import Any, Callable, Iterable
 
 from monitor.config import Config
 from monitor.cost import LoopCosts
-from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
+from monitor.detect.base import Detection, Detector, SessionView
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.detectors.waiting import mark as mark_waited
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.routing import Plan, Router
 from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
@@ -34,15 +35,12 @@ SIMILARITY_HISTORY = 60
 #: the UI's feed and the store keep their own history).
 RECENT_DETECTIONS = 1
 
-#: Bytes per remembered call id: the 64-bit hash of the id (see ``_seen``).
+#: A remembered call id's hash as the bytes of an ``array("q")`` item (to search the ring's bytes).
 _SEEN_SLOT = 8
-_SEEN_BYTES = MAX_SEEN_IDS * _SEEN_SLOT
-#: A hash as its slot's bytes (``int.to_bytes(8, "little", signed=True)``, without keyword parsing).
-_token = Struct("<q").pack
+_token = Struct("=q").pack
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
-_FILTER_HIGH = _FILTER_MASK >> 8
 
 
 @dataclass
@@ -68,9 +66,9 @@ class SessionState:
     muted: set[str] = field(default_factory=set)
     #: Calls awaiting their result by call id (insertion order: oldest first).
     pending: dict[str, Event] = field(default_factory=dict)
-    #: Hashes of the call ids seen lately (``_SEEN_SLOT`` bytes each, a ring
-    #: written at ``seen_at``); grows only once the session has call ids.
-    seen: bytearray = field(default_factory=bytearray)
+    #: Hashes of the call ids seen lately (a ring of 64-bit ints written at
+    #: ``seen_at``); grows only once the session has call ids.
+    seen: array = field(default_factory=lambda: array("q"))
     seen_at: int = 0
     #: How many ids in ``seen`` have each hash slot (see ``process``).
     seen_counts: bytearray = field(default_factory=bytearray)
@@ -84,8 +82,8 @@ class SessionState:
     #: The engine's global detectors by kind (shared by every session).
     global_by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
     #: Per kind, the bound ``observe`` methods to call: this session's
-    #: detectors, then the global ones.  Precomputed so that the hot loop is
-    #: one dict lookup and plain calls.
+    #: detectors listening to it, then the global ones.  Precomputed (and
+    #: kept by ``view.router``) so that the hot loop is one dict lookup and plain calls.
     observers: dict[Kind, tuple] = field(default_factory=dict)
     #: The ``same_turn_seconds`` of this session's turn detectors when they
     #: can be skipped for events that complete no turn (see ``route``).
@@ -99,61 +97,23 @@ class SessionState:
         return {kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
                 for kind in Kind}
 
-    def route(self, plan: tuple | None = None) -> None:
+    def route(self, plan: Plan | None = None) -> None:
         """Rebuild the per-kind dispatch (after creation or a mute).
 
-        Turn detectors whose ``observe`` is :meth:`TurnDetector.observe` do
-        nothing but feed the session's turn tracker and judge the turn an
-        event completes.  When they share one tracker the engine feeds it
-        itself: for an event that completes no turn it runs ``quiet_observers``
-        (the same calls in the same order, minus theirs), and for one that
-        does, their :meth:`TurnDetector.observe_completed`.
-
         ``plan`` is what :meth:`plan` gives for another session with the
-        same detectors and mutes (the engine reuses it for new sessions).
-        One bound method per detector and one tuple per distinct list are
-        shared between kinds: they are held per session."""
-        self.turn_gate, slots, calls, observers, quiet = plan if plan is not None else self.plan()
-        detectors = self.detectors
-        bound = [getattr(detectors[at] if at.__class__ is int else at, name) for at, name in slots]
-        tuples = [tuple([bound[slot] for slot in call]) for call in calls]
-        self.observers = {kind: tuples[index] for kind, index in observers}
-        self.quiet_observers = {kind: tuples[index] for kind, index in quiet}
+        same detectors and mutes (the engine reuses it for new sessions,
+        which start with each detector's ``listening`` kinds).  A rebuilt
+        dispatch starts with every detector listening to all of its kinds
+        (those with nothing to do give them up again)."""
+        new = plan is not None
+        plan = plan if new else self.plan()
+        self.turn_gate = plan.turn_gate
+        router = self.view.router = Router(plan, self.detectors, plan.start if new else 0)
+        self.observers, self.quiet_observers = router.observers, router.quiet
 
-    def plan(self) -> tuple:
-        """What :meth:`route` builds, by position: ``(turn_gate, slots, calls,
-        observers, quiet)`` where a slot is ``(detector, method name)`` (the
-        detector a position in ``detectors``, or a global one), a call a
-        tuple of slots, and ``observers``/``quiet`` pair each kind with its
-        call's index.  It holds no session's objects but global detectors."""
-        by_kind = self.by_kind
-        gated = [d for d in self.detectors if d.name not in self.muted and isinstance(d, TurnDetector)
-                 and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
-        seconds = {d.settings.same_turn_seconds for d in gated}
-        turn_gate = seconds.pop() if len(seconds) == 1 else None
-        skip = {id(d) for d in gated} if turn_gate is not None else set()
-        position = {id(d): at for at, d in enumerate(self.detectors)}
-        slots: dict[tuple[int, bool], int] = {}
-        slot_list: list[tuple[Any, str]] = []
-        calls: dict[tuple, int] = {}
-
-        def slot(detector: Detector, completed: bool) -> int:
-            key = (id(detector), completed)
-            if key not in slots:
-                slots[key] = len(slot_list)
-                slot_list.append((position.get(id(detector), detector),
-                                  "observe_completed" if completed else "observe"))
-            return slots[key]
-
-        def shared(call: tuple) -> int:
-            return calls.setdefault(call, len(calls))
-
-        observers, quiet = [], []
-        for kind in Kind:
-            detectors = [*by_kind[kind], *self.global_by_kind.get(kind, ())]
-            observers.append((kind, shared(tuple(slot(d, id(d) in skip) for d in detectors))))
-            quiet.append((kind, shared(tuple(slot(d, False) for d in detectors if id(d) not in skip))))
-        return turn_gate, tuple(slot_list), tuple(calls), tuple(observers), tuple(quiet)
+    def plan(self) -> Plan:
+        """The dispatch of this session's detectors and mutes (see :class:`~monitor.detect.routing.Plan`)."""
+        return Plan(self.detectors, self.muted, self.global_by_kind)
 
     def window(self) -> list[Event]:
         """The events the call detectors are comparing right now (what a
@@ -178,7 +138,6 @@ _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Kinds whose per-event similarity goes into the sparkline histories.
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
-_ALL_KINDS = frozenset(Kind)
 
 
 def _step(result: Event, overall: float,
@@ -263,7 +222,7 @@ class Engine:
         self._global_by_kind = {
             kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
         }
-        self._plan: tuple | None = None
+        self._plan: Plan | None = None
         self.events_processed = 0
         self.duplicates = 0
 
@@ -310,39 +269,43 @@ class Engine:
         call_id = event.call_id
         if call_id and kind in _ID_KINDS:
             # The id's 64-bit hash (a result's inverted, so that a call and
-            # its result differ; ``| 1`` so that it never matches an empty
-            # slot), kept in a ring of bytes instead of a dict of strings.  A
-            # counting filter indexed by bits 8..17 of the hash says when it
-            # cannot be in the ring (most ids), so the ring is scanned only
-            # when it may.  Flat on purpose: this runs for most events.
+            # its result differ), kept in a ring of ints instead of a dict of
+            # strings.  A counting filter indexed by the hash's low bits says
+            # when it cannot be in the ring (most ids), so the ring is
+            # searched (as bytes, by memchr) only when it may.  Flat on
+            # purpose: this runs for most events.
             digest = hash(call_id)
             if kind is _TOOL_RESULT:
                 digest = ~digest
-            token = _token(digest | 1)
-            slot = (digest >> 8) & _FILTER_MASK
+            slot = digest & _FILTER_MASK
             counts = state.seen_counts
             seen = state.seen
             if not counts:
                 counts = state.seen_counts = bytearray(_FILTER_SLOTS)
-            elif counts[slot]:
-                at = seen.find(token)
+                count = 0
+            elif count := counts[slot]:
+                ring = seen.tobytes()
+                token = _token(digest)
+                at = ring.find(token)
                 while at > 0 and at % _SEEN_SLOT:
-                    at = seen.find(token, at + 1)
+                    at = ring.find(token, at + 1)
                 if at >= 0:
                     self.duplicates += 1
                     return []
-            if len(seen) < _SEEN_BYTES:
-                seen += token  # (seen_at stays 0 while the ring fills: where it wraps to)
+            if len(seen) < MAX_SEEN_IDS:
+                seen.append(digest)  # (seen_at stays 0 while the ring fills: where it wraps to)
             else:
                 at = state.seen_at
-                # The oldest id's filter slot, from its bytes 1 and 2.
-                old = seen[at + 1] | (seen[at + 2] & _FILTER_HIGH) << 8
-                if counts[old] < 255:  # a saturated counter stays: it never undercounts
-                    counts[old] -= 1
-                seen[at:at + _SEEN_SLOT] = token
-                state.seen_at = (at + _SEEN_SLOT) % _SEEN_BYTES
-            if counts[slot] < 255:
-                counts[slot] += 1
+                old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
+                left = counts[old]
+                if left < 255:  # a saturated counter stays: it never undercounts
+                    counts[old] = left - 1
+                    if old == slot:
+                        count = left - 1
+                seen[at] = digest
+                state.seen_at = (at + 1) % MAX_SEEN_IDS
+            if count < 255:
+                counts[slot] = count + 1
         self.events_processed += 1
         seq = event.seq = state.events = state.events + 1
         state.last_ts = event.ts

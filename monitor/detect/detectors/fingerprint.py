@@ -24,6 +24,7 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
+_CALLS = frozenset({Kind.TOOL_CALL})
 #: A tool name shorter than this, without a colon, makes the first KEY_CHARS
 #: characters of its fingerprints ("tool:…") differ from any other tool's.
 _PLAIN_TOOL = KEY_CHARS - 1
@@ -63,6 +64,7 @@ class Fingerprint(Detector, AwaitsRepeats):
     title = "Fingerprint"
     Settings = FingerprintSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
+    listening = _CALLS  # results only while a run awaits them
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -101,6 +103,7 @@ class Fingerprint(Detector, AwaitsRepeats):
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
             if self.awaited is None:
+                view.listen(self.name, _CALLS)
                 return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
@@ -177,6 +180,7 @@ class Fingerprint(Detector, AwaitsRepeats):
             return self._detection("fuzzy", key, fuzzy, fuzzy_needed)
         if awaited is not None:
             self.awaited = awaited
+            view.listen(self.name, self.kinds)
         return None
 
     def _detection(self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int) -> list[Detection]:

@@ -71,6 +71,7 @@ def only_waits(call: Event) -> float:
 
 
 _WAIT_KEY_SET = frozenset(WAIT_KEYS)
+_RESULTS = frozenset({Kind.TOOL_RESULT})
 
 
 def mark(call: Event, view: SessionView) -> None:
@@ -101,6 +102,7 @@ def mark(call: Event, view: SessionView) -> None:
     if gap >= WAIT_GAP:
         waited = max(waited, gap)
     if waited or pure:
+        view.listen(Waiting.name, _RESULTS)  # (the detector needs results from now on)
         call.cache["waited"] = waited or pure
         if pure:
             call.cache["wait_only"] = True
@@ -117,6 +119,8 @@ class Waiting(Detector):
     title = "Waiting"
     Settings = WaitingSettings
     kinds = frozenset({Kind.TOOL_RESULT})
+    #: Results only from the session's first waited call on (``mark`` asks for them).
+    listening = frozenset()
     presets = {"conservative": {"budget_seconds": 3600.0}, "aggressive": {"budget_seconds": 900.0}}
 
     def __init__(self, settings: WaitingSettings | None = None):
