@@ -219,21 +219,22 @@ def shell_command(call: Event | None) -> str | None:
     args = call.args or {}
     command = None
     if not _COMMAND_KEY_SET.isdisjoint(args):  # (most calls have none of these keys: one C-level test)
-        for key in COMMAND_KEYS:
-            value = args.get(key)
-            if value is not None:
-                command = _args_string(value)
-                if command is not None:
-                    break
+        command = _first_command(args, COMMAND_KEYS)
     if command is None and _tool_kind(call.tool)[2]:
-        for key in _SHELL_STRING_KEYS:
-            value = args.get(key)
-            if value is not None:
-                command = _args_string(value)
-                if command is not None:
-                    break
+        command = _first_command(args, _SHELL_STRING_KEYS)
     call.cache["shell_command"] = command
     return command
+
+
+def _first_command(args: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The command line of the first of ``keys`` in ``args`` that holds one."""
+    for key in keys:
+        value = args.get(key)
+        if value is not None:
+            command = _args_string(value)
+            if command is not None:
+                return command
+    return None
 
 
 def _segments(command: str) -> list[str]:
