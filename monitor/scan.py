@@ -133,11 +133,13 @@ def unreadable(path: str) -> str | None:
     return None
 
 
-def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes = b"") -> Iterator[list[Event]]:
+def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes = b"",
+                       mine: Callable[[str], bool] | None = None, reporter: bool = True) -> Iterator[list[Event]]:
     """The events of one line-format file, a chunk's worth at a time, bad
     lines reported to ``decoder``.  Batches keep the per-line work in one
     loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer.
-    ``head``: what was already read of ``stream``."""
+    ``head``: what was already read of ``stream``; ``mine`` and ``reporter``
+    as for :meth:`LineDecoder.feed_lines`."""
     opened = stream is None
     stream = stream if stream is not None else open(path, "rb")
     splitter = LineSplitter(decoder.max_line_bytes, newlines=True)
@@ -149,10 +151,10 @@ def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes
             # the cyclic GC traverse (and promote) them, which costs more than
             # the batching saves.
             for start in range(0, len(lines), BATCH_LINES):
-                events = feed_lines(lines[start:start + BATCH_LINES])
+                events = feed_lines(lines[start:start + BATCH_LINES], None, mine, reporter)
                 if events:
                     yield events
-        events = feed_lines(splitter.flush())
+        events = feed_lines(splitter.flush(), None, mine, reporter)
         if events:
             yield events
     finally:
@@ -209,6 +211,14 @@ def feeder(process: Callable[[Event], list[Detection]], found: list[Detection]) 
     return feed
 
 
+def _feed(engine: Engine, report: ScanReport, shard: Any, path: str, by_line: bool) -> Callable[[list[Event]], None]:
+    """The feed of ``path``'s events (of its lines, or of a whole document
+    or database): the engine's, or a sharded worker's."""
+    if shard is None:
+        return feeder(engine.process, report.detections)
+    return shard.feed(engine.process, path, by_line)
+
+
 def _sizes(paths: list[str]) -> list[int]:
     sizes = []
     for path in paths:
@@ -220,10 +230,12 @@ def _sizes(paths: list[str]) -> list[int]:
 
 
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None, progress: Any = None, sieve=None) -> ScanReport:
-    """The scan.  ``sieve(process, path)``, if given, gives the feed (see
-    :func:`feeder`) of the events of ``path`` in place of the engine's (a
-    sharded scan's worker keeps only its own sessions' events with it)."""
+          engine: Engine | None, progress: Any = None, shard: Any = None) -> ScanReport:
+    """The scan; with ``shard`` (a ``monitor.scan_jobs._Shard``), one
+    worker's share of a sharded scan: ``shard.feed(process, path)`` in place
+    of the engine's feed (see :func:`feeder`), its lines decoded as
+    ``shard.mine`` and ``shard.reporter`` say, and each file's line problems
+    noted for the parent to merge."""
     engine = engine or Engine(config)
     report = ScanReport(engine=engine)
     #: Document sessions named so far, by file: two runs of one task stay two sessions.
@@ -236,8 +248,7 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         if progress is not None:
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events)
-        feed = feeder(engine.process, report.detections) if sieve is None else sieve(engine.process, path)
-        if path != STDIN and _read_document(report, feed, Path(path), fmt, named):
+        if path != STDIN and _read_document(report, _feed(engine, report, shard, path, False), Path(path), fmt, named):
             continue
         # One open, the head peeked from it: a FIFO or a shell's <(...)
         # can be read only once.
@@ -252,9 +263,11 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         source = "<stdin>" if path == STDIN else path
         decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
                               session="stdin" if path == STDIN else None)
+        feed = _feed(engine, report, shard, path, True)
         tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
         try:
-            for events in read_event_batches(path, decoder, stream, head):
+            mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
+            for events in read_event_batches(path, decoder, stream, head, mine, reporter):
                 report.events += len(events)
                 feed(events)
                 if tell is not None:
@@ -263,7 +276,10 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
             if path != STDIN:
                 stream.close()
         report.lines += decoder.lines
-        if decoder.format is None and decoder.problem_count:
+        refused = decoder.format is None and decoder.problem_count
+        if shard is not None:
+            shard.note_problems(len(report.problems), decoder, refused)
+        if refused:
             first = decoder.problems[0].reason if decoder.problems else None
             what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
             _refuse(report, source, what)
@@ -352,14 +368,14 @@ MERGE_SESSIONS = 50
 
 
 def scan_store(store, sessions: Iterable[str] | None = None, config: Config | None = None,
-               engine: Engine | None = None, jobs: int = 1, sieve=None) -> ScanReport:
+               engine: Engine | None = None, jobs: int = 1, shard: Any = None) -> ScanReport:
     """Re-scan sessions stored in a :class:`monitor.store.Store` (all of them
     by default) through the engine, e.g. with another preset; with ``jobs``
     > 1 in that many processes (see :mod:`monitor.scan_jobs`).
 
     Sessions are replayed together in event-time order, as they happened
     live, so detectors that look across sessions (swarm) see the same thing.
-    ``sieve`` is as for files (see ``_scan``)."""
+    ``shard`` is as for files (see ``_scan``)."""
     import heapq
 
     ids = list(sessions) if sessions is not None else store.session_ids()
@@ -375,7 +391,7 @@ def scan_store(store, sessions: Iterable[str] | None = None, config: Config | No
                              key=lambda e: e.ts)
     else:
         stream = store.iter_events_by_time(None if sessions is None else ids)
-    feed = feeder(engine.process, report.detections) if sieve is None else sieve(engine.process, str(store.path))
+    feed = _feed(engine, report, shard, str(store.path), False)
     with rare_collections():
         while events := list(islice(stream, BATCH_LINES)):
             report.events += len(events)

@@ -1,9 +1,11 @@
 """``scan --jobs N``: one scan in N processes, with the detections of one.
 
 Sessions are sharded among worker processes by a stable hash of their id.
-Every worker reads every file (decoding is a few per cent of a scan's cost)
-and runs the same :class:`~monitor.detect.engine.Engine` over its own
-sessions' events only.  What needs every session -- the global detectors,
+Every worker reads every file, decodes only the lines that may be its own
+(a native record names its session) and runs the same
+:class:`~monitor.detect.engine.Engine` over its own sessions' events only;
+each reports the bad lines it decoded for itself, and worker 0 (this
+process) those every worker decodes alike.  What needs every session -- the global detectors,
 i.e. the swarm -- is split (:class:`~monitor.detect.base.ShardableDetector`):
 each worker records what its events show the detector, tagged with the
 event's position in the whole input, and the parent process counts those
@@ -91,15 +93,17 @@ def shardable(config: Config | None) -> bool:
 @dataclass
 class _WorkerResult:
     """What one worker sends back: its detections and sightings, each with
-    the position of its event in the whole input; its sessions' agents; and
-    (from worker 0 only, since every worker reads everything) the counts."""
+    the position of its event in the whole input; its sessions' agents and
+    events; each line file's problems it reports (see ``_Shard.note_problems``);
+    and (from worker 0 only) the rest of the counts."""
 
-    detections: list[tuple[int, Detection]] = field(default_factory=list)
+    detections: list[tuple[tuple, Detection]] = field(default_factory=list)
     sightings: list[tuple] = field(default_factory=list)
     #: Per detection (same order), its session's usage totals then (cost.LoopCosts.totals).
     totals: list[tuple] = field(default_factory=list)
     agents: dict[str, str | None] = field(default_factory=dict)
     events: int = 0
+    line_problems: list[tuple | None] = field(default_factory=list)
     lines: int = 0
     files: int = 0
     problems: list[Problem] = field(default_factory=list)
@@ -110,16 +114,25 @@ class _WorkerResult:
 
 class _Shard:
     """One worker's share: which events are its own, their positions, and
-    the sightings its stand-ins for the global detectors record."""
+    the sightings its stand-ins for the global detectors record.
+
+    A position is ``(file, line, k)`` for the k-th event of a line, so that
+    a worker need not decode other workers' lines to place its own events
+    (``mine``); ``(file, n, 0)`` for the n-th of a document or database,
+    which every worker reads whole."""
 
     def __init__(self, index: int, jobs: int, status, files: list[str]):
         self.index, self.jobs, self.status = index, jobs, status
         self.files = {path: number for number, path in enumerate(files)}
-        self.position = 0
+        self.reporter = index == 0  # reports what every worker reads alike (and the counts)
+        self.fed = 0  # feeds made so far: every worker makes the same ones in the same order
+        self.position: tuple = ()
         self.owners: dict[str, int] = {}
-        self.detections: list[tuple[int, Detection]] = []
+        self.events = 0
+        self.detections: list[tuple[tuple, Detection]] = []
         self.sightings: list[tuple] = []
         self.totals: list[tuple] = []
+        self.line_problems: list[tuple | None] = []
         self.costs = None  # the worker engine's LoopCosts, set once it exists
 
     def owner(self, session: str) -> int:
@@ -128,27 +141,49 @@ class _Shard:
             owner = self.owners[session] = shard_of(session, self.jobs)
         return owner
 
-    def sieve(self, process: Callable[[Event], list[Detection]], path: str) -> Callable[[list[Event]], None]:
-        """The feed (:func:`monitor.scan.feeder`) of ``path``'s events: each
-        of this worker's through ``process``; every event, its own or not,
-        advances the position."""
+    def mine(self, session: str) -> bool:
+        """Whether ``session`` is this worker's."""
+        owner = self.owners.get(session)
+        return (owner if owner is not None else self.owner(session)) == self.index
+
+    def feed(self, process: Callable[[Event], list[Detection]], path: str,
+             by_line: bool = True) -> Callable[[list[Event]], None]:
+        """The feed (:func:`monitor.scan.feeder`) of ``path``'s events (of
+        its lines, or ``by_line`` false, of a whole document or database):
+        each of this worker's through ``process``, at its position."""
         self.status[self.index] = self.files.get(path, _IDLE)
-        index, owners, owner, found, totals = self.index, self.owners, self.owner, self.detections, self.totals
+        self.fed += 1
+        number, index, owners, owner = self.fed, self.index, self.owners, self.owner
+        found, totals = self.detections, self.totals
+        last, k, count = None, 0, 0
 
         def feed(events: list[Event]) -> None:
-            position = self.position
+            nonlocal last, k, count
             for event in events:
-                position += 1
+                if by_line:
+                    if event.line == last:
+                        k += 1
+                    else:
+                        last, k = event.line, 0
+                else:
+                    count += 1
                 shard = owners.get(event.session)
                 if (shard if shard is not None else owner(event.session)) == index:
-                    self.position = position  # (the sightings of ``process`` are placed by it)
+                    position = self.position = (number, last, k) if by_line else (number, count, 0)
+                    self.events += 1
                     detections = process(event)
                     if detections:
                         found.extend((position, d) for d in detections)
                         totals.extend([self.costs.totals(event.session)] * len(detections))
-            self.position = position
 
         return feed
+
+    def note_problems(self, at: int, decoder, refused: bool) -> None:
+        """A line file's problems this worker reports (those of its lines,
+        and worker 0's of the lines every worker decodes), and where in its
+        report they are: the parent merges each file's, by line."""
+        self.line_problems.append(None if refused else
+                                  (at, decoder.problems, decoder.problem_count, decoder.max_problems_kept))
 
     def stand_in(self, detector: Detector) -> Detector:
         return _Sighter(detector, self)
@@ -205,22 +240,23 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
         store = Store(files[0])
         try:
             ids, every = stored
-            report = scan_store(store, None if every else ids, config, engine, sieve=shard.sieve)
+            report = scan_store(store, None if every else ids, config, engine, shard=shard)
         finally:
             store.close()
     else:
         progress = _progress if index == 0 else None
         with rare_collections():
             try:
-                report = _scan(files, config, fmt, engine, progress, sieve=shard.sieve)
+                report = _scan(files, config, fmt, engine, progress, shard=shard)
             finally:
                 if progress is not None:
                     progress.finish()
     _status[index] = _DONE
     result = _WorkerResult(detections=shard.detections, sightings=shard.sightings, totals=shard.totals,
-                           agents={sid: s.agent for sid, s in engine.sessions.items()})
+                           agents={sid: s.agent for sid, s in engine.sessions.items()},
+                           events=shard.events, line_problems=shard.line_problems)
     if index == 0:
-        result.events, result.lines, result.files = report.events, report.lines, report.files
+        result.lines, result.files = report.lines, report.files
         result.problems, result.problem_count = report.problems, report.problem_count
         result.unsupported, result.formats = report.unsupported, report.formats
     return result
@@ -288,12 +324,41 @@ def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, st
     if not exact:
         return None
     first = results[0]
-    report = ScanReport(engine=None, detections=merged, problems=first.problems,
-                        problem_count=first.problem_count, files=first.files, lines=first.lines,
-                        events=first.events, formats=first.formats, unsupported=first.unsupported)
+    problems, problem_count = _problems(results)
+    report = ScanReport(engine=None, detections=merged, problems=problems,
+                        problem_count=problem_count, files=first.files, lines=first.lines,
+                        events=sum(result.events for result in results), formats=first.formats,
+                        unsupported=first.unsupported)
     for result in results:
         report.agents.update(result.agents)
     return report
+
+
+def _problems(results: list[_WorkerResult]) -> tuple[list[Problem], int]:
+    """Worker 0's problems with each line file's merged in from every
+    worker's (each reported those of the lines it decoded for itself), in
+    line order and as many kept as one process keeps; and their count."""
+    first = results[0]
+    problems, count = list(first.problems), first.problem_count
+    # From the last file back, so that the places noted before stay right.
+    for number in reversed(range(len(first.line_problems))):
+        noted = first.line_problems[number]
+        if noted is None:
+            continue  # a file refused whole: worker 0 reported it
+        at, kept, _, cap = noted
+        merged = list(kept)
+        for result in results[1:]:
+            other = result.line_problems[number]
+            if other is not None:
+                merged.extend(other[1])
+                count += other[2]
+        merged.sort(key=_line_of)
+        problems[at:at + len(kept)] = merged[:cap]
+    return problems, count
+
+
+def _line_of(problem: Problem) -> int:
+    return problem.line or 0
 
 
 def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[Detection], bool]:

@@ -227,3 +227,41 @@ def test_the_command_scans_a_pipe_as_the_file_it_carries(tmp_path, jobs):
     direct = subprocess.run([*command, str(log)], capture_output=True, timeout=120, cwd=ROOT)
     assert piped.returncode == direct.returncode == 1, piped.stderr
     assert piped.stdout == direct.stdout.replace(bytes(log), bytes(fifo)) and piped.stdout
+
+
+def test_bad_lines_are_reported_once_in_line_order_whoever_decodes_them(tmp_path):
+    """Each worker decodes only the lines that may be its own: the bad lines
+    of every session (a wrong field, a far-off time, broken JSON, a line
+    with no session to tell, more of them than a file keeps) come out once,
+    in line order, counted and kept as by one process."""
+    import random
+
+    rng = random.Random(5)
+    lines = []
+    for n in range(12_000):
+        session = f"s{rng.randrange(12)}"
+        roll = rng.random()
+        if roll < 0.25:
+            lines.append(f'{{"type":"tool_call","session":"{session}","ts":1750000000.5,"id":7,"name":"bash","args":{{}}}}')
+        elif roll < 0.3:
+            lines.append(f'{{"type":"message","session":"{session}","ts":9e15,"role":"user","content":"x"}}')
+        elif roll < 0.35:
+            lines.append('{"type":"tool_call","session":')
+        elif roll < 0.4:
+            lines.append('{"type":"message","ts":1750000000.5,"role":"user","content":"no session"}')
+        elif roll < 0.42:
+            lines.append('[1, 2]')
+        else:
+            lines.append(f'{{"type":"tool_call","session":"{session}","ts":{1750000000 + n}.5,"id":"c{n}",'
+                         f'"name":"bash","args":{{"command":"pytest -q"}}}}')
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(lines[:500]) + "\n")
+    paths = [str(log), str(other)]
+    one = scan(paths)
+    assert one.problem_count > 1_000 and len(one.problems) < one.problem_count
+    for jobs in (2, 3):
+        many = scan_sharded(paths, None, None, jobs)
+        _same(one, many)
+        assert [str(p) for p in many.problems] == [str(p) for p in one.problems]

@@ -39,6 +39,9 @@ class RecordDecoder:
     """Decodes the records of one file (or connection) of one format."""
 
     name: ClassVar[str] = ""
+    #: The record key whose value, a non-empty string, is the session of
+    #: every event decoded from the record (None: known only by decoding).
+    session_key: ClassVar[str | None] = None
 
     def __init__(self, source: str, default_session: str):
         self.source = source

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -91,6 +91,8 @@ class LineDecoder:
         self.problems: list[Problem] = []
         self.problem_count = 0
         self.max_problems_kept = 1000
+        #: Problems go uncounted (see ``feed_lines``' ``mine``): another reader reports them.
+        self.quiet = False
 
     @property
     def format(self) -> str | None:
@@ -98,6 +100,8 @@ class LineDecoder:
 
     def problem(self, line: int | None, reason: str) -> Problem:
         problem = Problem(self.source, line, reason)
+        if self.quiet:
+            return problem
         self.problem_count += 1
         if len(self.problems) < self.max_problems_kept:
             self.problems.append(problem)
@@ -147,7 +151,8 @@ class LineDecoder:
                 return events, self.problem(line, note)
         return events, None
 
-    def feed_lines(self, lines: list[Line], now: float | None = None) -> list[Event]:
+    def feed_lines(self, lines: list[Line], now: float | None = None,
+                   mine: Callable[[str], bool] | None = None, reporter: bool = True) -> list[Event]:
         """The events of many lines, as :class:`~monitor.framing.LineSplitter`
         gives them with this decoder's ``max_line_bytes`` (``raw`` is None
         for a longer line; its newline may be kept), every bad line reported
@@ -157,16 +162,24 @@ class LineDecoder:
         ``orjson`` parses into an object, for a format already known, goes
         straight to the decoder (orjson skips white space around it as
         :meth:`feed` would); anything else takes :meth:`feed`.  ``now``
-        (the time of records without one) is read once."""
+        (the time of records without one) is read once.
+
+        With ``mine``, one of several readers of the same lines (a sharded
+        scan's worker) decodes only what may be its own: a record whose
+        session ``mine`` says is another reader's is skipped (that reader
+        decodes it and reports its problems); the problems of the lines
+        every reader decodes (no session to tell) are the ``reporter``'s."""
         if now is None:
             now = time.time()
         out: list[Event] = []
         append, extend = out.append, out.extend
         loads, decode_error = _fast_loads, orjson.JSONDecodeError
-        decode = decode_event = None
+        decode = decode_event = session_key = None
         if self.decoder is not None:
             decode = self.decoder.decode
             decode_event = getattr(self.decoder, "decode_event", None)
+            session_key = self.decoder.session_key
+        shared = not reporter  # (with mine: decodes lines whose problems are not its to report)
         careful = 0  # lines that went through feed() or were too long: it counts its own
         for lineno, raw, size in lines:
             if raw is not None and decode is not None:
@@ -175,6 +188,14 @@ class LineDecoder:
                 except decode_error:
                     record = None  # perhaps invalid UTF-8 to repair: feed() sees to it
                 if record.__class__ is dict:
+                    if mine is not None:
+                        hint = record.get(session_key) if session_key is not None else None
+                        if hint.__class__ is str and hint:
+                            if not mine(hint):
+                                continue
+                            self.quiet = False
+                        else:
+                            self.quiet = shared
                     try:
                         if decode_event is not None:
                             event = decode_event(record, lineno, now)
@@ -194,6 +215,8 @@ class LineDecoder:
                         self.problem(lineno, f"{type(exc).__name__} while decoding: {exc}")
                     continue
             careful += 1
+            if mine is not None:
+                self.quiet = shared
             if raw is None:
                 self.oversized(lineno, size)
                 continue
@@ -205,6 +228,8 @@ class LineDecoder:
             if decode is None and self.decoder is not None:
                 decode = self.decoder.decode
                 decode_event = getattr(self.decoder, "decode_event", None)
+                session_key = self.decoder.session_key
+        self.quiet = False
         self.lines += len(lines) - careful
         self.events += len(out)
         return out

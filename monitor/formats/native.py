@@ -110,6 +110,7 @@ class NativeDecoder(RecordDecoder):
     """Decoder for loopwatch's own JSONL events."""
 
     name = "native"
+    session_key = "session"
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
