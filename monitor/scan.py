@@ -243,11 +243,12 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
     files = expand_paths(paths)
     sizes = _sizes(files) if progress is not None else []
     total, before = sum(sizes), 0
+    passed = 0  # records other workers decode (a sharded scan), for the progress line
     for index, path in enumerate(files):
         report.files += 1
         if progress is not None:
             before = sum(sizes[:index])
-            progress.update(index, len(files), before, total, report.events)
+            progress.update(index, len(files), before, total, report.events + passed)
         if path != STDIN and _read_document(report, _feed(engine, report, shard, path, False), Path(path), fmt, named):
             continue
         # One open, the head peeked from it: a FIFO or a shell's <(...)
@@ -270,12 +271,13 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
             for events in read_event_batches(path, decoder, stream, head, mine, reporter):
                 report.events += len(events)
                 feed(events)
-                if tell is not None:
-                    progress.update(index, len(files), before + tell(), total, report.events)
+                if tell is not None:  # (with records left to other workers: as one process counts)
+                    progress.update(index, len(files), before + tell(), total, report.events + passed + decoder.passed)
         finally:
             if path != STDIN:
                 stream.close()
         report.lines += decoder.lines
+        passed += decoder.passed
         refused = decoder.format is None and decoder.problem_count
         if shard is not None:
             shard.note_problems(len(report.problems), decoder, refused)

@@ -81,3 +81,24 @@ def test_progress_line_counts_files_events_rate_and_time_left():
     progress.finish()
     assert stream.getvalue().endswith("\r\x1b[K")
     assert not Progress(io.StringIO()).enabled  # not a terminal: nothing drawn
+
+
+def test_a_sharded_scan_counts_every_event_read_in_its_progress(tmp_path):
+    """Worker 0 draws the progress line but decodes only its own sessions'
+    records: the others' it passed over are counted too, as one process
+    counts them."""
+    from monitor.scan_jobs import scan_sharded
+
+    logs = tmp_path / "logs"
+    write_logs(logs, files=1, calls=400)
+    log = next(logs.glob("*.jsonl"))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    for n, record in enumerate(records):
+        record["session"] = f"s{n % 7}"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    stream = io.StringIO()
+    ticks = iter(range(10_000))
+    progress = Progress(stream, enabled=True, clock=lambda: float(next(ticks)))
+    report = scan_sharded([str(log)], None, None, 2, progress)
+    assert report.events == len(records)
+    assert f"{len(records):,} events" in stream.getvalue()

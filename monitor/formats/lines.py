@@ -93,6 +93,8 @@ class LineDecoder:
         self.max_problems_kept = 1000
         #: Problems go uncounted (see ``feed_lines``' ``mine``): another reader reports them.
         self.quiet = False
+        #: Records left to another reader (``feed_lines``' ``mine``).
+        self.passed = 0
 
     @property
     def format(self) -> str | None:
@@ -192,6 +194,7 @@ class LineDecoder:
                         hint = record.get(session_key) if session_key is not None else None
                         if hint.__class__ is str and hint:
                             if not mine(hint):
+                                self.passed += 1
                                 continue
                             self.quiet = False
                         else:
