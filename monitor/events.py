@@ -263,12 +263,7 @@ class EventRef:
     def of_call(cls, seq: int, source: str, line: int | None, snapshot: tuple) -> EventRef:
         """The reference to a call from its :func:`call_snapshot` (what a
         call's record keeps: it makes the reference only when it is cited)."""
-        ref = _new(cls)
-        ref.seq = seq
-        ref.kind = _CALL_KIND
-        ref.source = source
-        ref.line = line
-        ref._summary = None
+        ref = cls(seq, _CALL_KIND, source, line, None)  # type: ignore[arg-type]
         ref._raw = snapshot
         return ref
 

@@ -179,9 +179,7 @@ class Router:
     def listen(self, name: str, kinds: frozenset[Kind]) -> None:
         """Detector ``name`` listens to ``kinds`` (of its own) from the next event on."""
         off = self.off
-        plan = self.plan
-        found = plan._changes.get((off, name, kinds))  # (change()'s memo, read first)
-        now, changed = found if found is not None else plan.change(off, name, kinds)
+        now, changed = self.plan.change(off, name, kinds)
         if now != off:
             self.off = now
             bound = self.bound

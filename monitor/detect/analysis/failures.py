@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
-from monitor.detect.analysis.signatures import MEMO_CHARS, MEMO_SIZE, LinePattern, failure_signature
+from monitor.detect.analysis.memo import TextMemo
+from monitor.detect.analysis.signatures import LinePattern, failure_signature
 from monitor.events import Event
 from monitor.text import squash_ws
 
@@ -324,7 +325,7 @@ def is_test_run(call: Event | None) -> bool:
         result = True
     else:
         command = shell_command(call)
-        result = bool(command) and _by_command(_RUNS_TESTS, command, _runs_tests)
+        result = bool(command) and _RUNS_TESTS.answer(command, _runs_tests)
     call.cache["is_test_run"] = result
     return result
 
@@ -339,25 +340,10 @@ def _runs_tests(command: str) -> bool:
     return False
 
 
-#: Answers about a command line that depend on its text alone, by text (up
-#: to ``_MEMO_CHARS`` long): an agent runs the same commands again and again
-#: (``pytest -q``).  Each table is emptied when it holds ``_MEMO_SIZE``.
-_RUNS_TESTS: dict[str, bool] = {}
-_EDITS: dict[str, bool] = {}
-_MEMO_CHARS = 256
-_MEMO_SIZE = 2048
-
-
-def _by_command(table: dict[str, bool], command: str, judge: Callable[[str], bool]) -> bool:
-    """``judge(command)``, remembered in ``table``."""
-    if len(command) > _MEMO_CHARS:
-        return judge(command)
-    found = table.get(command)
-    if found is None:
-        if len(table) >= _MEMO_SIZE:
-            table.clear()
-        found = table[command] = judge(command)
-    return found
+#: Answers about a command line that depend on its text alone (an agent
+#: runs the same commands again and again).
+_RUNS_TESTS = TextMemo(256, 2048)
+_EDITS = TextMemo(256, 2048)
 
 
 def _ends(text: str, span: int) -> tuple[str, str]:
@@ -539,21 +525,18 @@ def run_outcome(result: Event) -> RunOutcome:
     # alone, and a loop runs the same tests to the same output again.
     content = result.content
     key = (content, failed(result))
-    memo = len(content) <= MEMO_CHARS
+    memo = _RUNS.keeps(content)
     outcome = _RUNS.get(key) if memo else None
     if outcome is None:
         outcome = _run_outcome(content, key[1])
         if memo:
-            if len(_RUNS) >= MEMO_SIZE:
-                _RUNS.clear()
-            _RUNS[key] = outcome
+            _RUNS.remember(key, outcome)
     result.cache["run_outcome"] = outcome
     return outcome
 
 
-#: ``_run_outcome`` by (output, failed), for outputs up to ``MEMO_CHARS``
-#: long (emptied when it holds ``MEMO_SIZE``).
-_RUNS: dict[tuple[str, bool], RunOutcome] = {}
+#: ``_run_outcome`` by (output, failed).
+_RUNS = TextMemo(2000, 512)
 
 
 def _run_outcome(content: str, fails: bool) -> RunOutcome:
@@ -692,7 +675,7 @@ def is_edit(call: Event) -> bool:
     if _tool_kind(call.tool)[1]:
         return True
     command = shell_command(call)
-    return bool(command) and _by_command(_EDITS, command, _edits)
+    return bool(command) and _EDITS.answer(command, _edits)
 
 
 def _edits(command: str) -> bool:

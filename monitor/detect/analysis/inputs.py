@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from monitor.detect.analysis.failures import _program, _segments, _tool_kind, shell_command
+from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
 
 _PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
@@ -126,30 +127,15 @@ def call_io(call: Event | None) -> CallIO:
     command = shell_command(call)
     if command is None:
         io = _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO  # is_edit() of a call that runs no command
-    elif len(command) <= _MEMO_CHARS:
-        # What a command reads and writes depends on its text alone, and an
-        # agent runs the same commands again and again (``pytest -q``).
-        io = _BY_COMMAND.get(command)
-        if io is None:
-            io = _remember(_BY_COMMAND, command, command_io(command))
     else:
-        io = command_io(command)
+        io = _BY_COMMAND.answer(command, command_io)
     return io
 
 
-#: call_io's answers by command line and by edited path, for texts up to
-#: ``_MEMO_CHARS`` long; each table is emptied when it holds ``_MEMO_SIZE``.
-_BY_COMMAND: dict[str, CallIO] = {}
-_BY_TARGET: dict[str, CallIO] = {}
-_MEMO_CHARS = 256
-_MEMO_SIZE = 2048
-
-
-def _remember(table: dict[str, CallIO], text: str, io: CallIO) -> CallIO:
-    if len(table) >= _MEMO_SIZE:
-        table.clear()
-    table[text] = io
-    return io
+#: call_io's answers by command line and by edited path: they depend on the
+#: text alone.
+_BY_COMMAND = TextMemo(256, 2048)
+_BY_TARGET = TextMemo(256, 2048)
 
 
 def _edit_io(args: dict | None) -> CallIO:
@@ -164,14 +150,13 @@ def _edit_io(args: dict | None) -> CallIO:
             target = None
     if not target:
         return _BLIND_EDIT if target is None else NO_IO
-    if len(target) > _MEMO_CHARS:
-        name = _base(target)
-        return CallIO((name,), False, False, frozenset((name,)))
-    io = _BY_TARGET.get(target)
-    if io is None:
-        name = _base(target)
-        io = _remember(_BY_TARGET, target, CallIO((name,), False, False, frozenset((name,))))
-    return io
+    return _BY_TARGET.answer(target, _target_io)
+
+
+def _target_io(target: str) -> CallIO:
+    """What an edit of the file ``target`` writes."""
+    name = _base(target)
+    return CallIO((name,), False, False, frozenset((name,)))
 
 
 def command_io(command: str) -> CallIO:

@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from rapidfuzz.distance import Levenshtein
 
+from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
 from monitor.text import SIMILARITY_CHARS, call_key, canonical_args, clip, squash_ws
 
@@ -359,13 +360,7 @@ def failure_signature(result: Event) -> str | None:
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):
-        candidate = _FAILURES.get(text)
-        if candidate is None:
-            candidate = _failure_text(text)
-            if len(text) <= MEMO_CHARS:
-                if len(_FAILURES) >= MEMO_SIZE:
-                    _FAILURES.clear()
-                _FAILURES[text] = candidate
+        candidate = _FAILURES.answer(text, _failure_text)
         if len(candidate) >= MIN_SIGNATURE_CHARS:
             signature = ("E:" if result.is_error else "R:") + candidate
     result.cache["failure_signature"] = signature
@@ -382,12 +377,8 @@ def _failure_text(text: str) -> str:
     return _signature(_telling_error_line(lines))[:300] if lines else _signature(body)
 
 
-#: ``_failure_text`` by text, for texts up to ``MEMO_CHARS`` long (emptied
-#: when it holds ``MEMO_SIZE``): a loop fails the same way again and again,
-#: and the regexes cost ~30,000 instructions a failure.
-_FAILURES: dict[str, str] = {}
-MEMO_CHARS = 2000
-MEMO_SIZE = 512
+#: ``_failure_text`` by text: a loop fails the same way again and again.
+_FAILURES = TextMemo(2000, 512)
 
 
 def failed_silently(result: Event) -> bool:
