@@ -289,3 +289,43 @@ def test_a_scan_makes_no_reference_cycles(tmp_path):
     assert report.events > 20_000 and report.detections
     assert left == 0
     assert gc.get_threshold() == thresholds  # the scan put the collector back as it was
+
+
+class _Unlearned(dict):
+    """A tool memo that never answers: ``waiting.mark`` then always takes its full path."""
+
+    def get(self, key, default=None):
+        return default
+
+
+def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
+    """``waiting.mark`` returns at once for a call of a plain tool with no
+    command or wait argument, after no wait and no long gap: the marks it
+    leaves (and what it remembers for the next call) are the full path's."""
+    from monitor.detect import base
+    from monitor.detect.detectors import waiting
+
+    rng = random.Random(7)
+    tools = ["read_file", "Read", "bash", "sleep", "Wait", "check_job", "grep", None]
+    argses = [{}, None, {"path": "a.py"}, {"command": "sleep 30"}, {"command": "ls"}, {"timeout": 40},
+              {"job": 3, "wait_ms": 5000}, {"seconds": 2}, {"input": "sleep 5"}, {"cmd": ["sleep", "1"]}]
+
+    def run(memo):
+        monkeypatch.setattr(waiting, "_PLAIN_TOOLS", memo)
+        view, ts, marks = base.SessionView("s"), 1.0, []
+        view.last_call_key = "grep:{}"
+        for _ in range(4000):
+            ts += rng.choice((0.0, 1.0, 5.0, 19.9, 20.0, 45.0, -3.0))
+            call = Event(Kind.TOOL_CALL, "s", ts, tool=rng.choice(tools), args=rng.choice(argses))
+            waiting.mark(call, view)
+            marks.append((call.cache.get("waited"), call.cache.get("wait_only"), view.last_wait, view.last_call_ts,
+                          "shell_command" in call.cache))
+        return marks
+
+    state = rng.getstate()
+    fast = run({})
+    rng.setstate(state)
+    full = run(_Unlearned())
+    assert [m[:4] for m in fast] == [m[:4] for m in full]
+    skipped = sum(1 for m in fast if not m[4])
+    assert all(m[4] for m in full) and skipped > 300  # the shortcut was taken
