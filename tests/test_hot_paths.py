@@ -329,3 +329,23 @@ def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
     assert [m[:4] for m in fast] == [m[:4] for m in full]
     skipped = sum(1 for m in fast if not m[4])
     assert all(m[4] for m in full) and skipped > 300  # the shortcut was taken
+
+
+def test_events_processed_counts_each_event_but_duplicates_closed_sessions_included():
+    """The engine counts processed events per session (not once more per
+    event): the total is what counting each call of ``process`` gives."""
+    engine = Engine()
+    counted = 0
+    for n in range(300):
+        session = f"s{n % 3}"
+        for event in (Event(Kind.TOOL_CALL, session, float(n), call_id=f"c{n % 40}", tool="read_file",
+                            args={"path": "a"}),
+                      Event(Kind.TOOL_RESULT, session, float(n), call_id=f"c{n % 40}", content="ok"),
+                      Event(Kind.MESSAGE, session, float(n), role="assistant", content="hm")):
+            before = engine.duplicates
+            engine.process(event)
+            counted += engine.duplicates == before
+        if n == 150:
+            engine.close("s1")
+    assert engine.duplicates > 0 and engine.events_processed == counted
+
