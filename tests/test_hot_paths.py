@@ -349,3 +349,19 @@ def test_events_processed_counts_each_event_but_duplicates_closed_sessions_inclu
             engine.close("s1")
     assert engine.duplicates > 0 and engine.events_processed == counted
 
+
+def test_the_engine_keeps_the_turn_trackers_entry_and_drops_it_on_a_new_dispatch():
+    """The engine feeds the session's turn tracker through the entry it kept
+    (not a lookup per event): the view's own, forgotten when a mute changes
+    the dispatch (and so perhaps the gate)."""
+    engine = Engine()
+    for n in range(3):
+        engine.process(Event(Kind.MESSAGE, "s", float(n), role="assistant", content=f"m{n}"))
+    state = engine.sessions["s"]
+    assert state.turn_gate is not None
+    entry = state.view.turns[state.turn_gate]
+    assert state.turn_entry is entry and entry[2] == 3  # fed the latest event
+    engine.mute("s", "monologue")
+    assert state.turn_entry is None
+    engine.process(Event(Kind.MESSAGE, "s", 9.0, role="assistant", content="m9"))
+    assert state.turn_entry is state.view.turns[state.turn_gate]

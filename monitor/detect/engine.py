@@ -88,6 +88,9 @@ class SessionState:
     #: The ``same_turn_seconds`` of this session's turn detectors when they
     #: can be skipped for events that complete no turn (see ``route``).
     turn_gate: float | None = None
+    #: ``view.turns[turn_gate]`` once the tracker exists (it stays: saves a
+    #: dict lookup per event).
+    turn_entry: list | None = None
     #: ``observers`` without those turn detectors.
     quiet_observers: dict[Kind, tuple] = field(default_factory=dict)
 
@@ -108,6 +111,7 @@ class SessionState:
         new = plan is not None
         plan = plan if new else self.plan()
         self.turn_gate = plan.turn_gate
+        self.turn_entry = None
         router = self.view.router = Router(plan, self.detectors, plan.start if new else 0)
         self.observers, self.quiet_observers = router.observers, router.quiet
 
@@ -369,9 +373,10 @@ class Engine:
         else:
             # Feed the session's turn tracker once; the turn detectors only
             # run when the event completed a turn (and judge it directly).
-            entry = view.turns.get(gate)
+            entry = state.turn_entry
             if entry is None or (entry[1] is event and entry[2] == seq):
                 completed = view.turn(event, gate)
+                state.turn_entry = view.turns[gate]
             else:  # SessionView.turn(), inlined: this runs for every event
                 completed = entry[0].feed(event)
                 entry[1] = event
