@@ -365,3 +365,67 @@ def test_the_engine_keeps_the_turn_trackers_entry_and_drops_it_on_a_new_dispatch
     assert state.turn_entry is None
     engine.process(Event(Kind.MESSAGE, "s", 9.0, role="assistant", content="m9"))
     assert state.turn_entry is state.view.turns[state.turn_gate]
+
+
+class _RecentHashes(list):
+    """cycle's window of recent call hashes, counting the calls found in none
+    of them (those skip the loop over periods); ``every`` claims each hash is
+    there, so that every call takes the loop."""
+
+    def __init__(self, items, every: bool):
+        super().__init__(items)
+        self.every = every
+        self.skipped = 0
+
+    def __contains__(self, digest) -> bool:
+        if list.__contains__(self, digest):
+            return True
+        self.skipped += 1
+        return self.every
+
+
+def _cycling_streams(seed: int) -> list:
+    """Two sessions of random calls with cycles of 2 to 5 calls mixed in,
+    their results now and then different (a cycle that moves)."""
+    from tests.streams import Stream
+
+    rng = random.Random(seed)
+    streams = [Stream("s1"), Stream("s2")]
+    for _ in range(400):
+        stream = rng.choice(streams)
+        if rng.random() < 0.5:
+            stream.call("bash", rng.choice("xy"), command=f"cmd {rng.randrange(6)}")
+            continue
+        block = rng.sample(range(8), rng.randrange(2, 6))
+        for _ in range(rng.randrange(1, 5)):
+            for call in block:
+                stream.call("read", "v2" if rng.random() < 0.05 else "v1", path=f"f{call}")
+    return streams
+
+
+@pytest.mark.parametrize("preset", ["conservative", "balanced", "aggressive"])
+def test_cycle_skipping_calls_that_repeat_no_recent_call_changes_nothing(preset):
+    """cycle skips its loop over periods for a call that is none of the last
+    ``max_period`` calls; making every call take the loop changes no
+    detection and no sparkline."""
+    from tests.streams import run
+
+    def scan(every: bool):
+        engine = Engine(build_config({}, preset=preset), sparklines=True)
+        streams = _cycling_streams(11)
+        windows = []
+        for stream in streams:
+            state = engine.session(stream.session, stream.events[0])
+            cycle = next(d for d in state.detectors if d.name == "cycle")
+            cycle._recent = _RecentHashes(cycle._recent, every)
+            windows.append(cycle._recent)
+        _, found = run(*streams, engine=engine, interleave=True)
+        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+                  for sid, s in engine.sessions.items()}
+        return [(d.detector, d.session, d.seq, d.count, d.message, tuple(r.seq for r in d.evidence))
+                for d in found], sparks, sum(w.skipped for w in windows)
+
+    skipping, skipped_none = scan(False), scan(True)
+    assert skipping[:2] == skipped_none[:2]
+    assert sum(1 for d in skipping[0] if d[0] == "cycle") >= 10
+    assert skipping[2] > 100  # the skip did happen

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.calls import CallRecord, call_record, events
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -43,9 +43,12 @@ class Cycle(Detector):
     def __init__(self, settings: CycleSettings | None = None):
         super().__init__(settings)
         s = self.settings
-        self.calls = CallWindow(max(s.window, s.max_period * s.min_repetitions))
-        # The window's parts, for the per-call path (cleared in place, never replaced).
-        self._records, self._counts, self._size = self.calls.records, self.calls.counts, self.calls.size
+        #: The last calls (what a detection cites), the oldest first.
+        self.calls: list[CallRecord] = []
+        self._size = max(s.window, s.max_period * s.min_repetitions)
+        #: The hashes of the last ``max_period`` calls (``None`` until made): a
+        #: call that is none of them repeats nothing at any period.
+        self._recent: list[int | None] = [None] * s.max_period
         # For each period p: how many calls in a row matched the call p before.
         self._runs = dict.fromkeys(range(s.min_period, s.max_period + 1), 0)
         #: Some run is non-zero (lets a call that repeats nothing skip the loop).
@@ -53,6 +56,7 @@ class Cycle(Detector):
 
     def reset(self) -> None:
         self.calls.clear()
+        self._recent = [None] * len(self._recent)
         self._runs = dict.fromkeys(self._runs, 0)
         self._running = False
 
@@ -71,7 +75,7 @@ class Cycle(Detector):
             record = call.cache.get("record")  # its result attached by the engine
             if record is None or record.seq != call.seq:
                 return None
-            history = self.calls.records
+            history = self.calls
             if not history or record is not history[-1]:
                 return None
             # The latest call's result arrived: confirm or break its cycles.
@@ -91,29 +95,21 @@ class Cycle(Detector):
         last = cache.get("record")
         if last is None or last.seq != event.seq:
             last = call_record(event)
-        counts = self._counts
+        history = self.calls
+        history.append(last)
+        if len(history) > self._size:
+            del history[0]
+        recent = self._recent
         digest = last.hash
-        if digest not in counts:
-            # No earlier occurrence in the window: every run breaks.
-            # CallWindow.push, inlined (the common case).
-            records = self._records
-            size = self._size
-            if len(records) >= size and records:
-                old = records.pop(0).hash
-                left = counts[old] - 1
-                if left:
-                    counts[old] = left
-                else:
-                    del counts[old]
-            if len(records) < size:
-                records.append(last)
-                counts[digest] = 1
+        repeats = digest in recent
+        recent.append(digest)
+        del recent[0]
+        if not repeats:
+            # None of the last max_period calls: every run breaks.
             if self._running:
                 self._runs = dict.fromkeys(self._runs, 0)
                 self._running = False
             return None
-        self.calls.push(last)
-        history = self._records
         runs = self._runs
         n = len(history)
         key = last.key
