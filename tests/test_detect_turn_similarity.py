@@ -93,6 +93,25 @@ def test_tool_only_polls_with_moving_output_are_progress():
     assert not run(s)
 
 
+def test_remembered_results_are_compared_only_once_a_turn_resembles_them():
+    """A remembered turn keeps its results as they came; they become an Outcome
+    (normalized when compared) only when a later turn scores as a repeat of it."""
+    s = Script(step=5)
+    for i in range(3):
+        s.call("deploy", {"target": f"region {i} of the fleet", "wave": i, "dry run": False}, "rolled out")
+    engine = Engine(only("turn_similarity"))
+    assert not by(engine.process_many(s.events()), "turn_similarity")
+    detector = engine.sessions["s1"].detectors[0]
+    assert len(detector.history) == 3
+    assert all(type(seen._results) is tuple for seen in detector.history)
+    # The same call and result again: the repeat compares results (and the loop is caught).
+    for _ in range(4):
+        s.call("deploy", {"target": "region 2 of the fleet", "wave": 2, "dry run": False}, "rolled out")
+    engine = Engine(only("turn_similarity"))
+    assert by(engine.process_many(s.events()), "turn_similarity")
+    assert type(engine.sessions["s1"].detectors[0].history[-1].outcome.items) is tuple
+
+
 def test_trivially_short_turns_do_not_count():
     """'OK.' or 'Done.' repeated carries too few tokens to compare."""
     s = Script(step=5)

@@ -112,16 +112,18 @@ def _cite(item: EventRef | _Cited) -> EventRef:
 
 
 class _Seen:
-    """One remembered turn: its distinct tokens, outcome, chain anchor and
+    """One remembered turn: its distinct tokens, results, chain anchor and
     references to its events (never the events themselves)."""
 
-    __slots__ = ("tokens", "size", "results", "_anchor", "_named", "_events")
+    __slots__ = ("tokens", "size", "_results", "_anchor", "_named", "_events")
 
-    def __init__(self, tokens_: str, size: int, results: Outcome, anchor: str | None,
-                 events: tuple[EventRef | _Cited, ...], named: str = ""):
+    def __init__(self, tokens_: str, size: int, results: tuple[tuple[bool, str], ...],
+                 anchor: str | None, events: tuple[EventRef | _Cited, ...], named: str = ""):
         self.tokens = tokens_  # its distinct tokens, each between two " " (none holds white space)
         self.size = size  # how many
-        self.results = results
+        #: The turn's results (``Turn.results``); their :class:`Outcome` once a
+        #: turn resembles this one (most never are: see :attr:`outcome`).
+        self._results: tuple[tuple[bool, str], ...] | Outcome = results
         #: The chain's anchor; None for a turn that repeated nothing until one
         #: repeats it (most never are): its digest of ``named`` is written then.
         self._anchor = anchor
@@ -135,6 +137,14 @@ class _Seen:
             anchor = self._anchor = digest(self._named)
             self._named = ""
         return anchor
+
+    @property
+    def outcome(self) -> Outcome:
+        """The turn's results, made comparable when first needed (and kept)."""
+        results = self._results
+        if results.__class__ is not Outcome:
+            results = self._results = Outcome(results)  # type: ignore[arg-type]
+        return results  # type: ignore[return-value]
 
     @property
     def events(self) -> tuple[EventRef, ...]:
@@ -203,8 +213,6 @@ class TurnSimilarity(TurnDetector):
         if size < s.min_tokens:
             self.consecutive = 0
             return None
-        results = turn.outcome()
-
         # Jaccard is at most min/max of the two sizes: a turn whose size keeps it below
         # both the closest score (the sparkline's; the cut-off in a scan) and the cut-off is skipped.
         cutoff = s.similarity
@@ -232,7 +240,7 @@ class TurnSimilarity(TurnDetector):
                 if score > closest:
                     closest = score
                 # (The same words that got new results made progress: no repeat.)
-                if score >= cutoff and score > best and not results.moved(seen.results):
+                if score >= cutoff and score > best and not turn.outcome().moved(seen.outcome):
                     best, match = score, seen
         if keep:
             view.note_similarity(self.name, closest)
@@ -247,7 +255,7 @@ class TurnSimilarity(TurnDetector):
         # Kept as one string: a few bytes a token, and made without a Python
         # object per token (turning hashes into an array("q") cost more than all the rest).
         history = self.history
-        seen = _Seen(f" {' '.join(toks)} ", size, results, anchor, _kept(turn), named)
+        seen = _Seen(f" {' '.join(toks)} ", size, turn.results, anchor, _kept(turn), named)
         history.append(seen)
         if len(history) > self.turns_kept:
             del history[0]
