@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.detect.engine import Engine
-from monitor.detect.detectors.turn_similarity import TurnSimilarity
+from monitor.detect.detectors.turn_similarity import _RESULTS, _SIZE, _TOKENS, TurnSimilarity, _outcome
 from monitor.events import Level
 from monitor.text import SIMILARITY_CHARS, jaccard, tokens
 from tests.eventkit import Script, by, only
@@ -93,6 +93,25 @@ def test_tool_only_polls_with_moving_output_are_progress():
     assert not run(s)
 
 
+def test_remembered_results_are_compared_only_once_a_turn_resembles_them():
+    """A remembered turn keeps its results as they came; they become an Outcome
+    (normalized when compared) only when a later turn scores as a repeat of it."""
+    s = Script(step=5)
+    for i in range(3):
+        s.call("deploy", {"target": f"region {i} of the fleet", "wave": i, "dry run": False}, "rolled out")
+    engine = Engine(only("turn_similarity"))
+    assert not by(engine.process_many(s.events()), "turn_similarity")
+    detector = engine.sessions["s1"].detectors[0]
+    assert len(detector.history) == 3
+    assert all(type(seen[_RESULTS]) is tuple for seen in detector.history)
+    # The same call and result again: the repeat compares results (and the loop is caught).
+    for _ in range(4):
+        s.call("deploy", {"target": "region 2 of the fleet", "wave": 2, "dry run": False}, "rolled out")
+    engine = Engine(only("turn_similarity"))
+    assert by(engine.process_many(s.events()), "turn_similarity")
+    assert type(_outcome(engine.sessions["s1"].detectors[0].history[-1]).items) is tuple
+
+
 def test_trivially_short_turns_do_not_count():
     """'OK.' or 'Done.' repeated carries too few tokens to compare."""
     s = Script(step=5)
@@ -142,9 +161,9 @@ def test_huge_turns_are_tokenized_from_clipped_text():
     hits = by(engine.process_many(s.events()), "turn_similarity")
     assert hits  # four identical huge turns are still a loop
     detector = engine.sessions["s1"].detectors[0]
-    assert all(seen.size < 400 for seen in detector.history)
+    assert all(seen[_SIZE] < 400 for seen in detector.history)
     # What is kept is bounded by the clipped text, not the turn's megabyte.
-    assert all(len(seen.tokens) <= SIMILARITY_CHARS + 2 for seen in detector.history)
+    assert all(len(seen[_TOKENS]) <= SIMILARITY_CHARS + 2 for seen in detector.history)
 
 
 def test_termination_survives_the_engines_deduplication():

@@ -111,38 +111,42 @@ def _cite(item: EventRef | _Cited) -> EventRef:
     return EventRef.of(result)
 
 
-class _Seen:
-    """One remembered turn: its distinct tokens, outcome, chain anchor and
-    references to its events (never the events themselves)."""
+#: One remembered turn, held as a list: one is made per compared turn, and a
+#: list costs a fraction of an object's construction.  Its fields, by index:
+#: its distinct tokens, each between two " " (none holds white space); how
+#: many; its results (``Turn.results``; their :class:`Outcome` once a turn
+#: resembles this one, see :func:`_outcome`); its chain anchor (None for a turn
+#: that repeated nothing until one repeats it, see :func:`_anchor`); the start
+#: of its text and call keys (bounded) that anchor is made of; and what the
+#: turn said, called and got (bounded; see :func:`_kept`, :func:`_events`).
+#: References to its events only, never the events themselves.
+_Seen = list
+_TOKENS, _SIZE, _RESULTS, _ANCHOR, _NAMED, _EVENTS = range(6)
 
-    __slots__ = ("tokens", "size", "results", "_anchor", "_named", "_events")
 
-    def __init__(self, tokens_: str, size: int, results: Outcome, anchor: str | None,
-                 events: tuple[EventRef | _Cited, ...], named: str = ""):
-        self.tokens = tokens_  # its distinct tokens, each between two " " (none holds white space)
-        self.size = size  # how many
-        self.results = results
-        #: The chain's anchor; None for a turn that repeated nothing until one
-        #: repeats it (most never are): its digest of ``named`` is written then.
-        self._anchor = anchor
-        self._named = named  # the start of its text and call keys (bounded)
-        self._events = events  # what the turn said, called and got (bounded; see _kept)
+def _anchor(seen: _Seen) -> str:
+    """The chain anchor of a remembered turn (its digest written when first needed)."""
+    anchor = seen[_ANCHOR]
+    if anchor is None:
+        anchor = seen[_ANCHOR] = digest(seen[_NAMED])
+        seen[_NAMED] = ""
+    return anchor
 
-    @property
-    def anchor(self) -> str:
-        anchor = self._anchor
-        if anchor is None:
-            anchor = self._anchor = digest(self._named)
-            self._named = ""
-        return anchor
 
-    @property
-    def events(self) -> tuple[EventRef, ...]:
-        """The references of the turn's events (its results' made now, once)."""
-        events = self._events
-        if any(item.__class__ is not EventRef for item in events):
-            events = self._events = tuple(map(_cite, events))
-        return events
+def _outcome(seen: _Seen) -> Outcome:
+    """The results of a remembered turn, made comparable when first needed (and kept)."""
+    results = seen[_RESULTS]
+    if results.__class__ is not Outcome:
+        results = seen[_RESULTS] = Outcome(results)
+    return results
+
+
+def _events(seen: _Seen) -> tuple[EventRef, ...]:
+    """The references of a remembered turn's events (its results' made now, once)."""
+    events = seen[_EVENTS]
+    if any(item.__class__ is not EventRef for item in events):
+        events = seen[_EVENTS] = tuple(map(_cite, events))
+    return events
 
 
 class TurnSimilarity(TurnDetector):
@@ -169,7 +173,7 @@ class TurnSimilarity(TurnDetector):
         self.streak.clear()
 
     def window(self) -> list[EventRef]:
-        return [seen.events[0] for seen in self.history if seen.events]
+        return [events[0] for events in map(_events, self.history) if events]
 
     def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
         # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
@@ -203,15 +207,13 @@ class TurnSimilarity(TurnDetector):
         if size < s.min_tokens:
             self.consecutive = 0
             return None
-        results = turn.outcome()
-
         # Jaccard is at most min/max of the two sizes: a turn whose size keeps it below
         # both the closest score (the sparkline's; the cut-off in a scan) and the cut-off is skipped.
         cutoff = s.similarity
         keep = view.keeps_similarity
         closest, best, match = 0.0 if keep else cutoff, 0.0, None
         for seen in self.history:
-            other = seen.size
+            other = seen[_SIZE]
             if not other:
                 continue  # (score 0)
             bound = other / size if other < size else size / other
@@ -220,7 +222,7 @@ class TurnSimilarity(TurnDetector):
             # Its tokens are looked up in the other's string one by one; the count
             # stops once the misses keep the score below both cut-offs (the same
             # formula over fewer common tokens never rounds higher).
-            earlier, common = seen.tokens, size
+            earlier, common = seen[_TOKENS], size
             for word in toks:
                 if f" {word} " not in earlier:
                     common -= 1
@@ -232,14 +234,14 @@ class TurnSimilarity(TurnDetector):
                 if score > closest:
                     closest = score
                 # (The same words that got new results made progress: no repeat.)
-                if score >= cutoff and score > best and not results.moved(seen.results):
+                if score >= cutoff and score > best and not turn.outcome().moved(_outcome(seen)):
                     best, match = score, seen
         if keep:
             view.note_similarity(self.name, closest)
 
         if match is not None:
-            anchor, named = match.anchor, ""
-        else:  # names the chain this turn may start: stable across runs (see _Seen.anchor)
+            anchor, named = _anchor(match), ""
+        else:  # names the chain this turn may start: stable across runs (see _anchor)
             text, made = turn.text, turn.calls
             head = text.text()[:300] if text is not None else ""
             keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
@@ -247,17 +249,17 @@ class TurnSimilarity(TurnDetector):
         # Kept as one string: a few bytes a token, and made without a Python
         # object per token (turning hashes into an array("q") cost more than all the rest).
         history = self.history
-        seen = _Seen(f" {' '.join(toks)} ", size, results, anchor, _kept(turn), named)
+        seen = [f" {' '.join(toks)} ", size, turn.results, anchor, named, _kept(turn)]
         history.append(seen)
         if len(history) > self.turns_kept:
             del history[0]
         if match is None:
             self.consecutive = 0
             return None
-        events = seen.events
+        events = _events(seen)
         if self.consecutive == 0:
             self.streak.clear()
-            self.streak.append(match.events)
+            self.streak.append(_events(match))
         self.consecutive += 1
         streak = self.streak
         streak.append(events)
