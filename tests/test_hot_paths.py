@@ -289,3 +289,32 @@ def test_a_scan_makes_no_reference_cycles(tmp_path):
     assert report.events > 20_000 and report.detections
     assert left == 0
     assert gc.get_threshold() == thresholds  # the scan put the collector back as it was
+
+
+CALLS = [
+    ("bash", {"command": "sed -i 's/a/b/' models.py"}), ("bash", {"command": "python fix.py"}),
+    ("bash", {"command": "cat > fix.py << 'EOF'\nprint(1)\nEOF"}), ("bash", {"command": "ls -la"}),
+    ("shell", {"command": ["bash", "-lc", "cp a.py b.py"]}), ("edit_file", {"path": "app/x.py", "old": "a"}),
+    ("Edit", {"file_path": "y.py"}), ("edit_file", {}), ("read_file", {"path": "app/x.py"}), ("bash", None),
+    ("grep", {"pattern": "foo", "path": "src"}), ("run", {"cmd": "git checkout -- ."}),
+]
+
+
+def _io(io) -> tuple:
+    return io.writes, io.blind, io.broad, io.reads, io.waited
+
+
+def test_call_io_reading_the_command_memo_inline_agrees_with_shell_command():
+    """call_io reads shell_command's memo itself (waiting.mark has filled it
+    for every call): the same answer with the memo filled or not."""
+    from monitor.detect.analysis.failures import shell_command
+    from monitor.detect.analysis.inputs import call_io, command_io
+
+    for tool, args in CALLS:
+        fresh = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+        marked = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+        command = shell_command(marked)
+        assert "shell_command" in marked.cache
+        assert _io(call_io(fresh)) == _io(call_io(marked))
+        if command is not None:
+            assert _io(call_io(marked)) == _io(command_io(command))
