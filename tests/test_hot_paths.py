@@ -318,3 +318,17 @@ def test_call_io_reading_the_command_memo_inline_agrees_with_shell_command():
         assert _io(call_io(fresh)) == _io(call_io(marked))
         if command is not None:
             assert _io(call_io(marked)) == _io(command_io(command))
+
+
+def test_a_record_keeps_what_kept_gives():
+    """A record reads ``CallIO.kept()``'s memo itself: what it keeps is what
+    ``kept()`` gives, after a wait or not."""
+    from monitor.detect.analysis.calls import call_record
+    from monitor.detect.analysis.inputs import call_io
+
+    for waited in (None, 0.0, 30.0):
+        for tool, args in CALLS * 2:  # the second time, the memo is there
+            event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+            if waited is not None:
+                event.cache["waited"] = waited
+            assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))

@@ -66,8 +66,10 @@ class CallRecord:
         #: What the call writes (a repeat after its inputs changed is a new call),
         #: and whether it was made after a wait (``io.waited``).
         io = call_io(event)
-        waited = cache.get("waited")
-        self.io: CallIO = io.kept(bool(waited))
+        if cache.get("waited"):
+            self.io: CallIO = io.kept(True)
+        else:
+            self.io = io._kept or io.kept()  # (made once per command: read it without the call)
 
     @property
     def ref(self) -> EventRef:
