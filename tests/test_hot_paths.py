@@ -22,7 +22,7 @@ from monitor.events import Event, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
 from monitor.store.rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
-from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _needs_squash, canonical_args
+from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _canonical_text, _needs_squash, canonical_args
 from tests.conftest import SCENARIOS
 
 ALPHABET = ' \t\n\r"\\abn\x0b\xa0\u2028é'
@@ -62,6 +62,24 @@ def careful_canonical_args(args):
 ])
 def test_long_arguments_skip_the_fast_dump_with_the_same_key(args):
     assert canonical_args(args) == careful_canonical_args(args)
+
+
+@pytest.mark.parametrize("args", [
+    None, {}, {"path": "a.py"}, {"command": "ls  -l"}, {"command": "a\\tb"}, {"id": "c1", "path": "a.py"},
+    {"command": "x" * 9000}, {"content": "ok" * 5000, 3: "int key"}, {"n": 2 ** 70}, {"d": {"z": 1, "a": 2}},
+])
+def test_the_canonical_text_says_whether_it_rewrote_the_arguments(args):
+    """_canonical_text makes the key in one pass: its text is the reference's,
+    and not "rewritten" only when the arguments' own JSON is the key (a
+    short key then proves them small: see EventRef)."""
+    text, rewritten = _canonical_text(args)
+    assert text == careful_canonical_args(args)
+    try:
+        as_is = orjson.dumps(args or {}, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        as_is = None
+    assert rewritten or text == as_is
+    assert rewritten == (args == {"command": "a\\tb"} or as_is != text)  # (an escape: rewritten to be sure)
 
 
 def test_empty_handed_hints_cover_every_phrase():
