@@ -265,7 +265,7 @@ def test_grouped_moved_check_matches_its_definition():
     """exact_repeat compares each record only with earlier records of its own
     call; over random windows (few calls, few results, some still running, a
     forced hash collision) that gives what comparing with every earlier record gives."""
-    from monitor.detect.analysis.calls import CallRecord
+    from monitor.detect.analysis.calls import new_record
     from monitor.detect.detectors.exact_repeat import _moved
 
     rng = random.Random(3)
@@ -273,7 +273,7 @@ def test_grouped_moved_check_matches_its_definition():
         records = []
         for seq in range(1, rng.randrange(1, 12)):
             call = Event(Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq)
-            record = CallRecord(call)
+            record = new_record(call)
             if rng.random() < 0.2:
                 record.hash = 42  # a collision: equal hashes, different keys
             if rng.random() < 0.85:
@@ -350,3 +350,47 @@ def test_a_record_keeps_what_kept_gives():
             if waited is not None:
                 event.cache["waited"] = waited
             assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))
+
+
+def test_a_new_record_fills_every_slot_but_the_results():
+    """new_record fills the slots itself (no constructor): all of them but
+    those ``attach`` fills, which it then fills."""
+    from monitor.detect.analysis.calls import CallRecord, new_record
+
+    by_result = {"error", "long", "_outcome", "_marks"}
+    for tool, args in CALLS:
+        record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=3))
+        filled = {name for name in CallRecord.__slots__ if hasattr(record, name)}
+        assert filled == set(CallRecord.__slots__) - by_result
+        assert (record.seq, record.text, record.failure, record.done) == (3, None, None, False)
+        record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content="ok"))
+        assert all(hasattr(record, name) for name in CallRecord.__slots__)
+
+
+def test_call_detectors_share_one_record_per_call(monkeypatch):
+    """cycle, exact_repeat, fingerprint and similar_args make a call's record
+    inline (call_record's memo): whichever sees the call first makes it, once,
+    and it is what call_record gives for the call."""
+    import monitor.detect.analysis.calls as calls
+    from monitor.detect.detectors import cycle, exact_repeat, fingerprint, similar_args
+
+    made = []
+
+    def counted(event):
+        made.append(event)
+        return calls.new_record(event)
+
+    for module in (cycle, exact_repeat, fingerprint, similar_args):
+        monkeypatch.setattr(module, "new_record", counted)
+    engine = Engine(build_config({}, preset="aggressive"))
+    decoder = LineDecoder("trace.jsonl")
+    seen = []
+    for line, record in enumerate(records(3000, sessions=4, seed=5, loop_rate=0.2), 1):
+        for event in decoder.feed(orjson.dumps(record), line, now=0.0)[0]:
+            engine.session(event.session, event)
+            engine.process(event)
+            if event.kind is Kind.TOOL_CALL:
+                seen.append(event)
+    assert seen and len(made) == len(seen) and all(a is b for a, b in zip(made, seen))
+    for event in seen:
+        assert calls.call_record(event) is event.cache["record"]

@@ -27,6 +27,7 @@ from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
 _TOOL_CALL = Kind.TOOL_CALL
+_new = object.__new__
 
 
 class CallRecord:
@@ -35,41 +36,17 @@ class CallRecord:
     ``hash`` and ``key`` identify the exact call (``call_key``): equal
     records have equal hashes of the whole key and equal bounded keys.  The
     result is kept as its clipped text (what every result comparison reads)
-    until a comparison has reduced it to a hash."""
+    until a comparison has reduced it to a hash.  Made by :func:`new_record`.
+
+    ``_ref`` is the evidence reference or the snapshot that makes it;
+    ``text`` the result's head and tail (``clip``), ``None`` until it arrives
+    (``error``, ``long`` -- over 400 characters -- and the memos are set when
+    it does); ``failure`` similar_args' comparable failure (``None`` while
+    unknown); ``io`` what the call writes (a repeat after its inputs changed
+    is a new call) and whether it was made after a wait (``io.waited``)."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "source", "line", "_ref", "text", "error", "long",
                  "_outcome", "_marks", "failure", "io")
-
-    def __init__(self, event: Event):
-        cache = event.cache
-        tool = self.tool = event.tool
-        key = cache.get("call_key") or call_key(event)
-        self.seq = seq = event.seq
-        self.ts = event.ts
-        self.hash = hash(key)
-        self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
-        self.source = event.source
-        self.line = event.line
-        # The evidence reference, or what makes it (most records are never
-        # cited): see ``ref``.  (Kept here, not in the event's cache too:
-        # ``base.ref`` finds it here, and a call's cache stays small.)
-        found = cache.get("ref")
-        if found is None or found.seq != seq:
-            found = call_snapshot(event) or EventRef.of(event)
-        self._ref: EventRef | tuple = found
-        #: The result's head and tail (``clip``); ``None`` until it arrives.
-        #: ``error``, ``long`` (over 400 characters) and the memos below are
-        #: set when it does.
-        self.text: str | None = None
-        #: similar_args: the comparable failure (``None`` while unknown).
-        self.failure: str | None = None
-        #: What the call writes (a repeat after its inputs changed is a new call),
-        #: and whether it was made after a wait (``io.waited``).
-        io = call_io(event)
-        if cache.get("waited"):
-            self.io: CallIO = io.kept(True)
-        else:
-            self.io = io._kept or io.kept()  # (made once per command: read it without the call)
 
     @property
     def ref(self) -> EventRef:
@@ -201,12 +178,42 @@ class AwaitsRepeats:
         return awaited if verdict else None
 
 
+def new_record(event: Event) -> CallRecord:
+    """A new record of the tool call ``event`` (:func:`call_record` memoizes
+    it): a plain function filling the slots, cheaper than a constructor."""
+    record = _new(CallRecord)
+    cache = event.cache
+    record.tool = event.tool
+    key = cache.get("call_key") or call_key(event)
+    record.seq = seq = event.seq
+    record.ts = event.ts
+    record.hash = hash(key)
+    record.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+    record.source = event.source
+    record.line = event.line
+    # The evidence reference, or what makes it (most records are never
+    # cited): see ``ref``.  (Kept here, not in the event's cache too:
+    # ``base.ref`` finds it here, and a call's cache stays small.)
+    found = cache.get("ref")
+    if found is None or found.seq != seq:
+        found = call_snapshot(event) or EventRef.of(event)
+    record._ref = found
+    record.text = None
+    record.failure = None
+    io = call_io(event)
+    if cache.get("waited"):
+        record.io = io.kept(True)
+    else:
+        record.io = io._kept or io.kept()  # (made once per command: read it without the call)
+    return record
+
+
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
     cache = event.cache
     record = cache.get("record")
     if record is None or record.seq != event.seq:
-        record = cache["record"] = CallRecord(event)
+        record = cache["record"] = new_record(event)
     return record
 
 

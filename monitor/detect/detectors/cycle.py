@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.calls import CallRecord, CallWindow, events, new_record
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -90,7 +90,7 @@ class Cycle(Detector):
         cache = event.cache
         last = cache.get("record")
         if last is None or last.seq != event.seq:
-            last = call_record(event)
+            last = cache["record"] = new_record(event)  # call_record(), inline
         counts = self._counts
         digest = last.hash
         if digest not in counts:

@@ -19,7 +19,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.analysis.calls import CallRecord, call_record, events
+from monitor.detect.analysis.calls import CallRecord, events, new_record
 from monitor.detect.analysis.failures import failed, output_body
 from monitor.detect.analysis.signatures import (
     arg_similarity,
@@ -140,7 +140,7 @@ class SimilarArgs(Detector):
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
-            record = call_record(event)
+            record = cache["record"] = new_record(event)  # call_record(), inline
         tools = self.tools
         state = tools.get(tool)
         if state is None:
