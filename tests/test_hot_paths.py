@@ -394,3 +394,16 @@ def test_call_detectors_share_one_record_per_call(monkeypatch):
     assert seen and len(made) == len(seen) and all(a is b for a, b in zip(made, seen))
     for event in seen:
         assert calls.call_record(event) is event.cache["record"]
+
+
+def test_attach_keeps_what_clip_keeps():
+    """attach clips only a long result (a short one is kept as it is, as clip() would)."""
+    from monitor.detect.analysis.calls import new_record
+    from monitor.text import clip
+
+    for size in (0, 1, 399, 400, 401, 1999, 2000, 2001, 5000):
+        for error in (False, True):
+            content = "".join(chr(97 + i % 26) for i in range(size))
+            record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool="bash", args={"command": "ls"}))
+            record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content=content, is_error=error))
+            assert (record.text, record.long, record.error) == (clip(content), size > 400, error)

@@ -114,9 +114,13 @@ class CallRecord:
     def attach(self, result: Event) -> None:
         content = result.content
         self.error = result.is_error
-        self.long = len(content) > 400
         self._outcome = self._marks = None
-        self.text = clip(content, SIMILARITY_CHARS)
+        if len(content) > 400:
+            self.long = True
+            self.text = clip(content, SIMILARITY_CHARS)
+        else:
+            self.long = False
+            self.text = content  # (clip() keeps a short text as it is)
 
     def event(self) -> Event:
         """A stand-in event for the UI's window (seq, kind, summary, key)."""
