@@ -407,3 +407,21 @@ def test_attach_keeps_what_clip_keeps():
             record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool="bash", args={"command": "ls"}))
             record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content=content, is_error=error))
             assert (record.text, record.long, record.error) == (clip(content), size > 400, error)
+
+
+def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
+    """similar_args works out the failure of a result that is no error inline:
+    what _failure gives."""
+    from monitor.detect.detectors.similar_args import SimilarArgs, _failure
+
+    detector = SimilarArgs()
+    view = Engine(build_config({})).session("s", Event(Kind.SESSION_START, "s", 0.0)).view
+    for content in ("", "No matches found", "grep: foo: No such file or directory", "ok", "x" * 3000,
+                    "Traceback (most recent call last):\n  File \"a.py\"\nValueError: bad", "0 results"):
+        for seq in (1, 2):
+            call = Event(Kind.TOOL_CALL, "s", 1.0, tool="grep", args={"pattern": f"p{seq}"}, seq=seq)
+            detector.observe(call, view)
+        result = Event(Kind.TOOL_RESULT, "s", 2.0, content=content, seq=3, call=call)
+        record = call.cache["record"]
+        detector.observe(result, view)
+        assert record.failure == _failure(result)

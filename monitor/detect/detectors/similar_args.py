@@ -131,7 +131,8 @@ class SimilarArgs(Detector):
             chain = state.chain
             if chain[-1] is not record and record not in chain:
                 return None
-            record.failure = _failure(event)
+            # _failure(), its first case inline (most results are no error).
+            record.failure = _failure(event) if error else (failure_signature(event) or "")
             return None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
