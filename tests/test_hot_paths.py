@@ -18,7 +18,7 @@ from monitor.config import build_config
 from monitor.demo.synthetic import records
 from monitor.detect.engine import Engine
 from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
-from monitor.events import Event, Kind
+from monitor.events import Event, EventRef, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
 from monitor.store.rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
@@ -344,12 +344,29 @@ def test_a_record_keeps_what_kept_gives():
     from monitor.detect.analysis.calls import call_record
     from monitor.detect.analysis.inputs import call_io
 
+    from monitor.detect.analysis.failures import shell_command
+
     for waited in (None, 0.0, 30.0):
-        for tool, args in CALLS * 2:  # the second time, the memo is there
-            event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
-            if waited is not None:
-                event.cache["waited"] = waited
-            assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))
+        for marked in (False, True):  # new_record reads call_io's tables inline once waiting.mark has run
+            for tool, args in CALLS * 2:  # the second time, the memos are there
+                event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+                if marked:
+                    shell_command(event)
+                if waited is not None:
+                    event.cache["waited"] = waited
+                assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))
+
+
+def test_a_record_snapshots_its_call_as_call_snapshot_does():
+    """new_record makes the snapshot of a call of one argument with a short key inline."""
+    from monitor.detect.analysis.calls import new_record
+    from monitor.events import call_snapshot
+
+    for tool, args in [*CALLS, ("t", {"a": "x" * 300}), ("t", {"a": "b  c"}), ("t", {"id": "1"}), ("t", {"a": [1]})]:
+        event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=5)
+        record = new_record(event)
+        assert record._ref == call_snapshot(event)
+        assert record.ref == EventRef.of(event)
 
 
 def test_a_new_record_fills_every_slot_but_the_results():

@@ -19,15 +19,17 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from monitor.detect.analysis.failures import output_body
-from monitor.detect.analysis.inputs import CallIO, call_io
+from monitor.detect.analysis.failures import _TOOL_KINDS
+from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.events import Event, EventRef, Kind, call_snapshot
+from monitor.events import _SMALL_CALL_KEY, Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
 _TOOL_CALL = Kind.TOOL_CALL
 _new = object.__new__
+_UNSET = object()
 
 
 class CallRecord:
@@ -187,7 +189,7 @@ def new_record(event: Event) -> CallRecord:
     it): a plain function filling the slots, cheaper than a constructor."""
     record = _new(CallRecord)
     cache = event.cache
-    record.tool = event.tool
+    record.tool = tool = event.tool
     key = cache.get("call_key") or call_key(event)
     record.seq = seq = event.seq
     record.ts = event.ts
@@ -200,11 +202,23 @@ def new_record(event: Event) -> CallRecord:
     # ``base.ref`` finds it here, and a call's cache stays small.)
     found = cache.get("ref")
     if found is None or found.seq != seq:
-        found = call_snapshot(event) or EventRef.of(event)
+        args = event.args
+        if args and len(args) == 1 and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+            for name in args:  # call_snapshot() of a short key of one argument (most calls), inline
+                found = (tool, name, args[name])
+        else:
+            found = call_snapshot(event) or EventRef.of(event)
     record._ref = found
     record.text = None
     record.failure = None
-    io = call_io(event)
+    # call_io(), its tables read inline: a call that runs no command and
+    # edits nothing (most) does no I/O, a command's answer is remembered.
+    command = cache.get("shell_command", _UNSET)
+    if command is None:
+        kind = _TOOL_KINDS.get(tool)
+        io = NO_IO if kind is not None and not kind[1] else call_io(event)
+    else:
+        io = _BY_COMMAND.get(command) or call_io(event)
     if cache.get("waited"):
         record.io = io.kept(True)
     else:
