@@ -355,7 +355,12 @@ def call_snapshot(event: Event) -> tuple | None:
         # Its arguments' JSON is the short key (monitor.text.call_key): they
         # are small, keep them as they are (the summary from them is the
         # event's by construction).
-        return (event.tool, *args, *args.values()) if args else (event.tool,)
+        if not args:
+            return (event.tool,)
+        if len(args) == 1:
+            for name in args:  # the one argument (most calls): no unpacking into a list
+                return (event.tool, name, args[name])
+        return (event.tool, *args, *args.values())
     return _call_snapshot(event.tool, args)
 
 

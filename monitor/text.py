@@ -174,11 +174,24 @@ def canonical_args(args: dict[str, Any] | None) -> str:
 
 
 def _canonical_text(args: dict[str, Any] | None) -> tuple[str, bool]:
-    """:func:`canonical_args`, and whether the arguments had to be rewritten."""
+    """:func:`canonical_args`, and whether the arguments had to be rewritten:
+    not when it is their JSON as they are, sorted keys (most calls)."""
     try:
-        text = plain_args(args)
-        if text is not None:
-            return text, False
+        if not args:
+            return "{}", False
+        if VOLATILE_KEYS.isdisjoint(args):
+            # _surely_long() asked only when a value is long (a few calls in a
+            # session), _needs_squash() only when the text has a space or an
+            # escape: this runs for every call.
+            for value in args.values():
+                if value.__class__ is str and len(value) >= _FAST_ARGS_BYTES and _surely_long(args):
+                    break
+            else:
+                raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+                if len(raw) < _FAST_ARGS_BYTES:
+                    text = raw.decode()
+                    if (" " not in text and "\\" not in text) or not _needs_squash(text):
+                        return text, False
         return _rewritten_args(args), True
     except (TypeError, orjson.JSONEncodeError):
         return repr(_canonical(args)), True
@@ -186,28 +199,6 @@ def _canonical_text(args: dict[str, Any] | None) -> tuple[str, bool]:
 
 def _rewritten_args(args: dict[str, Any]) -> str:
     return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
-
-
-def plain_args(args: dict[str, Any] | None) -> str | None:
-    """:func:`canonical_args` when it is the arguments' JSON as they are
-    (sorted keys; most calls), else None (there is something to rewrite).
-    Raises what ``orjson.dumps`` raises (``canonical_args`` then writes their
-    ``repr``)."""
-    if not args:
-        return "{}"
-    if VOLATILE_KEYS.isdisjoint(args):
-        # _surely_long() asked only when a value is long (a few calls in a
-        # session), _needs_squash() only when the text has a space or an
-        # escape: this runs for every call.
-        for value in args.values():
-            if value.__class__ is str and len(value) >= _FAST_ARGS_BYTES and _surely_long(args):
-                return None
-        raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-        if len(raw) < _FAST_ARGS_BYTES:
-            text = raw.decode()
-            if (" " not in text and "\\" not in text) or not _needs_squash(text):
-                return text
-    return None
 
 
 def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
@@ -244,7 +235,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def call_key(event: Any) -> str:
     """``tool:canonical args`` of a tool call, memoized on the event.  When
-    the arguments had to be rewritten (:func:`plain_args` is None), the
+    the arguments had to be rewritten (``_canonical_text`` says so), the
     event's cache says so too (``args_rewritten``): a short key of arguments
     kept as they are proves them small (``EventRef`` relies on it)."""
     cache = event.cache

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.events import (COMPACTION, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event,
-                            EventRef, Kind, new_event)
+                            EventRef, Kind, call_snapshot, new_event)
 from monitor.text import call_key
 from tests.footprint import deep_size
 
@@ -216,3 +216,12 @@ def test_a_ref_of_a_keyed_call_holds_little():
         ref = EventRef.of(keyed(made))
         assert made not in gc.get_referents(ref)
         assert deep_size(ref, exclude=shared) <= 300
+
+
+def test_a_keyed_call_of_one_argument_snapshots_it_as_the_general_path_does():
+    """The one-argument shortcut of ``call_snapshot`` builds the tuple the
+    general ``(tool, *keys, *values)`` does, and the summary from it is the event's."""
+    for args in [{"path": "app/x.py"}, {"command": "ls -la"}, {"n": 3}, {"": ""}, {"flag": None}, {"k": [1, 2]}]:
+        made = keyed(call(args, tool="read_file"))
+        assert call_snapshot(made) == ("read_file", *args, *args.values())
+        check(made)

@@ -18,11 +18,11 @@ from monitor.config import build_config
 from monitor.demo.synthetic import records
 from monitor.detect.engine import Engine
 from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
-from monitor.events import Event, Kind
+from monitor.events import Event, EventRef, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
 from monitor.store.rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
-from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _needs_squash, canonical_args
+from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _canonical_text, _needs_squash, canonical_args
 from tests.conftest import SCENARIOS
 
 ALPHABET = ' \t\n\r"\\abn\x0b\xa0\u2028é'
@@ -62,6 +62,24 @@ def careful_canonical_args(args):
 ])
 def test_long_arguments_skip_the_fast_dump_with_the_same_key(args):
     assert canonical_args(args) == careful_canonical_args(args)
+
+
+@pytest.mark.parametrize("args", [
+    None, {}, {"path": "a.py"}, {"command": "ls  -l"}, {"command": "a\\tb"}, {"id": "c1", "path": "a.py"},
+    {"command": "x" * 9000}, {"content": "ok" * 5000, 3: "int key"}, {"n": 2 ** 70}, {"d": {"z": 1, "a": 2}},
+])
+def test_the_canonical_text_says_whether_it_rewrote_the_arguments(args):
+    """_canonical_text makes the key in one pass: its text is the reference's,
+    and not "rewritten" only when the arguments' own JSON is the key (a
+    short key then proves them small: see EventRef)."""
+    text, rewritten = _canonical_text(args)
+    assert text == careful_canonical_args(args)
+    try:
+        as_is = orjson.dumps(args or {}, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        as_is = None
+    assert rewritten or text == as_is
+    assert rewritten == (args == {"command": "a\\tb"} or as_is != text)  # (an escape: rewritten to be sure)
 
 
 def test_empty_handed_hints_cover_every_phrase():
@@ -247,7 +265,7 @@ def test_grouped_moved_check_matches_its_definition():
     """exact_repeat compares each record only with earlier records of its own
     call; over random windows (few calls, few results, some still running, a
     forced hash collision) that gives what comparing with every earlier record gives."""
-    from monitor.detect.analysis.calls import CallRecord
+    from monitor.detect.analysis.calls import new_record
     from monitor.detect.detectors.exact_repeat import _moved
 
     rng = random.Random(3)
@@ -255,7 +273,7 @@ def test_grouped_moved_check_matches_its_definition():
         records = []
         for seq in range(1, rng.randrange(1, 12)):
             call = Event(Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq)
-            record = CallRecord(call)
+            record = new_record(call)
             if rng.random() < 0.2:
                 record.hash = 42  # a collision: equal hashes, different keys
             if rng.random() < 0.85:
@@ -429,3 +447,138 @@ def test_cycle_skipping_calls_that_repeat_no_recent_call_changes_nothing(preset)
     assert skipping[:2] == skipped_none[:2]
     assert sum(1 for d in skipping[0] if d[0] == "cycle") >= 10
     assert skipping[2] > 100  # the skip did happen
+
+
+CALLS = [
+    ("bash", {"command": "sed -i 's/a/b/' models.py"}), ("bash", {"command": "python fix.py"}),
+    ("bash", {"command": "cat > fix.py << 'EOF'\nprint(1)\nEOF"}), ("bash", {"command": "ls -la"}),
+    ("shell", {"command": ["bash", "-lc", "cp a.py b.py"]}), ("edit_file", {"path": "app/x.py", "old": "a"}),
+    ("Edit", {"file_path": "y.py"}), ("edit_file", {}), ("read_file", {"path": "app/x.py"}), ("bash", None),
+    ("grep", {"pattern": "foo", "path": "src"}), ("run", {"cmd": "git checkout -- ."}),
+]
+
+
+def _io(io) -> tuple:
+    return io.writes, io.blind, io.broad, io.reads, io.waited
+
+
+def test_call_io_reading_the_command_memo_inline_agrees_with_shell_command():
+    """call_io reads shell_command's memo itself (waiting.mark has filled it
+    for every call): the same answer with the memo filled or not."""
+    from monitor.detect.analysis.failures import shell_command
+    from monitor.detect.analysis.inputs import call_io, command_io
+
+    for tool, args in CALLS:
+        fresh = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+        marked = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+        command = shell_command(marked)
+        assert "shell_command" in marked.cache
+        assert _io(call_io(fresh)) == _io(call_io(marked))
+        if command is not None:
+            assert _io(call_io(marked)) == _io(command_io(command))
+
+
+def test_a_record_keeps_what_kept_gives():
+    """A record reads ``CallIO.kept()``'s memo itself: what it keeps is what
+    ``kept()`` gives, after a wait or not."""
+    from monitor.detect.analysis.calls import call_record
+    from monitor.detect.analysis.inputs import call_io
+
+    from monitor.detect.analysis.failures import shell_command
+
+    for waited in (None, 0.0, 30.0):
+        for marked in (False, True):  # new_record reads call_io's tables inline once waiting.mark has run
+            for tool, args in CALLS * 2:  # the second time, the memos are there
+                event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
+                if marked:
+                    shell_command(event)
+                if waited is not None:
+                    event.cache["waited"] = waited
+                assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))
+
+
+def test_a_record_snapshots_its_call_as_call_snapshot_does():
+    """new_record makes the snapshot of a call of one argument with a short key inline."""
+    from monitor.detect.analysis.calls import new_record
+    from monitor.events import call_snapshot
+
+    for tool, args in [*CALLS, ("t", {"a": "x" * 300}), ("t", {"a": "b  c"}), ("t", {"id": "1"}), ("t", {"a": [1]})]:
+        event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=5)
+        record = new_record(event)
+        assert record._ref == call_snapshot(event)
+        assert record.ref == EventRef.of(event)
+
+
+def test_a_new_record_fills_every_slot_but_the_results():
+    """new_record fills the slots itself (no constructor): all of them but
+    those ``attach`` fills, which it then fills."""
+    from monitor.detect.analysis.calls import CallRecord, new_record
+
+    by_result = {"error", "long", "_outcome", "_marks"}
+    for tool, args in CALLS:
+        record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=3))
+        filled = {name for name in CallRecord.__slots__ if hasattr(record, name)}
+        assert filled == set(CallRecord.__slots__) - by_result
+        assert (record.seq, record.text, record.failure, record.done) == (3, None, None, False)
+        record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content="ok"))
+        assert all(hasattr(record, name) for name in CallRecord.__slots__)
+
+
+def test_call_detectors_share_one_record_per_call(monkeypatch):
+    """cycle, exact_repeat, fingerprint and similar_args make a call's record
+    inline (call_record's memo): whichever sees the call first makes it, once,
+    and it is what call_record gives for the call."""
+    import monitor.detect.analysis.calls as calls
+    from monitor.detect.detectors import cycle, exact_repeat, fingerprint, similar_args
+
+    made = []
+
+    def counted(event):
+        made.append(event)
+        return calls.new_record(event)
+
+    for module in (cycle, exact_repeat, fingerprint, similar_args):
+        monkeypatch.setattr(module, "new_record", counted)
+    engine = Engine(build_config({}, preset="aggressive"))
+    decoder = LineDecoder("trace.jsonl")
+    seen = []
+    for line, record in enumerate(records(3000, sessions=4, seed=5, loop_rate=0.2), 1):
+        for event in decoder.feed(orjson.dumps(record), line, now=0.0)[0]:
+            engine.session(event.session, event)
+            engine.process(event)
+            if event.kind is Kind.TOOL_CALL:
+                seen.append(event)
+    assert seen and len(made) == len(seen) and all(a is b for a, b in zip(made, seen))
+    for event in seen:
+        assert calls.call_record(event) is event.cache["record"]
+
+
+def test_attach_keeps_what_clip_keeps():
+    """attach clips only a long result (a short one is kept as it is, as clip() would)."""
+    from monitor.detect.analysis.calls import new_record
+    from monitor.text import clip
+
+    for size in (0, 1, 399, 400, 401, 1999, 2000, 2001, 5000):
+        for error in (False, True):
+            content = "".join(chr(97 + i % 26) for i in range(size))
+            record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool="bash", args={"command": "ls"}))
+            record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content=content, is_error=error))
+            assert (record.text, record.long, record.error) == (clip(content), size > 400, error)
+
+
+def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
+    """similar_args works out the failure of a result that is no error inline:
+    what _failure gives."""
+    from monitor.detect.detectors.similar_args import SimilarArgs, _failure
+
+    detector = SimilarArgs()
+    view = Engine(build_config({})).session("s", Event(Kind.SESSION_START, "s", 0.0)).view
+    for content in ("", "No matches found", "grep: foo: No such file or directory", "ok", "x" * 3000,
+                    "Traceback (most recent call last):\n  File \"a.py\"\nValueError: bad", "0 results"):
+        for seq in (1, 2):
+            call = Event(Kind.TOOL_CALL, "s", 1.0, tool="grep", args={"pattern": f"p{seq}"}, seq=seq)
+            detector.observe(call, view)
+        result = Event(Kind.TOOL_RESULT, "s", 2.0, content=content, seq=3, call=call)
+        record = call.cache["record"]
+        detector.observe(result, view)
+        assert record.failure == _failure(result)

@@ -19,14 +19,17 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from monitor.detect.analysis.failures import output_body
-from monitor.detect.analysis.inputs import CallIO, call_io
+from monitor.detect.analysis.failures import _TOOL_KINDS
+from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.events import Event, EventRef, Kind, call_snapshot
+from monitor.events import _SMALL_CALL_KEY, Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
 _TOOL_CALL = Kind.TOOL_CALL
+_new = object.__new__
+_UNSET = object()
 
 
 class CallRecord:
@@ -35,39 +38,17 @@ class CallRecord:
     ``hash`` and ``key`` identify the exact call (``call_key``): equal
     records have equal hashes of the whole key and equal bounded keys.  The
     result is kept as its clipped text (what every result comparison reads)
-    until a comparison has reduced it to a hash."""
+    until a comparison has reduced it to a hash.  Made by :func:`new_record`.
+
+    ``_ref`` is the evidence reference or the snapshot that makes it;
+    ``text`` the result's head and tail (``clip``), ``None`` until it arrives
+    (``error``, ``long`` -- over 400 characters -- and the memos are set when
+    it does); ``failure`` similar_args' comparable failure (``None`` while
+    unknown); ``io`` what the call writes (a repeat after its inputs changed
+    is a new call) and whether it was made after a wait (``io.waited``)."""
 
     __slots__ = ("seq", "ts", "tool", "hash", "key", "source", "line", "_ref", "text", "error", "long",
                  "_outcome", "_marks", "failure", "io")
-
-    def __init__(self, event: Event):
-        cache = event.cache
-        tool = self.tool = event.tool
-        key = cache.get("call_key") or call_key(event)
-        self.seq = seq = event.seq
-        self.ts = event.ts
-        self.hash = hash(key)
-        self.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
-        self.source = event.source
-        self.line = event.line
-        # The evidence reference, or what makes it (most records are never
-        # cited): see ``ref``.  (Kept here, not in the event's cache too:
-        # ``base.ref`` finds it here, and a call's cache stays small.)
-        found = cache.get("ref")
-        if found is None or found.seq != seq:
-            found = call_snapshot(event) or EventRef.of(event)
-        self._ref: EventRef | tuple = found
-        #: The result's head and tail (``clip``); ``None`` until it arrives.
-        #: ``error``, ``long`` (over 400 characters) and the memos below are
-        #: set when it does.
-        self.text: str | None = None
-        #: similar_args: the comparable failure (``None`` while unknown).
-        self.failure: str | None = None
-        #: What the call writes (a repeat after its inputs changed is a new call),
-        #: and whether it was made after a wait (``io.waited``).
-        io = call_io(event)
-        waited = cache.get("waited")
-        self.io: CallIO = io.kept(bool(waited))
 
     @property
     def ref(self) -> EventRef:
@@ -135,9 +116,13 @@ class CallRecord:
     def attach(self, result: Event) -> None:
         content = result.content
         self.error = result.is_error
-        self.long = len(content) > 400
         self._outcome = self._marks = None
-        self.text = clip(content, SIMILARITY_CHARS)
+        if len(content) > 400:
+            self.long = True
+            self.text = clip(content, SIMILARITY_CHARS)
+        else:
+            self.long = False
+            self.text = content  # (clip() keeps a short text as it is)
 
     def event(self) -> Event:
         """A stand-in event for the UI's window (seq, kind, summary, key)."""
@@ -199,12 +184,54 @@ class AwaitsRepeats:
         return awaited if verdict else None
 
 
+def new_record(event: Event) -> CallRecord:
+    """A new record of the tool call ``event`` (:func:`call_record` memoizes
+    it): a plain function filling the slots, cheaper than a constructor."""
+    record = _new(CallRecord)
+    cache = event.cache
+    record.tool = tool = event.tool
+    key = cache.get("call_key") or call_key(event)
+    record.seq = seq = event.seq
+    record.ts = event.ts
+    record.hash = hash(key)
+    record.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
+    record.source = event.source
+    record.line = event.line
+    # The evidence reference, or what makes it (most records are never
+    # cited): see ``ref``.  (Kept here, not in the event's cache too:
+    # ``base.ref`` finds it here, and a call's cache stays small.)
+    found = cache.get("ref")
+    if found is None or found.seq != seq:
+        args = event.args
+        if args and len(args) == 1 and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+            for name in args:  # call_snapshot() of a short key of one argument (most calls), inline
+                found = (tool, name, args[name])
+        else:
+            found = call_snapshot(event) or EventRef.of(event)
+    record._ref = found
+    record.text = None
+    record.failure = None
+    # call_io(), its tables read inline: a call that runs no command and
+    # edits nothing (most) does no I/O, a command's answer is remembered.
+    command = cache.get("shell_command", _UNSET)
+    if command is None:
+        kind = _TOOL_KINDS.get(tool)
+        io = NO_IO if kind is not None and not kind[1] else call_io(event)
+    else:
+        io = _BY_COMMAND.get(command) or call_io(event)
+    if cache.get("waited"):
+        record.io = io.kept(True)
+    else:
+        record.io = io._kept or io.kept()  # (made once per command: read it without the call)
+    return record
+
+
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
     cache = event.cache
     record = cache.get("record")
     if record is None or record.seq != event.seq:
-        record = cache["record"] = CallRecord(event)
+        record = cache["record"] = new_record(event)
     return record
 
 

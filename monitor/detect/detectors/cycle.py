@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, call_record, events
+from monitor.detect.analysis.calls import CallRecord, events, new_record
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -94,7 +94,7 @@ class Cycle(Detector):
         cache = event.cache
         last = cache.get("record")
         if last is None or last.seq != event.seq:
-            last = call_record(event)
+            last = cache["record"] = new_record(event)  # call_record(), inline
         history = self.calls
         history.append(last)
         if len(history) > self._size:

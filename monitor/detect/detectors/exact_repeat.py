@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, call_record, events
+from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, events, new_record
 from monitor.detect.analysis.inputs import call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
@@ -89,7 +89,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
-            record = call_record(event)
+            record = cache["record"] = new_record(event)  # call_record(), inline
         counts = self._counts
         digest = record.hash
         records = self._records

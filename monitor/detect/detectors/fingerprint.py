@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, call_record, events
+from monitor.detect.analysis.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, events, new_record
 from monitor.detect.analysis.signatures import fingerprint
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
@@ -115,7 +115,7 @@ class Fingerprint(Detector, AwaitsRepeats):
         cache = event.cache
         current = cache.get("record")
         if current is None or current.seq != event.seq:
-            current = call_record(event)
+            current = cache["record"] = new_record(event)  # call_record(), inline
         history = self.streak
         tool = event.tool or "?"
         plain = ":" not in tool and len(tool) < _PLAIN_TOOL

@@ -19,7 +19,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.analysis.calls import CallRecord, call_record, events
+from monitor.detect.analysis.calls import CallRecord, events, new_record
 from monitor.detect.analysis.failures import failed, output_body
 from monitor.detect.analysis.signatures import (
     arg_similarity,
@@ -131,7 +131,8 @@ class SimilarArgs(Detector):
             chain = state.chain
             if chain[-1] is not record and record not in chain:
                 return None
-            record.failure = _failure(event)
+            # _failure(), its first case inline (most results are no error).
+            record.failure = _failure(event) if error else (failure_signature(event) or "")
             return None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
@@ -140,7 +141,7 @@ class SimilarArgs(Detector):
         cache = event.cache
         record = cache.get("record")
         if record is None or record.seq != event.seq:
-            record = call_record(event)
+            record = cache["record"] = new_record(event)  # call_record(), inline
         tools = self.tools
         state = tools.get(tool)
         if state is None:
