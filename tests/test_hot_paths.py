@@ -289,3 +289,21 @@ def test_a_scan_makes_no_reference_cycles(tmp_path):
     assert report.events > 20_000 and report.detections
     assert left == 0
     assert gc.get_threshold() == thresholds  # the scan put the collector back as it was
+
+
+def test_retry_rounds_judges_a_write_tool_once_per_name():
+    """retry_rounds asks by tool name whether a write replaces a whole file
+    (a restore): each name's answer is the regex's, remembered after its first call."""
+    from monitor.detect.detectors import retry_rounds
+    from tests.streams import Stream, run
+
+    names = ["Write", "create_file", "Edit", "MultiEdit", "str_replace_editor", "write_to_file", "NotebookEdit"]
+    retry_rounds._WHOLE_FILE_TOOL_NAMES.clear()
+    s = Stream()
+    for name in names:
+        s.call(name, "ok", file_path="app.py", path="app.py", content="x = 1", old_string="a", new_string="b")
+    run(s)
+    for name in names:
+        assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None)
+    assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
+        "Write", "create_file", "write_to_file"}

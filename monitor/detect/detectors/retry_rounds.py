@@ -34,6 +34,7 @@ from monitor.detect.analysis.calls import call_record
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import (comparable_failure, failed, failure_kind, is_test_run, shell_command,
                                               shown_failure)
+from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
@@ -45,6 +46,8 @@ _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
 _WHOLE_FILE_TOOLS = re.compile(r"(?i)write|create")
+#: Whether a tool writes whole files, by its name (names repeat).
+_WHOLE_FILE_TOOL_NAMES = TextMemo(256, 1024)
 #: Edits and failures remembered (the rounds are read from them), restores
 #: tracked, failure texts kept for messages, evidence kept per restore.
 LOG = 16
@@ -54,6 +57,10 @@ _EDIT = _BITS & ~1
 EVIDENCE = 5
 #: Not in an event's cache (``None`` is a value there).
 _UNSET = object()
+
+
+def _writes_whole_files(tool: str) -> bool:
+    return _WHOLE_FILE_TOOLS.search(tool) is not None
 
 
 class _Restore:
@@ -156,7 +163,12 @@ class RetryRounds(Detector):
                 restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
                     "git" in line and _REVERT.search(line) is not None)
         else:
-            restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
+            restore = False
+            if io.writes:
+                tool = event.tool or ""
+                restore = _WHOLE_FILE_TOOL_NAMES.get(tool)  # (TextMemo.answer, inline)
+                if restore is None:
+                    restore = _WHOLE_FILE_TOOL_NAMES.answer(tool, _writes_whole_files)
         if io.writes or restore:  # edits it names (running a script is not one)
             self._log(event.seq, record.hash & _EDIT)
         if not restore:
