@@ -307,3 +307,48 @@ def test_retry_rounds_judges_a_write_tool_once_per_name():
         assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None)
     assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
         "Write", "create_file", "write_to_file"}
+
+
+@pytest.mark.parametrize("failures_only", [True, False])
+def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failures_only, monkeypatch):
+    """Swarm.observe returns at once for a result whose ``comparable_failure``
+    the session's detectors found to be ``None`` (most results, when only
+    failures count); :meth:`ShardableDetector.observe` (``sight``, then
+    ``count``) finds the same, over swarm loops of failures and of successes."""
+    from monitor.detect.base import ShardableDetector
+    from monitor.detect.detectors.swarm import Swarm
+    from tests.streams import Stream
+
+    streams = []
+    for worker in range(6):
+        s = Stream(session=f"w{worker}", start=1000.0 + worker, step=5.0)
+        for n in range(3):
+            s.call("web_fetch", "HTTP 503 Service Unavailable", error=True, url="https://api.example.com/v1/items")
+            s.call("bash", "On branch main\nnothing to commit, working tree clean", command="git status")
+            s.call("read_file", f"part {n} of {worker}", path=f"docs/{worker}_{n}.md")
+        streams.append(s)
+    events = sorted((e for s in streams for e in s.events), key=lambda e: e.ts)
+    scenarios = sorted(SCENARIOS.glob("*swarm*.jsonl"))
+    sights = []
+    sight = Swarm.sight
+    monkeypatch.setattr(Swarm, "sight", lambda self, event, view: sights.append(1) or sight(self, event, view))
+
+    def run():
+        engine = Engine(build_config({"detectors": {"swarm": {"failures_only": failures_only}}}))
+        found = [d for event in events for d in engine.process(event)]
+        for path in scenarios:
+            decoder = LineDecoder(path.name)
+            for line, raw in enumerate(path.read_bytes().splitlines(), 1):
+                for event in decoder.feed(raw, line, now=0.0)[0]:
+                    found += engine.process(event)
+        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "swarm"], len(sights)
+
+    skipping, skipping_sights = run()
+    sights.clear()
+    monkeypatch.setattr(Swarm, "observe", ShardableDetector.observe)
+    plain, plain_sights = run()
+    assert plain == skipping and skipping
+    if failures_only:  # the skip happened (the other results are no failures)
+        assert skipping_sights < plain_sights / 2
+    else:
+        assert skipping_sights == plain_sights
