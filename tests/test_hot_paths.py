@@ -352,3 +352,30 @@ def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failur
         assert skipping_sights < plain_sights / 2
     else:
         assert skipping_sights == plain_sights
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("read_file", {"path": "a.py"}),
+    ("run_tests", {"path": "tests/"}),
+    ("pytest", {}),
+    ("bash", {}),
+    ("bash", {"input": "pytest -q"}),
+    ("bash", {"command": "pytest -q"}),
+    ("bash", {"command": ""}),
+    ("shell", {"commands": ["ls", "-l"]}),
+    ("run_tests", {"command": "ls"}),
+    (None, {"script": "npm test"}),
+])
+def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, args):
+    """shell_command() leaves is_test_run()'s answer for a call without a
+    command (most calls), the one is_test_run() works out on its own."""
+    from monitor.detect.analysis.failures import is_test_run, shell_command
+
+    def call():
+        return Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args))
+
+    first, fresh = call(), call()
+    command = shell_command(first)
+    assert ("is_test_run" in first.cache) == (command is None)
+    assert is_test_run(first) == is_test_run(fresh)
+    assert shell_command(fresh) == command

@@ -221,8 +221,13 @@ def shell_command(call: Event | None) -> str | None:
     command = None
     if not _COMMAND_KEY_SET.isdisjoint(args):  # (most calls have none of these keys: one C-level test)
         command = _first_command(args, COMMAND_KEYS)
-    if command is None and _tool_kind(call.tool)[2]:
-        command = _first_command(args, _SHELL_STRING_KEYS)
+    if command is None:
+        kind = _tool_kind(call.tool)
+        if kind[2]:
+            command = _first_command(args, _SHELL_STRING_KEYS)
+        if command is None:
+            # is_test_run()'s answer too, now at hand: without a command, whether it is a test tool.
+            call.cache["is_test_run"] = kind[0]
     call.cache["shell_command"] = command
     return command
 
