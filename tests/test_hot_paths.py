@@ -379,3 +379,36 @@ def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, arg
     assert ("is_test_run" in first.cache) == (command is None)
     assert is_test_run(first) == is_test_run(fresh)
     assert shell_command(fresh) == command
+
+
+_OUTPUTS = ["", "ok", "Exit code 1", "Exit code 1\nno matches", "Exit code 2\nTraceback (most recent call last):\n"
+            "  File x.py, line 3\nKeyError: 'user_id'", "FAILED tests/test_a.py::test_x - assert 1 == 2\n"
+            "1 failed, 3 passed in 0.2s\nExit code 1", "3 passed in 0.1s", "No files found",
+            "Error: file does not exist", "<returncode>1</returncode>\n<output>\n</output>",
+            "make: *** [all] Error 2", "Sibling tool call errored"]
+_CALLS = [("bash", {"command": "pytest -q"}), ("bash", {"command": "grep -rn foo src"}), ("bash", {}),
+          ("Read", {"file_path": "a.py"}), ("run_tests", {}), ("shell", {"input": "make"}),
+          ("Grep", {"pattern": "foo"}), ("bash", {"command": "python check.py"})]
+
+
+@pytest.mark.parametrize(("tool", "args"), _CALLS)
+def test_failed_and_comparable_failure_read_their_memos_as_the_functions_answer(tool, args):
+    """failed() reads shell_command()'s and is_test_run()'s memos inline,
+    comparable_failure() failure_signature()'s: with those memos filled
+    first, or not at all, they answer the same."""
+    from monitor.detect.analysis.failures import comparable_failure, failed, is_test_run, shell_command
+    from monitor.detect.analysis.signatures import failure_signature
+
+    def result(content, is_error):
+        call = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args), call_id="c")
+        return Event(Kind.TOOL_RESULT, "s", 2.0, tool=tool, call_id="c", call=call, content=content,
+                     is_error=is_error)
+
+    for content in _OUTPUTS:
+        for is_error in (False, True):
+            plain, primed = result(content, is_error), result(content, is_error)
+            shell_command(primed.call), is_test_run(primed.call), failure_signature(primed)
+            assert "failure_signature" in primed.cache and "failed" not in primed.cache
+            assert failed(primed) == failed(plain), (content, is_error)
+            plain = result(content, is_error)
+            assert comparable_failure(primed) == comparable_failure(plain), (content, is_error)

@@ -394,8 +394,19 @@ def failed(result: Event) -> bool:
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"
     # does not make read_file fail (and most results are spared the search).
     call = result.call
-    command = shell_command(call)
-    shellish = command is not None or _tool_kind(result.tool)[2] or is_test_run(call)
+    if call is None:
+        command = None
+        shellish = _tool_kind(result.tool)[2]
+    else:
+        # shell_command() and is_test_run(), their memos read inline: the call has them by now.
+        call_cache = call.cache
+        command = call_cache.get("shell_command", 0)
+        if command == 0:
+            command = shell_command(call)
+        shellish = command is not None or _tool_kind(result.tool)[2]
+        if not shellish:
+            test_run = call_cache.get("is_test_run")
+            shellish = is_test_run(call) if test_run is None else test_run
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta
@@ -618,7 +629,8 @@ def comparable_failure(result: Event) -> str | None:
     if result.is_error and not failed(result):
         found = None  # exit status 1 of a search or a comparison: "no", not a failure
     else:
-        found = signature = failure_signature(result)
+        signature = cache.get("failure_signature")  # failure_signature(), its memo read inline
+        found = signature = failure_signature(result) if signature is None else signature or None
         if signature is not None and is_test_run(result.call):
             run = run_outcome(result)
             if run.failing:
