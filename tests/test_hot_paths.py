@@ -412,3 +412,27 @@ def test_failed_and_comparable_failure_read_their_memos_as_the_functions_answer(
             assert failed(primed) == failed(plain), (content, is_error)
             plain = result(content, is_error)
             assert comparable_failure(primed) == comparable_failure(plain), (content, is_error)
+
+
+def test_normalize_failure_skips_only_texts_without_noise():
+    """_normalize_failure() runs the noise patterns only on texts holding
+    what some kind of noise needs (found in translated bytes); running them
+    all on every text with a digit gives the same, on texts made of the
+    noise's own parts."""
+    from monitor.detect.analysis import failures
+    from monitor.text import squash_ws
+
+    def plain(text, limit=200):
+        if failures._HAS_DIGIT.search(text):  # (a text without digits is left as it is)
+            text = failures._NUMERIC_NOISE.sub(failures._numeric, text)
+            for _, pattern, repl in failures._OTHER_NOISE:
+                text = pattern.sub(repl, text)
+        return squash_ws(text)[:limit] if limit else text
+
+    rng = random.Random(11)
+    parts = ["0", "1", "7", "42", ".", ":", "-", " ", "\t", "\n", "\x1c", "T", "Z", "+", "x", "0x", "ms", "s", "us",
+             "ns", "min", "µs", "%", "a", "f", "deadbeef", "cafe", "seed", "line ", "A", "assert ", " == ", "é", "_"]
+    for _ in range(30_000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(16)))
+        for limit in (200, 0):
+            assert failures._normalize_failure(text, limit) == plain(text, limit), text

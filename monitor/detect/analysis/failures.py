@@ -173,11 +173,15 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (":", re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
-_DIGIT_BYTES = b"0123456789"
 #: ASCII with each hex digit as "h": a text without ``_HEX_RUN`` in it has
 #: no match of the hex pattern of :data:`_OTHER_NOISE`.
 _HEX_MARKS = bytes(ord("h") if chr(c) in "0123456789abcdefABCDEF" else ord(" ") for c in range(256))
-_HEX_RUN = b"h" * 12
+_HEX_RUN = "h" * 12
+#: ASCII by what a character can be in a match of the other noise: "d" a
+#: digit, " " white space, ":" itself, "u" what can follow a number's digits
+#: (and a space) in a duration or a percentage (a unit's first letter, "%").
+_NOISE_MARKS = bytes(ord("d") if chr(c).isdigit() else ord(" ") if chr(c).isspace() else ord(":") if c == ord(":")
+                     else ord("u") if chr(c) in "msun%" else ord("x") for c in range(256))
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
@@ -475,11 +479,19 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
     """``text`` without the noise that changes between identical failures; with a
     ``limit``, white space squashed and clipped (0 keeps the lines)."""
     if text.isascii():
-        # Digits and runs of hex digits found in bytes: the regexes try every
-        # position (~5,000 and ~12,000 instructions a line).
+        # Digits, runs of hex digits and what noise needs found by translating
+        # the bytes (the regexes try every position; ``in`` on str, which on
+        # bytes first tries the operand as an int).
         raw = text.encode("ascii")
-        noisy = len(raw.translate(None, _DIGIT_BYTES)) != len(raw)
-        hexish = noisy and _HEX_RUN in raw.translate(_HEX_MARKS)
+        marks = raw.translate(_NOISE_MARKS).decode("ascii")
+        noisy = "d" in marks
+        hexish = noisy and _HEX_RUN in raw.translate(_HEX_MARKS).decode("ascii")
+        if noisy and not hexish:
+            # Most digits are no noise ("assert 21 == 0"): each other kind
+            # needs one of these (a time "d:", a duration or percentage "du"
+            # or "d u", "a:d" of a file:line), "0x", "seed" or "line ".
+            noisy = ("du" in marks or "d:" in marks or ":d" in marks or "d u" in marks
+                     or "0x" in text or "seed" in text or "line " in text)
     else:
         noisy = hexish = _HAS_DIGIT.search(text) is not None
     if noisy:  # every kind of noise has a digit in it
