@@ -479,9 +479,9 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
     """``text`` without the noise that changes between identical failures; with a
     ``limit``, white space squashed and clipped (0 keeps the lines)."""
     if text.isascii():
-        # Digits, runs of hex digits and what noise needs found by translating
-        # the bytes (the regexes try every position; ``in`` on str, which on
-        # bytes first tries the operand as an int).
+        # Digits, runs of hex digits and what noise needs, found by translating
+        # the bytes: the regexes try every position.  (Tested with str's
+        # ``in``: bytes' ``in`` first tries its operand as an int.)
         raw = text.encode("ascii")
         marks = raw.translate(_NOISE_MARKS).decode("ascii")
         noisy = "d" in marks
