@@ -582,3 +582,150 @@ def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
         record = call.cache["record"]
         detector.observe(result, view)
         assert record.failure == _failure(result)
+
+
+def test_retry_rounds_judges_a_write_tool_once_per_name():
+    """retry_rounds asks by tool name whether a write replaces a whole file
+    (a restore): each name's answer is the regex's, remembered after its first call."""
+    from monitor.detect.detectors import retry_rounds
+    from tests.streams import Stream, run
+
+    names = ["Write", "create_file", "Edit", "MultiEdit", "str_replace_editor", "write_to_file", "NotebookEdit"]
+    retry_rounds._WHOLE_FILE_TOOL_NAMES.clear()
+    s = Stream()
+    for name in names:
+        s.call(name, "ok", file_path="app.py", path="app.py", content="x = 1", old_string="a", new_string="b")
+    run(s)
+    for name in names:
+        assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None)
+    assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
+        "Write", "create_file", "write_to_file"}
+
+
+@pytest.mark.parametrize("failures_only", [True, False])
+def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failures_only, monkeypatch):
+    """Swarm.observe returns at once for a result whose ``comparable_failure``
+    the session's detectors found to be ``None`` (most results, when only
+    failures count); :meth:`ShardableDetector.observe` (``sight``, then
+    ``count``) finds the same, over swarm loops of failures and of successes."""
+    from monitor.detect.base import ShardableDetector
+    from monitor.detect.detectors.swarm import Swarm
+    from tests.streams import Stream
+
+    streams = []
+    for worker in range(6):
+        s = Stream(session=f"w{worker}", start=1000.0 + worker, step=5.0)
+        for n in range(3):
+            s.call("web_fetch", "HTTP 503 Service Unavailable", error=True, url="https://api.example.com/v1/items")
+            s.call("bash", "On branch main\nnothing to commit, working tree clean", command="git status")
+            s.call("read_file", f"part {n} of {worker}", path=f"docs/{worker}_{n}.md")
+        streams.append(s)
+    events = sorted((e for s in streams for e in s.events), key=lambda e: e.ts)
+    scenarios = sorted(SCENARIOS.glob("*swarm*.jsonl"))
+    sights = []
+    sight = Swarm.sight
+    monkeypatch.setattr(Swarm, "sight", lambda self, event, view: sights.append(1) or sight(self, event, view))
+
+    def run():
+        engine = Engine(build_config({"detectors": {"swarm": {"failures_only": failures_only}}}))
+        found = [d for event in events for d in engine.process(event)]
+        for path in scenarios:
+            decoder = LineDecoder(path.name)
+            for line, raw in enumerate(path.read_bytes().splitlines(), 1):
+                for event in decoder.feed(raw, line, now=0.0)[0]:
+                    found += engine.process(event)
+        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "swarm"], len(sights)
+
+    skipping, skipping_sights = run()
+    sights.clear()
+    monkeypatch.setattr(Swarm, "observe", ShardableDetector.observe)
+    plain, plain_sights = run()
+    assert plain == skipping and skipping
+    if failures_only:  # the skip happened (the other results are no failures)
+        assert skipping_sights < plain_sights / 2
+    else:
+        assert skipping_sights == plain_sights
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("read_file", {"path": "a.py"}),
+    ("run_tests", {"path": "tests/"}),
+    ("pytest", {}),
+    ("bash", {}),
+    ("bash", {"input": "pytest -q"}),
+    ("bash", {"command": "pytest -q"}),
+    ("bash", {"command": ""}),
+    ("shell", {"commands": ["ls", "-l"]}),
+    ("run_tests", {"command": "ls"}),
+    (None, {"script": "npm test"}),
+])
+def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, args):
+    """shell_command() leaves is_test_run()'s answer for a call without a
+    command (most calls), the one is_test_run() works out on its own."""
+    from monitor.detect.analysis.failures import is_test_run, shell_command
+
+    def call():
+        return Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args))
+
+    first, fresh = call(), call()
+    command = shell_command(first)
+    assert ("is_test_run" in first.cache) == (command is None)
+    assert is_test_run(first) == is_test_run(fresh)
+    assert shell_command(fresh) == command
+
+
+_OUTPUTS = ["", "ok", "Exit code 1", "Exit code 1\nno matches", "Exit code 2\nTraceback (most recent call last):\n"
+            "  File x.py, line 3\nKeyError: 'user_id'", "FAILED tests/test_a.py::test_x - assert 1 == 2\n"
+            "1 failed, 3 passed in 0.2s\nExit code 1", "3 passed in 0.1s", "No files found",
+            "Error: file does not exist", "<returncode>1</returncode>\n<output>\n</output>",
+            "make: *** [all] Error 2", "Sibling tool call errored"]
+_CALLS = [("bash", {"command": "pytest -q"}), ("bash", {"command": "grep -rn foo src"}), ("bash", {}),
+          ("Read", {"file_path": "a.py"}), ("run_tests", {}), ("shell", {"input": "make"}),
+          ("Grep", {"pattern": "foo"}), ("bash", {"command": "python check.py"})]
+
+
+@pytest.mark.parametrize(("tool", "args"), _CALLS)
+def test_failed_and_comparable_failure_read_their_memos_as_the_functions_answer(tool, args):
+    """failed() reads shell_command()'s and is_test_run()'s memos inline,
+    comparable_failure() failure_signature()'s: with those memos filled
+    first, or not at all, they answer the same."""
+    from monitor.detect.analysis.failures import comparable_failure, failed, is_test_run, shell_command
+    from monitor.detect.analysis.signatures import failure_signature
+
+    def result(content, is_error):
+        call = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args), call_id="c")
+        return Event(Kind.TOOL_RESULT, "s", 2.0, tool=tool, call_id="c", call=call, content=content,
+                     is_error=is_error)
+
+    for content in _OUTPUTS:
+        for is_error in (False, True):
+            plain, primed = result(content, is_error), result(content, is_error)
+            shell_command(primed.call), is_test_run(primed.call), failure_signature(primed)
+            assert "failure_signature" in primed.cache and "failed" not in primed.cache
+            assert failed(primed) == failed(plain), (content, is_error)
+            plain = result(content, is_error)
+            assert comparable_failure(primed) == comparable_failure(plain), (content, is_error)
+
+
+def test_normalize_failure_skips_only_texts_without_noise():
+    """_normalize_failure() runs the noise patterns only on texts holding
+    what some kind of noise needs (found in translated bytes); running them
+    all on every text with a digit gives the same, on texts made of the
+    noise's own parts."""
+    from monitor.detect.analysis import failures
+    from monitor.text import squash_ws
+
+    def plain(text, limit=200):
+        if failures._HAS_DIGIT.search(text):  # (a text without digits is left as it is)
+            text = failures._NUMERIC_NOISE.sub(failures._numeric, text)
+            for _, pattern, repl in failures._OTHER_NOISE:
+                text = pattern.sub(repl, text)
+        return squash_ws(text)[:limit] if limit else text
+
+    rng = random.Random(11)
+    parts = ["0", "1", "7", "42", ".", ":", "-", " ", "\t", "\n", "\x1c", "T", "Z", "+", "x", "0x", "ms", "s", "us",
+             "ns", "min", "µs", "%", "a", "f", "deadbeef", "cafe", "seed", "line ", "A", "assert ", " == ", "é", "_"]
+    for _ in range(30_000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(16)))
+        for limit in (200, 0):
+            assert failures._normalize_failure(text, limit) == plain(text, limit), text

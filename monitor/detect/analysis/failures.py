@@ -173,11 +173,15 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
     (":", re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?"), ":<n>"),
 )
 _HAS_DIGIT = re.compile(r"\d")
-_DIGIT_BYTES = b"0123456789"
 #: ASCII with each hex digit as "h": a text without ``_HEX_RUN`` in it has
 #: no match of the hex pattern of :data:`_OTHER_NOISE`.
 _HEX_MARKS = bytes(ord("h") if chr(c) in "0123456789abcdefABCDEF" else ord(" ") for c in range(256))
-_HEX_RUN = b"h" * 12
+_HEX_RUN = "h" * 12
+#: ASCII by what a character can be in a match of the other noise: "d" a
+#: digit, " " white space, ":" itself, "u" what can follow a number's digits
+#: (and a space) in a duration or a percentage (a unit's first letter, "%").
+_NOISE_MARKS = bytes(ord("d") if chr(c).isdigit() else ord(" ") if chr(c).isspace() else ord(":") if c == ord(":")
+                     else ord("u") if chr(c) in "msun%" else ord("x") for c in range(256))
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
@@ -221,8 +225,13 @@ def shell_command(call: Event | None) -> str | None:
     command = None
     if not _COMMAND_KEY_SET.isdisjoint(args):  # (most calls have none of these keys: one C-level test)
         command = _first_command(args, COMMAND_KEYS)
-    if command is None and _tool_kind(call.tool)[2]:
-        command = _first_command(args, _SHELL_STRING_KEYS)
+    if command is None:
+        kind = _tool_kind(call.tool)
+        if kind[2]:
+            command = _first_command(args, _SHELL_STRING_KEYS)
+        if command is None:
+            # is_test_run()'s answer too, now at hand: without a command, whether it is a test tool.
+            call.cache["is_test_run"] = kind[0]
     call.cache["shell_command"] = command
     return command
 
@@ -389,8 +398,19 @@ def failed(result: Event) -> bool:
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"
     # does not make read_file fail (and most results are spared the search).
     call = result.call
-    command = shell_command(call)
-    shellish = command is not None or _tool_kind(result.tool)[2] or is_test_run(call)
+    if call is None:
+        command = None
+        shellish = _tool_kind(result.tool)[2]
+    else:
+        # shell_command() and is_test_run(), their memos read inline: the call has them by now.
+        call_cache = call.cache
+        command = call_cache.get("shell_command", 0)
+        if command == 0:
+            command = shell_command(call)
+        shellish = command is not None or _tool_kind(result.tool)[2]
+        if not shellish:
+            test_run = call_cache.get("is_test_run")
+            shellish = is_test_run(call) if test_run is None else test_run
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta
@@ -459,11 +479,19 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
     """``text`` without the noise that changes between identical failures; with a
     ``limit``, white space squashed and clipped (0 keeps the lines)."""
     if text.isascii():
-        # Digits and runs of hex digits found in bytes: the regexes try every
-        # position (~5,000 and ~12,000 instructions a line).
+        # Digits, runs of hex digits and what noise needs, found by translating
+        # the bytes: the regexes try every position.  (Tested with str's
+        # ``in``: bytes' ``in`` first tries its operand as an int.)
         raw = text.encode("ascii")
-        noisy = len(raw.translate(None, _DIGIT_BYTES)) != len(raw)
-        hexish = noisy and _HEX_RUN in raw.translate(_HEX_MARKS)
+        marks = raw.translate(_NOISE_MARKS).decode("ascii")
+        noisy = "d" in marks
+        hexish = noisy and _HEX_RUN in raw.translate(_HEX_MARKS).decode("ascii")
+        if noisy and not hexish:
+            # Most digits are no noise ("assert 21 == 0"): each other kind
+            # needs one of these (a time "d:", a duration or percentage "du"
+            # or "d u", "a:d" of a file:line), "0x", "seed" or "line ".
+            noisy = ("du" in marks or "d:" in marks or ":d" in marks or "d u" in marks
+                     or "0x" in text or "seed" in text or "line " in text)
     else:
         noisy = hexish = _HAS_DIGIT.search(text) is not None
     if noisy:  # every kind of noise has a digit in it
@@ -613,7 +641,8 @@ def comparable_failure(result: Event) -> str | None:
     if result.is_error and not failed(result):
         found = None  # exit status 1 of a search or a comparison: "no", not a failure
     else:
-        found = signature = failure_signature(result)
+        signature = cache.get("failure_signature")  # failure_signature(), its memo read inline
+        found = signature = failure_signature(result) if signature is None else signature or None
         if signature is not None and is_test_run(result.call):
             run = run_outcome(result)
             if run.failing:

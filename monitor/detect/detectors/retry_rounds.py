@@ -34,16 +34,20 @@ from monitor.detect.analysis.calls import call_record
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import (comparable_failure, failed, failure_kind, is_test_run, shell_command,
                                               shown_failure)
+from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
 _TOOL_RESULT = Kind.TOOL_RESULT
+_CALLS = frozenset({Kind.TOOL_CALL})
 _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
 _WHOLE_FILE_TOOLS = re.compile(r"(?i)write|create")
+#: Whether a tool writes whole files, by its name (names repeat).
+_WHOLE_FILE_TOOL_NAMES = TextMemo(256, 1024)
 #: Edits and failures remembered (the rounds are read from them), restores
 #: tracked, failure texts kept for messages, evidence kept per restore.
 LOG = 16
@@ -53,6 +57,10 @@ _EDIT = _BITS & ~1
 EVIDENCE = 5
 #: Not in an event's cache (``None`` is a value there).
 _UNSET = object()
+
+
+def _writes_whole_files(tool: str) -> bool:
+    return _WHOLE_FILE_TOOLS.search(tool) is not None
 
 
 class _Restore:
@@ -84,6 +92,9 @@ class RetryRounds(Detector):
     #: Rounds run across user turns: mini-swe-agent's "format your action"
     #: replies are user messages, and a round redone after one is still redone.
     resets_on_user_turn = False
+    #: Results only once a restore has happened: a round starts at one, so
+    #: no failure before the first is ever read.
+    listening = _CALLS
     presets = {
         "conservative": {"attempts": 3, "outcomes": 4, "max_rounds": 8},
         "aggressive": {"outcomes": 2, "max_rounds": 4},
@@ -110,6 +121,9 @@ class RetryRounds(Detector):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
+            if not self.restores:
+                view.listen(self.name, _CALLS)
+                return None
             call = event.call
             if call is None:
                 return None
@@ -149,7 +163,12 @@ class RetryRounds(Detector):
                 restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
                     "git" in line and _REVERT.search(line) is not None)
         else:
-            restore = bool(io.writes) and _WHOLE_FILE_TOOLS.search(event.tool or "") is not None
+            restore = False
+            if io.writes:
+                tool = event.tool or ""
+                restore = _WHOLE_FILE_TOOL_NAMES.get(tool)  # (TextMemo.answer, inline)
+                if restore is None:
+                    restore = _WHOLE_FILE_TOOL_NAMES.answer(tool, _writes_whole_files)
         if io.writes or restore:  # edits it names (running a script is not one)
             self._log(event.seq, record.hash & _EDIT)
         if not restore:
@@ -160,6 +179,8 @@ class RetryRounds(Detector):
                 # The oldest that never came back goes first (most writes are made once).
                 old = next((k for k, r in self.restores.items() if not r.rounds), None)
                 del self.restores[old if old is not None else next(iter(self.restores))]
+            elif not self.restores:
+                view.listen(self.name, self.kinds)  # the failures of its rounds from now on
             self.restores[record.hash] = _Restore(event.seq, self.calls)
             return None
         if self.calls - known.calls <= 1:

@@ -113,6 +113,14 @@ class Swarm(ShardableDetector):
     def window(self) -> list[Event]:
         return []  # the calls compared are summarized (see ``table``), not kept
 
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        # ShardableDetector.observe, after the test sight() starts with, on
+        # the memo the session's detectors left: most results have no outcome.
+        if event.cache.get("comparable_failure", _UNKNOWN) is None and self.settings.failures_only:
+            return None
+        sighting = self.sight(event, view)
+        return None if sighting is None else self.count(sighting, view)
+
     def _outcome(self, event: Event) -> str | None:
         """The result's key among the swarm's: the same key, the same result."""
         signature = comparable_failure(event)
