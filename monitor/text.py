@@ -77,15 +77,18 @@ def _byte_classes(classes: dict[str, str]) -> bytes:
 _DIGITS_AND_UNITS = _byte_classes({
     "0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":"})
 _HEX_RUNS = _byte_classes({"0123456789abcdefABCDEF": "h", "-": "-"})
-#: Per pattern of _VOLATILE_PATTERNS: (class table, telltales); a pattern
-#: may match only when one of its telltales is in the text mapped by its table.
-_TELLTALES: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
-    (_DIGITS_AND_UNITS, (b"dddd-dd-dd",)),  # ISO timestamp
-    (_DIGITS_AND_UNITS, (b"d:dd:dd",)),  # clock time
-    (_HEX_RUNS, (b"hhhhhhhh-hhhh-",)),  # UUID
-    (b"", (b"0x", b"0X")),  # hex address: tested on the text itself
-    (_HEX_RUNS, (b"h" * 12,)),  # long hex
-    (_DIGITS_AND_UNITS, (b"du", b"dsu")),  # duration: a digit, maybe a space, a unit
+# The views are decoded back to ``str`` to be searched: ``in`` on ``bytes``
+# first tries the telltale as an integer and builds a TypeError each time.
+_TEXT_VIEW, _DIGITS_VIEW, _HEX_VIEW = range(3)
+#: Per pattern of _VOLATILE_PATTERNS: (view, telltales); a pattern may match
+#: only when one of its telltales is in that view of the text.
+_TELLTALES: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (_DIGITS_VIEW, ("dddd-dd-dd",)),  # ISO timestamp
+    (_DIGITS_VIEW, ("d:dd:dd",)),  # clock time
+    (_HEX_VIEW, ("hhhhhhhh-hhhh-",)),  # UUID
+    (_TEXT_VIEW, ("0x", "0X")),  # hex address: tested on the text itself
+    (_HEX_VIEW, ("h" * 12,)),  # long hex
+    (_DIGITS_VIEW, ("du", "dsu")),  # duration: a digit, maybe a space, a unit
 )
 
 
@@ -109,11 +112,10 @@ def normalize_result(text: str, limit: int = SIMILARITY_CHARS, *, counters: bool
     text = clip(text, limit)
     if text.isascii():
         raw = text.encode("ascii")
-        mapped = {b"": raw}
-        for (pattern, repl), (table, telltales) in zip(_VOLATILE_PATTERNS, _TELLTALES):
-            classes = mapped.get(table)
-            if classes is None:
-                classes = mapped[table] = raw.translate(table)
+        views = (text, raw.translate(_DIGITS_AND_UNITS).decode("ascii"),
+                 raw.translate(_HEX_RUNS).decode("ascii"))
+        for (pattern, repl), (view, telltales) in zip(_VOLATILE_PATTERNS, _TELLTALES):
+            classes = views[view]
             for telltale in telltales:
                 if telltale in classes:
                     text = pattern.sub(repl, text)

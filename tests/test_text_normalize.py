@@ -36,3 +36,10 @@ def test_shortcut_on_long_texts():
         text = "".join(rng.choice(PIECES) for _ in range(rng.randrange(200, 1500)))
         assert normalize_result(text) == reference(text)
         assert normalize_result(text, 300) == reference(text, 300)
+
+
+def test_telltales_are_searched_as_str():
+    # ``in`` on bytes raises and clears a TypeError per test: the views are str.
+    from monitor.text import _TELLTALES
+
+    assert all(telltale.__class__ is str for _, telltales in _TELLTALES for telltale in telltales)
