@@ -729,3 +729,33 @@ def test_normalize_failure_skips_only_texts_without_noise():
         text = "".join(rng.choice(parts) for _ in range(rng.randrange(16)))
         for limit in (200, 0):
             assert failures._normalize_failure(text, limit) == plain(text, limit), text
+
+
+def test_results_are_normalized_once_per_text_and_as_normalize_result_does(monkeypatch):
+    """A record's and a turn's normalized results come from one memo by text:
+    the same output again is not normalized again, and each is what
+    normalize_result gives."""
+    import monitor.detect.analysis.calls as calls
+    import monitor.detect.analysis.turns as turns
+    from monitor.detect.analysis.memo import NORMALIZED_RESULTS
+    from monitor.text import normalize_result
+
+    normalized = []
+
+    def counted(text):
+        normalized.append(text)
+        return normalize_result(text)
+
+    monkeypatch.setattr(calls, "normalize_result", counted)
+    monkeypatch.setattr(turns, "normalize_result", counted)
+    NORMALIZED_RESULTS.clear()
+    rng = random.Random(6)
+    texts = ["3 passed in 1.2s at 10:20:30", "Exit code 1\nFAILED t.py::x - 0xdead", "ok", "", "x" * 3000]
+    for _ in range(200):
+        content, error = rng.choice(texts), rng.random() < 0.5
+        record = calls.new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool="bash", args={"command": "ls"}))
+        record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content=content, is_error=error))
+        assert record.result == ("E:" if error else "R:") + normalize_result(record.text)
+        outcome = turns.Outcome(((error, record.text),))
+        assert outcome.key() == (record.result,)
+    assert sorted(normalized) == sorted({calls.clip(text) for text in texts})

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from monitor.detect.analysis.failures import output_body
 from monitor.detect.analysis.failures import _TOOL_KINDS
 from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
+from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.events import _SMALL_CALL_KEY, Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
@@ -83,7 +84,7 @@ class CallRecord:
         """The normalized result (``result_key``), ``None`` until it arrives."""
         if self.text is None:
             return None
-        return ("E:" if self.error else "R:") + normalize_result(self.text)
+        return ("E:" if self.error else "R:") + NORMALIZED_RESULTS.answer(self.text, normalize_result)
 
     def outcome(self) -> int:
         """The hash of the normalized result, computed once."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
+from monitor.text import SIMILARITY_CHARS
+
 
 class TextMemo(dict):
     """Answers by text (or by a key made of one), for texts up to
@@ -41,3 +43,8 @@ class TextMemo(dict):
             self.clear()
         self[key] = value
         return value
+
+
+#: ``normalize_result`` of clipped result texts (what ``CallRecord`` and
+#: ``Outcome`` compare): a loop gets the same output again and again.
+NORMALIZED_RESULTS = TextMemo(SIMILARITY_CHARS, 512)

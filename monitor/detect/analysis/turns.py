@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.events import Event, Kind
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
@@ -122,7 +123,8 @@ class Outcome:
     def key(self) -> tuple[str, ...]:
         """The normalized results, order-free (parallel calls finish in any order)."""
         if self._key is None:
-            self._key = tuple(sorted(("E:" if error else "R:") + normalize_result(content)
+            normalized = NORMALIZED_RESULTS.answer
+            self._key = tuple(sorted(("E:" if error else "R:") + normalized(content, normalize_result)
                                      for error, content in self.items))
         return self._key
 
