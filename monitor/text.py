@@ -50,8 +50,9 @@ _VOLATILE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
     (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
     (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
-    # durations: 1.23s, 150ms, 2 seconds
-    (re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"), "<dur>"),
+    # durations: 1.23s, 150ms, 2 seconds.  ``\b\d+`` written as a digit not
+    # after a word character, so that the regex may skip ahead to a digit.
+    (re.compile(r"\d(?<!\w\d)\d*(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"), "<dur>"),
 )
 #: Any remaining number: counters, pids, line numbers in tracebacks.
 _NUMBER = re.compile(r"\d+(\.\d+)?")

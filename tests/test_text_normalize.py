@@ -43,3 +43,18 @@ def test_telltales_are_searched_as_str():
     from monitor.text import _TELLTALES
 
     assert all(telltale.__class__ is str for _, telltales in _TELLTALES for telltale in telltales)
+
+
+def test_duration_pattern_matches_its_word_boundary_form():
+    # The duration regex starts with a digit (so the search skips to digits);
+    # it must substitute exactly what the plain ``\b\d+`` form does.
+    import re
+
+    plain = re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b")
+    duration, repl = _VOLATILE_PATTERNS[-1]
+    assert repl == "<dur>"
+    rng = random.Random(7)
+    pieces = PIECES + ["ab1s", "_1s", "x12ms", "é3s", "٣s", "٣ ms", "1.", ".5s"]
+    for _ in range(30_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 16)))
+        assert duration.sub(repl, text) == plain.sub(repl, text), text
