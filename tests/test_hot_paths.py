@@ -729,3 +729,61 @@ def test_normalize_failure_skips_only_texts_without_noise():
         text = "".join(rng.choice(parts) for _ in range(rng.randrange(16)))
         for limit in (200, 0):
             assert failures._normalize_failure(text, limit) == plain(text, limit), text
+
+
+_RUN_LINE_PARTS = ["Exit code 1", "FAILED tests/test_a.py::test_1 - assert 1 == 0", "1 failed, 2 passed in 0.3s",
+                   "FAILED (failures=2, errors=1)", "ERROR: test_x (mod.T)", "E   AssertionError", "ok", "É",
+                   "Tests: 2 failed", "error", "ſ", "ERROR", "timed out after 5s", " ", "\t", "\x1f", "3", "line 4",
+                   "Traceback (most recent call last):", "● suite › case", "K", "İ", "no such file", "passed"]
+
+
+def _plain_summary_counts(text):
+    """_summary_counts() as it was before the per-line memo."""
+    from monitor.detect.analysis import failures
+
+    for line in reversed(text.splitlines()[-80:]):
+        matches = [(m.group(4), m.group(3)) if m.group(3) else (m.group(1), m.group(2))
+                   for m in failures._COUNT.finditer(line)]
+        failures_, passed = None, None
+        for digits, word in matches:
+            number, word = int(digits), word.lower()
+            if word.startswith(("fail", "error")):
+                failures_ = (failures_ or 0) + number
+            elif word.startswith(("pass", "test")):
+                passed = (passed or 0) + number
+            elif word.startswith("example"):
+                passed = (passed or 0) + number
+        if failures_ is not None or passed is not None:
+            if passed is not None and failures_ and "example" in line:
+                passed -= failures_
+            return failures_, passed
+    return None, None
+
+
+def test_summary_lines_memo_gives_the_plain_counts():
+    """_summary_counts() parses each line once (_SUMMARY_LINES): the same
+    counts whatever the memo holds."""
+    from monitor.detect.analysis import failures
+
+    parts = _RUN_LINE_PARTS + ["5 examples, 2 failures", "3 tests passed", "0 errors", "2 failing", "12 ",
+                               "Failures=3", "errors=1", "7 passing", "x1 failed", "4 Error"]
+    rng = random.Random(13)
+    for _ in range(6_000):
+        text = "\n".join("".join(rng.choice(parts) for _ in range(rng.randrange(4)))
+                         for _ in range(rng.randrange(1, 6)))
+        for _ in range(2):  # judged, then remembered
+            assert failures._summary_counts(text) == _plain_summary_counts(text), text
+        failures._SUMMARY_LINES.clear()
+
+
+def test_summary_lines_of_repeated_runs_are_parsed_once(monkeypatch):
+    """A summary line seen in an earlier run is not parsed again."""
+    from monitor.detect.analysis import failures
+
+    parsed = []
+    real = failures._line_counts
+    monkeypatch.setattr(failures, "_line_counts", lambda line: parsed.append(line) or real(line))
+    failures._SUMMARY_LINES.clear()
+    assert failures._summary_counts("FAILED t.py::test_1\n1 failed, 2 passed") == (1, 2)
+    assert failures._summary_counts("FAILED t.py::test_2\n1 failed, 2 passed") == (1, 2)
+    assert parsed == ["1 failed, 2 passed"]

@@ -524,24 +524,37 @@ def _has_count(line: str) -> bool:
 
 def _summary_counts(text: str) -> tuple[int | None, int | None]:
     """(failures, passed) from the last summary line of a test output."""
+    known_lines = _SUMMARY_LINES.get
     for line in reversed(text.splitlines()[-80:]):
-        matches = _counts(line)
-        if not matches:
-            continue
-        failures = passed = None
-        for digits, word in matches:
-            number, word = int(digits), word.lower()
-            if word.startswith(("fail", "error")):
-                failures = (failures or 0) + number
-            elif word.startswith(("pass", "test")):
-                passed = (passed or 0) + number
-            elif word.startswith("example"):
-                passed = (passed or 0) + number  # rspec: "5 examples, 2 failures"
-        if failures is not None or passed is not None:
-            if passed is not None and failures and "example" in line:
-                passed -= failures
-            return failures, passed
+        counts = known_lines(line)
+        if counts is None:
+            counts = _SUMMARY_LINES.answer(line, _line_counts)
+        if counts:
+            return counts
     return None, None
+
+
+def _line_counts(line: str) -> tuple[int | None, int | None] | tuple[()]:
+    """(failures, passed) a test summary ``line`` reports; ``()`` when it reports neither."""
+    failures = passed = None
+    for digits, word in _counts(line):
+        number, word = int(digits), word.lower()
+        if word.startswith(("fail", "error")):
+            failures = (failures or 0) + number
+        elif word.startswith(("pass", "test")):
+            passed = (passed or 0) + number
+        elif word.startswith("example"):
+            passed = (passed or 0) + number  # rspec: "5 examples, 2 failures"
+    if failures is None and passed is None:
+        return ()
+    if passed is not None and failures and "example" in line:
+        passed -= failures
+    return failures, passed
+
+
+#: ``_line_counts`` by line: runs that differ share summary lines, and
+#: parsing one runs the count regex.
+_SUMMARY_LINES = TextMemo(300, 2048)
 
 
 def run_outcome(result: Event) -> RunOutcome:
