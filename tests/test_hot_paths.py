@@ -738,22 +738,18 @@ _RUN_LINE_PARTS = ["Exit code 1", "FAILED tests/test_a.py::test_1 - assert 1 == 
 
 
 def _plain_summary_counts(text):
-    """_summary_counts() as it was before the per-line memo."""
+    """_summary_counts() without its per-line memo, written plainly (the reference)."""
     from monitor.detect.analysis import failures
 
     for line in reversed(text.splitlines()[-80:]):
         matches = [(m.group(4), m.group(3)) if m.group(3) else (m.group(1), m.group(2))
                    for m in failures._COUNT.finditer(line)]
-        failures_, passed = None, None
-        for digits, word in matches:
-            number, word = int(digits), word.lower()
-            if word.startswith(("fail", "error")):
-                failures_ = (failures_ or 0) + number
-            elif word.startswith(("pass", "test")):
-                passed = (passed or 0) + number
-            elif word.startswith("example"):
-                passed = (passed or 0) + number
-        if failures_ is not None or passed is not None:
+        pairs = [(int(digits), word.lower()) for digits, word in matches]
+        failing = [number for number, word in pairs if word.startswith(("fail", "error"))]
+        passing = [number for number, word in pairs if word.startswith(("pass", "test", "example"))]
+        if failing or passing:
+            failures_ = sum(failing) if failing else None
+            passed = sum(passing) if passing else None
             if passed is not None and failures_ and "example" in line:
                 passed -= failures_
             return failures_, passed
