@@ -759,3 +759,128 @@ def test_results_are_normalized_once_per_text_and_as_normalize_result_does(monke
         outcome = turns.Outcome(((error, record.text),))
         assert outcome.key() == (record.result,)
     assert sorted(normalized) == sorted({calls.clip(text) for text in texts})
+
+
+_RUN_LINE_PARTS = ["Exit code 1", "FAILED tests/test_a.py::test_1 - assert 1 == 0", "1 failed, 2 passed in 0.3s",
+                   "FAILED (failures=2, errors=1)", "ERROR: test_x (mod.T)", "E   AssertionError", "ok", "É",
+                   "Tests: 2 failed", "error", "ſ", "ERROR", "timed out after 5s", " ", "\t", "\x1f", "3", "line 4",
+                   "Traceback (most recent call last):", "● suite › case", "K", "İ", "no such file", "passed"]
+
+
+def _plain_summary_counts(text):
+    """_summary_counts() without its per-line memo, written plainly (the reference)."""
+    from monitor.detect.analysis import failures
+
+    for line in reversed(text.splitlines()[-80:]):
+        matches = [(m.group(4), m.group(3)) if m.group(3) else (m.group(1), m.group(2))
+                   for m in failures._COUNT.finditer(line)]
+        pairs = [(int(digits), word.lower()) for digits, word in matches]
+        failing = [number for number, word in pairs if word.startswith(("fail", "error"))]
+        passing = [number for number, word in pairs if word.startswith(("pass", "test", "example"))]
+        if failing or passing:
+            failures_ = sum(failing) if failing else None
+            passed = sum(passing) if passing else None
+            if passed is not None and failures_ and "example" in line:
+                passed -= failures_
+            return failures_, passed
+    return None, None
+
+
+def test_summary_lines_memo_gives_the_plain_counts():
+    """_summary_counts() parses each line once (_SUMMARY_LINES): the same
+    counts whatever the memo holds."""
+    from monitor.detect.analysis import failures
+
+    parts = _RUN_LINE_PARTS + ["5 examples, 2 failures", "3 tests passed", "0 errors", "2 failing", "12 ",
+                               "Failures=3", "errors=1", "7 passing", "x1 failed", "4 Error"]
+    rng = random.Random(13)
+    for _ in range(6_000):
+        text = "\n".join("".join(rng.choice(parts) for _ in range(rng.randrange(4)))
+                         for _ in range(rng.randrange(1, 6)))
+        for _ in range(2):  # judged, then remembered
+            assert failures._summary_counts(text) == _plain_summary_counts(text), text
+        failures._SUMMARY_LINES.clear()
+
+
+def test_summary_lines_of_repeated_runs_are_parsed_once(monkeypatch):
+    """A summary line seen in an earlier run is not parsed again."""
+    from monitor.detect.analysis import failures
+
+    parsed = []
+    real = failures._line_counts
+    monkeypatch.setattr(failures, "_line_counts", lambda line: parsed.append(line) or real(line))
+    failures._SUMMARY_LINES.clear()
+    assert failures._summary_counts("FAILED t.py::test_1\n1 failed, 2 passed") == (1, 2)
+    assert failures._summary_counts("FAILED t.py::test_2\n1 failed, 2 passed") == (1, 2)
+    assert parsed == ["1 failed, 2 passed"]
+
+
+def _plain_error_lines(text):
+    """_run_outcome()'s error lines as judged before the per-line memo."""
+    from monitor.detect.analysis import failures
+
+    errors = []
+    for line in dict.fromkeys(text.splitlines()):
+        if text.isascii():
+            is_error = failures._ERROR_LINE_LOWER.search(line.lower()) is not None
+        else:
+            is_error = failures._ERROR_LINE.search(line) is not None
+        if is_error and not failures._COUNT.search(line):
+            normalized = failures._normalize_failure(line)
+            if normalized and normalized not in errors:
+                errors.append(normalized)
+                if len(errors) >= failures.MAX_ERROR_LINES:
+                    break
+    return errors
+
+
+def test_error_lines_memo_gives_the_plain_judgement():
+    """_run_outcome() judges each line once per text (_ERROR_LINES): the same
+    error lines, whatever the memo holds and whether the text is ASCII."""
+    from monitor.detect.analysis import failures
+
+    rng = random.Random(12)
+    for _ in range(4_000):
+        text = "\n".join("".join(rng.choice(_RUN_LINE_PARTS) for _ in range(rng.randrange(4)))
+                         for _ in range(rng.randrange(1, 6)))
+        run = failures._run_outcome(text, True)
+        failures._ERROR_LINES.clear()
+        assert run == failures._run_outcome(text, True), text
+        errors = []
+        for line in dict.fromkeys(text.splitlines()):
+            normalized = failures._error_line(line)
+            if normalized and normalized not in errors and len(errors) < failures.MAX_ERROR_LINES:
+                errors.append(normalized)
+        assert errors == _plain_error_lines(text), text
+
+
+def test_error_lines_of_repeated_runs_are_judged_once(monkeypatch):
+    """A line seen in an earlier run ("Exit code 1") is not judged again."""
+    from monitor.detect.analysis import failures
+
+    judged = []
+    monkeypatch.setattr(failures, "_error_line", lambda line: judged.append(line) or "")
+    failures._ERROR_LINES.clear()
+    failures._run_outcome("Exit code 1\nFAILED t.py::test_1 - assert 1 == 0\n1 failed in 0.1s", True)
+    failures._run_outcome("Exit code 1\nFAILED t.py::test_2 - assert 2 == 0\n1 failed in 0.1s", True)
+    assert judged.count("Exit code 1") == 1 and judged.count("1 failed in 0.1s") == 1
+
+
+
+def test_may_count_holds_for_every_printable_ascii_count_line():
+    """_error_line() skips the count regex on a printable ASCII line without
+    the words a count needs after a space (_may_count): no such line has one."""
+    from monitor.detect.analysis import failures
+
+    parts = ["1", "42", " ", "  ", "\t", "\x1f", "failed", "FAILING", "Failures", "failure", "errors", "Error",
+             "passed", "PASSING", "examples", "Tests", "test", "=", "s=", "Failures=", "ERRORS=", "x", "_", ",",
+             "(", ")", "-", "assert", "::"]
+    rng = random.Random(14)
+    seen = 0
+    for _ in range(40_000):
+        line = "".join(rng.choice(parts) for _ in range(rng.randrange(8)))
+        low = line.lower()
+        if low.isprintable() and not failures._may_count(low):
+            assert not failures._has_count(line), line
+            seen += 1
+    assert seen > 1000

@@ -524,24 +524,37 @@ def _has_count(line: str) -> bool:
 
 def _summary_counts(text: str) -> tuple[int | None, int | None]:
     """(failures, passed) from the last summary line of a test output."""
+    known_lines = _SUMMARY_LINES.get
     for line in reversed(text.splitlines()[-80:]):
-        matches = _counts(line)
-        if not matches:
-            continue
-        failures = passed = None
-        for digits, word in matches:
-            number, word = int(digits), word.lower()
-            if word.startswith(("fail", "error")):
-                failures = (failures or 0) + number
-            elif word.startswith(("pass", "test")):
-                passed = (passed or 0) + number
-            elif word.startswith("example"):
-                passed = (passed or 0) + number  # rspec: "5 examples, 2 failures"
-        if failures is not None or passed is not None:
-            if passed is not None and failures and "example" in line:
-                passed -= failures
-            return failures, passed
+        counts = known_lines(line)
+        if counts is None:
+            counts = _SUMMARY_LINES.answer(line, _line_counts)
+        if counts:
+            return counts
     return None, None
+
+
+def _line_counts(line: str) -> tuple[int | None, int | None] | tuple[()]:
+    """(failures, passed) a test summary ``line`` reports; ``()`` when it reports neither."""
+    failures = passed = None
+    for digits, word in _counts(line):
+        number, word = int(digits), word.lower()
+        if word.startswith(("fail", "error")):
+            failures = (failures or 0) + number
+        elif word.startswith(("pass", "test")):
+            passed = (passed or 0) + number
+        elif word.startswith("example"):
+            passed = (passed or 0) + number  # rspec: "5 examples, 2 failures"
+    if failures is None and passed is None:
+        return ()
+    if passed is not None and failures and "example" in line:
+        passed -= failures
+    return failures, passed
+
+
+#: ``_line_counts`` by line: runs that differ share summary lines, and
+#: parsing one runs the count regex.
+_SUMMARY_LINES = TextMemo(300, 2048)
 
 
 def run_outcome(result: Event) -> RunOutcome:
@@ -591,18 +604,15 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
                 if len(names) >= MAX_FAILING_TESTS:
                     break
     errors: list[str] = []
-    ascii_text = text.isascii()  # (a flag of the string, no scan)
+    known_error_lines = _ERROR_LINES.get
     for line in lines:
-        if ascii_text:
-            is_error = _ERROR_LINE_LOWER.search(line.lower()) is not None
-        else:
-            is_error = _ERROR_LINE.search(line) is not None
-        if is_error and not _has_count(line):
-            normalized = _normalize_failure(line)
-            if normalized and normalized not in errors:
-                errors.append(normalized)
-                if len(errors) >= MAX_ERROR_LINES:
-                    break
+        normalized = known_error_lines(line)
+        if normalized is None:
+            normalized = _ERROR_LINES.answer(line, _error_line)
+        if normalized and normalized not in errors:
+            errors.append(normalized)
+            if len(errors) >= MAX_ERROR_LINES:
+                break
     is_failing = fails or bool(failures) or (failures is None and bool(names) and not passed)
     if failures is None and names and is_failing:
         failures = len(names)
@@ -612,6 +622,31 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     return RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
+
+
+def _error_line(line: str) -> str:
+    """A test output's ``line`` as a telling error line, normalized; empty when
+    it names no error or is a summary count ("1 failed, 20 passed")."""
+    if line.isascii():  # (a flag of the string, no scan)
+        low = line.lower()
+        if _ERROR_LINE_LOWER.search(low) is None:
+            return ""
+        if low.isprintable() and not _may_count(low):
+            return _normalize_failure(line)
+    elif _ERROR_LINE.search(line) is None:
+        return ""
+    return "" if _has_count(line) else _normalize_failure(line)
+
+
+def _may_count(low: str) -> bool:
+    """Whether a lower-cased printable ASCII line may hold a :data:`_COUNT` match:
+    a count's word follows white space, which in such a line is a space."""
+    return "s=" in low or " fail" in low or " error" in low or " pass" in low or " exampl" in low
+
+
+#: ``_error_line`` by line: runs that differ repeat most of their lines
+#: ("Exit code 1", the same summary), and judging one runs several regexes.
+_ERROR_LINES = TextMemo(300, 4096)
 
 
 def tests_failed(result: Event) -> bool:
