@@ -498,7 +498,7 @@ def test_a_record_keeps_what_kept_gives():
 
 
 def test_a_record_snapshots_its_call_as_call_snapshot_does():
-    """new_record makes the snapshot of a call of one argument with a short key inline."""
+    """A record keeps the snapshot call_snapshot makes (a call of one argument with a short key as it is)."""
     from monitor.detect.analysis.calls import new_record
     from monitor.events import call_snapshot
 

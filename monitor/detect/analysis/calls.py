@@ -23,7 +23,7 @@ from monitor.detect.analysis.failures import _TOOL_KINDS
 from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
-from monitor.events import _SMALL_CALL_KEY, Event, EventRef, Kind, call_snapshot
+from monitor.events import Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -203,12 +203,7 @@ def new_record(event: Event) -> CallRecord:
     # ``base.ref`` finds it here, and a call's cache stays small.)
     found = cache.get("ref")
     if found is None or found.seq != seq:
-        args = event.args
-        if args and len(args) == 1 and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
-            for name in args:  # call_snapshot() of a short key of one argument (most calls), inline
-                found = (tool, name, args[name])
-        else:
-            found = call_snapshot(event) or EventRef.of(event)
+        found = call_snapshot(event) or EventRef.of(event)
     record._ref = found
     record.text = None
     record.failure = None
