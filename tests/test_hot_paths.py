@@ -349,6 +349,23 @@ def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
     assert all(m[4] for m in full) and skipped > 300  # the shortcut was taken
 
 
+def test_the_id_ring_holds_any_64_bit_hash_and_its_token_is_the_items_bytes():
+    """The duplicate-id ring's item type (a C ``long`` where it has 64 bits)
+    holds every hash, and ``_token`` packs one as the ring's bytes hold it
+    (the ring is searched as bytes)."""
+    from array import array
+
+    from monitor.detect.engine import _SEEN_SLOT, _SEEN_TYPE, _token
+
+    digests = [-(1 << 63), (1 << 63) - 1, -1, 0, 1 << 40, hash("toolu_0001"), ~hash("toolu_0001")]
+    ring = array(_SEEN_TYPE, digests)
+    assert ring.itemsize == _SEEN_SLOT
+    data = ring.tobytes()
+    for at, digest in enumerate(digests):
+        assert data[at * _SEEN_SLOT:(at + 1) * _SEEN_SLOT] == _token(digest)
+        assert ring[at] == digest
+
+
 def test_events_processed_counts_each_event_but_duplicates_closed_sessions_included():
     """The engine counts processed events per session (not once more per
     event): the total is what counting each call of ``process`` gives."""

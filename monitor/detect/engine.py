@@ -35,9 +35,12 @@ SIMILARITY_HISTORY = 60
 #: the UI's feed and the store keep their own history).
 RECENT_DETECTIONS = 1
 
-#: A remembered call id's hash as the bytes of an ``array("q")`` item (to search the ring's bytes).
+#: The ring's item type: a C ``long`` where it has 64 bits (an ``array``
+#: converts a ``long`` without the general byte-by-byte path of a ``long long``).
+_SEEN_TYPE = "l" if array("l").itemsize == 8 else "q"
+#: A remembered call id's hash as the bytes of a ring item (to search the ring's bytes).
 _SEEN_SLOT = 8
-_token = Struct("=q").pack
+_token = Struct(_SEEN_TYPE).pack
 #: Counters of the filter in front of that ring (one byte each).
 _FILTER_SLOTS = 1024
 _FILTER_MASK = _FILTER_SLOTS - 1
@@ -68,7 +71,7 @@ class SessionState:
     pending: dict[str, Event] = field(default_factory=dict)
     #: Hashes of the call ids seen lately (a ring of 64-bit ints written at
     #: ``seen_at``); grows only once the session has call ids.
-    seen: array = field(default_factory=lambda: array("q"))
+    seen: array = field(default_factory=lambda: array(_SEEN_TYPE))
     seen_at: int = 0
     #: How many ids in ``seen`` have each hash slot (see ``process``).
     seen_counts: bytearray = field(default_factory=bytearray)
