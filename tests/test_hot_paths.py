@@ -901,3 +901,28 @@ def test_may_count_holds_for_every_printable_ascii_count_line():
             assert not failures._has_count(line), line
             seen += 1
     assert seen > 1000
+
+
+def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypatch):
+    """``_tool_kind`` (the table's own look-up) gives ``_judge_tool``'s answer,
+    judges a name once, and stays bounded when names are made up on the fly."""
+    from monitor.detect.analysis import failures
+
+    table = failures._ToolKinds()
+    monkeypatch.setattr(failures, "_TOOL_KINDS", table)
+    monkeypatch.setattr(failures, "_tool_kind", table.__getitem__)
+    judged: list = []
+    plain = failures._judge_tool
+    monkeypatch.setattr(failures, "_judge_tool", lambda tool: judged.append(tool) or plain(tool))
+    names = [None, "", "Bash", "bash", "run_tests", "pytest", "Edit", "TodoWrite", "apply_patch", "read_file",
+             "shell", "str_replace_editor", "Write", "exec_command"]
+    for _ in range(3):
+        for name in names:
+            assert failures._tool_kind(name) == plain(name), name
+            call = Event(Kind.TOOL_CALL, "s", 0.0, tool=name, args={})
+            assert failures.shell_command(call) is None
+            assert failures.is_test_run(call) == plain(name)[0]
+    assert judged == names  # each name once
+    for n in range(5_000):
+        assert failures._tool_kind(f"tool_{n}") == (False, False, False)
+    assert len(table) == 4096

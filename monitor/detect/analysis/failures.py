@@ -185,22 +185,31 @@ _NOISE_MARKS = bytes(ord("d") if chr(c).isdigit() else ord(" ") if chr(c).isspac
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
-#: Tool name -> (a test tool?, an edit tool?, a shell tool?): names repeat,
-#: regexes and lower-casing need not.
-_TOOL_KINDS: dict[str | None, tuple[bool, bool, bool]] = {}
+def _judge_tool(tool: str | None) -> tuple[bool, bool, bool]:
+    """(a test tool?, an edit tool?, a shell tool?) by the tool's name."""
+    name = tool or ""
+    low = name.lower()
+    return (bool(_TEST_TOOLS.fullmatch(name)),
+            bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low,
+            low in SHELL_TOOLS)
 
 
-def _tool_kind(tool: str | None) -> tuple[bool, bool, bool]:
-    kind = _TOOL_KINDS.get(tool)
-    if kind is None:
-        name = tool or ""
-        low = name.lower()
-        kind = (bool(_TEST_TOOLS.fullmatch(name)),
-                bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low,
-                low in SHELL_TOOLS)
-        if len(_TOOL_KINDS) < 4096:  # bounded even if tool names are made up on the fly
-            _TOOL_KINDS[tool] = kind
-    return kind
+class _ToolKinds(dict):
+    """Tool name -> :func:`_judge_tool`'s answer, judged on first sight: names
+    repeat, regexes and lower-casing need not."""
+
+    def __missing__(self, tool: str | None) -> tuple[bool, bool, bool]:
+        kind = _judge_tool(tool)
+        if len(self) < 4096:  # bounded even if tool names are made up on the fly
+            self[tool] = kind
+        return kind
+
+
+_TOOL_KINDS = _ToolKinds()
+#: A tool's kind (see :class:`_ToolKinds`).  The table's own look-up, not a
+#: function around it: asked several times for most events, and a Python call
+#: costs several times a dict's.
+_tool_kind = _TOOL_KINDS.__getitem__
 
 
 def _args_string(value: Any) -> str | None:
