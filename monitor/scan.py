@@ -198,15 +198,15 @@ def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = N
                 progress.finish()
 
 
-def feeder(process: Callable[[Event], list[Detection]], found: list[Detection]) -> Callable[[list[Event]], None]:
-    """What runs a batch of events through ``process`` (the engine's), their
-    detections added to ``found``: one call a batch, not one an event."""
+def feeder(process_many: Callable[[list[Event]], list[Detection]],
+           found: list[Detection]) -> Callable[[list[Event]], None]:
+    """What runs a batch of events through ``process_many`` (the engine's),
+    their detections added to ``found``: one call a batch, not one an event."""
 
     def feed(events: list[Event]) -> None:
-        for event in events:
-            detections = process(event)
-            if detections:
-                found.extend(detections)
+        detections = process_many(events)
+        if detections:
+            found.extend(detections)
 
     return feed
 
@@ -215,7 +215,7 @@ def _feed(engine: Engine, report: ScanReport, shard: Any, path: str, by_line: bo
     """The feed of ``path``'s events (of its lines, or of a whole document
     or database): the engine's, or a sharded worker's."""
     if shard is None:
-        return feeder(engine.process, report.detections)
+        return feeder(engine.process_many, report.detections)
     return shard.feed(engine.process, path, by_line)
 
 

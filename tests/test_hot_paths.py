@@ -926,3 +926,36 @@ def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypa
     for n in range(5_000):
         assert failures._tool_kind(f"tool_{n}") == (False, False, False)
     assert len(table) == 4096
+
+
+@pytest.mark.parametrize("sparklines", [False, True])
+def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
+    """A scan feeds the engine a batch at a time (``process_many``, one loop);
+    the same events one by one (``process``, as the hub and a sharded scan's
+    workers feed them) give the same detections, duplicates dropped alike,
+    and the same sparklines."""
+
+    def events():
+        decoder = LineDecoder("trace.jsonl")
+        out = []
+        for line, record in enumerate(records(4000, sessions=5, seed=7, loop_rate=0.1), 1):
+            new, _ = decoder.feed(orjson.dumps(record), line, now=0.0)
+            out += new
+            if line % 97 == 0:
+                out += decoder.feed(orjson.dumps(record), line, now=0.0)[0]  # a second channel's copy
+        return out
+
+    def shown(engine, found):
+        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+                  for sid, s in engine.sessions.items()}
+        return [d.to_dict() for d in found], engine.duplicates, sparks
+
+    one = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
+    by_event = [d for event in events() for d in one.process(event)]
+    batched = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
+    stream = events()
+    by_batch = []
+    for start in range(0, len(stream), 64):
+        by_batch += batched.process_many(stream[start:start + 64])
+    assert by_batch and batched.duplicates > 0
+    assert shown(batched, by_batch) == shown(one, by_event)

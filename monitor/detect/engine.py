@@ -270,142 +270,159 @@ class Engine:
     # -- processing ---------------------------------------------------------
 
     def process(self, event: Event) -> list[Detection]:
-        """Feed one event; return its detections after escalation.
+        """Feed one event; return its detections after escalation (see :meth:`process_many`)."""
+        return self.process_many((event,))
+
+    def process_many(self, events: Iterable[Event]) -> list[Detection]:
+        """Feed events in order; return their detections after escalation.
 
         A tool call or result whose call id the session already reported is
         dropped (counted in ``duplicates``): two sources for one session must
         not make one call look like a repeat.
 
-        This runs for every event of every session: it is written flat (no
-        helper calls, locals for what is used twice) on purpose."""
-        state = self.sessions.get(event.session)
-        if state is None:
-            state = self.session(event.session, event)
-        kind = event.kind
-        call_id = event.call_id
-        if call_id and kind in _ID_KINDS:
-            # The id's 64-bit hash (a result's inverted, so that a call and
-            # its result differ), kept in a ring of ints instead of a dict of
-            # strings.  A counting filter indexed by the hash's low bits says
-            # when it cannot be in the ring (most ids), so the ring is
-            # searched (as bytes, by memchr) only when it may.  Flat on
-            # purpose: this runs for most events.
-            digest = hash(call_id)
-            if kind is _TOOL_RESULT:
-                digest = ~digest
-            slot = digest & _FILTER_MASK
-            counts = state.seen_counts
-            seen = state.seen
-            if not counts:
-                counts = state.seen_counts = bytearray(_FILTER_SLOTS)
-                count = 0
-            elif count := counts[slot]:
-                ring = seen.tobytes()
-                token = _token(digest)
-                at = ring.find(token)
-                while at > 0 and at % _SEEN_SLOT:
-                    at = ring.find(token, at + 1)
-                if at >= 0:
-                    self.duplicates += 1
-                    return []
-            if len(seen) < MAX_SEEN_IDS:
-                seen.append(digest)  # (seen_at stays 0 while the ring fills: where it wraps to)
-            else:
-                at = state.seen_at
-                old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
-                left = counts[old]
-                if left < 255:  # a saturated counter stays: it never undercounts
-                    counts[old] = left - 1
-                    if old == slot:
-                        count = left - 1
-                seen[at] = digest
-                state.seen_at = (at + 1) % MAX_SEEN_IDS
-            if count < 255:
-                counts[slot] = count + 1
-        seq = event.seq = state.events = state.events + 1
-        state.last_ts = event.ts
-        view = state.view
-        view.events_seen = seq
-        if view.similarity:  # reported since the last event (only with sparklines)
-            view.similarity = 0.0
-            view.detector_similarity.clear()
-
-        if kind is _TOOL_CALL:
-            view.tool_calls_seen += 1
-            # Waiting is not looping: mark calls made after a wait (waiting.py).
-            mark_waited(event, view)
-            if call_id:
-                pending = state.pending
-                pending[call_id] = event
-                if len(pending) > MAX_PENDING_CALLS:
-                    del pending[next(iter(pending))]
-        elif kind is _TOOL_RESULT:
-            call = state.pending.pop(call_id, None) if call_id else None
-            if call is not None:
-                event.call = call
-                event.tool = event.tool or call.tool
-                event.args = event.args if event.args is not None else call.args
-                # The call's record, if a call detector made one, learns its
-                # result here, once, before any detector looks at it.
-                record = call.cache.get("record")
-                if record is not None and record.text is None and record.seq == call.seq:
-                    record.attach(event)
-        elif kind is _MESSAGE:
-            if event.role == "user":
-                for detector in state.detectors:
-                    if detector.resets_on_user_turn:
-                        detector.reset()
-        elif kind is SESSION_START:
-            state.agent = event.agent or state.agent
-            view.agent = state.agent
-            state.pid = event.pid if event.pid is not None else state.pid
-            state.parent = event.parent or state.parent
-            state.ended = False
-            if event.meta:
-                self.costs.start(event)  # the model it names, if any
-        elif kind is SESSION_END:
-            state.ended = True
-            state.status = event.status or "ended"
-        elif kind is USAGE:
-            self.costs.usage(event, self.policy.sessions.get(event.session))
-
-        found: list[Detection] = []
-        gate = state.turn_gate
-        if gate is None:
-            observers = state.observers[kind]
-        else:
-            # Feed the session's turn tracker once; the turn detectors only
-            # run when the event completed a turn (and judge it directly).
-            entry = state.turn_entry
-            if entry is None or (entry[1] is event and entry[2] == seq):
-                completed = view.turn(event, gate)
-                state.turn_entry = view.turns[gate]
-            else:  # SessionView.turn(), inlined: this runs for every event
-                completed = entry[0].feed(event)
-                entry[1] = event
-                entry[2] = seq
-                entry[3] = completed
-            view.completed = completed
-            observers = (state.quiet_observers if completed is None else state.observers)[kind]
-        for observe in observers:
-            result = observe(event, view)
-            if result:
-                found.extend(result)
-        if gate is not None:
-            view.completed = None
-        if kind is _TOOL_CALL:
-            view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
+        This runs for every event of every session: it is one flat loop (no
+        helper calls, locals for what is used twice) on purpose, and a scan
+        feeds it a batch of events at a time (a call an event costs more
+        than the loop's step)."""
+        out: list[Detection] = []
+        sessions = self.sessions
         sparklines = self.sparklines
-        if not found and not sparklines:
-            return found  # the common case: nothing more to do
+        for event in events:
+            state = sessions.get(event.session)
+            if state is None:
+                state = self.session(event.session, event)
+            kind = event.kind
+            call_id = event.call_id
+            if call_id and kind in _ID_KINDS:
+                # The id's 64-bit hash (a result's inverted, so that a call and
+                # its result differ), kept in a ring of ints instead of a dict of
+                # strings.  A counting filter indexed by the hash's low bits says
+                # when it cannot be in the ring (most ids), so the ring is
+                # searched (as bytes, by memchr) only when it may.  Flat on
+                # purpose: this runs for most events.
+                digest = hash(call_id)
+                if kind is _TOOL_RESULT:
+                    digest = ~digest
+                slot = digest & _FILTER_MASK
+                counts = state.seen_counts
+                seen = state.seen
+                if not counts:
+                    counts = state.seen_counts = bytearray(_FILTER_SLOTS)
+                    count = 0
+                elif count := counts[slot]:
+                    ring = seen.tobytes()
+                    token = _token(digest)
+                    at = ring.find(token)
+                    while at > 0 and at % _SEEN_SLOT:
+                        at = ring.find(token, at + 1)
+                    if at >= 0:
+                        self.duplicates += 1
+                        continue
+                if len(seen) < MAX_SEEN_IDS:
+                    seen.append(digest)  # (seen_at stays 0 while the ring fills: where it wraps to)
+                else:
+                    at = state.seen_at
+                    old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
+                    left = counts[old]
+                    if left < 255:  # a saturated counter stays: it never undercounts
+                        counts[old] = left - 1
+                        if old == slot:
+                            count = left - 1
+                    seen[at] = digest
+                    state.seen_at = (at + 1) % MAX_SEEN_IDS
+                if count < 255:
+                    counts[slot] = count + 1
+            seq = event.seq = state.events = state.events + 1
+            state.last_ts = event.ts
+            view = state.view
+            view.events_seen = seq
+            if view.similarity:  # reported since the last event (only with sparklines)
+                view.similarity = 0.0
+                view.detector_similarity.clear()
 
+            if kind is _TOOL_CALL:
+                view.tool_calls_seen += 1
+                # Waiting is not looping: mark calls made after a wait (waiting.py).
+                mark_waited(event, view)
+                if call_id:
+                    pending = state.pending
+                    pending[call_id] = event
+                    if len(pending) > MAX_PENDING_CALLS:
+                        del pending[next(iter(pending))]
+            elif kind is _TOOL_RESULT:
+                call = state.pending.pop(call_id, None) if call_id else None
+                if call is not None:
+                    event.call = call
+                    event.tool = event.tool or call.tool
+                    event.args = event.args if event.args is not None else call.args
+                    # The call's record, if a call detector made one, learns its
+                    # result here, once, before any detector looks at it.
+                    record = call.cache.get("record")
+                    if record is not None and record.text is None and record.seq == call.seq:
+                        record.attach(event)
+            elif kind is _MESSAGE:
+                if event.role == "user":
+                    for detector in state.detectors:
+                        if detector.resets_on_user_turn:
+                            detector.reset()
+            elif kind is SESSION_START:
+                state.agent = event.agent or state.agent
+                view.agent = state.agent
+                state.pid = event.pid if event.pid is not None else state.pid
+                state.parent = event.parent or state.parent
+                state.ended = False
+                if event.meta:
+                    self.costs.start(event)  # the model it names, if any
+            elif kind is SESSION_END:
+                state.ended = True
+                state.status = event.status or "ended"
+            elif kind is USAGE:
+                self.costs.usage(event, self.policy.sessions.get(event.session))
+
+            found: list[Detection] = []
+            gate = state.turn_gate
+            if gate is None:
+                observers = state.observers[kind]
+            else:
+                # Feed the session's turn tracker once; the turn detectors only
+                # run when the event completed a turn (and judge it directly).
+                entry = state.turn_entry
+                if entry is None or (entry[1] is event and entry[2] == seq):
+                    completed = view.turn(event, gate)
+                    state.turn_entry = view.turns[gate]
+                else:  # SessionView.turn(), inlined: this runs for every event
+                    completed = entry[0].feed(event)
+                    entry[1] = event
+                    entry[2] = seq
+                    entry[3] = completed
+                view.completed = completed
+                observers = (state.quiet_observers if completed is None else state.observers)[kind]
+            for observe in observers:
+                result = observe(event, view)
+                if result:
+                    found.extend(result)
+            if gate is not None:
+                view.completed = None
+            if kind is _TOOL_CALL:
+                view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
+            if found or sparklines:  # (the common case: nothing more to do)
+                out.extend(self._conclude(state, event, found))
+        return out
+
+    def _conclude(self, state: SessionState, event: Event, found: list[Detection]) -> list[Detection]:
+        """The end of an event's processing when it found something or the
+        engine keeps sparklines: the event's sparkline bar, and its detections
+        escalated and noted (returned, one per distinct evidence)."""
+        kind = event.kind
+        seq = event.seq
+        view = state.view
         bar = -1.0  # this event's sparkline bar, if it draws one
         waiting = None
-        if sparklines and kind in _SIMILARITY_KINDS:
+        if self.sparklines and kind in _SIMILARITY_KINDS:
             flagged: set[str] = set()  # (read below only when bar >= 0 or waiting)
             scores = view.detector_similarity
             bar = view.similarity
-            if kind is _TOOL_CALL and call_id:
+            if kind is _TOOL_CALL and event.call_id:
                 # One bar per step: the call waits for its result (see _step).
                 waiting = event.cache["spark"] = [bar, dict(scores) if scores else None, flagged]
                 bar = -1.0
@@ -432,12 +449,6 @@ class Engine:
             if bar >= 0:
                 _record_bars(state, bar, scores, flagged)
         return found
-
-    def process_many(self, events: Iterable[Event]) -> list[Detection]:
-        out: list[Detection] = []
-        for event in events:
-            out.extend(self.process(event))
-        return out
 
     # -- operator actions -----------------------------------------------------
 
