@@ -35,13 +35,14 @@ def run_scan_cli(*args: str, stdin: bytes | None = None) -> subprocess.Completed
 def processed(monkeypatch) -> list:
     """The events the engine is given from now on (it keeps none of them whole)."""
     events: list = []
-    process = Engine.process
+    process_many = Engine.process_many  # (what process() runs too)
 
-    def recording(self, event):
-        events.append(event)
-        return process(self, event)
+    def recording(self, batch):
+        batch = list(batch)
+        events.extend(batch)
+        return process_many(self, batch)
 
-    monkeypatch.setattr(Engine, "process", recording)
+    monkeypatch.setattr(Engine, "process_many", recording)
     return events
 
 
