@@ -959,3 +959,36 @@ def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
         by_batch += batched.process_many(stream[start:start + 64])
     assert by_batch and batched.duplicates > 0
     assert shown(batched, by_batch) == shown(one, by_event)
+
+
+def test_the_loop_for_one_event_a_record_gives_what_the_general_loop_gives():
+    """``feed_lines`` has a loop of its own for a decoder of one event a
+    record read by one reader (the native format in a scan); the general
+    loop (here, with every record its reader's) gives the same events,
+    problems and counts, for good lines and every kind of bad one."""
+    call = {"type": "tool_call", "session": "s", "id": "c1", "name": "bash", "args": {"command": "ls"}, "ts": 5.0}
+    records_ = [
+        call,
+        {**call, "id": "c2", "ts": -5.0},  # out of range: replaced and reported
+        {**call, "id": "c3", "name": 7},  # refused
+        {**call, "id": "c4", "extra": 1},  # decoded carefully (meta)
+        {"type": "tool_result", "session": "s", "id": "c1", "content": "ok", "is_error": False, "ts": 6.0},
+        {"type": "message", "session": "s", "role": "user", "content": "hi", "ts": 7.0},
+        {"type": "nonsense", "session": "s"},  # skipped
+        [1, 2],  # not an object
+    ]
+    raw = b"".join(orjson.dumps(r) + b"\n" for r in records_)
+    raw += b'{"type": "message", "session": "s", "role": "user", "content": "caf\xe9"}\n'  # invalid UTF-8
+    raw += b"{not json\n" + b"  \n" + b'{"type": "message", "session": "s", "role": "user", "content": "' + b"x" * 300 + b'"}\n'
+
+    def run(general: bool):
+        decoder = LineDecoder("t.jsonl", max_line_bytes=200)
+        splitter = LineSplitter(200, newlines=True)
+        lines = splitter.feed(raw) + splitter.flush()
+        mine = (lambda session: True) if general else None
+        events = decoder.feed_lines(lines[:1], 0.0, mine) + decoder.feed_lines(lines[1:], 0.0, mine)
+        return events, decoder.problems, decoder.problem_count, decoder.lines, decoder.events, decoder.passed
+
+    fast, general = run(False), run(True)
+    assert fast == general
+    assert len(fast[0]) == 6 and fast[0][1].ts == 0.0 and len(fast[1]) == 6

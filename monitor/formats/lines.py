@@ -164,7 +164,9 @@ class LineDecoder:
         ``orjson`` parses into an object, for a format already known, goes
         straight to the decoder (orjson skips white space around it as
         :meth:`feed` would); anything else takes :meth:`feed`.  ``now``
-        (the time of records without one) is read once.
+        (the time of records without one) is read once.  A decoder of one
+        event a record (``decode_event``: the native format) read by this
+        reader alone has a loop of its own, without the other cases' tests.
 
         With ``mine``, one of several readers of the same lines (a sharded
         scan's worker) decodes only what may be its own: a record whose
@@ -174,6 +176,49 @@ class LineDecoder:
         if now is None:
             now = time.time()
         out: list[Event] = []
+        decode_event = getattr(self.decoder, "decode_event", None)
+        if mine is None and decode_event is not None:
+            careful = self._event_lines(lines, now, decode_event, out)
+        else:
+            careful = self._any_lines(lines, now, mine, reporter, out)
+        self.quiet = False
+        self.lines += len(lines) - careful
+        self.events += len(out)
+        return out
+
+    def _event_lines(self, lines: list[Line], now: float, decode_event: Callable[..., Event | None],
+                     out: list[Event]) -> int:
+        """:meth:`feed_lines` with ``decode_event`` and no other reader; how
+        many lines took :meth:`_careful_line` (they count themselves)."""
+        append = out.append
+        loads, decode_error = _fast_loads, orjson.JSONDecodeError
+        ts_min, ts_max = TS_MIN, TS_MAX
+        careful = 0
+        for lineno, raw, size in lines:
+            if raw is not None:
+                try:
+                    record = loads(raw)
+                except decode_error:
+                    record = None  # perhaps invalid UTF-8 to repair: feed() sees to it
+                if record.__class__ is dict:
+                    try:
+                        event = decode_event(record, lineno, now)
+                    except Exception as exc:
+                        self._undecodable(lineno, exc)
+                    else:
+                        if event is not None:
+                            append(event)
+                            if not ts_min <= event.ts <= ts_max:
+                                self.problem(lineno, clamp_times([event], now) or "")
+                    continue
+            careful += 1
+            self._careful_line(lineno, raw, size, now, out)
+        return careful
+
+    def _any_lines(self, lines: list[Line], now: float, mine: Callable[[str], bool] | None, reporter: bool,
+                   out: list[Event]) -> int:
+        """:meth:`feed_lines` for any decoder (one not known yet, too) and
+        reader; how many lines took :meth:`_careful_line`."""
         append, extend = out.append, out.extend
         loads, decode_error = _fast_loads, orjson.JSONDecodeError
         decode = decode_event = session_key = None
@@ -182,7 +227,7 @@ class LineDecoder:
             decode_event = getattr(self.decoder, "decode_event", None)
             session_key = self.decoder.session_key
         shared = not reporter  # (with mine: decodes lines whose problems are not its to report)
-        careful = 0  # lines that went through feed() or were too long: it counts its own
+        careful = 0
         for lineno, raw, size in lines:
             if raw is not None and decode is not None:
                 try:
@@ -212,30 +257,35 @@ class LineDecoder:
                             note = clamp_times(new, now) if new else None
                             if note is not None:
                                 self.problem(lineno, note)
-                    except RecordError as exc:
-                        self.problem(lineno, str(exc))
-                    except Exception as exc:  # an adapter bug must not take the monitor down
-                        self.problem(lineno, f"{type(exc).__name__} while decoding: {exc}")
+                    except Exception as exc:
+                        self._undecodable(lineno, exc)
                     continue
             careful += 1
             if mine is not None:
                 self.quiet = shared
-            if raw is None:
-                self.oversized(lineno, size)
-                continue
-            before = len(out)
-            if raw[-1:] == b"\n":
-                raw = raw[:-1]  # (feed() sizes a line without it)
-            extend(self.feed(raw, lineno, now)[0])
-            self.events -= len(out) - before  # counted below with the others
+            self._careful_line(lineno, raw, size, now, out)
             if decode is None and self.decoder is not None:
                 decode = self.decoder.decode
                 decode_event = getattr(self.decoder, "decode_event", None)
                 session_key = self.decoder.session_key
-        self.quiet = False
-        self.lines += len(lines) - careful
-        self.events += len(out)
-        return out
+        return careful
+
+    def _undecodable(self, line: int, exc: Exception) -> None:
+        """Report a record the decoder refused (:class:`RecordError`) or
+        failed on: an adapter bug must not take the monitor down."""
+        self.problem(line, str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__} while decoding: {exc}")
+
+    def _careful_line(self, lineno: int, raw: bytes | None, size: int, now: float, out: list[Event]) -> None:
+        """A line :meth:`feed_lines` leaves to :meth:`feed` (or reports as
+        too long), its events added to ``out`` (and counted with the others)."""
+        if raw is None:
+            self.oversized(lineno, size)
+            return
+        if raw[-1:] == b"\n":
+            raw = raw[:-1]  # (feed() sizes a line without it)
+        events = self.feed(raw, lineno, now)[0]
+        self.events -= len(events)
+        out.extend(events)
 
     def feed_record(self, record: dict[str, Any], line: int | None, now: float,
                     note: str | None = None) -> tuple[list[Event], Problem | None]:
