@@ -992,3 +992,23 @@ def test_the_loop_for_one_event_a_record_gives_what_the_general_loop_gives():
     fast, general = run(False), run(True)
     assert fast == general
     assert len(fast[0]) == 6 and fast[0][1].ts == 0.0 and len(fast[1]) == 6
+
+
+@pytest.mark.parametrize("sparklines", [False, True])
+def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(sparklines):
+    """The engine clears what detectors reported of the previous event before
+    the next (the test of it runs only with sparklines: without them nothing
+    is reported), so a loop's bars fall back once the work moves on."""
+    engine = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
+    for n in range(12):
+        args = {"command": "pytest -q"} if n < 6 else {"command": f"ls dir{n}"}
+        engine.process(Event(Kind.TOOL_CALL, "s", float(2 * n), tool="bash", args=args, call_id=f"c{n}"))
+        engine.process(Event(Kind.TOOL_RESULT, "s", float(2 * n + 1), content="1 failed" if n < 6 else f"file{n}",
+                             call_id=f"c{n}", is_error=n < 6))
+    state = engine.sessions["s"]
+    assert state.view.similarity == 0.0 or sparklines
+    bars = list(state.similarity)
+    if not sparklines:
+        assert bars == []
+        return
+    assert max(bars[:6]) >= 0.5 > max(bars[-3:])

@@ -336,7 +336,7 @@ class Engine:
             state.last_ts = event.ts
             view = state.view
             view.events_seen = seq
-            if view.similarity:  # reported since the last event (only with sparklines)
+            if sparklines and view.similarity:  # reported since the last event (only with sparklines)
                 view.similarity = 0.0
                 view.detector_similarity.clear()
 
@@ -379,7 +379,7 @@ class Engine:
             elif kind is USAGE:
                 self.costs.usage(event, self.policy.sessions.get(event.session))
 
-            found: list[Detection] = []
+            found: list[Detection] | None = None  # (made for the rare event that finds something)
             gate = state.turn_gate
             if gate is None:
                 observers = state.observers[kind]
@@ -400,13 +400,15 @@ class Engine:
             for observe in observers:
                 result = observe(event, view)
                 if result:
+                    if found is None:
+                        found = []
                     found.extend(result)
             if gate is not None:
                 view.completed = None
             if kind is _TOOL_CALL:
                 view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
-            if found or sparklines:  # (the common case: nothing more to do)
-                out.extend(self._conclude(state, event, found))
+            if found is not None or sparklines:  # (the common case: nothing more to do)
+                out.extend(self._conclude(state, event, found or []))
         return out
 
     def _conclude(self, state: SessionState, event: Event, found: list[Detection]) -> list[Detection]:
