@@ -30,6 +30,7 @@ import zlib
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Callable, Iterable
 
 from monitor.config import Config
@@ -302,25 +303,27 @@ def scan_store_sharded(path, ids: list[str], every: bool, config: Config | None,
 def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, stored=None):
     """The merged report of ``jobs`` workers, or ``None`` where it could
     differ from one process's (then the caller scans in one)."""
-    from monitor.scan import ScanReport
+    from monitor.scan import ScanReport, rare_collections
 
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                           else "spawn")
     status = context.Array("i", [_IDLE] * jobs, lock=False)
     _init(status)
-    # This process runs share 0 itself: one worker fewer to start, and its
-    # result (the largest, with the counts) is never pickled.
-    with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
-        futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)]
-        try:
-            results = [_work(0, jobs, files, config, fmt, stored)]
-            results.extend(future.result() for future in futures)
-        except BrokenProcessPool:
-            reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
-            where = f" while reading {', '.join(reading)}" if reading else ""
-            raise ScanAborted(f"a scan worker process died{where}; no result (try --jobs 1)") from None
-
-    merged, exact = _merge(results, config)
+    # Held over the whole run, not only each worker's scan: the results are
+    # pickled, unpickled and merged as tens of thousands of objects in no cycle.
+    with rare_collections():
+        # This process runs share 0 itself: one worker fewer to start, and its
+        # result (the largest, with the counts) is never pickled.
+        with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
+            futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)]
+            try:
+                results = [_work(0, jobs, files, config, fmt, stored)]
+                results.extend(future.result() for future in futures)
+            except BrokenProcessPool:
+                reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
+                where = f" while reading {', '.join(reading)}" if reading else ""
+                raise ScanAborted(f"a scan worker process died{where}; no result (try --jobs 1)") from None
+        merged, exact = _merge(results, config)
     if not exact:
         return None
     first = results[0]
@@ -361,6 +364,11 @@ def _line_of(problem: Problem) -> int:
     return problem.line or 0
 
 
+_POSITION = itemgetter(0)
+#: A detection's place: its event's position, then the worker's before the global detectors', then its rank.
+_RANKED = itemgetter(0, 1, 2)
+
+
 def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[Detection], bool]:
     """Every detection in single-process order, with the global detectors'
     counted from the sightings; and whether that order and those levels are
@@ -368,10 +376,11 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     config = config or Config()
     counters = {name: cls(config.detector_settings(name)) for name, cls in REGISTRY.items()
                 if cls.scope == "global" and config.detector_settings(name).enabled}
-    order = {name: rank for rank, name in enumerate(counters)}
     policy = EscalationPolicy(config.escalation)
-    sightings = sorted((s for result in results for s in result.sightings),
-                       key=lambda s: (s[0], order[s[6]]))
+    # A worker's sightings are in input order, and one event's in its engine's
+    # order of the global detectors (REGISTRY's, as here); no event is two
+    # workers', so a stable sort by position alone gives one process's order.
+    sightings = sorted((s for result in results for s in result.sightings), key=_POSITION)
     keyed: list[tuple[int, int, int, Detection, tuple]] = []
     for result in results:
         keyed.extend((position, 0, rank, d, result.totals[rank])
@@ -384,7 +393,7 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
             policy.apply(detection)
             keyed.append((position, 1, rank, detection, totals))
             globals_at.setdefault(position, []).append(detection)
-    keyed.sort(key=lambda k: k[:3])
+    keyed.sort(key=_RANKED)
     episode_costs((k[3], k[4]) for k in keyed)
     merged = [k[3] for k in keyed]
     return merged, not globals_at or _independent(keyed, globals_at)

@@ -74,6 +74,29 @@ def test_a_generated_multi_session_trace_scans_the_same_in_two_and_three_jobs(tr
         _same(one, scan([str(trace)], config, jobs=jobs))
 
 
+def test_the_collector_runs_rarely_until_the_merge_is_done(trace, monkeypatch):
+    """The workers' results are unpickled and merged as tens of thousands of
+    new objects and no cycles: the parent keeps the scan's rare collections
+    until the merge is done, and puts the threshold back after."""
+    import gc
+
+    import monitor.scan_jobs as scan_jobs
+    from monitor.scan import SCAN_GC_THRESHOLD
+
+    thresholds = []
+    merge = scan_jobs._merge
+
+    def merge_noting_the_threshold(results, config):
+        thresholds.append(gc.get_threshold()[0])
+        return merge(results, config)
+
+    monkeypatch.setattr(scan_jobs, "_merge", merge_noting_the_threshold)
+    before = gc.get_threshold()
+    scan_sharded([str(trace)], None, None, 2)
+    assert thresholds and thresholds[0] >= SCAN_GC_THRESHOLD
+    assert gc.get_threshold() == before
+
+
 def test_every_session_belongs_to_one_worker_whatever_the_process():
     """The shard of a session is a stable hash (not Python's salted one), so
     workers started any way agree."""
