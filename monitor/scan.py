@@ -216,7 +216,7 @@ def _feed(engine: Engine, report: ScanReport, shard: Any, path: str, by_line: bo
     or database): the engine's, or a sharded worker's."""
     if shard is None:
         return feeder(engine.process_many, report.detections)
-    return shard.feed(engine.process, path, by_line)
+    return shard.feed(engine.process_many, path, by_line)
 
 
 def _sizes(paths: list[str]) -> list[int]:
@@ -232,7 +232,7 @@ def _sizes(paths: list[str]) -> list[int]:
 def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
           engine: Engine | None, progress: Any = None, shard: Any = None) -> ScanReport:
     """The scan; with ``shard`` (a ``monitor.scan_jobs._Shard``), one
-    worker's share of a sharded scan: ``shard.feed(process, path)`` in place
+    worker's share of a sharded scan: ``shard.feed(process_many, path)`` in place
     of the engine's feed (see :func:`feeder`), its lines decoded as
     ``shard.mine`` and ``shard.reporter`` say, and each file's line problems
     noted for the parent to merge."""

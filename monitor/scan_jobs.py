@@ -31,10 +31,10 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from monitor.config import Config
-from monitor.cost import episode_costs
+from monitor.cost import LoopCosts, episode_costs
 from monitor.detect.base import Detection, Detector, ShardableDetector
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.engine import Engine
@@ -147,18 +147,19 @@ class _Shard:
         owner = self.owners.get(session)
         return (owner if owner is not None else self.owner(session)) == self.index
 
-    def feed(self, process: Callable[[Event], list[Detection]], path: str,
+    def feed(self, process_many: Callable[[Iterable[Event]], list[Detection]], path: str,
              by_line: bool = True) -> Callable[[list[Event]], None]:
         """The feed (:func:`monitor.scan.feeder`) of ``path``'s events (of
         its lines, or ``by_line`` false, of a whole document or database):
-        each of this worker's through ``process``, at its position."""
+        this worker's through ``process_many``, each at its position.  Their
+        detections are noted as the engine concludes each event
+        (:class:`_ShardCosts`), where the position is still that event's."""
         self.status[self.index] = self.files.get(path, _IDLE)
         self.fed += 1
         number, index, owners, owner = self.fed, self.index, self.owners, self.owner
-        found, totals = self.detections, self.totals
         last, k, count = None, 0, 0
 
-        def feed(events: list[Event]) -> None:
+        def own(events: list[Event]) -> Iterator[Event]:
             nonlocal last, k, count
             for event in events:
                 if by_line:
@@ -170,14 +171,22 @@ class _Shard:
                     count += 1
                 shard = owners.get(event.session)
                 if (shard if shard is not None else owner(event.session)) == index:
-                    position = self.position = (number, last, k) if by_line else (number, count, 0)
+                    # The engine takes the next event only once it is done with this one.
+                    self.position = (number, last, k) if by_line else (number, count, 0)
                     self.events += 1
-                    detections = process(event)
-                    if detections:
-                        found.extend((position, d) for d in detections)
-                        totals.extend([self.costs.totals(event.session)] * len(detections))
+                    yield event
+
+        def feed(events: list[Event]) -> None:
+            process_many(own(events))
 
         return feed
+
+    def detected(self, detections: list[Detection], totals: tuple) -> None:
+        """Note the detections of the event at ``position``, and their
+        session's usage totals then (:func:`monitor.cost.episode_costs`)."""
+        position = self.position
+        self.detections.extend((position, d) for d in detections)
+        self.totals.extend([totals] * len(detections))
 
     def note_problems(self, at: int, decoder, refused: bool) -> None:
         """A line file's problems this worker reports (those of its lines,
@@ -188,6 +197,18 @@ class _Shard:
 
     def stand_in(self, detector: Detector) -> Detector:
         return _Sighter(detector, self)
+
+
+class _ShardCosts(LoopCosts):
+    """A worker engine's costs: it tells the shard of each event's detections
+    instead of costing them (the parent does, from every worker's: ``_merge``)."""
+
+    def __init__(self, prices, shard: _Shard):
+        super().__init__(prices)
+        self.shard = shard
+
+    def detected(self, session: str, detections: list, escalation: Any, ts: float, seq: int = 0) -> None:
+        self.shard.detected(detections, self.totals(session))
 
 
 class _Sighter(Detector):
@@ -234,7 +255,7 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
 
     shard = _Shard(index, jobs, _status, files)
     engine = Engine(config, global_wrapper=shard.stand_in)
-    shard.costs = engine.costs
+    engine.costs = shard.costs = _ShardCosts(engine.costs.prices, shard)
     if stored is not None:
         from monitor.store import Store
 

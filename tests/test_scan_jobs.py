@@ -97,6 +97,20 @@ def test_the_collector_runs_rarely_until_the_merge_is_done(trace, monkeypatch):
     assert gc.get_threshold() == before
 
 
+def test_workers_feed_their_engines_a_batch_at_a_time(trace, monkeypatch):
+    """A worker runs its events through the engine's batch loop, as one
+    process does (a call an event costs more than the loop's step), and
+    still places each detection and its costs at its own event."""
+
+    def one_at_a_time(self, event):
+        raise AssertionError("a worker fed its engine one event at a time")
+
+    monkeypatch.setattr(Engine, "process", one_at_a_time)
+    one = scan([str(trace)])
+    assert any(d.cost for d in one.detections)
+    _same(one, scan_sharded([str(trace)], None, None, 2))
+
+
 def test_every_session_belongs_to_one_worker_whatever_the_process():
     """The shard of a session is a stable hash (not Python's salted one), so
     workers started any way agree."""
