@@ -30,8 +30,7 @@ def replay_similarity(config: Config, store: Any, session: str, *, last: int = R
         rows = store.events(session, offset=offset, limit=REPLAY_PAGE)
         if not rows:
             break
-        for row in rows:
-            engine.process(event_from_row(row))
+        engine.process_many(event_from_row(row) for row in rows)
         offset += len(rows)
         if progress is not None:
             progress(offset - start, total - start)
