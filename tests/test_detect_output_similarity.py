@@ -199,3 +199,22 @@ def test_memory_is_bounded_by_the_window():
     engine.process_many(s.events())
     detector = engine.sessions["s1"].detectors[0]
     assert isinstance(detector, OutputSimilarity) and len(detector.outputs) == 5
+
+
+def test_a_turns_compared_text_is_normalize_output_of_its_text():
+    """A turn's text is compared squashed once for both similarity detectors
+    (``BoundedText.squashed``) and without its opener: what
+    ``normalize_output`` gives for the turn's text."""
+    from monitor.detect.engine import Engine
+
+    texts = ["Let me  run the\ntests once more and look at what fails first.",
+             "  Now, I'll check\tthe build output for the linker error again. ",
+             "Okay so let's compare both of the configuration files side by side.",
+             "The configuration files differ in the cache section only, nothing else."]
+    s = Script(step=5)
+    for text in texts:
+        s.say(text).usage(0.01)
+    engine = Engine(only("output_similarity"))
+    engine.process_many(s.events())
+    kept = engine.sessions["s1"].detectors[0].outputs
+    assert [output.text for output in kept] == [normalize_output(text) for text in texts]

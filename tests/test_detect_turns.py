@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from monitor.detect.analysis.turns import BoundedText, TurnTracker
 from monitor.events import Event, Kind
+from monitor.text import squash_ws, squashed
 from tests.formatkit import decode_file, write_jsonl
 
 
@@ -159,3 +161,31 @@ def test_response_ids_decide_which_turn_a_call_joins():
     turns = feed_all(events)
     assert [len(t.calls) for t in turns] == [2, 1]
     assert turns[0].has_text and not turns[1].has_text
+
+
+#: White space of every kind (and two letters) to build texts from.
+SPACES_AND_LETTERS = " \t\n\r\x0b\x1f\xa0\u2028ab"
+
+
+def test_squashed_text_is_squash_ws_of_the_text_after_every_piece():
+    """``BoundedText.squashed`` (made once, shared by the similarity detectors)
+    is always ``squash_ws`` of the text: after each piece and after a
+    message is taken back."""
+    rng = random.Random(0)
+    for _ in range(3000):
+        text = BoundedText(40)
+        for _ in range(rng.randrange(1, 4)):
+            before = (text.head, text.tail, text.length)
+            text.add("".join(rng.choice(SPACES_AND_LETTERS) for _ in range(rng.randrange(30))))
+            assert text.squashed() == squash_ws(text.text())
+            if rng.random() < 0.3:
+                text.restore(before)
+                assert text.squashed() == squash_ws(text.text())
+
+
+def test_squashed_returns_squashed_text_itself():
+    """Text with single spaces between its words is not copied (most prose)."""
+    prose = "Running the tests again, then the build."
+    assert squashed(prose) is prose
+    for text in (" lead", "trail ", "two  spaces", "new\nline", "tab\there", "nb\xa0sp"):
+        assert squashed(text) == squash_ws(text) != text

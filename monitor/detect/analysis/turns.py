@@ -42,7 +42,7 @@ from typing import Any
 
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.events import Event, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result, squashed
 
 #: ``meta`` keys under which adapters may carry the id of the model response
 #: a record belongs to.  Records of one response share it.
@@ -76,13 +76,14 @@ class BoundedText:
     """Text appended piece by piece, of which only the head and tail are kept
     (like :func:`monitor.text.clip`), so a 1 MB reply costs what a short one does."""
 
-    __slots__ = ("limit", "head", "tail", "length")
+    __slots__ = ("limit", "head", "tail", "length", "_squashed")
 
     def __init__(self, limit: int = SIMILARITY_CHARS):
         self.limit = limit
         self.head = ""
         self.tail = ""
         self.length = 0
+        self._squashed: str | None = None
 
     def add(self, piece: str) -> None:
         # Only slices of at most ``limit`` characters are ever copied.
@@ -91,6 +92,7 @@ class BoundedText:
         self._append(piece)
 
     def _append(self, piece: str) -> None:
+        self._squashed = None
         half = self.limit // 2
         self.length += len(piece)
         taken = 0
@@ -102,6 +104,19 @@ class BoundedText:
 
     def text(self) -> str:
         return self.head + self.tail
+
+    def squashed(self) -> str:
+        """:meth:`text` with its white space squashed (:func:`monitor.text.squashed`),
+        made once: output and turn similarity both compare it."""
+        text = self._squashed
+        if text is None:
+            text = self._squashed = squashed(self.head + self.tail)
+        return text
+
+    def restore(self, state: tuple[str, str, int]) -> None:
+        """Go back to an earlier ``(head, tail, length)``."""
+        self.head, self.tail, self.length = state
+        self._squashed = None
 
 
 class Outcome:
@@ -220,7 +235,7 @@ class Turn:
         self.has_text, self.messages, events, self.last, text = self._undo
         del self.events[events:]
         if text is not None and self.text is not None:
-            self.text.head, self.text.tail, self.text.length = text
+            self.text.restore(text)
         self._undo = None
 
     def add_call(self, event: Event) -> None:

@@ -50,7 +50,7 @@ from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Outcome, Turn
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
-from monitor.text import clip, squash_ws
+from monitor.text import clip, squashed
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
 _OPENER = re.compile(
@@ -64,10 +64,11 @@ _OPENER = re.compile(
 def normalize_output(text: str) -> str:
     """The part of an output worth comparing: clipped, white space squashed,
     leading narration opener dropped."""
-    text = clip(text)
-    # Printable text holds no white space but single spaces: then it is squashed already.
-    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
-        text = squash_ws(text)
+    return _without_opener(squashed(clip(text)))
+
+
+def _without_opener(text: str) -> str:
+    """``text`` (squashed) without its leading narration opener."""
     # The opener is anchored at the start: match() tries there only (sub() would scan on).
     opener = _OPENER.match(text)
     return text[opener.end():] if opener is not None else text
@@ -187,7 +188,9 @@ class OutputSimilarity(TurnDetector):
             if self.chains:
                 self.chains.clear()
             return None
-        text = normalize_output(bounded.text())
+        # normalize_output(bounded.text()): the text is clipped already, and
+        # turn similarity reads the same squashed text.
+        text = _without_opener(bounded.squashed())
         if len(text) < s.min_chars:
             if turn.calls and self.outputs and self.outputs[-1].work == self.work:
                 self._note_work(turn, view)
