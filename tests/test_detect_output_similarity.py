@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from rapidfuzz import fuzz
 
@@ -218,3 +220,38 @@ def test_a_turns_compared_text_is_normalize_output_of_its_text():
     engine.process_many(s.events())
     kept = engine.sessions["s1"].detectors[0].outputs
     assert [output.text for output in kept] == [normalize_output(text) for text in texts]
+
+
+#: Pieces of texts that start with an opener, or nearly do.
+OPENER_PIECES = ["ok", "Okay", "OK,", "now", "Next:", "so", "Alright!", "first.", "then", "again", "let me",
+                 "Let's", "i'll", "I will", "I'm going to", "i am going to", "I need to", "We need to",
+                 "I should", "i", "I'", "we", "let", "the", "Then", "noW", "ı'll", "İ will", "ſo", "oK", "é",
+                 "fix", "al", "ag", "th", "", " ", "  ", "\t", "\n", ",", "x"]
+
+
+def test_skipping_the_opener_regex_drops_what_the_regex_drops():
+    """``_without_opener`` tries the regex only on text whose first two
+    characters may start an opener; on any text it gives what the regex gives."""
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice(OPENER_PIECES) + rng.choice(("", " ", "  ", "\t"))
+                       for _ in range(rng.randrange(5)))
+        opener = mod._OPENER.match(text)
+        assert mod._without_opener(text) == (text[opener.end():] if opener else text), text
+
+
+def test_text_that_cannot_start_an_opener_is_not_matched(monkeypatch):
+    """Most texts start with no opener's first two letters: no regex is tried."""
+    tried = []
+    regex = mod._OPENER
+
+    class Counting:
+        def match(self, text):
+            tried.append(text)
+            return regex.match(text)
+
+    monkeypatch.setattr(mod, "_OPENER", Counting())
+    assert normalize_output("Build failed again on the linker step.") == "Build failed again on the linker step."
+    assert not tried
+    assert normalize_output("Let me check the linker step.") == "check the linker step."
+    assert tried == ["Let me check the linker step."]

@@ -59,6 +59,10 @@ _OPENER = re.compile(
     r"i should)\s+",
     re.IGNORECASE,
 )
+#: The first two characters of every opener, lower-cased: ASCII text that
+#: starts otherwise has none (case-insensitive matching pairs an ASCII letter
+#: with a non-ASCII one only: "ı", "İ", "ſ", the Kelvin sign).
+_OPENER_STARTS = frozenset({"ok", "no", "ne", "so", "al", "fi", "th", "ag", "le", "we", "i'", "i "})
 
 
 def normalize_output(text: str) -> str:
@@ -69,6 +73,9 @@ def normalize_output(text: str) -> str:
 
 def _without_opener(text: str) -> str:
     """``text`` (squashed) without its leading narration opener."""
+    head = text[:2]
+    if head.isascii() and head.lower() not in _OPENER_STARTS:
+        return text  # most texts: no regex to try
     # The opener is anchored at the start: match() tries there only (sub() would scan on).
     opener = _OPENER.match(text)
     return text[opener.end():] if opener is not None else text
