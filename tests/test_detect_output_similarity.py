@@ -8,7 +8,8 @@ import pytest
 from rapidfuzz import fuzz
 
 from monitor.detect.detectors import output_similarity as mod
-from monitor.detect.detectors.output_similarity import OutputSimilarity, normalize_output, similarity
+from monitor.detect.analysis.turns import Outcome
+from monitor.detect.detectors.output_similarity import _RESULTS, _TEXT, OutputSimilarity, normalize_output, similarity
 from monitor.events import Level
 from tests.eventkit import Script, by, only
 
@@ -187,7 +188,7 @@ def test_huge_outputs_compare_bounded_text(monkeypatch):
     assert not calls  # length bound and equality settled every pair
     assert hits and hits[0].count == 3
     kept = engine.sessions["s1"].detectors[0].outputs
-    assert len(kept) == 4 and all(len(o.text) <= 2000 for o in kept)
+    assert len(kept) == 4 and all(len(o[_TEXT]) <= 2000 for o in kept)
 
 
 def test_memory_is_bounded_by_the_window():
@@ -219,7 +220,7 @@ def test_a_turns_compared_text_is_normalize_output_of_its_text():
     engine = Engine(only("output_similarity"))
     engine.process_many(s.events())
     kept = engine.sessions["s1"].detectors[0].outputs
-    assert [output.text for output in kept] == [normalize_output(text) for text in texts]
+    assert [output[_TEXT] for output in kept] == [normalize_output(text) for text in texts]
 
 
 #: Pieces of texts that start with an opener, or nearly do.
@@ -255,3 +256,21 @@ def test_text_that_cannot_start_an_opener_is_not_matched(monkeypatch):
     assert not tried
     assert normalize_output("Let me check the linker step.") == "check the linker step."
     assert tried == ["Let me check the linker step."]
+
+
+def test_remembered_results_are_made_comparable_only_when_compared():
+    """An output keeps its turn's results as they are; their ``Outcome``
+    (which normalizes them) is made only once a later output is compared with it."""
+    from monitor.detect.engine import Engine
+
+    said = "The parser rejects the nested table in the config file again."
+    s = Script(step=5)
+    s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
+    s.say("Something else entirely: the cache directory is empty and unused.").call(
+        "read", {"path": "cache"}, "nothing").usage(0.01)
+    s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
+    engine = Engine(only("output_similarity"))
+    engine.process_many(s.events())
+    first, other, again = engine.sessions["s1"].detectors[0].outputs
+    assert first[_RESULTS].__class__ is Outcome  # compared: its repeat had the same calls
+    assert other[_RESULTS] == ((False, "nothing"),) and again[_RESULTS].__class__ is tuple

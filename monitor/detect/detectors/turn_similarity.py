@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import CallRecord
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Call, Outcome, Turn
+from monitor.detect.analysis.turns import Call, Outcome, Turn, held_outcome
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level, new_event
 from monitor.text import SIMILARITY_CHARS, clip
@@ -145,10 +145,7 @@ def _anchor(seen: _Seen) -> str:
 
 def _outcome(seen: _Seen) -> Outcome:
     """The results of a remembered turn, made comparable when first needed (and kept)."""
-    results = seen[_RESULTS]
-    if results.__class__ is not Outcome:
-        results = seen[_RESULTS] = Outcome(results)
-    return results
+    return held_outcome(seen, _RESULTS)
 
 
 def _events(seen: _Seen) -> tuple[EventRef, ...]:
