@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from pathlib import Path
 
-from monitor.detect.analysis.turns import BoundedText, TurnTracker
+import orjson
+
+from monitor.demo.synthetic import records
+from monitor.detect.analysis.turns import BoundedText, Turn, TurnTracker
+from monitor.detect.engine import Engine
 from monitor.events import Event, Kind
+from monitor.formats.lines import LineDecoder
 from monitor.text import squash_ws, squashed
 from tests.formatkit import decode_file, write_jsonl
 
@@ -189,3 +195,27 @@ def test_squashed_returns_squashed_text_itself():
     assert squashed(prose) is prose
     for text in (" lead", "trail ", "two  spaces", "new\nline", "tab\there", "nb\xa0sp"):
         assert squashed(text) == squash_ws(text) != text
+
+
+def test_no_judged_turn_outlives_the_next_event():
+    """The detectors keep references, never turns: with every detector on, a
+    session holds only its turn in progress and the one its latest event
+    completed, so a judged turn goes, with its events, once the next is fed."""
+    engine = Engine()
+    decoder = LineDecoder("t.jsonl")
+    for line, record in enumerate(records(3000, sessions=3, seed=1, loop_rate=0.05), 1):
+        for event in decoder.feed(orjson.dumps(record), line, now=0.0)[0]:
+            engine.process(event)
+    gc.collect()
+    turns = [found for found in gc.get_objects() if found.__class__ is Turn]
+    assert 0 < len(turns) <= 2 * len(engine.sessions)
+
+
+def test_a_handed_back_turn_keeps_its_events():
+    """A completed turn is not emptied when the next event comes (nothing
+    keeps it longer): its events stay readable to whoever holds it."""
+    tracker = TurnTracker()
+    tracker.feed(ev(Kind.TOOL_CALL, 0, 1, tool="read", args={"path": "a"}, call_id="1"))
+    turn = tracker.feed(ev(Kind.TOOL_RESULT, 1, 2, content="A", call_id="1"))
+    tracker.feed(ev(Kind.TOOL_CALL, 2, 3, tool="read", args={"path": "b"}, call_id="2"))
+    assert turn.first is not None and [event.line for event in turn.events] == [1, 2]
