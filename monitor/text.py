@@ -98,6 +98,15 @@ def squash_ws(text: str) -> str:
     return " ".join(text.split())
 
 
+def squashed(text: str) -> str:
+    """:func:`squash_ws` of ``text``, which is ``text`` itself when it holds no
+    white space but single spaces between words (most prose): then no copy."""
+    # Printable text holds no white space but " ".
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
+    return squash_ws(text)
+
+
 def clip(text: str, limit: int = SIMILARITY_CHARS) -> str:
     """Head and tail of ``text`` within ``limit`` characters."""
     if len(text) <= limit:

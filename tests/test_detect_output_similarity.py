@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from rapidfuzz import fuzz
 
 from monitor.detect.detectors import output_similarity as mod
-from monitor.detect.detectors.output_similarity import OutputSimilarity, normalize_output, similarity
+from monitor.detect.analysis.turns import Outcome
+from monitor.detect.detectors.output_similarity import _RESULTS, _TEXT, OutputSimilarity, normalize_output, similarity
 from monitor.events import Level
 from tests.eventkit import Script, by, only
 
@@ -185,7 +188,7 @@ def test_huge_outputs_compare_bounded_text(monkeypatch):
     assert not calls  # length bound and equality settled every pair
     assert hits and hits[0].count == 3
     kept = engine.sessions["s1"].detectors[0].outputs
-    assert len(kept) == 4 and all(len(o.text) <= 2000 for o in kept)
+    assert len(kept) == 4 and all(len(o[_TEXT]) <= 2000 for o in kept)
 
 
 def test_memory_is_bounded_by_the_window():
@@ -199,3 +202,75 @@ def test_memory_is_bounded_by_the_window():
     engine.process_many(s.events())
     detector = engine.sessions["s1"].detectors[0]
     assert isinstance(detector, OutputSimilarity) and len(detector.outputs) == 5
+
+
+def test_a_turns_compared_text_is_normalize_output_of_its_text():
+    """A turn's text is compared squashed once for both similarity detectors
+    (``BoundedText.squashed``) and without its opener: what
+    ``normalize_output`` gives for the turn's text."""
+    from monitor.detect.engine import Engine
+
+    texts = ["Let me  run the\ntests once more and look at what fails first.",
+             "  Now, I'll check\tthe build output for the linker error again. ",
+             "Okay so let's compare both of the configuration files side by side.",
+             "The configuration files differ in the cache section only, nothing else."]
+    s = Script(step=5)
+    for text in texts:
+        s.say(text).usage(0.01)
+    engine = Engine(only("output_similarity"))
+    engine.process_many(s.events())
+    kept = engine.sessions["s1"].detectors[0].outputs
+    assert [output[_TEXT] for output in kept] == [normalize_output(text) for text in texts]
+
+
+#: Pieces of texts that start with an opener, or nearly do.
+OPENER_PIECES = ["ok", "Okay", "OK,", "now", "Next:", "so", "Alright!", "first.", "then", "again", "let me",
+                 "Let's", "i'll", "I will", "I'm going to", "i am going to", "I need to", "We need to",
+                 "I should", "i", "I'", "we", "let", "the", "Then", "noW", "ı'll", "İ will", "ſo", "oK", "é",
+                 "fix", "al", "ag", "th", "", " ", "  ", "\t", "\n", ",", "x"]
+
+
+def test_skipping_the_opener_regex_drops_what_the_regex_drops():
+    """``_without_opener`` tries the regex only on text whose first two
+    characters may start an opener; on any text it gives what the regex gives."""
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice(OPENER_PIECES) + rng.choice(("", " ", "  ", "\t"))
+                       for _ in range(rng.randrange(5)))
+        opener = mod._OPENER.match(text)
+        assert mod._without_opener(text) == (text[opener.end():] if opener else text), text
+
+
+def test_text_that_cannot_start_an_opener_is_not_matched(monkeypatch):
+    """Most texts start with no opener's first two letters: no regex is tried."""
+    tried = []
+    regex = mod._OPENER
+
+    class Counting:
+        def match(self, text):
+            tried.append(text)
+            return regex.match(text)
+
+    monkeypatch.setattr(mod, "_OPENER", Counting())
+    assert normalize_output("Build failed again on the linker step.") == "Build failed again on the linker step."
+    assert not tried
+    assert normalize_output("Let me check the linker step.") == "check the linker step."
+    assert tried == ["Let me check the linker step."]
+
+
+def test_remembered_results_are_made_comparable_only_when_compared():
+    """An output keeps its turn's results as they are; their ``Outcome``
+    (which normalizes them) is made only once a later output is compared with it."""
+    from monitor.detect.engine import Engine
+
+    said = "The parser rejects the nested table in the config file again."
+    s = Script(step=5)
+    s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
+    s.say("Something else entirely: the cache directory is empty and unused.").call(
+        "read", {"path": "cache"}, "nothing").usage(0.01)
+    s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
+    engine = Engine(only("output_similarity"))
+    engine.process_many(s.events())
+    first, other, again = engine.sessions["s1"].detectors[0].outputs
+    assert first[_RESULTS].__class__ is Outcome  # compared: its repeat had the same calls
+    assert other[_RESULTS] == ((False, "nothing"),) and again[_RESULTS].__class__ is tuple

@@ -177,3 +177,17 @@ def test_termination_survives_the_engines_deduplication():
     last_line = [d for d in found if d.line == s.line]
     assert [d.detector for d in last_line] == ["turn_similarity"]
     assert last_line[0].proposed is Level.TERMINATE
+
+
+def test_a_turn_is_remembered_by_its_words_each_between_spaces():
+    """A remembered turn is looked up in its lower-cased words, text then
+    calls, each between two spaces: for squashed text that is the text
+    itself (no join of its tokens); its size counts distinct words."""
+    text = "Checking  the\tBuild output AGAIN,\nthen the build output again"
+    s = Script(step=5)
+    s.say(text).call("bash", {"command": "make  all -j 4"}, "ok").usage(0.01)
+    engine = Engine(only("turn_similarity"))
+    engine.process_many(s.events())
+    (seen,) = engine.sessions["s1"].detectors[0].history
+    words = text.lower().split() + 'bash bash:{"command":"make all -j 4"}'.lower().split()
+    assert seen[_TOKENS] == f" {' '.join(words)} " and seen[_SIZE] == len(set(words))

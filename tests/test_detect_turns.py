@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+import random
 from pathlib import Path
 
-from monitor.detect.analysis.turns import BoundedText, TurnTracker
+import orjson
+
+from monitor.demo.synthetic import records
+from monitor.detect.analysis.turns import BoundedText, Turn, TurnTracker
+from monitor.detect.engine import Engine
 from monitor.events import Event, Kind
+from monitor.formats.lines import LineDecoder
+from monitor.text import squash_ws, squashed
 from tests.formatkit import decode_file, write_jsonl
 
 
@@ -159,3 +167,55 @@ def test_response_ids_decide_which_turn_a_call_joins():
     turns = feed_all(events)
     assert [len(t.calls) for t in turns] == [2, 1]
     assert turns[0].has_text and not turns[1].has_text
+
+
+#: White space of every kind (and two letters) to build texts from.
+SPACES_AND_LETTERS = " \t\n\r\x0b\x1f\xa0\u2028ab"
+
+
+def test_squashed_text_is_squash_ws_of_the_text_after_every_piece():
+    """``BoundedText.squashed`` (made once, shared by the similarity detectors)
+    is always ``squash_ws`` of the text: after each piece and after a
+    message is taken back."""
+    rng = random.Random(0)
+    for _ in range(3000):
+        text = BoundedText(40)
+        for _ in range(rng.randrange(1, 4)):
+            before = (text.head, text.tail, text.length)
+            text.add("".join(rng.choice(SPACES_AND_LETTERS) for _ in range(rng.randrange(30))))
+            assert text.squashed() == squash_ws(text.text())
+            if rng.random() < 0.3:
+                text.restore(before)
+                assert text.squashed() == squash_ws(text.text())
+
+
+def test_squashed_returns_squashed_text_itself():
+    """Text with single spaces between its words is not copied (most prose)."""
+    prose = "Running the tests again, then the build."
+    assert squashed(prose) is prose
+    for text in (" lead", "trail ", "two  spaces", "new\nline", "tab\there", "nb\xa0sp"):
+        assert squashed(text) == squash_ws(text) != text
+
+
+def test_no_judged_turn_outlives_the_next_event():
+    """The detectors keep references, never turns: with every detector on, a
+    session holds only its turn in progress and the one its latest event
+    completed, so a judged turn goes, with its events, once the next is fed."""
+    engine = Engine()
+    decoder = LineDecoder("t.jsonl")
+    for line, record in enumerate(records(3000, sessions=3, seed=1, loop_rate=0.05), 1):
+        for event in decoder.feed(orjson.dumps(record), line, now=0.0)[0]:
+            engine.process(event)
+    gc.collect()
+    turns = [found for found in gc.get_objects() if found.__class__ is Turn]
+    assert 0 < len(turns) <= 2 * len(engine.sessions)
+
+
+def test_a_handed_back_turn_keeps_its_events():
+    """A completed turn is not emptied when the next event comes (nothing
+    keeps it longer): its events stay readable to whoever holds it."""
+    tracker = TurnTracker()
+    tracker.feed(ev(Kind.TOOL_CALL, 0, 1, tool="read", args={"path": "a"}, call_id="1"))
+    turn = tracker.feed(ev(Kind.TOOL_RESULT, 1, 2, content="A", call_id="1"))
+    tracker.feed(ev(Kind.TOOL_CALL, 2, 3, tool="read", args={"path": "b"}, call_id="2"))
+    assert turn.first is not None and [event.line for event in turn.events] == [1, 2]

@@ -42,7 +42,7 @@ from typing import Any
 
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.events import Event, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result, squashed
 
 #: ``meta`` keys under which adapters may carry the id of the model response
 #: a record belongs to.  Records of one response share it.
@@ -76,13 +76,14 @@ class BoundedText:
     """Text appended piece by piece, of which only the head and tail are kept
     (like :func:`monitor.text.clip`), so a 1 MB reply costs what a short one does."""
 
-    __slots__ = ("limit", "head", "tail", "length")
+    __slots__ = ("limit", "head", "tail", "length", "_squashed")
 
     def __init__(self, limit: int = SIMILARITY_CHARS):
         self.limit = limit
         self.head = ""
         self.tail = ""
         self.length = 0
+        self._squashed: str | None = None
 
     def add(self, piece: str) -> None:
         # Only slices of at most ``limit`` characters are ever copied.
@@ -91,6 +92,7 @@ class BoundedText:
         self._append(piece)
 
     def _append(self, piece: str) -> None:
+        self._squashed = None
         half = self.limit // 2
         self.length += len(piece)
         taken = 0
@@ -102,6 +104,19 @@ class BoundedText:
 
     def text(self) -> str:
         return self.head + self.tail
+
+    def squashed(self) -> str:
+        """:meth:`text` with its white space squashed (:func:`monitor.text.squashed`),
+        made once: output and turn similarity both compare it."""
+        text = self._squashed
+        if text is None:
+            text = self._squashed = squashed(self.head + self.tail)
+        return text
+
+    def restore(self, state: tuple[str, str, int]) -> None:
+        """Go back to an earlier ``(head, tail, length)``."""
+        self.head, self.tail, self.length = state
+        self._squashed = None
 
 
 class Outcome:
@@ -140,6 +155,16 @@ class Outcome:
 _NO_RESULTS = Outcome(())
 
 
+def held_outcome(held: list, index: int) -> Outcome:
+    """The :class:`Outcome` of the results (``Turn.results``) a detector holds
+    at ``held[index]``, made when first compared and kept there: most
+    remembered turns are never compared."""
+    results = held[index]
+    if results.__class__ is not Outcome:
+        results = held[index] = Outcome(results)
+    return results
+
+
 #: A tool call made in a turn: ``(tool name, canonical key)``.  A plain
 #: tuple: one is built per call, and a NamedTuple's (even through
 #: ``tuple.__new__``) cost a third of the turn.
@@ -151,8 +176,8 @@ class Turn:
 
     While the turn is built it holds its first, latest and (up to
     :data:`MAX_EVIDENCE`) evidence events; the detectors judging it take
-    :class:`~monitor.events.EventRef` of each event they keep, and the tracker
-    drops the events (:meth:`release`) when the next event arrives."""
+    :class:`~monitor.events.EventRef` of each event they keep, never the
+    turn, so a judged turn goes with its events once the next event is fed."""
 
     __slots__ = ("first", "last", "response", "text", "has_text", "messages", "calls", "call_id",
                  "call_ids", "open_calls", "results", "ended", "answered", "events", "_undo",
@@ -220,7 +245,7 @@ class Turn:
         self.has_text, self.messages, events, self.last, text = self._undo
         del self.events[events:]
         if text is not None and self.text is not None:
-            self.text.head, self.text.tail, self.text.length = text
+            self.text.restore(text)
         self._undo = None
 
     def add_call(self, event: Event) -> None:
@@ -242,13 +267,6 @@ class Turn:
         self.last = event
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
-
-    def release(self) -> None:
-        """Drop the events: the turn has been judged (its text, calls and
-        outcome stay readable)."""
-        self.first = self.last = None  # type: ignore[assignment]
-        self.events = []
-        self._undo = None
 
     # -- reading ----------------------------------------------------------
 
@@ -280,7 +298,7 @@ class TurnTracker:
     """Assembles one session's assistant turns; :meth:`feed` returns a turn once
     it is complete (at most one per event)."""
 
-    __slots__ = ("keep_text", "same_turn_seconds", "current", "_done", "_announced")
+    __slots__ = ("keep_text", "same_turn_seconds", "current", "_announced")
 
     def __init__(self, *, keep_text: bool = True, same_turn_seconds: float = 1.0):
         """``keep_text=False`` keeps only the shape of each turn (text or not,
@@ -288,9 +306,6 @@ class TurnTracker:
         self.keep_text = keep_text
         self.same_turn_seconds = same_turn_seconds
         self.current: Turn | None = None
-        #: The turn :meth:`feed` handed back last; its events are dropped on
-        #: the next call, once it has been judged.
-        self._done: Turn | None = None
         #: Response id announced by a usage report before any of its content
         #: (Claude Code reports usage on a response's first record).
         self._announced: str | None = None
@@ -298,9 +313,6 @@ class TurnTracker:
     def reset(self) -> None:
         self.current = None
         self._announced = None
-        if self._done is not None:
-            self._done.release()
-            self._done = None
 
     def _close(self) -> Turn | None:
         turn, self.current = self.current, None
@@ -336,14 +348,6 @@ class TurnTracker:
 
         Runs for every event of every session: the common paths (a tool call
         opening a turn, its result closing it) are written flat on purpose."""
-        done = self._done
-        if done is not None:
-            # The turn handed back for the previous event has been judged:
-            # release() it (inlined, as the common paths below are).
-            done.first = done.last = None  # type: ignore[assignment]
-            done.events = []
-            done._undo = None
-            self._done = None
         kind = event.kind
         turn = self.current
         if kind is _TOOL_CALL:
@@ -358,7 +362,6 @@ class TurnTracker:
             # _close() and _start(), inlined: most tool calls start a turn
             self.current = Turn(event, self.keep_text, self._announced)  # with the call added
             self._announced = None
-            self._done = turn
             return turn
         if kind is _TOOL_RESULT:
             if turn is None:
@@ -384,7 +387,6 @@ class TurnTracker:
                 turn.events.append(event)
             if turn.open_calls == 0:  # turn.complete: the result ended it
                 self.current = None
-                self._done = turn
                 return turn
             return None
         if kind is _MESSAGE:
@@ -395,22 +397,18 @@ class TurnTracker:
                 closed = self._close()
                 self._start(event)
                 self.current.add_message(event)
-                self._done = closed
                 return closed
             if event.role == "user":
                 self.reset()  # the engine resets detectors too; be safe on our own
                 return None
-            closed = self._done = self._end_response()
-            return closed
+            return self._end_response()
         if kind is _USAGE:
-            closed = self._done = self._usage(event)
-            return closed
+            return self._usage(event)
         # compaction, session start/end: whatever was in progress is over
         if turn is not None:
             turn.ended = True
             turn.open_calls = 0
-        closed = self._done = self._close()
-        return closed
+        return self._close()
 
     def _usage(self, event: Event) -> Turn | None:
         """A usage report ends the response in progress, unless it belongs to it."""

@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Outcome, Turn
+from monitor.detect.analysis.turns import Turn, held_outcome
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
-from monitor.text import clip, squash_ws
+from monitor.text import clip, squashed
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
 _OPENER = re.compile(
@@ -59,15 +59,23 @@ _OPENER = re.compile(
     r"i should)\s+",
     re.IGNORECASE,
 )
+#: The first two characters of every opener, lower-cased: ASCII text that
+#: starts otherwise has none (case-insensitive matching pairs an ASCII letter
+#: with a non-ASCII one only: "ı", "İ", "ſ", the Kelvin sign).
+_OPENER_STARTS = frozenset({"ok", "no", "ne", "so", "al", "fi", "th", "ag", "le", "we", "i'", "i "})
 
 
 def normalize_output(text: str) -> str:
     """The part of an output worth comparing: clipped, white space squashed,
     leading narration opener dropped."""
-    text = clip(text)
-    # Printable text holds no white space but single spaces: then it is squashed already.
-    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
-        text = squash_ws(text)
+    return _without_opener(squashed(clip(text)))
+
+
+def _without_opener(text: str) -> str:
+    """``text`` (squashed) without its leading narration opener."""
+    head = text[:2]
+    if head.isascii() and head.lower() not in _OPENER_STARTS:
+        return text  # most texts: no regex to try
     # The opener is anchored at the start: match() tries there only (sub() would scan on).
     opener = _OPENER.match(text)
     return text[opener.end():] if opener is not None else text
@@ -99,30 +107,25 @@ class OutputSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-class _Output:
-    """One remembered output: its compared text, chain anchor and a reference
-    to the turn (never the turn's events)."""
+#: One remembered output, held as a list: one is made per judged text turn,
+#: and a list costs a fraction of an object's construction.  Its fields, by
+#: index: its compared text; its chain anchor (the digest of the first output
+#: of the chain it repeats; None for an output that repeated nothing until one
+#: repeats it, see :func:`_anchor`); the sorted hashes of its call keys
+#: (compared for equality only); its results (``Turn.results``; their
+#: :class:`Outcome` once compared, see :func:`held_outcome`); the turn's first
+#: event, as evidence (a reference, never the event); the detector's count of
+#: new tool work when it was said.
+_Output = list
+_TEXT, _ANCHOR, _CALLS, _RESULTS, _EVENT, _WORK = range(6)
 
-    __slots__ = ("text", "_anchor", "calls", "results", "event", "work")
 
-    def __init__(self, text: str, anchor: str | None, calls: tuple[int, ...],
-                 results: Outcome, event: EventRef, work: int):
-        self.text = text
-        #: The digest of the first output of the chain it repeats; None for
-        #: an output that repeated nothing until one repeats it (most never
-        #: are: its own digest is written only then, see :attr:`anchor`).
-        self._anchor = anchor
-        self.calls = calls  # sorted hashes of the call keys (compared for equality only)
-        self.results = results
-        self.event = event  # the turn's first event, as evidence
-        self.work = work  # the detector's count of new tool work when it was said
-
-    @property
-    def anchor(self) -> str:
-        anchor = self._anchor
-        if anchor is None:
-            anchor = self._anchor = digest(self.text)
-        return anchor
+def _anchor(output: _Output) -> str:
+    """The chain anchor of a remembered output: the one it was given, else
+    its own digest (written when first needed, and kept)."""
+    if output[_ANCHOR] is None:
+        output[_ANCHOR] = digest(output[_TEXT])
+    return output[_ANCHOR]
 
 
 class OutputSimilarity(TurnDetector):
@@ -162,7 +165,7 @@ class OutputSimilarity(TurnDetector):
         keys = tuple(key for tool, key in turn.calls if not exempt(tool))
         if not keys:
             return
-        digest_ = hash((keys, turn.outcome().items))
+        digest_ = hash((keys, turn.results))  # (the items of turn.outcome())
         recent = self.recent_work
         if digest_ not in recent:
             self.work += 1
@@ -171,7 +174,7 @@ class OutputSimilarity(TurnDetector):
             del recent[0]
 
     def window(self) -> list[EventRef]:
-        return [output.event for output in self.outputs]
+        return [output[_EVENT] for output in self.outputs]
 
     def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
         # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
@@ -182,14 +185,16 @@ class OutputSimilarity(TurnDetector):
         # min_chars (most turns: tool calls only, no text) needs no normalizing.
         # (The held text is min(length, limit) characters long.)
         if bounded is None or min(bounded.length, bounded.limit) < s.min_chars:
-            if turn.calls and self.outputs and self.outputs[-1].work == self.work:
+            if turn.calls and self.outputs and self.outputs[-1][_WORK] == self.work:
                 self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
             return None
-        text = normalize_output(bounded.text())
+        # normalize_output(bounded.text()): the text is clipped already, and
+        # turn similarity reads the same squashed text.
+        text = _without_opener(bounded.squashed())
         if len(text) < s.min_chars:
-            if turn.calls and self.outputs and self.outputs[-1].work == self.work:
+            if turn.calls and self.outputs and self.outputs[-1][_WORK] == self.work:
                 self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
@@ -202,7 +207,6 @@ class OutputSimilarity(TurnDetector):
         else:
             exempt = view.exempt
             calls = tuple(sorted(hash(key) for tool, key in calls if not exempt(tool)))
-        results = turn.outcome()
 
         # Scores below the cut-off read as 0 (also on the sparkline): a high
         # score_cutoff lets rapidfuzz stop early.
@@ -212,9 +216,9 @@ class OutputSimilarity(TurnDetector):
         size = len(text)
         keep = view.keeps_similarity
         for earlier in self.outputs:
-            if not keep and (calls != earlier.calls or earlier.work != work):
+            if not keep and (calls != earlier[_CALLS] or earlier[_WORK] != work):
                 continue  # cannot match, and only a sparkline would show its score
-            other = earlier.text
+            other = earlier[_TEXT]
             if other == text:
                 score = 1.0
             else:
@@ -227,22 +231,22 @@ class OutputSimilarity(TurnDetector):
                 closest = score
             if score < cutoff or score <= best:
                 continue
-            if calls != earlier.calls:
+            if calls != earlier[_CALLS]:
                 continue  # same words, different action
-            if earlier.work != work:
+            if earlier[_WORK] != work:
                 continue  # new work since: a report on something else
-            if results.moved(earlier.results):
+            if turn.outcome().moved(held_outcome(earlier, _RESULTS)):
                 continue  # same words, new results: progress
             best, match = score, earlier
         if keep:
             view.note_similarity(self.name, closest)
 
         # An output that repeats nothing anchors a chain only once another
-        # repeats it: its digest waits until then (_Output.anchor).
-        anchor = match.anchor if match is not None else None
+        # repeats it: its digest waits until then (_anchor).
+        anchor = _anchor(match) if match is not None else None
         first = ref(turn.first)
         outputs = self.outputs
-        outputs.append(_Output(text, anchor, calls, results, first, work))
+        outputs.append([text, anchor, calls, turn.results, first, work])
         if len(outputs) > self.outputs_kept:
             del outputs[0]
         if match is None:
@@ -250,7 +254,7 @@ class OutputSimilarity(TurnDetector):
             return None
         repeats, involved = self.chains.get(anchor, (0, None))
         if involved is None:
-            involved = [match.event]
+            involved = [match[_EVENT]]
         involved.append(first)
         if len(involved) > 12:
             del involved[0]

@@ -20,8 +20,8 @@ complete.  Honest repetition that must not count:
 Per session only the compared window is kept (the note caps its history at
 50 turns for memory; only the last 5 are ever compared, so those are all we
 hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
-and its distinct tokens are kept joined in one string -- a few bytes a token,
-no Python object per token.
+and its words are kept as one string, each between two spaces -- a few bytes
+a word, no Python object per word.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import CallRecord
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Call, Outcome, Turn
+from monitor.detect.analysis.turns import Call, Outcome, Turn, held_outcome
 from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level, new_event
 from monitor.text import SIMILARITY_CHARS, clip
@@ -46,12 +46,19 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
+def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> tuple[list[str], str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text
-    and ``calls`` (its calls, the exempt ones left out).
+    and ``calls`` (its calls, the exempt ones left out); and the same words
+    each between two " ", as the turn is remembered (see :data:`_Seen`).
     (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
     text = turn.text
-    words = text.text().lower().split() if turn.has_text and text is not None else []
+    if turn.has_text and text is not None:
+        # Squashed, the lower-cased text is its words between single spaces
+        # already: no join (and output similarity squashes the same text).
+        spelled = text.squashed().lower()
+        words = spelled.split()
+    else:
+        spelled, words = "", []
     if calls:
         if len(calls) == 1:  # most turns make one call: no generator, no join
             tool, key = calls[0]
@@ -60,11 +67,14 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
             joined = " ".join(f"{tool} {key}" for tool, key in calls)
         if len(joined) > SIMILARITY_CHARS:
             joined = clip(joined, SIMILARITY_CHARS)
+        called = joined.lower().split()
         if words:
-            words += joined.lower().split()
+            words += called
+            spelled = f"{spelled} {' '.join(called)}"
         else:
-            words = joined.lower().split()
-    return words
+            words = called
+            spelled = " ".join(called)
+    return words, f" {spelled} "
 
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
@@ -113,8 +123,8 @@ def _cite(item: EventRef | _Cited) -> EventRef:
 
 #: One remembered turn, held as a list: one is made per compared turn, and a
 #: list costs a fraction of an object's construction.  Its fields, by index:
-#: its distinct tokens, each between two " " (none holds white space); how
-#: many; its results (``Turn.results``; their :class:`Outcome` once a turn
+#: its words, each between two " " (none holds white space; repeats kept:
+#: its squashed text needs no join); how many distinct ones; its results (``Turn.results``; their :class:`Outcome` once a turn
 #: resembles this one, see :func:`_outcome`); its chain anchor (None for a turn
 #: that repeated nothing until one repeats it, see :func:`_anchor`); the start
 #: of its text and call keys (bounded) that anchor is made of; and what the
@@ -135,10 +145,7 @@ def _anchor(seen: _Seen) -> str:
 
 def _outcome(seen: _Seen) -> Outcome:
     """The results of a remembered turn, made comparable when first needed (and kept)."""
-    results = seen[_RESULTS]
-    if results.__class__ is not Outcome:
-        results = seen[_RESULTS] = Outcome(results)
-    return results
+    return held_outcome(seen, _RESULTS)
 
 
 def _events(seen: _Seen) -> tuple[EventRef, ...]:
@@ -198,8 +205,9 @@ class TurnSimilarity(TurnDetector):
                 self.consecutive = 0
                 return None
             words = joined.lower().split()
+            spelled = f" {' '.join(words)} "
         else:
-            words = _words(turn, calls)
+            words, spelled = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too: most tool-only
         # turns stop here.
         toks = frozenset(words) if len(words) >= s.min_tokens else ()
@@ -246,10 +254,10 @@ class TurnSimilarity(TurnDetector):
             head = text.text()[:300] if text is not None else ""
             keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
             anchor, named = None, head + keys
-        # Kept as one string: a few bytes a token, and made without a Python
-        # object per token (turning hashes into an array("q") cost more than all the rest).
+        # Kept as one string: a few bytes a word, and made without a Python
+        # object per word (turning hashes into an array("q") cost more than all the rest).
         history = self.history
-        seen = [f" {' '.join(toks)} ", size, turn.results, anchor, named, _kept(turn)]
+        seen = [spelled, size, turn.results, anchor, named, _kept(turn)]
         history.append(seen)
         if len(history) > self.turns_kept:
             del history[0]
