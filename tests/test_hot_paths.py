@@ -17,6 +17,7 @@ import pytest
 from monitor.config import build_config
 from monitor.demo.synthetic import records
 from monitor.detect.engine import Engine
+from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
 from monitor.events import Event, EventRef, Kind
 from monitor.formats.lines import LineDecoder
@@ -310,10 +311,10 @@ def test_a_scan_makes_no_reference_cycles(tmp_path):
 
 
 class _Unlearned(dict):
-    """A tool memo that never answers: ``waiting.mark`` then always takes its full path."""
+    """A tool memo that calls no tool plain: ``waiting.mark`` then always takes its full path."""
 
-    def get(self, key, default=None):
-        return default
+    def __missing__(self, key):
+        return False
 
 
 def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
@@ -341,7 +342,7 @@ def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
         return marks
 
     state = rng.getstate()
-    fast = run({})
+    fast = run(TextMemo(256, 4096, waiting._plain_tool))
     rng.setstate(state)
     full = run(_Unlearned())
     assert [m[:4] for m in fast] == [m[:4] for m in full]
@@ -614,6 +615,7 @@ def test_retry_rounds_judges_a_write_tool_once_per_name():
         s.call(name, "ok", file_path="app.py", path="app.py", content="x = 1", old_string="a", new_string="b")
     run(s)
     for name in names:
+        assert name in retry_rounds._WHOLE_FILE_TOOL_NAMES  # the run asked, and the answer was kept
         assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None)
     assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
         "Write", "create_file", "write_to_file"}
@@ -763,8 +765,7 @@ def test_results_are_normalized_once_per_text_and_as_normalize_result_does(monke
         normalized.append(text)
         return normalize_result(text)
 
-    monkeypatch.setattr(calls, "normalize_result", counted)
-    monkeypatch.setattr(turns, "normalize_result", counted)
+    monkeypatch.setattr(NORMALIZED_RESULTS, "work", counted)
     NORMALIZED_RESULTS.clear()
     rng = random.Random(6)
     texts = ["3 passed in 1.2s at 10:20:30", "Exit code 1\nFAILED t.py::x - 0xdead", "ok", "", "x" * 3000]
@@ -825,7 +826,7 @@ def test_summary_lines_of_repeated_runs_are_parsed_once(monkeypatch):
 
     parsed = []
     real = failures._line_counts
-    monkeypatch.setattr(failures, "_line_counts", lambda line: parsed.append(line) or real(line))
+    monkeypatch.setattr(failures._SUMMARY_LINES, "work", lambda line: parsed.append(line) or real(line))
     failures._SUMMARY_LINES.clear()
     assert failures._summary_counts("FAILED t.py::test_1\n1 failed, 2 passed") == (1, 2)
     assert failures._summary_counts("FAILED t.py::test_2\n1 failed, 2 passed") == (1, 2)
@@ -876,7 +877,7 @@ def test_error_lines_of_repeated_runs_are_judged_once(monkeypatch):
     from monitor.detect.analysis import failures
 
     judged = []
-    monkeypatch.setattr(failures, "_error_line", lambda line: judged.append(line) or "")
+    monkeypatch.setattr(failures._ERROR_LINES, "work", lambda line: judged.append(line) or "")
     failures._ERROR_LINES.clear()
     failures._run_outcome("Exit code 1\nFAILED t.py::test_1 - assert 1 == 0\n1 failed in 0.1s", True)
     failures._run_outcome("Exit code 1\nFAILED t.py::test_2 - assert 2 == 0\n1 failed in 0.1s", True)
@@ -907,13 +908,14 @@ def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypa
     """``_tool_kind`` (the table's own look-up) gives ``_judge_tool``'s answer,
     judges a name once, and stays bounded when names are made up on the fly."""
     from monitor.detect.analysis import failures
+    from monitor.detect.analysis.memo import TextMemo
 
-    table = failures._ToolKinds()
-    monkeypatch.setattr(failures, "_TOOL_KINDS", table)
-    monkeypatch.setattr(failures, "_tool_kind", table.__getitem__)
     judged: list = []
     plain = failures._judge_tool
-    monkeypatch.setattr(failures, "_judge_tool", lambda tool: judged.append(tool) or plain(tool))
+    table = TextMemo(failures._TOOL_KINDS.max_chars, failures._TOOL_KINDS.max_size,
+                     lambda tool: judged.append(tool) or plain(tool))
+    monkeypatch.setattr(failures, "_TOOL_KINDS", table)
+    monkeypatch.setattr(failures, "_tool_kind", table.__getitem__)
     names = [None, "", "Bash", "bash", "run_tests", "pytest", "Edit", "TodoWrite", "apply_patch", "read_file",
              "shell", "str_replace_editor", "Write", "exec_command"]
     for _ in range(3):
@@ -925,7 +927,7 @@ def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypa
     assert judged == names  # each name once
     for n in range(5_000):
         assert failures._tool_kind(f"tool_{n}") == (False, False, False)
-    assert len(table) == 4096
+    assert 0 < len(table) <= 4096
 
 
 @pytest.mark.parametrize("sparklines", [False, True])

@@ -24,7 +24,7 @@ from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.events import Event, EventRef, Kind, call_snapshot
-from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result
+from monitor.text import SIMILARITY_CHARS, call_key, clip
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
@@ -84,7 +84,7 @@ class CallRecord:
         """The normalized result (``result_key``), ``None`` until it arrives."""
         if self.text is None:
             return None
-        return ("E:" if self.error else "R:") + NORMALIZED_RESULTS.answer(self.text, normalize_result)
+        return ("E:" if self.error else "R:") + NORMALIZED_RESULTS[self.text]
 
     def outcome(self) -> int:
         """The hash of the normalized result, computed once."""
@@ -211,10 +211,11 @@ def new_record(event: Event) -> CallRecord:
     # edits nothing (most) does no I/O, a command's answer is remembered.
     command = cache.get("shell_command", _UNSET)
     if command is None:
-        kind = _TOOL_KINDS.get(tool)
-        io = NO_IO if kind is not None and not kind[1] else call_io(event)
+        io = call_io(event) if _TOOL_KINDS[tool][1] else NO_IO
+    elif command is _UNSET:
+        io = call_io(event)
     else:
-        io = _BY_COMMAND.get(command) or call_io(event)
+        io = _BY_COMMAND[command]
     if cache.get("waited"):
         record.io = io.kept(True)
     else:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import LinePattern, failure_signature
 from monitor.events import Event
-from monitor.text import squash_ws
+from monitor.text import byte_classes, squash_ws
 
 #: Tools whose calls are shell commands even when the command key is unusual.
 SHELL_TOOLS = frozenset({
@@ -175,13 +175,12 @@ _OTHER_NOISE = (  # (substring that must be present, pattern, replacement)
 _HAS_DIGIT = re.compile(r"\d")
 #: ASCII with each hex digit as "h": a text without ``_HEX_RUN`` in it has
 #: no match of the hex pattern of :data:`_OTHER_NOISE`.
-_HEX_MARKS = bytes(ord("h") if chr(c) in "0123456789abcdefABCDEF" else ord(" ") for c in range(256))
+_HEX_MARKS = byte_classes({"0123456789abcdefABCDEF": "h"})
 _HEX_RUN = "h" * 12
 #: ASCII by what a character can be in a match of the other noise: "d" a
-#: digit, " " white space, ":" itself, "u" what can follow a number's digits
+#: digit, "s" white space, ":" itself, "u" what can follow a number's digits
 #: (and a space) in a duration or a percentage (a unit's first letter, "%").
-_NOISE_MARKS = bytes(ord("d") if chr(c).isdigit() else ord(" ") if chr(c).isspace() else ord(":") if c == ord(":")
-                     else ord("u") if chr(c) in "msun%" else ord("x") for c in range(256))
+_NOISE_MARKS = byte_classes({"0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", ":": ":", "msun%": "u"})
 _LINE_REF = _OTHER_NOISE[-1][1]
 
 
@@ -194,21 +193,10 @@ def _judge_tool(tool: str | None) -> tuple[bool, bool, bool]:
             low in SHELL_TOOLS)
 
 
-class _ToolKinds(dict):
-    """Tool name -> :func:`_judge_tool`'s answer, judged on first sight: names
-    repeat, regexes and lower-casing need not."""
-
-    def __missing__(self, tool: str | None) -> tuple[bool, bool, bool]:
-        kind = _judge_tool(tool)
-        if len(self) < 4096:  # bounded even if tool names are made up on the fly
-            self[tool] = kind
-        return kind
-
-
-_TOOL_KINDS = _ToolKinds()
-#: A tool's kind (see :class:`_ToolKinds`).  The table's own look-up, not a
-#: function around it: asked several times for most events, and a Python call
-#: costs several times a dict's.
+#: Tool name -> :func:`_judge_tool`'s answer: names repeat, regexes and
+#: lower-casing need not (bounded even if names are made up on the fly).
+_TOOL_KINDS = TextMemo(256, 4096, _judge_tool)
+#: A tool's kind: the table's own look-up, asked several times for most events.
 _tool_kind = _TOOL_KINDS.__getitem__
 
 
@@ -343,7 +331,7 @@ def is_test_run(call: Event | None) -> bool:
         result = True
     else:
         command = shell_command(call)
-        result = bool(command) and _RUNS_TESTS.answer(command, _runs_tests)
+        result = bool(command) and _RUNS_TESTS[command]
     call.cache["is_test_run"] = result
     return result
 
@@ -358,10 +346,9 @@ def _runs_tests(command: str) -> bool:
     return False
 
 
-#: Answers about a command line that depend on its text alone (an agent
-#: runs the same commands again and again).
-_RUNS_TESTS = TextMemo(256, 2048)
-_EDITS = TextMemo(256, 2048)
+#: Whether a command line runs tests, by its text alone (an agent runs the
+#: same commands again and again).
+_RUNS_TESTS = TextMemo(256, 2048, _runs_tests)
 
 
 def _ends(text: str, span: int) -> tuple[str, str]:
@@ -498,8 +485,8 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
         if noisy and not hexish:
             # Most digits are no noise ("assert 21 == 0"): each other kind
             # needs one of these (a time "d:", a duration or percentage "du"
-            # or "d u", "a:d" of a file:line), "0x", "seed" or "line ".
-            noisy = ("du" in marks or "d:" in marks or ":d" in marks or "d u" in marks
+            # or "dsu", "a:d" of a file:line), "0x", "seed" or "line ".
+            noisy = ("du" in marks or "d:" in marks or ":d" in marks or "dsu" in marks
                      or "0x" in text or "seed" in text or "line " in text)
     else:
         noisy = hexish = _HAS_DIGIT.search(text) is not None
@@ -533,11 +520,8 @@ def _has_count(line: str) -> bool:
 
 def _summary_counts(text: str) -> tuple[int | None, int | None]:
     """(failures, passed) from the last summary line of a test output."""
-    known_lines = _SUMMARY_LINES.get
     for line in reversed(text.splitlines()[-80:]):
-        counts = known_lines(line)
-        if counts is None:
-            counts = _SUMMARY_LINES.answer(line, _line_counts)
+        counts = _SUMMARY_LINES[line]
         if counts:
             return counts
     return None, None
@@ -563,7 +547,7 @@ def _line_counts(line: str) -> tuple[int | None, int | None] | tuple[()]:
 
 #: ``_line_counts`` by line: runs that differ share summary lines, and
 #: parsing one runs the count regex.
-_SUMMARY_LINES = TextMemo(300, 2048)
+_SUMMARY_LINES = TextMemo(300, 2048, _line_counts)
 
 
 def run_outcome(result: Event) -> RunOutcome:
@@ -613,11 +597,9 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
                 if len(names) >= MAX_FAILING_TESTS:
                     break
     errors: list[str] = []
-    known_error_lines = _ERROR_LINES.get
+    error_line = _ERROR_LINES.__getitem__
     for line in lines:
-        normalized = known_error_lines(line)
-        if normalized is None:
-            normalized = _ERROR_LINES.answer(line, _error_line)
+        normalized = error_line(line)
         if normalized and normalized not in errors:
             errors.append(normalized)
             if len(errors) >= MAX_ERROR_LINES:
@@ -655,7 +637,7 @@ def _may_count(low: str) -> bool:
 
 #: ``_error_line`` by line: runs that differ repeat most of their lines
 #: ("Exit code 1", the same summary), and judging one runs several regexes.
-_ERROR_LINES = TextMemo(300, 4096)
+_ERROR_LINES = TextMemo(300, 4096, _error_line)
 
 
 def tests_failed(result: Event) -> bool:
@@ -748,12 +730,16 @@ def is_edit(call: Event) -> bool:
     if _tool_kind(call.tool)[1]:
         return True
     command = shell_command(call)
-    return bool(command) and _EDITS.answer(command, _edits)
+    return bool(command) and _EDITS[command]
 
 
 def _edits(command: str) -> bool:
     """Whether the command line ``command`` changes files (see :func:`_shell_edit`)."""
     return _shell_edit(command[:4000], _segments(command))
+
+
+#: Whether a command line changes files, by its text alone.
+_EDITS = TextMemo(256, 2048, _edits)
 
 
 def _shell_edit(command: str, segments: list[str]) -> bool:

@@ -131,14 +131,8 @@ def call_io(call: Event | None) -> CallIO:
     if command is None:
         io = _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO  # is_edit() of a call that runs no command
     else:
-        io = _BY_COMMAND.answer(command, command_io)
+        io = _BY_COMMAND[command]
     return io
-
-
-#: call_io's answers by command line and by edited path: they depend on the
-#: text alone.
-_BY_COMMAND = TextMemo(256, 2048)
-_BY_TARGET = TextMemo(256, 2048)
 
 
 def _edit_io(args: dict | None) -> CallIO:
@@ -153,7 +147,7 @@ def _edit_io(args: dict | None) -> CallIO:
             target = None
     if not target:
         return _BLIND_EDIT if target is None else NO_IO
-    return _BY_TARGET.answer(target, _target_io)
+    return _BY_TARGET[target]
 
 
 def _target_io(target: str) -> CallIO:
@@ -209,3 +203,9 @@ def command_io(command: str) -> CallIO:
         if len(reads) > _MAX_NAMES:
             break
     return CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
+
+
+#: call_io's answers by command line and by edited path: they depend on the
+#: text alone.
+_BY_COMMAND = TextMemo(256, 2048, command_io)
+_BY_TARGET = TextMemo(256, 2048, _target_io)

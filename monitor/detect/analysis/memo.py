@@ -9,29 +9,33 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-from monitor.text import SIMILARITY_CHARS
+from monitor.text import SIMILARITY_CHARS, normalize_result
 
 
 class TextMemo(dict):
-    """Answers by text (or by a key made of one), for texts up to
-    ``max_chars`` long, at most ``max_size`` of them.  A dict, so that a hit
-    is one ``get``."""
+    """``work``'s answers by text (or by a key made of one), for texts up to
+    ``max_chars`` long, at most ``max_size`` of them.  A dict that works out
+    what it is missing: ``memo[text]`` is the answer, and a hit is one
+    subscript, in C (asked several times an event, a Python call around the
+    look-up would cost several times the look-up)."""
 
-    __slots__ = ("max_chars", "max_size")
+    __slots__ = ("max_chars", "max_size", "work")
 
-    def __init__(self, max_chars: int, max_size: int):
+    def __init__(self, max_chars: int, max_size: int, work: Callable[[Any], Any] | None = None):
         super().__init__()
         self.max_chars = max_chars
         self.max_size = max_size
+        self.work = work
 
-    def answer(self, text: str, work: Callable[[str], Any]) -> Any:
-        """``work(text)``, remembered when ``text`` is short enough."""
-        if len(text) > self.max_chars:
-            return work(text)
-        found = self.get(text)
-        if found is None:
-            found = self.remember(text, work(text))
-        return found
+    def __missing__(self, text: Any) -> Any:
+        """``work(text)``, remembered when ``text`` is short enough (a key
+        that is not text, such as a tool's missing name, always is)."""
+        if self.work is None:
+            raise KeyError(text)
+        value = self.work(text)
+        if text.__class__ is not str or len(text) <= self.max_chars:
+            self.remember(text, value)
+        return value
 
     def keeps(self, text: str) -> bool:
         """Whether answers about ``text`` are remembered."""
@@ -47,4 +51,4 @@ class TextMemo(dict):
 
 #: ``normalize_result`` of clipped result texts (what ``CallRecord`` and
 #: ``Outcome`` compare): a loop gets the same output again and again.
-NORMALIZED_RESULTS = TextMemo(SIMILARITY_CHARS, 512)
+NORMALIZED_RESULTS = TextMemo(SIMILARITY_CHARS, 512, normalize_result)

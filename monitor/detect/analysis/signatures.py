@@ -360,7 +360,7 @@ def failure_signature(result: Event) -> str | None:
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):
-        candidate = _FAILURES.answer(text, _failure_text)
+        candidate = _FAILURES[text]
         if len(candidate) >= MIN_SIGNATURE_CHARS:
             signature = ("E:" if result.is_error else "R:") + candidate
     result.cache["failure_signature"] = signature
@@ -378,7 +378,7 @@ def _failure_text(text: str) -> str:
 
 
 #: ``_failure_text`` by text: a loop fails the same way again and again.
-_FAILURES = TextMemo(2000, 512)
+_FAILURES = TextMemo(2000, 512, _failure_text)
 
 
 def failed_silently(result: Event) -> bool:

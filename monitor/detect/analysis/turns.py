@@ -42,7 +42,7 @@ from typing import Any
 
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.events import Event, Kind
-from monitor.text import SIMILARITY_CHARS, call_key, clip, normalize_result, squashed
+from monitor.text import SIMILARITY_CHARS, call_key, clip, squashed
 
 #: ``meta`` keys under which adapters may carry the id of the model response
 #: a record belongs to.  Records of one response share it.
@@ -138,8 +138,8 @@ class Outcome:
     def key(self) -> tuple[str, ...]:
         """The normalized results, order-free (parallel calls finish in any order)."""
         if self._key is None:
-            normalized = NORMALIZED_RESULTS.answer
-            self._key = tuple(sorted(("E:" if error else "R:") + normalized(content, normalize_result)
+            normalized = NORMALIZED_RESULTS.__getitem__
+            self._key = tuple(sorted(("E:" if error else "R:") + normalized(content)
                                      for error, content in self.items))
         return self._key
 

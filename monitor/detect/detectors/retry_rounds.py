@@ -46,8 +46,6 @@ _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
 _WHOLE_FILE_TOOLS = re.compile(r"(?i)write|create")
-#: Whether a tool writes whole files, by its name (names repeat).
-_WHOLE_FILE_TOOL_NAMES = TextMemo(256, 1024)
 #: Edits and failures remembered (the rounds are read from them), restores
 #: tracked, failure texts kept for messages, evidence kept per restore.
 LOG = 16
@@ -61,6 +59,10 @@ _UNSET = object()
 
 def _writes_whole_files(tool: str) -> bool:
     return _WHOLE_FILE_TOOLS.search(tool) is not None
+
+
+#: Whether a tool writes whole files, by its name (names repeat).
+_WHOLE_FILE_TOOL_NAMES = TextMemo(256, 1024, _writes_whole_files)
 
 
 class _Restore:
@@ -166,9 +168,7 @@ class RetryRounds(Detector):
             restore = False
             if io.writes:
                 tool = event.tool or ""
-                restore = _WHOLE_FILE_TOOL_NAMES.get(tool)  # (TextMemo.answer, inline)
-                if restore is None:
-                    restore = _WHOLE_FILE_TOOL_NAMES.answer(tool, _writes_whole_files)
+                restore = _WHOLE_FILE_TOOL_NAMES[tool]
         if io.writes or restore:  # edits it names (running a script is not one)
             self._log(event.seq, record.hash & _EDIT)
         if not restore:

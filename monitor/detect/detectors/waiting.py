@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import CallRecord, call_record
 from monitor.detect.analysis.failures import _COMMAND_KEY_SET, _segments, _tool_kind, shell_command
+from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 from monitor.text import call_key
@@ -74,18 +75,16 @@ _WAIT_KEY_SET = frozenset(WAIT_KEYS)
 _RESULTS = frozenset({Kind.TOOL_RESULT})
 #: Arguments that give a call a command line (see ``shell_command``) or a wait.
 _MARKING_KEYS = _WAIT_KEY_SET | _COMMAND_KEY_SET
-#: Tool name -> whether its calls can only wait by their arguments (neither a
-#: shell, which runs commands, nor a wait tool).  Bounded as ``_TOOL_KINDS``.
-_PLAIN_TOOLS: dict[str | None, bool] = {}
 
 
 def _plain_tool(tool: str | None) -> bool:
-    plain = _PLAIN_TOOLS.get(tool)
-    if plain is None:
-        plain = not _tool_kind(tool)[2] and (tool or "").lower() not in _WAIT_TOOLS
-        if len(_PLAIN_TOOLS) < 4096:
-            _PLAIN_TOOLS[tool] = plain
-    return plain
+    """Whether a tool's calls can only wait by their arguments (neither a
+    shell, which runs commands, nor a wait tool)."""
+    return not _tool_kind(tool)[2] and (tool or "").lower() not in _WAIT_TOOLS
+
+
+#: :func:`_plain_tool` by tool name, as ``_TOOL_KINDS``.
+_PLAIN_TOOLS = TextMemo(256, 4096, _plain_tool)
 
 
 def mark(call: Event, view: SessionView) -> None:
@@ -99,7 +98,7 @@ def mark(call: Event, view: SessionView) -> None:
     elapsed = ts - last if last else 0.0
     args = call.args
     if (elapsed < WAIT_GAP and not view.last_wait and (not args or _MARKING_KEYS.isdisjoint(args))
-            and _PLAIN_TOOLS.get(call.tool)):
+            and _PLAIN_TOOLS[call.tool]):
         # Most calls: no command line, no wait argument, no wait before it
         # and no long gap, so nothing to mark (and ``last_wait`` stays 0).
         return
@@ -109,7 +108,6 @@ def mark(call: Event, view: SessionView) -> None:
     command = shell_command(call)
     pure = 0.0
     waited = view.last_wait
-    _plain_tool(call.tool)  # (learned for the test above)
     if command is not None:
         if "sleep" in command:
             pure = only_waits(call)
