@@ -31,17 +31,44 @@ def session_lines(session: str, steps: int) -> list[bytes]:
         tool = "bash" if looping else TOOLS[step % len(TOOLS)]
         args = {"cmd": "make test"} if looping else {"path": f"src/module_{step % 997}.py", "line": step}
         call = f"{session}-{step}"
-        out.append(orjson.dumps({"type": "tool_call", "session": session, "id": call, "name": tool,
-                                 "args": args}))
+        out.append(
+            orjson.dumps({"type": "tool_call", "session": session, "id": call, "name": tool, "args": args})
+        )
         result = "FAILED tests/test_x.py::test_y" if looping else f"ok {step}: " + "x" * (step % 200)
-        out.append(orjson.dumps({"type": "tool_result", "session": session, "id": call, "content": result,
-                                 "is_error": looping}))
+        out.append(
+            orjson.dumps(
+                {
+                    "type": "tool_result",
+                    "session": session,
+                    "id": call,
+                    "content": result,
+                    "is_error": looping,
+                }
+            )
+        )
         if step % 10 == 9:
-            out.append(orjson.dumps({"type": "message", "session": session, "role": "assistant",
-                                     "content": f"Step {step}: looked at module {step % 997}, moving on."}))
+            out.append(
+                orjson.dumps(
+                    {
+                        "type": "message",
+                        "session": session,
+                        "role": "assistant",
+                        "content": f"Step {step}: looked at module {step % 997}, moving on.",
+                    }
+                )
+            )
         if step % 25 == 24:
-            out.append(orjson.dumps({"type": "usage", "session": session, "input_tokens": 1200 + step,
-                                     "output_tokens": 80, "cost_usd": 0.002}))
+            out.append(
+                orjson.dumps(
+                    {
+                        "type": "usage",
+                        "session": session,
+                        "input_tokens": 1200 + step,
+                        "output_tokens": 80,
+                        "cost_usd": 0.002,
+                    }
+                )
+            )
     return [line + b"\n" for line in out]
 
 
@@ -102,11 +129,20 @@ async def main_async(args: argparse.Namespace) -> None:
     totals = Totals()
     per_client = args.rate / args.clients if args.rate else 0.0
     stop_at = time.monotonic() + args.duration
-    await asyncio.gather(*(agent(args.socket, f"{args.prefix}-{n}", per_client, stop_at, totals)
-                           for n in range(args.clients)))
-    print(json.dumps({"sent": totals.sent, "detections": totals.detections, "errors": totals.errors,
-                      "disconnected": totals.disconnected}),
-          flush=True)
+    await asyncio.gather(
+        *(agent(args.socket, f"{args.prefix}-{n}", per_client, stop_at, totals) for n in range(args.clients))
+    )
+    print(
+        json.dumps(
+            {
+                "sent": totals.sent,
+                "detections": totals.detections,
+                "errors": totals.errors,
+                "disconnected": totals.disconnected,
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -51,7 +51,11 @@ async def serve(args: argparse.Namespace) -> None:
             await asyncio.sleep(0.005)
             late = loop.time() - before - 0.005
             if late > lag.get("max", 0.0):
-                lag["max"], lag["cpu"], lag["pcpu"] = late, time.thread_time() - cpu, time.process_time() - pcpu
+                lag["max"], lag["cpu"], lag["pcpu"] = (
+                    late,
+                    time.thread_time() - cpu,
+                    time.process_time() - pcpu,
+                )
 
     lag_task = asyncio.create_task(measure_lag())
     stdin_closed = asyncio.Event()
@@ -63,15 +67,27 @@ async def serve(args: argparse.Namespace) -> None:
                     await stdin_closed.wait()
             except TimeoutError:
                 pass
-            print(json.dumps({
-                "t": time.monotonic(), "events": hub.events_total, "received": server.events,
-                "detections": hub.detections_total, "problems": hub.problems_total,
-                "connections": len(server.connections), "queued_batches": hub._queue.qsize(),
-                "ingest_pending": server.ingest.pending, "ingest_batches": server.ingest.batches,
-                "batch_size": server.ingest.batch_size, "max_loop_lag": round(lag.pop("max", 0.0), 4), "lag_cpu": round(lag.pop("cpu", 0.0), 4),
-                "lag_process_cpu": round(lag.pop("pcpu", 0.0), 4),
-                "slowest_round": round(server.ingest.slowest_round, 4),
-            }), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "t": time.monotonic(),
+                        "events": hub.events_total,
+                        "received": server.events,
+                        "detections": hub.detections_total,
+                        "problems": hub.problems_total,
+                        "connections": len(server.connections),
+                        "queued_batches": hub._queue.qsize(),
+                        "ingest_pending": server.ingest.pending,
+                        "ingest_batches": server.ingest.batches,
+                        "batch_size": server.ingest.batch_size,
+                        "max_loop_lag": round(lag.pop("max", 0.0), 4),
+                        "lag_cpu": round(lag.pop("cpu", 0.0), 4),
+                        "lag_process_cpu": round(lag.pop("pcpu", 0.0), 4),
+                        "slowest_round": round(server.ingest.slowest_round, 4),
+                    }
+                ),
+                flush=True,
+            )
             server.ingest.slowest_round = 0.0
     finally:
         lag_task.cancel()
@@ -94,8 +110,9 @@ def main() -> None:
     if args.profile:
         import cProfile
 
-        cProfile.runctx("asyncio.run(serve(args))", globals(), {"args": args, "serve": serve},
-                        filename=args.profile)
+        cProfile.runctx(
+            "asyncio.run(serve(args))", globals(), {"args": args, "serve": serve}, filename=args.profile
+        )
     else:
         asyncio.run(serve(args))
 

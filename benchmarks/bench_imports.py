@@ -23,27 +23,40 @@ import tempfile
 from common import ROOT, table
 
 #: A PreToolUse event as Claude Code sends it.
-HOOK_INPUT = json.dumps({"hook_event_name": "PreToolUse", "session_id": "bench", "tool_name": "Bash",
-                         "tool_input": {"command": "ls"}, "tool_use_id": "t1", "cwd": "/"}).encode()
+HOOK_INPUT = json.dumps(
+    {
+        "hook_event_name": "PreToolUse",
+        "session_id": "bench",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "t1",
+        "cwd": "/",
+    }
+).encode()
 
 #: Printed by each case after its work, to count what it loaded.
-COUNT = "import sys; print(len(sys.modules), sum(m.startswith('monitor') for m in sys.modules), file=sys.stderr)"
+COUNT = (
+    "import sys; print(len(sys.modules), sum(m.startswith('monitor') for m in sys.modules), file=sys.stderr)"
+)
 
 CASES = {
     "python -c pass": ("pass", b""),
     "import monitor.client": ("import monitor.client", b""),
-    "hook, no monitor": ("import sys; sys.argv = ['loopwatch', 'hook', 'claude']\n"
-                         "from monitor.cli import main\n"
-                         "try:\n    main(sys.argv[1:])\nfinally:\n    " + COUNT.replace("; ", "\n    "),
-                         HOOK_INPUT),
+    "hook, no monitor": (
+        "import sys; sys.argv = ['loopwatch', 'hook', 'claude']\n"
+        "from monitor.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nfinally:\n    " + COUNT.replace("; ", "\n    "),
+        HOOK_INPUT,
+    ),
 }
 
 
 def cpu_seconds(code: str, stdin: bytes, env: dict[str, str]) -> tuple[float, str]:
     """The child's CPU time running ``code`` (``python -c``), and what it wrote on stderr."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, env=env,
-                            cwd=ROOT, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], input=stdin, capture_output=True, env=env, cwd=ROOT, check=False
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), result.stderr.decode()
 
@@ -53,8 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=30, help="runs per case (default 30)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "LOOPWATCH_SOCKET": os.path.join(tmp, "none.sock"),
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "LOOPWATCH_SOCKET": os.path.join(tmp, "none.sock"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         env.pop("LOOPWATCH_ADDRESS", None)
         rows, base = [], None
         for name, (code, stdin) in CASES.items():
@@ -69,8 +86,13 @@ def main(argv: list[str] | None = None) -> int:
             base = median if base is None else base
             total, ours = (modules.split() + ["?", "?"])[:2]
             rows.append((name, median, median - base, total, ours))
-    print(table(f"CPU time per process, median of {args.runs} (ms)",
-                ("case", "cpu ms", "over bare python", "modules", "monitor.*"), rows))
+    print(
+        table(
+            f"CPU time per process, median of {args.runs} (ms)",
+            ("case", "cpu ms", "over bare python", "modules", "monitor.*"),
+            rows,
+        )
+    )
     return 0
 
 

@@ -39,18 +39,35 @@ def records(session: str, n: int, rng: random.Random) -> list[dict]:
     step = n % 5
     cmd = "pytest -x" if stuck else f"sed -n {n}p src/module_{n % 37}.py"
     if step == 0:
-        return [{"type": "tool_call", "session": session, "id": f"c{n}", "name": "bash", "args": {"cmd": cmd}}]
+        return [
+            {"type": "tool_call", "session": session, "id": f"c{n}", "name": "bash", "args": {"cmd": cmd}}
+        ]
     if step == 1:
         content = "1 failed" if stuck else f"line {n}: value = {rng.random():.6f}"
         return [{"type": "tool_result", "session": session, "id": f"c{n - 1}", "content": content}]
     if step == 2:
-        return [{"type": "message", "session": session, "role": "assistant",
-                 "content": f"Looking at module {n % 37}, step {n}."}]
+        return [
+            {
+                "type": "message",
+                "session": session,
+                "role": "assistant",
+                "content": f"Looking at module {n % 37}, step {n}.",
+            }
+        ]
     if step == 3:
-        return [{"type": "tool_call", "session": session, "id": f"c{n}", "name": "read_file",
-                 "args": {"path": f"src/module_{(n * 7) % 41}.py"}}]
-    return [{"type": "tool_result", "session": session, "id": f"c{n - 1}", "content": f"def f{n}(): pass"},
-            {"type": "usage", "session": session, "input_tokens": 1000 + n, "output_tokens": 50}]
+        return [
+            {
+                "type": "tool_call",
+                "session": session,
+                "id": f"c{n}",
+                "name": "read_file",
+                "args": {"path": f"src/module_{(n * 7) % 41}.py"},
+            }
+        ]
+    return [
+        {"type": "tool_result", "session": session, "id": f"c{n - 1}", "content": f"def f{n}(): pass"},
+        {"type": "usage", "session": session, "input_tokens": 1000 + n, "output_tokens": 50},
+    ]
 
 
 def writer(directory: str, files: int, rate: float, seconds: float) -> None:
@@ -93,8 +110,9 @@ async def monitor(args: argparse.Namespace) -> dict:
     logs = tmp / "logs"
     logs.mkdir()
     for i in range(args.files):
-        (logs / f"agent-{i:04}.jsonl").write_text(json.dumps(
-            {"type": "session_start", "session": f"s{i:04}", "agent": "bench"}) + "\n")
+        (logs / f"agent-{i:04}.jsonl").write_text(
+            json.dumps({"type": "session_start", "session": f"s{i:04}", "agent": "bench"}) + "\n"
+        )
     store = None if args.no_db else Store(tmp / "bench.db")
     if store is not None:
         store.start()
@@ -123,15 +141,26 @@ async def monitor(args: argparse.Namespace) -> dict:
                 feed.drain()
                 info = feed.sessions.get("s0000")
                 if info is not None:
-                    info.window  # the selected session's window
+                    info.window  # noqa: B018  the selected session's window
 
         ui_task = asyncio.create_task(ui())
     await hub.start()
     source = FileSource([str(logs)], hub, start=StartPolicy("start"))
     await source.start()
     me = psutil.Process()
-    proc = subprocess.Popen([sys.executable, __file__, "--writer", str(logs), str(args.files), str(args.rate),
-                             str(args.seconds + args.warmup)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--writer",
+            str(logs),
+            str(args.files),
+            str(args.rate),
+            str(args.seconds + args.warmup),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     await asyncio.sleep(args.warmup)
     t0, cpu0, events0, engine0 = time.monotonic(), _cpu(), hub.events_total, engine_cpu[0]
     rss0 = me.memory_info().rss
@@ -154,18 +183,25 @@ async def monitor(args: argparse.Namespace) -> dict:
         store.close()
     wall = t1 - t0
     return {
-        "files": args.files, "target_events_per_sec": args.rate, "store": store is not None,
-        "ui_feed": args.ui_feed, "events_per_sec": round((events1 - events0) / wall),
+        "files": args.files,
+        "target_events_per_sec": args.rate,
+        "store": store is not None,
+        "ui_feed": args.ui_feed,
+        "events_per_sec": round((events1 - events0) / wall),
         "cpu_cores": round((cpu1 - cpu0) / wall, 2),
         "engine_cpu_cores": round((engine1 - engine0) / wall, 2),
         "engine_us_per_event": round(1e6 * (engine1 - engine0) / max(1, events1 - events0), 1),
         "detectors": sorted(d.name for d in next(iter(hub.engine.sessions.values())).detectors),
-        "rss_mb_start": round(rss0 / 2**20, 1), "rss_mb_end": round(rss_samples[-1] / 2**20, 1),
+        "rss_mb_start": round(rss0 / 2**20, 1),
+        "rss_mb_end": round(rss_samples[-1] / 2**20, 1),
         "rss_mb_max": round(max(rss_samples) / 2**20, 1),
-        "events_written": written, "events_processed": hub.events_total,
+        "events_written": written,
+        "events_processed": hub.events_total,
         "unprocessed_after_drain": written - hub.events_total,
-        "behind_when_writer_stopped": behind, "drain_seconds": round(drain, 2),
-        "sessions": len(hub.sessions()), "detections": hub.detections_total,
+        "behind_when_writer_stopped": behind,
+        "drain_seconds": round(drain, 2),
+        "sessions": len(hub.sessions()),
+        "detections": hub.detections_total,
         "loadavg": os.getloadavg(),
     }
 
@@ -214,11 +250,16 @@ async def capacity(args: argparse.Namespace) -> dict:
     if store is not None:
         store.close()
     return {
-        "mode": "capacity", "files": args.files, "events": written, "store": store is not None,
-        "cpu_seconds": round(cpu1 - cpu0, 2), "wall_seconds": round(t1 - t0, 2),
+        "mode": "capacity",
+        "files": args.files,
+        "events": written,
+        "store": store is not None,
+        "cpu_seconds": round(cpu1 - cpu0, 2),
+        "wall_seconds": round(t1 - t0, 2),
         "events_per_cpu_second": round(written / (cpu1 - cpu0)),
         "cpu_us_per_event": round(1e6 * (cpu1 - cpu0) / written, 1),
-        "rss_mb": round(rss / 2**20, 1), "loadavg": os.getloadavg(),
+        "rss_mb": round(rss / 2**20, 1),
+        "loadavg": os.getloadavg(),
     }
 
 
@@ -237,26 +278,39 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--no-db", action="store_true", help="no SQLite store in the pipeline")
-    parser.add_argument("--ui-feed", action="store_true",
-                        help="subscribe as the TUI does (every session snapshot published)")
-    parser.add_argument("--backlog", type=int, default=0, metavar="EVENTS",
-                        help="capacity mode: ingest this many pre-written events, report events per CPU-second")
+    parser.add_argument(
+        "--ui-feed", action="store_true", help="subscribe as the TUI does (every session snapshot published)"
+    )
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=0,
+        metavar="EVENTS",
+        help="capacity mode: ingest this many pre-written events, report events per CPU-second",
+    )
     args = parser.parse_args()
     if args.backlog:
         result = asyncio.run(capacity(args))
         print(json.dumps(result))
         verdict = "PASS" if result["events_per_cpu_second"] >= args.rate else "FAIL"
-        print(f"capacity: {result['events_per_cpu_second']:,} events per CPU-second over {args.files} files "
-              f"({result['cpu_us_per_event']} us/event) -> {verdict} (target {args.rate:,.0f}/s on one core)")
+        print(
+            f"capacity: {result['events_per_cpu_second']:,} events per CPU-second over {args.files} files "
+            f"({result['cpu_us_per_event']} us/event) -> {verdict} (target {args.rate:,.0f}/s on one core)"
+        )
         return
     result = asyncio.run(monitor(args))
     print(json.dumps(result))
-    ok = (result["events_per_sec"] >= 0.95 * args.rate and result["unprocessed_after_drain"] == 0
-          and result["cpu_cores"] <= 1.0)
-    print(f"ingest: {result['events_per_sec']:,} events/s from {args.files} files using "
-          f"{result['cpu_cores']} cores, RSS {result['rss_mb_start']} -> {result['rss_mb_end']} MB, "
-          f"{result['behind_when_writer_stopped']:,} behind at the end, drained in {result['drain_seconds']} s "
-          f"-> {'PASS' if ok else 'FAIL'} (target {args.rate:,.0f}/s on one core)")
+    ok = (
+        result["events_per_sec"] >= 0.95 * args.rate
+        and result["unprocessed_after_drain"] == 0
+        and result["cpu_cores"] <= 1.0
+    )
+    print(
+        f"ingest: {result['events_per_sec']:,} events/s from {args.files} files using "
+        f"{result['cpu_cores']} cores, RSS {result['rss_mb_start']} -> {result['rss_mb_end']} MB, "
+        f"{result['behind_when_writer_stopped']:,} behind at the end, drained in {result['drain_seconds']} s "
+        f"-> {'PASS' if ok else 'FAIL'} (target {args.rate:,.0f}/s on one core)"
+    )
 
 
 if __name__ == "__main__":

@@ -68,12 +68,31 @@ def run_load(args: argparse.Namespace, rate: float, duration: float) -> dict:
         reader = threading.Thread(target=collect, daemon=True)
         reader.start()
         launched = time.monotonic()
-        per_proc = [args.clients // args.procs + (1 if i < args.clients % args.procs else 0)
-                    for i in range(args.procs)]
-        loads = [subprocess.Popen(
-            [sys.executable, str(HERE / "_socket_load.py"), "--socket", str(sock), "--clients", str(n),
-             "--rate", str(rate * n / args.clients), "--duration", str(duration), "--prefix", f"p{i}"],
-            stdout=subprocess.PIPE, text=True) for i, n in enumerate(per_proc)]
+        per_proc = [
+            args.clients // args.procs + (1 if i < args.clients % args.procs else 0)
+            for i in range(args.procs)
+        ]
+        loads = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(HERE / "_socket_load.py"),
+                    "--socket",
+                    str(sock),
+                    "--clients",
+                    str(n),
+                    "--rate",
+                    str(rate * n / args.clients),
+                    "--duration",
+                    str(duration),
+                    "--prefix",
+                    f"p{i}",
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i, n in enumerate(per_proc)
+        ]
         totals = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in loads]
         # The clients stop producing at launch + duration; closing then waits
         # for the monitor to take what is still buffered (the backlog).
@@ -83,8 +102,13 @@ def run_load(args: argparse.Namespace, rate: float, duration: float) -> dict:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and monitor.poll() is None:
             last = samples[-1] if samples else None
-            if last and last["t"] > end_of_load and last["connections"] == 0 \
-                    and last["queued_batches"] == 0 and last["events"] == last["received"]:
+            if (
+                last
+                and last["t"] > end_of_load
+                and last["connections"] == 0
+                and last["queued_batches"] == 0
+                and last["events"] == last["received"]
+            ):
                 break
             time.sleep(0.1)
         drained = time.monotonic()
@@ -126,8 +150,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--procs", type=int, default=2, help="load-generator processes")
-    parser.add_argument("--rate", type=float, action="append",
-                        help="events/s in total (0 = as fast as accepted); repeatable (default: 0 and 5000)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        action="append",
+        help="events/s in total (0 = as fast as accepted); repeatable (default: 0 and 5000)",
+    )
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--no-db", action="store_true", help="run without the SQLite store")
@@ -143,18 +171,28 @@ def main() -> int:
             print(json.dumps(result), flush=True)
             continue
         target = "max" if not rate else f"{rate:,.0f} ev/s"
-        print(f"socket ingest, {result['clients']} clients, target {target}, "
-              f"{'no store' if args.no_db else 'SQLite store'}, {result['seconds']} s measured:")
-        print(f"  processed {result['events_per_sec']:,} events/s; monitor CPU {result['cpu_percent']}% "
-              f"(100% = one core) = {result['events_per_cpu_second']:,} events per CPU-second")
-        print(f"  monitor RSS {result['rss_mb_start']} MB -> peak {result['rss_mb_peak']} MB "
-              f"-> {result['rss_mb_end']} MB")
-        print(f"  sent {result['events_sent']:,}, processed {result['events_processed']:,} "
-              f"(lost {result['lost']}), detections pushed back {result['detections_pushed']:,}, "
-              f"error replies {result['error_replies']}, peak connections {result['connections_peak']}")
+        print(
+            f"socket ingest, {result['clients']} clients, target {target}, "
+            f"{'no store' if args.no_db else 'SQLite store'}, {result['seconds']} s measured:"
+        )
+        print(
+            f"  processed {result['events_per_sec']:,} events/s; monitor CPU {result['cpu_percent']}% "
+            f"(100% = one core) = {result['events_per_cpu_second']:,} events per CPU-second"
+        )
+        print(
+            f"  monitor RSS {result['rss_mb_start']} MB -> peak {result['rss_mb_peak']} MB "
+            f"-> {result['rss_mb_end']} MB"
+        )
+        print(
+            f"  sent {result['events_sent']:,}, processed {result['events_processed']:,} "
+            f"(lost {result['lost']}), detections pushed back {result['detections_pushed']:,}, "
+            f"error replies {result['error_replies']}, peak connections {result['connections_peak']}"
+        )
         print(f"  machine load average {result['load_average']} on {os.cpu_count()} CPUs")
-        print(f"  backlog left in socket buffers when the clients stopped: "
-              f"{result['backlog_seconds']} s to process")
+        print(
+            f"  backlog left in socket buffers when the clients stopped: "
+            f"{result['backlog_seconds']} s to process"
+        )
     return 0
 
 

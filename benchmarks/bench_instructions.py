@@ -61,9 +61,19 @@ def instructions(path: str, off: str) -> int:
     # Its profile goes to a scratch folder: only the total on stderr is read.
     with tempfile.TemporaryDirectory(prefix="loopwatch-callgrind-") as scratch:
         done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/callgrind.out",
-             sys.executable, "-c", _CHILD, path, off],
-            capture_output=True, text=True, cwd=ROOT,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={scratch}/callgrind.out",
+                sys.executable,
+                "-c",
+                _CHILD,
+                path,
+                off,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
             # A fixed hash seed: str hashes decide dict and set layouts, and with
             # them a few percent of the count from run to run.
             env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"},
@@ -111,8 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     empty = os.path.join(folder, "empty.jsonl")
     open(empty, "wb").close()
     write_trace(path, args.events, args.sessions, seed=args.seed)
-    runs = {"parse": (path, "parse"), "parse0": (empty, "parse"), "floor": (path, "*"),
-            "scan": (path, ""), "scan0": (empty, "")}
+    runs = {
+        "parse": (path, "parse"),
+        "parse0": (empty, "parse"),
+        "floor": (path, "*"),
+        "scan": (path, ""),
+        "scan0": (empty, ""),
+    }
     if args.per_detector:
         runs.update({name: (path, name) for name in REGISTRY})
     started = time.perf_counter()
@@ -129,28 +144,38 @@ def main(argv: list[str] | None = None) -> int:
     parse = per_event(counts["parse"], "parse0")
     floor = per_event(counts["floor"], "scan0")
     full = per_event(counts["scan"], "scan0")
-    rows = [("raw parse (lines + orjson.loads)", parse, 1.0),
-            ("engine floor (scan, no detectors)", floor, floor / parse),
-            ("scan (+ all detectors, policy)", full, full / parse)]
+    rows = [
+        ("raw parse (lines + orjson.loads)", parse, 1.0),
+        ("engine floor (scan, no detectors)", floor, floor / parse),
+        ("scan (+ all detectors, policy)", full, full / parse),
+    ]
     print(f"{n:,} events in {args.sessions} sessions, counted in {time.perf_counter() - started:.0f} s")
     print()
     print(table("instructions per event (callgrind)", ("stage", "instructions", "ratio to parse"), rows))
     if args.per_detector:
-        added = sorted(((name, full - per_event(counts[name], "scan0")) for name in REGISTRY),
-                       key=lambda row: -row[1])
+        added = sorted(
+            ((name, full - per_event(counts[name], "scan0")) for name in REGISTRY), key=lambda row: -row[1]
+        )
         shared = full - floor - sum(cost for _, cost in added)
         rows = [(name, cost, f"{cost / full:.1%}") for name, cost in added]
         rows.append(("shared by several (keys, refs, turns)", shared, f"{shared / full:.1%}"))
         print()
-        print(table("what each detector adds (full scan minus the scan without it)",
-                    ("detector", "instructions/event", "share"), rows))
+        print(
+            table(
+                "what each detector adds (full scan minus the scan without it)",
+                ("detector", "instructions/event", "share"),
+                rows,
+            )
+        )
     rate = instructions_per_second()
     budget = rate / TARGET
     print()
-    print(f"this machine runs the scan at ~{rate / 1e9:.2f} G instructions/s: the target of "
-          f"{TARGET:,} events/s allows ~{budget:,.0f} instructions per event; the scan uses "
-          f"{full:,.0f} ({full / budget:.1f}x the budget), the engine floor alone {floor:,.0f} "
-          f"({floor / budget:.0%} of it)")
+    print(
+        f"this machine runs the scan at ~{rate / 1e9:.2f} G instructions/s: the target of "
+        f"{TARGET:,} events/s allows ~{budget:,.0f} instructions per event; the scan uses "
+        f"{full:,.0f} ({full / budget:.1f}x the budget), the engine floor alone {floor:,.0f} "
+        f"({floor / budget:.0%} of it)"
+    )
     return 0
 
 

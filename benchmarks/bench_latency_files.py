@@ -38,11 +38,23 @@ def writer(directory: str, files: int, rate: float, seconds: float) -> None:
         n = counters[i]
         counters[i] += 1
         f = handles[i]
-        call = {"type": "tool_call", "session": f"lat-{i}", "id": f"c{n}", "name": "bash",
-                "args": {"cmd": "cat missing.txt"}, "ts": time.time()}
+        call = {
+            "type": "tool_call",
+            "session": f"lat-{i}",
+            "id": f"c{n}",
+            "name": "bash",
+            "args": {"cmd": "cat missing.txt"},
+            "ts": time.time(),
+        }
         f.write(json.dumps(call) + "\n")
-        result = {"type": "tool_result", "session": f"lat-{i}", "id": f"c{n}",
-                  "content": "cat: missing.txt: No such file", "is_error": True, "ts": time.time()}
+        result = {
+            "type": "tool_result",
+            "session": f"lat-{i}",
+            "id": f"c{n}",
+            "content": "cat: missing.txt: No such file",
+            "is_error": True,
+            "ts": time.time(),
+        }
         f.write(json.dumps(result) + "\n")
     for f in handles:
         f.close()
@@ -51,9 +63,9 @@ def writer(directory: str, files: int, rate: float, seconds: float) -> None:
 async def monitor(args: argparse.Namespace) -> dict:
     from monitor.config import build_config
     from monitor.hub import Hub
-    from monitor.updates import DetectionRaised
     from monitor.sources.files import FileSource, StartPolicy
     from monitor.store import Store
+    from monitor.updates import DetectionRaised
 
     tmp = Path(tempfile.mkdtemp(prefix="lw-bench-lat-"))
     logs = tmp / "logs"
@@ -75,8 +87,17 @@ async def monitor(args: argparse.Namespace) -> dict:
     await hub.start()
     source = FileSource([str(logs)], hub, start=StartPolicy("start"))
     await source.start()
-    proc = subprocess.Popen([sys.executable, __file__, "--writer", str(logs), str(args.files),
-                             str(args.rate), str(args.seconds + args.warmup)])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--writer",
+            str(logs),
+            str(args.files),
+            str(args.rate),
+            str(args.seconds + args.warmup),
+        ]
+    )
     while proc.poll() is None:
         await asyncio.sleep(0.1)
     await asyncio.sleep(0.5)  # let the last appends arrive (the writer has exited)
@@ -92,10 +113,15 @@ async def monitor(args: argparse.Namespace) -> dict:
         return latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))] * 1000
 
     return {
-        "detections": len(latencies), "files": args.files, "calls_per_sec": args.rate,
+        "detections": len(latencies),
+        "files": args.files,
+        "calls_per_sec": args.rate,
         "store": not args.no_db,
-        "p50_ms": round(pct(50), 1), "p90_ms": round(pct(90), 1), "p99_ms": round(pct(99), 1),
-        "max_ms": round(latencies[-1] * 1000, 1), "mean_ms": round(statistics.mean(latencies) * 1000, 1),
+        "p50_ms": round(pct(50), 1),
+        "p90_ms": round(pct(90), 1),
+        "p99_ms": round(pct(99), 1),
+        "max_ms": round(latencies[-1] * 1000, 1),
+        "mean_ms": round(statistics.mean(latencies) * 1000, 1),
         "loadavg": os.getloadavg(),
     }
 
@@ -114,8 +140,10 @@ def main() -> None:
     result = asyncio.run(monitor(args))
     print(json.dumps(result))
     verdict = "PASS" if result["p99_ms"] <= 150 else "FAIL"
-    print(f"file append-to-detection latency: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
-          f"over {result['detections']} detections -> {verdict} (target p99 <= 150 ms)")
+    print(
+        f"file append-to-detection latency: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
+        f"over {result['detections']} detections -> {verdict} (target p99 <= 150 ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class Probe:
         while True:
             newline = self.buffer.find(b"\n")
             if newline >= 0:
-                line, self.buffer = self.buffer[:newline], self.buffer[newline + 1:]
+                line, self.buffer = self.buffer[:newline], self.buffer[newline + 1 :]
                 message = orjson.loads(line)
                 if predicate(message):
                     return message
@@ -71,15 +71,27 @@ class Probe:
         """Seconds from sending the loop-completing call to reading its detection."""
         session = f"latency-{os.getpid()}-{n}"
         call = {"type": "tool_call", "session": session, "name": "bash", "args": {"cmd": "ls /no/such/dir"}}
-        result = {"type": "tool_result", "session": session, "content": "ls: cannot access '/no/such/dir'",
-                  "is_error": True}
-        self.send({"type": "session_start", "session": session, "agent": "latency-probe"},
-                  {**call, "id": "a"}, {**result, "id": "a"}, {**call, "id": "b"}, {**result, "id": "b"})
+        result = {
+            "type": "tool_result",
+            "session": session,
+            "content": "ls: cannot access '/no/such/dir'",
+            "is_error": True,
+        }
+        self.send(
+            {"type": "session_start", "session": session, "agent": "latency-probe"},
+            {**call, "id": "a"},
+            {**result, "id": "a"},
+            {**call, "id": "b"},
+            {**result, "id": "b"},
+        )
         start = time.perf_counter()
         self.send({**call, "id": "c"})
         # seq 6 is the third call; earlier detections (none expected) are skipped.
-        self.read_until(lambda m: m.get("type") == "detection" and m.get("session") == session
-                        and (m.get("seq") or 0) >= 6)
+        self.read_until(
+            lambda m: (
+                m.get("type") == "detection" and m.get("session") == session and (m.get("seq") or 0) >= 6
+            )
+        )
         elapsed = time.perf_counter() - start
         self.send({"type": "session_end", "session": session})
         return elapsed
@@ -88,7 +100,14 @@ class Probe:
 def measure(args: argparse.Namespace, load: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="lw-lat-") as tmp:
         sock_path = Path(tmp) / "lw.sock"
-        cmd = [sys.executable, str(HERE / "_socket_monitor.py"), "--socket", str(sock_path), "--every", "3600"]
+        cmd = [
+            sys.executable,
+            str(HERE / "_socket_monitor.py"),
+            "--socket",
+            str(sock_path),
+            "--every",
+            "3600",
+        ]
         if not args.no_db:
             cmd += ["--db", str(Path(tmp) / "bench.db")]
         monitor = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -98,9 +117,20 @@ def measure(args: argparse.Namespace, load: float) -> dict:
             loader = None
             if load:
                 loader = subprocess.Popen(
-                    [sys.executable, str(HERE / "_socket_load.py"), "--socket", str(sock_path),
-                     "--clients", "100", "--rate", str(load), "--duration", "3600"],
-                    stdout=subprocess.DEVNULL)
+                    [
+                        sys.executable,
+                        str(HERE / "_socket_load.py"),
+                        "--socket",
+                        str(sock_path),
+                        "--clients",
+                        "100",
+                        "--rate",
+                        str(load),
+                        "--duration",
+                        "3600",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                )
             probe = Probe(sock_path)
             for n in range(args.warmup):
                 probe.sample(-1 - n)
@@ -142,9 +172,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--gap", type=float, default=0.02, help="random pause between samples, up to this (s)")
-    parser.add_argument("--load", type=float, action="append",
-                        help="background events/s from 100 other agents; repeatable (default: 0 and 1000)")
+    parser.add_argument(
+        "--gap", type=float, default=0.02, help="random pause between samples, up to this (s)"
+    )
+    parser.add_argument(
+        "--load",
+        type=float,
+        action="append",
+        help="background events/s from 100 other agents; repeatable (default: 0 and 1000)",
+    )
     parser.add_argument("--no-db", action="store_true", help="run without the SQLite store")
     parser.add_argument("--quick", action="store_true", help="fewer samples (for smoke tests)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per run")
@@ -157,13 +193,19 @@ def main() -> int:
             print(json.dumps(result), flush=True)
             continue
         where = f"{load:,.0f} ev/s background load" if load else "idle monitor"
-        print(f"socket send-to-detection latency, {where}, "
-              f"{'no store' if args.no_db else 'SQLite store'}, {result['samples']} samples:")
-        print(f"  p50 {result['p50_ms']} ms  p90 {result['p90_ms']} ms  p99 {result['p99_ms']} ms  "
-              f"max {result['max_ms']} ms  (target p99 <= {TARGET_P99_MS:g} ms: "
-              f"{'PASS' if result['pass'] else 'FAIL'})")
-        print(f"  monitor CPU per sample {result['monitor_cpu_ms_per_sample']} ms; "
-              f"machine load average {result['load_average']} on {os.cpu_count()} CPUs")
+        print(
+            f"socket send-to-detection latency, {where}, "
+            f"{'no store' if args.no_db else 'SQLite store'}, {result['samples']} samples:"
+        )
+        print(
+            f"  p50 {result['p50_ms']} ms  p90 {result['p90_ms']} ms  p99 {result['p99_ms']} ms  "
+            f"max {result['max_ms']} ms  (target p99 <= {TARGET_P99_MS:g} ms: "
+            f"{'PASS' if result['pass'] else 'FAIL'})"
+        )
+        print(
+            f"  monitor CPU per sample {result['monitor_cpu_ms_per_sample']} ms; "
+            f"machine load average {result['load_average']} on {os.cpu_count()} CPUs"
+        )
     return 0  # a benchmark reports numbers (and PASS/FAIL against the target); it does not fail
 
 

@@ -28,14 +28,17 @@ TARGET = 64 * 1024
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0], 100_000)
     p.add_argument("--loop-rate", type=float, default=0.02, help="share of steps that start a short loop")
-    p.add_argument("--sparklines", action="store_true",
-                   help="measure the engine as the live monitor runs it (keeping similarity histories for the sparklines)")
+    p.add_argument(
+        "--sparklines",
+        action="store_true",
+        help="measure the engine as the live monitor runs it (keeping similarity histories for the sparklines)",
+    )
     args = p.parse_args(argv)
 
     from monitor.demo.synthetic import records
     from monitor.detect.engine import Engine
-    from tests.footprint import deep_size, session_footprint
     from monitor.formats.lines import LineDecoder
+    from tests.footprint import deep_size, session_footprint
 
     engine = Engine(sparklines=args.sparklines)
     decoder = LineDecoder("one-session.jsonl")
@@ -64,17 +67,26 @@ def main(argv: list[str] | None = None) -> int:
         tracemalloc.stop()
         growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
 
-    title = "one session's engine memory" + (" (with sparkline histories, as in the monitor)" if args.sparklines else " (as in scan)")
+    title = "one session's engine memory" + (
+        " (with sparkline histories, as in the monitor)" if args.sparklines else " (as in scan)"
+    )
     print(table(title, ("checkpoint", "bytes", "KB"), rows))
     parts = sorted(((k, v) for k, v in footprint.items() if k != "total"), key=lambda kv: -kv[1])
     print()
-    print(table(f"breakdown after {args.events:,} events (detectors share events: parts overlap)",
-                ("part", "bytes", "KB"), [(k, v, v / 1024) for k, v in parts]))
+    print(
+        table(
+            f"breakdown after {args.events:,} events (detectors share events: parts overlap)",
+            ("part", "bytes", "KB"),
+            [(k, v, v / 1024) for k, v in parts],
+        )
+    )
     shared = sum(deep_size(d) for d in engine.global_detectors)
     print(f"global detectors (shared by all sessions): {shared:,} bytes")
     if growth is not None:
-        print(f"tracemalloc net allocations over the last {args.events - traced_from:,} events "
-              f"(session and global detectors together): {growth:,} bytes")
+        print(
+            f"tracemalloc net allocations over the last {args.events - traced_from:,} events "
+            f"(session and global detectors together): {growth:,} bytes"
+        )
     total = footprint["total"]
     verdict = "OK" if total < TARGET else "ABOVE TARGET"
     print(f"target < {TARGET // 1024} KB for the session: {total / 1024:.1f} KB  [{verdict}]")

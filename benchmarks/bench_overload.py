@@ -94,9 +94,24 @@ class Counters:
 
 def loaders(path: Path, scenario: str, clients: int, rate: float) -> list[subprocess.Popen]:
     def load(count: int, total_rate: float, prefix: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, str(HERE / "_socket_load.py"), "--socket", str(path),
-                                 "--clients", str(count), "--rate", str(total_rate), "--duration", "3600",
-                                 "--prefix", prefix], stdout=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "_socket_load.py"),
+                "--socket",
+                str(path),
+                "--clients",
+                str(count),
+                "--rate",
+                str(total_rate),
+                "--duration",
+                "3600",
+                "--prefix",
+                prefix,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+
     procs = []
     if "sustained" in scenario:
         procs.append(load(clients, clients * rate, "steady"))
@@ -118,8 +133,16 @@ def offered(scenario: str, clients: int, rate: float) -> str:
 def measure(scenario: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="lw-over-") as tmp:
         path = Path(tmp) / "lw.sock"
-        command = [sys.executable, str(HERE / "_socket_monitor.py"), "--socket", str(path),
-                   "--db", str(Path(tmp) / "bench.db"), "--every", "0.5"]
+        command = [
+            sys.executable,
+            str(HERE / "_socket_monitor.py"),
+            "--socket",
+            str(path),
+            "--db",
+            str(Path(tmp) / "bench.db"),
+            "--every",
+            "0.5",
+        ]
         if args.profile:
             command += ["--profile", f"{args.profile}.{scenario}"]
         monitor = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -166,8 +189,9 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         "processed_per_sec": round(processed / seconds),
         "received_per_sec": round((last["received"] - first["received"]) / seconds),
         "events_per_cpu_sec": round(processed / cpu) if cpu > 0 else None,
-        "events_per_submission": round((last["received"] - first["received"])
-                                       / max(1, last["ingest_batches"] - first["ingest_batches"])),
+        "events_per_submission": round(
+            (last["received"] - first["received"]) / max(1, last["ingest_batches"] - first["ingest_batches"])
+        ),
         "monitor_cores": round(cpu / seconds, 2),
         "samples": len(ms),
         "detect_p50_ms": round(percentile(ms, 50), 1),
@@ -185,14 +209,18 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| scenario | offered | received / processed ev/s | ev per CPU-s | monitor cores | detection p50 / p99 / max (ms)"
-            " | hello p50 / p99 (ms) | RSS | load avg | p99 <= 250 ms |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| scenario | offered | received / processed ev/s | ev per CPU-s | monitor cores | detection p50 / p99 / max (ms)"
+        " | hello p50 / p99 (ms) | RSS | load avg | p99 <= 250 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        rows.append(f"| {r['scenario']} | {r['offered']} | {r['received_per_sec']:,} / {r['processed_per_sec']:,} | "
-                    f"{r['events_per_cpu_sec'] or 0:,} | {r['monitor_cores']} | {r['detect_p50_ms']} / "
-                    f"{r['detect_p99_ms']} / {r['detect_max_ms']} | {r['hello_p50_ms']} / {r['hello_p99_ms']} | "
-                    f"{r['monitor_rss_mb']} MB | {r['load_average']} | {'PASS' if r['pass'] else 'FAIL'} |")
+        rows.append(
+            f"| {r['scenario']} | {r['offered']} | {r['received_per_sec']:,} / {r['processed_per_sec']:,} | "
+            f"{r['events_per_cpu_sec'] or 0:,} | {r['monitor_cores']} | {r['detect_p50_ms']} / "
+            f"{r['detect_p99_ms']} / {r['detect_max_ms']} | {r['hello_p50_ms']} / {r['hello_p99_ms']} | "
+            f"{r['monitor_rss_mb']} MB | {r['load_average']} | {'PASS' if r['pass'] else 'FAIL'} |"
+        )
     return "\n".join(rows)
 
 
@@ -205,8 +233,12 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of load before sampling")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS)
     parser.add_argument("--profile", help="cProfile the monitor into PATH.<scenario>")
-    parser.add_argument("--nice", type=int, help="run the monitor, the load and the probe at this "
-                        "niceness (negative, as root: as if they had the machine to themselves)")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        help="run the monitor, the load and the probe at this "
+        "niceness (negative, as root: as if they had the machine to themselves)",
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -219,9 +251,13 @@ def main() -> int:
         if args.json:
             print(json.dumps(result), flush=True)
         else:
-            print(f"{scenario}: {result['processed_per_sec']:,} ev/s processed "
-                  f"({result['events_per_cpu_sec'] or 0:,} per CPU-s); detection p99 {result['detect_p99_ms']} ms; "
-                  f"hello p99 {result['hello_p99_ms']} ms", file=sys.stderr, flush=True)
+            print(
+                f"{scenario}: {result['processed_per_sec']:,} ev/s processed "
+                f"({result['events_per_cpu_sec'] or 0:,} per CPU-s); detection p99 {result['detect_p99_ms']} ms; "
+                f"hello p99 {result['hello_p99_ms']} ms",
+                file=sys.stderr,
+                flush=True,
+            )
     if not args.json:
         print(f"\n{os.cpu_count()} CPUs; the load average includes whatever else runs on the machine.\n")
         print(table(results))

@@ -111,15 +111,17 @@ def dispatch_floor(path: str, detectors: int) -> tuple[int, float]:
             observers = sessions.get(record.get("session"))
             if observers is None:
                 observers = sessions[record.get("session")] = tuple(
-                    _StandIn().observe for _ in range(detectors))
+                    _StandIn().observe for _ in range(detectors)
+                )
             for observe in observers:
                 observe(record)
             count += 1
     return count, time.perf_counter() - started
 
 
-def scan_rate(path: str, profile: bool = False, detectors: bool = True,
-              jobs: int = 1) -> tuple[object, float, DetectorTimer | None]:
+def scan_rate(
+    path: str, profile: bool = False, detectors: bool = True, jobs: int = 1
+) -> tuple[object, float, DetectorTimer | None]:
     """The report and seconds of a scan of ``path``; ``detectors=False``
     disables every detector (the engine floor)."""
     from monitor.config import build_config
@@ -144,8 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--profile", action="store_true", help="also time each detector (slower)")
     p.add_argument("--keep", metavar="FILE", help="write the trace here and keep it")
-    p.add_argument("--repeat", type=int, default=3,
-                   help="runs of each stage but the dispatch sketch (best kept; the scans alternate)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of each stage but the dispatch sketch (best kept; the scans alternate)",
+    )
     args = p.parse_args(argv)
 
     from monitor.demo.synthetic import write_trace
@@ -154,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     size = write_trace(path, args.events, args.sessions, seed=args.seed)
     generated = time.perf_counter() - started
-    print(f"generated {args.events:,} events in {args.sessions} sessions ({size / 1e6:,.1f} MB) "
-          f"in {generated:.1f} s -> {path}")
+    print(
+        f"generated {args.events:,} events in {args.sessions} sessions ({size / 1e6:,.1f} MB) "
+        f"in {generated:.1f} s -> {path}"
+    )
     try:
         # Parse and decode alternate, best of --repeat each: on a shared
         # machine one run of either can be slowed by a neighbour.
@@ -190,41 +198,107 @@ def main(argv: list[str] | None = None) -> int:
         scan_eps = report.events / scan_s
         rows = [
             ("raw parse (lines + orjson.loads)", lines, parse_s, parse_eps, "1.00"),
-            ("decode (+ native events)", decoded, decode_s, decoded / decode_s, f"{decoded / decode_s / parse_eps:.2f}"),
-            (f"dispatch floor (sketch: parse + {len(REGISTRY)} stand-in detectors)", dispatched, dispatch_s,
-             dispatched / dispatch_s, f"{dispatched / dispatch_s / parse_eps:.2f}"),
-            ("engine floor (scan, no detectors)", floor.events, floor_s, floor_eps, f"{floor_eps / parse_eps:.2f}"),
-            ("scan --jobs 1 (+ all detectors, policy)", report.events, scan_s, scan_eps,
-             f"{scan_eps / parse_eps:.3f}"),
-            (f"scan --jobs {jobs} (sessions sharded)", sharded.events, sharded_s, sharded.events / sharded_s,
-             f"{sharded.events / sharded_s / parse_eps:.3f}"),
+            (
+                "decode (+ native events)",
+                decoded,
+                decode_s,
+                decoded / decode_s,
+                f"{decoded / decode_s / parse_eps:.2f}",
+            ),
+            (
+                f"dispatch floor (sketch: parse + {len(REGISTRY)} stand-in detectors)",
+                dispatched,
+                dispatch_s,
+                dispatched / dispatch_s,
+                f"{dispatched / dispatch_s / parse_eps:.2f}",
+            ),
+            (
+                "engine floor (scan, no detectors)",
+                floor.events,
+                floor_s,
+                floor_eps,
+                f"{floor_eps / parse_eps:.2f}",
+            ),
+            (
+                "scan --jobs 1 (+ all detectors, policy)",
+                report.events,
+                scan_s,
+                scan_eps,
+                f"{scan_eps / parse_eps:.3f}",
+            ),
+            (
+                f"scan --jobs {jobs} (sessions sharded)",
+                sharded.events,
+                sharded_s,
+                sharded.events / sharded_s,
+                f"{sharded.events / sharded_s / parse_eps:.3f}",
+            ),
         ]
         print()
-        print(table("scan throughput (one core)", ("stage", "events", "seconds", "events/s", "ratio to parse"), rows))
-        print(f"detections: {len(report.detections):,}; bad lines: {report.problem_count}; "
-              f"sessions: {len(report.session_agents())}")
-        print(f"--jobs {jobs}: {scan_s / sharded_s:.2f}x the events/s of --jobs 1 "
-              f"on {usable_cores()} usable core(s) [target on 2 cores: >= 1.7x]")
+        print(
+            table(
+                "scan throughput (one core)",
+                ("stage", "events", "seconds", "events/s", "ratio to parse"),
+                rows,
+            )
+        )
+        print(
+            f"detections: {len(report.detections):,}; bad lines: {report.problem_count}; "
+            f"sessions: {len(report.session_agents())}"
+        )
+        print(
+            f"--jobs {jobs}: {scan_s / sharded_s:.2f}x the events/s of --jobs 1 "
+            f"on {usable_cores()} usable core(s) [target on 2 cores: >= 1.7x]"
+        )
         ratio = scan_eps / parse_eps
         verdict = "OK" if scan_eps >= TARGET or ratio >= TARGET_RATIO else "BELOW TARGET"
-        print(f"target >= {TARGET:,} events/s or >= {TARGET_RATIO}x the parse rate: {scan_eps:,.0f} "
-              f"events/s = {ratio:.3f}x  [{verdict}]; "
-              f"detection costs {1e6 / scan_eps - 1e6 / floor_eps:.1f} µs of the {1e6 / scan_eps:.1f} µs per event")
+        print(
+            f"target >= {TARGET:,} events/s or >= {TARGET_RATIO}x the parse rate: {scan_eps:,.0f} "
+            f"events/s = {ratio:.3f}x  [{verdict}]; "
+            f"detection costs {1e6 / scan_eps - 1e6 / floor_eps:.1f} µs of the {1e6 / scan_eps:.1f} µs per event"
+        )
 
         if args.profile:
             _, profiled_s, timer = scan_rate(path, profile=True)
             events = report.events
             detector_s = sum(timer.total.values())
-            rows = [(name, timer.calls[name], timer.total[name] / events * 1e6,
-                     timer.total[name] / max(1, timer.calls[name]) * 1e6, timer.worst[name] * 1e3)
-                    for name in sorted(timer.total, key=lambda n: -timer.total[n])]
-            rows.insert(0, ("decode (framing + JSON + native)", decoded, decode_s / decoded * 1e6,
-                            decode_s / decoded * 1e6, 0.0))
-            rows.append(("engine + policy (rest)", events,
-                         max(0.0, profiled_s - decode_s - detector_s) / events * 1e6, 0.0, 0.0))
+            rows = [
+                (
+                    name,
+                    timer.calls[name],
+                    timer.total[name] / events * 1e6,
+                    timer.total[name] / max(1, timer.calls[name]) * 1e6,
+                    timer.worst[name] * 1e3,
+                )
+                for name in sorted(timer.total, key=lambda n: -timer.total[n])
+            ]
+            rows.insert(
+                0,
+                (
+                    "decode (framing + JSON + native)",
+                    decoded,
+                    decode_s / decoded * 1e6,
+                    decode_s / decoded * 1e6,
+                    0.0,
+                ),
+            )
+            rows.append(
+                (
+                    "engine + policy (rest)",
+                    events,
+                    max(0.0, profiled_s - decode_s - detector_s) / events * 1e6,
+                    0.0,
+                    0.0,
+                )
+            )
             print()
-            print(table("where the time goes (with timing overhead)",
-                        ("part", "calls", "µs/event", "µs/call", "worst ms"), rows))
+            print(
+                table(
+                    "where the time goes (with timing overhead)",
+                    ("part", "calls", "µs/event", "µs/call", "worst ms"),
+                    rows,
+                )
+            )
     finally:
         if not args.keep:
             os.unlink(path)

@@ -39,22 +39,45 @@ def make_events(count: int, sessions: int = SESSIONS) -> list[Event]:
         session = f"session-{i % sessions:04d}"
         seq = i // sessions + 1
         if i % 2 == 0:
-            event = Event(Kind.TOOL_CALL, session, 1_700_000_000.0 + i * 0.01,
-                          source=f"/logs/{session}.jsonl", line=seq, tool="bash",
-                          args={"cmd": f"pytest tests/test_{i % 7}.py -x"}, call_id=f"c{i}")
+            event = Event(
+                Kind.TOOL_CALL,
+                session,
+                1_700_000_000.0 + i * 0.01,
+                source=f"/logs/{session}.jsonl",
+                line=seq,
+                tool="bash",
+                args={"cmd": f"pytest tests/test_{i % 7}.py -x"},
+                call_id=f"c{i}",
+            )
         else:
-            event = Event(Kind.TOOL_RESULT, session, 1_700_000_000.0 + i * 0.01,
-                          source=f"/logs/{session}.jsonl", line=seq, call_id=f"c{i - 1}",
-                          content=("F" * 40 + "\n") * 8 + f"FAILED test_{i % 7} - AssertionError {i}")
+            event = Event(
+                Kind.TOOL_RESULT,
+                session,
+                1_700_000_000.0 + i * 0.01,
+                source=f"/logs/{session}.jsonl",
+                line=seq,
+                call_id=f"c{i - 1}",
+                content=("F" * 40 + "\n") * 8 + f"FAILED test_{i % 7} - AssertionError {i}",
+            )
         event.seq = seq
         events.append(event)
     return events
 
 
 def detection_for(event: Event) -> Detection:
-    return Detection("exact_repeat", Level.WARN, 0.8, "same call again", "bash:pytest",
-                     count=3, session=event.session, source=event.source, line=event.line,
-                     ts=event.ts, seq=event.seq)
+    return Detection(
+        "exact_repeat",
+        Level.WARN,
+        0.8,
+        "same call again",
+        "bash:pytest",
+        count=3,
+        session=event.session,
+        source=event.source,
+        line=event.line,
+        ts=event.ts,
+        seq=event.seq,
+    )
 
 
 def run(batch_size: int, events: list[Event], directory: Path, fts: bool = True) -> dict:
@@ -69,7 +92,7 @@ def run(batch_size: int, events: list[Event], directory: Path, fts: bool = True)
     cpu_started = time.process_time()
     started = time.perf_counter()
     for index in range(0, len(events), CHUNK):
-        chunk = events[index:index + CHUNK]
+        chunk = events[index : index + CHUNK]
         before = time.perf_counter()
         store.add_events(chunk)
         store.add_detections([detection_for(chunk[-1])])
@@ -80,10 +103,18 @@ def run(batch_size: int, events: list[Event], directory: Path, fts: bool = True)
     stats = store.stats
     store.close()
     size = sum(p.stat().st_size for p in directory.glob(f"{path.name}*"))
-    return {"batch": batch_size, "fts": "on" if fts else "off", "events": stats.events, "seconds": elapsed,
-            "rate": stats.events / elapsed, "cpu_rate": stats.events / cpu,
-            "transactions": stats.transactions,
-            "add_us": in_add / len(events) * 1e6, "dropped": stats.dropped, "mb": size / 1e6}
+    return {
+        "batch": batch_size,
+        "fts": "on" if fts else "off",
+        "events": stats.events,
+        "seconds": elapsed,
+        "rate": stats.events / elapsed,
+        "cpu_rate": stats.events / cpu,
+        "transactions": stats.transactions,
+        "add_us": in_add / len(events) * 1e6,
+        "dropped": stats.dropped,
+        "mb": size / 1e6,
+    }
 
 
 def main() -> None:
@@ -91,21 +122,28 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--batch-sizes", default="1,100,500")
     parser.add_argument("--fts", default="on,off", help="with and/or without the full-text index")
-    parser.add_argument("--sessions", type=int, default=SESSIONS,
-                        help="sessions the events are spread over, round robin")
+    parser.add_argument(
+        "--sessions", type=int, default=SESSIONS, help="sessions the events are spread over, round robin"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.batch_sizes.split(",")]
     events = make_events(args.events, args.sessions)
-    print(f"{args.events:,} events ({args.sessions} sessions, ~{len(events[1].content)} chars per "
-          f"result) through Store, flush_ms=200, WAL, synchronous=NORMAL")
-    print(f"{'batch':>6} {'fts':>4} {'events':>8} {'seconds':>8} {'events/s':>10} {'ev/cpu-s':>9} {'txns':>7} "
-          f"{'add µs/ev':>10} {'dropped':>8} {'db MB':>7}")
+    print(
+        f"{args.events:,} events ({args.sessions} sessions, ~{len(events[1].content)} chars per "
+        f"result) through Store, flush_ms=200, WAL, synchronous=NORMAL"
+    )
+    print(
+        f"{'batch':>6} {'fts':>4} {'events':>8} {'seconds':>8} {'events/s':>10} {'ev/cpu-s':>9} {'txns':>7} "
+        f"{'add µs/ev':>10} {'dropped':>8} {'db MB':>7}"
+    )
     with tempfile.TemporaryDirectory(prefix="loopwatch-bench-") as tmp:
         for size, fts in [(size, mode == "on") for size in sizes for mode in args.fts.split(",")]:
             r = run(size, events, Path(tmp), fts)
-            print(f"{r['batch']:>6} {r['fts']:>4} {r['events']:>8,} {r['seconds']:>8.2f} {r['rate']:>10,.0f} "
-                  f"{r['cpu_rate']:>9,.0f} "
-                  f"{r['transactions']:>7,} {r['add_us']:>10.1f} {r['dropped']:>8} {r['mb']:>7.1f}")
+            print(
+                f"{r['batch']:>6} {r['fts']:>4} {r['events']:>8,} {r['seconds']:>8.2f} {r['rate']:>10,.0f} "
+                f"{r['cpu_rate']:>9,.0f} "
+                f"{r['transactions']:>7,} {r['add_us']:>10.1f} {r['dropped']:>8} {r['mb']:>7.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -36,17 +36,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--silent", type=int, default=300)
     parser.add_argument("--partial", type=int, default=256)
-    parser.add_argument("--tree", default=str(ROOT), help="source tree to run (to compare with another checkout)")
+    parser.add_argument(
+        "--tree", default=str(ROOT), help="source tree to run (to compare with another checkout)"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lw-bench-"))
-    env = dict(os.environ, LOOPWATCH_CONFIG_DIR=str(tmp / "c"), LOOPWATCH_DATA_DIR=str(tmp / "d"),
-               LOOPWATCH_TOKEN="bench")
+    env = dict(
+        os.environ,
+        LOOPWATCH_CONFIG_DIR=str(tmp / "c"),
+        LOOPWATCH_DATA_DIR=str(tmp / "d"),
+        LOOPWATCH_TOKEN="bench",
+    )
     unix_path = tmp / "lw.sock"
     err_path = tmp / "stderr"
     with open(err_path, "w") as err:  # a file, not a pipe: hundreds of refusals are logged
-        monitor = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--no-db",
-                                    "--socket", str(unix_path), "--listen", "127.0.0.1:0"],
-                                   stderr=err, cwd=args.tree, env=env)
+        monitor = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "watch",
+                "--headless",
+                "--no-db",
+                "--socket",
+                str(unix_path),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            stderr=err,
+            cwd=args.tree,
+            env=env,
+        )
     clients: list[socket.socket] = []
     try:
         deadline = time.monotonic() + 30
@@ -90,10 +110,12 @@ def main() -> int:
             pass
         elapsed = time.perf_counter() - started
         agent.close()
-        print(f"| silent TCP | partial 1 MiB lines | RSS idle | RSS after | local agent welcomed |")
-        print(f"|---|---|---|---|---|")
-        print(f"| {args.silent} | {args.partial} | {idle:.1f} MB | {loaded:.1f} MB | "
-              f"{'yes' if welcomed else 'NO'} ({elapsed * 1000:.1f} ms) |")
+        print("| silent TCP | partial 1 MiB lines | RSS idle | RSS after | local agent welcomed |")
+        print("|---|---|---|---|---|")
+        print(
+            f"| {args.silent} | {args.partial} | {idle:.1f} MB | {loaded:.1f} MB | "
+            f"{'yes' if welcomed else 'NO'} ({elapsed * 1000:.1f} ms) |"
+        )
         return 0
     finally:
         for sock in clients:

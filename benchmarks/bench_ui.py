@@ -73,18 +73,43 @@ class Load:
             self.calls[s] += 1
             looping = s % 8 == 0
             if c == 0:
-                out.append(Event(Kind.SESSION_START, session, now, source=f"/bench/{session}.jsonl",
-                                 agent=f"bench-{s % 5}"))
+                out.append(
+                    Event(
+                        Kind.SESSION_START,
+                        session,
+                        now,
+                        source=f"/bench/{session}.jsonl",
+                        agent=f"bench-{s % 5}",
+                    )
+                )
                 continue
             call_id = f"{session}-{c // 2}"
             if c % 2:
                 args = {"command": "ls /missing"} if looping else {"path": f"file{c}.py"}
-                out.append(Event(Kind.TOOL_CALL, session, now, source=f"/bench/{session}.jsonl",
-                                 tool="bash" if looping else "read_file", args=args, call_id=call_id))
+                out.append(
+                    Event(
+                        Kind.TOOL_CALL,
+                        session,
+                        now,
+                        source=f"/bench/{session}.jsonl",
+                        tool="bash" if looping else "read_file",
+                        args=args,
+                        call_id=call_id,
+                    )
+                )
             else:
                 content = "No such file" if looping else f"contents of file {c}: {random.random()}"
-                out.append(Event(Kind.TOOL_RESULT, session, now, source=f"/bench/{session}.jsonl",
-                                 content=content, call_id=call_id, is_error=looping))
+                out.append(
+                    Event(
+                        Kind.TOOL_RESULT,
+                        session,
+                        now,
+                        source=f"/bench/{session}.jsonl",
+                        content=content,
+                        call_id=call_id,
+                        is_error=looping,
+                    )
+                )
         return out
 
 
@@ -186,14 +211,34 @@ async def scroll(directory: Path, total: int) -> dict:
     store.start()
     t0 = time.monotonic()
     for start in range(0, total, 5000):
-        store.add_events([
-            Event(Kind.TOOL_CALL if i % 2 == 0 else Kind.TOOL_RESULT, "huge", 1_700_000_000.0 + i,
-                  source="/bench/huge.jsonl", line=i + 1, tool="bash",
-                  args={"command": f"step {i}"}, content=f"output line {i}", call_id=str(i // 2))
-            for i in range(start, min(total, start + 5000))])
-    store.upsert_session({"id": "huge", "agent": "bench", "source": "/bench/huge.jsonl",
-                          "first_seen": 1_700_000_000.0, "last_seen": 1_700_000_000.0 + total,
-                          "status": "ended", "level": "watching", "events": total})
+        store.add_events(
+            [
+                Event(
+                    Kind.TOOL_CALL if i % 2 == 0 else Kind.TOOL_RESULT,
+                    "huge",
+                    1_700_000_000.0 + i,
+                    source="/bench/huge.jsonl",
+                    line=i + 1,
+                    tool="bash",
+                    args={"command": f"step {i}"},
+                    content=f"output line {i}",
+                    call_id=str(i // 2),
+                )
+                for i in range(start, min(total, start + 5000))
+            ]
+        )
+    store.upsert_session(
+        {
+            "id": "huge",
+            "agent": "bench",
+            "source": "/bench/huge.jsonl",
+            "first_seen": 1_700_000_000.0,
+            "last_seen": 1_700_000_000.0 + total,
+            "status": "ended",
+            "level": "watching",
+            "events": total,
+        }
+    )
     store.flush()
     store.close()
     fill = time.monotonic() - t0
@@ -223,12 +268,16 @@ async def scroll(directory: Path, total: int) -> dict:
             for y in range(height):
                 stream.render_line(y)
             redraws.append((time.perf_counter() - t) * 1000)
-        return {"events": stream.source.count(), "fill_seconds": round(fill, 1),
-                "scroll_key_ms_p50": round(statistics.median(keys), 2),
-                "scroll_key_ms_p99": round(percentile(keys, 99), 2),
-                "full_redraw_ms_p50": round(statistics.median(redraws), 2),
-                "full_redraw_ms_p99": round(percentile(redraws, 99), 2),
-                "store_queries": stream.source.queries, "lines_visible": height}
+        return {
+            "events": stream.source.count(),
+            "fill_seconds": round(fill, 1),
+            "scroll_key_ms_p50": round(statistics.median(keys), 2),
+            "scroll_key_ms_p99": round(percentile(keys, 99), 2),
+            "full_redraw_ms_p50": round(statistics.median(redraws), 2),
+            "full_redraw_ms_p99": round(percentile(redraws, 99), 2),
+            "store_queries": stream.source.queries,
+            "lines_visible": height,
+        }
 
 
 def main() -> int:
@@ -242,9 +291,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         live = asyncio.run(live_load(args.seconds, Path(tmp), args.sessions, args.rate))
         scrolled = asyncio.run(scroll(Path(tmp), args.scroll_events))
-    report = {"live": live, "scroll": scrolled,
-              "ok": live["key_latency_ms_p99"] < 100 and live["cpu_cores"] < 1.0
-              and live["table_rebuilds"] == 0 and live["events_per_sec"] >= 0.95 * args.rate}
+    report = {
+        "live": live,
+        "scroll": scrolled,
+        "ok": live["key_latency_ms_p99"] < 100
+        and live["cpu_cores"] < 1.0
+        and live["table_rebuilds"] == 0
+        and live["events_per_sec"] >= 0.95 * args.rate,
+    }
     if args.json:
         print(json.dumps(report, indent=2))
     else:

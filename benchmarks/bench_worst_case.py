@@ -38,12 +38,19 @@ def cases(rng: random.Random):
 
     unique = [_text(random.Random(i), MB) for i in range(4)]
     same = _text(rng, MB)
-    near = [same[: MB // 2] + str(i) + same[MB // 2 + 1:] for i in range(4)]
-    failing = ("FAILED tests/test_big.py::test_case - AssertionError: assert 1 == 2\n" * (MB // 70)
-               + "=== 15000 failed, 3 passed in 12.3s ===")
-    many_failures = ("".join(f"FAILED tests/test_big.py::test_case_{i} - AssertionError: assert {i} == {i + 1} "
-                             f"at 0x{i:08x} in {i / 7:.2f}s\n" for i in range(MB // 100))
-                     + "=== 10485 failed, 3 passed in 12.3s ===")
+    near = [same[: MB // 2] + str(i) + same[MB // 2 + 1 :] for i in range(4)]
+    failing = (
+        "FAILED tests/test_big.py::test_case - AssertionError: assert 1 == 2\n" * (MB // 70)
+        + "=== 15000 failed, 3 passed in 12.3s ==="
+    )
+    many_failures = (
+        "".join(
+            f"FAILED tests/test_big.py::test_case_{i} - AssertionError: assert {i} == {i + 1} "
+            f"at 0x{i:08x} in {i / 7:.2f}s\n"
+            for i in range(MB // 100)
+        )
+        + "=== 10485 failed, 3 passed in 12.3s ==="
+    )
     chant = "I will now fix the import so the importer works again. " * (MB // 56)
     fenced = "```\n" + _text(rng, MB - 8) + "\n```"
     seq = [0]
@@ -51,30 +58,63 @@ def cases(rng: random.Random):
     def pair(session: str, tool: str, args: dict, content: str, error: bool = False):
         seq[0] += 1
         cid = f"c{seq[0]}"
-        return [Event(Kind.TOOL_CALL, session, float(seq[0]), source="bench", line=seq[0], tool=tool,
-                      args=args, call_id=cid),
-                Event(Kind.TOOL_RESULT, session, float(seq[0]) + 0.5, source="bench", line=seq[0],
-                      content=content, call_id=cid, is_error=error)]
+        return [
+            Event(
+                Kind.TOOL_CALL,
+                session,
+                float(seq[0]),
+                source="bench",
+                line=seq[0],
+                tool=tool,
+                args=args,
+                call_id=cid,
+            ),
+            Event(
+                Kind.TOOL_RESULT,
+                session,
+                float(seq[0]) + 0.5,
+                source="bench",
+                line=seq[0],
+                content=content,
+                call_id=cid,
+                is_error=error,
+            ),
+        ]
 
     def message(session: str, text: str, role: str = "assistant"):
         seq[0] += 1
-        return [Event(Kind.MESSAGE, session, float(seq[0]), source="bench", line=seq[0], role=role, content=text)]
+        return [
+            Event(Kind.MESSAGE, session, float(seq[0]), source="bench", line=seq[0], role=role, content=text)
+        ]
 
     return [
         ("result 1 MB, identical", lambda: pair("s1", "bash", {"command": "cat big.log"}, same)),
-        ("result 1 MB, nearly identical", lambda: pair("s1", "bash", {"command": "cat big.log"},
-                                                        rng.choice(near))),
-        ("result 1 MB, all different", lambda: pair("s1", "read_file", {"path": f"f{rng.randrange(99)}"},
-                                                     rng.choice(unique))),
+        (
+            "result 1 MB, nearly identical",
+            lambda: pair("s1", "bash", {"command": "cat big.log"}, rng.choice(near)),
+        ),
+        (
+            "result 1 MB, all different",
+            lambda: pair("s1", "read_file", {"path": f"f{rng.randrange(99)}"}, rng.choice(unique)),
+        ),
         ("error 1 MB", lambda: pair("s1", "bash", {"command": "make"}, "Exit code 2\n" + same, True)),
-        ("test report 1 MB, one failure", lambda: pair("s1", "bash", {"command": "pytest -q"},
-                                                        "Exit code 1\n" + failing, True)),
-        ("test report 1 MB, 10k failures", lambda: pair("s1", "bash", {"command": "pytest -q"},
-                                                         "Exit code 1\n" + many_failures, True)),
-        ("args 1 MB (write_file)", lambda: pair("s1", "write_file", {"path": "big.txt", "content": same}, "ok")),
+        (
+            "test report 1 MB, one failure",
+            lambda: pair("s1", "bash", {"command": "pytest -q"}, "Exit code 1\n" + failing, True),
+        ),
+        (
+            "test report 1 MB, 10k failures",
+            lambda: pair("s1", "bash", {"command": "pytest -q"}, "Exit code 1\n" + many_failures, True),
+        ),
+        (
+            "args 1 MB (write_file)",
+            lambda: pair("s1", "write_file", {"path": "big.txt", "content": same}, "ok"),
+        ),
         ("command 1 MB", lambda: pair("s1", "bash", {"command": "echo " + rng.choice(near)}, "ok")),
-        ("swarm: same 1 MB error, 2 sessions", lambda: pair(rng.choice(("s1", "s2")), "fetch",
-                                                             {"url": "https://x"}, same, True)),
+        (
+            "swarm: same 1 MB error, 2 sessions",
+            lambda: pair(rng.choice(("s1", "s2")), "fetch", {"url": "https://x"}, same, True),
+        ),
         ("message 1 MB, identical", lambda: message("s1", same)),
         ("message 1 MB, nearly identical", lambda: message("s1", rng.choice(near))),
         ("message 1 MB, all different", lambda: message("s1", rng.choice(unique))),
@@ -103,9 +143,19 @@ def main(argv: list[str] | None = None) -> int:
         # Warm up: compile regexes, create sessions, fill windows with small events.
         for n in range(50):
             for session in ("s1", "s2"):
-                engine.process(Event(Kind.TOOL_CALL, session, float(n), tool="bash",
-                                     args={"command": f"ls {n}"}, call_id=f"w{n}"))
-                engine.process(Event(Kind.TOOL_RESULT, session, float(n), content=f"out {n}", call_id=f"w{n}"))
+                engine.process(
+                    Event(
+                        Kind.TOOL_CALL,
+                        session,
+                        float(n),
+                        tool="bash",
+                        args={"command": f"ls {n}"},
+                        call_id=f"w{n}",
+                    )
+                )
+                engine.process(
+                    Event(Kind.TOOL_RESULT, session, float(n), content=f"out {n}", call_id=f"w{n}")
+                )
         timer.clear()
         gc.collect()
         gc.disable()
@@ -115,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                     for event in make():
                         cpu, wall = time.thread_time(), time.perf_counter()
                         engine.process(event)
-                        costs[label].append(((time.thread_time() - cpu) * 1e3,
-                                             (time.perf_counter() - wall) * 1e3))
+                        costs[label].append(
+                            ((time.thread_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3)
+                        )
         finally:
             gc.enable()
 
@@ -129,12 +180,26 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((label, len(values), statistics.mean(cpu), max(cpu), statistics.mean(wall), max(wall)))
     total = sum(len(v) for v in costs.values())
     print()
-    print(table(f"detection cost per event, 1 MB inputs ({total:,} events)",
-                ("input", "events", "mean cpu ms", "max cpu ms", "mean wall ms", "max wall ms"), rows))
-    rows = [(name, timer.calls[name], timer.total[name] / max(1, timer.calls[name]) * 1e3, timer.worst[name] * 1e3)
-            for name in sorted(timer.total, key=lambda n: -timer.worst[n])]
+    print(
+        table(
+            f"detection cost per event, 1 MB inputs ({total:,} events)",
+            ("input", "events", "mean cpu ms", "max cpu ms", "mean wall ms", "max wall ms"),
+            rows,
+        )
+    )
+    rows = [
+        (
+            name,
+            timer.calls[name],
+            timer.total[name] / max(1, timer.calls[name]) * 1e3,
+            timer.worst[name] * 1e3,
+        )
+        for name in sorted(timer.total, key=lambda n: -timer.worst[n])
+    ]
     print()
-    print(table("per detector (wall, with timing overhead)", ("detector", "calls", "mean ms", "worst ms"), rows))
+    print(
+        table("per detector (wall, with timing overhead)", ("detector", "calls", "mean ms", "worst ms"), rows)
+    )
     verdict = "OK" if worst_cpu < TARGET_MS else "ABOVE TARGET"
     print(f"target: every event < {TARGET_MS} ms of detection: worst {worst_cpu:.3f} ms cpu  [{verdict}]")
     return 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python benchmarks/x.py` from a checkout
@@ -63,7 +63,7 @@ class DetectorTimer:
             self.calls[name] = 0
 
     @contextmanager
-    def installed(self) -> Iterator["DetectorTimer"]:
+    def installed(self) -> Iterator[DetectorTimer]:
         from monitor.detect import REGISTRY
 
         originals = {}

@@ -29,8 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, help="events per benchmark (default: each one's own)")
     parser.add_argument("--quick", action="store_true", help="quick mode where a benchmark has one")
-    parser.add_argument("--only", action="append", metavar="NAME",
-                        help="run only bench_NAME.py (repeatable)")
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only bench_NAME.py (repeatable)")
     args = parser.parse_args(argv)
     chosen = [p for p in benchmarks() if not args.only or p.stem.removeprefix("bench_") in args.only]
     if not chosen:
@@ -47,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n=== {path.stem} ({' '.join(command[1:])})", flush=True)
         started = time.perf_counter()
         result = subprocess.run(command)
-        print(f"=== {path.stem}: {'ok' if result.returncode == 0 else 'FAILED'} "
-              f"in {time.perf_counter() - started:.1f} s", flush=True)
+        print(
+            f"=== {path.stem}: {'ok' if result.returncode == 0 else 'FAILED'} "
+            f"in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
         if result.returncode != 0:
             failed.append(path.stem)
     if failed:

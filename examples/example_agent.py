@@ -47,9 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session", help="session id (default: a fresh one)")
     parser.add_argument("--steps", type=int, default=20, help="loop iterations before giving up (0: forever)")
     parser.add_argument("--delay", type=float, default=0.5, help="seconds between tool calls")
-    parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM (only SIGKILL stops it)")
-    parser.add_argument("--stubborn", action="store_true",
-                        help="read injected messages and kill requests but keep looping")
+    parser.add_argument(
+        "--ignore-sigterm", action="store_true", help="ignore SIGTERM (only SIGKILL stops it)"
+    )
+    parser.add_argument(
+        "--stubborn", action="store_true", help="read injected messages and kill requests but keep looping"
+    )
     args = parser.parse_args(argv)
 
     nudges: list[str] = []
@@ -70,8 +73,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.stubborn:
                 stop.set()
 
-    client = LoopwatchClient(agent="example-agent", session=args.session, socket_path=args.socket,
-                             address=args.address, token=args.token, on_control=on_control)
+    client = LoopwatchClient(
+        agent="example-agent",
+        session=args.session,
+        socket_path=args.socket,
+        address=args.address,
+        token=args.token,
+        on_control=on_control,
+    )
 
     def on_sigterm(signum: int, frame: object) -> None:
         say("SIGTERM")

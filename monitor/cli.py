@@ -62,10 +62,12 @@ def _not_a_command(word: str) -> str | None:
     import difflib  # here, not at the top: every hook call imports this module
 
     guess = difflib.get_close_matches(word, list(COMMANDS), n=1)
-    return (f"{word!r} is neither a command nor an existing path"
-            + (f"; did you mean `loopwatch {guess[0]}`?" if guess else "")
-            + f" (commands: {', '.join(COMMANDS)}; to watch a file that does not exist yet: "
-              f"`loopwatch watch {word}`)")
+    return (
+        f"{word!r} is neither a command nor an existing path"
+        + (f"; did you mean `loopwatch {guess[0]}`?" if guess else "")
+        + f" (commands: {', '.join(COMMANDS)}; to watch a file that does not exist yet: "
+        f"`loopwatch watch {word}`)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

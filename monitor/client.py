@@ -42,13 +42,14 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from monitor.localsock import listener_problem, socket_dir_problem
 from monitor.framing import LineSplitter
+from monitor.localsock import listener_problem, socket_dir_problem
 from monitor.paths import ADDRESS_ENV, SOCKET_ENV, TOKEN_ENV, default_socket_path, inbox_path
 
 if TYPE_CHECKING:
@@ -89,22 +90,41 @@ class _EventHelpers:
         record.update({k: v for k, v in fields.items() if v is not None})
         self._emit(record)
 
-    def session_start(self, *, session: str | None = None, agent: str | None = None,
-                      pid: int | None = None, parent: str | None = None,
-                      meta: dict[str, Any] | None = None) -> None:
+    def session_start(
+        self,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        pid: int | None = None,
+        parent: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         """Announce the session; ``pid`` defaults to this process (so it can be killed)."""
-        self.event("session_start", session=session, agent=agent or self.agent,
-                   pid=os.getpid() if pid is None else pid, parent=parent, meta=meta)
+        self.event(
+            "session_start",
+            session=session,
+            agent=agent or self.agent,
+            pid=os.getpid() if pid is None else pid,
+            parent=parent,
+            meta=meta,
+        )
 
-    def tool_call(self, name: str, args: dict[str, Any] | None = None, *, id: str | None = None,
-                  session: str | None = None) -> str:
+    def tool_call(
+        self,
+        name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        session: str | None = None,
+    ) -> str:
         """Record a tool call; returns its id for the matching :meth:`tool_result`."""
         call_id = id or uuid.uuid4().hex[:12]
         self.event("tool_call", session=session, id=call_id, name=name, args=args or {})
         return call_id
 
-    def tool_result(self, id: str, content: Any = "", *, is_error: bool = False,
-                    session: str | None = None) -> None:
+    def tool_result(
+        self, id: str, content: Any = "", *, is_error: bool = False, session: str | None = None
+    ) -> None:
         if not isinstance(content, str):
             content = str(content)
         self.event("tool_result", session=session, id=id, content=content, is_error=bool(is_error))
@@ -115,10 +135,21 @@ class _EventHelpers:
             content = str(content)
         self.event("message", session=session, role=role, content=content)
 
-    def usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
-              cost_usd: float | None = None, *, session: str | None = None) -> None:
-        self.event("usage", session=session, input_tokens=input_tokens,
-                   output_tokens=output_tokens, cost_usd=cost_usd)
+    def usage(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost_usd: float | None = None,
+        *,
+        session: str | None = None,
+    ) -> None:
+        self.event(
+            "usage",
+            session=session,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd,
+        )
 
     def compaction(self, *, session: str | None = None) -> None:
         self.event("compaction", session=session)
@@ -134,8 +165,9 @@ def _parse_address(address: str | tuple[str, int]) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def _open_socket(address: tuple[str, int] | None, socket_path: Path | None,
-                 timeout: float) -> tuple[socket.socket | None, str | None]:
+def _open_socket(
+    address: tuple[str, int] | None, socket_path: Path | None, timeout: float
+) -> tuple[socket.socket | None, str | None]:
     """A non-blocking connection to the monitor, or (None, why the listener
     found is not trusted); (None, None) when nothing answers."""
     try:
@@ -173,12 +205,23 @@ class LoopwatchClient(_EventHelpers):
     swallowed) and to :meth:`messages` / :meth:`get_message`.
     """
 
-    def __init__(self, agent: str = "agent", session: str | None = None, *,
-                 socket_path: str | Path | None = None, address: str | tuple[str, int] | None = None,
-                 token: str | None = None, on_control: ControlCallback | None = None,
-                 buffer_size: int = 10_000, inbox_size: int = 1_000,
-                 connect_timeout: float = 1.0, backoff_min: float = 0.05, backoff_max: float = 5.0,
-                 heartbeat: float = 60.0, start: bool = True):
+    def __init__(
+        self,
+        agent: str = "agent",
+        session: str | None = None,
+        *,
+        socket_path: str | Path | None = None,
+        address: str | tuple[str, int] | None = None,
+        token: str | None = None,
+        on_control: ControlCallback | None = None,
+        buffer_size: int = 10_000,
+        inbox_size: int = 1_000,
+        connect_timeout: float = 1.0,
+        backoff_min: float = 0.05,
+        backoff_max: float = 5.0,
+        heartbeat: float = 60.0,
+        start: bool = True,
+    ):
         self.agent = agent
         self.session = session or f"{agent}-{uuid.uuid4().hex[:8]}"
         address = address if address is not None else (os.environ.get(ADDRESS_ENV) or None)
@@ -193,8 +236,9 @@ class LoopwatchClient(_EventHelpers):
                 self.unusable = f"invalid monitor address {address!r} (expected HOST:PORT)"
                 self.address = ("", 0)
                 log.warning("loopwatch: %s", self.unusable)
-        self.socket_path = None if self.address else Path(
-            socket_path or os.environ.get(SOCKET_ENV) or default_socket_path())
+        self.socket_path = (
+            None if self.address else Path(socket_path or os.environ.get(SOCKET_ENV) or default_socket_path())
+        )
         self.token = token if token is not None else os.environ.get(TOKEN_ENV)
         self.on_control = on_control
         self.connect_timeout = connect_timeout
@@ -370,8 +414,12 @@ class LoopwatchClient(_EventHelpers):
             log.warning("loopwatch: not connecting to %s: %s", self.socket_path, problem)
 
     def _hello(self) -> bytes:
-        hello: dict[str, Any] = {"type": "hello", "agent": self.agent, "session": self.session,
-                                 "client": "monitor.client"}
+        hello: dict[str, Any] = {
+            "type": "hello",
+            "agent": self.agent,
+            "session": self.session,
+            "client": "monitor.client",
+        }
         if self.token:
             hello["token"] = self.token
         with self._lock:
@@ -467,8 +515,11 @@ class LoopwatchClient(_EventHelpers):
                 if self._closing and now >= self._close_deadline:
                     return welcomed
                 readable, writable, _ = select.select(
-                    [sock, self._wake_r], [sock] if sent < len(pending) else [], [],
-                    self.heartbeat if welcomed and not self._closing else 0.1)
+                    [sock, self._wake_r],
+                    [sock] if sent < len(pending) else [],
+                    [],
+                    self.heartbeat if welcomed and not self._closing else 0.1,
+                )
                 if self._wake_r in readable:
                     self._drain_wake()
                 if sock in readable:
@@ -528,10 +579,10 @@ def _close_open_clients(timeout: float = EXIT_FLUSH_SECONDS) -> None:
 class AsyncLoopwatchClient(_EventHelpers):
     """The client for asyncio agents: the same non-blocking helpers, plus ``async for``.
 
-        async with AsyncLoopwatchClient(agent="a") as client:
-            client.session_start()
-            async for message in client:          # control messages
-                if message["type"] == "inject": ...
+    async with AsyncLoopwatchClient(agent="a") as client:
+        client.session_start()
+        async for message in client:          # control messages
+            if message["type"] == "inject": ...
     """
 
     def __init__(self, agent: str = "agent", session: str | None = None, **options: Any):

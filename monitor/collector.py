@@ -11,8 +11,8 @@ when the last one lets go, unless someone else changed it meanwhile.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _holds: list[int] = []
 _before: tuple[int, ...] | None = None

@@ -42,6 +42,7 @@ from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
 from monitor.detect.base import DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
 from monitor.events import Level
+
 # Re-exported: the paths live in monitor.paths so that the client and the hook need not import this.
 from monitor.paths import default_config_path, default_socket_path, user_config_dir, user_data_dir  # noqa: F401
 
@@ -216,7 +217,9 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
                 f"detectors.{name}: unknown detector (expected one of: {', '.join(sorted(registry))})"
             )
         cls = registry[name]
-        config.detectors[name] = _build_dataclass(cls.Settings, f"detectors.{name}", table, config.detectors[name])
+        config.detectors[name] = _build_dataclass(
+            cls.Settings, f"detectors.{name}", table, config.detectors[name]
+        )
 
     tools = data.get("tools", {})
     if not isinstance(tools, dict):
@@ -230,7 +233,9 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
     escalation = EscalationSettings(ladder=PRESET_LADDERS[chosen])
     table = dict(data.get("escalation", {}))
     nudges = table.pop("nudges", None)
-    escalation = _build_dataclass(EscalationSettings, "escalation", {k: v for k, v in table.items()}, escalation)
+    escalation = _build_dataclass(
+        EscalationSettings, "escalation", {k: v for k, v in table.items()}, escalation
+    )
     if not escalation.ladder:
         raise ConfigError("escalation.ladder: must name at least one level")
     if nudges is not None:

@@ -73,8 +73,15 @@ def encode_line(message: dict) -> bytes:
 
 
 #: Never follow a link, never wait for a FIFO's reader, never become a terminal's owner.
-_INBOX_FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+_INBOX_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | os.O_NOFOLLOW
+    | os.O_NONBLOCK
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def open_inbox(path: Path) -> tuple[int | None, str]:
@@ -381,8 +388,10 @@ def check_killable(identity: ProcessIdentity | None) -> str | None:
     if current is None:
         return f"pid {pid} has already exited"
     if not _same_start(current.start_time, identity.start_time):
-        return (f"refusing to kill pid {pid}: it is no longer the session's process "
-                f"(the pid was reused by another process: {current.describe()})")
+        return (
+            f"refusing to kill pid {pid}: it is no longer the session's process "
+            f"(the pid was reused by another process: {current.describe()})"
+        )
     if _is_zombie(pid):
         return f"pid {pid} has already exited"
     if current.uid != me:
@@ -404,8 +413,10 @@ def _log_owner_problem(path: str) -> str | None:
         return f"cannot check who owns the log file {path}: {exc.strerror or exc}"
     for info in (link, target):
         if info.st_uid != me:
-            return (f"the log file {path} belongs to uid {info.st_uid}, not to the monitor's user "
-                    f"(uid {me}): another user's log cannot name a process to kill")
+            return (
+                f"the log file {path} belongs to uid {info.st_uid}, not to the monitor's user "
+                f"(uid {me}): another user's log cannot name a process to kill"
+            )
     return None
 
 
@@ -433,9 +444,11 @@ class PidClaim:
             return reason
         identity = self.identity
         if identity.created and identity.created > self.since + START_SLACK_SECONDS:
-            return (f"refusing to kill pid {identity.pid}: the process started "
-                    f"{identity.created - self.since:.1f}s after the first record naming it "
-                    "(a reused pid or a replayed log)")
+            return (
+                f"refusing to kill pid {identity.pid}: the process started "
+                f"{identity.created - self.since:.1f}s after the first record naming it "
+                "(a reused pid or a replayed log)"
+            )
         if self.log_path:
             return _log_owner_problem(self.log_path)
         return None
@@ -443,13 +456,18 @@ class PidClaim:
     def verified(self) -> list[str]:
         """What was checked, in words, for the kill dialog."""
         me = os.getuid()
-        facts = [f"process owned by your user (uid {me}); not pid 1, the monitor or its ancestors",
-                 "same process as when first seen (pid + start time)",
-                 "process started before the first record naming it"]
+        facts = [
+            f"process owned by your user (uid {me}); not pid 1, the monitor or its ancestors",
+            "same process as when first seen (pid + start time)",
+            "process started before the first record naming it",
+        ]
         if self.log_path:
             facts.append(f"log file owned by your user (uid {me})")
-        facts.append(f"confirmed by the agent: {self.confirmed}" if self.confirmed
-                     else "NOT confirmed by the agent: only the log file names this pid")
+        facts.append(
+            f"confirmed by the agent: {self.confirmed}"
+            if self.confirmed
+            else "NOT confirmed by the agent: only the log file names this pid"
+        )
         return facts
 
 
@@ -541,7 +559,9 @@ async def terminate(identity: ProcessIdentity, grace: float = 5.0) -> Outcome:
         except PermissionError as exc:
             return Outcome(FAILED, f"SIGKILL to pid {identity.pid} not permitted: {exc.strerror or exc}")
         if await _wait_gone(identity, pidfd, 5.0):
-            return Outcome(DELIVERED, f"pid {identity.pid} ignored SIGTERM for {grace:g}s; killed with SIGKILL")
+            return Outcome(
+                DELIVERED, f"pid {identity.pid} ignored SIGTERM for {grace:g}s; killed with SIGKILL"
+            )
         return Outcome(FAILED, f"pid {identity.pid} is still running after SIGKILL (uninterruptible?)")
     finally:
         if pidfd is not None:

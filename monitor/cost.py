@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from monitor.events import Event, Level
 
@@ -50,8 +51,12 @@ class Price:
     cache_read: float
 
     def dollars(self, plain: int, output: int, cache_write: int, cache_read: int) -> float:
-        return (plain * self.input + output * self.output + cache_write * self.cache_write
-                + cache_read * self.cache_read) / 1e6
+        return (
+            plain * self.input
+            + output * self.output
+            + cache_write * self.cache_write
+            + cache_read * self.cache_read
+        ) / 1e6
 
 
 class PriceTable:
@@ -256,8 +261,20 @@ class SessionCost:
     Totals only grow, so an episode's cost so far is the totals now minus
     the totals when it began: O(1) per event, nothing kept per event."""
 
-    __slots__ = ("model", "tokens", "usd", "unpriced", "reported", "episode", "since", "since_seq", "base",
-                 "loop_tokens", "loop_usd", "loop_unpriced")
+    __slots__ = (
+        "model",
+        "tokens",
+        "usd",
+        "unpriced",
+        "reported",
+        "episode",
+        "since",
+        "since_seq",
+        "base",
+        "loop_tokens",
+        "loop_usd",
+        "loop_unpriced",
+    )
 
     def __init__(self) -> None:
         self.model: str | None = None
@@ -304,8 +321,9 @@ class LoopCosts:
     def _sync(account: SessionCost, escalation: Any) -> None:
         """Close the open episode if the session went back to watching (an
         acknowledgement, a recovery, a false positive) or began another."""
-        if account.episode and (escalation is None or escalation.level is Level.NONE
-                                or escalation.episode != account.episode):
+        if account.episode and (
+            escalation is None or escalation.level is Level.NONE or escalation.episode != account.episode
+        ):
             account.episode = 0
 
     def start(self, event: Event) -> None:

@@ -129,10 +129,7 @@ class Event:
         if self.kind is MESSAGE:
             return f"{self.role}: {self.content[: width * 8]}"
         if self.kind is USAGE:
-            return (
-                f"usage in={self.input_tokens} out={self.output_tokens} "
-                f"cost={self.cost_usd}"
-            )
+            return f"usage in={self.input_tokens} out={self.output_tokens} cost={self.cost_usd}"
         if self.kind is SESSION_START:
             return f"session start ({self.agent or 'agent'})"
         if self.kind is SESSION_END:
@@ -151,9 +148,20 @@ def _finish(text: str, width: int) -> str:
 _new = object.__new__
 
 
-def new_event(kind: Kind, session: str, ts: float, source: str, line: int | None, role: str | None,
-              content: str, call_id: str | None, tool: str | None, args: dict[str, Any] | None,
-              is_error: bool, meta: dict[str, Any]) -> Event:
+def new_event(
+    kind: Kind,
+    session: str,
+    ts: float,
+    source: str,
+    line: int | None,
+    role: str | None,
+    content: str,
+    call_id: str | None,
+    tool: str | None,
+    args: dict[str, Any] | None,
+    is_error: bool,
+    meta: dict[str, Any],
+) -> Event:
     """An :class:`Event` with the fields decoders set for calls, results and
     messages, the others at their defaults: what ``Event(...)`` makes, at
     about half the cost.  Decoders build one per line; the dataclass
@@ -290,8 +298,10 @@ class EventRef:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return (f"EventRef(seq={self.seq!r}, kind={self.kind!r}, source={self.source!r}, "
-                f"line={self.line!r}, summary={self.summary!r})")
+        return (
+            f"EventRef(seq={self.seq!r}, kind={self.kind!r}, source={self.source!r}, "
+            f"line={self.line!r}, summary={self.summary!r})"
+        )
 
     def __reduce__(self):
         return (EventRef, self._key())
@@ -340,7 +350,7 @@ def _call_text(snapshot: tuple) -> str:
     from monitor.text import compact_args
 
     half = len(snapshot) // 2
-    pairs = _Pairs(zip(snapshot[1:half + 1], snapshot[half + 1:]))
+    pairs = _Pairs(zip(snapshot[1 : half + 1], snapshot[half + 1 :]))
     return f"{snapshot[0]}({compact_args(pairs)})"
 
 
@@ -410,4 +420,3 @@ def _call_snapshot(tool: Any, args: Any) -> tuple | None:
         keys.append(key)
         values.append(shown)
     return (tool, *keys, *values)
-

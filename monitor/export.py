@@ -47,8 +47,12 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
     if row is None:
         raise LookupError(f"no stored session {session!r}")
     detections = store.detections(session)
-    wanted = {ref.get("seq") for d in detections for ref in d.get("evidence") or ()
-              if isinstance(ref, dict) and isinstance(ref.get("seq"), int)}
+    wanted = {
+        ref.get("seq")
+        for d in detections
+        for ref in d.get("evidence") or ()
+        if isinstance(ref, dict) and isinstance(ref.get("seq"), int)
+    }
     events: dict[int, dict] = {}
     for seq in sorted(wanted):
         for event in store.events(session, offset=max(0, seq - 1), limit=1):
@@ -58,9 +62,13 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
         seqs = [ref.get("seq") for ref in detection.get("evidence") or () if isinstance(ref, dict)]
         detection["evidence_events"] = [events[s] for s in seqs if s in events]
     loops = stored_loop_cost(row)
-    return {"session": row, "events_stored": store.count_events(session),
-            "loop_cost": loops.to_dict() if loops is not None else None,
-            "detections": detections, "actions": store.actions(session)}
+    return {
+        "session": row,
+        "events_stored": store.count_events(session),
+        "loop_cost": loops.to_dict() if loops is not None else None,
+        "detections": detections,
+        "actions": store.actions(session),
+    }
 
 
 def json_report(document: dict[str, Any]) -> str:
@@ -101,15 +109,29 @@ def event_text(event: dict[str, Any]) -> str:
 def _timeline(document: dict[str, Any]) -> list[str]:
     items: list[tuple[float, int, str]] = []
     for d in document["detections"]:
-        items.append((d.get("ts") or 0.0, 0, f"- {when(d.get('ts'))} — **{d.get('level')}** "
-                      f"`{d.get('detector')}` at event #{d.get('seq')}: {inline(d.get('message'))}"
-                      + (f" _({inline(d['suppressed'])})_" if d.get("suppressed") else "")
-                      + (f" — loop so far {spend_text(d['cost'])}" if spend_text(d.get("cost")) else "")))
+        items.append(
+            (
+                d.get("ts") or 0.0,
+                0,
+                f"- {when(d.get('ts'))} — **{d.get('level')}** "
+                f"`{d.get('detector')}` at event #{d.get('seq')}: {inline(d.get('message'))}"
+                + (f" _({inline(d['suppressed'])})_" if d.get("suppressed") else "")
+                + (f" — loop so far {spend_text(d['cost'])}" if spend_text(d.get("cost")) else ""),
+            )
+        )
     for a in document["actions"]:
         detail = f" — {inline(a['detail'])}" if a.get("detail") else ""
-        items.append((a.get("ts") or 0.0, 1, f"- {when(a.get('ts'))} — operator **{a.get('kind')}** "
-                      f"by {inline(a.get('who'))}: {a.get('outcome')}{detail}"))
-    return [line for _, _, line in sorted(items, key=lambda item: (item[0], item[1]))] or ["_Nothing happened._"]
+        items.append(
+            (
+                a.get("ts") or 0.0,
+                1,
+                f"- {when(a.get('ts'))} — operator **{a.get('kind')}** "
+                f"by {inline(a.get('who'))}: {a.get('outcome')}{detail}",
+            )
+        )
+    return [line for _, _, line in sorted(items, key=lambda item: (item[0], item[1]))] or [
+        "_Nothing happened._"
+    ]
 
 
 def markdown_report(document: dict[str, Any]) -> str:
@@ -117,26 +139,42 @@ def markdown_report(document: dict[str, Any]) -> str:
     s = document["session"]
     first, last = s.get("first_seen"), s.get("last_seen")
     seconds = int(last - first) if first and last else 0
-    lines = [f"# loopwatch session `{inline(s['id'])}`", "",
-             f"Exported {when(datetime.now().timestamp())}. Times are local.", "",
-             "| | |", "|---|---|",
-             f"| Agent | {inline(s.get('agent') or '-')} |",
-             f"| Source | {inline(s.get('source') or '-')} |",
-             f"| Seen | {when(first)} → {when(last)} ({seconds // 60} min {seconds % 60} s) |",
-             f"| Status | {s.get('status') or '-'} |",
-             f"| Level | {s.get('level') or 'watching'} (peak {s.get('peak') or s.get('level') or 'watching'})"
-             + (f" — `{s['detector']}`: {inline(s.get('reason'))}" if s.get("detector") else "") + " |",
-             f"| Events | {s.get('events') or 0:,} ({document['events_stored']:,} stored) |",
-             f"| Detections | {len(document['detections'])} |",
-             f"| Loop cost | {spend_text(document.get('loop_cost')) or '-'} |",
-             f"| Operator actions | {len(document['actions'])} |",
-             "", "## Timeline", "", *_timeline(document), "", "## Detections", ""]
+    lines = [
+        f"# loopwatch session `{inline(s['id'])}`",
+        "",
+        f"Exported {when(datetime.now().timestamp())}. Times are local.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Agent | {inline(s.get('agent') or '-')} |",
+        f"| Source | {inline(s.get('source') or '-')} |",
+        f"| Seen | {when(first)} → {when(last)} ({seconds // 60} min {seconds % 60} s) |",
+        f"| Status | {s.get('status') or '-'} |",
+        f"| Level | {s.get('level') or 'watching'} (peak {s.get('peak') or s.get('level') or 'watching'})"
+        + (f" — `{s['detector']}`: {inline(s.get('reason'))}" if s.get("detector") else "")
+        + " |",
+        f"| Events | {s.get('events') or 0:,} ({document['events_stored']:,} stored) |",
+        f"| Detections | {len(document['detections'])} |",
+        f"| Loop cost | {spend_text(document.get('loop_cost')) or '-'} |",
+        f"| Operator actions | {len(document['actions'])} |",
+        "",
+        "## Timeline",
+        "",
+        *_timeline(document),
+        "",
+        "## Detections",
+        "",
+    ]
     if not document["detections"]:
         lines.append("_No detections._")
     for n, d in enumerate(document["detections"], 1):
-        lines += [f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}", "",
-                  f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
-                  f" {when(d.get('ts'))})", ""]
+        lines += [
+            f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}",
+            "",
+            f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
+            f" {when(d.get('ts'))})",
+            "",
+        ]
         if spend_text(d.get("cost")):
             lines += [f"Loop so far: {spend_text(d['cost'])} since {when(d['cost'].get('since'))}.", ""]
         if d.get("nudge"):
@@ -153,8 +191,13 @@ def markdown_report(document: dict[str, Any]) -> str:
     if not sent:
         lines.append("_None._")
     for a in sent:
-        lines += [f"- {when(a.get('ts'))} by {inline(a.get('who'))}: **{a.get('outcome')}**"
-                  + (f" — {inline(a['detail'])}" if a.get("detail") else ""), "", fenced(a.get("text") or ""), ""]
+        lines += [
+            f"- {when(a.get('ts'))} by {inline(a.get('who'))}: **{a.get('outcome')}**"
+            + (f" — {inline(a['detail'])}" if a.get("detail") else ""),
+            "",
+            fenced(a.get("text") or ""),
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

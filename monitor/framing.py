@@ -9,15 +9,17 @@ partial line stays pending until its newline arrives (or :meth:`flush`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from io import BytesIO
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 Line = tuple[int, bytes | None, int]  # (1-based line number, bytes or None if oversized, size)
 
 
 class LineSplitter:
-    def __init__(self, max_line_bytes: int = 16 * 1024 * 1024, first_line: int = 1, *,
-                 newlines: bool = False):
+    def __init__(
+        self, max_line_bytes: int = 16 * 1024 * 1024, first_line: int = 1, *, newlines: bool = False
+    ):
         """With ``newlines``, a line read whole from one chunk keeps its ``\\n``
         (its size counts it; an oversized line's size does not): for a reader
         that takes JSON lines as they are, as a scan's decoder does.  Those
@@ -67,8 +69,10 @@ class LineSplitter:
             if max(sizes) <= limit:
                 out.extend(zip(numbers, whole, sizes))
             else:
-                out.extend((n, piece, size) if size <= limit else (n, None, size - newline)
-                           for n, piece, size in zip(numbers, whole, sizes))
+                out.extend(
+                    (n, piece, size) if size <= limit else (n, None, size - newline)
+                    for n, piece, size in zip(numbers, whole, sizes)
+                )
             self.lineno = lineno + len(whole)
         if tail:
             self._take(tail)
@@ -121,8 +125,9 @@ class LineSplitter:
         self.__init__(self.max_line_bytes, first_line, newlines=self.newlines)  # type: ignore[misc]
 
 
-def iter_lines(stream: BinaryIO, max_line_bytes: int = 16 * 1024 * 1024,
-               chunk_size: int = 1 << 20) -> Iterator[Line]:
+def iter_lines(
+    stream: BinaryIO, max_line_bytes: int = 16 * 1024 * 1024, chunk_size: int = 1 << 20
+) -> Iterator[Line]:
     """Every line of a finished stream, the last one even without a newline."""
     splitter = LineSplitter(max_line_bytes)
     while True:

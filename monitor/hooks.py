@@ -51,7 +51,8 @@ import sys
 import time
 from pathlib import Path
 
-from monitor.paths import hook_state_dir as state_dir, socket_path  # noqa: F401  (part of this module's API)
+from monitor.paths import hook_state_dir as state_dir  # noqa: F401  (part of this module's API)
+from monitor.paths import socket_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing would slow every hook call (benchmarks/README.md)
@@ -65,12 +66,22 @@ DEFAULT_TIMEOUT = 0.5
 MAX_TEXT = 100_000
 #: Hook events answered after a poll; others only forward their events, since
 #: an answer there could not reach the agent and a drained message would be lost.
-ANSWERABLE = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                        "PostToolUseFailure", "Stop", "SubagentStop"})
+ANSWERABLE = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+    }
+)
 #: Hook events whose answer may carry ``hookSpecificOutput.additionalContext``
 #: (Claude Code; Codex reads the same shape).
-_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                             "PostToolUseFailure"})
+_CONTEXT_EVENTS = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
+)
 STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
 #: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
 STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
@@ -94,8 +105,8 @@ def agent_pid(start: int | None = None) -> int:
         except OSError:
             return pid
         # "pid (comm) state ppid …": comm may itself contain spaces or parentheses.
-        comm = stat[stat.find("(") + 1: stat.rfind(")")]
-        rest = stat[stat.rfind(")") + 2:].split()
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        rest = stat[stat.rfind(")") + 2 :].split()
         if comm not in _WRAPPERS or len(rest) < 2 or int(rest[1]) <= 1:
             return pid
         pid = int(rest[1])
@@ -103,6 +114,7 @@ def agent_pid(start: int | None = None) -> int:
 
 
 # -- translating the hook input -------------------------------------------------------------------
+
 
 def _clip(text: str) -> str:
     if len(text) <= MAX_TEXT:
@@ -167,8 +179,11 @@ def _call_id(payload: dict[str, Any]) -> str:
         return given
     import hashlib  # only agents that omit tool_use_id pay for it
 
-    digest = hashlib.sha1(json.dumps([payload.get("tool_name"), payload.get("tool_input")],
-                                     sort_keys=True, default=str).encode()).hexdigest()[:16]
+    digest = hashlib.sha1(
+        json.dumps(
+            [payload.get("tool_name"), payload.get("tool_input")], sort_keys=True, default=str
+        ).encode()
+    ).hexdigest()[:16]
     return f"hook-{digest}"
 
 
@@ -179,20 +194,19 @@ class HookCall:
     __slots__ = ("agent", "event", "session", "payload", "events", "quiet")
 
     def __init__(self, agent: str, event: str, session: str, payload: dict[str, Any]):
-        self.agent = agent        # "claude-code" or "codex"
-        self.event = event        # hook_event_name
-        self.session = session    # ``<session>:agent-<id>`` for a subagent's events
+        self.agent = agent  # "claude-code" or "codex"
+        self.event = event  # hook_event_name
+        self.session = session  # ``<session>:agent-<id>`` for a subagent's events
         self.payload = payload
         self.events: list[dict[str, Any]] = []
-        self.quiet = False        # a stop held often enough: forward, do not poll
+        self.quiet = False  # a stop held often enough: forward, do not poll
 
     @property
     def answerable(self) -> bool:
         return self.event in ANSWERABLE and not self.quiet
 
 
-def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
-                     now: float | None = None) -> HookCall:
+def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: float | None = None) -> HookCall:
     """Read the hook's JSON and translate it; raises :class:`HookInputError`."""
     if not raw.strip():
         raise HookInputError("no input on stdin (expected the hook's JSON object)")
@@ -220,28 +234,43 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
         meta = {"origin": "hook"}
         if isinstance(payload.get("agent_type"), str):
             meta["agent_type"] = payload["agent_type"]
-        call.events.append({"type": "session_start", **base, "agent": agent, "parent": parent,
-                            "meta": meta})
+        call.events.append({"type": "session_start", **base, "agent": agent, "parent": parent, "meta": meta})
     elif event == "SubagentStop" and parent is not None:
         call.events.append({"type": "session_end", **base, "status": "subagent stopped"})
     elif event == "SessionEnd":
         reason = payload.get("reason")
-        call.events.append({"type": "session_end", **base,
-                            "status": reason if isinstance(reason, str) and reason else "ended"})
+        call.events.append(
+            {
+                "type": "session_end",
+                **base,
+                "status": reason if isinstance(reason, str) and reason else "ended",
+            }
+        )
     elif event == "StopFailure":
         # The turn ended on an API error (rate limit, authentication, ...): the
         # agent is not working any more; a later prompt revives the session.
         error = payload.get("error")
-        call.events.append({"type": "session_end", **base,
-                            "status": f"api error: {error}" if isinstance(error, str) and error
-                            else "api error"})
+        call.events.append(
+            {
+                "type": "session_end",
+                **base,
+                "status": f"api error: {error}" if isinstance(error, str) and error else "api error",
+            }
+        )
     elif event == "SessionStart":
         meta = {"origin": "hook"}
         for key in ("source", "cwd", "transcript_path", "model", "permission_mode"):
             if isinstance(payload.get(key), str):
                 meta[key] = payload[key]
-        call.events.append({"type": "session_start", **base, "agent": agent,
-                            "pid": agent_pid() if pid is None else pid, "meta": meta})
+        call.events.append(
+            {
+                "type": "session_start",
+                **base,
+                "agent": agent,
+                "pid": agent_pid() if pid is None else pid,
+                "meta": meta,
+            }
+        )
     elif event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if isinstance(prompt, str) and prompt.strip():
@@ -252,16 +281,24 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
             raise HookInputError(f"tool_name: expected a tool name, got {name!r}")
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else ({} if args is None else {"input": args})
-        call.events.append({"type": "tool_call", **base, "id": _call_id(payload), "name": name,
-                            "args": _clip_value(args)})
+        call.events.append(
+            {"type": "tool_call", **base, "id": _call_id(payload), "name": name, "args": _clip_value(args)}
+        )
     elif event in ("PostToolUse", "PostToolUseFailure"):
         response = payload.get("tool_response", payload.get("error"))
         content = response_text(response)
         if payload.get("is_interrupt") is True and "interrupted" not in content.lower():
             # The user stopped the call: not the tool's outcome (detectors skip these).
             content = f"Request interrupted by user: {content}" if content else "Request interrupted by user"
-        call.events.append({"type": "tool_result", **base, "id": _call_id(payload),
-                            "content": content, "is_error": _response_is_error(payload)})
+        call.events.append(
+            {
+                "type": "tool_result",
+                **base,
+                "id": _call_id(payload),
+                "content": content,
+                "is_error": _response_is_error(payload),
+            }
+        )
     # Stop and anything else: no event, only the poll.
     if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
         call.quiet = not _may_hold_stop(session)
@@ -269,6 +306,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None,
 
 
 # -- bounded stop holds and the contact record -------------------------------------------------------
+
 
 def stop_blocks() -> int:
     try:
@@ -343,6 +381,7 @@ def record_contact(call: HookCall, reached: bool, now: float | None = None) -> N
 
 # -- talking to the monitor -------------------------------------------------------------------------
 
+
 class _Deadline:
     def __init__(self, seconds: float):
         self.end = time.monotonic() + seconds
@@ -378,8 +417,9 @@ def connect_to_monitor(path: Path, timeout: float) -> socket.socket | None:
     return sock
 
 
-def exchange(call: HookCall, path: Path, timeout: float,
-             reached: list[bool] | None = None) -> list[dict[str, Any]]:
+def exchange(
+    call: HookCall, path: Path, timeout: float, reached: list[bool] | None = None
+) -> list[dict[str, Any]]:
     """Send the call's events (and a poll) to the monitor; return the control
     messages for the session.  Any failure or timeout returns what was read so
     far.  ``reached`` (if given) gets True appended once the monitor took the
@@ -390,8 +430,10 @@ def exchange(call: HookCall, path: Path, timeout: float,
     if sock is None:
         return messages  # no monitor (or not ours): nothing to forward, nothing to answer
     try:
-        lines = [{"type": "hello", "agent": call.agent, "origin": "hook", "session": call.session},
-                 *call.events]
+        lines = [
+            {"type": "hello", "agent": call.agent, "origin": "hook", "session": call.session},
+            *call.events,
+        ]
         if call.answerable:
             lines.append({"type": "poll", "session": call.session})
         data = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
@@ -420,8 +462,10 @@ def exchange(call: HookCall, path: Path, timeout: float,
                 if kind == "poll_done":
                     return messages
                 if kind == "error":
-                    print(f"loopwatch hook: the monitor rejected a line: {message.get('reason')}",
-                          file=sys.stderr)
+                    print(
+                        f"loopwatch hook: the monitor rejected a line: {message.get('reason')}",
+                        file=sys.stderr,
+                    )
                 elif kind in ("inject", "kill") and message.get("session", call.session) == call.session:
                     messages.append(message)
     except OSError:  # timeouts included: the agent must never wait on us
@@ -433,6 +477,7 @@ def exchange(call: HookCall, path: Path, timeout: float,
 
 # -- answering the agent --------------------------------------------------------------------------------
 
+
 def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The JSON the agent expects for what the operator decided, or ``None``."""
     kills = [m for m in messages if m.get("type") == "kill"]
@@ -440,13 +485,27 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     text = "\n\n".join(t for t in injects if isinstance(t, str) and t.strip())
     event = call.event
     if kills:
-        reason = next((m.get("reason") or m.get("text") for m in kills
-                       if isinstance(m.get("reason") or m.get("text"), str)), None) or DEFAULT_KILL_REASON
+        reason = (
+            next(
+                (
+                    m.get("reason") or m.get("text")
+                    for m in kills
+                    if isinstance(m.get("reason") or m.get("text"), str)
+                ),
+                None,
+            )
+            or DEFAULT_KILL_REASON
+        )
         if text:
             reason = f"{reason}\n\n{text}"
         if event == "PreToolUse":
-            deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": reason}}
+            deny = {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }
             if call.agent == "codex":
                 return deny  # Codex rejects continue:false / stopReason on PreToolUse
             return {"continue": False, "stopReason": reason, **deny}
@@ -473,8 +532,15 @@ def hook_timeout(value: float | None = None) -> float:
         return DEFAULT_TIMEOUT
 
 
-def run_hook(agent_name: str, stdin: BinaryIO, stdout: TextIO, stderr: TextIO, *,
-             path: Path | None = None, timeout: float | None = None) -> int:
+def run_hook(
+    agent_name: str,
+    stdin: BinaryIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    *,
+    path: Path | None = None,
+    timeout: float | None = None,
+) -> int:
     """The whole hook: read, forward, answer.  Always returns 0."""
     agent = AGENTS.get(agent_name, agent_name)
     try:
@@ -491,8 +557,9 @@ def run_hook(agent_name: str, stdin: BinaryIO, stdout: TextIO, stderr: TextIO, *
         messages = exchange(call, path or socket_path(), hook_timeout(timeout), reached)
         reply = answer(call, messages)
     except Exception as exc:
-        print(f"loopwatch hook {agent_name}: monitor exchange failed: {type(exc).__name__}: {exc}",
-              file=stderr)
+        print(
+            f"loopwatch hook {agent_name}: monitor exchange failed: {type(exc).__name__}: {exc}", file=stderr
+        )
         return 0
     finally:
         record_contact(call, bool(reached))

@@ -31,7 +31,7 @@ def proc_stat_fields(pid: int) -> list[bytes]:
     after its last ``)``.  Raises :class:`OSError` where the file cannot be read."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         data = f.read()
-    return data[data.rfind(b")") + 2:].split()
+    return data[data.rfind(b")") + 2 :].split()
 
 
 def _proc_start(pid: int) -> str | None:

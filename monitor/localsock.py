@@ -43,11 +43,15 @@ def private_dir_problem(directory: Path) -> str | None:
     if not stat.S_ISDIR(info.st_mode):
         return f"{directory} is not a directory"
     if info.st_uid != me:
-        return (f"{directory} belongs to uid {info.st_uid}, not to you (uid {me}): another user may "
-                "have created it; refusing to use it (set XDG_RUNTIME_DIR or pass --socket)")
+        return (
+            f"{directory} belongs to uid {info.st_uid}, not to you (uid {me}): another user may "
+            "have created it; refusing to use it (set XDG_RUNTIME_DIR or pass --socket)"
+        )
     if stat.S_IMODE(info.st_mode) & 0o077:
-        return (f"{directory} has mode {stat.S_IMODE(info.st_mode):o}; the socket directory must be "
-                "0700 (remove it and let loopwatch create it)")
+        return (
+            f"{directory} has mode {stat.S_IMODE(info.st_mode):o}; the socket directory must be "
+            "0700 (remove it and let loopwatch create it)"
+        )
     return None
 
 
@@ -76,7 +80,9 @@ def peer_uid(sock: socket.socket) -> int | None:
     if option is None:
         return None
     try:
-        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        _pid, uid, _gid = struct.unpack(
+            "3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        )
     except OSError:
         return None
     return uid
@@ -89,6 +95,8 @@ def listener_problem(sock: socket.socket) -> str | None:
         option = getattr(socket, "SO_PEERCRED", None)
         return None if option is None else "cannot read the listening process's credentials"
     if uid not in (os.getuid(), 0):
-        return (f"the process listening on the socket runs as uid {uid}, not as you (uid {os.getuid()}); "
-                "refusing to send it anything")
+        return (
+            f"the process listening on the socket runs as uid {uid}, not as you (uid {os.getuid()}); "
+            "refusing to send it anything"
+        )
     return None

@@ -54,26 +54,42 @@ class Metrics:
 
     def render(self) -> str:
         hub = self.hub
-        lines = ["# HELP loopwatch_sessions Sessions held by the monitor, by status and level.",
-                 "# TYPE loopwatch_sessions gauge"]
+        lines = [
+            "# HELP loopwatch_sessions Sessions held by the monitor, by status and level.",
+            "# TYPE loopwatch_sessions gauge",
+        ]
         sessions: Counter[tuple[str, str]] = Counter(
-            (info.status, info.level.label) for info in hub.sessions())
+            (info.status, info.level.label) for info in hub.sessions()
+        )
         for status in ("live", "idle", "ended"):
             for level in Level:
-                lines.append(f'loopwatch_sessions{{status="{status}",level="{level.label}"}} '
-                             f"{sessions.get((status, level.label), 0)}")
-        lines += ["# HELP loopwatch_detections_total Detections raised, by detector and level.",
-                  "# TYPE loopwatch_detections_total counter"]
+                lines.append(
+                    f'loopwatch_sessions{{status="{status}",level="{level.label}"}} '
+                    f"{sessions.get((status, level.label), 0)}"
+                )
+        lines += [
+            "# HELP loopwatch_detections_total Detections raised, by detector and level.",
+            "# TYPE loopwatch_detections_total counter",
+        ]
         for (detector, level), count in sorted(self.detections.items()):
-            lines.append(f'loopwatch_detections_total{{detector="{_label(detector)}",level="{level}"}} {count}')
-        lines += ["# HELP loopwatch_actions_total Actions carried out, by kind and outcome.",
-                  "# TYPE loopwatch_actions_total counter"]
+            lines.append(
+                f'loopwatch_detections_total{{detector="{_label(detector)}",level="{level}"}} {count}'
+            )
+        lines += [
+            "# HELP loopwatch_actions_total Actions carried out, by kind and outcome.",
+            "# TYPE loopwatch_actions_total counter",
+        ]
         for (kind, outcome), count in sorted(self.actions.items()):
-            lines.append(f'loopwatch_actions_total{{kind="{_label(kind)}",outcome="{_label(outcome)}"}} {count}')
-        lines += ["# HELP loopwatch_events_total Events processed.", "# TYPE loopwatch_events_total counter",
-                  f"loopwatch_events_total {hub.events_total}",
-                  "# HELP loopwatch_dropped_events_total Input not counted as events, by reason.",
-                  "# TYPE loopwatch_dropped_events_total counter"]
+            lines.append(
+                f'loopwatch_actions_total{{kind="{_label(kind)}",outcome="{_label(outcome)}"}} {count}'
+            )
+        lines += [
+            "# HELP loopwatch_events_total Events processed.",
+            "# TYPE loopwatch_events_total counter",
+            f"loopwatch_events_total {hub.events_total}",
+            "# HELP loopwatch_dropped_events_total Input not counted as events, by reason.",
+            "# TYPE loopwatch_dropped_events_total counter",
+        ]
         dropped = {"bad_input": hub.problems_total, "duplicate": hub.engine.duplicates}
         if self.otlp is not None:
             dropped["otlp_rejected"] = self.otlp.rejected
@@ -86,8 +102,9 @@ class Metrics:
 class MetricsServer:
     """A minimal HTTP server answering ``GET /metrics``."""
 
-    def __init__(self, metrics: Metrics, address: str | tuple[str, int] | None = None, *,
-                 token: str | None = None):
+    def __init__(
+        self, metrics: Metrics, address: str | tuple[str, int] | None = None, *, token: str | None = None
+    ):
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 
         self.metrics = metrics
@@ -104,8 +121,11 @@ class MetricsServer:
 
     @property
     def endpoint(self) -> str:
-        host, port = (self.server.sockets[0].getsockname()[:2] if self.server and self.server.sockets
-                      else (self.host, self.port))
+        host, port = (
+            self.server.sockets[0].getsockname()[:2]
+            if self.server and self.server.sockets
+            else (self.host, self.port)
+        )
         return f"http://{host}:{port}/metrics"
 
     async def start(self) -> None:
@@ -133,12 +153,16 @@ class MetricsServer:
             elif request[1].split("?")[0] != "/metrics":
                 status, body = "404 Not Found", b"GET /metrics\n"
             elif self.token is not None and not hmac.compare_digest(
-                    headers.get("authorization", "").encode(), f"Bearer {self.token}".encode()):
+                headers.get("authorization", "").encode(), f"Bearer {self.token}".encode()
+            ):
                 status, body = "401 Unauthorized", b"missing or invalid token\n"
             else:
                 status, body = "200 OK", self.metrics.render().encode()
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass

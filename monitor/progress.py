@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 BAR = 20
 
@@ -26,8 +27,14 @@ def _clock(seconds: float) -> str:
 class Progress:
     """``update()`` often; ``finish()`` once."""
 
-    def __init__(self, stream: TextIO | None = None, *, enabled: bool | None = None,
-                 interval: float = 0.1, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        enabled: bool | None = None,
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -40,8 +47,9 @@ class Progress:
         self._files = -1
         self.drawn = 0
 
-    def update(self, files_done: int, files_total: int, bytes_done: int, bytes_total: int,
-               events: int) -> None:
+    def update(
+        self, files_done: int, files_total: int, bytes_done: int, bytes_total: int, events: int
+    ) -> None:
         if not self.enabled:
             return
         now = self.clock()
@@ -49,19 +57,23 @@ class Progress:
             return  # at most ``interval`` apart, but every new file is shown
         self._next = now + self.interval
         self._files = files_done
-        self.stream.write("\r" + self.line(files_done, files_total, bytes_done, bytes_total, events, now)
-                          + "\x1b[K")
+        self.stream.write(
+            "\r" + self.line(files_done, files_total, bytes_done, bytes_total, events, now) + "\x1b[K"
+        )
         self.stream.flush()
         self.drawn += 1
 
-    def line(self, files_done: int, files_total: int, bytes_done: int, bytes_total: int,
-             events: int, now: float) -> str:
+    def line(
+        self, files_done: int, files_total: int, bytes_done: int, bytes_total: int, events: int, now: float
+    ) -> str:
         elapsed = max(1e-6, now - self.started)
         fraction = min(1.0, bytes_done / bytes_total) if bytes_total else 0.0
         filled = int(fraction * BAR)
         left = _clock(elapsed * (1 - fraction) / fraction) if fraction > 0.01 else "?"
-        text = (f"[{'█' * filled}{'░' * (BAR - filled)}] {fraction:4.0%}  {files_done}/{files_total} files"
-                f" · {events:,} events · {events / elapsed:,.0f}/s · {left} left")
+        text = (
+            f"[{'█' * filled}{'░' * (BAR - filled)}] {fraction:4.0%}  {files_done}/{files_total} files"
+            f" · {events:,} events · {events / elapsed:,.0f}/s · {left} left"
+        )
         width = shutil.get_terminal_size((100, 24)).columns
         return text[: max(10, width - 1)]
 

@@ -11,12 +11,13 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -109,8 +110,10 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
         path = Path(raw).expanduser()
         if path.is_dir():
             found = sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and (p.suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and (p.suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
                 and not p.name.endswith(".inbox.jsonl")
             )
             out.extend(str(p) for p in found)
@@ -133,8 +136,14 @@ def unreadable(path: str) -> str | None:
     return None
 
 
-def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes = b"",
-                       mine: Callable[[str], bool] | None = None, reporter: bool = True) -> Iterator[list[Event]]:
+def read_event_batches(
+    path: str,
+    decoder: LineDecoder,
+    stream=None,
+    head: bytes = b"",
+    mine: Callable[[str], bool] | None = None,
+    reporter: bool = True,
+) -> Iterator[list[Event]]:
     """The events of one line-format file, a chunk's worth at a time, bad
     lines reported to ``decoder``.  Batches keep the per-line work in one
     loop (:meth:`LineDecoder.feed_lines`) instead of a generator per layer.
@@ -151,7 +160,7 @@ def read_event_batches(path: str, decoder: LineDecoder, stream=None, head: bytes
             # the cyclic GC traverse (and promote) them, which costs more than
             # the batching saves.
             for start in range(0, len(lines), BATCH_LINES):
-                events = feed_lines(lines[start:start + BATCH_LINES], None, mine, reporter)
+                events = feed_lines(lines[start : start + BATCH_LINES], None, mine, reporter)
                 if events:
                     yield events
         events = feed_lines(splitter.flush(), None, mine, reporter)
@@ -178,8 +187,14 @@ def rare_collections(threshold: int = SCAN_GC_THRESHOLD) -> AbstractContextManag
     return collector.rare_collections(threshold)
 
 
-def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = None,
-         engine: Engine | None = None, progress: Any = None, jobs: int = 1) -> ScanReport:
+def scan(
+    paths: Iterable[str],
+    config: Config | None = None,
+    fmt: str | None = None,
+    engine: Engine | None = None,
+    progress: Any = None,
+    jobs: int = 1,
+) -> ScanReport:
     """Scan files (``-`` is stdin) and return the report; ``progress`` (a
     :class:`monitor.progress.Progress`) is told how far it got.  With ``jobs``
     > 1 the scan runs in that many processes, sessions sharded among them
@@ -198,8 +213,9 @@ def scan(paths: Iterable[str], config: Config | None = None, fmt: str | None = N
                 progress.finish()
 
 
-def feeder(process_many: Callable[[list[Event]], list[Detection]],
-           found: list[Detection]) -> Callable[[list[Event]], None]:
+def feeder(
+    process_many: Callable[[list[Event]], list[Detection]], found: list[Detection]
+) -> Callable[[list[Event]], None]:
     """What runs a batch of events through ``process_many`` (the engine's),
     their detections added to ``found``: one call a batch, not one an event."""
 
@@ -211,7 +227,9 @@ def feeder(process_many: Callable[[list[Event]], list[Detection]],
     return feed
 
 
-def _feed(engine: Engine, report: ScanReport, shard: Any, path: str, by_line: bool) -> Callable[[list[Event]], None]:
+def _feed(
+    engine: Engine, report: ScanReport, shard: Any, path: str, by_line: bool
+) -> Callable[[list[Event]], None]:
     """The feed of ``path``'s events (of its lines, or of a whole document
     or database): the engine's, or a sharded worker's."""
     if shard is None:
@@ -229,8 +247,14 @@ def _sizes(paths: list[str]) -> list[int]:
     return sizes
 
 
-def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
-          engine: Engine | None, progress: Any = None, shard: Any = None) -> ScanReport:
+def _scan(
+    paths: Iterable[str],
+    config: Config | None,
+    fmt: str | None,
+    engine: Engine | None,
+    progress: Any = None,
+    shard: Any = None,
+) -> ScanReport:
     """The scan; with ``shard`` (a ``monitor.scan_jobs._Shard``), one
     worker's share of a sharded scan: ``shard.feed(process_many, path)`` in place
     of the engine's feed (see :func:`feeder`), its lines decoded as
@@ -249,7 +273,9 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
         if progress is not None:
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events + passed)
-        if path != STDIN and _read_document(report, _feed(engine, report, shard, path, False), Path(path), fmt, named):
+        if path != STDIN and _read_document(
+            report, _feed(engine, report, shard, path, False), Path(path), fmt, named
+        ):
             continue
         # One open, the head peeked from it: a FIFO or a shell's <(...)
         # can be read only once.
@@ -262,8 +288,9 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
                 _refuse(report, path, describe(Path(path)))
                 continue
         source = "<stdin>" if path == STDIN else path
-        decoder = LineDecoder(source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None,
-                              session="stdin" if path == STDIN else None)
+        decoder = LineDecoder(
+            source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
+        )
         feed = _feed(engine, report, shard, path, True)
         tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
         try:
@@ -272,7 +299,9 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
                 report.events += len(events)
                 feed(events)
                 if tell is not None:  # (with records left to other workers: as one process counts)
-                    progress.update(index, len(files), before + tell(), total, report.events + passed + decoder.passed)
+                    progress.update(
+                        index, len(files), before + tell(), total, report.events + passed + decoder.passed
+                    )
         finally:
             if path != STDIN:
                 stream.close()
@@ -292,8 +321,13 @@ def _scan(paths: Iterable[str], config: Config | None, fmt: str | None,
     return report
 
 
-def _read_document(report: ScanReport, feed: Callable[[list[Event]], None], path: Path, fmt: str | None,
-                   named: dict[str, str]) -> bool:
+def _read_document(
+    report: ScanReport,
+    feed: Callable[[list[Event]], None],
+    path: Path,
+    fmt: str | None,
+    named: dict[str, str],
+) -> bool:
     """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
     one); False when it is to be read as lines."""
     kind = documents.kind_of(path) if fmt is None else fmt
@@ -346,15 +380,19 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
         reason = report.session_reason(session)
         worst = max(d.level for d in detections)
         agent_name = report.session_agents().get(session) or "agent"
-        lines.append(f"session {session} ({agent_name}): {worst.label.upper()}"
-                     + (f" — {reason}" if reason else ""))
+        lines.append(
+            f"session {session} ({agent_name}): {worst.label.upper()}" + (f" — {reason}" if reason else "")
+        )
         for d in detections:
             cost = f"  [loop so far {spend_text(d.cost)}]" if d.cost else ""
             lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}{cost}")
     counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
     summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
-    scanned = (f"{report.stored_sessions} stored session(s) from {report.database}"
-               if report.database is not None else f"{report.files} file(s)")
+    scanned = (
+        f"{report.stored_sessions} stored session(s) from {report.database}"
+        if report.database is not None
+        else f"{report.files} file(s)"
+    )
     lines.append(
         f"scanned {scanned}, {report.events:,} events in "
         f"{len(report.session_agents())} session(s): {summary}; "
@@ -369,8 +407,14 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
 MERGE_SESSIONS = 50
 
 
-def scan_store(store, sessions: Iterable[str] | None = None, config: Config | None = None,
-               engine: Engine | None = None, jobs: int = 1, shard: Any = None) -> ScanReport:
+def scan_store(
+    store,
+    sessions: Iterable[str] | None = None,
+    config: Config | None = None,
+    engine: Engine | None = None,
+    jobs: int = 1,
+    shard: Any = None,
+) -> ScanReport:
     """Re-scan sessions stored in a :class:`monitor.store.Store` (all of them
     by default) through the engine, e.g. with another preset; with ``jobs``
     > 1 in that many processes (see :mod:`monitor.scan_jobs`).
@@ -389,8 +433,7 @@ def scan_store(store, sessions: Iterable[str] | None = None, config: Config | No
     report = ScanReport(engine=engine, database=str(store.path), stored_sessions=len(ids))
     if len(ids) <= MERGE_SESSIONS:
         page = max(100, 20_000 // max(len(ids), 1))
-        stream = heapq.merge(*(store.iter_events(s, page_size=page) for s in ids),
-                             key=lambda e: e.ts)
+        stream = heapq.merge(*(store.iter_events(s, page_size=page) for s in ids), key=lambda e: e.ts)
     else:
         stream = store.iter_events_by_time(None if sessions is None else ids)
     feed = _feed(engine, report, shard, str(store.path), False)

@@ -27,11 +27,12 @@ import multiprocessing
 import os
 import stat
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from monitor.config import Config
 from monitor.cost import LoopCosts, episode_costs
@@ -87,8 +88,11 @@ def default_jobs(paths: list[str]) -> int:
 def shardable(config: Config | None) -> bool:
     """Whether every enabled global detector can be split among workers."""
     config = config or Config()
-    return all(issubclass(cls, ShardableDetector) for name, cls in REGISTRY.items()
-               if cls.scope == "global" and config.detector_settings(name).enabled)
+    return all(
+        issubclass(cls, ShardableDetector)
+        for name, cls in REGISTRY.items()
+        if cls.scope == "global" and config.detector_settings(name).enabled
+    )
 
 
 @dataclass
@@ -147,8 +151,9 @@ class _Shard:
         owner = self.owners.get(session)
         return (owner if owner is not None else self.owner(session)) == self.index
 
-    def feed(self, process_many: Callable[[Iterable[Event]], list[Detection]], path: str,
-             by_line: bool = True) -> Callable[[list[Event]], None]:
+    def feed(
+        self, process_many: Callable[[Iterable[Event]], list[Detection]], path: str, by_line: bool = True
+    ) -> Callable[[list[Event]], None]:
         """The feed (:func:`monitor.scan.feeder`) of ``path``'s events (of
         its lines, or ``by_line`` false, of a whole document or database):
         this worker's through ``process_many``, each at its position.  Their
@@ -192,8 +197,9 @@ class _Shard:
         """A line file's problems this worker reports (those of its lines,
         and worker 0's of the lines every worker decodes), and where in its
         report they are: the parent merges each file's, by line."""
-        self.line_problems.append(None if refused else
-                                  (at, decoder.problems, decoder.problem_count, decoder.max_problems_kept))
+        self.line_problems.append(
+            None if refused else (at, decoder.problems, decoder.problem_count, decoder.max_problems_kept)
+        )
 
     def stand_in(self, detector: Detector) -> Detector:
         return _Sighter(detector, self)
@@ -226,9 +232,19 @@ class _Sighter(Detector):
     def observe(self, event: Event, view) -> None:
         sighting = self.inner.sight(event, view)
         if sighting is not None:
-            self.shard.sightings.append((self.shard.position, event.session, event.source, event.line,
-                                         event.ts, event.seq, self.name, sighting,
-                                         self.shard.costs.totals(event.session)))
+            self.shard.sightings.append(
+                (
+                    self.shard.position,
+                    event.session,
+                    event.source,
+                    event.line,
+                    event.ts,
+                    event.seq,
+                    self.name,
+                    sighting,
+                    self.shard.costs.totals(event.session),
+                )
+            )
 
 
 def shard_of(session: str, jobs: int) -> int:
@@ -247,8 +263,14 @@ def _init(status) -> None:
     _status = status
 
 
-def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: str | None,
-          stored: tuple[list[str], bool] | None = None) -> _WorkerResult:
+def _work(
+    index: int,
+    jobs: int,
+    files: list[str],
+    config: Config | None,
+    fmt: str | None,
+    stored: tuple[list[str], bool] | None = None,
+) -> _WorkerResult:
     """One worker's scan of ``files``, or with ``stored`` (session ids, and
     whether they are all of them) of the database ``files[0]``."""
     from monitor.scan import _scan, rare_collections, scan_store
@@ -274,9 +296,14 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
                 if progress is not None:
                     progress.finish()
     _status[index] = _DONE
-    result = _WorkerResult(detections=shard.detections, sightings=shard.sightings, totals=shard.totals,
-                           agents={sid: s.agent for sid, s in engine.sessions.items()},
-                           events=shard.events, line_problems=shard.line_problems)
+    result = _WorkerResult(
+        detections=shard.detections,
+        sightings=shard.sightings,
+        totals=shard.totals,
+        agents={sid: s.agent for sid, s in engine.sessions.items()},
+        events=shard.events,
+        line_problems=shard.line_problems,
+    )
     if index == 0:
         result.lines, result.files = report.lines, report.files
         result.problems, result.problem_count = report.problems, report.problem_count
@@ -284,8 +311,7 @@ def _work(index: int, jobs: int, files: list[str], config: Config | None, fmt: s
     return result
 
 
-def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, jobs: int,
-                 progress=None):
+def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, jobs: int, progress=None):
     """The scan of ``paths`` in ``jobs`` worker processes (see the module's
     docstring); a :class:`~monitor.scan.ScanReport` equal to one process's.
 
@@ -326,8 +352,9 @@ def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, st
     differ from one process's (then the caller scans in one)."""
     from monitor.scan import ScanReport, rare_collections
 
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                          else "spawn")
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     status = context.Array("i", [_IDLE] * jobs, lock=False)
     _init(status)
     # Held over the whole run, not only each worker's scan: the results are
@@ -336,7 +363,9 @@ def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, st
         # This process runs share 0 itself: one worker fewer to start, and its
         # result (the largest, with the counts) is never pickled.
         with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
-            futures = [pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)]
+            futures = [
+                pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)
+            ]
             try:
                 results = [_work(0, jobs, files, config, fmt, stored)]
                 results.extend(future.result() for future in futures)
@@ -349,10 +378,17 @@ def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, st
         return None
     first = results[0]
     problems, problem_count = _problems(results)
-    report = ScanReport(engine=None, detections=merged, problems=problems,
-                        problem_count=problem_count, files=first.files, lines=first.lines,
-                        events=sum(result.events for result in results), formats=first.formats,
-                        unsupported=first.unsupported)
+    report = ScanReport(
+        engine=None,
+        detections=merged,
+        problems=problems,
+        problem_count=problem_count,
+        files=first.files,
+        lines=first.lines,
+        events=sum(result.events for result in results),
+        formats=first.formats,
+        unsupported=first.unsupported,
+    )
     for result in results:
         report.agents.update(result.agents)
     return report
@@ -377,7 +413,7 @@ def _problems(results: list[_WorkerResult]) -> tuple[list[Problem], int]:
                 merged.extend(other[1])
                 count += other[2]
         merged.sort(key=_line_of)
-        problems[at:at + len(kept)] = merged[:cap]
+        problems[at : at + len(kept)] = merged[:cap]
     return problems, count
 
 
@@ -395,8 +431,11 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     counted from the sightings; and whether that order and those levels are
     provably the single process's (see the module's docstring)."""
     config = config or Config()
-    counters = {name: cls(config.detector_settings(name)) for name, cls in REGISTRY.items()
-                if cls.scope == "global" and config.detector_settings(name).enabled}
+    counters = {
+        name: cls(config.detector_settings(name))
+        for name, cls in REGISTRY.items()
+        if cls.scope == "global" and config.detector_settings(name).enabled
+    }
     policy = EscalationPolicy(config.escalation)
     # A worker's sightings are in input order, and one event's in its engine's
     # order of the global detectors (REGISTRY's, as here); no event is two
@@ -404,8 +443,10 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     sightings = sorted((s for result in results for s in result.sightings), key=_POSITION)
     keyed: list[tuple[int, int, int, Detection, tuple]] = []
     for result in results:
-        keyed.extend((position, 0, rank, d, result.totals[rank])
-                     for rank, (position, d) in enumerate(result.detections))
+        keyed.extend(
+            (position, 0, rank, d, result.totals[rank])
+            for rank, (position, d) in enumerate(result.detections)
+        )
     globals_at: dict[int, list[Detection]] = {}
     for rank, (position, session, source, line, ts, seq, name, sighting, totals) in enumerate(sightings):
         for detection in counters[name].count(sighting, None) or ():
@@ -420,7 +461,9 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     return merged, not globals_at or _independent(keyed, globals_at)
 
 
-def _independent(keyed: list[tuple[int, int, int, Detection, tuple]], globals_at: dict[int, list[Detection]]) -> bool:
+def _independent(
+    keyed: list[tuple[int, int, int, Detection, tuple]], globals_at: dict[int, list[Detection]]
+) -> bool:
     """Whether the global detectors' detections could not have changed the
     others' (or been dropped for them) in one process: no event where one
     cites exactly the same evidence as another, and no session escalating
@@ -431,7 +474,9 @@ def _independent(keyed: list[tuple[int, int, int, Detection, tuple]], globals_at
         if position in globals_at:
             at.setdefault(position, []).append(detection)
         if detection.proposed >= Level.WARN:
-            patterns.setdefault(detection.session, set()).add(pattern_key(detection.detector, detection.pattern))
+            patterns.setdefault(detection.session, set()).add(
+                pattern_key(detection.detector, detection.pattern)
+            )
     for detections in at.values():
         keys = [frozenset(ref.seq for ref in d.evidence) for d in detections]
         if len(keys) > 1 and len(set(k for k in keys if k)) < sum(1 for k in keys if k):

@@ -78,8 +78,9 @@ def byte_classes(classes: dict[str, str]) -> bytes:
 # cannot create a telltale where there was none: a match consists of digits,
 # hex letters, separators and units, and the placeholders are fenced by "<"
 # and ">" (so a later pattern's match lies within the original text).
-_DIGITS_AND_UNITS = byte_classes({
-    "0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":"})
+_DIGITS_AND_UNITS = byte_classes(
+    {"0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":"}
+)
 _HEX_RUNS = byte_classes({"0123456789abcdefABCDEF": "h", "-": "-"})
 # The views are decoded back to ``str`` to be searched: ``in`` on ``bytes``
 # first tries the telltale as an integer and builds a TypeError each time.
@@ -125,8 +126,11 @@ def normalize_result(text: str, limit: int = SIMILARITY_CHARS, *, counters: bool
     text = clip(text, limit)
     if text.isascii():
         raw = text.encode("ascii")
-        views = (text, raw.translate(_DIGITS_AND_UNITS).decode("ascii"),
-                 raw.translate(_HEX_RUNS).decode("ascii"))
+        views = (
+            text,
+            raw.translate(_DIGITS_AND_UNITS).decode("ascii"),
+            raw.translate(_HEX_RUNS).decode("ascii"),
+        )
         for (pattern, repl), (view, telltales) in zip(_VOLATILE_PATTERNS, _TELLTALES):
             classes = views[view]
             for telltale in telltales:

@@ -111,6 +111,12 @@ class Stats:
 
 
 __all__ = [
-    "ActionFinished", "ActionRecord", "DetectionRaised", "ProblemReported", "SessionChanged", "SessionInfo",
-    "Stats", "WindowSource",
+    "ActionFinished",
+    "ActionRecord",
+    "DetectionRaised",
+    "ProblemReported",
+    "SessionChanged",
+    "SessionInfo",
+    "Stats",
+    "WindowSource",
 ]

@@ -45,8 +45,15 @@ async def record_history(db: Path) -> None:
         pass
 
 
-async def shoot(name: str, mode: str, keys: tuple[str, ...], theme: str | None,
-                size: tuple[int, int], workdir: Path, out: Path) -> Path:
+async def shoot(
+    name: str,
+    mode: str,
+    keys: tuple[str, ...],
+    theme: str | None,
+    size: tuple[int, int],
+    workdir: Path,
+    out: Path,
+) -> Path:
     config = Config()
     if mode == "history":
         db = workdir / f"{name}.sqlite"
@@ -54,8 +61,9 @@ async def shoot(name: str, mode: str, keys: tuple[str, ...], theme: str | None,
         app = LoopwatchApp(config, store=Store(db), mode="history", clock=frozen_clock(), theme=theme)
     else:
         db = workdir / f"{name}.sqlite"
-        app = LoopwatchApp(config, clock=frozen_clock(), theme=theme,
-                           hub_factory=lambda: scripted_hub(config, db=db))
+        app = LoopwatchApp(
+            config, clock=frozen_clock(), theme=theme, hub_factory=lambda: scripted_hub(config, db=db)
+        )
     async with app.run_test(size=size) as pilot:
         for key in ("", *keys):
             if key:

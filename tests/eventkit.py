@@ -21,8 +21,14 @@ from monitor.formats.lines import LineDecoder
 
 
 class Script:
-    def __init__(self, session: str = "s1", agent: str = "test-agent", start: float = 1_700_000_000.0,
-                 step: float = 2.0, ids: str = "c"):
+    def __init__(
+        self,
+        session: str = "s1",
+        agent: str = "test-agent",
+        start: float = 1_700_000_000.0,
+        step: float = 2.0,
+        ids: str = "c",
+    ):
         self.session = session
         self.ids = ids  # call-id prefix: the engine drops a call id it has already seen
         self.ts = start
@@ -48,8 +54,15 @@ class Script:
     def user(self, text: str) -> Script:
         return self.say(text, role="user")
 
-    def call(self, name: str, args: dict[str, Any], result: str = "", *, is_error: bool = False,
-             answer: bool = True) -> Script:
+    def call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        result: str = "",
+        *,
+        is_error: bool = False,
+        answer: bool = True,
+    ) -> Script:
         self._ids += 1
         call_id = f"{self.ids}{self._ids}"
         self.add({"type": "tool_call", "id": call_id, "name": name, "args": args})
@@ -60,11 +73,14 @@ class Script:
     def bash(self, command: str, output: str = "", *, code: int = 0, is_error: bool | None = None) -> Script:
         """A shell call whose output ends with ``Exit code N`` when N is nonzero (Claude style)."""
         content = output if code == 0 else f"Exit code {code}\n{output}"
-        return self.call("bash", {"command": command}, content,
-                         is_error=(code != 0) if is_error is None else is_error)
+        return self.call(
+            "bash", {"command": command}, content, is_error=(code != 0) if is_error is None else is_error
+        )
 
     def usage(self, cost: float, tokens: int = 1000) -> Script:
-        return self.add({"type": "usage", "input_tokens": tokens, "output_tokens": tokens // 4, "cost_usd": cost})
+        return self.add(
+            {"type": "usage", "input_tokens": tokens, "output_tokens": tokens // 4, "cost_usd": cost}
+        )
 
     def compaction(self) -> Script:
         return self.add({"type": "compaction"})

@@ -17,13 +17,22 @@ from __future__ import annotations
 import gc
 import sys
 import types
+from collections.abc import Iterable
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 
 from monitor.detect.base import DetectorSettings, ToolOverride
 
-_SHARED_TYPES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-                 types.CodeType, Enum, DetectorSettings, ToolOverride)
+_SHARED_TYPES = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.CodeType,
+    Enum,
+    DetectorSettings,
+    ToolOverride,
+)
 
 
 def deep_size(root: Any, exclude: Iterable[Any] = ()) -> int:
@@ -48,8 +57,13 @@ def session_footprint(engine: Any, session: str) -> dict[str, int]:
     detector's window and in the engine's pending calls) is in both: the parts
     may add up to more than ``total``."""
     state = engine.sessions[session]
-    shared = [engine.config, engine.config.tool_overrides, *engine.global_detectors,
-              state.global_by_kind, engine._plan]  # (the dispatch plan of every unmuted session)
+    shared = [
+        engine.config,
+        engine.config.tool_overrides,
+        *engine.global_detectors,
+        state.global_by_kind,
+        engine._plan,
+    ]  # (the dispatch plan of every unmuted session)
     out: dict[str, int] = {}
     for detector in state.detectors:
         out[f"detector:{detector.name}"] = deep_size(detector, exclude=shared)

@@ -10,9 +10,10 @@ and ANSI escapes in its agent text, to show they stay literal.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from monitor.config import Config
 from monitor.events import Event, Kind
@@ -38,8 +39,9 @@ class ScriptedSession:
     def add(self, kind: Kind, step: float = 2.0, **fields: Any) -> Event:
         self.line += 1
         self.ts += step
-        event = Event(kind=kind, session=self.session, ts=self.ts, source=self.source,
-                      line=self.line, **fields)
+        event = Event(
+            kind=kind, session=self.session, ts=self.ts, source=self.source, line=self.line, **fields
+        )
         self.events.append(event)
         return event
 
@@ -69,8 +71,12 @@ def scripted_sessions(directory: Path | None = None, t0: float = T0) -> list[Scr
     stuck.say("Let me check whether the build output exists.")
     stuck.call("read_file", {"path": "src/app.py"}, "def main():\n    run()\n")
     for _ in range(6):
-        stuck.call("bash", {"command": "ls /tmp/build/out"}, "ls: cannot access '/tmp/build/out': "
-                   "No such file or directory", error=True)
+        stuck.call(
+            "bash",
+            {"command": "ls /tmp/build/out"},
+            "ls: cannot access '/tmp/build/out': No such file or directory",
+            error=True,
+        )
     scripts.append(stuck)
 
     poll = ScriptedSession("codex-run-12", "codex", t0 + 20, src("codex-run-12"))
@@ -111,9 +117,15 @@ def scripted_events(directory: Path | None = None, t0: float = T0) -> list[Event
 
 
 @asynccontextmanager
-async def scripted_hub(config: Config | None = None, *, db: Path | None = None,
-                       logs: Path | None = None, clock: Callable[[], float] | None = None,
-                       events: list[Event] | None = None, channels: bool = True) -> AsyncIterator[Any]:
+async def scripted_hub(
+    config: Config | None = None,
+    *,
+    db: Path | None = None,
+    logs: Path | None = None,
+    clock: Callable[[], float] | None = None,
+    events: list[Event] | None = None,
+    channels: bool = True,
+) -> AsyncIterator[Any]:
     """A started hub (with a store if ``db``) that has processed the script.
 
     With ``channels`` each session gets an inbox channel next to its log file

@@ -17,10 +17,30 @@ def loop_lines(session: str, ts: float, n: int = 12, pid: int | None = None) -> 
         start["pid"] = pid
     out = [json.dumps(start)]
     for i in range(n):
-        out.append(json.dumps({"type": "tool_call", "session": session, "ts": ts + i, "id": f"c{i}",
-                               "name": "bash", "args": {"cmd": "ls /nope"}}))
-        out.append(json.dumps({"type": "tool_result", "session": session, "ts": ts + i + 0.5,
-                               "id": f"c{i}", "content": "ls: /nope: no such file", "is_error": True}))
+        out.append(
+            json.dumps(
+                {
+                    "type": "tool_call",
+                    "session": session,
+                    "ts": ts + i,
+                    "id": f"c{i}",
+                    "name": "bash",
+                    "args": {"cmd": "ls /nope"},
+                }
+            )
+        )
+        out.append(
+            json.dumps(
+                {
+                    "type": "tool_result",
+                    "session": session,
+                    "ts": ts + i + 0.5,
+                    "id": f"c{i}",
+                    "content": "ls: /nope: no such file",
+                    "is_error": True,
+                }
+            )
+        )
     return "\n".join(out) + "\n"
 
 

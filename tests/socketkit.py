@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import socket
 import tempfile
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import orjson
 
@@ -35,8 +36,9 @@ def short_socket_path(tmp_path: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def running_monitor(tmp_path: Path, config: Config | None = None,
-                          **server_options: Any) -> AsyncIterator[tuple[Hub, SocketServer]]:
+async def running_monitor(
+    tmp_path: Path, config: Config | None = None, **server_options: Any
+) -> AsyncIterator[tuple[Hub, SocketServer]]:
     config = config or build_config({})
     hub = Hub(config)
     await hub.start()
@@ -113,8 +115,9 @@ class RawClient:
             self.writer.write(record if isinstance(record, bytes) else orjson.dumps(record) + b"\n")
         await self.writer.drain()
 
-    async def read(self, predicate: Callable[[dict], bool] = lambda m: True,
-                   timeout: float = DEADLINE) -> dict:
+    async def read(
+        self, predicate: Callable[[dict], bool] = lambda m: True, timeout: float = DEADLINE
+    ) -> dict:
         """The next message matching ``predicate`` (earlier ones are kept in ``received``)."""
         async with asyncio.timeout(timeout):
             while True:
@@ -153,9 +156,22 @@ def tool_loop(session: str, repeats: int, *, start: int = 0) -> list[dict]:
     """``repeats`` identical failing bash calls with identical results: an exact-repeat loop."""
     records = []
     for i in range(start, start + repeats):
-        records.append({"type": "tool_call", "session": session, "id": f"c{i}", "name": "bash",
-                        "args": {"cmd": "ls /no/such/dir"}})
-        records.append({"type": "tool_result", "session": session, "id": f"c{i}",
-                        "content": "ls: cannot access '/no/such/dir': No such file or directory",
-                        "is_error": True})
+        records.append(
+            {
+                "type": "tool_call",
+                "session": session,
+                "id": f"c{i}",
+                "name": "bash",
+                "args": {"cmd": "ls /no/such/dir"},
+            }
+        )
+        records.append(
+            {
+                "type": "tool_result",
+                "session": session,
+                "id": f"c{i}",
+                "content": "ls: cannot access '/no/such/dir': No such file or directory",
+                "is_error": True,
+            }
+        )
     return records

@@ -22,12 +22,13 @@ class Stream:
     def _add(self, **fields: Any) -> Event:
         self.ts += self.step
         self.line += 1
-        event = Event(session=self.session, ts=self.ts, source=f"{self.session}.jsonl",
-                      line=self.line, **fields)
+        event = Event(
+            session=self.session, ts=self.ts, source=f"{self.session}.jsonl", line=self.line, **fields
+        )
         self.events.append(event)
         return event
 
-    def call(self, tool: str, result: str | None = None, error: bool = False, **args: Any) -> "Stream":
+    def call(self, tool: str, result: str | None = None, error: bool = False, **args: Any) -> Stream:
         self._ids += 1
         cid = f"c{self._ids}"
         self._add(kind=Kind.TOOL_CALL, tool=tool, args=args, call_id=cid)
@@ -35,7 +36,7 @@ class Stream:
             self._add(kind=Kind.TOOL_RESULT, call_id=cid, content=result, is_error=error)
         return self
 
-    def say(self, text: str, role: str = "assistant") -> "Stream":
+    def say(self, text: str, role: str = "assistant") -> Stream:
         self._add(kind=Kind.MESSAGE, role=role, content=text)
         return self
 

@@ -28,8 +28,9 @@ GOOD_RESULT = {"type": "tool_result", "id": "c1", "content": "a.txt", "is_error"
 
 def run_scan_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "LOOPWATCH_CONFIG_DIR": os.devnull + "-no-config"}
-    return subprocess.run([sys.executable, "-m", "monitor", "scan", *args], input=stdin,
-                          capture_output=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", *args], input=stdin, capture_output=True, env=env
+    )
 
 
 def processed(monkeypatch) -> list:
@@ -53,7 +54,9 @@ def problems_by_line(report) -> dict[int, str]:
 def test_malformed_json_is_reported_and_the_rest_is_used(tmp_path):
     """A broken line between good ones is reported as file:line; the good events still count."""
     path = tmp_path / "broken.jsonl"
-    path.write_bytes(line(GOOD_CALL) + b'{"type": "tool_result", "id": "c1", "content": \n' + line(GOOD_RESULT))
+    path.write_bytes(
+        line(GOOD_CALL) + b'{"type": "tool_result", "id": "c1", "content": \n' + line(GOOD_RESULT)
+    )
     report = scan([str(path)])
     assert report.events == 2
     (problem,) = report.problems
@@ -76,7 +79,7 @@ def test_wrong_types_are_reported_per_line(tmp_path):
         {"type": "message", "role": "user", "content": "fine"},
     ]
     path = tmp_path / "types.jsonl"
-    path.write_bytes(b"".join(line(r) for r in records) + b"[1, 2]\n\"just a string\"\n")
+    path.write_bytes(b"".join(line(r) for r in records) + b'[1, 2]\n"just a string"\n')
     report = scan([str(path)])
     reasons = problems_by_line(report)
     assert sorted(reasons) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 11]
@@ -96,7 +99,9 @@ def test_non_utf8_bytes_are_replaced_and_reported(tmp_path, monkeypatch):
     """Invalid UTF-8 inside a record: reported with its line, and the record is still used."""
     events = processed(monkeypatch)
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes(line(GOOD_CALL) + b'{"type": "message", "role": "assistant", "content": "caf\xe9 cr\xe8me"}\n')
+    path.write_bytes(
+        line(GOOD_CALL) + b'{"type": "message", "role": "assistant", "content": "caf\xe9 cr\xe8me"}\n'
+    )
     report = scan([str(path)])
     assert report.events == 2
     (problem,) = report.problems
@@ -118,9 +123,11 @@ def test_a_valid_10_mb_line_is_processed_quickly(tmp_path):
     """One 10 MB message (and a 10 MB tool result) are real events; detection stays cheap."""
     big = "all work and no play makes jack a dull boy " * (10 * 1024 * 1024 // 43)
     path = tmp_path / "big.jsonl"
-    path.write_bytes(line(GOOD_CALL)
-                     + line({"type": "tool_result", "id": "c1", "content": big, "is_error": False})
-                     + line({"type": "message", "role": "assistant", "content": big}))
+    path.write_bytes(
+        line(GOOD_CALL)
+        + line({"type": "tool_result", "id": "c1", "content": big, "is_error": False})
+        + line({"type": "message", "role": "assistant", "content": big})
+    )
     engine = Engine()
     decoder = LineDecoder(str(path))
     events = []
@@ -153,8 +160,9 @@ def test_oversized_line_is_skipped_with_its_size(tmp_path):
     from monitor.scan import read_events
 
     path = tmp_path / "huge.jsonl"
-    path.write_bytes(line(GOOD_CALL) + line({"type": "message", "role": "user", "content": "y" * 5000})
-                     + line(GOOD_RESULT))
+    path.write_bytes(
+        line(GOOD_CALL) + line({"type": "message", "role": "user", "content": "y" * 5000}) + line(GOOD_RESULT)
+    )
     decoder = LineDecoder(str(path), max_line_bytes=1024)
     events = list(read_events(str(path), decoder))
     assert len(events) == 2
@@ -187,8 +195,11 @@ def test_unknown_types_and_extra_fields_are_not_problems(tmp_path, monkeypatch):
     """Unknown record types are counted and skipped; unknown fields go to meta."""
     events = processed(monkeypatch)
     path = tmp_path / "extra.jsonl"
-    path.write_bytes(line({"type": "session_start", "agent": "a"}) + line({"type": "heartbeat", "n": 1})
-                     + line({**GOOD_CALL, "model": "x-1", "cwd": "/repo"}))
+    path.write_bytes(
+        line({"type": "session_start", "agent": "a"})
+        + line({"type": "heartbeat", "n": 1})
+        + line({**GOOD_CALL, "model": "x-1", "cwd": "/repo"})
+    )
     report = scan([str(path)])
     assert report.problem_count == 0 and report.events == 2
     call = events[-1]
@@ -208,14 +219,50 @@ def test_random_bytes_never_raise(lines):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["type", "session", "ts", "role", "content", "id", "name", "args",
-                                        "is_error", "cost_usd", "pid", "agent", "status", "meta"]),
-                       st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
-                                 st.text(max_size=20), st.lists(st.integers(), max_size=3),
-                                 st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
-                                 st.sampled_from(["message", "tool_call", "tool_result", "usage",
-                                                  "session_start", "session_end", "compaction",
-                                                  "user", "assistant"]))))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "session",
+                "ts",
+                "role",
+                "content",
+                "id",
+                "name",
+                "args",
+                "is_error",
+                "cost_usd",
+                "pid",
+                "agent",
+                "status",
+                "meta",
+            ]
+        ),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(allow_nan=True),
+            st.text(max_size=20),
+            st.lists(st.integers(), max_size=3),
+            st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+            st.sampled_from(
+                [
+                    "message",
+                    "tool_call",
+                    "tool_result",
+                    "usage",
+                    "session_start",
+                    "session_end",
+                    "compaction",
+                    "user",
+                    "assistant",
+                ]
+            ),
+        ),
+    )
+)
 def test_random_records_never_raise(record):
     """Records with any mix of fields and types decode to events or a problem, never an exception."""
     decoder = LineDecoder("fuzz.jsonl")
@@ -225,6 +272,7 @@ def test_random_records_never_raise(record):
 
 
 # -- exit codes of the real command --------------------------------------------------------------
+
 
 def test_exit_0_for_honest_input_even_with_bad_lines(tmp_path):
     """Honest log with a malformed line: exit 0, and stderr names file:line and why."""
@@ -244,7 +292,9 @@ def test_exit_1_when_something_reached_warn(tmp_path):
     result = run_scan_cli("--json", str(path))
     assert result.returncode == 1
     detections = [orjson.loads(x) for x in result.stdout.splitlines()]
-    assert detections and {"file", "line", "session", "detector", "level", "score", "message"} <= set(detections[0])
+    assert detections and {"file", "line", "session", "detector", "level", "score", "message"} <= set(
+        detections[0]
+    )
     assert detections[0]["file"] == str(path) and detections[0]["line"] == 6
 
 

@@ -33,9 +33,16 @@ TUI_COMMANDS = {
 
 def loopwatch(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     """The real CLI with no terminal at all (stdin /dev/null, output to pipes)."""
-    return subprocess.run([sys.executable, "-m", "monitor", *args], cwd=ROOT, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                          **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +70,12 @@ def test_tui_commands_refuse_to_run_without_a_terminal(name, stored, tmp_path):
     assert out.returncode == 2, out.stderr
     assert "needs a terminal" in out.stderr and "standard input" in out.stderr
     assert "Traceback" not in out.stderr
-    hint = {"watch": "--headless", "demo": "demo --headless", "history --tui": "loopwatch history",
-            "open": "loopwatch show"}[name]
+    hint = {
+        "watch": "--headless",
+        "demo": "demo --headless",
+        "history --tui": "loopwatch history",
+        "open": "loopwatch show",
+    }[name]
     assert hint in out.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -74,7 +85,7 @@ def test_tui_commands_share_theme_and_config_and_fail_cleanly(name, stored, tmp_
     """`watch --theme` is documented: every TUI command takes --theme and --config,
     and a bad theme (option or config) or keymap id is a clean exit 2 naming the
     key, never a traceback.  A good theme gets as far as the terminal check."""
-    helped = loopwatch(*command(name, stored)[:2 if name == "history --tui" else 1], "--help")
+    helped = loopwatch(*command(name, stored)[: 2 if name == "history --tui" else 1], "--help")
     assert "--theme" in helped.stdout and "--config" in helped.stdout
 
     bad_theme = loopwatch(*command(name, stored, "--theme", "nope"))
@@ -92,8 +103,9 @@ def test_tui_commands_share_theme_and_config_and_fail_cleanly(name, stored, tmp_
     assert bad_config_theme.returncode == 2 and "ui.theme" in bad_config_theme.stderr
     assert "Traceback" not in bad_config_theme.stderr
 
-    good = loopwatch(*command(name, stored, "--theme", "loopwatch-light"),
-                     env=dict(os.environ, TMPDIR=str(tmp_path)))
+    good = loopwatch(
+        *command(name, stored, "--theme", "loopwatch-light"), env=dict(os.environ, TMPDIR=str(tmp_path))
+    )
     assert good.returncode == 2 and "needs a terminal" in good.stderr
 
 
@@ -128,16 +140,25 @@ def as_unprivileged(args: list[str], home: str) -> subprocess.CompletedProcess:
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("running as root without setpriv: cannot drop privileges to test "
-                        "file permissions faithfully")
+            pytest.skip(
+                "running as root without setpriv: cannot drop privileges to test file permissions faithfully"
+            )
         prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
     env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home, XDG_DATA_HOME=home)
-    return subprocess.run(prefix + [sys.executable, "-m", "monitor", *args], cwd=ROOT, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        prefix + [sys.executable, "-m", "monitor", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize("args", [["history"], ["show", "loop-1"], ["scan"]],
-                         ids=["history", "show", "scan --db"])
+@pytest.mark.parametrize(
+    "args", [["history"], ["show", "loop-1"], ["scan"]], ids=["history", "show", "scan --db"]
+)
 def test_read_only_commands_read_a_read_only_database(args, read_only_db):
     """`history --db ro/x.db` (file 444 in a 555 directory) said "attempt to write
     a readonly database": the commands that only read open it read-only, and
@@ -170,8 +191,15 @@ def test_demo_in_the_tui_cleans_up_when_its_terminal_closes(sig, tmp_path):
     the agents and removing the directory."""
     master, slave = pty.openpty()
     env = dict(os.environ, TMPDIR=str(tmp_path), TERM="xterm-256color")
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo"], cwd=ROOT, env=env,
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "demo"],
+        cwd=ROOT,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     os.close(slave)
 
     def drain() -> None:  # the TUI must never block on a full terminal
@@ -217,8 +245,15 @@ def test_demo_quits_after_its_terminal_died_unsignalled(then_signal, tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path), TERM="xterm-256color")
     # Like make: the terminal's session leader keeps the SIGHUP to itself and waits.
     command = f"trap '' HUP; {shlex.quote(sys.executable)} -m monitor demo; :"
-    shell = subprocess.Popen(["sh", "-c", command], cwd=ROOT, env=env,
-                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    shell = subprocess.Popen(
+        ["sh", "-c", command],
+        cwd=ROOT,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     os.close(slave)
     reader = threading.Thread(target=lambda: _drain(master), daemon=True)
     reader.start()
@@ -235,8 +270,10 @@ def test_demo_quits_after_its_terminal_died_unsignalled(then_signal, tmp_path):
         if then_signal:
             # The agents keep writing: once they have written more, the app has had
             # many screen refreshes to fail on the dead terminal.
-            wait_for(lambda: log_lines(tmp_path) >= before + 40 or not proc.is_running(),
-                     "the agents to go on writing")
+            wait_for(
+                lambda: log_lines(tmp_path) >= before + 40 or not proc.is_running(),
+                "the agents to go on writing",
+            )
             if proc.is_running():
                 proc.send_signal(signal.SIGTERM)
         assert shell.wait(timeout=60) == 0
@@ -250,8 +287,11 @@ def test_demo_quits_after_its_terminal_died_unsignalled(then_signal, tmp_path):
         if master >= 0:
             os.close(master)
         reader.join(timeout=5)
-    wait_for(lambda: not any(agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE
-                             for agent in agents), "the agents to stop", timeout=30)
+    wait_for(
+        lambda: not any(agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE for agent in agents),
+        "the agents to stop",
+        timeout=30,
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -267,9 +307,15 @@ def test_headless_demo_cleans_up_on_sigterm(tmp_path):
     """The headless demo ends early on SIGTERM like after --duration: agents
     stopped, summary printed, temporary directory removed."""
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo", "--headless", "--duration",
-                             "600"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "demo", "--headless", "--duration", "600"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stderr.readline()
         assert "agents in" in first, first
@@ -321,10 +367,24 @@ def test_headless_watch_warns_about_a_path_that_does_not_exist(tmp_path):
     """`watch --headless /nonexistent` keeps waiting (documented: a file may
     appear later) but says so on stderr."""
     missing = tmp_path / "nope" / "agent.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--no-socket",
-                             "--db", str(tmp_path / "x.db"), str(missing)], cwd=ROOT,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--no-socket",
+            "--db",
+            str(tmp_path / "x.db"),
+            str(missing),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = stderr_until(proc, "does not exist")
         proc.send_signal(signal.SIGTERM)
@@ -333,8 +393,7 @@ def test_headless_watch_warns_about_a_path_that_does_not_exist(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert any(f"{missing}: does not exist yet; it will be read when it appears" in line
-               for line in lines)
+    assert any(f"{missing}: does not exist yet; it will be read when it appears" in line for line in lines)
 
 
 def test_headless_watch_of_a_missing_path_leaves_no_default_database(tmp_path):
@@ -342,10 +401,23 @@ def test_headless_watch_of_a_missing_path_leaves_no_default_database(tmp_path):
     nothing, does not leave the default database behind."""
     data = tmp_path / "data"
     env = {**os.environ, "LOOPWATCH_DATA_DIR": str(data), "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config")}
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--no-socket",
-                             str(tmp_path / "nonexistent")], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--no-socket",
+            str(tmp_path / "nonexistent"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = stderr_until(proc, "Ctrl-C to stop")
         assert (data / "loopwatch.db").exists(), "the database is open while the watcher runs"

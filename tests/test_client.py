@@ -39,8 +39,9 @@ def loop_calls(client: LoopwatchClient, n: int) -> None:
 
 def test_client_without_a_monitor_never_blocks_or_raises(tmp_path):
     """No monitor: helpers return at once, the buffer keeps the newest events, close is quick."""
-    client = LoopwatchClient(agent="lonely", socket_path=tmp_path / "nobody.sock", buffer_size=10,
-                             backoff_max=0.05)
+    client = LoopwatchClient(
+        agent="lonely", socket_path=tmp_path / "nobody.sock", buffer_size=10, backoff_max=0.05
+    )
     client.session_start()
     loop_calls(client, 12)  # 1 + 24 events into a 10-event buffer
     client.message("assistant", object())  # not JSON: sent as text, never raised
@@ -226,7 +227,10 @@ class Agent:
     def __init__(self, socket_path: Path, *options: str):
         self.proc = subprocess.Popen(
             [sys.executable, str(EXAMPLE), "--socket", str(socket_path), "--delay", "0.05", *options],
-            stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=str(ROOT),
+        )
         self.lines: list[str] = []
 
     async def expect(self, prefix: str) -> str:
@@ -332,10 +336,12 @@ async def test_agent_whose_pid_was_reused_is_not_killed(tmp_path, agents):
 
 def test_client_import_is_light():
     """An agent embedding the client loads neither the config, the detectors, rapidfuzz nor asyncio."""
-    code = ("import sys\nimport monitor.client\n"
-            "heavy = ('monitor.config', 'monitor.detect', 'monitor.formats', 'monitor.control', 'rapidfuzz',\n"
-            "         'textual', 'sqlite_utils', 'asyncio')\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n")
+    code = (
+        "import sys\nimport monitor.client\n"
+        "heavy = ('monitor.config', 'monitor.detect', 'monitor.formats', 'monitor.control', 'rapidfuzz',\n"
+        "         'textual', 'sqlite_utils', 'asyncio')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode().strip() == "[]"

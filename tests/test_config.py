@@ -20,8 +20,12 @@ from tests.eventkit import Script, by
 def scan_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     # A config file in the developer's own config dir must not change the outcome.
     env = {"LOOPWATCH_CONFIG_DIR": os.devnull + "-no-config", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "monitor", "scan", *args], capture_output=True, text=True,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 def loop_log(tmp_path: Path) -> Path:
@@ -32,6 +36,7 @@ def loop_log(tmp_path: Path) -> Path:
 
 
 # -- presets -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_detector_gets_its_preset(preset):
@@ -44,8 +49,10 @@ def test_every_detector_gets_its_preset(preset):
 
 def test_presets_differ_in_the_documented_direction():
     """conservative waits longer than balanced, aggressive flags sooner (exact repeat: 4 / 3 / 2)."""
-    thresholds = [build_config({}, preset=p).detector_settings("exact_repeat").threshold
-                  for p in ("conservative", "balanced", "aggressive")]
+    thresholds = [
+        build_config({}, preset=p).detector_settings("exact_repeat").threshold
+        for p in ("conservative", "balanced", "aggressive")
+    ]
     assert thresholds == [4, 3, 2]
 
 
@@ -63,6 +70,7 @@ def test_preset_from_file_and_command_line(tmp_path):
 
 
 # -- the TOML file ---------------------------------------------------------------------------
+
 
 def test_a_hand_written_file_with_every_section(tmp_path):
     """Every documented section loads and lands in the right place."""
@@ -143,6 +151,7 @@ def test_default_config_file_in_the_user_config_dir(tmp_path):
 
 # -- per-tool overrides ------------------------------------------------------------------------
 
+
 def test_exempt_tool_is_never_flagged_but_others_are():
     """[tools.sleep] exempt = true: sleeping repeatedly is fine; the same loop on ls is not."""
     config = build_config({"tools": {"sleep": {"exempt": True}}})
@@ -168,28 +177,32 @@ def test_raised_threshold_for_one_tool():
 
 # -- invalid configuration ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("toml,key", [
-    ("colour = 1\n", "colour"),
-    ('preset = "reckless"\n', "preset"),
-    ("[detectors.nope]\nthreshold = 1\n", "detectors.nope"),
-    ("[detectors.exact_repeat]\nthreshhold = 4\n", "detectors.exact_repeat.threshhold"),
-    ('[detectors.exact_repeat]\nthreshold = "three"\n', "detectors.exact_repeat.threshold"),
-    ("[detectors.exact_repeat]\nthreshold = -1\n", "detectors.exact_repeat.threshold"),
-    ("[detectors.exact_repeat]\nthreshold = true\n", "detectors.exact_repeat.threshold"),
-    ('[detectors.limits]\nmax_cost_usd = "ten"\n', "detectors.limits.max_cost_usd"),
-    ('[detectors.exact_repeat]\nenabled = "no"\n', "detectors.exact_repeat.enabled"),
-    ("detectors = 3\n", "detectors"),
-    ("[tools.bash]\nexempt = 1\n", "tools.bash.exempt"),
-    ("[tools.bash]\nskip = true\n", "tools.bash.skip"),
-    ('[escalation]\nladder = ["warn", "panic"]\n', "escalation.ladder[1]"),
-    ("[escalation]\nladder = []\n", "escalation.ladder"),
-    ('[escalation]\nladder = "warn"\n', "escalation.ladder"),
-    ('[escalation.nudges]\nshout = "x"\n', "escalation.nudges.shout"),
-    ("[escalation.nudges]\nwarn = 3\n", "escalation.nudges.warn"),
-    ("[store]\npath = 7\n", "store.path"),
-    ('[sources]\npaths = "logs"\n', "sources.paths"),
-    ("[ui]\nkeymap = { kill = 1 }\n", "ui.keymap.kill"),
-])
+
+@pytest.mark.parametrize(
+    "toml,key",
+    [
+        ("colour = 1\n", "colour"),
+        ('preset = "reckless"\n', "preset"),
+        ("[detectors.nope]\nthreshold = 1\n", "detectors.nope"),
+        ("[detectors.exact_repeat]\nthreshhold = 4\n", "detectors.exact_repeat.threshhold"),
+        ('[detectors.exact_repeat]\nthreshold = "three"\n', "detectors.exact_repeat.threshold"),
+        ("[detectors.exact_repeat]\nthreshold = -1\n", "detectors.exact_repeat.threshold"),
+        ("[detectors.exact_repeat]\nthreshold = true\n", "detectors.exact_repeat.threshold"),
+        ('[detectors.limits]\nmax_cost_usd = "ten"\n', "detectors.limits.max_cost_usd"),
+        ('[detectors.exact_repeat]\nenabled = "no"\n', "detectors.exact_repeat.enabled"),
+        ("detectors = 3\n", "detectors"),
+        ("[tools.bash]\nexempt = 1\n", "tools.bash.exempt"),
+        ("[tools.bash]\nskip = true\n", "tools.bash.skip"),
+        ('[escalation]\nladder = ["warn", "panic"]\n', "escalation.ladder[1]"),
+        ("[escalation]\nladder = []\n", "escalation.ladder"),
+        ('[escalation]\nladder = "warn"\n', "escalation.ladder"),
+        ('[escalation.nudges]\nshout = "x"\n', "escalation.nudges.shout"),
+        ("[escalation.nudges]\nwarn = 3\n", "escalation.nudges.warn"),
+        ("[store]\npath = 7\n", "store.path"),
+        ('[sources]\npaths = "logs"\n', "sources.paths"),
+        ("[ui]\nkeymap = { kill = 1 }\n", "ui.keymap.kill"),
+    ],
+)
 def test_invalid_config_names_the_key(tmp_path, toml, key):
     """Each mistake raises ConfigError whose message starts with the file and names the key."""
     path = tmp_path / "bad.toml"

@@ -49,8 +49,14 @@ def test_history_search_is_full_text_with_filters(recorded, tmp_path):  # noqa: 
     rows = [json.loads(line) for line in cat.stdout.splitlines()]
     assert {r["id"] for r in rows} == {"honest-1b2c", "twice-9d8e"}
     assert all("«cat» «file" in m["snippet"] for r in rows for m in r["matches"])
-    assert {m["type"] for r in rows for m in r["matches"]} == {"tool_call", "tool_result"}  # results carry their call's args
-    assert loopwatch("history", "--db", db, "--search", "contents", "--since", "1d").stdout.count("twice-9d8e") >= 1
+    assert {m["type"] for r in rows for m in r["matches"]} == {
+        "tool_call",
+        "tool_result",
+    }  # results carry their call's args
+    assert (
+        loopwatch("history", "--db", db, "--search", "contents", "--since", "1d").stdout.count("twice-9d8e")
+        >= 1
+    )
     warned = loopwatch("history", "--db", db, "--search", "contents", "--level", "warn")
     assert "no sessions match" in warned.stderr
     by_id = loopwatch("history", "--db", db, "--search", "loop-7f")
@@ -72,8 +78,10 @@ def test_existing_database_gets_the_index_by_migration(tmp_path):
     db = Database(sqlite3.connect(str(path)))
     migrate(db, upto=2)
     db.execute("INSERT INTO sessions (id, agent, events) VALUES ('old', 'a', 1)")
-    db.execute("INSERT INTO events (session, seq, ts, type, tool, args, content) VALUES "
-               "('old', 1, 5.0, 'tool_result', 'bash', '{\"cmd\": \"make\"}', 'ModuleNotFoundError: x')")
+    db.execute(
+        "INSERT INTO events (session, seq, ts, type, tool, args, content) VALUES "
+        "('old', 1, 5.0, 'tool_result', 'bash', '{\"cmd\": \"make\"}', 'ModuleNotFoundError: x')"
+    )
     db.conn.commit()
     db.close()
     store = Store(path)

@@ -223,8 +223,9 @@ def test_refuses_the_monitors_parent():
         from monitor.control import ProcessIdentity, check_killable
         print(check_killable(ProcessIdentity.capture(os.getppid())))
     """)
-    reason = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, timeout=60).stdout
+    reason = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     assert f"refusing to kill pid {os.getpid()}: it is the monitor's parent process" in reason
 
 
@@ -271,8 +272,14 @@ def _other_users_process() -> subprocess.Popen | psutil.Process | None:
     if os.getuid() == 0:
         try:
             # A shell, since the venv's interpreter may be unreadable to 'nobody'.
-            proc = subprocess.Popen(["/bin/sh", "-c", "echo ready; exec sleep 600"], stdout=subprocess.PIPE,
-                                    text=True, user=65534, group=65534, cwd="/")
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", "echo ready; exec sleep 600"],
+                stdout=subprocess.PIPE,
+                text=True,
+                user=65534,
+                group=65534,
+                cwd="/",
+            )
             assert proc.stdout.readline().strip() == "ready"
             return proc
         except (OSError, subprocess.SubprocessError, AssertionError):

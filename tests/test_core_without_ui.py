@@ -6,12 +6,27 @@ import subprocess
 import sys
 
 CORE_MODULES = [
-    "monitor.events", "monitor.text", "monitor.config", "monitor.detect",
-    "monitor.detect.engine", "monitor.formats", "monitor.formats.lines",
-    "monitor.scan", "monitor.cli", "monitor.framing", "monitor.paths",
-    "monitor.store", "monitor.hub", "monitor.control", "monitor.client",
-    "monitor.sources", "monitor.sources.files", "monitor.sources.sockets",
-    "monitor.updates", "monitor.hub.live", "monitor.hub.replay",
+    "monitor.events",
+    "monitor.text",
+    "monitor.config",
+    "monitor.detect",
+    "monitor.detect.engine",
+    "monitor.formats",
+    "monitor.formats.lines",
+    "monitor.scan",
+    "monitor.cli",
+    "monitor.framing",
+    "monitor.paths",
+    "monitor.store",
+    "monitor.hub",
+    "monitor.control",
+    "monitor.client",
+    "monitor.sources",
+    "monitor.sources.files",
+    "monitor.sources.sockets",
+    "monitor.updates",
+    "monitor.hub.live",
+    "monitor.hub.replay",
 ]
 
 

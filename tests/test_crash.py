@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -55,18 +54,39 @@ class Monitor:
     """One ``watch --headless --json`` run; its output is read by threads."""
 
     def __init__(self, tmp_path: Path, db: Path, sock: Path):
-        env = {**os.environ, "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
-               "LOOPWATCH_DATA_DIR": str(tmp_path / "data")}
+        env = {
+            **os.environ,
+            "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
+            "LOOPWATCH_DATA_DIR": str(tmp_path / "data"),
+        }
         env.pop("LOOPWATCH_TOKEN", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--db", str(db),
-             "--socket", str(sock), "--min-level", "notice"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "watch",
+                "--headless",
+                "--json",
+                "--db",
+                str(db),
+                "--socket",
+                str(sock),
+                "--min-level",
+                "notice",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.printed: list[dict] = []
         self.stderr: list[str] = []
         self.ready = threading.Event()
-        self.readers = [threading.Thread(target=self._out, daemon=True),
-                        threading.Thread(target=self._err, daemon=True)]
+        self.readers = [
+            threading.Thread(target=self._out, daemon=True),
+            threading.Thread(target=self._err, daemon=True),
+        ]
         for reader in self.readers:
             reader.start()
 
@@ -99,8 +119,13 @@ class Agent:
     def __init__(self, name: str, sock: Path):
         self.name = name
         self.received: list[dict] = []
-        self.client = LoopwatchClient(agent=name, session=f"{name}-0", socket_path=sock,
-                                      backoff_max=0.2, on_control=self.received.append)
+        self.client = LoopwatchClient(
+            agent=name,
+            session=f"{name}-0",
+            socket_path=sock,
+            backoff_max=0.2,
+            on_control=self.received.append,
+        )
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -114,8 +139,7 @@ class Agent:
                 if self.stop.is_set():
                     break
                 call = self.client.tool_call("bash", {"cmd": "ls /missing"}, session=session)
-                self.client.tool_result(call, "ls: cannot access '/missing'", is_error=True,
-                                        session=session)
+                self.client.tool_result(call, "ls: cannot access '/missing'", is_error=True, session=session)
                 self.stop.wait(0.01)  # an agent's pace, not a wait for work
             self.client.session_end(session=session)
             episode += 1
@@ -137,8 +161,10 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
             if not agents:
                 agents = [Agent(f"agent{i}", sock) for i in range(4)]
             target = rng.randint(1, 12)
-            wait_until(lambda: len(monitor.printed) >= target,
-                       f"{target} detections (seed {seed}, round {round_}); stderr: {monitor.stderr[-5:]}")
+            wait_until(
+                lambda: len(monitor.printed) >= target,
+                f"{target} detections (seed {seed}, round {round_}); stderr: {monitor.stderr[-5:]}",
+            )
             printed = monitor.kill()
             printed_total += len(printed)
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
@@ -160,8 +186,9 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
             for session, text in conn.execute("SELECT session, text FROM actions WHERE kind = 'inject'"):
                 injects[(session, text)] += 1
             pending = conn.execute("SELECT count(*) FROM actions WHERE outcome = 'pending'").fetchone()[0]
-    received = Counter((m["session"], m["text"]) for agent in agents for m in agent.received
-                       if m.get("type") == "inject")
+    received = Counter(
+        (m["session"], m["text"]) for agent in agents for m in agent.received if m.get("type") == "inject"
+    )
     assert received, f"no nudge reached an agent (seed {seed})"
     for key, count in received.items():
         assert injects[key] >= count, f"a nudge reached the agent without its action row: {key} (seed {seed})"

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import json
+import os
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 from monitor.config import build_config
 from monitor.detect.base import Detection
@@ -37,20 +35,37 @@ DEEP = b'{"c":"\xff","x":' + b"[" * 1000 + b"1" + b"]" * 1000 + b"}"
 
 
 def message(i: int, session: str = "s") -> dict:
-    return {"type": "message", "session": session, "role": "assistant", "content": f"m{i}",
-            "ts": 1_700_000_000.0 + i}
+    return {
+        "type": "message",
+        "session": session,
+        "role": "assistant",
+        "content": f"m{i}",
+        "ts": 1_700_000_000.0 + i,
+    }
 
 
 def jsonl(records) -> bytes:
-    return b"".join(r if isinstance(r, bytes) else json.dumps(r).encode() for r in
-                    [x for rec in records for x in (rec, b"\n")])
+    return b"".join(
+        r if isinstance(r, bytes) else json.dumps(r).encode()
+        for r in [x for rec in records for x in (rec, b"\n")]
+    )
 
 
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {"LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"), "LOOPWATCH_DATA_DIR": str(tmp_path / "data"),
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "monitor", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
+        "LOOPWATCH_DATA_DIR": str(tmp_path / "data"),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 async def poll_until(predicate, timeout: float = DEADLINE) -> None:
@@ -64,8 +79,15 @@ async def poll_until(predicate, timeout: float = DEADLINE) -> None:
 
 
 def event(i: int, **fields) -> Event:
-    base = dict(kind=Kind.MESSAGE, session="s", ts=1_700_000_000.0 + i, source="a.jsonl", line=i,
-                role="assistant", content=f"m{i}")
+    base = dict(
+        kind=Kind.MESSAGE,
+        session="s",
+        ts=1_700_000_000.0 + i,
+        source="a.jsonl",
+        line=i,
+        role="assistant",
+        content=f"m{i}",
+    )
     base.update(fields)
     return Event(**base)
 
@@ -74,8 +96,13 @@ def test_integer_beyond_64_bits_is_stored_and_the_writer_goes_on(tmp_path):
     """input_tokens = 2^63 and pid = 1e30 once made SQLite raise OverflowError and stopped the
     writer for the whole run; now the row is kept (as a REAL) and every later write and action works."""
     with Store(tmp_path / "db.sqlite") as store:
-        store.add_events([event(1), event(2, kind=Kind.USAGE, content="", input_tokens=BIG),
-                          event(3, kind=Kind.SESSION_START, content="", pid=int(1e30))])
+        store.add_events(
+            [
+                event(1),
+                event(2, kind=Kind.USAGE, content="", input_tokens=BIG),
+                event(3, kind=Kind.SESSION_START, content="", pid=int(1e30)),
+            ]
+        )
         store.flush()
         store.add_events([event(4)])
         store.flush()
@@ -112,11 +139,13 @@ def test_a_row_sqlite_cannot_bind_costs_that_row_only_and_is_reported(tmp_path):
 def test_native_adapter_rejects_out_of_range_integers_as_bad_records():
     """The adapter says which field is out of range; its neighbours decode."""
     decoder = LineDecoder("a.jsonl", fmt="native")
-    lines = [json.dumps(message(1)),
-             '{"type":"usage","session":"s","input_tokens":9223372036854775808}',
-             '{"type":"session_start","session":"s","pid":1e30}',
-             '{"type":"usage","session":"s","cost_usd":1e300,"output_tokens":5}',
-             json.dumps(message(5))]
+    lines = [
+        json.dumps(message(1)),
+        '{"type":"usage","session":"s","input_tokens":9223372036854775808}',
+        '{"type":"session_start","session":"s","pid":1e30}',
+        '{"type":"usage","session":"s","cost_usd":1e300,"output_tokens":5}',
+        json.dumps(message(5)),
+    ]
     events = [e for i, raw in enumerate(lines, 1) for e in decoder.feed(raw.encode(), i)[0]]
     assert [e.content for e in events if e.kind is Kind.MESSAGE] == ["m1", "m5"]
     assert [p.line for p in decoder.problems] == [2, 3]
@@ -127,17 +156,43 @@ def test_native_adapter_rejects_out_of_range_integers_as_bad_records():
 def test_watch_headless_keeps_recording_after_a_huge_integer(tmp_path):
     """The probe end to end: the huge integer is a reported bad line, the rest is in the database."""
     log = tmp_path / "a.jsonl"
-    log.write_bytes(jsonl([message(1), {"type": "usage", "session": "s", "input_tokens": BIG},
-                           {"type": "session_start", "session": "s", "pid": 1e30}, message(4)]))
+    log.write_bytes(
+        jsonl(
+            [
+                message(1),
+                {"type": "usage", "session": "s", "input_tokens": BIG},
+                {"type": "session_start", "session": "s", "pid": 1e30},
+                message(4),
+            ]
+        )
+    )
     db = tmp_path / "w.db"
     result = run_cli(tmp_path, "scan", str(log), "--json")
     assert result.returncode == 0, result.stderr
     assert "input_tokens" in result.stderr and "a.jsonl:2" in result.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--from-start",
-                             "--no-socket", "--db", str(db), str(log)], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True,
-                            env={"LOOPWATCH_CONFIG_DIR": str(tmp_path / "c"), "PATH": "/usr/bin:/bin",
-                                 "LOOPWATCH_DATA_DIR": str(tmp_path / "d"), "HOME": str(tmp_path)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--from-start",
+            "--no-socket",
+            "--db",
+            str(db),
+            str(log),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            "LOOPWATCH_CONFIG_DIR": str(tmp_path / "c"),
+            "PATH": "/usr/bin:/bin",
+            "LOOPWATCH_DATA_DIR": str(tmp_path / "d"),
+            "HOME": str(tmp_path),
+        },
+    )
     try:
         seen = ""
         while "a.jsonl:3" not in seen:
@@ -191,7 +246,9 @@ async def test_deep_nesting_and_a_list_type_on_a_socket_keep_the_connection(tmp_
     async with running_monitor(tmp_path) as (hub, server):
         updates = Updates(hub)
         client = await RawClient.unix(server.unix_path)
-        await client.send(jsonl([message(i, "k") for i in range(5)] + [b'{"type":[]}', DEEP, message(5, "k")]))
+        await client.send(
+            jsonl([message(i, "k") for i in range(5)] + [b'{"type":[]}', DEEP, message(5, "k")])
+        )
         errors = [await client.read(lambda m: m.get("type") == "error") for _ in range(2)]
         assert [e["line"] for e in errors] == [6, 7]
         await client.send(message(6, "k"))
@@ -208,8 +265,12 @@ async def test_deep_nesting_and_a_list_type_on_a_socket_keep_the_connection(tmp_
 def test_extreme_timestamps_are_replaced_by_the_read_time_and_reported():
     decoder = LineDecoder("a.jsonl", fmt="native")
     now = 1_800_000_000.0
-    records = [dict(message(1), ts=1e300), dict(message(2), ts=253402300800000),
-               dict(message(3), ts=float("-1e20")), message(4)]
+    records = [
+        dict(message(1), ts=1e300),
+        dict(message(2), ts=253402300800000),
+        dict(message(3), ts=float("-1e20")),
+        message(4),
+    ]
     got = [decoder.feed(json.dumps(r).encode(), i, now) for i, r in enumerate(records, 1)]
     assert [e.ts for events, _ in got for e in events] == [now, now, now, 1_700_000_004.0]
     assert [p.line for _, p in got if p is not None] == [1, 2, 3]
@@ -228,15 +289,35 @@ def test_printer_history_and_show_survive_extreme_stored_times(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     printer = HeadlessPrinter(as_json=False, min_level=Level.NONE, out=out, err=err)
     for ts in (1e300, 253402300800.0, float("nan")):
-        printer.detection(Detection(detector="exact_repeat", level=Level.WARN, score=1.0, message="x", pattern="p",
-                                    session="s", ts=ts))
+        printer.detection(
+            Detection(
+                detector="exact_repeat",
+                level=Level.WARN,
+                score=1.0,
+                message="x",
+                pattern="p",
+                session="s",
+                ts=ts,
+            )
+        )
     assert out.getvalue().count("exact_repeat") == 3
     db = tmp_path / "data" / "loopwatch.db"
     db.parent.mkdir(parents=True)
     with Store(db) as store:
         store.add_events([event(1), event(2, ts=1e297), event(3, ts=253402300800.0)])
-        store.add_detections([Detection(detector="exact_repeat", level=Level.WARN, score=1.0,
-                                        message="x", pattern="p", session="s", ts=1e297)])
+        store.add_detections(
+            [
+                Detection(
+                    detector="exact_repeat",
+                    level=Level.WARN,
+                    score=1.0,
+                    message="x",
+                    pattern="p",
+                    session="s",
+                    ts=1e297,
+                )
+            ]
+        )
     for args in (("history",), ("show", "s")):
         result = run_cli(tmp_path, *args)
         assert result.returncode == 0, result.stderr
@@ -263,8 +344,12 @@ def test_pending_actions_of_a_killed_monitor_are_reconciled_at_start(tmp_path):
     finishes it (the target still runs: failed, saying so) and leaves a live monitor's alone."""
     db = tmp_path / "db.sqlite"
     target = subprocess.Popen(["sleep", "600"])
-    monitor = subprocess.Popen([sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
-                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    monitor = subprocess.Popen(
+        [sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         ids = [int(monitor.stdout.readline()) for _ in range(2)]
         monitor.kill()
@@ -288,8 +373,12 @@ def test_pending_actions_of_a_killed_monitor_are_reconciled_at_start(tmp_path):
 def test_an_interrupted_kill_whose_target_exited_is_delivered(tmp_path):
     db = tmp_path / "db.sqlite"
     target = subprocess.Popen(["sleep", "600"])
-    monitor = subprocess.Popen([sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
-                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    monitor = subprocess.Popen(
+        [sys.executable, "-c", CHILD_STORE, str(db), str(target.pid)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         monitor.stdout.readline()
         monitor.kill()
@@ -320,8 +409,9 @@ def burst(n: int, session: str = "b") -> list[Event]:
 
 
 def hold_write_lock(db: Path) -> subprocess.Popen:
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert locker.stdout.readline() == "locked\n"
     return locker
 
@@ -358,7 +448,7 @@ async def test_drops_beyond_the_spill_bound_are_counted_exactly_and_shown(tmp_pa
     locker = hold_write_lock(db)
     try:
         for start in range(0, 5000, 500):
-            await hub.submit(burst(5000)[start:start + 500])
+            await hub.submit(burst(5000)[start : start + 500])
         await hub.join()
         dropped = store.stats.dropped
         assert dropped > 0
@@ -370,8 +460,9 @@ async def test_drops_beyond_the_spill_bound_are_counted_exactly_and_shown(tmp_pa
     await hub.stop()
     store.close()
     with sqlite3.connect(db) as conn:
-        stored = conn.execute("SELECT (SELECT count(*) FROM events) + "
-                              "(SELECT count(*) FROM detections)").fetchone()[0]
+        stored = conn.execute(
+            "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM detections)"
+        ).fetchone()[0]
     assert stored + dropped == 5000 + hub.detections_total  # every row: stored or counted
     result = run_cli(tmp_path, "history")
     assert result.returncode == 0, result.stderr
@@ -395,8 +486,10 @@ async def test_clients_refused_at_the_connection_limit_deliver_everything_on_clo
         # at first (however fast the monitor reads), then get in once they leave.
         holders = [await RawClient.unix(server.unix_path) for _ in range(4)]
         await poll_until(lambda: len(server.connections) == 4)
-        clients = [LoopwatchClient(agent="a", session=f"s{i}", socket_path=server.unix_path,
-                                   backoff_max=0.5) for i in range(24)]
+        clients = [
+            LoopwatchClient(agent="a", session=f"s{i}", socket_path=server.unix_path, backoff_max=0.5)
+            for i in range(24)
+        ]
         for client in clients:
             for j in range(40):
                 client.message("assistant", f"working on step {j}")
@@ -433,8 +526,9 @@ async def test_a_deleted_file_is_followed_while_its_writer_keeps_writing(tmp_pat
     log = tmp_path / "a.jsonl"
     log.write_bytes(jsonl([message(0)]))
     sink = Sink()
-    source = FileSource([str(tmp_path)], sink, start=StartPolicy("start"), rotate_grace_seconds=0.2,
-                        poll_seconds=0.05)
+    source = FileSource(
+        [str(tmp_path)], sink, start=StartPolicy("start"), rotate_grace_seconds=0.2, poll_seconds=0.05
+    )
     await source.start()
     try:
         await sink.wait_for(lambda: len(sink.events) == 1, "the first line")
@@ -493,14 +587,20 @@ async def test_a_quiet_session_is_not_queued_behind_a_flood(tmp_path):
     async with running_monitor(tmp_path) as (hub, server):
         updates = Updates(hub)
         noisy = [await RawClient.unix(server.unix_path) for _ in range(8)]
-        flood = [jsonl([dict(message(i, f"noisy{n}"), content=f"step {i} " + "x" * 60)
-                        for i in range(2500)]) for n in range(8)]
+        flood = [
+            jsonl([dict(message(i, f"noisy{n}"), content=f"step {i} " + "x" * 60) for i in range(2500)])
+            for n in range(8)
+        ]
         senders = [asyncio.create_task(client.send(data)) for client, data in zip(noisy, flood)]
         await poll_until(lambda: hub.events_total > 2000)  # the flood is flowing
         quiet = await RawClient.unix(server.unix_path)
         call = {"type": "tool_call", "session": "quiet", "name": "bash", "args": {"cmd": "ls /x"}}
-        result = {"type": "tool_result", "session": "quiet", "content": "ls: /x: no such file",
-                  "is_error": True}
+        result = {
+            "type": "tool_result",
+            "session": "quiet",
+            "content": "ls: /x: no such file",
+            "is_error": True,
+        }
         records = []
         for n in range(3):
             records += [dict(call, id=f"c{n}"), dict(result, id=f"c{n}")]

@@ -79,7 +79,9 @@ class LogFollower:
 def inject(log: Path, text: str, session: str) -> None:
     """Append a control message to the agent's inbox, as the monitor's InboxChannel does."""
     with open(str(log) + ".inbox.jsonl", "ab") as inbox:
-        inbox.write(orjson.dumps({"type": "inject", "session": session, "text": text, "ts": time.time()}) + b"\n")
+        inbox.write(
+            orjson.dumps({"type": "inject", "session": session, "text": text, "ts": time.time()}) + b"\n"
+        )
 
 
 def control(log: Path, kind: str, session: str) -> None:
@@ -94,10 +96,24 @@ def spawn(scenario: str, log: Path, *extra: str) -> subprocess.Popen:
 
 def generate(tmp_path: Path, scenarios: list[str], steps: int) -> None:
     """Run each agent with --instant for ``steps`` steps, all in one child process (fast)."""
-    runs = [["--scenario", s, "--log", str(tmp_path / f"{s}.jsonl"), "--seed", str(n), "--instant",
-             "--steps", str(steps)] for n, s in enumerate(scenarios)]
-    subprocess.run([sys.executable, "-c", f"from monitor.demo.agent import main\nfor argv in {runs!r}: main(argv)"],
-                   check=True)
+    runs = [
+        [
+            "--scenario",
+            s,
+            "--log",
+            str(tmp_path / f"{s}.jsonl"),
+            "--seed",
+            str(n),
+            "--instant",
+            "--steps",
+            str(steps),
+        ]
+        for n, s in enumerate(scenarios)
+    ]
+    subprocess.run(
+        [sys.executable, "-c", f"from monitor.demo.agent import main\nfor argv in {runs!r}: main(argv)"],
+        check=True,
+    )
 
 
 @pytest.mark.parametrize("scenario", ["exact_repeat", "same_error", "stuck_tests"])
@@ -114,12 +130,18 @@ def test_looping_agent_is_caught_then_changes_course_on_inject(tmp_path, scenari
 
         text = "loopwatch: you are looping. Read the docs and try a different approach."
         inject(log, text, scenario)
-        follow.until(lambda f: any(e.kind is Kind.MESSAGE and e.role == "user" and e.content == text
-                                   for e in f.events), "the injected message in the log")
+        follow.until(
+            lambda f: any(
+                e.kind is Kind.MESSAGE and e.role == "user" and e.content == text for e in f.events
+            ),
+            "the injected message in the log",
+        )
         seen = len(follow.events)
         warned = len([d for d in follow.detections if d.level >= Level.WARN])
-        follow.until(lambda f: sum(e.kind is Kind.TOOL_CALL for e in f.events[seen:]) >= 12,
-                     "twelve tool calls after the inject")
+        follow.until(
+            lambda f: sum(e.kind is Kind.TOOL_CALL for e in f.events[seen:]) >= 12,
+            "twelve tool calls after the inject",
+        )
         after = follow.events[seen:]
         calls = [(e.tool, json.dumps(e.args, sort_keys=True)) for e in after if e.kind is Kind.TOOL_CALL]
         assert len(set(calls)) == len(calls), "the agent still repeats calls after the inject"
@@ -170,14 +192,21 @@ def test_agent_exits_when_its_parent_dies(tmp_path):
     """An agent whose launcher died (reparented) ends its session 'orphaned' and exits."""
     log = tmp_path / "exact_repeat.jsonl"
     command = agent_command("exact_repeat", log, interval=0.02, echo=True)
-    launcher = subprocess.Popen([sys.executable, "-c",
-                                 f"import os, subprocess; subprocess.Popen({command!r} + ['--parent', str(os.getpid())])"],
-                                stdout=subprocess.PIPE)
+    launcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, subprocess; subprocess.Popen({command!r} + ['--parent', str(os.getpid())])",
+        ],
+        stdout=subprocess.PIPE,
+    )
     assert launcher.wait(timeout=DEADLINE) == 0
     # The agent inherited the launcher's stdout: EOF there means the agent has exited too.
     follow = LogFollower(launcher, log)
     try:
-        follow.until(lambda f: f.events and f.events[-1].kind is Kind.SESSION_END, "the orphaned agent to stop")
+        follow.until(
+            lambda f: f.events and f.events[-1].kind is Kind.SESSION_END, "the orphaned agent to stop"
+        )
         assert follow.events[-1].status == "orphaned"
     finally:
         follow._pull()
@@ -227,10 +256,19 @@ def test_socket_mode_streams_events_and_obeys_control(tmp_path):
                     calls = sum(m.get("type") == "tool_call" for m in received)
                     if calls == 3 and not injected.is_set():
                         injected.set()
-                        send(conn, orjson.dumps({"type": "inject", "session": "sock", "text": "over the socket"})
-                             + b"\n")
-                    if any(m.get("role") == "user" and m.get("content") == "over the socket" for m in received) \
-                            and calls >= 6 and not killed.is_set():
+                        send(
+                            conn,
+                            orjson.dumps({"type": "inject", "session": "sock", "text": "over the socket"})
+                            + b"\n",
+                        )
+                    if (
+                        any(
+                            m.get("role") == "user" and m.get("content") == "over the socket"
+                            for m in received
+                        )
+                        and calls >= 6
+                        and not killed.is_set()
+                    ):
                         killed.set()
                         send(conn, b'{"type":"kill","session":"sock"}\n')
 
@@ -247,8 +285,9 @@ def test_socket_mode_streams_events_and_obeys_control(tmp_path):
     server.close()
     kinds = [m["type"] for m in received]
     assert kinds[0] == "session_start" and received[0]["pid"] == proc.pid
-    assert any(m["type"] == "message" and m["role"] == "user" and m["content"] == "over the socket"
-               for m in received)
+    assert any(
+        m["type"] == "message" and m["role"] == "user" and m["content"] == "over the socket" for m in received
+    )
     assert received[-1]["type"] == "session_end" and received[-1]["status"] == "killed"
     # The log holds the same events as the socket received.
     logged = [orjson.loads(x) for x in log.read_bytes().splitlines()]
@@ -293,13 +332,15 @@ def test_bundled_examples_are_reproducible_and_labelled(tmp_path):
     assert sorted(p.name for p in bundled.glob("*.jsonl")) == sorted(EXAMPLES)
     write_examples(tmp_path)
     for name in EXAMPLES:
-        assert (tmp_path / name).read_bytes() == (bundled / name).read_bytes(), \
+        assert (tmp_path / name).read_bytes() == (bundled / name).read_bytes(), (
             f"{name} is stale: regenerate with write_examples(examples_dir())"
+        )
     for name in EXAMPLES:
         report = scan([str(bundled / name)])
         assert report.problem_count == 0
         assert (report.worst >= Level.WARN) == name.startswith("loop-"), name
     env = {**os.environ, "LOOPWATCH_CONFIG_DIR": os.devnull + "-no-config"}
-    result = subprocess.run([sys.executable, "-m", "monitor", "scan", str(bundled)], capture_output=True,
-                            text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", str(bundled)], capture_output=True, text=True, env=env
+    )
     assert result.returncode == 1 and "loop-exact-repeat" in result.stdout

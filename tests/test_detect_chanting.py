@@ -40,8 +40,10 @@ def test_nine_windows_are_not_enough():
 
 def test_a_repeated_paragraph_with_newlines_is_a_chant():
     """A multi-line paragraph repeated 10 times (its unit contains line breaks)."""
-    paragraph = ("I apologize for the confusion in my previous answer.\n"
-                 "Let me correct the function and run it again.\n\n")
+    paragraph = (
+        "I apologize for the confusion in my previous answer.\n"
+        "Let me correct the function and run it again.\n\n"
+    )
     assert reply(INTRO + paragraph * 10)
 
 
@@ -66,26 +68,34 @@ def test_indented_code_and_inline_code_are_not_chants():
 
 def test_list_whose_items_share_a_long_prefix_is_not_a_chant():
     """Bulleted and numbered lists, even with long shared prefixes, are structure."""
-    items = "".join(f"- Update the configuration file for the authentication service module {i}\n"
-                    for i in range(30))
-    numbered = "".join(f"{i}. Update the configuration file for the authentication service module\n"
-                       for i in range(1, 30))
+    items = "".join(
+        f"- Update the configuration file for the authentication service module {i}\n" for i in range(30)
+    )
+    numbered = "".join(
+        f"{i}. Update the configuration file for the authentication service module\n" for i in range(1, 30)
+    )
     assert not reply(INTRO + items)
     assert not reply(INTRO + numbered)
 
 
 def test_unmarked_lines_sharing_a_prefix_are_not_a_chant():
     """Plain lines that share a long prefix but differ after it are not exact repetition."""
-    lines = "".join(f"Updated the configuration file for the authentication service, module {i:03d}\n"
-                    for i in range(30))
+    lines = "".join(
+        f"Updated the configuration file for the authentication service, module {i:03d}\n" for i in range(30)
+    )
     assert not reply(INTRO + lines)
 
 
 def test_identical_list_items_tables_headings_quotes_and_dividers_reset():
     """Structural lines break a run even when they repeat exactly."""
-    for structural in ["- " + SENTENCE + "\n", "| a | b | c | d | e | f | g | h | i |\n",
-                       "## " + SENTENCE + "\n", "> " + SENTENCE + "\n",
-                       "-" * 60 + "\n", "├── src/monitor/detect/detectors/chanting.py and tests\n"]:
+    for structural in [
+        "- " + SENTENCE + "\n",
+        "| a | b | c | d | e | f | g | h | i |\n",
+        "## " + SENTENCE + "\n",
+        "> " + SENTENCE + "\n",
+        "-" * 60 + "\n",
+        "├── src/monitor/detect/detectors/chanting.py and tests\n",
+    ]:
         assert not reply(INTRO + structural * 30), structural
 
 
@@ -110,7 +120,7 @@ def test_chant_across_streamed_messages():
     s = Script(step=0.05)
     text = INTRO + SENTENCE * 14
     for start in range(0, len(text), 40):
-        s.say(text[start:start + 40])
+        s.say(text[start : start + 40])
     hits = run(s)
     assert hits and hits[0].count >= 10
 
@@ -144,8 +154,9 @@ def test_same_chant_in_a_later_reply_is_reported_again():
 def test_huge_message_with_chant_at_the_end_is_caught():
     """1 MB of varied prose ending in a chant: the tail is scanned."""
     rng = random.Random(7)
-    prose = " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9)))
-                     for _ in range(180_000))
+    prose = " ".join(
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9))) for _ in range(180_000)
+    )
     assert len(prose) > 1_000_000
     assert reply(prose + " " + SENTENCE * 40)
     assert not reply(prose)
@@ -163,7 +174,7 @@ def test_finder_measures_runs_exactly():
     assert len(chants) == 1
     chant = chants[0]
     # The space before the first copy also fits the period: the run starts there.
-    assert chant.period == 18 and text[chant.start:chant.end] == " " + "abcdefghij klmnop " * 30
+    assert chant.period == 18 and text[chant.start : chant.end] == " " + "abcdefghij klmnop " * 30
 
 
 def test_canonical_unit_ignores_where_the_run_was_cut():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.eventkit import Script, by, only
 from monitor.config import build_config
 from monitor.events import Level
+from tests.eventkit import Script, by, only
 
 
 def test_two_compactions_without_work_warn():

@@ -1,7 +1,7 @@
 """Cycle detector: A-B-A-B loops, and rhythms that make progress."""
 
-from monitor.detect.engine import Engine
 from monitor.config import build_config
+from monitor.detect.engine import Engine
 from tests.streams import Stream, by, run
 
 
@@ -109,6 +109,7 @@ def test_without_results_the_cycle_is_flagged_on_the_call():
 
 def test_rotations_of_one_cycle_share_a_pattern():
     """A-B-A-B and B-A-B-A are the same loop to the escalation ladder."""
+
     def pattern(first, second):
         s = Stream()
         for _ in range(2):
@@ -139,10 +140,21 @@ def test_the_same_call_reported_twice_counts_once():
     found = []
     for i in range(3):
         for _source in ("hook", "transcript"):
-            found += engine.process(Event(kind=Kind.TOOL_CALL, session="s", ts=float(i), tool="bash",
-                                          args={"command": "ls"}, call_id=f"toolu_{i}"))
-            found += engine.process(Event(kind=Kind.TOOL_RESULT, session="s", ts=float(i), call_id=f"toolu_{i}",
-                                          content="nothing"))
+            found += engine.process(
+                Event(
+                    kind=Kind.TOOL_CALL,
+                    session="s",
+                    ts=float(i),
+                    tool="bash",
+                    args={"command": "ls"},
+                    call_id=f"toolu_{i}",
+                )
+            )
+            found += engine.process(
+                Event(
+                    kind=Kind.TOOL_RESULT, session="s", ts=float(i), call_id=f"toolu_{i}", content="nothing"
+                )
+            )
     assert engine.duplicates == 6
     assert engine.sessions["s"].events == 6
     assert [d.count for d in found if d.detector == "exact_repeat"] == [3]

@@ -7,27 +7,37 @@ import pytest
 from monitor.detect.analysis.signatures import text_is_acknowledgement
 from tests.eventkit import Script, by, only
 
-TODOS = {"todos": [{"content": "refactor the parser", "status": "in_progress"},
-                   {"content": "run the tests", "status": "pending"}]}
-TODO_ACK = ("Todos have been modified successfully. Ensure that you continue to use the todo list to "
-            "track your progress. Please proceed with the current tasks if applicable")
+TODOS = {
+    "todos": [
+        {"content": "refactor the parser", "status": "in_progress"},
+        {"content": "run the tests", "status": "pending"},
+    ]
+}
+TODO_ACK = (
+    "Todos have been modified successfully. Ensure that you continue to use the todo list to "
+    "track your progress. Please proceed with the current tasks if applicable"
+)
 
 
-@pytest.mark.parametrize("text", [
-    TODO_ACK,
-    "Plan updated",
-    "File created successfully at: /app/parser.py",
-    "Success. Updated the following files:\nM src/parser.rs",
-    "The file /app/parser.py has been updated successfully.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        TODO_ACK,
+        "Plan updated",
+        "File created successfully at: /app/parser.py",
+        "Success. Updated the following files:\nM src/parser.rs",
+        "The file /app/parser.py has been updated successfully.",
+    ],
+)
 def test_real_agents_acknowledgements_are_recognised(text: str):
     """What Claude Code's TodoWrite and Write, and Codex's update_plan and
     apply_patch, answer when they worked."""
     assert text_is_acknowledgement(text)
 
 
-@pytest.mark.parametrize("text", ["File not found: /app/parser.py", "Plan updated but 2 steps failed",
-                                  "Todos could not be saved"])
+@pytest.mark.parametrize(
+    "text", ["File not found: /app/parser.py", "Plan updated but 2 steps failed", "Todos could not be saved"]
+)
 def test_failures_are_not_acknowledgements(text: str):
     assert not text_is_acknowledgement(text)
 
@@ -38,8 +48,11 @@ def test_the_same_todo_list_written_between_edits_is_bookkeeping():
     s = Script(step=4.0)
     for n in range(5):
         s.call("TodoWrite", TODOS, TODO_ACK)
-        s.call("Edit", {"file_path": f"/app/m{n}.py", "old_string": "a", "new_string": "b"},
-               f"The file /app/m{n}.py has been updated successfully.")
+        s.call(
+            "Edit",
+            {"file_path": f"/app/m{n}.py", "old_string": "a", "new_string": "b"},
+            f"The file /app/m{n}.py has been updated successfully.",
+        )
     assert not by(s.run(only("exact_repeat")), "exact_repeat")
 
 

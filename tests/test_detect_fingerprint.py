@@ -1,8 +1,8 @@
 """Fingerprint detector: loose keys, shell file reads, consecutive streaks."""
 
 from monitor.config import build_config
-from monitor.detect.engine import Engine
 from monitor.detect.analysis.signatures import fingerprint, shell_file_read
+from monitor.detect.engine import Engine
 from monitor.events import Event, Kind
 from tests.streams import Stream, by, run
 
@@ -13,8 +13,10 @@ def _call(tool, **args):
 
 def test_shell_reads_of_one_file_share_a_fingerprint():
     """cat, head, tail, less and sed -n on foo.ts all fold to bash:file_read:foo.ts."""
-    prints = {fingerprint(_call("bash", command=c)) for c in
-              ("cat foo.ts", "head -n 20 foo.ts", "tail foo.ts", "less foo.ts", "sed -n '1,80p' foo.ts")}
+    prints = {
+        fingerprint(_call("bash", command=c))
+        for c in ("cat foo.ts", "head -n 20 foo.ts", "tail foo.ts", "less foo.ts", "sed -n '1,80p' foo.ts")
+    }
     assert prints == {"bash:file_read:foo.ts"}
 
 
@@ -50,7 +52,9 @@ def test_paging_with_moving_offset_is_not_a_loop():
     """read_file with a moving offset: offset is primary, each call differs."""
     s = Stream()
     for page in range(8):
-        s.call("read_file", f"lines {page * 100}..{page * 100 + 99}", path="big.py", offset=page * 100, limit=100)
+        s.call(
+            "read_file", f"lines {page * 100}..{page * 100 + 99}", path="big.py", offset=page * 100, limit=100
+        )
     _, found = run(s)
     assert not [d for d in found if d.level >= 2]
 
@@ -208,6 +212,9 @@ def test_a_new_line_sharing_a_mark_bit_with_an_old_one_still_reads_as_new():
 
     old = "job build-7: compiling 10% (step 1)"
     taken = zlib.crc32(old.encode()) % LINE_BITS
-    new = next(line for line in (f"job build-7: linking {n}% (step 2)" for n in range(1_000_000))
-               if zlib.crc32(line.encode()) % LINE_BITS == taken)
+    new = next(
+        line
+        for line in (f"job build-7: linking {n}% (step 2)" for n in range(1_000_000))
+        if zlib.crc32(line.encode()) % LINE_BITS == taken
+    )
     assert text_marks(new) & ~text_marks(old)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.eventkit import Script, by, only
 from monitor.detect.engine import Engine
 from monitor.events import Level
+from tests.eventkit import Script, by, only
 
 
 def labels(detections):
@@ -77,8 +77,11 @@ def test_five_consecutive_failures_terminate_by_default():
         s.call("web_fetch", {"url": f"https://example.com/{n}"}, f"HTTP error {500 + n}", is_error=True)
     engine = Engine(only("limits"))
     found = labels(s.run(engine=engine))
-    assert found == [("limit:failures", "notice", 4), ("limit:failures", "terminate", 5),
-                     ("limit:failures", "terminate", 10)]
+    assert found == [
+        ("limit:failures", "notice", 4),
+        ("limit:failures", "terminate", 5),
+        ("limit:failures", "terminate", 10),
+    ]
     assert engine.level("s1") == Level.TERMINATE
 
 
@@ -114,9 +117,14 @@ def test_limits_from_a_config_file_through_scan(tmp_path):
     log = s.write(tmp_path / "long.jsonl")
     config = tmp_path / "limits.toml"
     config.write_text("[detectors.limits]\nmax_iterations = 25\n")
-    honest = subprocess.run([sys.executable, "-m", "monitor", "scan", str(log)], capture_output=True, text=True)
-    limited = subprocess.run([sys.executable, "-m", "monitor", "scan", "--config", str(config), str(log)],
-                             capture_output=True, text=True)
+    honest = subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", str(log)], capture_output=True, text=True
+    )
+    limited = subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", "--config", str(config), str(log)],
+        capture_output=True,
+        text=True,
+    )
     assert honest.returncode == 0, honest.stdout + honest.stderr
     assert limited.returncode == 1, limited.stdout + limited.stderr
     assert "iterations limit reached" in limited.stdout
@@ -128,16 +136,28 @@ def test_calls_cancelled_with_a_failing_sibling_are_not_failures_of_their_own():
     limit of 4; the cancelled calls neither count nor break a real streak."""
     s = Script()
     for batch in range(2):
-        s.call("Read", {"file_path": f"/repo/dir{batch}"}, "EISDIR: illegal operation on a directory, read",
-               is_error=True)
+        s.call(
+            "Read",
+            {"file_path": f"/repo/dir{batch}"},
+            "EISDIR: illegal operation on a directory, read",
+            is_error=True,
+        )
         for n in range(4):
-            s.call("Read", {"file_path": f"/repo/dir{batch}/{n}.py"},
-                   "<tool_use_error>Sibling tool call errored</tool_use_error>", is_error=True)
+            s.call(
+                "Read",
+                {"file_path": f"/repo/dir{batch}/{n}.py"},
+                "<tool_use_error>Sibling tool call errored</tool_use_error>",
+                is_error=True,
+            )
     assert not labels(s.run(only("limits", max_consecutive_failures=4)))
     # Four real failures with cancelled siblings among them still reach the limit.
     s = Script()
     for n in range(4):
         s.call("web_fetch", {"url": f"https://example.com/{n}"}, "HTTP error 503", is_error=True)
-        s.call("Read", {"file_path": f"/x/{n}"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
-               is_error=True)
+        s.call(
+            "Read",
+            {"file_path": f"/x/{n}"},
+            "<tool_use_error>Sibling tool call errored</tool_use_error>",
+            is_error=True,
+        )
     assert labels(s.run(only("limits", max_consecutive_failures=4)))[-1] == ("limit:failures", "terminate", 4)

@@ -103,18 +103,41 @@ def test_empty_replies_between_tool_calls_are_not_counted():
 def _claude_transcript(path: Path, responses: list[list[dict]]) -> Path:
     """A Claude Code transcript: a prompt, then each response as one record per block
     (as Claude Code writes them), each record repeating the message's usage."""
-    base = {"sessionId": path.stem, "version": "2.1.39", "cwd": "/w", "isSidechain": False,
-            "userType": "external"}
-    records = [dict(base, type="user", uuid="u0", timestamp="2026-02-10T10:00:00Z",
-                    message={"role": "user", "content": "Refactor the storage layer."})]
+    base = {
+        "sessionId": path.stem,
+        "version": "2.1.39",
+        "cwd": "/w",
+        "isSidechain": False,
+        "userType": "external",
+    }
+    records = [
+        dict(
+            base,
+            type="user",
+            uuid="u0",
+            timestamp="2026-02-10T10:00:00Z",
+            message={"role": "user", "content": "Refactor the storage layer."},
+        )
+    ]
     second = 0
     for n, blocks in enumerate(responses):
         for block in blocks:
             second += 15
-            records.append(dict(base, type="assistant", uuid=f"a{second}",
-                                timestamp=f"2026-02-10T10:{second // 60:02d}:{second % 60:02d}Z",
-                                message={"id": f"msg_{n}", "role": "assistant", "model": "claude-opus-4-6",
-                                         "content": [block], "usage": {"input_tokens": 9, "output_tokens": 40}}))
+            records.append(
+                dict(
+                    base,
+                    type="assistant",
+                    uuid=f"a{second}",
+                    timestamp=f"2026-02-10T10:{second // 60:02d}:{second % 60:02d}Z",
+                    message={
+                        "id": f"msg_{n}",
+                        "role": "assistant",
+                        "model": "claude-opus-4-6",
+                        "content": [block],
+                        "usage": {"input_tokens": 9, "output_tokens": 40},
+                    },
+                )
+            )
     return write_jsonl(path, records)
 
 
@@ -123,8 +146,10 @@ def test_claude_code_final_answer_in_several_records_is_one_turn(tmp_path: Path)
     text records (one API message, minutes long) is one turn, not a monologue."""
     text = {"type": "text", "text": "Part of the answer."}
     think = {"type": "thinking", "thinking": "...", "signature": ""}
-    path = _claude_transcript(tmp_path / "aaaaaaaa-1111-2222-3333-444444444444.jsonl",
-                              [[{"type": "text", "text": "\n\n"}, think, text, think, text, think, text]])
+    path = _claude_transcript(
+        tmp_path / "aaaaaaaa-1111-2222-3333-444444444444.jsonl",
+        [[{"type": "text", "text": "\n\n"}, think, text, think, text, think, text]],
+    )
     report = scan([str(path)], config=only("monologue"))
     assert report.formats[str(path)] == "claude" and not report.detections
 

@@ -7,9 +7,15 @@ import random
 import pytest
 from rapidfuzz import fuzz
 
-from monitor.detect.detectors import output_similarity as mod
 from monitor.detect.analysis.turns import Outcome
-from monitor.detect.detectors.output_similarity import _RESULTS, _TEXT, OutputSimilarity, normalize_output, similarity
+from monitor.detect.detectors import output_similarity as mod
+from monitor.detect.detectors.output_similarity import (
+    _RESULTS,
+    _TEXT,
+    OutputSimilarity,
+    normalize_output,
+    similarity,
+)
 from monitor.events import Level
 from tests.eventkit import Script, by, only
 
@@ -132,7 +138,7 @@ def test_alternating_outputs_are_caught_within_the_window():
 
 
 def test_a_report_after_new_work_repeats_nothing():
-    """"Build 3 finished" after polling build 3 is not a repeat of "Build 2
+    """ "Build 3 finished" after polling build 3 is not a repeat of "Build 2
     finished", however alike the words: tool turns that did something new lie
     between (threshold 1, as the aggressive preset has it)."""
     s = Script(step=5)
@@ -210,10 +216,12 @@ def test_a_turns_compared_text_is_normalize_output_of_its_text():
     ``normalize_output`` gives for the turn's text."""
     from monitor.detect.engine import Engine
 
-    texts = ["Let me  run the\ntests once more and look at what fails first.",
-             "  Now, I'll check\tthe build output for the linker error again. ",
-             "Okay so let's compare both of the configuration files side by side.",
-             "The configuration files differ in the cache section only, nothing else."]
+    texts = [
+        "Let me  run the\ntests once more and look at what fails first.",
+        "  Now, I'll check\tthe build output for the linker error again. ",
+        "Okay so let's compare both of the configuration files side by side.",
+        "The configuration files differ in the cache section only, nothing else.",
+    ]
     s = Script(step=5)
     for text in texts:
         s.say(text).usage(0.01)
@@ -224,10 +232,50 @@ def test_a_turns_compared_text_is_normalize_output_of_its_text():
 
 
 #: Pieces of texts that start with an opener, or nearly do.
-OPENER_PIECES = ["ok", "Okay", "OK,", "now", "Next:", "so", "Alright!", "first.", "then", "again", "let me",
-                 "Let's", "i'll", "I will", "I'm going to", "i am going to", "I need to", "We need to",
-                 "I should", "i", "I'", "we", "let", "the", "Then", "noW", "ı'll", "İ will", "ſo", "oK", "é",
-                 "fix", "al", "ag", "th", "", " ", "  ", "\t", "\n", ",", "x"]
+OPENER_PIECES = [
+    "ok",
+    "Okay",
+    "OK,",
+    "now",
+    "Next:",
+    "so",
+    "Alright!",
+    "first.",
+    "then",
+    "again",
+    "let me",
+    "Let's",
+    "i'll",
+    "I will",
+    "I'm going to",
+    "i am going to",
+    "I need to",
+    "We need to",
+    "I should",
+    "i",
+    "I'",
+    "we",
+    "let",
+    "the",
+    "Then",
+    "noW",
+    "ı'll",
+    "İ will",
+    "ſo",
+    "oK",
+    "é",
+    "fix",
+    "al",
+    "ag",
+    "th",
+    "",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    ",",
+    "x",
+]
 
 
 def test_skipping_the_opener_regex_drops_what_the_regex_drops():
@@ -235,10 +283,11 @@ def test_skipping_the_opener_regex_drops_what_the_regex_drops():
     characters may start an opener; on any text it gives what the regex gives."""
     rng = random.Random(0)
     for _ in range(20_000):
-        text = "".join(rng.choice(OPENER_PIECES) + rng.choice(("", " ", "  ", "\t"))
-                       for _ in range(rng.randrange(5)))
+        text = "".join(
+            rng.choice(OPENER_PIECES) + rng.choice(("", " ", "  ", "\t")) for _ in range(rng.randrange(5))
+        )
         opener = mod._OPENER.match(text)
-        assert mod._without_opener(text) == (text[opener.end():] if opener else text), text
+        assert mod._without_opener(text) == (text[opener.end() :] if opener else text), text
 
 
 def test_text_that_cannot_start_an_opener_is_not_matched(monkeypatch):
@@ -252,7 +301,9 @@ def test_text_that_cannot_start_an_opener_is_not_matched(monkeypatch):
             return regex.match(text)
 
     monkeypatch.setattr(mod, "_OPENER", Counting())
-    assert normalize_output("Build failed again on the linker step.") == "Build failed again on the linker step."
+    assert (
+        normalize_output("Build failed again on the linker step.") == "Build failed again on the linker step."
+    )
     assert not tried
     assert normalize_output("Let me check the linker step.") == "check the linker step."
     assert tried == ["Let me check the linker step."]
@@ -267,7 +318,8 @@ def test_remembered_results_are_made_comparable_only_when_compared():
     s = Script(step=5)
     s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
     s.say("Something else entirely: the cache directory is empty and unused.").call(
-        "read", {"path": "cache"}, "nothing").usage(0.01)
+        "read", {"path": "cache"}, "nothing"
+    ).usage(0.01)
     s.say(said).call("read", {"path": "config.toml"}, "[a.b]\nx = 1").usage(0.01)
     engine = Engine(only("output_similarity"))
     engine.process_many(s.events())

@@ -2,8 +2,10 @@
 
 from tests.streams import Stream, by, run
 
-TRACE = ("Traceback (most recent call last):\n  File \"/app/main.py\", line {n}, in <module>\n"
-         "ModuleNotFoundError: No module named 'requests'")
+TRACE = (
+    'Traceback (most recent call last):\n  File "/app/main.py", line {n}, in <module>\n'
+    "ModuleNotFoundError: No module named 'requests'"
+)
 
 
 def test_five_ways_to_start_a_program_same_error():
@@ -22,7 +24,13 @@ def test_acknowledgements_of_many_edits_do_not_count():
     """Edits to one file each answered "The file ... has been updated successfully." are fine."""
     s = Stream()
     for i in range(8):
-        s.call("edit_file", "The file /app/a.py has been updated successfully.", path="/app/a.py", old=f"x{i}", new=f"y{i}")
+        s.call(
+            "edit_file",
+            "The file /app/a.py has been updated successfully.",
+            path="/app/a.py",
+            old=f"x{i}",
+            new=f"y{i}",
+        )
     _, found = run(s)
     assert not [d for d in found if d.level >= 2]
 
@@ -54,10 +62,16 @@ def test_the_same_success_after_many_different_calls_is_not_a_loop():
     test run that passes the same way per module: work getting done."""
     s = Stream()
     for i in range(5):
-        s.call("TodoWrite", "Todos have been modified successfully. Ensure that you continue to use the "
-                            "todo list to track your progress.", todos=[{"content": f"step {i}"}])
+        s.call(
+            "TodoWrite",
+            "Todos have been modified successfully. Ensure that you continue to use the "
+            "todo list to track your progress.",
+            todos=[{"content": f"step {i}"}],
+        )
         s.call("apply_patch", "Success. Updated the following files:\nM src/app.py\n", input=f"patch {i}")
-        s.call("Write", "File created successfully at: /repo/out.md", file_path="/repo/out.md", content=f"v{i}")
+        s.call(
+            "Write", "File created successfully at: /repo/out.md", file_path="/repo/out.md", content=f"v{i}"
+        )
         s.call("Bash", "....\n4 passed in 0.12s", command=f"pytest -q tests/test_{i}.py")
     _, found = run(s)
     assert not by(found, "repeated_result")
@@ -69,14 +83,18 @@ def test_cancelled_siblings_are_one_failure_not_many():
     for batch in range(2):
         s.call("Read", "EISDIR: illegal operation on a directory, read", error=True, file_path=f"/r/d{batch}")
         for k in range(3):
-            s.call("Read", "<tool_use_error>Sibling tool call errored</tool_use_error>", error=True,
-                   file_path=f"/r/d{batch}/f{k}.py")
+            s.call(
+                "Read",
+                "<tool_use_error>Sibling tool call errored</tool_use_error>",
+                error=True,
+                file_path=f"/r/d{batch}/f{k}.py",
+            )
     _, found = run(s)
     assert not by(found, "repeated_result")
 
 
 def test_silent_failures_over_many_items_do_not_add_up():
-    """"Exit code 1" with nothing else says only "no": grep -q over many files."""
+    """ "Exit code 1" with nothing else says only "no": grep -q over many files."""
     s = Stream()
     for name in "abcdef":
         s.call("Bash", "Exit code 1", error=True, command=f"grep -q TODO src/{name}.py")
@@ -88,19 +106,33 @@ def test_the_same_tool_error_on_different_files_is_flagged():
     """Writing four files without reading them first: one mistake, made four times."""
     s = Stream()
     for name in ("a", "b", "c", "d"):
-        s.call("Write", "<tool_use_error>File has not been read yet. Read it first before writing to it."
-                        "</tool_use_error>", error=True, file_path=f"/r/{name}.py", content="x")
+        s.call(
+            "Write",
+            "<tool_use_error>File has not been read yet. Read it first before writing to it."
+            "</tool_use_error>",
+            error=True,
+            file_path=f"/r/{name}.py",
+            content="x",
+        )
     _, found = run(s)
     hits = by(found, "repeated_result")
-    assert hits and hits[0].count == 4 and hits[0].pattern == (
-        "result:E:File has not been read yet. Read it first before writing to it.")
+    assert (
+        hits
+        and hits[0].count == 4
+        and hits[0].pattern == ("result:E:File has not been read yet. Read it first before writing to it.")
+    )
 
 
 def test_wrapped_shell_output_shares_the_signature():
     """Claude's "Exit code 1" and Codex's "Process exited with code 1 / Output:" wrappers
     around the same traceback end are one failure."""
     s = Stream()
-    wrappers = ["Exit code 1\n{tb}", "Process exited with code 1\nOutput:\n{tb}", "{tb}", "Exit code: 2\n{tb}"]
+    wrappers = [
+        "Exit code 1\n{tb}",
+        "Process exited with code 1\nOutput:\n{tb}",
+        "{tb}",
+        "Exit code: 2\n{tb}",
+    ]
     for i, wrap in enumerate(wrappers):
         s.call("shell", wrap.format(tb=TRACE.format(n=i)), error=True, command=f"variant {i}")
     _, found = run(s)
@@ -164,15 +196,18 @@ def test_failure_signatures():
     from monitor.events import Event, Kind
 
     def sig(content, error=True):
-        return failure_signature(Event(kind=Kind.TOOL_RESULT, session="s", ts=0.0, content=content,
-                                       is_error=error))
+        return failure_signature(
+            Event(kind=Kind.TOOL_RESULT, session="s", ts=0.0, content=content, is_error=error)
+        )
 
     assert sig(TRACE.format(n=3)) == "E:ModuleNotFoundError: No module named 'requests'"
     assert sig("Exit code 128\nfatal: not a git repository") == "E:fatal: not a git repository"
     assert sig("<tool_use_error>File does not exist.</tool_use_error>") == "E:File does not exist."
     assert sig("No matches found", error=False) == "R:No matches found"
     assert sig("Exit code 1") is None  # says nothing but "it failed"
-    assert sig("def handle_error(): raise ValueError('x')\n" * 30, error=False) is None  # a file, not a failure
+    assert (
+        sig("def handle_error(): raise ValueError('x')\n" * 30, error=False) is None
+    )  # a file, not a failure
     assert sig("<tool_use_error>Sibling tool call errored</tool_use_error>") is None
 
 
@@ -181,17 +216,26 @@ def test_different_failures_behind_a_shared_preamble_are_different():
     preamble = "Exit code 2\n" + "".join(f"Compiling lib/module_{i}.ex\n" for i in range(40))
     s = Stream()
     for name in ("users", "orders", "billing", "search"):
-        s.call("Bash", preamble + f"  1) test {name} renders\n  Assertion failed for {name}", error=True,
-               command=f"mix test test/{name}_test.exs")
+        s.call(
+            "Bash",
+            preamble + f"  1) test {name} renders\n  Assertion failed for {name}",
+            error=True,
+            command=f"mix test test/{name}_test.exs",
+        )
     _, found = run(s)
     assert not by(found, "repeated_result")
 
 
 def test_a_generic_last_error_line_gives_way_to_the_telling_one():
-    """"Recipe failed with exit code 101" says that it failed; the line before says why."""
+    """ "Recipe failed with exit code 101" says that it failed; the line before says why."""
     from monitor.detect.analysis.signatures import failure_signature
     from monitor.events import Event, Kind
 
-    result = Event(kind=Kind.TOOL_RESULT, session="s", ts=0.0, is_error=True,
-                   content="error[E0425]: cannot find value `x`\nerror: Recipe `test` failed with exit code 101")
+    result = Event(
+        kind=Kind.TOOL_RESULT,
+        session="s",
+        ts=0.0,
+        is_error=True,
+        content="error[E0425]: cannot find value `x`\nerror: Recipe `test` failed with exit code 101",
+    )
     assert failure_signature(result) == "E:error[E]: cannot find value `x`"

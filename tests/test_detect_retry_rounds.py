@@ -25,7 +25,11 @@ def test_different_attempts_failing_differently_are_honest_below_max_rounds():
     """Restoring the original between different edits that fail differently: five rounds, no warning."""
     s = Stream()
     for n in range(5):
-        _round(s, f"sed -i 's/limit = {n}/limit = {n + 1}/' app.py", f"Traceback\nValueError: case {'abcde'[n]} broke")
+        _round(
+            s,
+            f"sed -i 's/limit = {n}/limit = {n + 1}/' app.py",
+            f"Traceback\nValueError: case {'abcde'[n]} broke",
+        )
     _, found = run(s)
     assert not by(found, "retry_rounds")
 
@@ -83,8 +87,12 @@ def test_the_pattern_is_the_same_in_every_process(tmp_path: Path):
     patterns = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "LOOPWATCH_CONFIG_DIR": str(tmp_path / "no-config")}
-        out = subprocess.run([sys.executable, "-m", "monitor", "scan", "--json", "-q", str(log)],
-                             capture_output=True, text=True, env=env)
+        out = subprocess.run(
+            [sys.executable, "-m", "monitor", "scan", "--json", "-q", str(log)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         found = [json.loads(line) for line in out.stdout.splitlines()]
         patterns.append([d["pattern"] for d in found if d["detector"] == "retry_rounds"])
     assert patterns[0] and patterns[0][0].startswith("rounds:")

@@ -84,8 +84,12 @@ def test_todo_list_updates_are_not_retries():
     steps = ["model", "migration", "endpoint", "tests", "docs"]
     for i in range(5):
         todos = [{"content": t, "status": "completed" if j < i else "pending"} for j, t in enumerate(steps)]
-        s.call("TodoWrite", "Todos have been modified successfully. Ensure that you continue to use "
-                            "the todo list to track your progress.", todos=todos)
+        s.call(
+            "TodoWrite",
+            "Todos have been modified successfully. Ensure that you continue to use "
+            "the todo list to track your progress.",
+            todos=todos,
+        )
     _, found = run(s)
     assert not [d for d in found if d.level >= 2]
 
@@ -125,8 +129,12 @@ def test_similar_failures_count_as_the_same():
     """Errors that differ only in the misspelled name are one failure repeated."""
     s = Stream()
     for name in ("reqests", "requets", "requsts"):
-        s.call("Bash", f"ModuleNotFoundError: No module named '{name}'", error=True,
-               command=f"python -c 'import {name}'")
+        s.call(
+            "Bash",
+            f"ModuleNotFoundError: No module named '{name}'",
+            error=True,
+            command=f"python -c 'import {name}'",
+        )
     _, found = run(s)
     assert by(found, "similar_args")
 
@@ -138,16 +146,24 @@ def test_items_and_retries_are_told_apart():
     assert varies_only_in_items({"file_path": "/r/a.py"}, {"file_path": "/r/b.py"})
     assert varies_only_in_items({"url": "https://x.io/p/1"}, {"url": "https://x.io/p/2"})
     assert not varies_only_in_items({"command": "grep -rn fooBar src"}, {"command": "grep -rn foobar src"})
-    assert not varies_only_in_items({"pattern": "fooBar", "path": "src"}, {"pattern": "foobar", "path": "src"})
+    assert not varies_only_in_items(
+        {"pattern": "fooBar", "path": "src"}, {"pattern": "foobar", "path": "src"}
+    )
     assert not varies_only_in_items({"command": "ls"}, {"command": "ls -la"})
     # URLs, host names and dotted module names inside a command are items too
-    assert varies_only_in_items({"command": "curl -sS --max-time 2 http://host0.internal/health"},
-                                {"command": "curl -sS --max-time 2 http://host1.internal/health"})
-    assert varies_only_in_items({"command": "ping -c 1 db-3.internal"}, {"command": "ping -c 1 db-4.internal"})
-    assert varies_only_in_items({"command": "python -m pytest tests.test_api"},
-                                {"command": "python -m pytest tests.test_auth"})
-    assert not varies_only_in_items({"command": "curl http://host0.internal/health"},
-                                    {"command": "wget http://host0.internal/health"})
+    assert varies_only_in_items(
+        {"command": "curl -sS --max-time 2 http://host0.internal/health"},
+        {"command": "curl -sS --max-time 2 http://host1.internal/health"},
+    )
+    assert varies_only_in_items(
+        {"command": "ping -c 1 db-3.internal"}, {"command": "ping -c 1 db-4.internal"}
+    )
+    assert varies_only_in_items(
+        {"command": "python -m pytest tests.test_api"}, {"command": "python -m pytest tests.test_auth"}
+    )
+    assert not varies_only_in_items(
+        {"command": "curl http://host0.internal/health"}, {"command": "wget http://host0.internal/health"}
+    )
 
 
 def test_a_long_retry_loop_keeps_one_pattern_and_climbs_the_ladder():

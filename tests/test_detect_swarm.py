@@ -60,8 +60,10 @@ def test_repeated_successes_across_workers_are_not_a_swarm_loop():
 
 def test_one_session_looping_alone_is_not_a_swarm():
     """One worker failing nine times and another twice: a session's own loop, not the swarm's."""
-    workers = [_worker("w0", 9, "HTTP 503 Service Unavailable", 1000.0),
-               _worker("w1", 2, "HTTP 503 Service Unavailable", 1001.0)]
+    workers = [
+        _worker("w0", 9, "HTTP 503 Service Unavailable", 1000.0),
+        _worker("w1", 2, "HTTP 503 Service Unavailable", 1001.0),
+    ]
     _, found = run(*workers, interleave=True)
     assert not by(found, "swarm")
 
@@ -77,21 +79,28 @@ def test_a_session_over_its_own_threshold_still_counts_up_to_it():
 
 def test_cancelled_siblings_do_not_count():
     """A sibling cancellation is not the call's own outcome."""
-    workers = [_worker(f"w{i}", 2, "<tool_use_error>Sibling tool call errored</tool_use_error>", 1000.0 + i)
-               for i in range(8)]
+    workers = [
+        _worker(f"w{i}", 2, "<tool_use_error>Sibling tool call errored</tool_use_error>", 1000.0 + i)
+        for i in range(8)
+    ]
     _, found = run(*workers, interleave=True)
     assert not by(found, "swarm")
 
 
 def test_the_table_is_bounded():
     """However many distinct failing calls, the table keeps at most max_patterns entries."""
-    from monitor.detect.detectors.swarm import Swarm, SwarmSettings
     from monitor.detect.base import SessionView
+    from monitor.detect.detectors.swarm import Swarm, SwarmSettings
 
     swarm = Swarm(SwarmSettings(max_patterns=16))
     s = Stream()
     for i in range(100):
-        s.call("bash", f"error: step {i} broke because of reason {chr(65 + i % 26)}", error=True, command=f"run {i}")
+        s.call(
+            "bash",
+            f"error: step {i} broke because of reason {chr(65 + i % 26)}",
+            error=True,
+            command=f"run {i}",
+        )
     engine, _ = run(s)  # pairs calls and results
     view = SessionView("s1")
     for event in s.events:
@@ -105,8 +114,13 @@ def _tdd_worker(name: str, cases: list[str], start: float, passing: int | None =
     s = Stream(session=name, start=start, step=5.0)
     for n, case in enumerate(cases):
         passed = 10 + n if passing is None else passing
-        s.call("bash", f"Exit code 1\nFAILED tests/test_parser.py::test_parse[{case}] - assert 1 == 2\n"
-                       f"1 failed, {passed} passed in 0.12s", error=True, command="pytest -x -q")
+        s.call(
+            "bash",
+            f"Exit code 1\nFAILED tests/test_parser.py::test_parse[{case}] - assert 1 == 2\n"
+            f"1 failed, {passed} passed in 0.12s",
+            error=True,
+            command="pytest -x -q",
+        )
         s.call("edit_file", "file updated", path="src/parser.py", old=f"{name} {n}", new=f"{name} {n + 1}")
     return s
 

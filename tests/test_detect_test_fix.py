@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from tests.eventkit import Script, by, only
 from monitor.config import build_config
 from monitor.detect.analysis.failures import exit_code, failed, is_test_run, manual_file_op, run_outcome
 from monitor.events import Event, Kind, Level
+from tests.eventkit import Script, by, only
 
 
 def pytest_output(failing: dict[str, str], passed: int = 10, secs: str = "0.12", line: int = 8) -> str:
@@ -44,21 +44,48 @@ def run_tests(script: Script, output: str, code: int = 1, command: str = "pytest
 
 # -- recognising test runs, failures and signatures ------------------------------------
 
-@pytest.mark.parametrize("command", [
-    "pytest -q", "python -m pytest tests/", "cd repo && python3 -m pytest -x 2>&1 | tail -20",
-    "npm test", "npm run test:unit", "yarn test", "pnpm test", "pnpm vitest run", "npx jest",
-    "go test ./...", "cargo test", "make test", "python -m unittest discover", "bundle exec rspec",
-    "uv run pytest", "timeout 60 pytest", "mix test test/foo_test.exs", "npx vitest run",
-])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pytest -q",
+        "python -m pytest tests/",
+        "cd repo && python3 -m pytest -x 2>&1 | tail -20",
+        "npm test",
+        "npm run test:unit",
+        "yarn test",
+        "pnpm test",
+        "pnpm vitest run",
+        "npx jest",
+        "go test ./...",
+        "cargo test",
+        "make test",
+        "python -m unittest discover",
+        "bundle exec rspec",
+        "uv run pytest",
+        "timeout 60 pytest",
+        "mix test test/foo_test.exs",
+        "npx vitest run",
+    ],
+)
 def test_test_runners_are_recognised(command):
     """Each common test runner, also behind wrappers (uv run, timeout, cd &&), is a test run."""
     assert is_test_run(Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": command}))
 
 
-@pytest.mark.parametrize("command", [
-    "grep jest package.json", "cat tests/test_x.py", "ls tests", "echo pytest", "pip install pytest",
-    "git commit -m 'fix test'", "python app.py", "make",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep jest package.json",
+        "cat tests/test_x.py",
+        "ls tests",
+        "echo pytest",
+        "pip install pytest",
+        "git commit -m 'fix test'",
+        "python app.py",
+        "make",
+    ],
+)
 def test_commands_that_mention_tests_are_not_test_runs(command):
     """Mentioning a runner is not running it: only a runner in command position counts."""
     assert not is_test_run(Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": command}))
@@ -71,11 +98,19 @@ def test_codex_argv_and_test_tools():
     assert is_test_run(argv) and is_test_run(tool)
 
 
-@pytest.mark.parametrize("text,code", [
-    ("Exit code 1\nboom", 1), ("exit status 2", 2), ('{"output":"x","metadata":{"exit_code":1}}', 1),
-    ("Process exited with code 0", 0), ("make: *** [Makefile:3: test] Error 2", 2),
-    ("[The command completed with exit code 127.]", 127), ("HTTP status code 500", None), ("fine", None),
-])
+@pytest.mark.parametrize(
+    "text,code",
+    [
+        ("Exit code 1\nboom", 1),
+        ("exit status 2", 2),
+        ('{"output":"x","metadata":{"exit_code":1}}', 1),
+        ("Process exited with code 0", 0),
+        ("make: *** [Makefile:3: test] Error 2", 2),
+        ("[The command completed with exit code 127.]", 127),
+        ("HTTP status code 500", None),
+        ("fine", None),
+    ],
+)
 def test_exit_codes_in_output(text, code):
     """Exit codes are read from the common shapes agents print; HTTP status codes are not exit codes."""
     assert exit_code(text) == code
@@ -89,20 +124,23 @@ def test_grep_without_match_is_not_a_failure():
     assert not failed(nomatch) and failed(broken)
 
 
-@pytest.mark.parametrize("command,benign", [
-    ("git grep -n retry_delay", True),
-    ("cd repo && git grep -n RetryPolicy", True),
-    ("git diff --exit-code", True),
-    ("git --no-pager diff --quiet src/", True),
-    ("command -v uv", True),
-    ("type poetry", True),
-    ("pip show requests", True),
-    ("npm ls left-pad", True),
-    ("pip install requests", False),
-    ("git push origin main", False),
-    ("git commit -m 'wip'", False),
-    ("make build", False),
-])
+@pytest.mark.parametrize(
+    "command,benign",
+    [
+        ("git grep -n retry_delay", True),
+        ("cd repo && git grep -n RetryPolicy", True),
+        ("git diff --exit-code", True),
+        ("git --no-pager diff --quiet src/", True),
+        ("command -v uv", True),
+        ("type poetry", True),
+        ("pip show requests", True),
+        ("npm ls left-pad", True),
+        ("pip install requests", False),
+        ("git push origin main", False),
+        ("git commit -m 'wip'", False),
+        ("make build", False),
+    ],
+)
 def test_exit_one_that_means_no(command: str, benign: bool):
     """`git grep` without a match, `git diff --exit-code` with a difference and
     "is it installed?" answer no with exit 1: searching six symbols with git
@@ -112,18 +150,46 @@ def test_exit_one_that_means_no(command: str, benign: bool):
     assert failed(result) is not benign
 
 
-@pytest.mark.parametrize("runner,output,failures,tests", [
-    ("jest", "FAIL src/sum.test.js\n  ● sum › adds 1 + 2\n\n    Expected: 3\n    Received: 4\n\n"
-             "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n", 1, ("sum › adds 1 + 2",)),
-    ("go", "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\n"
-           "FAIL\texample.com/parse\t0.004s\n", 1, ("TestParse",)),
-    ("cargo", "test tests::parses ... FAILED\n\nthread 'tests::parses' panicked at src/lib.rs:10:9\n"
-              "test result: FAILED. 2 passed; 1 failed; 0 ignored\n", 1, ("tests::parses",)),
-    ("unittest", "FAIL: test_upper (test_str.TestString.test_upper)\nAssertionError: 'FOO' != 'FOO2'\n"
-                 "Ran 3 tests in 0.001s\n\nFAILED (failures=1)\n", 1, ("test_upper.test_str.TestString.test_upper",)),
-    ("rspec", "  1) Calc adds\n     Failure/Error: expect(add(1,1)).to eq(3)\n\n5 examples, 1 failure\n\n"
-              "rspec ./spec/calc_spec.rb:4 # Calc adds\n", 1, None),
-])
+@pytest.mark.parametrize(
+    "runner,output,failures,tests",
+    [
+        (
+            "jest",
+            "FAIL src/sum.test.js\n  ● sum › adds 1 + 2\n\n    Expected: 3\n    Received: 4\n\n"
+            "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n",
+            1,
+            ("sum › adds 1 + 2",),
+        ),
+        (
+            "go",
+            "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\n"
+            "FAIL\texample.com/parse\t0.004s\n",
+            1,
+            ("TestParse",),
+        ),
+        (
+            "cargo",
+            "test tests::parses ... FAILED\n\nthread 'tests::parses' panicked at src/lib.rs:10:9\n"
+            "test result: FAILED. 2 passed; 1 failed; 0 ignored\n",
+            1,
+            ("tests::parses",),
+        ),
+        (
+            "unittest",
+            "FAIL: test_upper (test_str.TestString.test_upper)\nAssertionError: 'FOO' != 'FOO2'\n"
+            "Ran 3 tests in 0.001s\n\nFAILED (failures=1)\n",
+            1,
+            ("test_upper.test_str.TestString.test_upper",),
+        ),
+        (
+            "rspec",
+            "  1) Calc adds\n     Failure/Error: expect(add(1,1)).to eq(3)\n\n5 examples, 1 failure\n\n"
+            "rspec ./spec/calc_spec.rb:4 # Calc adds\n",
+            1,
+            None,
+        ),
+    ],
+)
 def test_runner_summaries_are_parsed(runner, output, failures, tests):
     """The failure count and failing test names are read from each runner's report."""
     outcome = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=output))
@@ -134,14 +200,23 @@ def test_runner_summaries_are_parsed(runner, output, failures, tests):
 
 def test_signature_ignores_durations_and_moving_line_numbers():
     """The same failure after an edit that shifted line numbers and timings has the same signature."""
-    a = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=pytest_output({"test_add": "assert 5 == 4"}, line=8)))
-    b = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0,
-                          content=pytest_output({"test_add": "assert 5 == 4"}, secs="0.31", line=11)))
+    a = run_outcome(
+        Event(Kind.TOOL_RESULT, "s", 0.0, content=pytest_output({"test_add": "assert 5 == 4"}, line=8))
+    )
+    b = run_outcome(
+        Event(
+            Kind.TOOL_RESULT,
+            "s",
+            0.0,
+            content=pytest_output({"test_add": "assert 5 == 4"}, secs="0.31", line=11),
+        )
+    )
     c = run_outcome(Event(Kind.TOOL_RESULT, "s", 0.0, content=pytest_output({"test_add": "assert 6 == 4"})))
     assert a.signature == b.signature != c.signature
 
 
 # -- test_fix ------------------------------------------------------------------------------
+
 
 def test_same_failure_despite_edits_warns_at_third_run():
     """Edit, test, edit, test, edit, test with the identical failure: warn at the 3rd run's result."""
@@ -194,8 +269,12 @@ def test_changing_failing_tests_is_progress():
 def test_changing_error_is_progress():
     """Same test failing, but with a different error each time (the fix is doing something)."""
     s = Script()
-    errors = ["NameError: name 'x' is not defined", "TypeError: unsupported operand", "assert 5 == 4",
-              "assert 4 == 3"]
+    errors = [
+        "NameError: name 'x' is not defined",
+        "TypeError: unsupported operand",
+        "assert 5 == 4",
+        "assert 4 == 3",
+    ]
     for n, message in enumerate(errors):
         edit(s, n)
         run_tests(s, pytest_output({"test_add": message}))
@@ -244,14 +323,23 @@ def test_rerun_without_edits_says_so():
     assert "no edit in between" in d.message and "without changing anything" in d.advice
 
 
-@pytest.mark.parametrize("command,output", [
-    ("npx jest", "FAIL src/sum.test.js\n  ● sum › adds\n\n    Expected: 3\n    Received: 4\n\n"
-                 "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n"),
-    ("go test ./...", "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\nexit status 1\n"),
-    ("cargo test", "test tests::parses ... FAILED\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n"),
-    ("make test", "cc -o t t.c\n./t\nassertion failed: x == 2\nmake: *** [Makefile:4: test] Error 1\n"),
-    ("npm test", "> app@1.0.0 test\n> node test.js\n\nAssertionError [ERR_ASSERTION]: 1 == 2\n"),
-])
+@pytest.mark.parametrize(
+    "command,output",
+    [
+        (
+            "npx jest",
+            "FAIL src/sum.test.js\n  ● sum › adds\n\n    Expected: 3\n    Received: 4\n\n"
+            "Tests:       1 failed, 3 passed, 4 total\nTime:        0.5 s\n",
+        ),
+        (
+            "go test ./...",
+            "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3, want 4\nFAIL\nexit status 1\n",
+        ),
+        ("cargo test", "test tests::parses ... FAILED\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n"),
+        ("make test", "cc -o t t.c\n./t\nassertion failed: x == 2\nmake: *** [Makefile:4: test] Error 1\n"),
+        ("npm test", "> app@1.0.0 test\n> node test.js\n\nAssertionError [ERR_ASSERTION]: 1 == 2\n"),
+    ],
+)
 def test_other_runners_loop(command, output):
     """The same failure three times through jest, go, cargo, make and npm is caught."""
     s = Script()
@@ -272,6 +360,7 @@ def test_test_tool_with_is_error():
 
 def test_exempt_tool_and_threshold_override():
     """[tools.bash] exempt silences it; threshold = 5 moves the warning to the 5th run."""
+
     def script() -> Script:
         s = Script()
         for n in range(5):
@@ -288,6 +377,7 @@ def test_exempt_tool_and_threshold_override():
 
 
 # -- failure_cascade -----------------------------------------------------------------------
+
 
 def test_three_different_failures_are_adapting_a_notice_not_a_loop():
     """Three different commands failing three different ways is an agent changing
@@ -312,7 +402,11 @@ def test_the_same_failure_again_makes_the_cascade_a_loop():
     """brew, then conda: "command not found" twice in a row -- another program, the
     same failure -- warns at the third failure as before."""
     s = Script()
-    s.bash("apt-get install -y libssl-dev", "E: Could not open lock file - open (13: Permission denied)", code=100)
+    s.bash(
+        "apt-get install -y libssl-dev",
+        "E: Could not open lock file - open (13: Permission denied)",
+        code=100,
+    )
     s.bash("brew install openssl", "bash: brew: command not found", code=127)
     s.bash("conda install -y openssl", "bash: conda: command not found", code=127)
     (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
@@ -323,8 +417,11 @@ def test_file_operations_by_hand_get_file_tool_advice():
     """Failing cat / sed -i / echo > / printf > point the agent at read_file, write_file, edit_file."""
     s = Script()
     s.bash("cat src/config.yml", "cat: src/config.yml: No such file or directory", code=1)
-    s.bash("sed -i 's/debug: false/debug: true/' src/config.yaml",
-           "sed: can't read src/config.yaml: No such file or directory", code=2)
+    s.bash(
+        "sed -i 's/debug: false/debug: true/' src/config.yaml",
+        "sed: can't read src/config.yaml: No such file or directory",
+        code=2,
+    )
     s.bash("echo 'debug: true' > /etc/app/config.yml", "bash: /etc/app/config.yml: Permission denied", code=1)
     s.bash("printf 'x' > conf/out.txt", "bash: conf/out.txt: No such file or directory", code=1)
     warned = by(s.run(only("failure_cascade")), "failure_cascade")
@@ -375,15 +472,27 @@ def test_codex_style_results():
     """Codex argv commands with "exit_code" metadata in the output and no is_error flag fail too."""
     s = Script()
     for n in range(3):
-        s.call("shell", {"command": ["bash", "-lc", f"./configure --opt{n}"]},
-               '{"output":"configure: error: no acceptable C compiler","metadata":{"exit_code":77}}')
+        s.call(
+            "shell",
+            {"command": ["bash", "-lc", f"./configure --opt{n}"]},
+            '{"output":"configure: error: no acceptable C compiler","metadata":{"exit_code":77}}',
+        )
     assert by(s.run(only("failure_cascade")), "failure_cascade")
 
 
 def test_manual_file_op_classification():
     """cat/head reads, echo/printf redirects, heredocs and sed -i are by hand; python x.py and echo alone are not."""
-    assert all(manual_file_op(c) for c in ("cat foo.py", "echo hi > a.txt", "sed -i 's/a/b/' f",
-                                            "printf 'x' >> f", "cat > f <<EOF\nx\nEOF", "head -n 5 a.py"))
+    assert all(
+        manual_file_op(c)
+        for c in (
+            "cat foo.py",
+            "echo hi > a.txt",
+            "sed -i 's/a/b/' f",
+            "printf 'x' >> f",
+            "cat > f <<EOF\nx\nEOF",
+            "head -n 5 a.py",
+        )
+    )
     assert not any(manual_file_op(c) for c in ("python x.py", "echo hi", "ls > /dev/null", "make", None))
 
 
@@ -409,8 +518,9 @@ def test_failure_noise_patterns_match_the_plain_ones():
     alphabet = "0123456789:.-T Zx+abcfmsµ%\nline seed A١"
     for _ in range(30_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))
-        assert (failures._NUMERIC_NOISE.sub(failures._numeric, text)
-                == _PLAIN_NUMERIC_NOISE.sub(lambda m: failures._NUMERIC_REPL[m.lastgroup], text)), text
+        assert failures._NUMERIC_NOISE.sub(failures._numeric, text) == _PLAIN_NUMERIC_NOISE.sub(
+            lambda m: failures._NUMERIC_REPL[m.lastgroup], text
+        ), text
         assert failures._LINE_REF.sub(":<n>", text) == _PLAIN_LINE_REF.sub(":<n>", text), text
 
 
@@ -430,8 +540,12 @@ def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
     s = Script()
     s.bash("python app.py", "ModuleNotFoundError: No module named 'flask'", code=1)
     for n in range(3):
-        s.call("Bash", {"command": f"ls dir{n}"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
-               is_error=True)
+        s.call(
+            "Bash",
+            {"command": f"ls dir{n}"},
+            "<tool_use_error>Sibling tool call errored</tool_use_error>",
+            is_error=True,
+        )
     assert not by(s.run(only("failure_cascade")), "failure_cascade")
     s.bash("pip install flask", "ERROR: Could not find a version", code=1)
     s.bash("python3 -m pip install flask", "error: externally-managed-environment", code=1)
@@ -441,11 +555,15 @@ def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
 
 # -- test runs that report failing tests ----------------------------------------------------
 
+
 def _triage(script: Script, cases: list[str]) -> None:
     """Run each parametrized case on its own; each fails its own way."""
     for n, case in enumerate(cases):
-        run_tests(script, pytest_output({f"test_parse[{case}]": f"AssertionError: assert {n} == {n + 1}"}),
-                  command=f"pytest -q 'tests/test_calc.py::test_parse[{case}]'")
+        run_tests(
+            script,
+            pytest_output({f"test_parse[{case}]": f"AssertionError: assert {n} == {n + 1}"}),
+            command=f"pytest -q 'tests/test_calc.py::test_parse[{case}]'",
+        )
 
 
 def test_failing_cases_run_one_by_one_are_triage_not_a_cascade():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.detect.engine import Engine
 from monitor.detect.detectors.turn_similarity import _RESULTS, _SIZE, _TOKENS, TurnSimilarity, _outcome
+from monitor.detect.engine import Engine
 from monitor.events import Level
 from monitor.text import SIMILARITY_CHARS, jaccard, tokens
 from tests.eventkit import Script, by, only
@@ -30,8 +30,12 @@ def test_design_note_turns_do_not_count_as_similar():
     """The worked examples as turns (padded to be long enough) never reach the threshold."""
     s = Script(step=5)
     pad = " for the portfolio"
-    for text in ["check price and decide trade", "check current price and make trade decision",
-                 "check price and decide trade action", "check price and decide on trade"]:
+    for text in [
+        "check price and decide trade",
+        "check current price and make trade decision",
+        "check price and decide trade action",
+        "check price and decide on trade",
+    ]:
         s.say(text + pad).usage(0.01)
     assert not run(s)
 
@@ -42,8 +46,7 @@ def test_three_similar_turns_warn_and_five_terminate():
     for _ in range(6):
         s.say(LOOP_TURN).usage(0.01)
     hits = run(s)
-    assert [(d.count, d.proposed) for d in hits] == [
-        (3, Level.WARN), (4, Level.WARN), (5, Level.TERMINATE)]
+    assert [(d.count, d.proposed) for d in hits] == [(3, Level.WARN), (4, Level.WARN), (5, Level.TERMINATE)]
     assert hits[-1].level is Level.TERMINATE
     assert len({d.pattern for d in hits}) == 1
 
@@ -127,7 +130,9 @@ def test_exempt_tools_are_left_out():
 
     s = Script(step=5)
     for _ in range(6):
-        s.call("build_status", {"job": "nightly", "reason": "see whether the nightly build was published"}, "")
+        s.call(
+            "build_status", {"job": "nightly", "reason": "see whether the nightly build was published"}, ""
+        )
     assert run(s)
     exempt = build_config({"tools": {"build_status": {"exempt": True}}})
     assert not by(s.run(exempt), "turn_similarity")

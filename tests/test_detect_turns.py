@@ -109,8 +109,13 @@ def test_bounded_text_keeps_head_and_tail_only():
 
 
 def _claude(records: list[dict], tmp_path: Path) -> list[Event]:
-    base = {"sessionId": "11111111-2222-3333-4444-555555555555", "version": "2.1.39", "cwd": "/w",
-            "isSidechain": False, "userType": "external"}
+    base = {
+        "sessionId": "11111111-2222-3333-4444-555555555555",
+        "version": "2.1.39",
+        "cwd": "/w",
+        "isSidechain": False,
+        "userType": "external",
+    }
     lines = [dict(base, uuid=f"u{n}", **record) for n, record in enumerate(records)]
     events, decoder = decode_file(write_jsonl(tmp_path / "11111111-2222-3333-4444-555555555555.jsonl", lines))
     assert decoder.format == "claude" and decoder.problem_count == 0
@@ -118,26 +123,52 @@ def _claude(records: list[dict], tmp_path: Path) -> list[Event]:
 
 
 def assistant(ts: str, msg_id: str, block: dict, output_tokens: int = 20) -> dict:
-    return {"type": "assistant", "timestamp": ts, "message": {
-        "id": msg_id, "role": "assistant", "model": "claude-opus-4-6", "content": [block],
-        "usage": {"input_tokens": 3, "output_tokens": output_tokens}}}
+    return {
+        "type": "assistant",
+        "timestamp": ts,
+        "message": {
+            "id": msg_id,
+            "role": "assistant",
+            "model": "claude-opus-4-6",
+            "content": [block],
+            "usage": {"input_tokens": 3, "output_tokens": output_tokens},
+        },
+    }
 
 
 def test_claude_code_response_split_over_records_is_one_turn(tmp_path: Path):
     """Claude Code writes one API message as several records (white space, thinking, text,
     tool_use) up to a minute apart; through the real adapter they are one turn."""
-    events = _claude([
-        {"type": "user", "timestamp": "2026-02-10T10:00:00Z", "message": {"role": "user", "content": "go"}},
-        assistant("2026-02-10T10:00:03Z", "msg_A", {"type": "text", "text": "\n\n"}),
-        assistant("2026-02-10T10:00:40Z", "msg_A", {"type": "thinking", "thinking": "hmm", "signature": ""}),
-        assistant("2026-02-10T10:01:10Z", "msg_A", {"type": "text", "text": "I'll read the config."}),
-        assistant("2026-02-10T10:01:11Z", "msg_A",
-                  {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/c"}}),
-        {"type": "user", "timestamp": "2026-02-10T10:01:12Z", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": "x = 1"}]}},
-        assistant("2026-02-10T10:01:20Z", "msg_B", {"type": "text", "text": "Done: x is 1."}),
-        assistant("2026-02-10T10:01:50Z", "msg_B", {"type": "text", "text": "Anything else?"}),
-    ], tmp_path)
+    events = _claude(
+        [
+            {
+                "type": "user",
+                "timestamp": "2026-02-10T10:00:00Z",
+                "message": {"role": "user", "content": "go"},
+            },
+            assistant("2026-02-10T10:00:03Z", "msg_A", {"type": "text", "text": "\n\n"}),
+            assistant(
+                "2026-02-10T10:00:40Z", "msg_A", {"type": "thinking", "thinking": "hmm", "signature": ""}
+            ),
+            assistant("2026-02-10T10:01:10Z", "msg_A", {"type": "text", "text": "I'll read the config."}),
+            assistant(
+                "2026-02-10T10:01:11Z",
+                "msg_A",
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/c"}},
+            ),
+            {
+                "type": "user",
+                "timestamp": "2026-02-10T10:01:12Z",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x = 1"}],
+                },
+            },
+            assistant("2026-02-10T10:01:20Z", "msg_B", {"type": "text", "text": "Done: x is 1."}),
+            assistant("2026-02-10T10:01:50Z", "msg_B", {"type": "text", "text": "Anything else?"}),
+        ],
+        tmp_path,
+    )
     turns = feed_all(events)
     assert len(turns) == 2
     first, second = turns
@@ -147,9 +178,13 @@ def test_claude_code_response_split_over_records_is_one_turn(tmp_path: Path):
 
 def test_claude_code_separate_text_only_responses_stay_separate(tmp_path: Path):
     """Three text-only API messages in a row (no tool, no person typing) are three turns."""
-    records = [{"type": "user", "timestamp": "2026-02-10T10:00:00Z", "message": {"role": "user", "content": "go"}}]
+    records = [
+        {"type": "user", "timestamp": "2026-02-10T10:00:00Z", "message": {"role": "user", "content": "go"}}
+    ]
     for n in range(3):
-        records.append(assistant(f"2026-02-10T10:0{n + 1}:00Z", f"msg_{n}", {"type": "text", "text": f"summary {n}"}))
+        records.append(
+            assistant(f"2026-02-10T10:0{n + 1}:00Z", f"msg_{n}", {"type": "text", "text": f"summary {n}"})
+        )
     turns = feed_all(_claude(records, tmp_path))
     assert [t.text_value() for t in turns] == ["summary 0", "summary 1", "summary 2"]
 

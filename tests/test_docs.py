@@ -79,7 +79,9 @@ def _parsers() -> tuple[dict[str, set[str]], set[str]]:
 COMMANDS, TOP = _parsers()
 ANY_FLAG = TOP.union(*COMMANDS.values())
 # Flags of the benchmark and screenshot scripts, which are not loopwatch's.
-SCRIPT_SOURCES = "\n".join(p.read_text() for p in [*ROOT.glob("benchmarks/*.py"), ROOT / "screenshots" / "generate.py"])
+SCRIPT_SOURCES = "\n".join(
+    p.read_text() for p in [*ROOT.glob("benchmarks/*.py"), ROOT / "screenshots" / "generate.py"]
+)
 
 
 def _page_id(page: Path) -> str:
@@ -95,7 +97,7 @@ def _uses(snippet: str) -> list[tuple[str, str]]:
         word = m.group(1).rstrip(",;:`)")
         # `loopwatch PATH…`, `loopwatch ~/logs`, `loopwatch --flag`: the live monitor (watch).
         is_word = re.fullmatch(r"[a-z][a-z-]*", word) is not None
-        uses.append((word if is_word else "watch", snippet[m.end(1) if is_word else m.start(1):end]))
+        uses.append((word if is_word else "watch", snippet[m.end(1) if is_word else m.start(1) : end]))
     return uses
 
 
@@ -116,10 +118,16 @@ def test_every_command_and_flag_shown_exists(page: Path):
             for flag in FLAG.findall(rest):
                 if flag not in COMMANDS[command] and flag not in TOP:
                     wrong.append(f"`loopwatch {command}` has no {flag} (in {snippet!r})")
-        if uses or "pytest" in snippet or not snippet.lstrip().startswith(("-", "[", "python", "benchmarks/", ".venv/bin/python")):
+        if (
+            uses
+            or "pytest" in snippet
+            or not snippet.lstrip().startswith(("-", "[", "python", "benchmarks/", ".venv/bin/python"))
+        ):
             continue  # another program's flags (git, sqlite-utils, pytest)
         module = re.search(r"python -m (monitor[\w.]*)", snippet)  # e.g. the demo's agent
-        sources = (ROOT / (module.group(1).replace(".", "/") + ".py")).read_text() if module else SCRIPT_SOURCES
+        sources = (
+            (ROOT / (module.group(1).replace(".", "/") + ".py")).read_text() if module else SCRIPT_SOURCES
+        )
         for flag in FLAG.findall(snippet):
             if flag not in ANY_FLAG and flag not in sources:
                 wrong.append(f"{flag}: no loopwatch command or script has it (in {snippet!r})")
@@ -181,7 +189,12 @@ def test_every_docs_page_is_linked_from_the_readme():
 
 def test_the_checks_catch_what_they_are_for():
     """The parsing above finds a wrong command, a wrong flag and a span that wraps."""
-    snippets = _code("run `loopwatch scna x` and `loopwatch scan\n--bogus`\n```\nloopwatch watch --headless\n```\n")
+    snippets = _code(
+        "run `loopwatch scna x` and `loopwatch scan\n--bogus`\n```\nloopwatch watch --headless\n```\n"
+    )
     assert [(c, FLAG.findall(rest)) for s in snippets for c, rest in _uses(s)] == [
-        ("watch", ["--headless"]), ("scna", []), ("scan", ["--bogus"])]
+        ("watch", ["--headless"]),
+        ("scna", []),
+        ("scan", ["--bogus"]),
+    ]
     assert "--bogus" not in COMMANDS["scan"] and "scna" not in COMMANDS

@@ -61,9 +61,18 @@ async def test_all_well_with_a_running_monitor(tmp_path: Path, homes: dict[str, 
     _install("codex", homes["codex"])
     logs = tmp_path / "logs"
     (logs / "-w").mkdir(parents=True)
-    (logs / "-w" / "s1.jsonl").write_text(json.dumps({
-        "type": "user", "sessionId": "s1", "uuid": "u", "timestamp": "2026-11-25T01:00:00Z",
-        "message": {"role": "user", "content": "hi"}}) + "\n")
+    (logs / "-w" / "s1.jsonl").write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "s1",
+                "uuid": "u",
+                "timestamp": "2026-11-25T01:00:00Z",
+                "message": {"role": "user", "content": "hi"},
+            }
+        )
+        + "\n"
+    )
     (logs / "native.jsonl").write_text('{"type":"session_start","session":"n","agent":"a"}\n')
     db = tmp_path / "lw.db"
     with Store(db):
@@ -75,8 +84,13 @@ async def test_all_well_with_a_running_monitor(tmp_path: Path, homes: dict[str, 
             doctor.write_monitor_state(socket=str(server.unix_path), otlp=otlp.endpoint, db=str(db))
             for agent in ("claude", "codex"):
                 await run_hook_async(agent, PRE_TOOL, server.unix_path)
-            checks = await asyncio.to_thread(doctor.diagnose, socket_path=server.unix_path, db_path=db,
-                                             paths=[str(logs)], project=homes["project"])
+            checks = await asyncio.to_thread(
+                doctor.diagnose,
+                socket_path=server.unix_path,
+                db_path=db,
+                paths=[str(logs)],
+                project=homes["project"],
+            )
         finally:
             await otlp.stop()
     seen = _statuses(checks)
@@ -93,14 +107,31 @@ def test_nothing_running_says_what_to_do(tmp_path: Path, homes: dict[str, Path])
     """The real command with no monitor, a Codex hook installed but never fired, an entry
     missing events, a watched path that does not exist: FIX lines, exit 1."""
     _install("codex", homes["codex"])
-    settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": f"{HOOK} claude"}]}]}}
+    settings = {
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": f"{HOOK} claude"}]}]
+        }
+    }
     write_atomically(homes["project"] / ".claude" / "settings.json", settings)
     env = dict(os.environ, PYTHONPATH=str(ROOT), LOOPWATCH_DATA_DIR=str(tmp_path / "data"))
     result = subprocess.run(
-        [sys.executable, "-m", "monitor", "doctor", str(tmp_path / "nowhere"), "--socket",
-         str(short_socket_path(tmp_path)), "--project", str(homes["project"])],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "doctor",
+            str(tmp_path / "nowhere"),
+            "--socket",
+            str(short_socket_path(tmp_path)),
+            "--project",
+            str(homes["project"]),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert "FIX monitor: no socket at" in out and "loopwatch watch" in out
@@ -136,7 +167,8 @@ def test_hook_that_fired_without_a_monitor(tmp_path: Path, homes: dict[str, Path
     (state_dir() / "hook-claude-code.json").write_text(json.dumps({"fired": 1000.0, "event": "Stop"}))
     seen = _statuses(doctor.check_hooks(homes["project"], now=1060.0))
     assert seen["Claude Code hook contact"] == [
-        "FIX last fired 60 s ago but never reached a monitor: start `loopwatch watch` (same user, same socket)"]
+        "FIX last fired 60 s ago but never reached a monitor: start `loopwatch watch` (same user, same socket)"
+    ]
     assert seen["Codex hook"][0].startswith("--")  # optional, not installed
 
 

@@ -16,58 +16,116 @@ from monitor.detect import REGISTRY
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.events import Event, EventRef, Kind, Level
-from tests.footprint import session_footprint
 from monitor.formats.lines import LineDecoder
+from tests.footprint import session_footprint
 
 SESSIONS = st.sampled_from(["a", "b", "c"])
 CANNED = [
-    "", "total 0", "Exit code 1\nModuleNotFoundError: No module named 'requests'",
+    "",
+    "total 0",
+    "Exit code 1\nModuleNotFoundError: No module named 'requests'",
     "FAILED tests/test_x.py::test_a - assert 1 == 2\n1 failed, 3 passed in 0.1s",
-    "Tests:       2 failed, 5 passed, 7 total", "running: 40% done", "No matches found",
-    "x" * 5000, "I will fix it now. " * 40, "```\ncode\n```\n| a | b |\n|---|---|\n- item",
-    '{"output":"boom","metadata":{"exit_code":2}}', "make: *** [Makefile:3: test] Error 2",
+    "Tests:       2 failed, 5 passed, 7 total",
+    "running: 40% done",
+    "No matches found",
+    "x" * 5000,
+    "I will fix it now. " * 40,
+    "```\ncode\n```\n| a | b |\n|---|---|\n- item",
+    '{"output":"boom","metadata":{"exit_code":2}}',
+    "make: *** [Makefile:3: test] Error 2",
 ]
-TEXT = st.one_of(st.text(max_size=120), st.sampled_from(CANNED),
-                 st.text(alphabet="ab \n", min_size=100, max_size=3000))
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 10 ** 12), st.text(max_size=40),
-                   st.sampled_from(["pytest -q", "npm test", "ls build/", "cat a.py", "sed -i 's/a/b/' f"]),
-                   st.lists(st.text(max_size=6), max_size=3),
-                   st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
-ARGS = st.one_of(st.none(), st.dictionaries(
-    st.sampled_from(["command", "cmd", "path", "file_path", "query", "pattern", "offset", "limit", "content",
-                     "url", "id", "timestamp", "args"]), VALUES, max_size=4))
+TEXT = st.one_of(
+    st.text(max_size=120), st.sampled_from(CANNED), st.text(alphabet="ab \n", min_size=100, max_size=3000)
+)
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**12),
+    st.text(max_size=40),
+    st.sampled_from(["pytest -q", "npm test", "ls build/", "cat a.py", "sed -i 's/a/b/' f"]),
+    st.lists(st.text(max_size=6), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+ARGS = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "command",
+                "cmd",
+                "path",
+                "file_path",
+                "query",
+                "pattern",
+                "offset",
+                "limit",
+                "content",
+                "url",
+                "id",
+                "timestamp",
+                "args",
+            ]
+        ),
+        VALUES,
+        max_size=4,
+    ),
+)
 
 
 @st.composite
 def events(draw) -> Event:
     kind = draw(st.sampled_from(list(Kind)))
     return Event(
-        kind=kind, session=draw(SESSIONS), ts=draw(st.floats(0, 2e9, allow_nan=False)),
-        source="fuzz.jsonl", line=draw(st.integers(1, 10 ** 6)),
+        kind=kind,
+        session=draw(SESSIONS),
+        ts=draw(st.floats(0, 2e9, allow_nan=False)),
+        source="fuzz.jsonl",
+        line=draw(st.integers(1, 10**6)),
         agent=draw(st.sampled_from([None, "claude", "codex"])),
         role=draw(st.sampled_from(["user", "assistant", "system", None])),
-        content=draw(TEXT), call_id=draw(st.sampled_from([None, "1", "2", "3", "4"])),
-        tool=draw(st.sampled_from([None, "", "bash", "Bash", "read_file", "edit_file", "web_search",
-                                   "write_stdin", "run_tests", "shell", "grep"])),
-        args=draw(ARGS), is_error=draw(st.booleans()),
-        input_tokens=draw(st.one_of(st.none(), st.integers(0, 10 ** 6))),
-        output_tokens=draw(st.one_of(st.none(), st.integers(0, 10 ** 6))),
+        content=draw(TEXT),
+        call_id=draw(st.sampled_from([None, "1", "2", "3", "4"])),
+        tool=draw(
+            st.sampled_from(
+                [
+                    None,
+                    "",
+                    "bash",
+                    "Bash",
+                    "read_file",
+                    "edit_file",
+                    "web_search",
+                    "write_stdin",
+                    "run_tests",
+                    "shell",
+                    "grep",
+                ]
+            )
+        ),
+        args=draw(ARGS),
+        is_error=draw(st.booleans()),
+        input_tokens=draw(st.one_of(st.none(), st.integers(0, 10**6))),
+        output_tokens=draw(st.one_of(st.none(), st.integers(0, 10**6))),
         cost_usd=draw(st.one_of(st.none(), st.floats(0, 50, allow_nan=False))),
-        status=draw(st.sampled_from([None, "ok", "error"])), pid=draw(st.one_of(st.none(), st.integers(1, 10 ** 6))),
+        status=draw(st.sampled_from([None, "ok", "error"])),
+        pid=draw(st.one_of(st.none(), st.integers(1, 10**6))),
     )
 
 
-OPERATIONS = st.lists(st.one_of(
-    events().map(lambda e: ("event", e)),
-    events().map(lambda e: ("event", e)),
-    events().map(lambda e: ("event", e)),
-    st.tuples(st.just("ack"), SESSIONS),
-    st.tuples(st.just("false_positive"), st.integers(0, 10 ** 6)),
-    st.tuples(st.just("reset"), SESSIONS),
-    st.tuples(st.just("mute"), SESSIONS, st.sampled_from(sorted(REGISTRY))),
-    st.tuples(st.just("unmute"), SESSIONS, st.sampled_from(sorted(REGISTRY))),
-    st.tuples(st.just("close"), SESSIONS),
-), max_size=150)
+OPERATIONS = st.lists(
+    st.one_of(
+        events().map(lambda e: ("event", e)),
+        events().map(lambda e: ("event", e)),
+        events().map(lambda e: ("event", e)),
+        st.tuples(st.just("ack"), SESSIONS),
+        st.tuples(st.just("false_positive"), st.integers(0, 10**6)),
+        st.tuples(st.just("reset"), SESSIONS),
+        st.tuples(st.just("mute"), SESSIONS, st.sampled_from(sorted(REGISTRY))),
+        st.tuples(st.just("unmute"), SESSIONS, st.sampled_from(sorted(REGISTRY))),
+        st.tuples(st.just("close"), SESSIONS),
+    ),
+    max_size=150,
+)
 
 
 def check(detection: Detection, event: Event) -> None:
@@ -83,7 +141,9 @@ def check(detection: Detection, event: Event) -> None:
 
 
 @pytest.mark.parametrize("preset", ["balanced", "aggressive"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(operations=OPERATIONS)
 def test_random_streams_and_operator_actions_never_crash(preset, operations):
     """Any mix of events (any kind, session, tool, args, content, ids, times running backwards)
@@ -121,16 +181,27 @@ def test_random_streams_and_operator_actions_never_crash(preset, operations):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=st.lists(st.sampled_from([
-    b'{"type":"tool_call","id":"1","name":"bash","args":{"command":"pytest -q"}}',
-    b'{"type":"tool_result","id":"1","content":"Exit code 1\\n1 failed in 0.1s","is_error":true}',
-    b'{"type":"tool_call","id":"2","name":"bash","args":{"command":"ls build/"}}',
-    b'{"type":"tool_result","id":"2","content":"total 0"}',
-    b'{"type":"message","role":"assistant","content":"Let me check the database for user information..."}',
-    b'{"type":"message","role":"user","content":"go on"}',
-    b'{"type":"compaction"}', b'{"type":"usage","cost_usd":0.5}', b'{"type":"session_end"}',
-    b'{"type":"tool_result","id":"9","content":"orphan"}', b"not json", b'{"type":"tool_call"}',
-]), max_size=200))
+@given(
+    lines=st.lists(
+        st.sampled_from(
+            [
+                b'{"type":"tool_call","id":"1","name":"bash","args":{"command":"pytest -q"}}',
+                b'{"type":"tool_result","id":"1","content":"Exit code 1\\n1 failed in 0.1s","is_error":true}',
+                b'{"type":"tool_call","id":"2","name":"bash","args":{"command":"ls build/"}}',
+                b'{"type":"tool_result","id":"2","content":"total 0"}',
+                b'{"type":"message","role":"assistant","content":"Let me check the database for user information..."}',
+                b'{"type":"message","role":"user","content":"go on"}',
+                b'{"type":"compaction"}',
+                b'{"type":"usage","cost_usd":0.5}',
+                b'{"type":"session_end"}',
+                b'{"type":"tool_result","id":"9","content":"orphan"}',
+                b"not json",
+                b'{"type":"tool_call"}',
+            ]
+        ),
+        max_size=200,
+    )
+)
 def test_decoded_streams_never_crash(lines):
     """Streams of plausible native lines (loops, orphans, junk) go through decoder and engine."""
     decoder = LineDecoder("fuzz.jsonl")
@@ -154,8 +225,9 @@ def feed(engine: Engine, decoder: LineDecoder, stream, count: int, start: int) -
 
 def session_only_config():
     """Global (all-session) detectors off: their state is shared, not the session's."""
-    return build_config({"detectors": {name: {"enabled": False} for name, cls in REGISTRY.items()
-                                       if cls.scope == "global"}})
+    return build_config(
+        {"detectors": {name: {"enabled": False} for name, cls in REGISTRY.items() if cls.scope == "global"}}
+    )
 
 
 def live_events() -> int:
@@ -163,7 +235,9 @@ def live_events() -> int:
     return sum(1 for obj in gc.get_objects() if type(obj) is Event)
 
 
-@pytest.mark.parametrize("loop_rate,total", [(0.02, 100_000), (0.3, 30_000)], ids=["mostly-honest", "loop-heavy"])
+@pytest.mark.parametrize(
+    "loop_rate,total", [(0.02, 100_000), (0.3, 30_000)], ids=["mostly-honest", "loop-heavy"]
+)
 def test_session_memory_stays_bounded(loop_rate, total):
     """One session, up to 100,000 events: the bytes the engine holds for it (walking its objects)
     and the number of events kept alive at the end are no more than after 10,000 events."""
@@ -185,10 +259,26 @@ def test_global_detector_state_is_bounded():
     engine = Engine()
     for n in range(3000):
         for session in ("w1", "w2"):
-            engine.process(Event(Kind.TOOL_CALL, session, float(n), tool="fetch", args={"url": f"u{n}"},
-                                 call_id=f"{session}{n}"))
-            engine.process(Event(Kind.TOOL_RESULT, session, float(n), content=f"HTTP 503 for u{n}",
-                                 is_error=True, call_id=f"{session}{n}"))
+            engine.process(
+                Event(
+                    Kind.TOOL_CALL,
+                    session,
+                    float(n),
+                    tool="fetch",
+                    args={"url": f"u{n}"},
+                    call_id=f"{session}{n}",
+                )
+            )
+            engine.process(
+                Event(
+                    Kind.TOOL_RESULT,
+                    session,
+                    float(n),
+                    content=f"HTTP 503 for u{n}",
+                    is_error=True,
+                    call_id=f"{session}{n}",
+                )
+            )
     for detector in engine.global_detectors:
         table = getattr(detector, "table", None)
         if table is not None:
@@ -202,8 +292,16 @@ def test_many_distinct_loops_do_not_grow_the_escalation_state():
     engine = Engine()
     events_ = []
     for n in range(3000):
-        events_.append(Event(Kind.TOOL_CALL, "s", float(n), tool="bash", args={"command": f"ls dir{n // 3}"},
-                             call_id=str(n)))
+        events_.append(
+            Event(
+                Kind.TOOL_CALL,
+                "s",
+                float(n),
+                tool="bash",
+                args={"command": f"ls dir{n // 3}"},
+                call_id=str(n),
+            )
+        )
         events_.append(Event(Kind.TOOL_RESULT, "s", float(n), content="total 0", call_id=str(n)))
     engine.process_many(events_)
     state = engine.policy.state("s")

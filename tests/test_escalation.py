@@ -12,12 +12,28 @@ from monitor.events import Level
 from tests.eventkit import Script, by, only
 
 
-def detection(pattern: str = "call:bash ls", *, session: str = "s1", ts: float = 100.0,
-              level: Level = Level.WARN, detector: str = "exact_repeat", count: int = 3) -> Detection:
-    return Detection(detector=detector, level=level, score=0.5, message=f"{pattern} repeated",
-                     pattern=pattern, count=count, tool="bash", session=session, ts=ts,
-                     summary=f"called bash with the same arguments {count} times",
-                     advice="Its result has not changed.")
+def detection(
+    pattern: str = "call:bash ls",
+    *,
+    session: str = "s1",
+    ts: float = 100.0,
+    level: Level = Level.WARN,
+    detector: str = "exact_repeat",
+    count: int = 3,
+) -> Detection:
+    return Detection(
+        detector=detector,
+        level=level,
+        score=0.5,
+        message=f"{pattern} repeated",
+        pattern=pattern,
+        count=count,
+        tool="bash",
+        session=session,
+        ts=ts,
+        summary=f"called bash with the same arguments {count} times",
+        advice="Its result has not changed.",
+    )
 
 
 def climb(policy: EscalationPolicy, n: int, **kwargs) -> list[Level]:
@@ -27,8 +43,14 @@ def climb(policy: EscalationPolicy, n: int, **kwargs) -> list[Level]:
 def test_balanced_ladder_climbs_per_pattern_and_its_last_rung_repeats():
     """The same pattern again and again: warn, warn, critical, critical, terminate, terminate."""
     policy = EscalationPolicy()
-    assert climb(policy, 6) == [Level.WARN, Level.WARN, Level.CRITICAL, Level.CRITICAL,
-                                Level.TERMINATE, Level.TERMINATE]
+    assert climb(policy, 6) == [
+        Level.WARN,
+        Level.WARN,
+        Level.CRITICAL,
+        Level.CRITICAL,
+        Level.TERMINATE,
+        Level.TERMINATE,
+    ]
     assert policy.state("s1").level == Level.TERMINATE
 
 
@@ -56,10 +78,13 @@ def test_notices_do_not_climb_the_ladder():
     assert policy.apply(detection()).level == Level.WARN
 
 
-@pytest.mark.parametrize("preset,ladder", [
-    ("aggressive", [Level.WARN, Level.CRITICAL, Level.TERMINATE, Level.TERMINATE]),
-    ("conservative", [Level.WARN, Level.WARN, Level.WARN, Level.CRITICAL]),
-])
+@pytest.mark.parametrize(
+    "preset,ladder",
+    [
+        ("aggressive", [Level.WARN, Level.CRITICAL, Level.TERMINATE, Level.TERMINATE]),
+        ("conservative", [Level.WARN, Level.WARN, Level.WARN, Level.CRITICAL]),
+    ],
+)
 def test_preset_ladders(preset, ladder):
     """Each preset brings its ladder: aggressive is warn → critical → terminate."""
     config = build_config({}, preset=preset)
@@ -71,8 +96,12 @@ def test_preset_ladders(preset, ladder):
 def test_configured_ladder_from_the_design_notes():
     """ladder = ["warn", "warn", "terminate"] (design note 001) is honoured."""
     config = build_config({"escalation": {"ladder": ["warn", "warn", "terminate"]}})
-    assert climb(EscalationPolicy(config.escalation), 4) == [Level.WARN, Level.WARN, Level.TERMINATE,
-                                                              Level.TERMINATE]
+    assert climb(EscalationPolicy(config.escalation), 4) == [
+        Level.WARN,
+        Level.WARN,
+        Level.TERMINATE,
+        Level.TERMINATE,
+    ]
 
 
 def test_nudges_escalate_in_firmness_and_fill_placeholders():
@@ -81,7 +110,11 @@ def test_nudges_escalate_in_firmness_and_fill_placeholders():
     nudges = [policy.apply(detection(ts=100.0 + i, count=3 + i)).nudge for i in range(5)]
     assert nudges[0].startswith("[loopwatch] You've called bash with the same arguments 3 times")
     assert "Its result has not changed." in nudges[0]
-    assert "WARNING" in nudges[2] and "STOP repeating bash" in nudges[2] and "same arguments 5 times." in nudges[2]
+    assert (
+        "WARNING" in nudges[2]
+        and "STOP repeating bash" in nudges[2]
+        and "same arguments 5 times." in nudges[2]
+    )
     assert "CRITICAL" in nudges[4] and "about to be stopped" in nudges[4]
     assert policy.state("s1").nudge == nudges[4]
 
@@ -92,9 +125,17 @@ def test_nudges_about_replies_name_no_internal_pattern_key():
     policy = EscalationPolicy()
     nudges = []
     for i in range(3):
-        d = Detection(detector="output_similarity", level=Level.WARN, score=0.95,
-                      message="assistant output 95% similar", pattern="output:1a2b3c", count=3 + i,
-                      session="s1", ts=100.0 + i, summary="produced nearly the same output 3 times")
+        d = Detection(
+            detector="output_similarity",
+            level=Level.WARN,
+            score=0.95,
+            message="assistant output 95% similar",
+            pattern="output:1a2b3c",
+            count=3 + i,
+            session="s1",
+            ts=100.0 + i,
+            summary="produced nearly the same output 3 times",
+        )
         nudges.append(policy.apply(d).nudge)
     assert "WARNING" in nudges[2] and "STOP repeating yourself" in nudges[2]
     assert not any("output:" in nudge for nudge in nudges)
@@ -190,8 +231,12 @@ def test_engine_applies_the_policy_with_event_times():
     """Through the engine: a live loop climbs the ladder, an ack at event time cools it down."""
     s = Script(step=1.0)
     for _ in range(4):
-        s.call("bash", {"command": "ls build/"}, "ls: cannot access 'build/': No such file or directory",
-               is_error=False)
+        s.call(
+            "bash",
+            {"command": "ls build/"},
+            "ls: cannot access 'build/': No such file or directory",
+            is_error=False,
+        )
     engine = Engine(only("exact_repeat"))
     events = s.events()
     found = engine.process_many(events)

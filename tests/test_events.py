@@ -15,8 +15,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.events import (COMPACTION, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event,
-                            EventRef, Kind, call_snapshot, new_event)
+from monitor.events import (
+    COMPACTION,
+    MESSAGE,
+    SESSION_END,
+    SESSION_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USAGE,
+    Event,
+    EventRef,
+    Kind,
+    call_snapshot,
+    new_event,
+)
 from monitor.text import call_key
 from tests.footprint import deep_size
 
@@ -24,10 +36,23 @@ MB = 1024 * 1024
 
 
 def test_new_event_sets_every_field_as_the_dataclass_does():
-    made = new_event(Kind.TOOL_CALL, "s", 1.5, "log.jsonl", 3, "user", "text", "c1", "bash", {"a": 1}, True,
-                     {"x": 1})
-    want = Event(Kind.TOOL_CALL, "s", 1.5, "log.jsonl", 3, role="user", content="text", call_id="c1",
-                 tool="bash", args={"a": 1}, is_error=True, meta={"x": 1})
+    made = new_event(
+        Kind.TOOL_CALL, "s", 1.5, "log.jsonl", 3, "user", "text", "c1", "bash", {"a": 1}, True, {"x": 1}
+    )
+    want = Event(
+        Kind.TOOL_CALL,
+        "s",
+        1.5,
+        "log.jsonl",
+        3,
+        role="user",
+        content="text",
+        call_id="c1",
+        tool="bash",
+        args={"a": 1},
+        is_error=True,
+        meta={"x": 1},
+    )
     for f in dataclasses.fields(Event):
         assert getattr(made, f.name) == getattr(want, f.name), f.name
     assert made == want and repr(made) == repr(want)
@@ -77,10 +102,24 @@ def call(args, tool="bash"):
 
 WORDS = "the quick brown fox jumps over the lazy dog " * 40
 TEXTS = [
-    "", "ok", "a.txt\nb.txt\n", WORDS, WORDS[:129], WORDS[:127], "x" * 5000, " " * 5000, "\n" * 3000 + "late",
-    "\t".join(["col"] * 400), "a \u3000 b " * 300, "caf\u00e9 na\u00efve " * 100, "\x00\x01 ctl " * 200,
-    "   leading and trailing   " * 50, "word\n\n\n" * 200, "\u2028line\u2029para " * 100,
-    "y" * 127 + " " * 40 + "z" * 200, " " * 60 + "x" * 100 + " tail",
+    "",
+    "ok",
+    "a.txt\nb.txt\n",
+    WORDS,
+    WORDS[:129],
+    WORDS[:127],
+    "x" * 5000,
+    " " * 5000,
+    "\n" * 3000 + "late",
+    "\t".join(["col"] * 400),
+    "a \u3000 b " * 300,
+    "caf\u00e9 na\u00efve " * 100,
+    "\x00\x01 ctl " * 200,
+    "   leading and trailing   " * 50,
+    "word\n\n\n" * 200,
+    "\u2028line\u2029para " * 100,
+    "y" * 127 + " " * 40 + "z" * 200,
+    " " * 60 + "x" * 100 + " tail",
 ]
 
 
@@ -96,13 +135,33 @@ def test_calls_with_small_huge_and_nested_args():
     nested = {"a": [1, 2.5, None, True, {"b": "c" * 700}], "d": {"e": [[[]]]}}
     many = {f"k{i}": i for i in range(10_000)}
     for args in [
-        None, {}, {"command": "ls -la"}, {"path": "app/x.py", "line": 3}, {"command": "x" * MB},
-        {"command": WORDS}, {"command": " " * 600 + "x"}, {"text": "\t" * 100 + "y" * 200},
-        nested, many, {"k" * 200: 1, "k" * 201: 2}, {"": ""}, {"a": "", "b": "", "c": ""},
-        {"data": list(range(300_000))}, {"data": ["z" * 1000] * 1000}, {"data": {"k" * 600: 1}},
-        {"data": [{"x": "é" * 600}]}, {"deep": [[[[[[[[[["leaf"]]]]]]]]]]}, {"t": (1, 2, "three")},
-        {chr(97 + i): str(i) for i in range(20)}, {f"k{i}": "" for i in range(30)}, {"": "" for _ in range(1)},
-        {f"{i}": " " * i for i in range(25)}, {1: "int key"}, {"f": float("nan"), "g": float("inf")}, {"big": 2**70}, {"when": object},
+        None,
+        {},
+        {"command": "ls -la"},
+        {"path": "app/x.py", "line": 3},
+        {"command": "x" * MB},
+        {"command": WORDS},
+        {"command": " " * 600 + "x"},
+        {"text": "\t" * 100 + "y" * 200},
+        nested,
+        many,
+        {"k" * 200: 1, "k" * 201: 2},
+        {"": ""},
+        {"a": "", "b": "", "c": ""},
+        {"data": list(range(300_000))},
+        {"data": ["z" * 1000] * 1000},
+        {"data": {"k" * 600: 1}},
+        {"data": [{"x": "é" * 600}]},
+        {"deep": [[[[[[[[[["leaf"]]]]]]]]]]},
+        {"t": (1, 2, "three")},
+        {chr(97 + i): str(i) for i in range(20)},
+        {f"k{i}": "" for i in range(30)},
+        {"": "" for _ in range(1)},
+        {f"{i}": " " * i for i in range(25)},
+        {1: "int key"},
+        {"f": float("nan"), "g": float("inf")},
+        {"big": 2**70},
+        {"when": object},
     ]:
         check(call(args))
     check(call({"command": "ls"}, tool=None))
@@ -122,8 +181,12 @@ def test_other_kinds():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
-    | st.text(max_size=10) | st.builds(lambda c, n: c * n, st.sampled_from(["a", " ", "é\n", '"']), st.integers(0, 700))
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=10)
+    | st.builds(lambda c, n: c * n, st.sampled_from(["a", " ", "é\n", '"']), st.integers(0, 700))
     | st.builds(lambda n: list(range(n)), st.integers(0, 400)),
     lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=30), inner, max_size=6),
     max_leaves=20,
@@ -175,8 +238,13 @@ def test_refs_compare_and_hash_by_value():
     assert len({first, second, given_summary}) == 1
     assert first != EventRef(43, "tool_call", "/logs/s.jsonl", 7, "bash(command=ls)")
     assert first != ("bash(command=ls)",)
-    assert given_summary.to_dict() == {"seq": 42, "kind": "tool_call", "file": "/logs/s.jsonl", "line": 7,
-                                       "summary": "bash(command=ls)"}
+    assert given_summary.to_dict() == {
+        "seq": 42,
+        "kind": "tool_call",
+        "file": "/logs/s.jsonl",
+        "line": 7,
+        "summary": "bash(command=ls)",
+    }
 
 
 def keyed(made: Event) -> Event:
@@ -188,10 +256,22 @@ def keyed(made: Event) -> Event:
 
 def test_calls_with_their_key_computed_first():
     for args in [
-        None, {}, {"command": "ls -la"}, {"path": "app/x.py", "line": 3}, {"command": "x" * MB},
-        {"command": "a  b"}, {"id": "c1", "command": "ls"}, {"path": "b", "old": "x", "new": "y"},
-        {"d": {"z": 1, "a": [{"y": 2, "b": 3}]}}, {"t": (1, 2, "three")}, {"f": float("nan"), "g": -0.0},
-        {"big": 2**70}, {1: "int key"}, {"when": object}, {"e": "é\u2028x"}, {"k" * 300: 1},
+        None,
+        {},
+        {"command": "ls -la"},
+        {"path": "app/x.py", "line": 3},
+        {"command": "x" * MB},
+        {"command": "a  b"},
+        {"id": "c1", "command": "ls"},
+        {"path": "b", "old": "x", "new": "y"},
+        {"d": {"z": 1, "a": [{"y": 2, "b": 3}]}},
+        {"t": (1, 2, "three")},
+        {"f": float("nan"), "g": -0.0},
+        {"big": 2**70},
+        {1: "int key"},
+        {"when": object},
+        {"e": "é\u2028x"},
+        {"k" * 300: 1},
     ]:
         check(keyed(call(args)))
     check(keyed(call({"command": "ls"}, tool=None)))
@@ -221,7 +301,14 @@ def test_a_ref_of_a_keyed_call_holds_little():
 def test_a_keyed_call_of_one_argument_snapshots_it_as_the_general_path_does():
     """The one-argument shortcut of ``call_snapshot`` builds the tuple the
     general ``(tool, *keys, *values)`` does, and the summary from it is the event's."""
-    for args in [{"path": "app/x.py"}, {"command": "ls -la"}, {"n": 3}, {"": ""}, {"flag": None}, {"k": [1, 2]}]:
+    for args in [
+        {"path": "app/x.py"},
+        {"command": "ls -la"},
+        {"n": 3},
+        {"": ""},
+        {"flag": None},
+        {"k": [1, 2]},
+    ]:
         made = keyed(call(args, tool="read_file"))
         assert call_snapshot(made) == ("read_file", *args, *args.values())
         check(made)

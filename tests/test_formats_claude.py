@@ -20,17 +20,31 @@ EXPECTED = {
     "short.jsonl": {"tool_calls": 2, "tool_results": 2, "user_messages": 1, "assistant_messages": 1},
     "tool_heavy.jsonl": {"tool_calls": 6, "tool_results": 6, "user_messages": 3, "assistant_messages": 1},
     "subagent.jsonl": {"tool_calls": 16, "tool_results": 16, "user_messages": 2, "assistant_messages": 7},
-    f"{MAIN}.jsonl": {"tool_calls": 186, "tool_results": 186, "user_messages": 2,
-                      "assistant_messages": 85, "compaction": 1},
-    f"{MAIN}/subagents/agent-a881341.jsonl": {"tool_calls": 2, "tool_results": 2, "user_messages": 1,
-                                              "assistant_messages": 3},
+    f"{MAIN}.jsonl": {
+        "tool_calls": 186,
+        "tool_results": 186,
+        "user_messages": 2,
+        "assistant_messages": 85,
+        "compaction": 1,
+    },
+    f"{MAIN}/subagents/agent-a881341.jsonl": {
+        "tool_calls": 2,
+        "tool_results": 2,
+        "user_messages": 1,
+        "assistant_messages": 3,
+    },
     f"{MAIN}/subagents/agent-acompact-fffbd0.jsonl": {"user_messages": 1, "assistant_messages": 1},
 }
 
 
 def _record(kind: str, line_extra: dict | None = None, **message) -> dict:
-    record = {"type": kind, "sessionId": "s-1", "uuid": "u", "timestamp": "2026-02-10T21:12:00Z",
-              "version": "2.1.39"}
+    record = {
+        "type": kind,
+        "sessionId": "s-1",
+        "uuid": "u",
+        "timestamp": "2026-02-10T21:12:00Z",
+        "version": "2.1.39",
+    }
     if message:
         record["message"] = message
     record.update(line_extra or {})
@@ -104,15 +118,35 @@ def test_compaction_and_usage(real_fixtures: Path):
 
 def test_streamed_usage_is_not_counted_twice(tmp_path: Path):
     """Records of one streamed message repeat its usage: only growth is reported again."""
-    usage = {"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7,
-             "output_tokens": 11}
+    usage = {
+        "input_tokens": 3,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 7,
+        "output_tokens": 11,
+    }
     grown = dict(usage, output_tokens=173)
-    path = write_jsonl(tmp_path / "t.jsonl", [
-        _record("assistant", id="m1", role="assistant", content=[{"type": "text", "text": "hi"}], usage=usage),
-        _record("assistant", id="m1", role="assistant", content=[{"type": "thinking", "thinking": "x"}], usage=usage),
-        _record("assistant", id="m1", role="assistant",
-                content=[{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}], usage=grown),
-    ])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            _record(
+                "assistant", id="m1", role="assistant", content=[{"type": "text", "text": "hi"}], usage=usage
+            ),
+            _record(
+                "assistant",
+                id="m1",
+                role="assistant",
+                content=[{"type": "thinking", "thinking": "x"}],
+                usage=usage,
+            ),
+            _record(
+                "assistant",
+                id="m1",
+                role="assistant",
+                content=[{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}],
+                usage=grown,
+            ),
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.problem_count == 0
     usage_events = [e for e in events if e.kind is Kind.USAGE]
@@ -124,21 +158,43 @@ def test_streamed_usage_is_not_counted_twice(tmp_path: Path):
 def test_user_turns_are_only_typed_text(tmp_path: Path):
     """Only what a person typed is a user message: not tool results, isMeta, command
     output, task notifications, compaction summaries or interruption markers."""
-    path = write_jsonl(tmp_path / "t.jsonl", [
-        _record("user", role="user", content="fix the build"),                                   # 1 yes
-        _record("user", {"isMeta": True}, role="user", content=[{"type": "text", "text": "skill prompt"}]),
-        _record("user", role="user", content="<local-command-stdout>ok</local-command-stdout>"),
-        _record("user", role="user", content="<task-notification>\n<task-id>b1</task-id>"),
-        _record("user", role="user", content=[{"type": "text", "text": "[Request interrupted by user]"}]),
-        _record("user", {"isCompactSummary": True}, role="user", content="This session is being continued"),
-        _record("user", role="user", content=[
-            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "out"}]},
-            {"type": "text", "text": "[Request interrupted by user for tool use]"}]),
-        _record("user", role="user",
-                content="<command-name>/review</command-name>\n<command-args>pr 12</command-args>"),  # 8 yes
-        _record("user", role="user", content=[{"type": "text", "text": "and the tests"},
-                                              {"type": "image", "source": {}}]),                # 9 yes
-    ])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            _record("user", role="user", content="fix the build"),  # 1 yes
+            _record(
+                "user", {"isMeta": True}, role="user", content=[{"type": "text", "text": "skill prompt"}]
+            ),
+            _record("user", role="user", content="<local-command-stdout>ok</local-command-stdout>"),
+            _record("user", role="user", content="<task-notification>\n<task-id>b1</task-id>"),
+            _record("user", role="user", content=[{"type": "text", "text": "[Request interrupted by user]"}]),
+            _record(
+                "user", {"isCompactSummary": True}, role="user", content="This session is being continued"
+            ),
+            _record(
+                "user",
+                role="user",
+                content=[
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "out"}],
+                    },
+                    {"type": "text", "text": "[Request interrupted by user for tool use]"},
+                ],
+            ),
+            _record(
+                "user",
+                role="user",
+                content="<command-name>/review</command-name>\n<command-args>pr 12</command-args>",
+            ),  # 8 yes
+            _record(
+                "user",
+                role="user",
+                content=[{"type": "text", "text": "and the tests"}, {"type": "image", "source": {}}],
+            ),  # 9 yes
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.problem_count == 0
     users = [(e.line, e.content) for e in events if e.kind is Kind.MESSAGE and e.role == "user"]
@@ -149,38 +205,53 @@ def test_user_turns_are_only_typed_text(tmp_path: Path):
 
 def test_assistant_record_with_several_blocks(tmp_path: Path):
     """One record may give several events, in block order; thinking is not a message."""
-    path = write_jsonl(tmp_path / "t.jsonl", [
-        _record("assistant", id="m1", role="assistant", content=[
-            {"type": "thinking", "thinking": "hmm"},
-            {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": "ls"}},
-            {"type": "tool_use", "id": "b", "name": "Read", "input": {"file_path": "x"}},
-            {"type": "text", "text": "  "},
-        ]),
-    ])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            _record(
+                "assistant",
+                id="m1",
+                role="assistant",
+                content=[
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": "ls"}},
+                    {"type": "tool_use", "id": "b", "name": "Read", "input": {"file_path": "x"}},
+                    {"type": "text", "text": "  "},
+                ],
+            ),
+        ],
+    )
     events, _ = decode_file(path)
     kinds = [(e.kind.value, e.role or e.tool) for e in events]
-    assert kinds == [("session_start", None), ("message", "assistant"), ("tool_call", "Bash"),
-                     ("tool_call", "Read")]
+    assert kinds == [
+        ("session_start", None),
+        ("message", "assistant"),
+        ("tool_call", "Bash"),
+        ("tool_call", "Read"),
+    ]
     assert all(e.line == 1 for e in events)
 
 
 def test_skipped_records_and_bad_input_never_crash(tmp_path: Path):
     """Known noise and unknown types are skipped silently; broken records become
     problems naming file:line, and decoding goes on."""
-    path = write_jsonl(tmp_path / "t.jsonl", [
-        {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
-        _record("progress", {"data": {"type": "hook_progress"}}),
-        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s-1"},
-        {"type": "summary", "summary": "old", "leafUuid": "u"},
-        _record("brand-new-type", {"whatever": [1, 2]}),
-        _record("system", {"subtype": "turn_duration", "durationMs": 5}),
-        _record("assistant", {"message": "not an object"}),
-        "{not json",
-        _record("user", {"timestamp": "yesterday-ish"}, role="user", content="hello"),
-        _record("assistant", id="m2", role="assistant", content=[{"type": "tool_use", "id": "q"}]),
-        _record("user", role="user", content="still here", extraField={"new": True}),
-    ])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
+            _record("progress", {"data": {"type": "hook_progress"}}),
+            {"type": "queue-operation", "operation": "enqueue", "sessionId": "s-1"},
+            {"type": "summary", "summary": "old", "leafUuid": "u"},
+            _record("brand-new-type", {"whatever": [1, 2]}),
+            _record("system", {"subtype": "turn_duration", "durationMs": 5}),
+            _record("assistant", {"message": "not an object"}),
+            "{not json",
+            _record("user", {"timestamp": "yesterday-ish"}, role="user", content="hello"),
+            _record("assistant", id="m2", role="assistant", content=[{"type": "tool_use", "id": "q"}]),
+            _record("user", role="user", content="still here", extraField={"new": True}),
+        ],
+    )
     events, decoder = decode_file(path)
     problems = {p.line: p.reason for p in decoder.problems}
     assert sorted(problems) == [7, 8, 9, 10]
@@ -205,12 +276,30 @@ def test_detection_names_file_and_line(tmp_path: Path):
     """A loop in a Claude transcript is reported at the file and line of the record that tripped it."""
     records = [_record("user", role="user", content="list the files")]
     for i in range(4):
-        records.append(_record("assistant", id=f"m{i}", role="assistant",
-                               content=[{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                         "input": {"command": "ls /nope"}}]))
-        records.append(_record("user", role="user", content=[
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "ls: /nope: No such file",
-             "is_error": True}]))
+        records.append(
+            _record(
+                "assistant",
+                id=f"m{i}",
+                role="assistant",
+                content=[
+                    {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "ls /nope"}}
+                ],
+            )
+        )
+        records.append(
+            _record(
+                "user",
+                role="user",
+                content=[
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"t{i}",
+                        "content": "ls: /nope: No such file",
+                        "is_error": True,
+                    }
+                ],
+            )
+        )
     path = write_jsonl(tmp_path / "loop.jsonl", records)
     report = scan([str(path)])
     warned = [d for d in report.detections if d.level >= Level.WARN]
@@ -233,14 +322,27 @@ def test_honest_fixtures_do_not_warn(real_fixtures: Path, name: str):
 def test_sidechain_records_in_a_main_transcript(tmp_path: Path):
     """Older transcripts hold subagent records inline: they form their own session linked to the main one."""
     main = "0b6f6a52-1111-2222-3333-444455556666"
-    path = write_jsonl(tmp_path / f"{main}.jsonl", [
-        _record("user", {"sessionId": main}, role="user", content="research this"),
-        _record("user", {"sessionId": main, "isSidechain": True}, role="user", content="subtask prompt"),
-        _record("assistant", {"sessionId": main, "isSidechain": True}, id="m1", role="assistant",
-                content=[{"type": "tool_use", "id": "t1", "name": "WebSearch", "input": {"query": "x"}}]),
-        _record("assistant", {"sessionId": main}, id="m2", role="assistant",
-                content=[{"type": "text", "text": "Found it."}]),
-    ])
+    path = write_jsonl(
+        tmp_path / f"{main}.jsonl",
+        [
+            _record("user", {"sessionId": main}, role="user", content="research this"),
+            _record("user", {"sessionId": main, "isSidechain": True}, role="user", content="subtask prompt"),
+            _record(
+                "assistant",
+                {"sessionId": main, "isSidechain": True},
+                id="m1",
+                role="assistant",
+                content=[{"type": "tool_use", "id": "t1", "name": "WebSearch", "input": {"query": "x"}}],
+            ),
+            _record(
+                "assistant",
+                {"sessionId": main},
+                id="m2",
+                role="assistant",
+                content=[{"type": "text", "text": "Found it."}],
+            ),
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.problem_count == 0
     assert [(e.kind.value, e.session, e.parent) for e in events] == [
@@ -257,8 +359,11 @@ def _json_values():
     from hypothesis import strategies as st
 
     scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
-    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                        | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=6,
+    )
 
 
 def test_arbitrary_records_never_crash_the_decoder():
@@ -270,17 +375,43 @@ def test_arbitrary_records_never_crash_the_decoder():
     from monitor.formats.lines import LineDecoder
 
     values = _json_values()
-    block = st.fixed_dictionaries({"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "x"])},
-                                  optional={"text": values, "id": values, "name": values, "input": values,
-                                            "tool_use_id": values, "content": values, "is_error": values})
-    message = st.fixed_dictionaries({}, optional={"role": values, "id": values, "model": values,
-                                                  "content": st.lists(block, max_size=3) | values,
-                                                  "usage": values})
+    block = st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "x"])},
+        optional={
+            "text": values,
+            "id": values,
+            "name": values,
+            "input": values,
+            "tool_use_id": values,
+            "content": values,
+            "is_error": values,
+        },
+    )
+    message = st.fixed_dictionaries(
+        {},
+        optional={
+            "role": values,
+            "id": values,
+            "model": values,
+            "content": st.lists(block, max_size=3) | values,
+            "usage": values,
+        },
+    )
     record = st.fixed_dictionaries(
         {"type": st.sampled_from(["user", "assistant", "system", "progress", "summary", "other"]) | values},
-        optional={"sessionId": values, "uuid": values, "timestamp": values, "isSidechain": values,
-                  "agentId": values, "isMeta": values, "subtype": values, "message": message | values,
-                  "compactMetadata": values, "costUSD": values})
+        optional={
+            "sessionId": values,
+            "uuid": values,
+            "timestamp": values,
+            "isSidechain": values,
+            "agentId": values,
+            "isMeta": values,
+            "subtype": values,
+            "message": message | values,
+            "compactMetadata": values,
+            "costUSD": values,
+        },
+    )
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(record, min_size=1, max_size=6))

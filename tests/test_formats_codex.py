@@ -19,12 +19,24 @@ POLLING = "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.json
 #: user_message) and assistant messages, counted by hand from the files.
 EXPECTED = {
     POLLING: {"tool_calls": 104, "tool_results": 104, "user_messages": 5, "assistant_messages": 43},
-    "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl":
-        {"tool_calls": 118, "tool_results": 118, "user_messages": 1, "assistant_messages": 17},
-    "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl":
-        {"tool_calls": 1, "tool_results": 0, "user_messages": 1, "assistant_messages": 1},
-    "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl":
-        {"tool_calls": 5, "tool_results": 5, "user_messages": 1, "assistant_messages": 6},
+    "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl": {
+        "tool_calls": 118,
+        "tool_results": 118,
+        "user_messages": 1,
+        "assistant_messages": 17,
+    },
+    "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl": {
+        "tool_calls": 1,
+        "tool_results": 0,
+        "user_messages": 1,
+        "assistant_messages": 1,
+    },
+    "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl": {
+        "tool_calls": 5,
+        "tool_results": 5,
+        "user_messages": 1,
+        "assistant_messages": 6,
+    },
 }
 
 
@@ -49,8 +61,10 @@ def test_fixture_parses_with_expected_counts(real_fixtures: Path, name: str):
 
 def test_session_id_from_meta_and_file_name():
     """The session id is session_meta's payload.id, which the file name repeats."""
-    assert rollout_session_id("/x/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl") \
+    assert (
+        rollout_session_id("/x/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl")
         == "019c8a4c-ed82-79a1-aa28-7738fc5ab61a"
+    )
     assert rollout_session_id("notes.jsonl") is None
 
 
@@ -81,8 +95,11 @@ def test_polling_stretch_is_seven_identical_calls_with_moving_output(real_fixtur
 def test_polling_stretch_stays_below_warn(real_fixtures: Path):
     """Legitimate polling (same call, moving output) is never flagged at warn or above."""
     report = scan([str(real_fixtures / "codex" / POLLING)])
-    in_stretch = [(d.detector, d.line, d.level.label) for d in report.detections
-                  if 127 <= d.line <= 165 and d.level >= Level.WARN]
+    in_stretch = [
+        (d.detector, d.line, d.level.label)
+        for d in report.detections
+        if 127 <= d.line <= 165 and d.level >= Level.WARN
+    ]
     assert not in_stretch
 
 
@@ -97,19 +114,42 @@ def test_honest_fixtures_do_not_warn(real_fixtures: Path, name: str):
 def test_user_turns_come_from_user_message_events(tmp_path: Path):
     """What the person typed (event_msg user_message) is the user turn; the response-item
     copy, AGENTS.md / environment context and developer messages are not."""
-    path = write_jsonl(tmp_path / "rollout-x.jsonl", [
-        _item("session_meta", {"id": "sess-1", "cli_version": "0.50.0", "cwd": "/w"}),
-        _item("response_item", {"type": "message", "role": "developer",
-                                "content": [{"type": "input_text", "text": "be careful"}]}),
-        _item("response_item", {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": "<environment_context>…"}]}),
-        _item("response_item", {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": "fix it"}]}),
-        _item("event_msg", {"type": "user_message", "message": "fix it", "images": []}),
-        _item("response_item", {"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": "On it."}]}),
-        _item("event_msg", {"type": "agent_message", "message": "On it."}),
-    ])
+    path = write_jsonl(
+        tmp_path / "rollout-x.jsonl",
+        [
+            _item("session_meta", {"id": "sess-1", "cli_version": "0.50.0", "cwd": "/w"}),
+            _item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "be careful"}],
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "<environment_context>…"}],
+                },
+            ),
+            _item(
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+            ),
+            _item("event_msg", {"type": "user_message", "message": "fix it", "images": []}),
+            _item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "On it."}],
+                },
+            ),
+            _item("event_msg", {"type": "agent_message", "message": "On it."}),
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.problem_count == 0
     messages = [(e.line, e.role, e.content) for e in events if e.kind is Kind.MESSAGE]
@@ -119,31 +159,91 @@ def test_user_turns_come_from_user_message_events(tmp_path: Path):
 
 def test_tool_kinds_outputs_and_errors(tmp_path: Path):
     """All call kinds map to tool calls; outputs carry exit codes that make errors."""
-    path = write_jsonl(tmp_path / "r.jsonl", [
-        _item("session_meta", {"id": "s"}),
-        _item("response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
-                                "arguments": json.dumps({"command": ["bash", "-lc", "make"]})}),
-        _item("response_item", {"type": "function_call_output", "call_id": "c1",
-                                "output": json.dumps({"output": "make: *** Error 2",
-                                                      "metadata": {"exit_code": 2}})}),
-        _item("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
-                                "input": "*** Begin Patch"}),
-        _item("response_item", {"type": "custom_tool_call_output", "call_id": "c2",
-                                "output": "Success. Updated the following files"}),
-        _item("response_item", {"type": "local_shell_call", "call_id": "c3", "status": "completed",
-                                "action": {"type": "exec", "command": ["ls"]}}),
-        _item("response_item", {"type": "function_call_output", "call_id": "c3",
-                                "output": "Chunk ID: 1\nProcess exited with code 1\nOutput:\nls: x"}),
-        _item("response_item", {"type": "function_call", "name": "exec_command", "call_id": "c4",
-                                "arguments": "{\"cmd\": \"ls\", truncated"}),
-        _item("response_item", {"type": "function_call_output", "call_id": "c4",
-                                "output": {"content": "denied", "success": False}}),
-        _item("response_item", {"type": "web_search_call", "status": "completed",
-                                "action": {"type": "search", "query": "rust lifetimes"}}),
-        _item("response_item", {"type": "reasoning", "summary": []}),
-        _item("turn_context", {"cwd": "/w"}),
-        _item("compacted", {"message": "summary of the work"}),
-    ])
+    path = write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            _item("session_meta", {"id": "s"}),
+            _item(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": "c1",
+                    "arguments": json.dumps({"command": ["bash", "-lc", "make"]}),
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": "c1",
+                    "output": json.dumps({"output": "make: *** Error 2", "metadata": {"exit_code": 2}}),
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "name": "apply_patch",
+                    "call_id": "c2",
+                    "input": "*** Begin Patch",
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "custom_tool_call_output",
+                    "call_id": "c2",
+                    "output": "Success. Updated the following files",
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "local_shell_call",
+                    "call_id": "c3",
+                    "status": "completed",
+                    "action": {"type": "exec", "command": ["ls"]},
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": "c3",
+                    "output": "Chunk ID: 1\nProcess exited with code 1\nOutput:\nls: x",
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "call_id": "c4",
+                    "arguments": '{"cmd": "ls", truncated',
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": "c4",
+                    "output": {"content": "denied", "success": False},
+                },
+            ),
+            _item(
+                "response_item",
+                {
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {"type": "search", "query": "rust lifetimes"},
+                },
+            ),
+            _item("response_item", {"type": "reasoning", "summary": []}),
+            _item("turn_context", {"cwd": "/w"}),
+            _item("compacted", {"message": "summary of the work"}),
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.problem_count == 0
     calls = [(e.line, e.tool, e.args) for e in events if e.kind is Kind.TOOL_CALL]
@@ -151,12 +251,16 @@ def test_tool_kinds_outputs_and_errors(tmp_path: Path):
         (2, "shell", {"command": ["bash", "-lc", "make"]}),
         (4, "apply_patch", {"input": "*** Begin Patch"}),
         (6, "local_shell", {"type": "exec", "command": ["ls"]}),
-        (8, "exec_command", {"arguments": "{\"cmd\": \"ls\", truncated"}),
+        (8, "exec_command", {"arguments": '{"cmd": "ls", truncated'}),
         (10, "web_search", {"type": "search", "query": "rust lifetimes"}),
     ]
     results = [(e.call_id, e.is_error, e.content[:12]) for e in events if e.kind is Kind.TOOL_RESULT]
-    assert results == [("c1", True, "make: *** Er"), ("c2", False, "Success. Upd"),
-                       ("c3", True, "Chunk ID: 1\n"), ("c4", True, "denied")]
+    assert results == [
+        ("c1", True, "make: *** Er"),
+        ("c2", False, "Success. Upd"),
+        ("c3", True, "Chunk ID: 1\n"),
+        ("c4", True, "denied"),
+    ]
     assert [e.line for e in events if e.kind is Kind.COMPACTION] == [13]
 
 
@@ -168,24 +272,39 @@ def test_parse_helpers():
     assert parse_arguments(None) == {}
     assert parse_output('{"output": "ok", "metadata": {"exit_code": 0}}') == ("ok", False, 0)
     assert parse_output("Exit code: 3\nWall time: 1s") == ("Exit code: 3\nWall time: 1s", True, 3)
-    assert parse_output([{"type": "input_text", "text": "a"}, {"type": "input_image"}]) == ("a\n[image]", False, None)
+    assert parse_output([{"type": "input_text", "text": "a"}, {"type": "input_image"}]) == (
+        "a\n[image]",
+        False,
+        None,
+    )
     assert parse_output(None) == ("", False, None)
     assert parse_output('{"output": ') == ('{"output": ', False, None)
 
 
 def test_usage_once_per_api_call(real_fixtures: Path, tmp_path: Path):
     """Codex writes each token_count twice; usage comes out once per API call, from last_token_usage."""
-    count = {"total_token_usage": {"total_tokens": 100}, "last_token_usage":
-             {"input_tokens": 90, "cached_input_tokens": 60, "output_tokens": 10, "total_tokens": 100}}
-    path = write_jsonl(tmp_path / "r.jsonl", [
-        _item("event_msg", {"type": "token_count", "info": None}),
-        _item("event_msg", {"type": "token_count", "info": count}),
-        _item("event_msg", {"type": "token_count", "info": count}),
-    ])
+    count = {
+        "total_token_usage": {"total_tokens": 100},
+        "last_token_usage": {
+            "input_tokens": 90,
+            "cached_input_tokens": 60,
+            "output_tokens": 10,
+            "total_tokens": 100,
+        },
+    }
+    path = write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            _item("event_msg", {"type": "token_count", "info": None}),
+            _item("event_msg", {"type": "token_count", "info": count}),
+            _item("event_msg", {"type": "token_count", "info": count}),
+        ],
+    )
     events, _ = decode_file(path)
     usage = [e for e in events if e.kind is Kind.USAGE]
-    assert [(e.line, e.input_tokens, e.output_tokens, e.meta["cached_input_tokens"]) for e in usage] \
-        == [(2, 90, 10, 60)]
+    assert [(e.line, e.input_tokens, e.output_tokens, e.meta["cached_input_tokens"]) for e in usage] == [
+        (2, 90, 10, 60)
+    ]
     # A file that starts without session_meta still opens its session.
     assert events[0].kind is Kind.SESSION_START and events[0].line == 2
     real, _ = decode_file(real_fixtures / "codex" / POLLING)
@@ -194,16 +313,25 @@ def test_usage_once_per_api_call(real_fixtures: Path, tmp_path: Path):
 
 def test_bad_records_become_problems(tmp_path: Path):
     """Broken records are reported with file:line and decoding goes on; unknown types are skipped."""
-    path = write_jsonl(tmp_path / "r.jsonl", [
-        _item("session_meta", {"id": "s"}),
-        {"timestamp": "2026-02-23T11:00:00Z", "type": "response_item", "payload": "nope"},
-        _item("response_item", {"type": "function_call", "call_id": "x", "arguments": "{}"}),
-        _item("event_msg", {"type": "something_new", "x": 1}),
-        {"timestamp": "2026-02-23T11:00:00Z", "type": "future_record", "payload": {}},
-        "[1, 2]",
-        _item("response_item", {"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": "done"}]}),
-    ])
+    path = write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            _item("session_meta", {"id": "s"}),
+            {"timestamp": "2026-02-23T11:00:00Z", "type": "response_item", "payload": "nope"},
+            _item("response_item", {"type": "function_call", "call_id": "x", "arguments": "{}"}),
+            _item("event_msg", {"type": "something_new", "x": 1}),
+            {"timestamp": "2026-02-23T11:00:00Z", "type": "future_record", "payload": {}},
+            "[1, 2]",
+            _item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "done"}],
+                },
+            ),
+        ],
+    )
     events, decoder = decode_file(path)
     assert [p.line for p in decoder.problems] == [2, 3, 6]
     assert "payload" in decoder.problems[0].reason and "name" in decoder.problems[1].reason
@@ -212,19 +340,42 @@ def test_bad_records_become_problems(tmp_path: Path):
 
 def test_pre_envelope_rollouts(tmp_path: Path):
     """Older rollouts (a header, then bare response items) decode too; user items count as turns."""
-    path = write_jsonl(tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl", [
-        {"id": "0196a0b0-1111-2222-3333-444455556666", "timestamp": "2025-05-01T10:00:00Z",
-         "instructions": ""},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>"}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]},
-        {"record_type": "state"},
-        {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"pytest\"]}", "call_id": "c1"},
-        {"type": "function_call_output", "call_id": "c1", "output": "{\"output\": \"2 passed\", \"metadata\": {\"exit_code\": 0}}"},
-    ])
+    path = write_jsonl(
+        tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl",
+        [
+            {
+                "id": "0196a0b0-1111-2222-3333-444455556666",
+                "timestamp": "2025-05-01T10:00:00Z",
+                "instructions": "",
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "<environment_context>"}],
+            },
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]},
+            {"record_type": "state"},
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": '{"command": ["pytest"]}',
+                "call_id": "c1",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": '{"output": "2 passed", "metadata": {"exit_code": 0}}',
+            },
+        ],
+    )
     events, decoder = decode_file(path)
     assert decoder.format == "codex" and decoder.problem_count == 0
     assert [(e.kind.value, e.line) for e in events] == [
-        ("session_start", 1), ("message", 3), ("tool_call", 5), ("tool_result", 6)]
+        ("session_start", 1),
+        ("message", 3),
+        ("tool_call", 5),
+        ("tool_result", 6),
+    ]
     assert sniff({"type": "session_meta", "payload": {}}) is CodexDecoder
 
 
@@ -239,17 +390,59 @@ def test_arbitrary_records_never_crash_the_decoder():
 
     values = _json_values()
     payload = st.fixed_dictionaries(
-        {"type": st.sampled_from(["message", "function_call", "function_call_output", "custom_tool_call",
-                                  "local_shell_call", "web_search_call", "token_count", "user_message",
-                                  "reasoning"]) | values},
-        optional={"role": values, "content": values, "name": values, "arguments": values, "call_id": values,
-                  "input": values, "action": values, "output": values, "info": values, "message": values,
-                  "id": values})
+        {
+            "type": st.sampled_from(
+                [
+                    "message",
+                    "function_call",
+                    "function_call_output",
+                    "custom_tool_call",
+                    "local_shell_call",
+                    "web_search_call",
+                    "token_count",
+                    "user_message",
+                    "reasoning",
+                ]
+            )
+            | values
+        },
+        optional={
+            "role": values,
+            "content": values,
+            "name": values,
+            "arguments": values,
+            "call_id": values,
+            "input": values,
+            "action": values,
+            "output": values,
+            "info": values,
+            "message": values,
+            "id": values,
+        },
+    )
     record = st.fixed_dictionaries(
-        {"type": st.sampled_from(["session_meta", "response_item", "event_msg", "compacted", "turn_context",
-                                  "message", "function_call"]) | values},
-        optional={"payload": payload | values, "timestamp": values, "instructions": values, "id": values,
-                  "call_id": values})
+        {
+            "type": st.sampled_from(
+                [
+                    "session_meta",
+                    "response_item",
+                    "event_msg",
+                    "compacted",
+                    "turn_context",
+                    "message",
+                    "function_call",
+                ]
+            )
+            | values
+        },
+        optional={
+            "payload": payload | values,
+            "timestamp": values,
+            "instructions": values,
+            "id": values,
+            "call_id": values,
+        },
+    )
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(record, min_size=1, max_size=6))

@@ -16,36 +16,89 @@ TRAJ = "swe-agent/pydicom__pydicom-1458.traj"
 def _openhands_loop(n: int = 4) -> list[dict]:
     """An OpenHands session that runs the same failing command n times."""
     events: list[dict] = [
-        {"id": 0, "timestamp": "2025-01-10T10:00:00", "source": "agent", "message": "You are OpenHands",
-         "action": "system", "args": {"content": "system prompt", "tools": []}},
-        {"id": 1, "timestamp": "2025-01-10T10:00:01", "source": "user", "message": "fix the tests",
-         "action": "message", "args": {"content": "fix the tests", "image_urls": None,
-                                       "wait_for_response": False}},
-        {"id": 2, "timestamp": "2025-01-10T10:00:02", "source": "environment", "message": "",
-         "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "running"}},
+        {
+            "id": 0,
+            "timestamp": "2025-01-10T10:00:00",
+            "source": "agent",
+            "message": "You are OpenHands",
+            "action": "system",
+            "args": {"content": "system prompt", "tools": []},
+        },
+        {
+            "id": 1,
+            "timestamp": "2025-01-10T10:00:01",
+            "source": "user",
+            "message": "fix the tests",
+            "action": "message",
+            "args": {"content": "fix the tests", "image_urls": None, "wait_for_response": False},
+        },
+        {
+            "id": 2,
+            "timestamp": "2025-01-10T10:00:02",
+            "source": "environment",
+            "message": "",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": {"agent_state": "running"},
+        },
     ]
     next_id = 3
     for i in range(n):
         action_id = next_id
-        events.append({
-            "id": action_id, "timestamp": f"2025-01-10T10:01:{i * 2:02d}", "source": "agent",
-            "message": "Running command: pytest -x", "action": "run",
-            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": f"toolu_{i}",
-                                   "model_response": {}, "total_calls_in_response": 1},
-            "llm_metrics": {"accumulated_cost": 0.01 * (i + 1),
-                            "accumulated_token_usage": {"prompt_tokens": 1000 * (i + 1),
-                                                        "completion_tokens": 50 * (i + 1)}},
-            "args": {"command": "pytest -x", "is_input": False, "thought": "Let me run the tests.",
-                     "blocking": False, "hidden": False, "confirmation_state": "confirmed"}})
-        events.append({
-            "id": action_id + 1, "timestamp": f"2025-01-10T10:01:{i * 2 + 1:02d}", "source": "agent",
-            "message": "Command `pytest -x` executed with exit code 1.", "cause": action_id,
-            "observation": "run", "content": "E   ModuleNotFoundError: No module named 'foo'",
-            "extras": {"command": "pytest -x", "metadata": {"exit_code": 1, "pid": -1}, "hidden": False},
-            "success": False})
+        events.append(
+            {
+                "id": action_id,
+                "timestamp": f"2025-01-10T10:01:{i * 2:02d}",
+                "source": "agent",
+                "message": "Running command: pytest -x",
+                "action": "run",
+                "tool_call_metadata": {
+                    "function_name": "execute_bash",
+                    "tool_call_id": f"toolu_{i}",
+                    "model_response": {},
+                    "total_calls_in_response": 1,
+                },
+                "llm_metrics": {
+                    "accumulated_cost": 0.01 * (i + 1),
+                    "accumulated_token_usage": {
+                        "prompt_tokens": 1000 * (i + 1),
+                        "completion_tokens": 50 * (i + 1),
+                    },
+                },
+                "args": {
+                    "command": "pytest -x",
+                    "is_input": False,
+                    "thought": "Let me run the tests.",
+                    "blocking": False,
+                    "hidden": False,
+                    "confirmation_state": "confirmed",
+                },
+            }
+        )
+        events.append(
+            {
+                "id": action_id + 1,
+                "timestamp": f"2025-01-10T10:01:{i * 2 + 1:02d}",
+                "source": "agent",
+                "message": "Command `pytest -x` executed with exit code 1.",
+                "cause": action_id,
+                "observation": "run",
+                "content": "E   ModuleNotFoundError: No module named 'foo'",
+                "extras": {"command": "pytest -x", "metadata": {"exit_code": 1, "pid": -1}, "hidden": False},
+                "success": False,
+            }
+        )
         next_id += 2
-    events.append({"id": next_id, "timestamp": "2025-01-10T10:02:00", "source": "agent", "message": "",
-                   "action": "finish", "args": {"final_thought": "I could not fix it.", "outputs": {}}})
+    events.append(
+        {
+            "id": next_id,
+            "timestamp": "2025-01-10T10:02:00",
+            "source": "agent",
+            "message": "",
+            "action": "finish",
+            "args": {"final_thought": "I could not fix it.", "outputs": {}},
+        }
+    )
     return events
 
 
@@ -55,8 +108,15 @@ def test_swe_agent_fixture(real_fixtures: Path):
     assert documents.claims(path) and documents.name_of(path) == "swe-agent"
     events, problems = documents.load(path)
     assert problems == []
-    assert counts(events) == {"session_start": 1, "user_messages": 1, "assistant_messages": 12,
-                              "tool_calls": 12, "tool_results": 12, "usage": 1, "session_end": 1}
+    assert counts(events) == {
+        "session_start": 1,
+        "user_messages": 1,
+        "assistant_messages": 12,
+        "tool_calls": 12,
+        "tool_results": 12,
+        "usage": 1,
+        "session_end": 1,
+    }
     calls = [e for e in events if e.kind is Kind.TOOL_CALL]
     assert [c.line for c in calls] == list(range(1, 13))
     assert [c.tool for c in calls[:4]] == ["create", "edit", "python", "find_file"]
@@ -79,8 +139,9 @@ def test_swe_agent_fixture_is_honest(real_fixtures: Path):
 
 def test_swe_agent_loop_is_reported_at_its_step(tmp_path: Path):
     """A .traj that repeats one failing action is caught; the detection's line is the step index."""
-    steps = [{"thought": "check", "action": "ls /missing\n", "observation": "ls: cannot access"}
-             for _ in range(5)]
+    steps = [
+        {"thought": "check", "action": "ls /missing\n", "observation": "ls: cannot access"} for _ in range(5)
+    ]
     path = tmp_path / "loop.traj"
     path.write_text(json.dumps({"trajectory": steps, "history": [], "info": {}}))
     report = scan([str(path)])
@@ -102,8 +163,11 @@ def test_swe_agent_history_only_and_bad_steps(tmp_path: Path):
     path.write_text(json.dumps({"trajectory": [], "history": history}))
     events, problems = documents.load(path)
     assert problems == []
-    assert [(e.kind.value, e.line) for e in events if e.kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT)] \
-        == [("tool_call", 3), ("tool_result", 3), ("tool_call", 5)]
+    assert [(e.kind.value, e.line) for e in events if e.kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT)] == [
+        ("tool_call", 3),
+        ("tool_result", 3),
+        ("tool_call", 5),
+    ]
     bad = tmp_path / "bad.traj"
     bad.write_text(json.dumps({"trajectory": [{"action": "ls", "observation": "x"}, "junk", {"action": 5}]}))
     events, problems = documents.load(bad)
@@ -121,8 +185,14 @@ def test_openhands_event_list(tmp_path: Path):
     assert documents.claims(path) and documents.name_of(path) == "openhands"
     events, problems = documents.load(path)
     assert problems == []
-    assert counts(events) == {"session_start": 1, "user_messages": 1, "assistant_messages": 3,
-                              "tool_calls": 2, "tool_results": 2, "usage": 2}
+    assert counts(events) == {
+        "session_start": 1,
+        "user_messages": 1,
+        "assistant_messages": 3,
+        "tool_calls": 2,
+        "tool_results": 2,
+        "usage": 2,
+    }
     call = next(e for e in events if e.kind is Kind.TOOL_CALL)
     assert call.tool == "execute_bash" and call.line == 4
     assert call.args == {"command": "pytest -x", "is_input": False, "action": "run"}
@@ -154,7 +224,10 @@ def test_openhands_bad_items_and_non_trajectories(tmp_path: Path):
     path.write_text(json.dumps(items))
     events, problems = documents.load(path)
     assert [(p.line, p.reason[:20]) for p in problems] == [
-        (3, "expected an event ob"), (4, "event has neither 'a"), (5, "timestamp: not an IS")]
+        (3, "expected an event ob"),
+        (4, "event has neither 'a"),
+        (5, "timestamp: not an IS"),
+    ]
     assert sum(1 for e in events if e.kind is Kind.TOOL_CALL) == 1
     other = tmp_path / "package.json"
     other.write_text(json.dumps({"name": "x", "version": "1"}))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -34,23 +34,34 @@ BASE_TS = 1_750_000_000.0
 
 # -- scenarios ----------------------------------------------------------------
 
+
 def _loop_same_call() -> list[dict]:
-    out: list[dict] = [{"type": "session_start", "agent": "demo"},
-                       {"type": "message", "role": "user", "content": "tidy the repo"}]
+    out: list[dict] = [
+        {"type": "session_start", "agent": "demo"},
+        {"type": "message", "role": "user", "content": "tidy the repo"},
+    ]
     for i in range(5):
-        out += [{"type": "tool_call", "id": f"c{i}", "name": "bash", "args": {"command": "ls build/"}},
-                {"type": "tool_result", "id": f"c{i}", "content": "", "is_error": False}]
+        out += [
+            {"type": "tool_call", "id": f"c{i}", "name": "bash", "args": {"command": "ls build/"}},
+            {"type": "tool_result", "id": f"c{i}", "content": "", "is_error": False},
+        ]
     return out
 
 
 def _loop_same_error_with_chatter() -> list[dict]:
     out: list[dict] = [{"type": "session_start", "agent": "demo"}]
     for i in range(4):
-        out += [{"type": "message", "role": "assistant", "content": f"Attempt {i}: running the tests."},
-                {"type": "tool_call", "id": f"t{i}", "name": "pytest", "args": {"path": "tests/"}},
-                {"type": "tool_result", "id": f"t{i}", "is_error": True,
-                 "content": "ModuleNotFoundError: No module named 'foo'"},
-                {"type": "usage", "input_tokens": 1000 + i, "output_tokens": 40}]
+        out += [
+            {"type": "message", "role": "assistant", "content": f"Attempt {i}: running the tests."},
+            {"type": "tool_call", "id": f"t{i}", "name": "pytest", "args": {"path": "tests/"}},
+            {
+                "type": "tool_result",
+                "id": f"t{i}",
+                "is_error": True,
+                "content": "ModuleNotFoundError: No module named 'foo'",
+            },
+            {"type": "usage", "input_tokens": 1000 + i, "output_tokens": 40},
+        ]
     return out
 
 
@@ -68,12 +79,14 @@ def _user_turn_breaks_the_streak() -> list[dict]:
 def _cycle() -> list[dict]:
     out: list[dict] = [{"type": "session_start", "agent": "demo"}]
     for i in range(4):
-        out += [{"type": "tool_call", "id": f"r{i}", "name": "read", "args": {"path": "a.py"}},
-                {"type": "tool_result", "id": f"r{i}", "content": "def f(): pass"},
-                {"type": "tool_call", "id": f"e{i}", "name": "edit", "args": {"path": "a.py", "text": "pass"}},
-                {"type": "tool_result", "id": f"e{i}", "content": "ok"},
-                {"type": "tool_call", "id": f"p{i}", "name": "pytest", "args": {}},
-                {"type": "tool_result", "id": f"p{i}", "content": "1 failed", "is_error": True}]
+        out += [
+            {"type": "tool_call", "id": f"r{i}", "name": "read", "args": {"path": "a.py"}},
+            {"type": "tool_result", "id": f"r{i}", "content": "def f(): pass"},
+            {"type": "tool_call", "id": f"e{i}", "name": "edit", "args": {"path": "a.py", "text": "pass"}},
+            {"type": "tool_result", "id": f"e{i}", "content": "ok"},
+            {"type": "tool_call", "id": f"p{i}", "name": "pytest", "args": {}},
+            {"type": "tool_result", "id": f"p{i}", "content": "1 failed", "is_error": True},
+        ]
     return out
 
 
@@ -93,8 +106,11 @@ def _load_scenario(name: str) -> list[dict]:
     if name in INLINE:
         records = INLINE[name]()
     else:
-        records = [json.loads(line) for line in (SCENARIOS / f"{name}.jsonl").read_text().splitlines()
-                   if line.strip()]
+        records = [
+            json.loads(line)
+            for line in (SCENARIOS / f"{name}.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
     # Every record gets an explicit time and session, so that all renderings agree.
     out = []
     for index, record in enumerate(records):
@@ -110,40 +126,112 @@ def _load_scenario(name: str) -> list[dict]:
 
 # -- renderers ----------------------------------------------------------------
 
+
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def render_claude(records: list[dict]) -> list[dict]:
     """One session's native records as a Claude Code transcript."""
     out = []
     for n, r in enumerate(records):
-        base = {"sessionId": r["session"], "uuid": f"u{n}", "timestamp": _iso(r["ts"]),
-                "version": "2.1.39", "cwd": "/work", "isSidechain": False, "userType": "external"}
+        base = {
+            "sessionId": r["session"],
+            "uuid": f"u{n}",
+            "timestamp": _iso(r["ts"]),
+            "version": "2.1.39",
+            "cwd": "/work",
+            "isSidechain": False,
+            "userType": "external",
+        }
         kind = r["type"]
         if kind == "message" and r["role"] == "user":
             out.append(dict(base, type="user", message={"role": "user", "content": r.get("content", "")}))
         elif kind == "message" and r["role"] == "assistant":
-            out.append(dict(base, type="assistant", message={
-                "id": f"msg{n}", "role": "assistant", "content": [{"type": "text", "text": r.get("content", "")}]}))
+            out.append(
+                dict(
+                    base,
+                    type="assistant",
+                    message={
+                        "id": f"msg{n}",
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": r.get("content", "")}],
+                    },
+                )
+            )
         elif kind == "message":  # system text reaches Claude as a meta record
-            out.append(dict(base, type="user", isMeta=True, message={"role": "user", "content": r.get("content", "")}))
+            out.append(
+                dict(
+                    base, type="user", isMeta=True, message={"role": "user", "content": r.get("content", "")}
+                )
+            )
         elif kind == "tool_call":
-            out.append(dict(base, type="assistant", message={"id": f"msg{n}", "role": "assistant", "content": [
-                {"type": "tool_use", "id": r.get("id"), "name": r["name"], "input": r.get("args") or {}}]}))
+            out.append(
+                dict(
+                    base,
+                    type="assistant",
+                    message={
+                        "id": f"msg{n}",
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": r.get("id"),
+                                "name": r["name"],
+                                "input": r.get("args") or {},
+                            }
+                        ],
+                    },
+                )
+            )
         elif kind == "tool_result":
-            out.append(dict(base, type="user", message={"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": r.get("id"), "content": r.get("content", ""),
-                 "is_error": bool(r.get("is_error"))}]}))
+            out.append(
+                dict(
+                    base,
+                    type="user",
+                    message={
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": r.get("id"),
+                                "content": r.get("content", ""),
+                                "is_error": bool(r.get("is_error")),
+                            }
+                        ],
+                    },
+                )
+            )
         elif kind == "usage":
-            out.append(dict(base, type="assistant", message={
-                "id": f"msg{n}", "role": "assistant", "content": [],
-                "usage": {"input_tokens": r.get("input_tokens") or 0, "output_tokens": r.get("output_tokens") or 0}}))
+            out.append(
+                dict(
+                    base,
+                    type="assistant",
+                    message={
+                        "id": f"msg{n}",
+                        "role": "assistant",
+                        "content": [],
+                        "usage": {
+                            "input_tokens": r.get("input_tokens") or 0,
+                            "output_tokens": r.get("output_tokens") or 0,
+                        },
+                    },
+                )
+            )
         elif kind == "compaction":
-            out.append(dict(base, type="system", subtype="compact_boundary", content="Conversation compacted",
-                            compactMetadata={"trigger": "auto"}))
+            out.append(
+                dict(
+                    base,
+                    type="system",
+                    subtype="compact_boundary",
+                    content="Conversation compacted",
+                    compactMetadata={"trigger": "auto"},
+                )
+            )
         elif kind == "session_start":
-            out.append(dict(base, type="progress", data={"type": "hook_progress", "hookEvent": "SessionStart"}))
+            out.append(
+                dict(base, type="progress", data={"type": "hook_progress", "hookEvent": "SessionStart"})
+            )
         # session_end: Claude Code writes nothing when a session ends
     return out
 
@@ -165,38 +253,82 @@ def render_codex(records: list[dict]) -> list[dict]:
         kind = r["type"]
         text = r.get("content", "")
         if kind == "message" and r["role"] == "user":
-            out.append(item("response_item", {"type": "message", "role": "user",
-                                              "content": [{"type": "input_text", "text": text}]}))
+            out.append(
+                item(
+                    "response_item",
+                    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+                )
+            )
             out.append(item("event_msg", {"type": "user_message", "message": text, "images": []}))
         elif kind == "message" and r["role"] == "assistant":
             out.append(item("event_msg", {"type": "agent_message", "message": text}))
-            out.append(item("response_item", {"type": "message", "role": "assistant",
-                                              "content": [{"type": "output_text", "text": text}]}))
+            out.append(
+                item(
+                    "response_item",
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    },
+                )
+            )
         elif kind == "message":
-            out.append(item("response_item", {"type": "message", "role": "developer",
-                                              "content": [{"type": "input_text", "text": text}]}))
+            out.append(
+                item(
+                    "response_item",
+                    {
+                        "type": "message",
+                        "role": "developer",
+                        "content": [{"type": "input_text", "text": text}],
+                    },
+                )
+            )
         elif kind == "tool_call":
-            out.append(item("response_item", {"type": "function_call", "name": r["name"], "call_id": r.get("id"),
-                                              "arguments": json.dumps(r.get("args") or {})}))
+            out.append(
+                item(
+                    "response_item",
+                    {
+                        "type": "function_call",
+                        "name": r["name"],
+                        "call_id": r.get("id"),
+                        "arguments": json.dumps(r.get("args") or {}),
+                    },
+                )
+            )
         elif kind == "tool_result":
             output = {"output": text, "metadata": {"exit_code": 1 if r.get("is_error") else 0}}
-            out.append(item("response_item", {"type": "function_call_output", "call_id": r.get("id"),
-                                              "output": json.dumps(output)}))
+            out.append(
+                item(
+                    "response_item",
+                    {"type": "function_call_output", "call_id": r.get("id"), "output": json.dumps(output)},
+                )
+            )
         elif kind == "usage":
             last = {"input_tokens": r.get("input_tokens") or 0, "output_tokens": r.get("output_tokens") or 0}
             totals["input"] += last["input_tokens"]
             totals["output"] += last["output_tokens"]
-            total = {"input_tokens": totals["input"], "output_tokens": totals["output"],
-                     "total_tokens": totals["input"] + totals["output"]}
+            total = {
+                "input_tokens": totals["input"],
+                "output_tokens": totals["output"],
+                "total_tokens": totals["input"] + totals["output"],
+            }
             for _ in range(2):  # Codex writes every token count twice
-                out.append(item("event_msg", {"type": "token_count", "info": {
-                    "total_token_usage": total, "last_token_usage": dict(last)}}))
+                out.append(
+                    item(
+                        "event_msg",
+                        {
+                            "type": "token_count",
+                            "info": {"total_token_usage": total, "last_token_usage": dict(last)},
+                        },
+                    )
+                )
         elif kind == "compaction":
             out.append(item("compacted", {"message": "summary"}))
     return out
 
 
 # -- running ------------------------------------------------------------------
+
 
 def _by_session(records: list[dict]) -> dict[str, list[dict]]:
     sessions: dict[str, list[dict]] = {}
@@ -333,7 +465,9 @@ def _decode_any(path: Path) -> tuple[list[Event], int]:
 
 def test_every_real_transcript_is_counted():
     """The pinned counts cover every real transcript kept (none forgotten, none stale)."""
-    kept = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md"}
+    kept = {
+        str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md"
+    }
     assert kept == set(REAL_COUNTS)
 
 

@@ -47,14 +47,45 @@ def both(record):
 
 
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=False),
-    st.sampled_from(["", "x", "bash", "user", "assistant", "robot", "tool_call", "c1", "2025-06-01T10:00:00Z"]),
-    st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "command"]), st.text(max_size=5)),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**12),
+    st.floats(allow_nan=False),
+    st.sampled_from(
+        ["", "x", "bash", "user", "assistant", "robot", "tool_call", "c1", "2025-06-01T10:00:00Z"]
+    ),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "command"]), st.text(max_size=5)),
 )
-kinds = st.sampled_from(["tool_call", "tool_result", "message", "usage", "session_start", "session_end",
-                         "compaction", "thinking", None, 3])
-field_names = ["session", "ts", "id", "name", "args", "content", "is_error", "role", "agent", "pid",
-               "status", "input_tokens", "extra"]
+kinds = st.sampled_from(
+    [
+        "tool_call",
+        "tool_result",
+        "message",
+        "usage",
+        "session_start",
+        "session_end",
+        "compaction",
+        "thinking",
+        None,
+        3,
+    ]
+)
+field_names = [
+    "session",
+    "ts",
+    "id",
+    "name",
+    "args",
+    "content",
+    "is_error",
+    "role",
+    "agent",
+    "pid",
+    "status",
+    "input_tokens",
+    "extra",
+]
 
 
 @st.composite
@@ -87,7 +118,14 @@ TYPICAL = [
     {"type": "tool_call", "id": "c1", "name": "bash", "args": {}, "session": 12, "ts": 1.5},
     {"type": "tool_call", "id": "c1", "name": "bash", "args": {}, "session": "s", "ts": 1750000000123.0},
     {"type": "tool_call", "id": "c1", "name": "bash", "args": {}, "session": "s", "ts": 1750000000},
-    {"type": "tool_call", "id": "c1", "name": "bash", "args": {}, "session": "s", "ts": "2025-06-01T10:00:00"},
+    {
+        "type": "tool_call",
+        "id": "c1",
+        "name": "bash",
+        "args": {},
+        "session": "s",
+        "ts": "2025-06-01T10:00:00",
+    },
     {"type": "tool_call", "id": "c1", "name": "", "args": {}, "session": "s", "ts": 1.5},
     {"type": "tool_result", "id": "c1", "content": None, "is_error": False, "session": "s", "ts": 2.5},
     {"type": "tool_result", "id": "c1", "content": "x", "is_error": "no", "session": "s", "ts": 2.5},
@@ -105,8 +143,9 @@ def test_typical_and_unusual_records():
         got, want = both(record)
         assert got == want, record
     fast = NativeDecoder("log.jsonl", "log").decode_event(TYPICAL[0], 1, NOW)
-    assert fast == Event("tool_call", "s", 1.5, "log.jsonl", 1, call_id="c1", tool="bash",
-                         args={"command": "ls"})
+    assert fast == Event(
+        "tool_call", "s", 1.5, "log.jsonl", 1, call_id="c1", tool="bash", args={"command": "ls"}
+    )
     assert fast.cache == {} and fast.meta == {} and fast.meta is not fast.cache
 
 
@@ -128,17 +167,29 @@ def feed_in_batches(data: bytes, limit: int, batch: int, newlines: bool = False)
     lines = splitter.feed(data) + splitter.flush()
     events = []
     for start in range(0, len(lines), batch):
-        events += decoder.feed_lines(lines[start:start + batch], NOW)
+        events += decoder.feed_lines(lines[start : start + batch], NOW)
     return decoder, events
 
 
 def test_feed_lines_equals_feed_line_by_line():
     good = [orjson.dumps(record) for record in TYPICAL[:4]]
     lines = [
-        b"", b"   ", b"\t" + good[0] + b"  \r", good[1], b"[1, 2]", b"42", b"{not json", b"\xff" + good[2][1:],
+        b"",
+        b"   ",
+        b"\t" + good[0] + b"  \r",
+        good[1],
+        b"[1, 2]",
+        b"42",
+        b"{not json",
+        b"\xff" + good[2][1:],
         orjson.dumps({"type": "tool_result", "id": "c1", "content": "caf\xe9", "is_error": False})[:-1]
-        + b',"x":"\xff"}', good[3] + b"x" * 0, b"{" + b" " * 300 + b"}", *good,
-        orjson.dumps(TYPICAL[6]), orjson.dumps(TYPICAL[13]), orjson.dumps(TYPICAL[18]),
+        + b',"x":"\xff"}',
+        good[3] + b"x" * 0,
+        b"{" + b" " * 300 + b"}",
+        *good,
+        orjson.dumps(TYPICAL[6]),
+        orjson.dumps(TYPICAL[13]),
+        orjson.dumps(TYPICAL[18]),
         orjson.dumps({"type": "message", "role": "user", "content": "y" * 400}),
     ]
     # the first line decides the format: try starting with each kind of line
@@ -150,4 +201,8 @@ def test_feed_lines_equals_feed_line_by_line():
             assert [fields(e) for e in got] == [fields(e) for e in want]
             assert got_decoder.problems == want_decoder.problems
             assert (got_decoder.lines, got_decoder.events, got_decoder.problem_count, got_decoder.format) == (
-                want_decoder.lines, want_decoder.events, want_decoder.problem_count, want_decoder.format)
+                want_decoder.lines,
+                want_decoder.events,
+                want_decoder.problem_count,
+                want_decoder.format,
+            )

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 
 from monitor.config import build_config
 from monitor.hub import Hub
-from monitor.updates import ProblemReported
 from monitor.scan import scan
 from monitor.sources.files import FileSource, StartPolicy
 from monitor.sources.sockets import SocketServer
 from monitor.store import Store
+from monitor.updates import ProblemReported
 from tests.socketkit import DEADLINE, RawClient, short_socket_path
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -73,13 +73,13 @@ def mutate(record: dict, how: str) -> tuple[bytes, str]:
         r["type"] = 7
     elif how == "cut":
         line = _dump(r)
-        return line[:len(line) // 2], "invalid"
+        return line[: len(line) // 2], "invalid"
     elif how == "array":
         return b"[1, 2, 3]", "invalid"
     elif how == "deep":
         return DEEP, "invalid"
     elif how == "huge_int":
-        return _dump({"type": "usage", "session": r["session"], "input_tokens": 2 ** 64}), "invalid"
+        return _dump({"type": "usage", "session": r["session"], "input_tokens": 2**64}), "invalid"
     elif how == "session_object":
         r["session"] = {"id": 1}
     elif how == "bad_role":
@@ -101,11 +101,23 @@ def mutate(record: dict, how: str) -> tuple[bytes, str]:
     return _dump(r), "invalid"
 
 
-MUTATIONS = ["none"] * 6 + ["type_list", "type_int", "cut", "array", "deep", "huge_int",
-                            "session_object", "bad_role", "ts_huge", "ts_negative", "bad_utf8"]
+MUTATIONS = ["none"] * 6 + [
+    "type_list",
+    "type_int",
+    "cut",
+    "array",
+    "deep",
+    "huge_int",
+    "session_object",
+    "bad_role",
+    "ts_huge",
+    "ts_negative",
+    "bad_utf8",
+]
 
-cases = st.lists(st.tuples(st.integers(0, len(CORPUS) - 1), st.sampled_from(MUTATIONS)),
-                 min_size=1, max_size=25)
+cases = st.lists(
+    st.tuples(st.integers(0, len(CORPUS) - 1), st.sampled_from(MUTATIONS)), min_size=1, max_size=25
+)
 
 
 def build(picks: list[tuple[int, str]], session: str) -> tuple[bytes, Counter, int]:
@@ -126,8 +138,11 @@ def build(picks: list[tuple[int, str]], session: str) -> tuple[bytes, Counter, i
     return b"\n".join(lines) + b"\n", problems, events
 
 
-fuzz = settings(max_examples=30, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+fuzz = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @fuzz
@@ -183,13 +198,16 @@ async def _through_monitor(tmp_path: Path, data: bytes) -> tuple[Store, list]:
 
 @fuzz
 @given(picks=cases)
-def test_socket_and_watched_file_store_every_valid_record_and_report_every_bad_one_once(tmp_path_factory,
-                                                                                       picks):
+def test_socket_and_watched_file_store_every_valid_record_and_report_every_bad_one_once(
+    tmp_path_factory, picks
+):
     tmp_path = tmp_path_factory.mktemp("fuzz")
     data, expected_problems, expected_events = build(picks, "file")
     store, problems = asyncio.run(_through_monitor(tmp_path, data))
-    counts = {session: store.count_events(session) if store.get_session(session) else 0
-              for session in ("sock", "file")}
+    counts = {
+        session: store.count_events(session) if store.get_session(session) else 0
+        for session in ("sock", "file")
+    }
     assert counts == {"sock": expected_events, "file": expected_events}
     by_source = {"socket": Counter(), "file": Counter()}
     for problem in problems:

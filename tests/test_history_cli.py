@@ -25,8 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HOUR = 3600.0
 
 
-def write_log(path: Path, session: str, agent: str, start: float, repeats: int,
-              varied: int = 0) -> Path:
+def write_log(path: Path, session: str, agent: str, start: float, repeats: int, varied: int = 0) -> Path:
     """A native log: ``repeats`` identical ``ls`` calls with the same (empty)
     result, then ``varied`` calls that each do something new."""
     records = [{"type": "session_start", "session": session, "agent": agent, "ts": start}]
@@ -34,10 +33,25 @@ def write_log(path: Path, session: str, agent: str, start: float, repeats: int,
     for i in range(repeats + varied):
         ts += 1
         cmd = "ls" if i < repeats else f"cat file{i}.py"
-        records.append({"type": "tool_call", "session": session, "id": f"c{i}", "name": "bash",
-                        "args": {"cmd": cmd}, "ts": ts})
-        records.append({"type": "tool_result", "session": session, "id": f"c{i}",
-                        "content": "" if i < repeats else f"contents {i}", "ts": ts + 0.5})
+        records.append(
+            {
+                "type": "tool_call",
+                "session": session,
+                "id": f"c{i}",
+                "name": "bash",
+                "args": {"cmd": cmd},
+                "ts": ts,
+            }
+        )
+        records.append(
+            {
+                "type": "tool_result",
+                "session": session,
+                "id": f"c{i}",
+                "content": "" if i < repeats else f"contents {i}",
+                "ts": ts + 0.5,
+            }
+        )
     records.append({"type": "session_end", "session": session, "ts": ts + 1})
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
@@ -57,16 +71,26 @@ def record(db: Path, logs: list[Path], preset: str = "balanced") -> Store:
             store.add_detections(detections)
     for session, state in engine.sessions.items():
         escalation = engine.policy.state(session)
-        store.upsert_session({"id": session, "agent": state.agent, "source": state.source,
-                              "kind": "file", "status": "ended", "level": escalation.level,
-                              "detector": escalation.detector, "reason": escalation.reason})
+        store.upsert_session(
+            {
+                "id": session,
+                "agent": state.agent,
+                "source": state.source,
+                "kind": "file",
+                "status": "ended",
+                "level": escalation.level,
+                "detector": escalation.detector,
+                "reason": escalation.reason,
+            }
+        )
     store.flush()
     return store
 
 
 def loopwatch(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +121,7 @@ def test_history_lists_sessions_newest_first_with_filters(recorded):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split()[:4] == ["LAST", "SEEN", "SESSION", "AGENT"]
-    order = [next(s for s in ("honest-1b2c", "twice-9d8e", "loop-7f3a") if s in line)
-             for line in lines[1:]]
+    order = [next(s for s in ("honest-1b2c", "twice-9d8e", "loop-7f3a") if s in line) for line in lines[1:]]
     assert order == ["honest-1b2c", "twice-9d8e", "loop-7f3a"]
     loop_line = lines[3]
     assert "claude-code" in loop_line and "file" in loop_line and "ended" in loop_line
@@ -168,8 +191,9 @@ def test_scan_db_what_if_with_another_preset(recorded):
     assert "no session ends at another level" in same.stdout
     assert "scanned 1 stored session(s)" in same.stdout
 
-    what_if = loopwatch("scan", "--db", str(recorded["db"]), "--session", "twice-9d8e",
-                        "--preset", "aggressive")
+    what_if = loopwatch(
+        "scan", "--db", str(recorded["db"]), "--session", "twice-9d8e", "--preset", "aggressive"
+    )
     assert what_if.returncode == 1
     assert "twice-9d8e" in what_if.stdout and "exact_repeat" in what_if.stdout
     assert "what-if (preset aggressive): 1 of 1 session(s)" in what_if.stdout
@@ -190,8 +214,9 @@ def test_scan_db_usage_errors(recorded, tmp_path):
 def _history_args(db: Path, tui: bool) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     history.configure(parser)
-    return parser.parse_args(["--db", str(db), "--level", "warn", "--limit", "5"]
-                             + (["--tui"] if tui else []))
+    return parser.parse_args(
+        ["--db", str(db), "--level", "warn", "--limit", "5"] + (["--tui"] if tui else [])
+    )
 
 
 def test_history_tui_delegates_to_the_ui_only_when_asked(recorded, monkeypatch, capsys):
@@ -206,8 +231,12 @@ def test_history_tui_delegates_to_the_ui_only_when_asked(recorded, monkeypatch, 
     # pytest's stdin is no terminal: the real check refuses (tests/test_cli_robustness.py).
     monkeypatch.setattr(common, "terminal_problem", lambda instead: None)
     assert history.run(_history_args(recorded["db"], tui=True)) == 0
-    assert calls == [(recorded["db"], {"theme": None, "agent": None, "since": None,
-                                       "level": "warn", "text": None, "limit": 5})]
+    assert calls == [
+        (
+            recorded["db"],
+            {"theme": None, "agent": None, "since": None, "level": "warn", "text": None, "limit": 5},
+        )
+    ]
 
     monkeypatch.setitem(sys.modules, "monitor.ui.app", None)  # import fails
     assert history.run(_history_args(recorded["db"], tui=True)) == 2

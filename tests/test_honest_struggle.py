@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from monitor.detect.analysis.failures import comparable_failure, failed
 from monitor.events import Level
-from tests.streams import Stream, by, run
+from tests.streams import Stream, run
 
 MINI_EMPTY_ONE = "<returncode>1</returncode>\n<output>\n</output>"
 
@@ -23,8 +23,12 @@ def test_exit_one_of_a_search_behind_a_prefix_or_a_pipeline_is_no():
     s.call("bash", MINI_EMPTY_ONE, error=True, command="cd /testbed && grep -n retry_delay f.py")
     s.call("bash", MINI_EMPTY_ONE, error=True, command="grep -rn backoff src/ | head -20")
     s.call("bash", "Exit code 1", error=True, command="grep -rn MAX_ATTEMPTS src/ | head")
-    s.call("bash", "<returncode>1</returncode>\n<output>\nTraceback\nValueError: bad\n</output>",
-           error=True, command="python repro.py | head")
+    s.call(
+        "bash",
+        "<returncode>1</returncode>\n<output>\nTraceback\nValueError: bad\n</output>",
+        error=True,
+        command="python repro.py | head",
+    )
     results = _results(s)
     assert [failed(r) for r in results] == [False, False, False, True]
     assert [comparable_failure(r) is None for r in results[:3]] == [True] * 3
@@ -34,7 +38,9 @@ def test_greps_for_different_patterns_that_find_nothing_are_not_the_same_error()
     """Four greps for different names, each exiting 1 with nothing printed: no repeated_result, no cascade."""
     s = Stream()
     for pattern in ("retry_delay", "backoff", "max_attempts", "sleep_for"):
-        s.call("bash", MINI_EMPTY_ONE, error=True, command=f"cd /testbed && grep -rn {pattern} src/ | head -5")
+        s.call(
+            "bash", MINI_EMPTY_ONE, error=True, command=f"cd /testbed && grep -rn {pattern} src/ | head -5"
+        )
     _, found = run(s)
     assert not [d for d in found if d.level >= Level.WARN]
 
@@ -48,8 +54,12 @@ def test_a_script_rewritten_between_runs_is_a_new_call():
     s = Stream()
     for n in range(4):
         s.call("bash", "", command=f"cat > fix.py << 'EOF'\nimport re\nprint({n})\nEOF")
-        s.call("bash", "Traceback (most recent call last):\nValueError: no match", error=True,
-               command="python fix.py")
+        s.call(
+            "bash",
+            "Traceback (most recent call last):\nValueError: no match",
+            error=True,
+            command="python fix.py",
+        )
     _, found = run(s)
     assert not _warned(found, "exact_repeat")
 
@@ -60,7 +70,9 @@ def test_reads_and_runs_after_shell_edits_are_new_calls():
     s = Stream()
     for n in range(4):
         s.call("bash", "", command=f"sed -i 's/old{n}/new{n}/' django/db/models.py")
-        s.call("bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'")
+        s.call(
+            "bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'"
+        )
         s.call("bash", "FAIL: help text misformatted", command="python3 test_help_formatting.py")
         s.call("bash", "", command="git diff django/ > patch.txt")
     _, found = run(s)
@@ -71,7 +83,9 @@ def test_the_same_read_with_nothing_rewritten_still_repeats():
     """Without a write in between, the same read three times is still a repeat."""
     s = Stream()
     for _ in range(3):
-        s.call("bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'")
+        s.call(
+            "bash", "    def save(self):\n        pass", command="cat django/db/models.py | sed -n '319,340p'"
+        )
         s.call("bash", "README.md\nsetup.py", command="ls")
     _, found = run(s)
     assert _warned(found, "exact_repeat")
@@ -81,7 +95,9 @@ def test_the_identical_patch_written_again_and_again_stays_caught():
     """The identical 974-character fix.patch written four times while the agent says it
     is fixing it; and the same after a ``git apply`` that failed (running the patch does
     not rewrite it, so writing it again is a repeat)."""
-    patch = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n-a = 1\n+a = 2\n" + "# context line\n" * 61 + "# end\n\n"
+    patch = (
+        "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n-a = 1\n+a = 2\n" + "# context line\n" * 61 + "# end\n\n"
+    )
     assert len(patch) == 974
     s = Stream()
     for _ in range(4):
@@ -109,14 +125,17 @@ def test_untimed_native_messages_are_each_a_turn(tmp_path):
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
         return scan([str(path)])
 
-    empty = [{"type": "message", "role": "user", "content": "go"}] + [
-        {"type": "message", "role": "assistant", "content": ""} for _ in range(4)] + [
-        {"type": "tool_call", "id": "c1", "name": "ls", "args": {}}]  # (joins the 4th: a turn is judged when the next starts)
+    empty = (
+        [{"type": "message", "role": "user", "content": "go"}]
+        + [{"type": "message", "role": "assistant", "content": ""} for _ in range(4)]
+        + [{"type": "tool_call", "id": "c1", "name": "ls", "args": {}}]
+    )  # (joins the 4th: a turn is judged when the next starts)
     report = log(empty)
     assert [d for d in report.detections if d.detector == "monologue" and d.level >= Level.WARN]
     chunks = [{"type": "message", "role": "user", "content": "go"}] + [
         {"type": "message", "role": "assistant", "content": f"part {n} of the answer", "continues": n > 0}
-        for n in range(4)]
+        for n in range(4)
+    ]
     assert not [d for d in log(chunks).detections if d.level >= Level.WARN]
 
 
@@ -175,7 +194,11 @@ def test_reading_different_ranges_of_one_file_is_not_a_loop():
     no evidence of showing nothing new."""
     body = "\n".join(f"    line {n} of the printer" for n in range(270, 286))
     for mini in (True, False):
-        wrap = (lambda out: f"<returncode>0</returncode>\n<output>\n{out}\n</output>") if mini else (lambda out: out)
+        wrap = (
+            (lambda out: f"<returncode>0</returncode>\n<output>\n{out}\n</output>")
+            if mini
+            else (lambda out: out)
+        )
         s = Stream()
         s.call("bash", wrap(body), command="sed -n '270,285p' sympy/printing/mathml.py")
         s.call("bash", wrap(""), command="sed -n '340,355p' sympy/printing/mathml.py")
@@ -216,11 +239,15 @@ def test_a_linter_reporting_findings_is_not_failing():
     """pylint exits 28 (messages of several kinds found), flake8 and mypy 1: the report is
     the output, as grep's 1 is "no match". Three differently-argued pylint runs are not
     a cascade nor a retry failing the same way; pylint's usage error (32) still fails."""
-    report = "************* Module repro\nrepro.py:1:0: C0114: Missing module docstring (missing-module-docstring)"
+    report = (
+        "************* Module repro\nrepro.py:1:0: C0114: Missing module docstring (missing-module-docstring)"
+    )
     s = Stream()
     for args in ("--recursive=y .", "--recursive=y --ignore=.a .", "--recursive=y --ignore-paths=.a ."):
         s.call("bash", f"Exit code 28\n{report}", error=True, command=f"cd reproduction && pylint {args}")
-    s.call("bash", "Exit code 1\nsrc/a.py:3:1: F401 'os' imported but unused", error=True, command="flake8 src")
+    s.call(
+        "bash", "Exit code 1\nsrc/a.py:3:1: F401 'os' imported but unused", error=True, command="flake8 src"
+    )
     s.call("bash", "Exit code 32\nusage: pylint [options]", error=True, command="pylint --bogus")
     results = _results(s)
     assert [failed(r) for r in results] == [False, False, False, False, True]

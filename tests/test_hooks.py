@@ -28,14 +28,28 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Hang guard for subprocesses, not a performance assertion.
 PROCESS_DEADLINE = 20.0
 
-PRE_TOOL = {"session_id": "sess-1", "transcript_path": "/t/sess-1.jsonl", "cwd": "/w",
-            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1",
-            "tool_input": {"command": "ls build/", "description": "list"}}
-POST_TOOL = dict(PRE_TOOL, hook_event_name="PostToolUse",
-                 tool_response={"stdout": "", "stderr": "ls: build/: No such file", "interrupted": False})
+PRE_TOOL = {
+    "session_id": "sess-1",
+    "transcript_path": "/t/sess-1.jsonl",
+    "cwd": "/w",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_use_id": "toolu_1",
+    "tool_input": {"command": "ls build/", "description": "list"},
+}
+POST_TOOL = dict(
+    PRE_TOOL,
+    hook_event_name="PostToolUse",
+    tool_response={"stdout": "", "stderr": "ls: build/: No such file", "interrupted": False},
+)
 STOP = {"session_id": "sess-1", "hook_event_name": "Stop", "stop_hook_active": False}
-SESSION_START = {"session_id": "sess-1", "hook_event_name": "SessionStart", "source": "startup",
-                 "cwd": "/w", "transcript_path": "/t/sess-1.jsonl"}
+SESSION_START = {
+    "session_id": "sess-1",
+    "hook_event_name": "SessionStart",
+    "source": "startup",
+    "cwd": "/w",
+    "transcript_path": "/t/sess-1.jsonl",
+}
 
 
 def _env(sock: Path | str, **extra: str) -> dict[str, str]:
@@ -48,15 +62,30 @@ def run_hook(agent: str, payload: Any, sock: Path | str, *args: str) -> subproce
     data = payload if isinstance(payload, (bytes, str)) else json.dumps(payload)
     if isinstance(data, str):
         data = data.encode()
-    return subprocess.run([sys.executable, "-m", "monitor", "hook", agent, *args], input=data,
-                          capture_output=True, env=_env(sock), cwd=ROOT, timeout=PROCESS_DEADLINE)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "hook", agent, *args],
+        input=data,
+        capture_output=True,
+        env=_env(sock),
+        cwd=ROOT,
+        timeout=PROCESS_DEADLINE,
+    )
 
 
 async def run_hook_async(agent: str, payload: Any, sock: Path) -> tuple[int, dict | None, str]:
     """The hook as a subprocess while this event loop keeps serving the real monitor."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "monitor", "hook", agent, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(sock, LOOPWATCH_HOOK_TIMEOUT="5"), cwd=ROOT)
+        sys.executable,
+        "-m",
+        "monitor",
+        "hook",
+        agent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(sock, LOOPWATCH_HOOK_TIMEOUT="5"),
+        cwd=ROOT,
+    )
     async with asyncio.timeout(PROCESS_DEADLINE):
         out, err = await process.communicate(json.dumps(payload).encode())
     text = out.decode().strip()
@@ -141,15 +170,19 @@ def _kill(session: str = "sess-1") -> dict:
 
 # -- against a scripted monitor ------------------------------------------------------------------
 
+
 def test_pre_tool_use_inject_becomes_additional_context(tmp_path: Path):
     """A pending inject is handed to Claude as additionalContext; the call went over as a tool_call."""
     sock = short_socket_path(tmp_path)
     with ScriptedMonitor(sock, [_inject("You have listed build/ 4 times; it does not exist.")]) as monitor:
         result = run_hook("claude", PRE_TOOL, sock)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "additionalContext": "You have listed build/ 4 times; it does not exist."}}
+    assert json.loads(result.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": "You have listed build/ 4 times; it does not exist.",
+        }
+    }
     kinds = [m["type"] for m in monitor.received]
     assert kinds == ["hello", "tool_call", "poll"]
     hello, call, poll = monitor.received
@@ -163,16 +196,23 @@ def test_stop_inject_continues_the_turn(tmp_path: Path):
     """On Claude's Stop, an inject keeps the agent going through additionalContext (the
     documented non-error form); Codex's Stop takes decision block with the text as the reason."""
     sock = short_socket_path(tmp_path)
-    with ScriptedMonitor(sock, [_inject("Check the test output before you stop."),
-                                _inject("And run it once more.")]):
+    with ScriptedMonitor(
+        sock, [_inject("Check the test output before you stop."), _inject("And run it once more.")]
+    ):
         result = run_hook("claude", STOP, sock)
-    assert json.loads(result.stdout) == {"hookSpecificOutput": {
-        "hookEventName": "Stop",
-        "additionalContext": "Check the test output before you stop.\n\nAnd run it once more."}}
+    assert json.loads(result.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "Stop",
+            "additionalContext": "Check the test output before you stop.\n\nAnd run it once more.",
+        }
+    }
     sock.unlink()
     with ScriptedMonitor(sock, [_inject("Check the test output before you stop.")]):
         result = run_hook("codex", STOP, sock)
-    assert json.loads(result.stdout) == {"decision": "block", "reason": "Check the test output before you stop."}
+    assert json.loads(result.stdout) == {
+        "decision": "block",
+        "reason": "Check the test output before you stop.",
+    }
 
 
 def test_kill_stops_claude_and_denies_the_tool(tmp_path: Path):
@@ -213,8 +253,12 @@ def test_nothing_pending_prints_nothing(tmp_path: Path):
     start = next(m for m in monitor.received if m["type"] == "session_start")
     # The agent is the process that ran the hook: here, this test process.
     assert start["pid"] == os.getpid() and start["agent"] == "claude-code"
-    assert start["meta"] == {"origin": "hook", "source": "startup", "cwd": "/w",
-                             "transcript_path": "/t/sess-1.jsonl"}
+    assert start["meta"] == {
+        "origin": "hook",
+        "source": "startup",
+        "cwd": "/w",
+        "transcript_path": "/t/sess-1.jsonl",
+    }
 
 
 def test_slow_monitor_is_abandoned(tmp_path: Path):
@@ -230,14 +274,16 @@ def test_unanswerable_events_are_forwarded_without_a_poll(tmp_path: Path):
     """Events the hook cannot answer (e.g. Notification) are not polled, so no message is drained and lost."""
     sock = short_socket_path(tmp_path)
     with ScriptedMonitor(sock, [_inject("kept for later")]) as monitor:
-        result = run_hook("claude", {"session_id": "sess-1", "hook_event_name": "Notification",
-                                     "message": "waiting"}, sock)
+        result = run_hook(
+            "claude", {"session_id": "sess-1", "hook_event_name": "Notification", "message": "waiting"}, sock
+        )
     assert (result.returncode, result.stdout) == (0, b"")
     assert [m["type"] for m in monitor.received] == ["hello"]
     assert monitor.replies == [_inject("kept for later")]
 
 
 # -- no monitor, bad input ------------------------------------------------------------------------
+
 
 def test_monitor_absent_exits_zero(tmp_path: Path):
     """No socket, or a stale socket file nobody listens on: exit 0, no output, nothing on stderr."""
@@ -251,14 +297,17 @@ def test_monitor_absent_exits_zero(tmp_path: Path):
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 
-@pytest.mark.parametrize("stdin,why", [
-    (b"\x00\xffnot json at all", "not JSON"),
-    (b"", "no input"),
-    (b"[1, 2, 3]", "expected a JSON object"),
-    (b'{"session_id": "s"}', "hook_event_name"),
-    (b'{"hook_event_name": "PreToolUse", "session_id": 7}', "session_id"),
-    (b'{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": null}', "tool_name"),
-])
+@pytest.mark.parametrize(
+    "stdin,why",
+    [
+        (b"\x00\xffnot json at all", "not JSON"),
+        (b"", "no input"),
+        (b"[1, 2, 3]", "expected a JSON object"),
+        (b'{"session_id": "s"}', "hook_event_name"),
+        (b'{"hook_event_name": "PreToolUse", "session_id": 7}', "session_id"),
+        (b'{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": null}', "tool_name"),
+    ],
+)
 def test_garbage_stdin_exits_zero_with_a_message(tmp_path: Path, stdin: bytes, why: str):
     """Unexpected input never crashes the hook or blocks the agent: exit 0, a reason on stderr."""
     result = run_hook("claude", stdin, tmp_path / "none.sock")
@@ -268,23 +317,35 @@ def test_garbage_stdin_exits_zero_with_a_message(tmp_path: Path, stdin: bytes, w
 
 def test_bad_usage_still_exits_zero(tmp_path: Path):
     """A misconfigured hook command must not exit 2, which would block Claude's tool call."""
-    result = subprocess.run([sys.executable, "-m", "monitor", "hook", "claud"], input=b"{}",
-                            capture_output=True, env=_env(tmp_path / "x.sock"), cwd=ROOT,
-                            timeout=PROCESS_DEADLINE)
+    result = subprocess.run(
+        [sys.executable, "-m", "monitor", "hook", "claud"],
+        input=b"{}",
+        capture_output=True,
+        env=_env(tmp_path / "x.sock"),
+        cwd=ROOT,
+        timeout=PROCESS_DEADLINE,
+    )
     assert result.returncode == 0 and b"invalid choice" in result.stderr
 
 
 def test_hook_import_is_light():
     """The hook path imports neither Textual, sqlite-utils, rapidfuzz, orjson nor the config/detectors."""
-    code = ("import io, sys\n"
-            "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
-            "from monitor.cli import main\n"
-            "main(['hook', 'claude'])\n"
-            "heavy = ('textual', 'sqlite_utils', 'rapidfuzz', 'orjson', 'monitor.config', 'monitor.detect',\n"
-            "         'monitor.formats', 'asyncio')\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT,
-                            env=_env("/nonexistent.sock"), timeout=PROCESS_DEADLINE)
+    code = (
+        "import io, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
+        "from monitor.cli import main\n"
+        "main(['hook', 'claude'])\n"
+        "heavy = ('textual', 'sqlite_utils', 'rapidfuzz', 'orjson', 'monitor.config', 'monitor.detect',\n"
+        "         'monitor.formats', 'asyncio')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        cwd=ROOT,
+        env=_env("/nonexistent.sock"),
+        timeout=PROCESS_DEADLINE,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode().strip().splitlines()[-1] == "[]"
 
@@ -304,22 +365,38 @@ def test_socket_path_matches_the_monitors_default(monkeypatch: pytest.MonkeyPatc
 
 def test_translation_and_answers():
     """The hook input maps to native events, and every decision maps to the agent's JSON."""
-    pre = parse_hook_input(json.dumps(dict(PRE_TOOL, tool_use_id=None, tool_input="raw")).encode(),
-                           "claude-code", now=5.0)
-    post = parse_hook_input(json.dumps(dict(POST_TOOL, tool_use_id=None, tool_input="raw")).encode(),
-                            "claude-code", now=6.0)
+    pre = parse_hook_input(
+        json.dumps(dict(PRE_TOOL, tool_use_id=None, tool_input="raw")).encode(), "claude-code", now=5.0
+    )
+    post = parse_hook_input(
+        json.dumps(dict(POST_TOOL, tool_use_id=None, tool_input="raw")).encode(), "claude-code", now=6.0
+    )
     assert pre.events[0]["args"] == {"input": "raw"} and pre.events[0]["ts"] == 5.0
     assert pre.events[0]["id"] == post.events[0]["id"]  # paired without a tool_use_id
-    failure = parse_hook_input(json.dumps({"session_id": "s", "hook_event_name": "PostToolUseFailure",
-                                           "tool_name": "Bash", "error": "boom"}).encode(), "claude-code")
+    failure = parse_hook_input(
+        json.dumps(
+            {"session_id": "s", "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "boom"}
+        ).encode(),
+        "claude-code",
+    )
     assert failure.events[0]["is_error"] is True and failure.events[0]["content"] == "boom"
-    prompt = parse_hook_input(json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit",
-                                          "prompt": "try again"}).encode(), "codex")
-    assert prompt.events[0] == {"type": "message", "session": "s", "ts": prompt.events[0]["ts"],
-                                "role": "user", "content": "try again"}
+    prompt = parse_hook_input(
+        json.dumps(
+            {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "try again"}
+        ).encode(),
+        "codex",
+    )
+    assert prompt.events[0] == {
+        "type": "message",
+        "session": "s",
+        "ts": prompt.events[0]["ts"],
+        "role": "user",
+        "content": "try again",
+    }
     assert answer(pre, []) is None
-    assert answer(prompt, [_inject("x")]) == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                                                      "additionalContext": "x"}}
+    assert answer(prompt, [_inject("x")]) == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "x"}
+    }
     stop = parse_hook_input(json.dumps(STOP).encode(), "codex")
     assert stop.events == [] and answer(stop, [_kill()])["continue"] is False
     assert response_text({"type": "text", "file": {"filePath": "a", "content": "body"}}) == "body"
@@ -328,6 +405,7 @@ def test_translation_and_answers():
 
 
 # -- against the real monitor --------------------------------------------------------------------
+
 
 async def test_real_monitor_inject_and_kill(tmp_path: Path):
     """With the real hub and socket server: the operator's inject reaches Claude as
@@ -342,8 +420,12 @@ async def test_real_monitor_inject_and_kill(tmp_path: Path):
         action = await hub.act("inject", "sess-1", text="You keep listing build/; it is not there.")
         assert action.outcome == "delivered"
         code, reply, err = await run_hook_async("claude", POST_TOOL, sock)
-        assert reply == {"hookSpecificOutput": {"hookEventName": "PostToolUse",
-                                                "additionalContext": "You keep listing build/; it is not there."}}
+        assert reply == {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": "You keep listing build/; it is not there.",
+            }
+        }
         code, reply, err = await run_hook_async("claude", STOP, sock)
         assert reply is None  # delivered once, not again
         kill = await hub.act("kill", "sess-1")
@@ -374,20 +456,30 @@ EXISTING = {
     "model": "opus",
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
-        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 3}]}],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 3}]}
+        ],
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
     },
 }
 
 
 def install_hook(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", "install-hook", *args], capture_output=True,
-                          env=env or _env("/nonexistent.sock"), cwd=ROOT, timeout=PROCESS_DEADLINE, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "install-hook", *args],
+        capture_output=True,
+        env=env or _env("/nonexistent.sock"),
+        cwd=ROOT,
+        timeout=PROCESS_DEADLINE,
+        text=True,
+    )
 
 
 def _ours(settings: dict, agent: str) -> dict[str, list]:
-    return {event: [h for g in groups for h in g["hooks"] if is_ours(h, agent)]
-            for event, groups in settings.get("hooks", {}).items()}
+    return {
+        event: [h for g in groups for h in g["hooks"] if is_ours(h, agent)]
+        for event, groups in settings.get("hooks", {}).items()
+    }
 
 
 def test_install_hook_project_keeps_other_hooks_and_is_idempotent(tmp_path: Path):
@@ -431,11 +523,19 @@ def test_install_hook_user_default_command_and_update(tmp_path: Path):
     path.write_text(json.dumps(data))
     assert install_hook("claude", env=env).returncode == 0
     data = json.loads(path.read_text())
-    assert all(len(handlers) == 1 and handlers[0]["command"] == command
-               for handlers in _ours(data, "claude").values())
+    assert all(
+        len(handlers) == 1 and handlers[0]["command"] == command
+        for handlers in _ours(data, "claude").values()
+    )
     # The installed command really works as a hook.
-    hook = subprocess.run(command + " --timeout 0.2", shell=True, input=json.dumps(STOP).encode(),
-                          capture_output=True, env=_env(tmp_path / "none.sock"), timeout=PROCESS_DEADLINE)
+    hook = subprocess.run(
+        command + " --timeout 0.2",
+        shell=True,
+        input=json.dumps(STOP).encode(),
+        capture_output=True,
+        env=_env(tmp_path / "none.sock"),
+        timeout=PROCESS_DEADLINE,
+    )
     assert (hook.returncode, hook.stdout) == (0, b"")
 
 
@@ -466,14 +566,32 @@ def test_install_hook_refuses_a_broken_settings_file(tmp_path: Path):
 
 def test_uninstall_removes_only_our_handlers_from_shared_groups():
     """A group holding our handler and someone else's keeps theirs; the other agent's entries stay."""
-    settings = {"hooks": {"Stop": [{"hooks": [
-        {"type": "command", "command": "'/opt/my tools/loopwatch' hook claude"},
-        {"type": "command", "command": "notify-send done"},
-        {"type": "command", "command": "python3 -m monitor hook codex"}]}]}}
+    settings = {
+        "hooks": {
+            "Stop": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": "'/opt/my tools/loopwatch' hook claude"},
+                        {"type": "command", "command": "notify-send done"},
+                        {"type": "command", "command": "python3 -m monitor hook codex"},
+                    ]
+                }
+            ]
+        }
+    }
     assert uninstall(settings, "claude")
-    assert settings == {"hooks": {"Stop": [{"hooks": [
-        {"type": "command", "command": "notify-send done"},
-        {"type": "command", "command": "python3 -m monitor hook codex"}]}]}}
+    assert settings == {
+        "hooks": {
+            "Stop": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": "notify-send done"},
+                        {"type": "command", "command": "python3 -m monitor hook codex"},
+                    ]
+                }
+            ]
+        }
+    }
     assert not uninstall(settings, "claude")
     with pytest.raises(ValueError):
         install({"hooks": []}, "claude", "loopwatch hook claude")

@@ -19,9 +19,15 @@ from monitor.sources.files import FileSource
 from tests.socketkit import running_monitor, short_socket_path
 from tests.test_hooks import PRE_TOOL, STOP, ScriptedMonitor, _inject, run_hook, run_hook_async
 
-FAILURE = {"session_id": "sess-1", "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-           "tool_use_id": "toolu_1", "tool_input": {"command": "pytest -q"},
-           "error": "Exit code 1\nImportError: no module named 'parser'", "is_interrupt": False}
+FAILURE = {
+    "session_id": "sess-1",
+    "hook_event_name": "PostToolUseFailure",
+    "tool_name": "Bash",
+    "tool_use_id": "toolu_1",
+    "tool_input": {"command": "pytest -q"},
+    "error": "Exit code 1\nImportError: no module named 'parser'",
+    "is_interrupt": False,
+}
 
 
 def _parse(payload: dict, agent: str = "claude-code"):
@@ -32,9 +38,16 @@ def test_post_tool_use_failure_is_an_error_result():
     """PostToolUseFailure carries no tool_response, only a top-level error: an error result."""
     call = _parse(FAILURE)
     assert call.answerable
-    assert call.events == [{"type": "tool_result", "session": "sess-1", "ts": 100.0, "id": "toolu_1",
-                            "content": "Exit code 1\nImportError: no module named 'parser'",
-                            "is_error": True}]
+    assert call.events == [
+        {
+            "type": "tool_result",
+            "session": "sess-1",
+            "ts": 100.0,
+            "id": "toolu_1",
+            "content": "Exit code 1\nImportError: no module named 'parser'",
+            "is_error": True,
+        }
+    ]
 
 
 def test_an_interrupted_call_is_not_the_tools_outcome():
@@ -47,8 +60,9 @@ def test_older_claude_code_can_have_the_stop_block_form(monkeypatch):
 
     call = _parse(STOP)
     message = [{"type": "inject", "text": "Check again."}]
-    assert answer(call, message) == {"hookSpecificOutput": {"hookEventName": "Stop",
-                                                            "additionalContext": "Check again."}}
+    assert answer(call, message) == {
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Check again."}
+    }
     monkeypatch.setenv("LOOPWATCH_STOP_FORM", "block")
     assert answer(call, message) == {"decision": "block", "reason": "Check again."}
 
@@ -58,24 +72,41 @@ def test_session_end_and_api_error_end_the_session():
     assert end.events == [{"type": "session_end", "session": "s", "ts": 100.0, "status": "prompt_input_exit"}]
     assert not end.answerable
     failed = _parse({"session_id": "s", "hook_event_name": "StopFailure", "error": "rate_limit"})
-    assert failed.events == [{"type": "session_end", "session": "s", "ts": 100.0,
-                              "status": "api error: rate_limit"}]
+    assert failed.events == [
+        {"type": "session_end", "session": "s", "ts": 100.0, "status": "api error: rate_limit"}
+    ]
 
 
 def test_subagent_events_are_keyed_like_the_transcript_adapter():
     """A subagent's hook events carry the parent's session_id plus agent_id: they go to
     ``<session>:agent-<id>``, the name the transcript adapter gives the subagent's file."""
-    start = _parse({"session_id": "main", "hook_event_name": "SubagentStart", "agent_id": "a7f3",
-                    "agent_type": "Explore"})
+    start = _parse(
+        {
+            "session_id": "main",
+            "hook_event_name": "SubagentStart",
+            "agent_id": "a7f3",
+            "agent_type": "Explore",
+        }
+    )
     assert start.session == "main:agent-a7f3"
     assert start.events[0]["type"] == "session_start" and start.events[0]["parent"] == "main"
     assert start.events[0]["meta"]["agent_type"] == "Explore"
     call = _parse(dict(PRE_TOOL, session_id="main", agent_id="a7f3", agent_type="Explore"))
     assert call.events[0]["session"] == "main:agent-a7f3" and call.events[0]["type"] == "tool_call"
-    stop = _parse({"session_id": "main", "hook_event_name": "SubagentStop", "agent_id": "a7f3",
-                   "stop_hook_active": False})
-    assert stop.events[0] == {"type": "session_end", "session": "main:agent-a7f3", "ts": 100.0,
-                              "status": "subagent stopped"}
+    stop = _parse(
+        {
+            "session_id": "main",
+            "hook_event_name": "SubagentStop",
+            "agent_id": "a7f3",
+            "stop_hook_active": False,
+        }
+    )
+    assert stop.events[0] == {
+        "type": "session_end",
+        "session": "main:agent-a7f3",
+        "ts": 100.0,
+        "status": "subagent stopped",
+    }
     assert _parse(PRE_TOOL).session == "sess-1"  # the main agent's own events stay in its session
 
 
@@ -127,19 +158,54 @@ def test_each_call_leaves_a_contact_record(tmp_path: Path):
 
 def _transcript_records(session: str, calls: int) -> list[dict]:
     """A Claude Code transcript: the same failing `ls build/` ``calls`` times."""
-    records = [{"type": "user", "sessionId": session, "uuid": "u0", "timestamp": "2026-11-25T01:00:00Z",
-                "message": {"role": "user", "content": "list the build output"}}]
+    records = [
+        {
+            "type": "user",
+            "sessionId": session,
+            "uuid": "u0",
+            "timestamp": "2026-11-25T01:00:00Z",
+            "message": {"role": "user", "content": "list the build output"},
+        }
+    ]
     for i in range(calls):
-        records.append({"type": "assistant", "sessionId": session, "uuid": f"a{i}",
-                        "timestamp": f"2026-11-25T01:00:{10 + 2 * i:02d}Z",
-                        "message": {"role": "assistant", "content": [
-                            {"type": "tool_use", "id": f"toolu_{i}", "name": "Bash",
-                             "input": {"command": "ls build/", "description": "list"}}]}})
-        records.append({"type": "user", "sessionId": session, "uuid": f"r{i}",
-                        "timestamp": f"2026-11-25T01:00:{11 + 2 * i:02d}Z",
-                        "message": {"role": "user", "content": [
-                            {"type": "tool_result", "tool_use_id": f"toolu_{i}",
-                             "content": "ls: build/: No such file", "is_error": True}]}})
+        records.append(
+            {
+                "type": "assistant",
+                "sessionId": session,
+                "uuid": f"a{i}",
+                "timestamp": f"2026-11-25T01:00:{10 + 2 * i:02d}Z",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{i}",
+                            "name": "Bash",
+                            "input": {"command": "ls build/", "description": "list"},
+                        }
+                    ],
+                },
+            }
+        )
+        records.append(
+            {
+                "type": "user",
+                "sessionId": session,
+                "uuid": f"r{i}",
+                "timestamp": f"2026-11-25T01:00:{11 + 2 * i:02d}Z",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"toolu_{i}",
+                            "content": "ls: build/: No such file",
+                            "is_error": True,
+                        }
+                    ],
+                },
+            }
+        )
     return records
 
 
@@ -152,8 +218,10 @@ async def test_one_session_over_two_channels_counts_each_call_once(tmp_path: Pat
     transcript.parent.mkdir(parents=True)
     records = _transcript_records(session, 2)
     transcript.write_text(json.dumps(records[0]) + "\n")  # the prompt, written when submitted
-    post = {"hook_event_name": "PostToolUse", "tool_response": {"stdout": "", "stderr": "ls: build/: No such file",
-                                                                 "interrupted": False}}
+    post = {
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": "", "stderr": "ls: build/: No such file", "interrupted": False},
+    }
     async with running_monitor(tmp_path) as (hub, server):
         async with FileSource([str(transcript.parent)], hub, fmt="claude") as source:
             await source.sync()
@@ -192,14 +260,30 @@ async def test_a_subagent_over_two_channels_is_one_session_apart_from_its_parent
     transcript = tmp_path / "projects" / "-w" / parent / "subagents" / "agent-a81f.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text("")
-    post = {"hook_event_name": "PostToolUse", "tool_response": {"stdout": "", "stderr": "ls: build/: No such file"}}
+    post = {
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": "", "stderr": "ls: build/: No such file"},
+    }
     async with running_monitor(tmp_path) as (hub, server):
         async with FileSource([str(tmp_path / "projects")], hub, fmt="claude") as source:
-            await run_hook_async("claude", {"session_id": parent, "hook_event_name": "SubagentStart",
-                                            "agent_id": "a81f", "agent_type": "Explore"}, server.unix_path)
+            await run_hook_async(
+                "claude",
+                {
+                    "session_id": parent,
+                    "hook_event_name": "SubagentStart",
+                    "agent_id": "a81f",
+                    "agent_type": "Explore",
+                },
+                server.unix_path,
+            )
             for i in range(2):
-                call = dict(PRE_TOOL, session_id=parent, agent_id="a81f", agent_type="Explore",
-                            tool_use_id=f"toolu_{i}")
+                call = dict(
+                    PRE_TOOL,
+                    session_id=parent,
+                    agent_id="a81f",
+                    agent_type="Explore",
+                    tool_use_id=f"toolu_{i}",
+                )
                 await run_hook_async("claude", call, server.unix_path)
                 await run_hook_async("claude", {**call, **post}, server.unix_path)
             transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -238,14 +322,20 @@ async def test_session_end_closes_the_session_in_the_real_hub(tmp_path: Path):
     (the turn died on an API error) too, and a later call revives it."""
     async with running_monitor(tmp_path) as (hub, server):
         await run_hook_async("claude", PRE_TOOL, server.unix_path)
-        await run_hook_async("claude", {"session_id": "sess-1", "hook_event_name": "SessionEnd",
-                                        "reason": "logout"}, server.unix_path)
+        await run_hook_async(
+            "claude",
+            {"session_id": "sess-1", "hook_event_name": "SessionEnd", "reason": "logout"},
+            server.unix_path,
+        )
         await hub.join()
         assert hub.session("sess-1").status == "ended"
         await run_hook_async("claude", dict(PRE_TOOL, tool_use_id="toolu_9"), server.unix_path)
         await hub.join()
         assert hub.session("sess-1").status == "live"
-        await run_hook_async("claude", {"session_id": "sess-1", "hook_event_name": "StopFailure",
-                                        "error": "rate_limit"}, server.unix_path)
+        await run_hook_async(
+            "claude",
+            {"session_id": "sess-1", "hook_event_name": "StopFailure", "error": "rate_limit"},
+            server.unix_path,
+        )
         await hub.join()
         assert hub.session("sess-1").status == "ended"

@@ -16,14 +16,21 @@ import pytest
 
 from monitor.config import build_config
 from monitor.demo.synthetic import records
-from monitor.detect.engine import Engine
 from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
+from monitor.detect.engine import Engine
 from monitor.events import Event, EventRef, Kind
 from monitor.formats.lines import LineDecoder
 from monitor.framing import LineSplitter
 from monitor.store.rows import MIN_ARG_CHARS, MIN_JSON_CHARS, _clip_strings, bounded_json
-from monitor.text import _NEEDS_SQUASH, VOLATILE_KEYS, _canonical, _canonical_text, _needs_squash, canonical_args
+from monitor.text import (
+    _NEEDS_SQUASH,
+    VOLATILE_KEYS,
+    _canonical,
+    _canonical_text,
+    _needs_squash,
+    canonical_args,
+)
 from tests.conftest import SCENARIOS
 
 ALPHABET = ' \t\n\r"\\abn\x0b\xa0\u2028é'
@@ -51,24 +58,38 @@ def careful_canonical_args(args):
         return repr(_canonical(args))
 
 
-@pytest.mark.parametrize("args", [
-    {"command": "x" * 9000},
-    {"command": "echo  hi\n" * 2000, "timeout": 5},
-    {"content": "a\tb " * 3000, "path": "f.py", "n": 2 ** 70},
-    {"content": "é" * 9000},
-    {"content": "ok" * 5000, "nested": {"a": 1}},
-    {"content": "ok" * 5000, 3: "int key"},
-    {"content": "x" * 9000, "id": "call-1"},
-    {"path": "a.py", "command": "ls  -l"},
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"command": "x" * 9000},
+        {"command": "echo  hi\n" * 2000, "timeout": 5},
+        {"content": "a\tb " * 3000, "path": "f.py", "n": 2**70},
+        {"content": "é" * 9000},
+        {"content": "ok" * 5000, "nested": {"a": 1}},
+        {"content": "ok" * 5000, 3: "int key"},
+        {"content": "x" * 9000, "id": "call-1"},
+        {"path": "a.py", "command": "ls  -l"},
+    ],
+)
 def test_long_arguments_skip_the_fast_dump_with_the_same_key(args):
     assert canonical_args(args) == careful_canonical_args(args)
 
 
-@pytest.mark.parametrize("args", [
-    None, {}, {"path": "a.py"}, {"command": "ls  -l"}, {"command": "a\\tb"}, {"id": "c1", "path": "a.py"},
-    {"command": "x" * 9000}, {"content": "ok" * 5000, 3: "int key"}, {"n": 2 ** 70}, {"d": {"z": 1, "a": 2}},
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        None,
+        {},
+        {"path": "a.py"},
+        {"command": "ls  -l"},
+        {"command": "a\\tb"},
+        {"id": "c1", "path": "a.py"},
+        {"command": "x" * 9000},
+        {"content": "ok" * 5000, 3: "int key"},
+        {"n": 2**70},
+        {"d": {"z": 1, "a": 2}},
+    ],
+)
 def test_the_canonical_text_says_whether_it_rewrote_the_arguments(args):
     """_canonical_text makes the key in one pass: its text is the reference's,
     and not "rewritten" only when the arguments' own JSON is the key (a
@@ -100,9 +121,15 @@ def test_empty_handed_agrees_with_the_plain_definition_on_random_texts():
 
 
 def test_fingerprint_is_the_primary_arguments_key():
-    cases = [("read_file", {"path": "a.py"}), ("grep", {"pattern": "x", "path": "src", "flags": "-i"}),
-             ("bash", {"command": "pytest -q", "description": "run"}), ("tool", {"a": 1}), (None, {"path": "p"}),
-             ("", {}), ("edit", {"path": "a", "old": "x", "new": "y"})]
+    cases = [
+        ("read_file", {"path": "a.py"}),
+        ("grep", {"pattern": "x", "path": "src", "flags": "-i"}),
+        ("bash", {"command": "pytest -q", "description": "run"}),
+        ("tool", {"a": 1}),
+        (None, {"path": "p"}),
+        ("", {}),
+        ("edit", {"path": "a", "old": "x", "new": "y"}),
+    ]
     for tool, args in cases:
         event = Event(Kind.TOOL_CALL, "s", 0.0, tool=tool, args=args)
         primary = {k: args[k] for k in PRIMARY_KEYS if k in args}
@@ -125,9 +152,26 @@ def test_fingerprints_of_different_plain_tools_differ_within_the_kept_characters
     from monitor.detect.detectors.fingerprint import _PLAIN_TOOL
 
     rng = random.Random(5)
-    tools = [None, "", "?", "bash", "bas", "bash2", "read_file", "x" * (_PLAIN_TOOL - 1), "x" * (_PLAIN_TOOL - 2)]
-    shapes = [{"path": "a.py"}, {"command": "cat a.py"}, {"command": "ls -l"}, {"path": "p", "old": "x"},
-              {"job": 7}, {}, {"pattern": "y" * 300}]
+    tools = [
+        None,
+        "",
+        "?",
+        "bash",
+        "bas",
+        "bash2",
+        "read_file",
+        "x" * (_PLAIN_TOOL - 1),
+        "x" * (_PLAIN_TOOL - 2),
+    ]
+    shapes = [
+        {"path": "a.py"},
+        {"command": "cat a.py"},
+        {"command": "ls -l"},
+        {"path": "p", "old": "x"},
+        {"job": 7},
+        {},
+        {"pattern": "y" * 300},
+    ]
     prints = {}
     for _ in range(2000):
         tool, args = rng.choice(tools), dict(rng.choice(shapes))
@@ -168,20 +212,25 @@ def test_line_splitter_keeping_newlines_gives_the_same_lines_with_them():
             out += splitter.feed(data[start:cut])
             start = cut
         out += splitter.flush()
-        plain = [(n, raw if raw is None or raw[-1:] != b"\n" else raw[:-1], size if raw is None else None)
-                 for n, raw, size in out]
+        plain = [
+            (n, raw if raw is None or raw[-1:] != b"\n" else raw[:-1], size if raw is None else None)
+            for n, raw, size in out
+        ]
         want = [(n, raw, size if raw is None else None) for n, raw, size in reference_lines(data, limit)]
         assert plain == want, (data, cuts, limit)
         assert all(raw is None or size == len(raw) for _, raw, size in out)
 
 
-@pytest.mark.parametrize("value", [
-    {"path": "a.py", "n": 3, "ok": True, "x": None, "f": 1.5},
-    {"command": "y" * 5000},
-    {"bad": "\udcff"},
-    {"nested": {"a": [1, 2]}},
-    {"big": 2 ** 80},
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"path": "a.py", "n": 3, "ok": True, "x": None, "f": 1.5},
+        {"command": "y" * 5000},
+        {"bad": "\udcff"},
+        {"nested": {"a": [1, 2]}},
+        {"big": 2**80},
+    ],
+)
 def test_flat_json_columns_skip_the_clipping_with_the_same_text(value):
     def careful(value, content_chars):
         clipped = _clip_strings(value, max(content_chars, MIN_ARG_CHARS))
@@ -189,6 +238,7 @@ def test_flat_json_columns_skip_the_clipping_with_the_same_text(value):
             text = orjson.dumps(clipped, default=str).decode()
         except TypeError:
             import json
+
             text = json.dumps(clipped, default=str, ensure_ascii=True)
         if len(text) > max(8 * content_chars, MIN_JSON_CHARS):
             text = orjson.dumps({"…": f"too large to store: {len(text):,} characters of JSON"}).decode()
@@ -214,12 +264,17 @@ def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
                 state = engine.session(event.session, event)
                 if not gated and state.turn_gate is not None:
                     state.turn_gate = None  # every detector's observe, for every event
-                    state.observers = {kind: tuple(d.observe for d in [*state.by_kind[kind],
-                                                                      *state.global_by_kind.get(kind, ())])
-                                       for kind in Kind}
+                    state.observers = {
+                        kind: tuple(
+                            d.observe for d in [*state.by_kind[kind], *state.global_by_kind.get(kind, ())]
+                        )
+                        for kind in Kind
+                    }
                 found += [(d.detector, d.seq, d.session, d.level, d.message) for d in engine.process(event)]
-        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-                  for sid, s in engine.sessions.items()}
+        sparks = {
+            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+            for sid, s in engine.sessions.items()
+        }
         return found, sparks
 
     gated, ungated = run(True), run(False)
@@ -246,20 +301,42 @@ def test_keeping_sparklines_changes_no_detection(preset):
             decoder = LineDecoder(name)
             for line, raw in enumerate(lines, 1):
                 for event in decoder.feed(raw, line, now=0.0)[0]:
-                    found += [(d.detector, d.seq, d.session, d.level, d.score, d.message, d.pattern,
-                               tuple(ref.seq for ref in d.evidence)) for d in engine.process(event)]
+                    found += [
+                        (
+                            d.detector,
+                            d.seq,
+                            d.session,
+                            d.level,
+                            d.score,
+                            d.message,
+                            d.pattern,
+                            tuple(ref.seq for ref in d.evidence),
+                        )
+                        for d in engine.process(event)
+                    ]
         return found
 
     scanned = run(False)
     assert scanned == run(True)
-    assert {found[0] for found in scanned} >= {"turn_similarity", "output_similarity", "exact_repeat", "cycle"}
+    assert {found[0] for found in scanned} >= {
+        "turn_similarity",
+        "output_similarity",
+        "exact_repeat",
+        "cycle",
+    }
 
 
 def _moved_by_definition(records, start):
     """exact_repeat's "did a poll move?" per record, written as its definition."""
-    return [record.done and any(earlier.done and earlier.same_call(record) and not record.same_outcome(earlier)
-                                for earlier in records[:index])
-            for index, record in enumerate(records) if index >= start]
+    return [
+        record.done
+        and any(
+            earlier.done and earlier.same_call(record) and not record.same_outcome(earlier)
+            for earlier in records[:index]
+        )
+        for index, record in enumerate(records)
+        if index >= start
+    ]
 
 
 def test_grouped_moved_check_matches_its_definition():
@@ -273,13 +350,22 @@ def test_grouped_moved_check_matches_its_definition():
     for _ in range(3_000):
         records = []
         for seq in range(1, rng.randrange(1, 12)):
-            call = Event(Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq)
+            call = Event(
+                Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq
+            )
             record = new_record(call)
             if rng.random() < 0.2:
                 record.hash = 42  # a collision: equal hashes, different keys
             if rng.random() < 0.85:
-                record.attach(Event(Kind.TOOL_RESULT, "s", float(seq), content=rng.choice(("1%", "2%", "done")),
-                                    is_error=rng.random() < 0.1))
+                record.attach(
+                    Event(
+                        Kind.TOOL_RESULT,
+                        "s",
+                        float(seq),
+                        content=rng.choice(("1%", "2%", "done")),
+                        is_error=rng.random() < 0.1,
+                    )
+                )
             records.append(record)
         start = rng.randrange(len(records) + 1)
         assert _moved(records, start) == _moved_by_definition(records, start)
@@ -326,8 +412,18 @@ def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
 
     rng = random.Random(7)
     tools = ["read_file", "Read", "bash", "sleep", "Wait", "check_job", "grep", None]
-    argses = [{}, None, {"path": "a.py"}, {"command": "sleep 30"}, {"command": "ls"}, {"timeout": 40},
-              {"job": 3, "wait_ms": 5000}, {"seconds": 2}, {"input": "sleep 5"}, {"cmd": ["sleep", "1"]}]
+    argses = [
+        {},
+        None,
+        {"path": "a.py"},
+        {"command": "sleep 30"},
+        {"command": "ls"},
+        {"timeout": 40},
+        {"job": 3, "wait_ms": 5000},
+        {"seconds": 2},
+        {"input": "sleep 5"},
+        {"cmd": ["sleep", "1"]},
+    ]
 
     def run(memo):
         monkeypatch.setattr(waiting, "_PLAIN_TOOLS", memo)
@@ -337,8 +433,15 @@ def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
             ts += rng.choice((0.0, 1.0, 5.0, 19.9, 20.0, 45.0, -3.0))
             call = Event(Kind.TOOL_CALL, "s", ts, tool=rng.choice(tools), args=rng.choice(argses))
             waiting.mark(call, view)
-            marks.append((call.cache.get("waited"), call.cache.get("wait_only"), view.last_wait, view.last_call_ts,
-                          "shell_command" in call.cache))
+            marks.append(
+                (
+                    call.cache.get("waited"),
+                    call.cache.get("wait_only"),
+                    view.last_wait,
+                    view.last_call_ts,
+                    "shell_command" in call.cache,
+                )
+            )
         return marks
 
     state = rng.getstate()
@@ -363,7 +466,7 @@ def test_the_id_ring_holds_any_64_bit_hash_and_its_token_is_the_items_bytes():
     assert ring.itemsize == _SEEN_SLOT
     data = ring.tobytes()
     for at, digest in enumerate(digests):
-        assert data[at * _SEEN_SLOT:(at + 1) * _SEEN_SLOT] == _token(digest)
+        assert data[at * _SEEN_SLOT : (at + 1) * _SEEN_SLOT] == _token(digest)
         assert ring[at] == digest
 
 
@@ -374,10 +477,13 @@ def test_events_processed_counts_each_event_but_duplicates_closed_sessions_inclu
     counted = 0
     for n in range(300):
         session = f"s{n % 3}"
-        for event in (Event(Kind.TOOL_CALL, session, float(n), call_id=f"c{n % 40}", tool="read_file",
-                            args={"path": "a"}),
-                      Event(Kind.TOOL_RESULT, session, float(n), call_id=f"c{n % 40}", content="ok"),
-                      Event(Kind.MESSAGE, session, float(n), role="assistant", content="hm")):
+        for event in (
+            Event(
+                Kind.TOOL_CALL, session, float(n), call_id=f"c{n % 40}", tool="read_file", args={"path": "a"}
+            ),
+            Event(Kind.TOOL_RESULT, session, float(n), call_id=f"c{n % 40}", content="ok"),
+            Event(Kind.MESSAGE, session, float(n), role="assistant", content="hm"),
+        ):
             before = engine.duplicates
             engine.process(event)
             counted += engine.duplicates == before
@@ -456,10 +562,18 @@ def test_cycle_skipping_calls_that_repeat_no_recent_call_changes_nothing(preset)
             cycle._recent = _RecentHashes(cycle._recent, every)
             windows.append(cycle._recent)
         _, found = run(*streams, engine=engine, interleave=True)
-        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-                  for sid, s in engine.sessions.items()}
-        return [(d.detector, d.session, d.seq, d.count, d.message, tuple(r.seq for r in d.evidence))
-                for d in found], sparks, sum(w.skipped for w in windows)
+        sparks = {
+            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+            for sid, s in engine.sessions.items()
+        }
+        return (
+            [
+                (d.detector, d.session, d.seq, d.count, d.message, tuple(r.seq for r in d.evidence))
+                for d in found
+            ],
+            sparks,
+            sum(w.skipped for w in windows),
+        )
 
     skipping, skipped_none = scan(False), scan(True)
     assert skipping[:2] == skipped_none[:2]
@@ -468,11 +582,18 @@ def test_cycle_skipping_calls_that_repeat_no_recent_call_changes_nothing(preset)
 
 
 CALLS = [
-    ("bash", {"command": "sed -i 's/a/b/' models.py"}), ("bash", {"command": "python fix.py"}),
-    ("bash", {"command": "cat > fix.py << 'EOF'\nprint(1)\nEOF"}), ("bash", {"command": "ls -la"}),
-    ("shell", {"command": ["bash", "-lc", "cp a.py b.py"]}), ("edit_file", {"path": "app/x.py", "old": "a"}),
-    ("Edit", {"file_path": "y.py"}), ("edit_file", {}), ("read_file", {"path": "app/x.py"}), ("bash", None),
-    ("grep", {"pattern": "foo", "path": "src"}), ("run", {"cmd": "git checkout -- ."}),
+    ("bash", {"command": "sed -i 's/a/b/' models.py"}),
+    ("bash", {"command": "python fix.py"}),
+    ("bash", {"command": "cat > fix.py << 'EOF'\nprint(1)\nEOF"}),
+    ("bash", {"command": "ls -la"}),
+    ("shell", {"command": ["bash", "-lc", "cp a.py b.py"]}),
+    ("edit_file", {"path": "app/x.py", "old": "a"}),
+    ("Edit", {"file_path": "y.py"}),
+    ("edit_file", {}),
+    ("read_file", {"path": "app/x.py"}),
+    ("bash", None),
+    ("grep", {"pattern": "foo", "path": "src"}),
+    ("run", {"cmd": "git checkout -- ."}),
 ]
 
 
@@ -500,9 +621,8 @@ def test_a_record_keeps_what_kept_gives():
     """A record reads ``CallIO.kept()``'s memo itself: what it keeps is what
     ``kept()`` gives, after a wait or not."""
     from monitor.detect.analysis.calls import call_record
-    from monitor.detect.analysis.inputs import call_io
-
     from monitor.detect.analysis.failures import shell_command
+    from monitor.detect.analysis.inputs import call_io
 
     for waited in (None, 0.0, 30.0):
         for marked in (False, True):  # new_record reads call_io's tables inline once waiting.mark has run
@@ -520,7 +640,13 @@ def test_a_record_snapshots_its_call_as_call_snapshot_does():
     from monitor.detect.analysis.calls import new_record
     from monitor.events import call_snapshot
 
-    for tool, args in [*CALLS, ("t", {"a": "x" * 300}), ("t", {"a": "b  c"}), ("t", {"id": "1"}), ("t", {"a": [1]})]:
+    for tool, args in [
+        *CALLS,
+        ("t", {"a": "x" * 300}),
+        ("t", {"a": "b  c"}),
+        ("t", {"id": "1"}),
+        ("t", {"a": [1]}),
+    ]:
         event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=5)
         record = new_record(event)
         assert record._ref == call_snapshot(event)
@@ -591,8 +717,15 @@ def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
 
     detector = SimilarArgs()
     view = Engine(build_config({})).session("s", Event(Kind.SESSION_START, "s", 0.0)).view
-    for content in ("", "No matches found", "grep: foo: No such file or directory", "ok", "x" * 3000,
-                    "Traceback (most recent call last):\n  File \"a.py\"\nValueError: bad", "0 results"):
+    for content in (
+        "",
+        "No matches found",
+        "grep: foo: No such file or directory",
+        "ok",
+        "x" * 3000,
+        'Traceback (most recent call last):\n  File "a.py"\nValueError: bad',
+        "0 results",
+    ):
         for seq in (1, 2):
             call = Event(Kind.TOOL_CALL, "s", 1.0, tool="grep", args={"pattern": f"p{seq}"}, seq=seq)
             detector.observe(call, view)
@@ -608,7 +741,15 @@ def test_retry_rounds_judges_a_write_tool_once_per_name():
     from monitor.detect.detectors import retry_rounds
     from tests.streams import Stream, run
 
-    names = ["Write", "create_file", "Edit", "MultiEdit", "str_replace_editor", "write_to_file", "NotebookEdit"]
+    names = [
+        "Write",
+        "create_file",
+        "Edit",
+        "MultiEdit",
+        "str_replace_editor",
+        "write_to_file",
+        "NotebookEdit",
+    ]
     retry_rounds._WHOLE_FILE_TOOL_NAMES.clear()
     s = Stream()
     for name in names:
@@ -616,9 +757,14 @@ def test_retry_rounds_judges_a_write_tool_once_per_name():
     run(s)
     for name in names:
         assert name in retry_rounds._WHOLE_FILE_TOOL_NAMES  # the run asked, and the answer was kept
-        assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None)
+        assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (
+            retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None
+        )
     assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
-        "Write", "create_file", "write_to_file"}
+        "Write",
+        "create_file",
+        "write_to_file",
+    }
 
 
 @pytest.mark.parametrize("failures_only", [True, False])
@@ -635,7 +781,12 @@ def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failur
     for worker in range(6):
         s = Stream(session=f"w{worker}", start=1000.0 + worker, step=5.0)
         for n in range(3):
-            s.call("web_fetch", "HTTP 503 Service Unavailable", error=True, url="https://api.example.com/v1/items")
+            s.call(
+                "web_fetch",
+                "HTTP 503 Service Unavailable",
+                error=True,
+                url="https://api.example.com/v1/items",
+            )
             s.call("bash", "On branch main\nnothing to commit, working tree clean", command="git status")
             s.call("read_file", f"part {n} of {worker}", path=f"docs/{worker}_{n}.md")
         streams.append(s)
@@ -643,7 +794,9 @@ def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failur
     scenarios = sorted(SCENARIOS.glob("*swarm*.jsonl"))
     sights = []
     sight = Swarm.sight
-    monkeypatch.setattr(Swarm, "sight", lambda self, event, view: sights.append(1) or sight(self, event, view))
+    monkeypatch.setattr(
+        Swarm, "sight", lambda self, event, view: sights.append(1) or sight(self, event, view)
+    )
 
     def run():
         engine = Engine(build_config({"detectors": {"swarm": {"failures_only": failures_only}}}))
@@ -653,7 +806,9 @@ def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failur
             for line, raw in enumerate(path.read_bytes().splitlines(), 1):
                 for event in decoder.feed(raw, line, now=0.0)[0]:
                     found += engine.process(event)
-        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "swarm"], len(sights)
+        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "swarm"], len(
+            sights
+        )
 
     skipping, skipping_sights = run()
     sights.clear()
@@ -666,18 +821,21 @@ def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failur
         assert skipping_sights == plain_sights
 
 
-@pytest.mark.parametrize(("tool", "args"), [
-    ("read_file", {"path": "a.py"}),
-    ("run_tests", {"path": "tests/"}),
-    ("pytest", {}),
-    ("bash", {}),
-    ("bash", {"input": "pytest -q"}),
-    ("bash", {"command": "pytest -q"}),
-    ("bash", {"command": ""}),
-    ("shell", {"commands": ["ls", "-l"]}),
-    ("run_tests", {"command": "ls"}),
-    (None, {"script": "npm test"}),
-])
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"path": "a.py"}),
+        ("run_tests", {"path": "tests/"}),
+        ("pytest", {}),
+        ("bash", {}),
+        ("bash", {"input": "pytest -q"}),
+        ("bash", {"command": "pytest -q"}),
+        ("bash", {"command": ""}),
+        ("shell", {"commands": ["ls", "-l"]}),
+        ("run_tests", {"command": "ls"}),
+        (None, {"script": "npm test"}),
+    ],
+)
 def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, args):
     """shell_command() leaves is_test_run()'s answer for a call without a
     command (most calls), the one is_test_run() works out on its own."""
@@ -693,14 +851,30 @@ def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, arg
     assert shell_command(fresh) == command
 
 
-_OUTPUTS = ["", "ok", "Exit code 1", "Exit code 1\nno matches", "Exit code 2\nTraceback (most recent call last):\n"
-            "  File x.py, line 3\nKeyError: 'user_id'", "FAILED tests/test_a.py::test_x - assert 1 == 2\n"
-            "1 failed, 3 passed in 0.2s\nExit code 1", "3 passed in 0.1s", "No files found",
-            "Error: file does not exist", "<returncode>1</returncode>\n<output>\n</output>",
-            "make: *** [all] Error 2", "Sibling tool call errored"]
-_CALLS = [("bash", {"command": "pytest -q"}), ("bash", {"command": "grep -rn foo src"}), ("bash", {}),
-          ("Read", {"file_path": "a.py"}), ("run_tests", {}), ("shell", {"input": "make"}),
-          ("Grep", {"pattern": "foo"}), ("bash", {"command": "python check.py"})]
+_OUTPUTS = [
+    "",
+    "ok",
+    "Exit code 1",
+    "Exit code 1\nno matches",
+    "Exit code 2\nTraceback (most recent call last):\n  File x.py, line 3\nKeyError: 'user_id'",
+    "FAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed, 3 passed in 0.2s\nExit code 1",
+    "3 passed in 0.1s",
+    "No files found",
+    "Error: file does not exist",
+    "<returncode>1</returncode>\n<output>\n</output>",
+    "make: *** [all] Error 2",
+    "Sibling tool call errored",
+]
+_CALLS = [
+    ("bash", {"command": "pytest -q"}),
+    ("bash", {"command": "grep -rn foo src"}),
+    ("bash", {}),
+    ("Read", {"file_path": "a.py"}),
+    ("run_tests", {}),
+    ("shell", {"input": "make"}),
+    ("Grep", {"pattern": "foo"}),
+    ("bash", {"command": "python check.py"}),
+]
 
 
 @pytest.mark.parametrize(("tool", "args"), _CALLS)
@@ -713,8 +887,9 @@ def test_failed_and_comparable_failure_read_their_memos_as_the_functions_answer(
 
     def result(content, is_error):
         call = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args), call_id="c")
-        return Event(Kind.TOOL_RESULT, "s", 2.0, tool=tool, call_id="c", call=call, content=content,
-                     is_error=is_error)
+        return Event(
+            Kind.TOOL_RESULT, "s", 2.0, tool=tool, call_id="c", call=call, content=content, is_error=is_error
+        )
 
     for content in _OUTPUTS:
         for is_error in (False, True):
@@ -742,8 +917,42 @@ def test_normalize_failure_skips_only_texts_without_noise():
         return squash_ws(text)[:limit] if limit else text
 
     rng = random.Random(11)
-    parts = ["0", "1", "7", "42", ".", ":", "-", " ", "\t", "\n", "\x1c", "T", "Z", "+", "x", "0x", "ms", "s", "us",
-             "ns", "min", "µs", "%", "a", "f", "deadbeef", "cafe", "seed", "line ", "A", "assert ", " == ", "é", "_"]
+    parts = [
+        "0",
+        "1",
+        "7",
+        "42",
+        ".",
+        ":",
+        "-",
+        " ",
+        "\t",
+        "\n",
+        "\x1c",
+        "T",
+        "Z",
+        "+",
+        "x",
+        "0x",
+        "ms",
+        "s",
+        "us",
+        "ns",
+        "min",
+        "µs",
+        "%",
+        "a",
+        "f",
+        "deadbeef",
+        "cafe",
+        "seed",
+        "line ",
+        "A",
+        "assert ",
+        " == ",
+        "é",
+        "_",
+    ]
     for _ in range(30_000):
         text = "".join(rng.choice(parts) for _ in range(rng.randrange(16)))
         for limit in (200, 0):
@@ -779,10 +988,32 @@ def test_results_are_normalized_once_per_text_and_as_normalize_result_does(monke
     assert sorted(normalized) == sorted({calls.clip(text) for text in texts})
 
 
-_RUN_LINE_PARTS = ["Exit code 1", "FAILED tests/test_a.py::test_1 - assert 1 == 0", "1 failed, 2 passed in 0.3s",
-                   "FAILED (failures=2, errors=1)", "ERROR: test_x (mod.T)", "E   AssertionError", "ok", "É",
-                   "Tests: 2 failed", "error", "ſ", "ERROR", "timed out after 5s", " ", "\t", "\x1f", "3", "line 4",
-                   "Traceback (most recent call last):", "● suite › case", "K", "İ", "no such file", "passed"]
+_RUN_LINE_PARTS = [
+    "Exit code 1",
+    "FAILED tests/test_a.py::test_1 - assert 1 == 0",
+    "1 failed, 2 passed in 0.3s",
+    "FAILED (failures=2, errors=1)",
+    "ERROR: test_x (mod.T)",
+    "E   AssertionError",
+    "ok",
+    "É",
+    "Tests: 2 failed",
+    "error",
+    "ſ",
+    "ERROR",
+    "timed out after 5s",
+    " ",
+    "\t",
+    "\x1f",
+    "3",
+    "line 4",
+    "Traceback (most recent call last):",
+    "● suite › case",
+    "K",
+    "İ",
+    "no such file",
+    "passed",
+]
 
 
 def _plain_summary_counts(text):
@@ -790,8 +1021,10 @@ def _plain_summary_counts(text):
     from monitor.detect.analysis import failures
 
     for line in reversed(text.splitlines()[-80:]):
-        matches = [(m.group(4), m.group(3)) if m.group(3) else (m.group(1), m.group(2))
-                   for m in failures._COUNT.finditer(line)]
+        matches = [
+            (m.group(4), m.group(3)) if m.group(3) else (m.group(1), m.group(2))
+            for m in failures._COUNT.finditer(line)
+        ]
         pairs = [(int(digits), word.lower()) for digits, word in matches]
         failing = [number for number, word in pairs if word.startswith(("fail", "error"))]
         passing = [number for number, word in pairs if word.startswith(("pass", "test", "example"))]
@@ -809,12 +1042,23 @@ def test_summary_lines_memo_gives_the_plain_counts():
     counts whatever the memo holds."""
     from monitor.detect.analysis import failures
 
-    parts = _RUN_LINE_PARTS + ["5 examples, 2 failures", "3 tests passed", "0 errors", "2 failing", "12 ",
-                               "Failures=3", "errors=1", "7 passing", "x1 failed", "4 Error"]
+    parts = _RUN_LINE_PARTS + [
+        "5 examples, 2 failures",
+        "3 tests passed",
+        "0 errors",
+        "2 failing",
+        "12 ",
+        "Failures=3",
+        "errors=1",
+        "7 passing",
+        "x1 failed",
+        "4 Error",
+    ]
     rng = random.Random(13)
     for _ in range(6_000):
-        text = "\n".join("".join(rng.choice(parts) for _ in range(rng.randrange(4)))
-                         for _ in range(rng.randrange(1, 6)))
+        text = "\n".join(
+            "".join(rng.choice(parts) for _ in range(rng.randrange(4))) for _ in range(rng.randrange(1, 6))
+        )
         for _ in range(2):  # judged, then remembered
             assert failures._summary_counts(text) == _plain_summary_counts(text), text
         failures._SUMMARY_LINES.clear()
@@ -859,8 +1103,10 @@ def test_error_lines_memo_gives_the_plain_judgement():
 
     rng = random.Random(12)
     for _ in range(4_000):
-        text = "\n".join("".join(rng.choice(_RUN_LINE_PARTS) for _ in range(rng.randrange(4)))
-                         for _ in range(rng.randrange(1, 6)))
+        text = "\n".join(
+            "".join(rng.choice(_RUN_LINE_PARTS) for _ in range(rng.randrange(4)))
+            for _ in range(rng.randrange(1, 6))
+        )
         run = failures._run_outcome(text, True)
         failures._ERROR_LINES.clear()
         assert run == failures._run_outcome(text, True), text
@@ -884,15 +1130,42 @@ def test_error_lines_of_repeated_runs_are_judged_once(monkeypatch):
     assert judged.count("Exit code 1") == 1 and judged.count("1 failed in 0.1s") == 1
 
 
-
 def test_may_count_holds_for_every_printable_ascii_count_line():
     """_error_line() skips the count regex on a printable ASCII line without
     the words a count needs after a space (_may_count): no such line has one."""
     from monitor.detect.analysis import failures
 
-    parts = ["1", "42", " ", "  ", "\t", "\x1f", "failed", "FAILING", "Failures", "failure", "errors", "Error",
-             "passed", "PASSING", "examples", "Tests", "test", "=", "s=", "Failures=", "ERRORS=", "x", "_", ",",
-             "(", ")", "-", "assert", "::"]
+    parts = [
+        "1",
+        "42",
+        " ",
+        "  ",
+        "\t",
+        "\x1f",
+        "failed",
+        "FAILING",
+        "Failures",
+        "failure",
+        "errors",
+        "Error",
+        "passed",
+        "PASSING",
+        "examples",
+        "Tests",
+        "test",
+        "=",
+        "s=",
+        "Failures=",
+        "ERRORS=",
+        "x",
+        "_",
+        ",",
+        "(",
+        ")",
+        "-",
+        "assert",
+        "::",
+    ]
     rng = random.Random(14)
     seen = 0
     for _ in range(40_000):
@@ -912,12 +1185,29 @@ def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypa
 
     judged: list = []
     plain = failures._judge_tool
-    table = TextMemo(failures._TOOL_KINDS.max_chars, failures._TOOL_KINDS.max_size,
-                     lambda tool: judged.append(tool) or plain(tool))
+    table = TextMemo(
+        failures._TOOL_KINDS.max_chars,
+        failures._TOOL_KINDS.max_size,
+        lambda tool: judged.append(tool) or plain(tool),
+    )
     monkeypatch.setattr(failures, "_TOOL_KINDS", table)
     monkeypatch.setattr(failures, "_tool_kind", table.__getitem__)
-    names = [None, "", "Bash", "bash", "run_tests", "pytest", "Edit", "TodoWrite", "apply_patch", "read_file",
-             "shell", "str_replace_editor", "Write", "exec_command"]
+    names = [
+        None,
+        "",
+        "Bash",
+        "bash",
+        "run_tests",
+        "pytest",
+        "Edit",
+        "TodoWrite",
+        "apply_patch",
+        "read_file",
+        "shell",
+        "str_replace_editor",
+        "Write",
+        "exec_command",
+    ]
     for _ in range(3):
         for name in names:
             assert failures._tool_kind(name) == plain(name), name
@@ -948,8 +1238,10 @@ def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
         return out
 
     def shown(engine, found):
-        sparks = {sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-                  for sid, s in engine.sessions.items()}
+        sparks = {
+            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
+            for sid, s in engine.sessions.items()
+        }
         return [d.to_dict() for d in found], engine.duplicates, sparks
 
     one = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
@@ -958,7 +1250,7 @@ def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
     stream = events()
     by_batch = []
     for start in range(0, len(stream), 64):
-        by_batch += batched.process_many(stream[start:start + 64])
+        by_batch += batched.process_many(stream[start : start + 64])
     assert by_batch and batched.duplicates > 0
     assert shown(batched, by_batch) == shown(one, by_event)
 
@@ -968,7 +1260,14 @@ def test_the_loop_for_one_event_a_record_gives_what_the_general_loop_gives():
     record read by one reader (the native format in a scan); the general
     loop (here, with every record its reader's) gives the same events,
     problems and counts, for good lines and every kind of bad one."""
-    call = {"type": "tool_call", "session": "s", "id": "c1", "name": "bash", "args": {"command": "ls"}, "ts": 5.0}
+    call = {
+        "type": "tool_call",
+        "session": "s",
+        "id": "c1",
+        "name": "bash",
+        "args": {"command": "ls"},
+        "ts": 5.0,
+    }
     records_ = [
         call,
         {**call, "id": "c2", "ts": -5.0},  # out of range: replaced and reported
@@ -981,7 +1280,13 @@ def test_the_loop_for_one_event_a_record_gives_what_the_general_loop_gives():
     ]
     raw = b"".join(orjson.dumps(r) + b"\n" for r in records_)
     raw += b'{"type": "message", "session": "s", "role": "user", "content": "caf\xe9"}\n'  # invalid UTF-8
-    raw += b"{not json\n" + b"  \n" + b'{"type": "message", "session": "s", "role": "user", "content": "' + b"x" * 300 + b'"}\n'
+    raw += (
+        b"{not json\n"
+        + b"  \n"
+        + b'{"type": "message", "session": "s", "role": "user", "content": "'
+        + b"x" * 300
+        + b'"}\n'
+    )
 
     def run(general: bool):
         decoder = LineDecoder("t.jsonl", max_line_bytes=200)
@@ -1005,8 +1310,16 @@ def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(spar
     for n in range(12):
         args = {"command": "pytest -q"} if n < 6 else {"command": f"ls dir{n}"}
         engine.process(Event(Kind.TOOL_CALL, "s", float(2 * n), tool="bash", args=args, call_id=f"c{n}"))
-        engine.process(Event(Kind.TOOL_RESULT, "s", float(2 * n + 1), content="1 failed" if n < 6 else f"file{n}",
-                             call_id=f"c{n}", is_error=n < 6))
+        engine.process(
+            Event(
+                Kind.TOOL_RESULT,
+                "s",
+                float(2 * n + 1),
+                content="1 failed" if n < 6 else f"file{n}",
+                call_id=f"c{n}",
+                is_error=n < 6,
+            )
+        )
     state = engine.sessions["s"]
     assert state.view.similarity == 0.0 or sparklines
     bars = list(state.similarity)

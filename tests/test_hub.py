@@ -19,8 +19,15 @@ from monitor.control import InboxChannel, Outcome
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
 from monitor.hub import Hub
-from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats
 from monitor.store import Store
+from monitor.updates import (
+    ActionFinished,
+    DetectionRaised,
+    ProblemReported,
+    SessionChanged,
+    SessionInfo,
+    Stats,
+)
 
 T0 = 1_700_000_000.0
 
@@ -33,14 +40,35 @@ class Clock:
         return self.now
 
 
-def loop_events(session: str, n: int, *, ts: float = T0, start: int = 0, source: str = "/logs/a.jsonl") -> list[Event]:
+def loop_events(
+    session: str, n: int, *, ts: float = T0, start: int = 0, source: str = "/logs/a.jsonl"
+) -> list[Event]:
     """``n`` identical bash calls with identical results: exact_repeat warns from the 3rd."""
     out = []
     for i in range(start, start + n):
-        out.append(Event(Kind.TOOL_CALL, session, ts + i, source=source, line=2 * i + 1, tool="bash",
-                         args={"cmd": "ls"}, call_id=f"c{i}"))
-        out.append(Event(Kind.TOOL_RESULT, session, ts + i + 0.5, source=source, line=2 * i + 2,
-                         call_id=f"c{i}", content="nothing here"))
+        out.append(
+            Event(
+                Kind.TOOL_CALL,
+                session,
+                ts + i,
+                source=source,
+                line=2 * i + 1,
+                tool="bash",
+                args={"cmd": "ls"},
+                call_id=f"c{i}",
+            )
+        )
+        out.append(
+            Event(
+                Kind.TOOL_RESULT,
+                session,
+                ts + i + 0.5,
+                source=source,
+                line=2 * i + 2,
+                call_id=f"c{i}",
+                content="nothing here",
+            )
+        )
     return out
 
 
@@ -141,8 +169,12 @@ async def test_idle_sessions_are_closed_after_the_timeout(config, hub_factory):
     config.sources = dataclasses.replace(config.sources, idle_timeout_seconds=60)
     clock = Clock(T0)
     hub = await hub_factory(config, clock=clock)
-    await hub.submit([Event(Kind.MESSAGE, "quiet", T0, role="assistant", content="hi"),
-                      Event(Kind.MESSAGE, "busy", T0, role="assistant", content="hi")])
+    await hub.submit(
+        [
+            Event(Kind.MESSAGE, "quiet", T0, role="assistant", content="hi"),
+            Event(Kind.MESSAGE, "busy", T0, role="assistant", content="hi"),
+        ]
+    )
     await hub.join()
     clock.now = T0 + 50
     await hub.submit([Event(Kind.MESSAGE, "busy", T0 + 50, role="assistant", content="still here")])
@@ -230,7 +262,9 @@ async def test_inject_is_recorded_before_it_is_delivered(config, store, hub_fact
     assert lines[-1]["type"] == "inject" and lines[-1]["text"] == "try something else"
     assert lines[-1]["session"] == "s"
     rows = store.actions("s")
-    assert [(a["kind"], a["outcome"], a["text"]) for a in rows] == [("inject", "delivered", "try something else")]
+    assert [(a["kind"], a["outcome"], a["text"]) for a in rows] == [
+        ("inject", "delivered", "try something else")
+    ]
     assert finished and finished[-1].action == record
 
 
@@ -427,10 +461,27 @@ def _mixed_events(session: str, n: int, *, ts: float = T0) -> list[Event]:
     out = []
     for i in range(n):
         args = {"cmd": "ls"} if i % 4 == 0 else {"cmd": f"cat f{i % 13}.py"}
-        out.append(Event(Kind.TOOL_CALL, session, ts + i, source="/logs/m.jsonl", tool="bash", args=args,
-                         call_id=f"c{i}"))
-        out.append(Event(Kind.TOOL_RESULT, session, ts + i + 0.2, source="/logs/m.jsonl", call_id=f"c{i}",
-                         content="nothing here" if i % 4 == 0 else f"line {i}"))
+        out.append(
+            Event(
+                Kind.TOOL_CALL,
+                session,
+                ts + i,
+                source="/logs/m.jsonl",
+                tool="bash",
+                args=args,
+                call_id=f"c{i}",
+            )
+        )
+        out.append(
+            Event(
+                Kind.TOOL_RESULT,
+                session,
+                ts + i + 0.2,
+                source="/logs/m.jsonl",
+                call_id=f"c{i}",
+                content="nothing here" if i % 4 == 0 else f"line {i}",
+            )
+        )
         if i % 3 == 0:
             out.append(Event(Kind.MESSAGE, session, ts + i + 0.4, role="assistant", content=f"step {i}"))
     return out
@@ -458,9 +509,10 @@ async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_tim
 
     hub.subscribe(on_update)
     events = _mixed_events("calls", 60) + [
-        Event(Kind.MESSAGE, "talk", T0 + i, role="assistant", content=f"thinking {i}") for i in range(40)]
+        Event(Kind.MESSAGE, "talk", T0 + i, role="assistant", content=f"thinking {i}") for i in range(40)
+    ]
     for start in range(0, len(events), 7):
-        await hub.submit(events[start:start + 7])
+        await hub.submit(events[start : start + 7])
         await hub.join()
     await hub.submit([Event(Kind.SESSION_END, "calls", T0 + 100, status="done")])
     await hub.join()
@@ -512,7 +564,7 @@ async def test_many_small_submissions_are_processed_in_order(config, store, hub_
     and stored."""
     hub = await hub_factory(config, store)
     events = _mixed_events("many", 150)
-    submits = [hub.submit(events[i:i + 2]) for i in range(0, len(events), 2)]
+    submits = [hub.submit(events[i : i + 2]) for i in range(0, len(events), 2)]
     await asyncio.gather(*submits)
     await hub.join()
     assert hub.events_total == len(events) == hub.session("many").events

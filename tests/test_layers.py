@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTRACTS = [c["name"] for c in tomllib.loads((ROOT / "pyproject.toml").read_text())
-             ["tool"]["importlinter"]["contracts"]]
+CONTRACTS = [
+    c["name"]
+    for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+]
 #: Contracts today's code breaks -> the branch that fixes them.
 BROKEN_UNTIL: dict[str, str] = {}
 
@@ -28,8 +30,9 @@ BROKEN_UNTIL: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def lint_report() -> str:
     code = "import sys\nfrom importlinter.cli import lint_imports\nsys.exit(lint_imports(no_cache=True))\n"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                            timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert "Contracts:" in result.stdout, result.stdout + result.stderr
     return result.stdout
 
@@ -41,11 +44,17 @@ def _broken_section(report: str, name: str) -> str:
     return match.group(1).strip() if match else part
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"fixed by the {BROKEN_UNTIL[name]} branch"))
-    if name in BROKEN_UNTIL else name
-    for name in CONTRACTS
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name, marks=pytest.mark.xfail(strict=True, reason=f"fixed by the {BROKEN_UNTIL[name]} branch")
+        )
+        if name in BROKEN_UNTIL
+        else name
+        for name in CONTRACTS
+    ],
+)
 def test_import_contract(lint_report: str, name: str):
     status = re.search(rf"^{re.escape(name)} (KEPT|BROKEN)", lint_report, re.M)
     assert status is not None, f"contract {name!r} not in the report:\n{lint_report}"
@@ -54,10 +63,13 @@ def test_import_contract(lint_report: str, name: str):
 
 def test_no_dead_code_in_monitor():
     """vulture over monitor/ (settings in pyproject.toml) finds nothing outside the whitelist."""
-    result = subprocess.run([sys.executable, "-m", "vulture"], capture_output=True, text=True, cwd=ROOT,
-                            timeout=600)
-    assert result.returncode == 0, ("unused code (delete it, or add it to vulture_whitelist.py with the "
-                                    f"reason):\n{result.stdout}{result.stderr}")
+    result = subprocess.run(
+        [sys.executable, "-m", "vulture"], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+    assert result.returncode == 0, (
+        "unused code (delete it, or add it to vulture_whitelist.py with the "
+        f"reason):\n{result.stdout}{result.stderr}"
+    )
 
 
 def test_the_whitelist_names_only_what_exists():

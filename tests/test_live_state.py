@@ -16,15 +16,35 @@ from monitor.updates import DetectionRaised
 from tests.test_hub import T0, Clock, config, hub_factory, loop_events, store  # noqa: F401  (fixtures)
 
 
-def calls(session: str, commands: list[str], *, ts: float, source: str = "/logs/a.jsonl",
-          line: int = 1000) -> list[Event]:
+def calls(
+    session: str, commands: list[str], *, ts: float, source: str = "/logs/a.jsonl", line: int = 1000
+) -> list[Event]:
     """One call and its (distinct) result per command."""
     out = []
     for i, cmd in enumerate(commands):
-        out.append(Event(Kind.TOOL_CALL, session, ts + i, source=source, line=line + 2 * i, tool="bash",
-                         args={"cmd": cmd}, call_id=f"x{line + i}"))
-        out.append(Event(Kind.TOOL_RESULT, session, ts + i + 0.5, source=source, line=line + 2 * i + 1,
-                         call_id=f"x{line + i}", content=f"output of {cmd}"))
+        out.append(
+            Event(
+                Kind.TOOL_CALL,
+                session,
+                ts + i,
+                source=source,
+                line=line + 2 * i,
+                tool="bash",
+                args={"cmd": cmd},
+                call_id=f"x{line + i}",
+            )
+        )
+        out.append(
+            Event(
+                Kind.TOOL_RESULT,
+                session,
+                ts + i + 0.5,
+                source=source,
+                line=line + 2 * i + 1,
+                call_id=f"x{line + i}",
+                content=f"output of {cmd}",
+            )
+        )
     return out
 
 
@@ -44,9 +64,20 @@ async def test_history_and_dashboard_agree_after_an_acknowledged_loop_goes_on(co
     await hub.join()
     await hub.act("ack", "s")
     # A new pattern breaks through; the acknowledged one goes on, quieted.
-    pwd = [Event(e.kind, e.session, e.ts, source=e.source, line=e.line + 100, tool=e.tool,
-                 args={"cmd": "pwd"} if e.args else None, call_id=e.call_id + "p", content=e.content)
-           for e in loop_events("s", 3, start=3)]
+    pwd = [
+        Event(
+            e.kind,
+            e.session,
+            e.ts,
+            source=e.source,
+            line=e.line + 100,
+            tool=e.tool,
+            args={"cmd": "pwd"} if e.args else None,
+            call_id=e.call_id + "p",
+            content=e.content,
+        )
+        for e in loop_events("s", 3, start=3)
+    ]
     await hub.submit(pwd + loop_events("s", 3, start=6))
     await hub.join()
     info = hub.session("s")
@@ -55,8 +86,17 @@ async def test_history_and_dashboard_agree_after_an_acknowledged_loop_goes_on(co
 
 
 def detection(count: int, ts: float, level: Level = Level.WARN, pattern: str = "bash:ls") -> Detection:
-    return Detection("exact_repeat", level, 1.0, f"same call {count} times", pattern, count=count,
-                     session="s", ts=ts, seq=count)
+    return Detection(
+        "exact_repeat",
+        level,
+        1.0,
+        f"same call {count} times",
+        pattern,
+        count=count,
+        session="s",
+        ts=ts,
+        seq=count,
+    )
 
 
 def test_acknowledge_quiets_standing_patterns_until_clearly_worse():
@@ -127,8 +167,11 @@ async def test_a_false_positive_sticks_in_feed_row_and_store(config, store, hub_
     assert same == []  # the feed logs nothing more for it, not even notices
     assert hub.session("s").level < Level.WARN
     store.flush()
-    assert [d for d in store.detections("s")[before:]
-            if (d["detector"], d["pattern"]) == (flagged.detector, flagged.pattern)] == []
+    assert [
+        d
+        for d in store.detections("s")[before:]
+        if (d["detector"], d["pattern"]) == (flagged.detector, flagged.pattern)
+    ] == []
 
 
 # -- live only while delivered -----------------------------------------------------------------------
@@ -161,19 +204,46 @@ async def test_replayed_history_goes_idle_soon_after_its_source_went_quiet(confi
 async def test_a_session_flagged_for_its_replies_shows_the_replies_in_its_window(config, hub_factory):
     """Monologue/chanting: the window showed "(1 events)", an unrelated read_file call."""
     hub = await hub_factory(config)
-    events = [Event(Kind.TOOL_CALL, "m", T0, source="/logs/m.jsonl", line=1, tool="read_file",
-                    args={"path": "src/cache.py"}, call_id="r1"),
-              Event(Kind.TOOL_RESULT, "m", T0 + 1, source="/logs/m.jsonl", line=2, call_id="r1",
-                    content="class Cache: ...")]
+    events = [
+        Event(
+            Kind.TOOL_CALL,
+            "m",
+            T0,
+            source="/logs/m.jsonl",
+            line=1,
+            tool="read_file",
+            args={"path": "src/cache.py"},
+            call_id="r1",
+        ),
+        Event(
+            Kind.TOOL_RESULT,
+            "m",
+            T0 + 1,
+            source="/logs/m.jsonl",
+            line=2,
+            call_id="r1",
+            content="class Cache: ...",
+        ),
+    ]
     thoughts = [  # the demo's monologue agent's
-                "I should look at how the cache is invalidated before changing anything.",
-                "Thinking about it more, the invalidation might happen in the middleware instead.",
-                "Before touching the middleware I want to be sure about the request lifecycle.",
-                "The lifecycle suggests the cache key is computed too early, which would explain it.",
-                "If the key is computed early, then the fix belongs in the key builder, not the middleware."]
+        "I should look at how the cache is invalidated before changing anything.",
+        "Thinking about it more, the invalidation might happen in the middleware instead.",
+        "Before touching the middleware I want to be sure about the request lifecycle.",
+        "The lifecycle suggests the cache key is computed too early, which would explain it.",
+        "If the key is computed early, then the fix belongs in the key builder, not the middleware.",
+    ]
     for n in range(12):
-        events.append(Event(Kind.MESSAGE, "m", T0 + 10 + 5 * n, source="/logs/m.jsonl", line=3 + n,
-                            role="assistant", content=thoughts[n % len(thoughts)]))
+        events.append(
+            Event(
+                Kind.MESSAGE,
+                "m",
+                T0 + 10 + 5 * n,
+                source="/logs/m.jsonl",
+                line=3 + n,
+                role="assistant",
+                content=thoughts[n % len(thoughts)],
+            )
+        )
     await hub.submit(events)
     await hub.join()
     info = hub.session("m")
@@ -222,8 +292,10 @@ async def test_a_session_ends_when_its_process_exits(config, hub_factory):
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         hub = await hub_factory(config)
-        await hub.submit([Event(Kind.SESSION_START, "p", T0, source="/logs/p.jsonl", pid=proc.pid)]
-                         + loop_events("p", 1, source="/logs/p.jsonl"))
+        await hub.submit(
+            [Event(Kind.SESSION_START, "p", T0, source="/logs/p.jsonl", pid=proc.pid)]
+            + loop_events("p", 1, source="/logs/p.jsonl")
+        )
         await hub.join()
         assert hub.sweep_exited() == [] and hub.session("p").status == "live"
     finally:

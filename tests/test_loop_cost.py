@@ -17,8 +17,16 @@ from pathlib import Path
 import pytest
 
 from monitor.config import ConfigError, build_config
-from monitor.cost import (PRICES_FILE, LoopCosts, Price, PriceTable, Spend, default_prices, load_price_table,
-                          usage_parts)
+from monitor.cost import (
+    PRICES_FILE,
+    LoopCosts,
+    Price,
+    PriceTable,
+    Spend,
+    default_prices,
+    load_price_table,
+    usage_parts,
+)
 from monitor.detect.engine import Engine
 from monitor.events import Event, Kind, Level
 from tests.formatkit import decode_file
@@ -40,7 +48,10 @@ def claude_loop(tmp_path: Path, repeats: int = REPEATS) -> tuple[Path, dict]:
     the same command and output.  Returns the file and record 5's usage."""
     records = raw_records(CLAUDE)
     call, result = records[4], records[10]
-    assert call["message"]["content"][0]["name"] == "Bash" and result["message"]["content"][0]["type"] == "tool_result"
+    assert (
+        call["message"]["content"][0]["name"] == "Bash"
+        and result["message"]["content"][0]["type"] == "tool_result"
+    )
     lines = records[:4]
     start = time.mktime(time.strptime("2026-02-23 10:00:00", "%Y-%m-%d %H:%M:%S"))
     for n in range(repeats):
@@ -62,7 +73,9 @@ def priced(usage: dict, price: Price) -> tuple[int, float]:
     """Tokens and dollars of one Anthropic ``usage`` object, by hand."""
     plain, out = usage["input_tokens"], usage["output_tokens"]
     write, read = usage.get("cache_creation_input_tokens", 0), usage.get("cache_read_input_tokens", 0)
-    dollars = (plain * price.input + out * price.output + write * price.cache_write + read * price.cache_read) / 1e6
+    dollars = (
+        plain * price.input + out * price.output + write * price.cache_write + read * price.cache_read
+    ) / 1e6
     return plain + out + write + read, dollars
 
 
@@ -77,8 +90,12 @@ def test_claude_usage_has_tokens_and_model_per_message():
     event = usage[0]
     assert event.meta["model"] == first["model"]
     u = first["usage"]
-    assert usage_parts(event) == (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
-                                  u["cache_read_input_tokens"])
+    assert usage_parts(event) == (
+        u["input_tokens"],
+        u["output_tokens"],
+        u["cache_creation_input_tokens"],
+        u["cache_read_input_tokens"],
+    )
     costs = LoopCosts()
     costs.usage(event, None)
     tokens, dollars = priced(u, default_prices().price(first["model"]))
@@ -92,9 +109,13 @@ def test_codex_usage_is_priced_at_the_turn_context_model():
     (turn_context), its cached input at the cache-read rate."""
     events, _ = decode_file(CODEX)
     usage = [e for e in events if e.kind is Kind.USAGE]
-    counts = [r["payload"]["info"]["last_token_usage"] for r in raw_records(CODEX)
-              if r.get("type") == "event_msg" and r["payload"].get("type") == "token_count"
-              and r["payload"].get("info")]
+    counts = [
+        r["payload"]["info"]["last_token_usage"]
+        for r in raw_records(CODEX)
+        if r.get("type") == "event_msg"
+        and r["payload"].get("type") == "token_count"
+        and r["payload"].get("info")
+    ]
     assert usage and all(e.meta["model"] == "gpt-5.3-codex" for e in usage)
     costs = LoopCosts()
     for event in usage:
@@ -102,11 +123,21 @@ def test_codex_usage_is_priced_at_the_turn_context_model():
     price = default_prices().price("gpt-5.3-codex")
     last = counts[0]
     plain, out, write, read = usage_parts(usage[0])
-    assert (plain, out, write, read) == (last["input_tokens"] - last["cached_input_tokens"],
-                                         last["output_tokens"], 0, last["cached_input_tokens"])
-    expected = sum(((e.input_tokens - e.meta.get("cached_input_tokens", 0)) * price.input
-                    + e.meta.get("cached_input_tokens", 0) * price.cache_read
-                    + e.output_tokens * price.output) / 1e6 for e in usage)
+    assert (plain, out, write, read) == (
+        last["input_tokens"] - last["cached_input_tokens"],
+        last["output_tokens"],
+        0,
+        last["cached_input_tokens"],
+    )
+    expected = sum(
+        (
+            (e.input_tokens - e.meta.get("cached_input_tokens", 0)) * price.input
+            + e.meta.get("cached_input_tokens", 0) * price.cache_read
+            + e.output_tokens * price.output
+        )
+        / 1e6
+        for e in usage
+    )
     account = costs.sessions[usage[0].session]
     assert account.usd == pytest.approx(expected) and account.unpriced == 0
 
@@ -126,7 +157,9 @@ def test_price_table_matches_snapshots_and_routers_never_similar_names():
 
 def test_unknown_model_is_unpriced_and_reported_cost_is_taken_at_its_word():
     costs = LoopCosts(PriceTable({}))
-    costs.usage(Event(Kind.USAGE, "s", 1.0, input_tokens=1000, output_tokens=200, meta={"model": "mystery-1"}), None)
+    costs.usage(
+        Event(Kind.USAGE, "s", 1.0, input_tokens=1000, output_tokens=200, meta={"model": "mystery-1"}), None
+    )
     costs.usage(Event(Kind.USAGE, "t", 1.0, input_tokens=1000, output_tokens=200, cost_usd=0.5), None)
     assert costs.sessions["s"].usd == 0 and costs.sessions["s"].unpriced == 1200
     spend = Spend(1200, 0.0, 1200)
@@ -136,19 +169,30 @@ def test_unknown_model_is_unpriced_and_reported_cost_is_taken_at_its_word():
 
 
 def test_config_prices_override_the_table_strictly():
-    config = build_config({"prices": {"mystery-1": {"input": 1, "output": 2, "cache_write": 1, "cache_read": 0.1},
-                                      "claude-sonnet-4-5": {"input": 0, "output": 0, "cache_write": 0,
-                                                            "cache_read": 0}}})
+    config = build_config(
+        {
+            "prices": {
+                "mystery-1": {"input": 1, "output": 2, "cache_write": 1, "cache_read": 0.1},
+                "claude-sonnet-4-5": {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0},
+            }
+        }
+    )
     assert config.prices.price("mystery-1") == Price(1.0, 2.0, 1.0, 0.1)
     assert config.prices.price("claude-sonnet-4-5-20250929").output == 0
     assert config.prices.price("claude-opus-4-5") == default_prices().price("claude-opus-4-5")
-    for bad, message in (({"m": {"input": 1}}, "prices.m.output: missing"),
-                         ({"m": {"input": "1", "output": 1, "cache_write": 1, "cache_read": 1}},
-                          "prices.m.input: expected a number"),
-                         ({"m": {"input": -1, "output": 1, "cache_write": 1, "cache_read": 1}},
-                          "must be a finite number not below 0"),
-                         ({"m": {"inptu": 1}}, "prices.m.inptu: unknown key"),
-                         ({"m": 3}, "prices.m: expected a table")):
+    for bad, message in (
+        ({"m": {"input": 1}}, "prices.m.output: missing"),
+        (
+            {"m": {"input": "1", "output": 1, "cache_write": 1, "cache_read": 1}},
+            "prices.m.input: expected a number",
+        ),
+        (
+            {"m": {"input": -1, "output": 1, "cache_write": 1, "cache_read": 1}},
+            "must be a finite number not below 0",
+        ),
+        ({"m": {"inptu": 1}}, "prices.m.inptu: unknown key"),
+        ({"m": 3}, "prices.m: expected a table"),
+    ):
         with pytest.raises(ConfigError, match=message):
             build_config({"prices": bad})
 
@@ -187,7 +231,9 @@ def test_an_acknowledgement_ends_the_episode_and_a_relapse_starts_anew(tmp_path)
     path, message = claude_loop(tmp_path, repeats=REPEATS * 2)
     events, _ = decode_file(path)
     tokens, _ = priced(message["usage"], default_prices().price(message["model"]))
-    half = next(i for i, e in enumerate(events) if e.kind is Kind.USAGE and e.meta.get("message_id") == "msg_loop5")
+    half = next(
+        i for i, e in enumerate(events) if e.kind is Kind.USAGE and e.meta.get("message_id") == "msg_loop5"
+    )
     engine = Engine()
     for event in events[:half]:
         engine.process(event)
@@ -209,9 +255,17 @@ def test_a_session_without_usage_says_nothing_about_money(tmp_path):
     log = tmp_path / "plain.jsonl"
     lines = [{"type": "session_start", "session": "p", "agent": "a", "ts": 1.0}]
     for n in range(6):
-        lines += [{"type": "tool_call", "session": "p", "id": f"c{n}", "name": "bash", "args": {"cmd": "ls"},
-                   "ts": 2.0 + n}, {"type": "tool_result", "session": "p", "id": f"c{n}", "content": "",
-                                    "ts": 2.5 + n}]
+        lines += [
+            {
+                "type": "tool_call",
+                "session": "p",
+                "id": f"c{n}",
+                "name": "bash",
+                "args": {"cmd": "ls"},
+                "ts": 2.0 + n,
+            },
+            {"type": "tool_result", "session": "p", "id": f"c{n}", "content": "", "ts": 2.5 + n},
+        ]
     log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     found = [d for e in decode_file(log)[0] for d in engine.process(e)]
     assert found and all(d.cost is None and "cost" not in d.to_dict() for d in found)
@@ -227,8 +281,17 @@ def test_accounting_is_constant_per_event():
 
     costs.detected("s", [], Escalation, 0.0)
     for n in range(10_000):
-        costs.usage(Event(Kind.USAGE, "s", float(n), input_tokens=100, output_tokens=10,
-                          meta={"model": "claude-sonnet-4-5"}), Escalation)
+        costs.usage(
+            Event(
+                Kind.USAGE,
+                "s",
+                float(n),
+                input_tokens=100,
+                output_tokens=10,
+                meta={"model": "claude-sonnet-4-5"},
+            ),
+            Escalation,
+        )
     account = costs.sessions["s"]
     assert account.loops().tokens == 1_100_000 and len(costs.days) == 1
     assert not hasattr(account, "__dict__")  # slots: nothing grows
@@ -266,7 +329,7 @@ def test_history_and_markdown_export_carry_the_figures(stored):
     assert "LOOP COST" in listing.stdout and f"${usd:,.2f}" in listing.stdout
     shown = loopwatch("show", session, "--db", str(db), "--format", "markdown")
     assert shown.returncode == 0, shown.stderr
-    assert f"| Loop cost | " in shown.stdout and f"${usd:,.2f}" in shown.stdout
+    assert "| Loop cost | " in shown.stdout and f"${usd:,.2f}" in shown.stdout
     assert "Loop so far:" in shown.stdout and "loop so far" in shown.stdout
     document = json.loads(loopwatch("show", session, "--db", str(db), "--format", "json").stdout)
     assert document["loop_cost"]["usd"] == pytest.approx(usd)
@@ -275,8 +338,9 @@ def test_history_and_markdown_export_carry_the_figures(stored):
 
 def test_an_old_database_gains_the_columns(tmp_path):
     """Opening a v6 database migrates it: old rows cost nothing known (0 / NULL)."""
-    from monitor.store import schema as store_schema
     from sqlite_utils import Database
+
+    from monitor.store import schema as store_schema
 
     path = tmp_path / "old.db"
     db = Database(path)
@@ -301,8 +365,13 @@ def priced_loop() -> list:
     script = ScriptedSession("spender", "claude-code", T0, "/logs/spender.jsonl")
     for _ in range(6):
         script.call("bash", {"command": "pytest -x"}, "1 failed")
-        script.add(Kind.USAGE, step=0.5, input_tokens=20_000, output_tokens=1_000,
-                   meta={"model": "claude-sonnet-4-5", "cache_read_input_tokens": 15_000})
+        script.add(
+            Kind.USAGE,
+            step=0.5,
+            input_tokens=20_000,
+            output_tokens=1_000,
+            meta={"model": "claude-sonnet-4-5", "cache_read_input_tokens": 15_000},
+        )
     return script.events
 
 
@@ -310,14 +379,17 @@ def priced_loop() -> list:
 async def test_header_and_detail_show_what_the_loop_cost(tmp_path):
     from monitor.config import Config
     from monitor.ui.app import LoopwatchApp
-    from tests.scripted import frozen_clock, scripted_hub
     from monitor.ui.widgets.dashboard.counts import CountsBar
-    from monitor.ui.widgets.detail.detections_list import DetectionsList
     from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
+    from monitor.ui.widgets.detail.detections_list import DetectionsList
+    from tests.scripted import frozen_clock, scripted_hub
 
     config = Config()
-    app = LoopwatchApp(config, clock=frozen_clock(),
-                       hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=priced_loop()))
+    app = LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=priced_loop()),
+    )
     # Each response: 5,000 plain input, 15,000 cache reads, 1,000 output at Sonnet 4.5's rates.
     per_response = (5_000 * 3.0 + 15_000 * 0.30 + 1_000 * 15.0) / 1e6
     async with app.run_test(size=(160, 40)) as pilot:
@@ -368,10 +440,17 @@ async def test_history_screen_lists_what_each_session_s_loops_cost(tmp_path):
 
 
 def test_usage_parts_reads_cache_within_or_beside_the_input():
-    within = Event(Kind.USAGE, "s", 1.0, input_tokens=20_000, output_tokens=10,
-                   meta={"cache_read_input_tokens": 15_000, "cache_creation_input_tokens": 1_000})
-    beside = Event(Kind.USAGE, "s", 1.0, input_tokens=500, output_tokens=10,
-                   meta={"cache_read_input_tokens": 15_000})
+    within = Event(
+        Kind.USAGE,
+        "s",
+        1.0,
+        input_tokens=20_000,
+        output_tokens=10,
+        meta={"cache_read_input_tokens": 15_000, "cache_creation_input_tokens": 1_000},
+    )
+    beside = Event(
+        Kind.USAGE, "s", 1.0, input_tokens=500, output_tokens=10, meta={"cache_read_input_tokens": 15_000}
+    )
     assert usage_parts(within) == (4_000, 10, 1_000, 15_000)
     assert usage_parts(beside) == (500, 10, 0, 15_000)
     assert usage_parts(Event(Kind.USAGE, "s", 1.0, input_tokens=-3, output_tokens=True)) == (0, 0, 0, 0)

@@ -16,8 +16,9 @@ import http.client
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -44,8 +45,14 @@ async def receiver(token: str | None = None, **options: Any) -> AsyncIterator[tu
         await hub.stop()
 
 
-def _post(otlp: OtlpReceiver, path: str, body: bytes, content_type: str = "application/json",
-          headers: dict[str, str] | None = None, method: str = "POST") -> tuple[int, dict[str, str], bytes]:
+def _post(
+    otlp: OtlpReceiver,
+    path: str,
+    body: bytes,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+    method: str = "POST",
+) -> tuple[int, dict[str, str], bytes]:
     host, port = otlp.address
     connection = http.client.HTTPConnection(host, port, timeout=20)
     try:
@@ -56,7 +63,9 @@ def _post(otlp: OtlpReceiver, path: str, body: bytes, content_type: str = "appli
         connection.close()
 
 
-async def post(otlp: OtlpReceiver, path: str, body: bytes, **kwargs: Any) -> tuple[int, dict[str, str], bytes]:
+async def post(
+    otlp: OtlpReceiver, path: str, body: bytes, **kwargs: Any
+) -> tuple[int, dict[str, str], bytes]:
     return await asyncio.to_thread(_post, otlp, path, body, **kwargs)
 
 
@@ -80,11 +89,20 @@ def _send_claude_logs_with_the_sdk(endpoint: str, session: str, repeats: int) ->
     sequence = 0
     for i in range(repeats):
         sequence += 1
-        logger.emit(body="claude_code.tool_result", event_name="claude_code.tool_result", attributes={
-            "event.name": "tool_result", "session.id": session, "event.sequence": sequence,
-            "tool_name": "Bash", "success": "false", "tool_use_id": f"toolu_sdk_{i}",
-            "error": "Exit code 1\nls: cannot access 'build/': No such file or directory",
-            "tool_input": json.dumps({"command": "ls build/"})})
+        logger.emit(
+            body="claude_code.tool_result",
+            event_name="claude_code.tool_result",
+            attributes={
+                "event.name": "tool_result",
+                "session.id": session,
+                "event.sequence": sequence,
+                "tool_name": "Bash",
+                "success": "false",
+                "tool_use_id": f"toolu_sdk_{i}",
+                "error": "Exit code 1\nls: cannot access 'build/': No such file or directory",
+                "tool_input": json.dumps({"command": "ls build/"}),
+            },
+        )
     provider.force_flush()
     provider.shutdown()
 
@@ -96,14 +114,22 @@ def _send_genai_spans_with_the_sdk(endpoint: str, conversation: str, repeats: in
     from opentelemetry.trace import Status, StatusCode
 
     provider = TracerProvider(resource=_resource("my-agent", "worker-3"))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=20)))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=20))
+    )
     tracer = provider.get_tracer("my-agent")
     for i in range(repeats):
         with tracer.start_as_current_span("execute_tool grep") as span:
-            span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "grep",
-                                 "gen_ai.tool.call.id": f"call_{i}", "gen_ai.conversation.id": conversation,
-                                 "gen_ai.tool.call.arguments": json.dumps({"pattern": "fooBar", "path": "src"}),
-                                 "gen_ai.tool.call.result": "No matches found"})
+            span.set_attributes(
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "grep",
+                    "gen_ai.tool.call.id": f"call_{i}",
+                    "gen_ai.conversation.id": conversation,
+                    "gen_ai.tool.call.arguments": json.dumps({"pattern": "fooBar", "path": "src"}),
+                    "gen_ai.tool.call.result": "No matches found",
+                }
+            )
             span.set_status(Status(StatusCode.ERROR, "no matches"))
         with tracer.start_as_current_span("chat gpt-5"):  # not a tool: ignored
             pass
@@ -135,14 +161,17 @@ async def test_sdk_span_exporter_genai_tool_spans_reach_detection():
         assert otlp.adapter.ignored == 4  # the chat spans
 
 
-@pytest.mark.parametrize("name,session,agent", [("claude-code-logs.json", CLAUDE_SESSION, "claude-code"),
-                                                 ("codex-logs.json", CODEX_SESSION, "codex")])
+@pytest.mark.parametrize(
+    "name,session,agent",
+    [("claude-code-logs.json", CLAUDE_SESSION, "claude-code"), ("codex-logs.json", CODEX_SESSION, "codex")],
+)
 async def test_recorded_agent_payloads_over_json_and_gzip(name: str, session: str, agent: str):
     """The recorded payloads, OTLP/JSON, plain and gzip'ed: a response per spec, a loop detected."""
     body = (FIXTURES / name).read_bytes()
     async with receiver() as (hub, otlp):
-        status, headers, reply = await post(otlp, "/v1/logs", gzip.compress(body),
-                                            headers={"Content-Encoding": "gzip"})
+        status, headers, reply = await post(
+            otlp, "/v1/logs", gzip.compress(body), headers={"Content-Encoding": "gzip"}
+        )
         assert status == 200 and headers["Content-Type"] == "application/json"
         assert json.loads(reply) == {}  # a full success: no partial_success
         await hub.join()
@@ -174,7 +203,10 @@ def test_claude_events_map_to_calls_results_usage_and_prompts():
     assert start.meta == {"origin": "otlp", "service": "claude-code", "host": "build-07"}
     call = next(e for e in events if e.kind.value == "tool_call")
     assert (call.session, call.tool, call.call_id) == (CLAUDE_SESSION, "Bash", "toolu_01P0")
-    assert call.args == {"command": "python -m pytest tests/test_parser.py", "description": "Run the parser tests"}
+    assert call.args == {
+        "command": "python -m pytest tests/test_parser.py",
+        "description": "Run the parser tests",
+    }
     result = next(e for e in events if e.kind.value == "tool_result")
     assert result.is_error and result.content.startswith("Exit code 1")
     usage = next(e for e in events if e.kind.value == "usage")
@@ -188,7 +220,9 @@ def test_claude_events_map_to_calls_results_usage_and_prompts():
 async def test_bad_requests_get_the_right_status():
     async with receiver() as (hub, otlp):
         assert (await post(otlp, "/v1/logs", b"{not json"))[0] == 400
-        status, headers, body = await post(otlp, "/v1/logs", b"\xff\x00garbage", content_type="application/x-protobuf")
+        status, headers, body = await post(
+            otlp, "/v1/logs", b"\xff\x00garbage", content_type="application/x-protobuf"
+        )
         assert status == 400 and headers["Content-Type"] == "application/x-protobuf"
         from google.rpc import status_pb2
 
@@ -207,8 +241,13 @@ async def test_unreadable_agent_records_are_a_partial_success():
     """A tool_result without tool_name cannot become a call: rejected and counted; the rest is kept."""
     payload = json.loads((FIXTURES / "claude-code-logs.json").read_text())
     records = payload["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
-    broken = [r for r in records if any(a["key"] == "event.name" and a["value"]["stringValue"] == "tool_result"
-                                        for a in r["attributes"])][0]
+    broken = [
+        r
+        for r in records
+        if any(
+            a["key"] == "event.name" and a["value"]["stringValue"] == "tool_result" for a in r["attributes"]
+        )
+    ][0]
     broken["attributes"] = [a for a in broken["attributes"] if a["key"] != "tool_name"]
     async with receiver() as (hub, otlp):
         status, _, reply = await post(otlp, "/v1/logs", json.dumps(payload).encode())
@@ -258,8 +297,16 @@ async def test_a_session_seen_by_otlp_and_by_a_hook_is_one_session(tmp_path: Pat
         await otlp.start()
         try:
             for i in range(2):
-                await run_hook_async("claude", dict(PRE_TOOL, session_id=CLAUDE_SESSION, tool_use_id=f"toolu_sdk_{i}",
-                                                    tool_input={"command": "ls build/"}), server.unix_path)
+                await run_hook_async(
+                    "claude",
+                    dict(
+                        PRE_TOOL,
+                        session_id=CLAUDE_SESSION,
+                        tool_use_id=f"toolu_sdk_{i}",
+                        tool_input={"command": "ls build/"},
+                    ),
+                    server.unix_path,
+                )
             await asyncio.to_thread(_send_claude_logs_with_the_sdk, otlp.endpoint, CLAUDE_SESSION, 2)
             await hub.join()
         finally:
@@ -277,9 +324,24 @@ def test_address_parsing_and_the_cli_refuses_an_open_bind_without_token(tmp_path
     with pytest.raises(OtlpError):
         parse_address("host:port")
     env = {"PATH": "/usr/bin:/bin", "LOOPWATCH_DATA_DIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-m", "monitor", "watch", "--headless", "--no-db", "--no-socket",
-                             "--otlp", "0.0.0.0:4318"], capture_output=True, text=True, env=env, timeout=60,
-                            cwd=Path(__file__).resolve().parent.parent)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--no-db",
+            "--no-socket",
+            "--otlp",
+            "0.0.0.0:4318",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert result.returncode != 0 and "token" in result.stderr
 
 
@@ -289,13 +351,26 @@ def test_collector_example_forwards_exactly_the_agent_events():
     import re
 
     text = (Path(__file__).resolve().parent.parent / "examples" / "otel-collector.yaml").read_text()
-    for part in ("receivers:", "otlp:", "batch:", "filter/agent-events:", "otlphttp/loopwatch:",
-                 "Authorization: \"Bearer ${env:LOOPWATCH_TOKEN}\""):
+    for part in (
+        "receivers:",
+        "otlp:",
+        "batch:",
+        "filter/agent-events:",
+        "otlphttp/loopwatch:",
+        'Authorization: "Bearer ${env:LOOPWATCH_TOKEN}"',
+    ):
         assert part in text
     # The OTTL string in a single-quoted YAML scalar: its \\ is one backslash for the regex.
     pattern = re.search(r'IsMatch\(attributes\["event.name"\], "(.*)"\)', text).group(1).replace("\\\\", "\\")
-    keep = ["tool_result", "user_prompt", "api_request", "compaction", "claude_code.tool_result",
-            "codex.tool_result", "codex.user_prompt"]
+    keep = [
+        "tool_result",
+        "user_prompt",
+        "api_request",
+        "compaction",
+        "claude_code.tool_result",
+        "codex.tool_result",
+        "codex.user_prompt",
+    ]
     drop = ["tool_decision", "claude_code.api_error", "codex.sse_event", "codex.api_request", "http.request"]
     assert all(re.search(pattern, name) for name in keep)
     assert not any(re.search(pattern, name) for name in drop)
@@ -310,7 +385,9 @@ async def test_prometheus_metrics_count_sessions_detections_and_drops():
         await server.start()
         try:
             await post(otlp, "/v1/logs", (FIXTURES / "claude-code-logs.json").read_bytes())
-            await post(otlp, "/v1/logs", (FIXTURES / "claude-code-logs.json").read_bytes())  # a retry: duplicates
+            await post(
+                otlp, "/v1/logs", (FIXTURES / "claude-code-logs.json").read_bytes()
+            )  # a retry: duplicates
             await post(otlp, "/v1/logs", b"{broken")
             await hub.join()
             await hub.act("ack", CLAUDE_SESSION)
@@ -346,18 +423,31 @@ async def test_watch_headless_with_otlp_end_to_end(tmp_path: Path):
     from monitor.commands import doctor
     from tests.test_watch_headless import Watcher
 
-    watcher = await Watcher.start(tmp_path, "--json", "--no-db", "--socket", str(tmp_path / "lw.sock"),
-                                  "--otlp", "127.0.0.1:0", "--metrics", "127.0.0.1:0")
+    watcher = await Watcher.start(
+        tmp_path,
+        "--json",
+        "--no-db",
+        "--socket",
+        str(tmp_path / "lw.sock"),
+        "--otlp",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+    )
     try:
         said = "".join(watcher.stderr)
         endpoint = re.search(r"OTLP/HTTP on (http://127\.0\.0\.1:\d+)", said).group(1)
         assert re.search(r"metrics at http://127\.0\.0\.1:\d+/metrics", said)
-        host, port = endpoint[len("http://"):].split(":")
+        host, port = endpoint[len("http://") :].split(":")
 
         def send() -> int:
             connection = http.client.HTTPConnection(host, int(port), timeout=20)
-            connection.request("POST", "/v1/logs", body=(FIXTURES / "codex-logs.json").read_bytes(),
-                               headers={"Content-Type": "application/json"})
+            connection.request(
+                "POST",
+                "/v1/logs",
+                body=(FIXTURES / "codex-logs.json").read_bytes(),
+                headers={"Content-Type": "application/json"},
+            )
             return connection.getresponse().status
 
         assert await asyncio.to_thread(send) == 200

@@ -57,9 +57,11 @@ def test_aggressive_on_the_real_transcripts(real_fixtures: Path):
 def test_aggressive_catches_every_loop_no_later_than_balanced(log: Path):
     """Aggressive is earlier, never later: each loop of the corpus reaches warn
     from its detector at or before the line the default preset does."""
+
     def first(preset: str) -> int:
         report = scan([str(log)], build_config({"preset": preset}))
         return min(d.line for d in report.detections if d.level >= Level.WARN)
+
     assert first("aggressive") <= first("balanced")
 
 
@@ -111,8 +113,10 @@ def test_the_docs_list_what_each_preset_changes():
         cells = []
         for preset in ("conservative", "aggressive"):
             changed = {k: v for k, v in cls.presets.get(preset, {}).items() if getattr(defaults, k) != v}
-            cells.append(", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                                   for k, v in changed.items()) or "—")
+            cells.append(
+                ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in changed.items())
+                or "—"
+            )
         row = f"| `{name}` | {cells[0]} | {cells[1]} |"
         assert row in page, row
 

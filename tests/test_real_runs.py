@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -49,11 +49,13 @@ def _marked(test_id: str, known: dict[str, str]):
 
 BY_ID = {_name(run): run for run in RUNS}
 HONEST = [_marked(_name(r), KNOWN_FALSE_POSITIVES) for r in RUNS if r["label"] == "honest"]
-EPISODES = {f"{_name(r)}@{lo}-{hi}": (r, lo, hi) for r in RUNS if r["label"] == "loop" for lo, hi in r["loops"]}
+EPISODES = {
+    f"{_name(r)}@{lo}-{hi}": (r, lo, hi) for r in RUNS if r["label"] == "loop" for lo, hi in r["loops"]
+}
 LOOPS = [_marked(test_id, KNOWN_MISSES) for test_id in EPISODES]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _warnings(path: str) -> tuple[tuple[str, int | None, str], ...]:
     report = scan([path])
     assert report.problem_count == 0, report.problems[:3]

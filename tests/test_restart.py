@@ -29,8 +29,14 @@ async def run_once(paths: list[Path], db: Path, mode: str = "recent") -> LiveMon
     """A watcher that reads what is there, then stops (everything flushed); it
     announces where it records while it runs (what ``doctor`` reads)."""
     announced: list[dict | None] = []
-    live = LiveMonitor(Config(), paths=[str(p) for p in paths], start_policy=StartPolicy(mode=mode),
-                       db=str(db), use_socket=False, announce=announced.append)
+    live = LiveMonitor(
+        Config(),
+        paths=[str(p) for p in paths],
+        start_policy=StartPolicy(mode=mode),
+        db=str(db),
+        use_socket=False,
+        announce=announced.append,
+    )
     async with live.running() as hub:
         await live.files.sync()
         await hub.join()
@@ -42,11 +48,14 @@ def counts(db: Path) -> tuple[int, int, int, int]:
     """(events, distinct (file, line, type, seq-free) events, detections, distinct detections)."""
     with sqlite3.connect(db) as conn:
         events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
-        distinct = conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT session, file, line, type, call_id, "
-                                "content_hash FROM events)").fetchone()[0]
+        distinct = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT session, file, line, type, call_id, "
+            "content_hash FROM events)"
+        ).fetchone()[0]
         detections = conn.execute("SELECT COUNT(*) FROM detections").fetchone()[0]
-        distinct_d = conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT session, detector, file, line, "
-                                  "message FROM detections)").fetchone()[0]
+        distinct_d = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT session, detector, file, line, message FROM detections)"
+        ).fetchone()[0]
     return events, distinct, detections, distinct_d
 
 
@@ -138,9 +147,24 @@ def test_watch_headless_twice_then_history_lists_each_event_once(tmp_path: Path)
     db = tmp_path / "x.db"
     env = env_for(tmp_path)
     for _ in range(2):
-        proc = subprocess.Popen([sys.executable, "-m", "monitor", "watch", "--headless", "--no-socket",
-                                 "--db", str(db), str(logs)], cwd=ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "watch",
+                "--headless",
+                "--no-socket",
+                "--db",
+                str(db),
+                str(logs),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stderr is not None
         for line in proc.stderr:  # read until it has started (and read the files)
             if "Ctrl-C to stop" in line:
@@ -148,8 +172,14 @@ def test_watch_headless_twice_then_history_lists_each_event_once(tmp_path: Path)
         proc.terminate()
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-    shown = subprocess.run([sys.executable, "-m", "monitor", "show", "s1", "--db", str(db), "--json"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "monitor", "show", "s1", "--db", str(db), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
     assert counts(db)[0] == counts(db)[1] == 10
     assert counts(db)[2] == counts(db)[3]

@@ -37,8 +37,9 @@ def _lines(report) -> list[bytes]:
 
 def _same(one, many) -> None:
     assert _lines(many) == _lines(one)
-    assert [(d.level, d.proposed, d.suppressed) for d in many.detections] == \
-        [(d.level, d.proposed, d.suppressed) for d in one.detections]
+    assert [(d.level, d.proposed, d.suppressed) for d in many.detections] == [
+        (d.level, d.proposed, d.suppressed) for d in one.detections
+    ]
     assert format_human(many, Level.NOTICE) == format_human(one, Level.NOTICE)
     assert (many.events, many.lines, many.problem_count) == (one.events, one.lines, one.problem_count)
 
@@ -114,9 +115,19 @@ def test_workers_feed_their_engines_a_batch_at_a_time(trace, monkeypatch):
 def test_every_session_belongs_to_one_worker_whatever_the_process():
     """The shard of a session is a stable hash (not Python's salted one), so
     workers started any way agree."""
-    code = "from monitor.scan_jobs import shard_of; print([shard_of(s, 3) for s in ('a', 'b', 'é', 'x' * 99)])"
-    runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    code = (
+        "from monitor.scan_jobs import shard_of; print([shard_of(s, 3) for s in ('a', 'b', 'é', 'x' * 99)])"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert runs == {f"{[shard_of(s, 3) for s in ('a', 'b', 'é', 'x' * 99)]}\n"}
 
 
@@ -126,22 +137,26 @@ def test_the_merge_falls_back_when_it_cannot_prove_one_process_order():
     evidence = (EventRef(3, "tool_call", "f", 3, "x"), EventRef(5, "tool_call", "f", 5, "x"))
 
     def detection(detector: str) -> Detection:
-        return Detection(detector, Level.WARN, 1.0, "m", "p", evidence=evidence, session="s",
-                         proposed=Level.WARN)
+        return Detection(
+            detector, Level.WARN, 1.0, "m", "p", evidence=evidence, session="s", proposed=Level.WARN
+        )
 
     own, swarm = detection("exact_repeat"), detection("swarm")
     assert not _independent([(9, 0, 0, own), (9, 1, 0, swarm)], {9: [swarm]})
-    other = Detection("cycle", Level.WARN, 1.0, "m", "q", evidence=evidence[:1], session="s",
-                      proposed=Level.WARN)
+    other = Detection(
+        "cycle", Level.WARN, 1.0, "m", "q", evidence=evidence[:1], session="s", proposed=Level.WARN
+    )
     assert _independent([(9, 0, 0, other), (9, 1, 0, swarm)], {9: [swarm]})
 
 
 def test_cli_jobs_output_is_identical_and_bad_counts_are_refused(trace):
     """`loopwatch scan --jobs 2 --json` prints what `--jobs 1` prints, and
     exits the same; `--jobs 0` is a usage error."""
+
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "monitor", "scan", *args], cwd=ROOT,
-                              capture_output=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "monitor", "scan", *args], cwd=ROOT, capture_output=True, timeout=300
+        )
 
     one, two = run("--json", "--jobs", "1", str(trace)), run("--json", "--jobs", "2", str(trace))
     assert one.returncode == two.returncode == 1
@@ -244,13 +259,15 @@ def test_a_fifo_is_scanned_in_one_process(tmp_path):
     writer = threading.Thread(target=lambda: fifo.write_bytes(data), daemon=True)
     writer.start()
     outcome: dict = {}
-    scanner = threading.Thread(target=lambda: outcome.update(report=scan_sharded([str(fifo)], None, None, 2)),
-                               daemon=True)
+    scanner = threading.Thread(
+        target=lambda: outcome.update(report=scan_sharded([str(fifo)], None, None, 2)), daemon=True
+    )
     scanner.start()
     scanner.join(60)
     writer.join(60)
     report = outcome["report"]  # (a KeyError: the scan never finished)
     assert report.events == data.count(b"\n") and report.lines == report.events
+
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_command_scans_a_pipe_as_the_file_it_carries(tmp_path, jobs):
@@ -283,7 +300,9 @@ def test_bad_lines_are_reported_once_in_line_order_whoever_decodes_them(tmp_path
         session = f"s{rng.randrange(12)}"
         roll = rng.random()
         if roll < 0.25:
-            lines.append(f'{{"type":"tool_call","session":"{session}","ts":1750000000.5,"id":7,"name":"bash","args":{{}}}}')
+            lines.append(
+                f'{{"type":"tool_call","session":"{session}","ts":1750000000.5,"id":7,"name":"bash","args":{{}}}}'
+            )
         elif roll < 0.3:
             lines.append(f'{{"type":"message","session":"{session}","ts":9e15,"role":"user","content":"x"}}')
         elif roll < 0.35:
@@ -291,10 +310,12 @@ def test_bad_lines_are_reported_once_in_line_order_whoever_decodes_them(tmp_path
         elif roll < 0.4:
             lines.append('{"type":"message","ts":1750000000.5,"role":"user","content":"no session"}')
         elif roll < 0.42:
-            lines.append('[1, 2]')
+            lines.append("[1, 2]")
         else:
-            lines.append(f'{{"type":"tool_call","session":"{session}","ts":{1750000000 + n}.5,"id":"c{n}",'
-                         f'"name":"bash","args":{{"command":"pytest -q"}}}}')
+            lines.append(
+                f'{{"type":"tool_call","session":"{session}","ts":{1750000000 + n}.5,"id":"c{n}",'
+                f'"name":"bash","args":{{"command":"pytest -q"}}}}'
+            )
     log = tmp_path / "mixed.jsonl"
     log.write_text("\n".join(lines) + "\n")
     other = tmp_path / "other.jsonl"

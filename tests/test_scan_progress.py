@@ -22,23 +22,48 @@ def write_logs(directory: Path, files: int = 3, calls: int = 400) -> None:
     for n in range(files):
         records = [{"type": "session_start", "session": f"s{n}", "agent": "a", "ts": 1.0}]
         for i in range(calls):
-            records.append({"type": "tool_call", "session": f"s{n}", "id": f"c{i}", "name": "read_file",
-                            "args": {"path": f"f{i}.py"}, "ts": 2.0 + i})
-            records.append({"type": "tool_result", "session": f"s{n}", "id": f"c{i}",
-                            "content": f"contents {i}", "ts": 2.5 + i})
+            records.append(
+                {
+                    "type": "tool_call",
+                    "session": f"s{n}",
+                    "id": f"c{i}",
+                    "name": "read_file",
+                    "args": {"path": f"f{i}.py"},
+                    "ts": 2.0 + i,
+                }
+            )
+            records.append(
+                {
+                    "type": "tool_result",
+                    "session": f"s{n}",
+                    "id": f"c{i}",
+                    "content": f"contents {i}",
+                    "ts": 2.5 + i,
+                }
+            )
         (directory / f"s{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def run_scan(*args: str, tty: bool) -> tuple[int, str, str]:
     """Run the CLI; stderr is a pseudo-terminal when ``tty``. Returns (status, stdout, stderr)."""
     if not tty:
-        done = subprocess.run([sys.executable, "-m", "monitor", "scan", *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor", "scan", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return done.returncode, done.stdout, done.stderr
     master, slave = pty.openpty()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "monitor", "scan", *args], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=slave, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "scan", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+        )
         os.close(slave)
         out = proc.stdout.read()
         chunks = []

@@ -40,7 +40,6 @@ def test_scenario(log: Path, spec: dict):
         assert not warned, [f"{d.detector} line {d.line}: {d.message}" for d in warned]
     else:
         hits = [d for d in warned if d.detector == spec["detector"] and d.line <= spec["by_line"]]
-        assert hits, (
-            f"expected {spec['detector']} at warn by line {spec['by_line']}; got "
-            + repr([(d.detector, d.line, d.level.label) for d in report.detections])
+        assert hits, f"expected {spec['detector']} at warn by line {spec['by_line']}; got " + repr(
+            [(d.detector, d.line, d.level.label) for d in report.detections]
         )

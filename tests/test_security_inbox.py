@@ -16,14 +16,12 @@ import stat
 import threading
 import time
 
-import pytest
-
 from monitor.config import build_config
 from monitor.control import InboxChannel, open_inbox
 from monitor.hub import Hub
-from monitor.updates import ActionFinished
 from monitor.sources.files import FileSource
 from monitor.sources.paths import StartPolicy
+from monitor.updates import ActionFinished
 from tests.securitykit import DEADLINE, loop_lines, until
 
 

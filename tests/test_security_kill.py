@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import os
 import pwd
 import shutil
@@ -25,11 +24,12 @@ import pytest
 from monitor.config import build_config
 from monitor.control import ProcessIdentity
 from monitor.hub import Hub
-from monitor.updates import ActionFinished
 from monitor.sources.files import FileSource
 from monitor.sources.paths import StartPolicy
 from monitor.sources.sockets import SocketServer
+from monitor.updates import ActionFinished
 from tests.securitykit import DEADLINE, SLEEPER, loop_lines, until
+
 
 @pytest.fixture
 def victims():
@@ -124,8 +124,12 @@ async def test_another_users_log_in_a_shared_dir_never_gets_our_process_killed(r
     victim = victims()
     log = shared / "evil.jsonl"
     # Written by a real process of the other user: the file is theirs.
-    subprocess.run(["sh", "-c", 'cat > "$1"', "sh", str(log)], user=nobody, check=True,
-                   input=loop_lines("evil", time.time(), pid=victim.pid).encode())
+    subprocess.run(
+        ["sh", "-c", 'cat > "$1"', "sh", str(log)],
+        user=nobody,
+        check=True,
+        input=loop_lines("evil", time.time(), pid=victim.pid).encode(),
+    )
     assert log.stat().st_uid == nobody
     hub, actions = await monitor([shared], auto_kill=True)
     await until(lambda: any(a.kind == "kill" for a in actions), "the automatic kill")
@@ -178,11 +182,14 @@ async def test_auto_kill_signals_a_pid_the_agent_confirmed_over_its_socket(tmp_p
         "import json, socket, sys, time\n"
         "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
         "s.sendall(sys.argv[2].encode())\n"
-        "time.sleep(120)\n")
+        "time.sleep(120)\n"
+    )
     async with SocketServer(hub, config, unix_path=path):
         # The agent sends its own pid: a placeholder replaced in the child itself.
-        code = agent_code.replace("s.sendall(sys.argv[2].encode())",
-                                  "import os; s.sendall(sys.argv[2].replace('PID', str(os.getpid())).encode())")
+        code = agent_code.replace(
+            "s.sendall(sys.argv[2].encode())",
+            "import os; s.sendall(sys.argv[2].replace('PID', str(os.getpid())).encode())",
+        )
         lines = loop_lines("sock", time.time()).replace('"agent": "a"', '"agent": "a", "pid": PID', 1)
         agent = subprocess.Popen([sys.executable, "-c", code, str(path), lines])
         try:

@@ -69,9 +69,15 @@ while True:
         break
 """
 
-PRE_TOOL = {"session_id": "sess-1", "transcript_path": "/t/sess-1.jsonl", "cwd": "/w",
-            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1",
-            "tool_input": {"command": "cat ~/.aws/credentials"}}
+PRE_TOOL = {
+    "session_id": "sess-1",
+    "transcript_path": "/t/sess-1.jsonl",
+    "cwd": "/w",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_use_id": "toolu_1",
+    "tool_input": {"command": "cat ~/.aws/credentials"},
+}
 
 
 @pytest.fixture
@@ -93,8 +99,9 @@ class Listener:
 
     def __init__(self, path: Path, uid: int):
         self.path = path
-        self.proc = subprocess.Popen([sys.executable, "-c", LISTENER, str(path), str(uid)],
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", LISTENER, str(path), str(uid)], stdout=subprocess.PIPE, text=True
+        )
         assert self.proc.stdout.readline().strip() == "READY"
 
     def received(self) -> list[str]:
@@ -124,8 +131,14 @@ def planted_dir(shared_tmp: Path, uid: int) -> Path:
 
 def hook(sock: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, LOOPWATCH_SOCKET=str(sock), PYTHONPATH=str(ROOT), LOOPWATCH_HOOK_TIMEOUT="5")
-    return subprocess.run([sys.executable, "-m", "monitor", "hook", "claude"], input=json.dumps(PRE_TOOL).encode(),
-                          capture_output=True, env=env, cwd=ROOT, timeout=DEADLINE)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "hook", "claude"],
+        input=json.dumps(PRE_TOOL).encode(),
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=DEADLINE,
+    )
 
 
 def test_hook_sends_nothing_to_another_users_planted_socket(shared_tmp, nobody):

@@ -22,8 +22,9 @@ START = {"type": "session_start", "session": "local", "agent": "a"}
 async def test_unauthenticated_tcp_has_its_own_cap_and_local_agents_always_get_in(tmp_path):
     """10 silent TCP connections against a pre-auth cap of 4: 6 refused at once, and every
     Unix agent (up to the shared limit of 6 in the old code) still gets in and is heard."""
-    config = build_config({"sources": {"max_connections": 6, "max_unauthenticated": 4,
-                                       "hello_timeout_seconds": 60}})
+    config = build_config(
+        {"sources": {"max_connections": 6, "max_unauthenticated": 4, "hello_timeout_seconds": 60}}
+    )
     async with running_monitor(tmp_path, config, listen="127.0.0.1:0", token="t") as (hub, server):
         updates = Updates(hub)
         strangers = [await RawClient.tcp(*server.tcp_address) for _ in range(10)]
@@ -90,8 +91,10 @@ async def test_hello_followed_by_many_events_in_one_write_still_gets_in(tmp_path
     async with running_monitor(tmp_path, config, listen="127.0.0.1:0", token="t") as (hub, server):
         updates = Updates(hub)
         client = await RawClient.tcp(*server.tcp_address)
-        big = [{"type": "message", "session": "remote", "role": "assistant", "content": "y" * 1000}
-               for _ in range(200)]
+        big = [
+            {"type": "message", "session": "remote", "role": "assistant", "content": "y" * 1000}
+            for _ in range(200)
+        ]
         await client.send({"type": "hello", "token": "t"}, dict(START, session="remote"), *big)
         assert (await client.read())["type"] == "welcome"
         info = await updates.session("remote", lambda i: i.events == 201)

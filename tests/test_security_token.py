@@ -42,8 +42,16 @@ async def test_token_file_keeps_the_token_out_of_ps(tmp_path, watchers):
     secret = tmp_path / "token"
     secret.write_text("s3cr3t-from-file\n")
     secret.chmod(0o600)
-    watcher = await watchers(tmp_path, "--no-db", "--socket", str(short_socket_path(tmp_path)),
-                             "--listen", "127.0.0.1:0", "--token-file", str(secret))
+    watcher = await watchers(
+        tmp_path,
+        "--no-db",
+        "--socket",
+        str(short_socket_path(tmp_path)),
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        str(secret),
+    )
     line = next(x for x in watcher.stderr if "Ctrl-C to stop" in x)
     assert "s3cr3t" not in cmdline(watcher.proc.pid)
     assert await tcp_welcomes(line, "s3cr3t-from-file")
@@ -53,16 +61,31 @@ async def test_token_file_keeps_the_token_out_of_ps(tmp_path, watchers):
 
 async def test_token_from_the_environment(tmp_path, watchers):
     """LOOPWATCH_TOKEN works without any token option."""
-    watcher = await watchers(tmp_path, "--no-db", "--socket", str(short_socket_path(tmp_path)),
-                             "--listen", "127.0.0.1:0", env={"LOOPWATCH_TOKEN": "from-env"})
+    watcher = await watchers(
+        tmp_path,
+        "--no-db",
+        "--socket",
+        str(short_socket_path(tmp_path)),
+        "--listen",
+        "127.0.0.1:0",
+        env={"LOOPWATCH_TOKEN": "from-env"},
+    )
     line = next(x for x in watcher.stderr if "Ctrl-C to stop" in x)
     assert await tcp_welcomes(line, "from-env")
 
 
 async def test_token_on_the_command_line_still_works_but_warns(tmp_path, watchers):
     """--token keeps working for old scripts, with a warning that ps shows it."""
-    watcher = await watchers(tmp_path, "--no-db", "--socket", str(short_socket_path(tmp_path)),
-                             "--listen", "127.0.0.1:0", "--token", "visible")
+    watcher = await watchers(
+        tmp_path,
+        "--no-db",
+        "--socket",
+        str(short_socket_path(tmp_path)),
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        "visible",
+    )
     line = next(x for x in watcher.stderr if "Ctrl-C to stop" in x)
     assert any("--token is visible to every local user in ps" in x for x in watcher.stderr)
     assert await tcp_welcomes(line, "visible")
@@ -76,15 +99,33 @@ def test_a_token_file_others_can_read_is_refused(tmp_path):
     empty = tmp_path / "empty"
     empty.write_text("\n")
     empty.chmod(0o600)
-    cases = [(["--token-file", str(loose)], "readable by others"),
-             (["--token-file", str(empty)], "is empty"),
-             (["--token-file", str(empty), "--token", "x"], "not both"),
-             (["--token-file", str(tmp_path / "missing")], "cannot read the token file")]
+    cases = [
+        (["--token-file", str(loose)], "readable by others"),
+        (["--token-file", str(empty)], "is empty"),
+        (["--token-file", str(empty), "--token", "x"], "not both"),
+        (["--token-file", str(tmp_path / "missing")], "cannot read the token file"),
+    ]
     for args, message in cases:
-        result = subprocess.run([sys.executable, "-m", "monitor", "watch", "--headless", "--no-db",
-                                 "--socket", str(short_socket_path(tmp_path)), "--listen", "127.0.0.1:0",
-                                 *args], capture_output=True, text=True, cwd=ROOT, env=env_for(tmp_path),
-                                timeout=DEADLINE)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "watch",
+                "--headless",
+                "--no-db",
+                "--socket",
+                str(short_socket_path(tmp_path)),
+                "--listen",
+                "127.0.0.1:0",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env_for(tmp_path),
+            timeout=DEADLINE,
+        )
         assert result.returncode != 0 and message in result.stderr, (args, result.stderr)
         assert "Ctrl-C to stop" not in result.stderr
     assert os.path.exists(loose)

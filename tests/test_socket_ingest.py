@@ -11,18 +11,18 @@ import asyncio
 import contextlib
 import socket
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import orjson
 
 from monitor.config import build_config
 from monitor.hub import Hub
-from monitor.updates import DetectionRaised
 from monitor.sources import fair, socket_out
-from monitor.sources.fair import BATCH_EVENTS, IngestMux, Lane
+from monitor.sources.fair import BATCH_EVENTS, Lane
 from monitor.sources.sockets import SocketServer
 from monitor.store import Store
+from monitor.updates import DetectionRaised
 from tests.socketkit import DEADLINE, RawClient, Updates, short_socket_path
 
 
@@ -81,15 +81,24 @@ async def test_a_quiet_connection_is_served_before_a_flood_is_drained(tmp_path):
         sending = asyncio.create_task(flood.send(jsonl(message("flood", i) for i in range(10_000))))
         await poll_until(lambda: len(server.connections) == 1, "the flood's connection")
         flood_lane = lane_of(server, 1)
-        await poll_until(lambda: server.ingest.full(flood_lane) and server.ingest.batches == 1,
-                         "the flood to fill its lane")
+        await poll_until(
+            lambda: server.ingest.full(flood_lane) and server.ingest.batches == 1,
+            "the flood to fill its lane",
+        )
         quiet = await RawClient.unix(server.unix_path)
         await quiet.send(jsonl(loop_records("quiet")))
-        await poll_until(lambda: len(server.connections) == 2 and len(lane_of(server, 2)) == 6,
-                         "the quiet loop in its lane")
+        await poll_until(
+            lambda: len(server.connections) == 2 and len(lane_of(server, 2)) == 6,
+            "the quiet loop in its lane",
+        )
         seen_at: list[int] = []
-        hub.subscribe(lambda u: seen_at.append(hub.events_total)
-                      if isinstance(u, DetectionRaised) and u.detection.session == "quiet" else None)
+        hub.subscribe(
+            lambda u: (
+                seen_at.append(hub.events_total)
+                if isinstance(u, DetectionRaised) and u.detection.session == "quiet"
+                else None
+            )
+        )
         await hub.start()
         await updates.wait(lambda u: isinstance(u, DetectionRaised) and u.detection.session == "quiet")
         await sending
@@ -143,8 +152,10 @@ async def test_back_pressure_bounds_memory_and_drops_no_event(tmp_path):
         sending = asyncio.create_task(client.send(jsonl(message("big", i) for i in range(20_000))))
         await poll_until(lambda: len(server.connections) == 1, "the connection")
         mux = server.ingest
-        await poll_until(lambda: mux.batches == 1 and (mux.full(lane_of(server, 1)) or mux.turns.waiting),
-                         "the connection to stop reading")
+        await poll_until(
+            lambda: mux.batches == 1 and (mux.full(lane_of(server, 1)) or mux.turns.waiting),
+            "the connection to stop reading",
+        )
         held = mux.pending
         assert not sending.done(), "the client was never held back"
         await hub.start()

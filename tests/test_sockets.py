@@ -109,8 +109,10 @@ async def test_session_defaults_to_the_hello_session(tmp_path):
     async with running_monitor(tmp_path) as (hub, server):
         updates = Updates(hub)
         client = await RawClient.unix(server.unix_path)
-        await client.send({"type": "hello", "agent": "a", "session": "from-hello"},
-                          {"type": "message", "role": "assistant", "content": "hi"})
+        await client.send(
+            {"type": "hello", "agent": "a", "session": "from-hello"},
+            {"type": "message", "role": "assistant", "content": "hi"},
+        )
         info = await updates.session("from-hello", count("from-hello", 1))
         assert info.events == 1
         await client.close()
@@ -122,12 +124,12 @@ async def test_garbage_gets_error_replies_and_the_connection_stays_up(tmp_path):
         updates = Updates(hub)
         client = await RawClient.unix(server.unix_path)
         await client.send(
-            START,                                                     # line 1
-            b"this is not json\n",                                     # 2
-            b"[1, 2, 3]\n",                                            # 3
-            {"type": "tool_call", "session": "s1", "args": {}},        # 4: no name
-            {"type": "launch_missiles", "session": "s1"},              # 5: unknown type
-            b"\n",                                                     # 6: blank, ignored
+            START,  # line 1
+            b"this is not json\n",  # 2
+            b"[1, 2, 3]\n",  # 3
+            {"type": "tool_call", "session": "s1", "args": {}},  # 4: no name
+            {"type": "launch_missiles", "session": "s1"},  # 5: unknown type
+            b"\n",  # 6: blank, ignored
             {"type": "message", "session": "s1", "role": "assistant", "content": "still here"},  # 7
         )
         errors = [await client.read(lambda m: m["type"] == "error") for _ in range(4)]
@@ -229,8 +231,10 @@ async def test_many_concurrent_connections_lose_nothing(tmp_path):
             client = await RawClient.unix(server.unix_path)
             session = f"c{n}"
             records = [{"type": "session_start", "session": session, "agent": "many"}]
-            records += [{"type": "message", "session": session, "role": "assistant", "content": f"step {i}"}
-                        for i in range(49)]
+            records += [
+                {"type": "message", "session": session, "role": "assistant", "content": f"step {i}"}
+                for i in range(49)
+            ]
             await client.send(*records)
             await client.close()
 
@@ -287,9 +291,9 @@ async def test_tcp_refuses_clients_without_a_valid_token(tmp_path):
         updates = Updates(hub)
         host, port = server.tcp_address
         attempts = [
-            [START],                                              # no hello at all
-            [{"type": "hello", "token": "wrong"}, START],         # wrong token
-            [{"type": "hello", "agent": "no token"}, START],      # token missing
+            [START],  # no hello at all
+            [{"type": "hello", "token": "wrong"}, START],  # wrong token
+            [{"type": "hello", "agent": "no token"}, START],  # token missing
         ]
         for records in attempts:
             client = await RawClient.tcp(host, port)
@@ -398,9 +402,11 @@ async def test_hook_poll_collects_queued_messages(tmp_path):
         assert action.detail == "queued for the agent's next hook call"
 
         nxt = await RawClient.unix(server.unix_path)
-        await nxt.send({"type": "hello", "origin": "hook"},
-                       {"type": "message", "session": "h1", "role": "assistant", "content": "ok"},
-                       {"type": "poll", "session": "h1"})
+        await nxt.send(
+            {"type": "hello", "origin": "hook"},
+            {"type": "message", "session": "h1", "role": "assistant", "content": "ok"},
+            {"type": "poll", "session": "h1"},
+        )
         await nxt.read(lambda m: m["type"] == "poll_done")
         injects = [m for m in nxt.received if m["type"] == "inject"]
         assert [m["text"] for m in injects] == ["stop repeating yourself"]
@@ -428,9 +434,12 @@ async def test_hook_poll_returns_the_automatic_nudge_for_its_own_events(tmp_path
     config = build_config({"control": {"auto_inject": True}})
     async with running_monitor(tmp_path, config) as (_hub, server):
         hook = await RawClient.unix(server.unix_path)
-        await hook.send({"type": "hello", "origin": "hook"},
-                        {"type": "session_start", "session": "h2", "agent": "claude"},
-                        *tool_loop("h2", 4), {"type": "poll", "session": "h2"})
+        await hook.send(
+            {"type": "hello", "origin": "hook"},
+            {"type": "session_start", "session": "h2", "agent": "claude"},
+            *tool_loop("h2", 4),
+            {"type": "poll", "session": "h2"},
+        )
         await hook.read(lambda m: m["type"] == "poll_done")
         injects = [m for m in hook.received if m["type"] == "inject"]
         assert injects and injects[0]["session"] == "h2"
@@ -451,7 +460,9 @@ SEND_START = (
 
 async def run_sender(path, session: str, pid: int) -> None:
     """A separate process connects and reports ``pid`` for ``session``."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SEND_START, str(path), session, str(pid))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SEND_START, str(path), session, str(pid)
+    )
     assert await proc.wait() == 0
 
 

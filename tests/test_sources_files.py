@@ -44,8 +44,10 @@ class Sink:
         while not predicate():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"timed out waiting for {what}; events={len(self.events)} "
-                                     f"problems={[str(p) for p in self.problems][:5]}")
+                raise AssertionError(
+                    f"timed out waiting for {what}; events={len(self.events)} "
+                    f"problems={[str(p) for p in self.problems][:5]}"
+                )
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.5))
@@ -365,12 +367,24 @@ async def test_native_file_sessions_get_an_inbox_channel(tmp_path, run_source):
     native = tmp_path / "native.jsonl"
     native.write_text(line("hi", session="n1") + line("hi", session="n2"))
     claude = tmp_path / "claude.jsonl"
-    claude.write_text(json.dumps({"type": "user", "sessionId": "c1", "uuid": "u1", "timestamp": "2025-01-01T00:00:00Z",
-                                  "message": {"role": "user", "content": "hello"}}) + "\n")
+    claude.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "c1",
+                "uuid": "u1",
+                "timestamp": "2025-01-01T00:00:00Z",
+                "message": {"role": "user", "content": "hello"},
+            }
+        )
+        + "\n"
+    )
     sink = Sink()
     await run_source([tmp_path], sink, start=StartPolicy("start"))
-    await sink.wait_for(lambda: {"n1", "n2"} <= set(sink.channels)
-                        and any(e.session == "c1" for e in sink.events), "inbox channels and the Claude event")
+    await sink.wait_for(
+        lambda: {"n1", "n2"} <= set(sink.channels) and any(e.session == "c1" for e in sink.events),
+        "inbox channels and the Claude event",
+    )
     channel = sink.channels["n1"]
     assert channel.name == "inbox" and Path(channel.path) == tmp_path / "native.jsonl.inbox.jsonl"
     assert "c1" not in sink.channels
@@ -385,6 +399,8 @@ async def test_unreadable_file_is_reported_once(tmp_path, run_source):
     ok.write_text(line("visible"))
     sink = Sink()
     await run_source([tmp_path], sink, start=StartPolicy("start"))
-    await sink.wait_for(lambda: sink.events and any("cannot read" in p.reason for p in sink.problems),
-                        "the readable event and the problem")
+    await sink.wait_for(
+        lambda: sink.events and any("cannot read" in p.reason for p in sink.problems),
+        "the readable event and the problem",
+    )
     assert sink.contents() == ["visible"]

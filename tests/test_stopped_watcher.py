@@ -47,8 +47,14 @@ def stored_status(db: Path) -> str | None:
 
 
 def loopwatch(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def history_status(env: dict, db: Path) -> str:
@@ -63,18 +69,44 @@ def test_sessions_of_a_sigkilled_watcher_read_stopped(tmp_path):
     logs.mkdir()
     now = time.time()
     records = [{"type": "session_start", "session": "open-1", "agent": "claude-code", "ts": now}]
-    records += [{"type": "tool_call", "session": "open-1", "id": f"c{i}", "name": "bash",
-                 "args": {"cmd": f"cat f{i}.py"}, "ts": now + i} for i in range(3)]
+    records += [
+        {
+            "type": "tool_call",
+            "session": "open-1",
+            "id": f"c{i}",
+            "name": "bash",
+            "args": {"cmd": f"cat f{i}.py"},
+            "ts": now + i,
+        }
+        for i in range(3)
+    ]
     (logs / "open.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # no session_end
     db = tmp_path / "watch.db"
-    env = {**os.environ, "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
-           "LOOPWATCH_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        **os.environ,
+        "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
+        "LOOPWATCH_DATA_DIR": str(tmp_path / "data"),
+    }
     env.pop("LOOPWATCH_TOKEN", None)
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "watch", "--headless", "--no-socket", "--from-start",
-         "--db", str(db), str(logs)],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--no-socket",
+            "--from-start",
+            "--db",
+            str(db),
+            str(logs),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: stored_status(db) == "live", "the watcher to record the session live")
         assert history_status(env, db) == "live"  # its watcher runs
@@ -102,15 +134,23 @@ async def test_tui_history_shows_a_sigkilled_watchers_session_stopped(tmp_path):
 
     db = tmp_path / "tui.db"
     recorder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\n"
-         "from monitor.store import Store\n"
-         "store = Store(sys.argv[1]); store.start()\n"
-         "now = time.time()\n"
-         "store.upsert_session({'id': 'tui-1', 'agent': 'codex', 'status': 'live',"
-         " 'first_seen': now, 'last_seen': now})\n"
-         "store.flush(); print('ready', flush=True); sys.stdin.read()\n", str(db)],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from monitor.store import Store\n"
+            "store = Store(sys.argv[1]); store.start()\n"
+            "now = time.time()\n"
+            "store.upsert_session({'id': 'tui-1', 'agent': 'codex', 'status': 'live',"
+            " 'first_seen': now, 'last_seen': now})\n"
+            "store.flush(); print('ready', flush=True); sys.stdin.read()\n",
+            str(db),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert recorder.stdout.readline().strip() == "ready"
         recorder.send_signal(signal.SIGKILL)

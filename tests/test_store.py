@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from monitor.store import schema as store_schema
 from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.identity import current_user, owner_stamp
 from monitor.store import Store, StoreError
+from monitor.store import schema as store_schema
 from monitor.store.schema import latest_version, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,9 +31,17 @@ DAY = 86400.0
 
 
 def call(session: str, seq: int, ts: float, **fields) -> Event:
-    event = Event(Kind.TOOL_CALL, session, ts, source=f"/logs/{session}.jsonl", line=seq,
-                  tool=fields.pop("tool", "bash"), args=fields.pop("args", {"cmd": "ls"}),
-                  call_id=f"c{seq}", **fields)
+    event = Event(
+        Kind.TOOL_CALL,
+        session,
+        ts,
+        source=f"/logs/{session}.jsonl",
+        line=seq,
+        tool=fields.pop("tool", "bash"),
+        args=fields.pop("args", {"cmd": "ls"}),
+        call_id=f"c{seq}",
+        **fields,
+    )
     event.seq = seq
     return event
 
@@ -97,12 +105,16 @@ def test_old_version_database_is_migrated_keeping_its_rows(db_path: Path):
     db_path.parent.mkdir(parents=True)
     old = Database(db_path)
     migrate(old, upto=1)
-    old.execute("INSERT INTO sessions (id, agent, first_seen, last_seen, events) "
-                "VALUES ('old', 'codex', ?, ?, 2)", [NOW, NOW + 1])
+    old.execute(
+        "INSERT INTO sessions (id, agent, first_seen, last_seen, events) VALUES ('old', 'codex', ?, ?, 2)",
+        [NOW, NOW + 1],
+    )
     for seq in (1, 2):
-        old.execute("INSERT INTO events (session, seq, ts, type, tool, args, content_length) "
-                    "VALUES ('old', ?, ?, 'tool_call', 'bash', '{\"cmd\": \"ls\"}', 0)",
-                    [seq, NOW + seq - 1])
+        old.execute(
+            "INSERT INTO events (session, seq, ts, type, tool, args, content_length) "
+            "VALUES ('old', ?, ?, 'tool_call', 'bash', '{\"cmd\": \"ls\"}', 0)",
+            [seq, NOW + seq - 1],
+        )
     old.close()
     assert count(db_path, "SELECT MAX(version) FROM schema_version") == 1
 
@@ -123,16 +135,23 @@ def test_v5_database_gets_session_owners_and_a_detectable_full_text_index(db_pat
     db_path.parent.mkdir(parents=True)
     old = Database(db_path)
     migrate(old, upto=5)
-    old.execute("INSERT INTO sessions (id, status, first_seen, last_seen) VALUES "
-                "('was-live', 'live', ?, ?), ('done', 'ended', ?, ?)", [NOW, NOW, NOW, NOW])
-    old.execute("INSERT INTO events (session, seq, ts, type, tool, args, content, content_length) "
-                "VALUES ('was-live', 1, ?, 'tool_call', 'bash', '{\"cmd\": \"pytest -x\"}', '', 0)",
-                [NOW])
+    old.execute(
+        "INSERT INTO sessions (id, status, first_seen, last_seen) VALUES "
+        "('was-live', 'live', ?, ?), ('done', 'ended', ?, ?)",
+        [NOW, NOW, NOW, NOW],
+    )
+    old.execute(
+        "INSERT INTO events (session, seq, ts, type, tool, args, content, content_length) "
+        "VALUES ('was-live', 1, ?, 'tool_call', 'bash', '{\"cmd\": \"pytest -x\"}', '', 0)",
+        [NOW],
+    )
     old.close()
     with Store(db_path) as s:
         assert s.stopped_sessions == 1
         assert {row["id"]: row["status"] for row in s.list_sessions()} == {
-            "was-live": "stopped", "done": "ended"}
+            "was-live": "stopped",
+            "done": "ended",
+        }
         assert [hit["seq"] for hit in s.search_events("pytest")] == [1]
         s.add_events(calls("new", 2))
         s.flush()
@@ -253,45 +272,115 @@ def test_content_is_bounded_with_full_length_and_hash(store: Store):
 
 def test_events_round_trip_through_iter_events(store: Store):
     """Every field the engine reads comes back from the store unchanged."""
-    start = Event(Kind.SESSION_START, "s", NOW, source="/l.jsonl", line=1, agent="codex", pid=42,
-                  parent="p", meta={"cwd": "/w"})
-    result = Event(Kind.TOOL_RESULT, "s", NOW + 1, source="/l.jsonl", line=3, content="boom",
-                   call_id="c1", tool="bash", args={"cmd": "make"}, is_error=True)
+    start = Event(
+        Kind.SESSION_START,
+        "s",
+        NOW,
+        source="/l.jsonl",
+        line=1,
+        agent="codex",
+        pid=42,
+        parent="p",
+        meta={"cwd": "/w"},
+    )
+    result = Event(
+        Kind.TOOL_RESULT,
+        "s",
+        NOW + 1,
+        source="/l.jsonl",
+        line=3,
+        content="boom",
+        call_id="c1",
+        tool="bash",
+        args={"cmd": "make"},
+        is_error=True,
+    )
     usage = Event(Kind.USAGE, "s", NOW + 2, input_tokens=10, output_tokens=5, cost_usd=0.25)
     end = Event(Kind.SESSION_END, "s", NOW + 3, status="error")
     for seq, event in enumerate([start, result, usage, end], 1):
         event.seq = seq
     store.add_events([start, result, usage, end])
     store.flush()
-    fields = ("kind", "session", "ts", "source", "line", "agent", "role", "content", "call_id",
-              "tool", "args", "is_error", "input_tokens", "output_tokens", "cost_usd", "status",
-              "pid", "parent", "meta", "seq")
+    fields = (
+        "kind",
+        "session",
+        "ts",
+        "source",
+        "line",
+        "agent",
+        "role",
+        "content",
+        "call_id",
+        "tool",
+        "args",
+        "is_error",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "status",
+        "pid",
+        "parent",
+        "meta",
+        "seq",
+    )
     for original, rebuilt in zip([start, result, usage, end], store.iter_events("s", page_size=3)):
         assert [getattr(rebuilt, f) for f in fields] == [getattr(original, f) for f in fields]
     session = store.get_session("s")
-    assert (session["agent"], session["pid"], session["status"], session["events"]) == \
-        ("codex", 42, "ended", 4)
+    assert (session["agent"], session["pid"], session["status"], session["events"]) == (
+        "codex",
+        42,
+        "ended",
+        4,
+    )
 
 
 def test_sessions_merge_events_detections_and_hub_updates(store: Store):
     """The session row follows its events and detections; the hub's upserts (with
     the contract's key names) win for what they set, and the peak level never drops."""
     store.add_events(calls("s", 3))
-    detection = Detection("exact_repeat", Level.CRITICAL, 0.9, "same call 3 times", "bash:ls",
-                          count=3, evidence=(EventRef(3, "tool_call", "/logs/s.jsonl", 3, "bash"),),
-                          session="s", source="/logs/s.jsonl", line=3, ts=NOW + 2, seq=3)
+    detection = Detection(
+        "exact_repeat",
+        Level.CRITICAL,
+        0.9,
+        "same call 3 times",
+        "bash:ls",
+        count=3,
+        evidence=(EventRef(3, "tool_call", "/logs/s.jsonl", 3, "bash"),),
+        session="s",
+        source="/logs/s.jsonl",
+        line=3,
+        ts=NOW + 2,
+        seq=3,
+    )
     store.add_detections([detection])
     store.flush()
     row = store.get_session("s")
-    assert (row["peak"], row["level"], row["detections"], row["detector"]) == \
-        ("critical", "critical", 1, "exact_repeat")
+    assert (row["peak"], row["level"], row["detections"], row["detector"]) == (
+        "critical",
+        "critical",
+        1,
+        "exact_repeat",
+    )
     # After an ack the hub reports a lower level: the final level drops, the peak stays.
-    store.upsert_session({"id": "s", "kind": "socket", "level": Level.NONE, "status": "idle",
-                          "first_ts": NOW - 10, "events": 1, "similarity": (0.5,)})
+    store.upsert_session(
+        {
+            "id": "s",
+            "kind": "socket",
+            "level": Level.NONE,
+            "status": "idle",
+            "first_ts": NOW - 10,
+            "events": 1,
+            "similarity": (0.5,),
+        }
+    )
     store.flush()
     row = store.get_session("s")
-    assert (row["origin"], row["level"], row["peak"], row["status"]) == \
-        ("socket", "watching", "critical", "idle")
+    assert (row["origin"], row["level"], row["peak"], row["status"]) == (
+        "socket",
+        "watching",
+        "critical",
+        "idle",
+    )
     assert (row["first_seen"], row["last_seen"], row["events"]) == (NOW - 10, NOW + 2, 3)
     assert store.detections("s")[0]["evidence"][0]["line"] == 3
     with pytest.raises(ValueError):
@@ -315,9 +404,13 @@ def test_one_merged_session_row_is_what_upserting_each_update_in_turn_gives(tmp_
         updates = []
         for _ in range(rng.randrange(1, 5)):
             update = {"id": "s"}
-            for key, values in (("source", ["/a.jsonl", "/b.jsonl", "socket:1"]),
-                                ("agent", ["x", "y"]), ("status", ["live", "ended", "idle"]),
-                                ("detector", ["exact_repeat", "cycle"]), ("reason", ["r1", "r2"])):
+            for key, values in (
+                ("source", ["/a.jsonl", "/b.jsonl", "socket:1"]),
+                ("agent", ["x", "y"]),
+                ("status", ["live", "ended", "idle"]),
+                ("detector", ["exact_repeat", "cycle"]),
+                ("reason", ["r1", "r2"]),
+            ):
                 if rng.random() < 0.5:
                     update[key] = rng.choice(values)
             if rng.random() < 0.6:
@@ -331,7 +424,9 @@ def test_one_merged_session_row_is_what_upserting_each_update_in_turn_gives(tmp_
             if rng.random() < 0.3:
                 update["detections"] = rng.randrange(1, 4)
             updates.append(update)
-        start = [{"id": "s", "source": "/first.jsonl", "events": 3, "detections": 1}] if trial % 3 == 0 else []
+        start = (
+            [{"id": "s", "source": "/first.jsonl", "events": 3, "detections": 1}] if trial % 3 == 0 else []
+        )
         rows = []
         for merged in (False, True):
             db.execute("DELETE FROM sessions")
@@ -356,16 +451,29 @@ def test_the_session_row_keeps_every_event_and_the_hubs_update(db_path: Path):
     with Store(db_path, batch_size=50, flush_ms=60_000) as s:
         for n in range(40):
             s.add_events([call(f"s{n}", seq, NOW + seq) for seq in range(1, 1 + n % 7 + 1)])
-            s.upsert_session({"id": f"s{n}", "kind": "file", "source": "/elsewhere.jsonl",
-                              "level": Level.WARN, "last_ts": NOW + 100, "events": 999})
+            s.upsert_session(
+                {
+                    "id": f"s{n}",
+                    "kind": "file",
+                    "source": "/elsewhere.jsonl",
+                    "level": Level.WARN,
+                    "last_ts": NOW + 100,
+                    "events": 999,
+                }
+            )
         s.flush()
         sessions = {row["id"]: row for row in s.list_sessions(limit=100)}
     assert count(db_path, "SELECT COUNT(*) FROM events") == sum(n % 7 + 1 for n in range(40))
     assert len(sessions) == 40
     for n in range(40):
         row = sessions[f"s{n}"]
-        assert (row["events"], row["source"], row["level"], row["peak"], row["last_seen"]) == \
-            (n % 7 + 1, f"/logs/s{n}.jsonl", "warn", "warn", NOW + 100)
+        assert (row["events"], row["source"], row["level"], row["peak"], row["last_seen"]) == (
+            n % 7 + 1,
+            f"/logs/s{n}.jsonl",
+            "warn",
+            "warn",
+            NOW + 100,
+        )
 
 
 def test_numbering_continues_across_restarts_and_engine_resets(db_path: Path):
@@ -377,8 +485,9 @@ def test_numbering_continues_across_restarts_and_engine_resets(db_path: Path):
         s.flush()
     with Store(db_path) as s:
         s.add_events(calls("s", 2, start_ts=NOW + 20))
-        s.add_detections([Detection("exact_repeat", Level.WARN, 1, "m", "p", session="s",
-                                    ts=NOW + 21, seq=2)])
+        s.add_detections(
+            [Detection("exact_repeat", Level.WARN, 1, "m", "p", session="s", ts=NOW + 21, seq=2)]
+        )
         s.flush()
         assert [e["seq"] for e in s.events("s")] == [1, 2, 3, 4, 5, 6, 7]
         assert [e["ts"] for e in s.events("s")] == sorted(e["ts"] for e in s.events("s"))
@@ -407,8 +516,11 @@ def test_action_row_is_committed_before_the_action_runs(store: Store, db_path: P
 
     def carry_out_kill(action_id: int) -> None:
         with connect(db_path) as other:
-            seen_during_action.append(other.execute(
-                "SELECT kind, session, outcome, who FROM actions WHERE id = ?", [action_id]).fetchone())
+            seen_during_action.append(
+                other.execute(
+                    "SELECT kind, session, outcome, who FROM actions WHERE id = ?", [action_id]
+                ).fetchone()
+            )
 
     action_id = store.begin_action("kill", "s", None, "")
     carry_out_kill(action_id)
@@ -416,7 +528,8 @@ def test_action_row_is_committed_before_the_action_runs(store: Store, db_path: P
     assert seen_during_action == [("kill", "s", "pending", current_user())]
     with connect(db_path) as other:
         outcome, detail, finished = other.execute(
-            "SELECT outcome, detail, finished_ts FROM actions WHERE id = ?", [action_id]).fetchone()
+            "SELECT outcome, detail, finished_ts FROM actions WHERE id = ?", [action_id]
+        ).fetchone()
     assert (outcome, detail) == ("refused", "pid 1 is never killed") and finished is not None
     with pytest.raises(ValueError, match="outcome"):
         store.finish_action(action_id, "maybe")
@@ -433,8 +546,9 @@ def test_retention_prunes_old_events_on_start_and_on_demand(db_path: Path):
     with Store(db_path) as s:  # retention off: keeps everything
         s.add_events(calls("old", 3, start_ts=NOW - 10 * DAY))
         s.add_events(calls("new", 3, start_ts=NOW - 1 * DAY))
-        s.add_detections([Detection("exact_repeat", Level.WARN, 1, "m", "p", session="old",
-                                    ts=NOW - 10 * DAY, seq=3)])
+        s.add_detections(
+            [Detection("exact_repeat", Level.WARN, 1, "m", "p", session="old", ts=NOW - 10 * DAY, seq=3)]
+        )
         s.begin_action("ack", "old", None, "me")
     clock = [NOW]
     with Store(db_path, retention_days=5, clock=lambda: clock[0]) as s:
@@ -477,8 +591,13 @@ def test_other_readers_open_the_file_while_the_writer_runs(store: Store, db_path
         if shutil.which("sqlite3"):
             cmd = ["sqlite3", "-readonly", str(db_path), "SELECT COUNT(*) FROM events;"]
         else:
-            cmd = [sys.executable, "-c", "import sqlite3,sys; print(sqlite3.connect("
-                   "sys.argv[1]).execute('SELECT COUNT(*) FROM events').fetchone()[0])", str(db_path)]
+            cmd = [
+                sys.executable,
+                "-c",
+                "import sqlite3,sys; print(sqlite3.connect("
+                "sys.argv[1]).execute('SELECT COUNT(*) FROM events').fetchone()[0])",
+                str(db_path),
+            ]
         for _ in range(3):
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
@@ -548,8 +667,13 @@ def test_sigkill_mid_write_leaves_a_clean_database_with_every_committed_row(db_p
     db_path.parent.mkdir(parents=True)
     total_before = 0
     for _ in range(3):
-        child = subprocess.Popen([sys.executable, "-c", CRASH_CHILD, str(db_path)], cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CRASH_CHILD, str(db_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         committed, last_action = 0, 0
         try:
             for line in child.stdout:
@@ -564,12 +688,10 @@ def test_sigkill_mid_write_leaves_a_clean_database_with_every_committed_row(db_p
         assert child.returncode == -signal.SIGKILL
         with connect(db_path) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            total, low, high = conn.execute(
-                "SELECT COUNT(*), MIN(seq), MAX(seq) FROM events").fetchone()
-            actions = conn.execute("SELECT COUNT(*) FROM actions WHERE id <= ?",
-                                   [last_action]).fetchone()[0]
+            total, low, high = conn.execute("SELECT COUNT(*), MIN(seq), MAX(seq) FROM events").fetchone()
+            actions = conn.execute("SELECT COUNT(*) FROM actions WHERE id <= ?", [last_action]).fetchone()[0]
         assert total >= total_before + committed  # nothing reported committed is lost
-        assert (low, high) == (1, total)          # and nothing half-written remains
+        assert (low, high) == (1, total)  # and nothing half-written remains
         assert actions == last_action
         total_before = total
     with Store(db_path) as s:

@@ -19,7 +19,6 @@ import pytest
 from monitor.config import Config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.help import HelpScreen
 from monitor.ui.screens.inject import InjectScreen
@@ -27,6 +26,7 @@ from monitor.ui.screens.kill import KillScreen
 from monitor.ui.screens.mute import MuteScreen
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.detail.actions_list import ActionsList
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 
 #: A minimal agent: follows its inbox and writes down the first inject it gets.
 INBOX_AGENT = r"""
@@ -84,10 +84,13 @@ def make_app(tmp_path: Path, events: list, **kwargs) -> LoopwatchApp:
     config = Config()
     config.control = type(config.control)(kill_grace_seconds=2.0)
     return LoopwatchApp(
-        config, clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs",
-                                         events=events),
-        **kwargs)
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(
+            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=events
+        ),
+        **kwargs,
+    )
 
 
 async def settle(pilot) -> None:
@@ -208,8 +211,11 @@ async def test_kill_refused_explains_why(tmp_path, spawn, utc):
     gone.wait()
     config = Config()
     events = looping_session("ghost", tmp_path / "logs" / "ghost.jsonl", pid=gone.pid)
-    app = LoopwatchApp(config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(
-        config, db=tmp_path / "db.sqlite", events=events, channels=False))
+    app = LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=events, channels=False),
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.press("K")
@@ -228,7 +234,9 @@ async def test_kill_refused_explains_why(tmp_path, spawn, utc):
 async def test_ack_false_positive_and_mute(tmp_path, utc):
     """a, f and m change the session's escalation, are recorded, and reach the inbox."""
     log = tmp_path / "logs" / "looper.jsonl"
-    app = make_app(tmp_path, looping_session("looper", log) + calm_session("calm", tmp_path / "logs" / "calm.jsonl"))
+    app = make_app(
+        tmp_path, looping_session("looper", log) + calm_session("calm", tmp_path / "logs" / "calm.jsonl")
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)
@@ -269,8 +277,13 @@ async def test_keymap_remaps_an_action(tmp_path, spawn, utc):
     log = tmp_path / "logs" / "looper.jsonl"
     config = Config()
     config.ui = type(config.ui)(keymap={"kill": "ctrl+k"})
-    app = LoopwatchApp(config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(
-        config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=looping_session("looper", log)))
+    app = LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(
+            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=looping_session("looper", log)
+        ),
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.press("K")
@@ -282,7 +295,9 @@ async def test_keymap_remaps_an_action(tmp_path, spawn, utc):
 async def test_open_filter_help_history_and_quit(tmp_path, utc):
     """enter opens the detail, / filters the table, ? shows help, h history, q quits."""
     logs = tmp_path / "logs"
-    app = make_app(tmp_path, looping_session("looper", logs / "a.jsonl") + calm_session("calm", logs / "b.jsonl"))
+    app = make_app(
+        tmp_path, looping_session("looper", logs / "a.jsonl") + calm_session("calm", logs / "b.jsonl")
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)
@@ -338,8 +353,16 @@ async def test_actions_in_the_command_palette(tmp_path, utc):
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for title in ("Acknowledge", "Inject message", "Kill session", "Mark false positive",
-                      "Mute detector", "History", "Help", "Theme: loopwatch-light"):
+        for title in (
+            "Acknowledge",
+            "Inject message",
+            "Kill session",
+            "Mark false positive",
+            "Mute detector",
+            "History",
+            "Help",
+            "Theme: loopwatch-light",
+        ):
             assert title in titles
         command = next(c for c in app.get_system_commands(app.screen) if c.title == "Acknowledge")
         command.callback()

@@ -15,7 +15,6 @@ import pytest
 from monitor.config import Config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
-from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.event_view import EventViewScreen
 from monitor.ui.screens.help import HelpScreen
@@ -25,6 +24,7 @@ from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.sorting import next_in, waiting_since
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.search import SearchBar, next_match
+from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
 
 LONG_RESULT = "\n".join(f"line {n}: " + "x" * 40 for n in range(60)) + "\n" + HOSTILE + "\nTHE END"
 
@@ -35,8 +35,9 @@ pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/c
 def reader_session() -> list:
     script = ScriptedSession("reader", "test-agent", T0, "/logs/reader.jsonl")
     script.say("I will look at the failing build.")
-    script.call("write_file", {"path": "src/app.py", "content": {"nested": [1, 2, {"deep": "yes"}]}},
-                LONG_RESULT)
+    script.call(
+        "write_file", {"path": "src/app.py", "content": {"nested": [1, 2, {"deep": "yes"}]}}, LONG_RESULT
+    )
     for name in ("alpha.py", "beta.py", "gamma.py", "delta.py"):
         script.call("sed", {"command": f"sed -i s/foo/bar/ src/{name}"}, "sed: no input files", error=True)
     script.say("Z" * 9000)  # longer than the store keeps
@@ -45,8 +46,11 @@ def reader_session() -> list:
 
 def make_app(tmp_path: Path, events: list | None = None) -> LoopwatchApp:
     config = Config()
-    return LoopwatchApp(config, clock=frozen_clock(),
-                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=events))
+    return LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=events),
+    )
 
 
 async def settle(pilot) -> None:
@@ -153,7 +157,7 @@ async def test_search_is_incremental_with_next_previous_and_highlight(tmp_path):
         assert [stream.source.row(i).seq for i in screen.search_matches] == [11, 12]
         assert stream.current.seq == 11
         line = stream.line_text(stream.current, 200)
-        highlighted = [line.plain[s.start:s.end] for s in line.spans if "reverse" in str(s.style)]
+        highlighted = [line.plain[s.start : s.end] for s in line.spans if "reverse" in str(s.style)]
         assert highlighted == ["sed -i s/foo/bar/ src/d"]
         search.value = "sed"
         await pilot.press("enter")
@@ -221,8 +225,17 @@ async def test_help_matches_the_screen(tmp_path):
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen) and app.screen.heading.endswith("a session")
         keys = {row[1]: row[0] for row in app.screen.rows}
-        assert {"search", "search.next", "copy", "diff", "stream.open", "stream.vim_up",
-                "stream.half_down", "kill", "quit"} <= set(keys)
+        assert {
+            "search",
+            "search.next",
+            "copy",
+            "diff",
+            "stream.open",
+            "stream.vim_up",
+            "stream.half_down",
+            "kill",
+            "quit",
+        } <= set(keys)
         assert keys["stream.vim_up"] == "k" and keys["kill"] == "K" and "open" not in keys
         await pilot.press("escape", "enter", "question_mark")
         assert {"event.next", "event.previous", "scroll.down", "copy"} <= {row[1] for row in app.screen.rows}
@@ -256,7 +269,10 @@ async def test_copy_event_detection_and_nudge(tmp_path):
         screen = await open_detail(pilot, "reader")
         screen.stream.cursor = 3
         await pilot.press("c")
-        assert "line 59: " in app.clipboard and HOSTILE.replace("\x1b", "␛").replace("\x07", "␇") in app.clipboard
+        assert (
+            "line 59: " in app.clipboard
+            and HOSTILE.replace("\x1b", "␛").replace("\x07", "␇") in app.clipboard
+        )
         assert "Copied event #4" in list(app._notifications)[-1].message
         detections = screen.query_one(DetectionsList)
         detections.focus()
@@ -265,10 +281,14 @@ async def test_copy_event_detection_and_nudge(tmp_path):
         await pilot.press("c")
         copied = app.clipboard
         assert copied.startswith(f"{row.level.label.upper()}  {row.detector}")
-        assert f"Evidence ({len(row.evidence)} events):" in copied and "sed -i s/foo/bar/ src/delta.py" in copied
+        assert (
+            f"Evidence ({len(row.evidence)} events):" in copied and "sed -i s/foo/bar/ src/delta.py" in copied
+        )
         assert f"{row.detector} detection" in list(app._notifications)[-1].message
         await pilot.press("y")
-        assert app.clipboard == row.nudge and "nudge of failure_cascade" in list(app._notifications)[-1].message
+        assert (
+            app.clipboard == row.nudge and "nudge of failure_cascade" in list(app._notifications)[-1].message
+        )
         detections.highlighted = 3  # limits: a notice without a nudge
         await pilot.press("y")
         assert app.clipboard == row.nudge and "No nudge" in list(app._notifications)[-1].message
@@ -289,8 +309,8 @@ async def test_diff_of_repeats_shows_what_differs(tmp_path):
         body = app.screen.query_one("#diff-body").render()
         plain = str(body)
         assert "(first)" in plain and "identical to #" in plain  # the results do not differ
-        marked = {plain[s.start:s.end] for s in body.spans if "underline" in str(s.style)}
-        struck = {plain[s.start:s.end] for s in body.spans if "strike" in str(s.style)}
+        marked = {plain[s.start : s.end] for s in body.spans if "underline" in str(s.style)}
+        struck = {plain[s.start : s.end] for s in body.spans if "strike" in str(s.style)}
         assert any("beta.py" in m or "gamma.py" in m or "delta.py" in m for m in marked)
         assert struck
         await pilot.press("escape")
@@ -350,8 +370,7 @@ async def test_dashboard_vim_keys_sort_and_attention(tmp_path):
             await pilot.press("w")
             visited.append(table.selected_session)
         assert set(visited[:-1]) == {s.id for s in warned} and visited[-1] == visited[0]
-        first_waiting = min(warned, key=lambda s: (waiting_since(
-            s, app.feed.detections_for(s.id), []), s.id))
+        first_waiting = min(warned, key=lambda s: (waiting_since(s, app.feed.detections_for(s.id), []), s.id))
         assert visited[0] == first_waiting.id
 
 
@@ -428,7 +447,9 @@ def test_markdown_keeps_agent_text_literal():
     from monitor.export import fenced, inline
 
     block = fenced("```\nrm -rf /\n```" + HOSTILE)
-    assert block.startswith("````\n") and block.endswith("\n````") and "\x1b" not in block and "␛[31m" in block
+    assert (
+        block.startswith("````\n") and block.endswith("\n````") and "\x1b" not in block and "␛[31m" in block
+    )
     assert inline("[bold]x[/] `y` *z*") == "\\[bold\\]x\\[/\\] \\`y\\` \\*z\\*"
 
 

@@ -15,7 +15,7 @@ from monitor.config import Config
 from monitor.ui.app import LoopwatchApp
 from tests.scripted import frozen_clock, scripted_hub
 from tests.test_ui_console import reader_session
-from tests.test_ui_snapshots import NARROW, SIZES, WIDE, live_app, settle, then
+from tests.test_ui_snapshots import WIDE, live_app, settle, then
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
@@ -25,30 +25,37 @@ SMALL = (80, 24)
 def reader_app(tmp_path: Path) -> LoopwatchApp:
     """One session: a long result with markup and escapes, then sed on four files failing."""
     config = Config()
-    return LoopwatchApp(config, clock=frozen_clock(), session="reader",
-                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite",
-                                                         events=reader_session()))
+    return LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        session="reader",
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=reader_session()),
+    )
 
 
 @pytest.mark.parametrize("size", [SMALL, WIDE], ids=["small", "wide"])
 def test_event_view(snap_compare, tmp_path, size):
     """enter on an event shows it whole: arguments as indented JSON, the result in full,
     markup and escape sequences literal (␛), previous/next in the title and footer."""
+
     def run_before(pilot):
         return then("g", "j", "j", "j", "enter")(pilot)
+
     assert snap_compare(reader_app(tmp_path), terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", [SMALL, WIDE], ids=["small", "wide"])
 def test_detail_search(snap_compare, tmp_path, size):
     """/ then text: the matching events are highlighted, the title counts them."""
-    assert snap_compare(reader_app(tmp_path), terminal_size=size,
-                        run_before=then("slash", "s", "e", "d", "enter", "n"))
+    assert snap_compare(
+        reader_app(tmp_path), terminal_size=size, run_before=then("slash", "s", "e", "d", "enter", "n")
+    )
 
 
 def test_repeat_diff(snap_compare, tmp_path):
     """d on a detection: its repeats word-diffed — the file name that changes is marked,
     identical results are one line each."""
+
     async def run_before(pilot) -> None:
         await settle(pilot)
         detections = pilot.app.screen.query_one("DetectionsList")
@@ -56,6 +63,7 @@ def test_repeat_diff(snap_compare, tmp_path):
         detections.highlighted = 2
         await pilot.press("d")
         await settle(pilot)
+
     assert snap_compare(reader_app(tmp_path), terminal_size=WIDE, run_before=run_before)
 
 
@@ -74,9 +82,12 @@ def priced_app(tmp_path: Path, session: str | None = None) -> LoopwatchApp:
     from tests.test_loop_cost import priced_loop
 
     config = Config()
-    return LoopwatchApp(config, clock=frozen_clock(), session=session,
-                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite",
-                                                         events=priced_loop()))
+    return LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        session=session,
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=priced_loop()),
+    )
 
 
 async def _with_stats(pilot) -> None:

@@ -18,8 +18,23 @@ import pytest
 def test_headless_demo_detects_injects_and_kills(tmp_path):
     """The whole loop on the built-in agents: detect, nudge (behaviour changes), kill."""
     db = tmp_path / "demo.sqlite"
-    run = subprocess.run([sys.executable, "-m", "monitor", "demo", "--headless", "--duration", "12",
-                          "--db", str(db), "--keep"], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "demo",
+            "--headless",
+            "--duration",
+            "12",
+            "--db",
+            str(db),
+            "--keep",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     err = run.stderr
     started = re.search(r"agents in (\S+);", err)
     assert started, f"exit {run.returncode}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{err[-3000:]}"
@@ -38,18 +53,26 @@ def test_headless_demo_detects_injects_and_kills(tmp_path):
             if log.name.endswith(".inbox.jsonl"):
                 continue
             records = [orjson.loads(line) for line in log.read_bytes().splitlines() if line.strip()]
-            nudges = [i for i, r in enumerate(records)
-                      if r.get("type") == "message" and r.get("role") == "user"
-                      and str(r.get("content", "")).startswith("[loopwatch]")]
+            nudges = [
+                i
+                for i, r in enumerate(records)
+                if r.get("type") == "message"
+                and r.get("role") == "user"
+                and str(r.get("content", "")).startswith("[loopwatch]")
+            ]
             if not nudges:
                 continue
             injected += 1
-            before = {orjson.dumps(r.get("args"), option=orjson.OPT_SORT_KEYS) for r in records[:nudges[0]]
-                      if r.get("type") == "tool_call"}
-            after = [r for r in records[nudges[0]:] if r.get("type") == "tool_call"]
+            before = {
+                orjson.dumps(r.get("args"), option=orjson.OPT_SORT_KEYS)
+                for r in records[: nudges[0]]
+                if r.get("type") == "tool_call"
+            }
+            after = [r for r in records[nudges[0] :] if r.get("type") == "tool_call"]
             if after:
-                assert any(orjson.dumps(r.get("args"), option=orjson.OPT_SORT_KEYS) not in before
-                           for r in after), log.name
+                assert any(
+                    orjson.dumps(r.get("args"), option=orjson.OPT_SORT_KEYS) not in before for r in after
+                ), log.name
         assert injected >= 1
         from monitor.store import Store
 

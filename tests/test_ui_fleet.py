@@ -15,9 +15,9 @@ from contextlib import asynccontextmanager
 from monitor.config import Config, build_config
 from monitor.events import Event, Kind
 from monitor.hub import Hub
-from monitor.updates import DetectionRaised, SessionChanged
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import FLEET_SESSIONS, SLOWEST_FLUSH, flush_interval
+from monitor.updates import DetectionRaised, SessionChanged
 
 T0 = 1_700_000_000.0
 
@@ -27,11 +27,30 @@ def calls(session: str, n: int, *, start: int = 0, looping: bool = False) -> lis
     out = []
     for i in range(start, start + n):
         args = {"cmd": "ls /missing"} if looping else {"path": f"f{i}.py"}
-        out.append(Event(Kind.TOOL_CALL, session, T0 + i, source=f"/logs/{session}.jsonl", line=2 * i + 1,
-                         tool="bash", args=args, call_id=f"{session}-{i}"))
-        out.append(Event(Kind.TOOL_RESULT, session, T0 + i + 0.5, source=f"/logs/{session}.jsonl",
-                         line=2 * i + 2, call_id=f"{session}-{i}",
-                         content="No such file" if looping else f"contents {i}", is_error=looping))
+        out.append(
+            Event(
+                Kind.TOOL_CALL,
+                session,
+                T0 + i,
+                source=f"/logs/{session}.jsonl",
+                line=2 * i + 1,
+                tool="bash",
+                args=args,
+                call_id=f"{session}-{i}",
+            )
+        )
+        out.append(
+            Event(
+                Kind.TOOL_RESULT,
+                session,
+                T0 + i + 0.5,
+                source=f"/logs/{session}.jsonl",
+                line=2 * i + 2,
+                call_id=f"{session}-{i}",
+                content="No such file" if looping else f"contents {i}",
+                is_error=looping,
+            )
+        )
     return out
 
 
@@ -72,8 +91,11 @@ async def test_hub_coalesces_snapshots_and_keeps_the_latest_state():
                 assert changes == []  # nothing published before the interval ends
             await hub.join()
             # Copied now: stopping the hub publishes each session once more (as stopped).
-            return list(changes), [(d.detection.session, d.detection.detector, d.detection.seq, d.detection.level)
-                             for d in detections if isinstance(d, DetectionRaised)]
+            return list(changes), [
+                (d.detection.session, d.detection.detector, d.detection.seq, d.detection.level)
+                for d in detections
+                if isinstance(d, DetectionRaised)
+            ]
         finally:
             await hub.stop()
 

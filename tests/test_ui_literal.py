@@ -10,8 +10,8 @@ from monitor.config import Config
 from monitor.events import Event, Kind
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.literal import literal, plain_markup, visible
-from tests.scripted import HOSTILE, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.window_view import window_lines
+from tests.scripted import HOSTILE, frozen_clock, scripted_hub
 
 
 def render(text) -> str:
@@ -43,8 +43,9 @@ def test_markup_safe_for_notify():
 
 def test_window_lines_are_literal():
     """The detection window shows a hostile tool call as typed."""
-    event = Event(kind=Kind.TOOL_CALL, session="s", ts=0.0, tool="echo",
-                  args={"t": "\x1b[31m[b]x[/b]"}, seq=1)
+    event = Event(
+        kind=Kind.TOOL_CALL, session="s", ts=0.0, tool="echo", args={"t": "\x1b[31m[b]x[/b]"}, seq=1
+    )
     line = window_lines([event, event], 200)[0]
     assert "[b]x[/b]" in line.plain and "␛[31m" in line.plain
 
@@ -55,9 +56,11 @@ async def test_hostile_agent_renders_literally_everywhere(tmp_path, monkeypatch)
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     config = Config()
-    app = LoopwatchApp(config, clock=frozen_clock(),
-                       hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite",
-                                                        logs=tmp_path / "logs"))
+    app = LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs"),
+    )
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause()
         app.flush_live()

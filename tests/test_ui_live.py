@@ -11,16 +11,15 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
-from monitor.updates import SessionChanged, Stats
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import LiveFeed
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.event_stream import EventStream
-
+from monitor.updates import SessionChanged, Stats
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
@@ -55,8 +54,9 @@ async def test_table_updates_in_place_and_flushes_are_rate_limited(tmp_path):
     """New events for a session update its cells (no rebuild); the app flushes ≤ refresh_hz/s."""
     config = Config()
     config.ui = replace(config.ui, refresh_hz=5.0)
-    app = LoopwatchApp(config, clock=frozen_clock(),
-                       hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite"))
+    app = LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite")
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("SessionsTable")
@@ -95,8 +95,9 @@ async def test_event_stream_is_virtualized_and_jumps_to_evidence(tmp_path):
     for _ in range(4):
         script.call("bash", {"command": "make"}, "error 1", error=True)
     config = Config()
-    app = LoopwatchApp(config, clock=frozen_clock(),
-                       hub_factory=lambda: scripted_hub(config, db=db, events=script.events))
+    app = LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=db, events=script.events)
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         app.open_session("long")
@@ -128,6 +129,7 @@ def record_history(db: Path) -> None:
     async def run() -> None:
         async with scripted_hub(Config(), db=db):
             pass
+
     asyncio.run(run())
 
 

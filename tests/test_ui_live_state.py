@@ -9,11 +9,11 @@ with the Pilot; the tests wait with deadlines, never sleeps.
 from __future__ import annotations
 
 from monitor.events import Level
-from tests.scripted import ScriptedSession, T0
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.history import HistoryScreen
 from monitor.ui.widgets.dashboard.counts import CountsBar  # noqa: F401  (the header of counts)
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
+from tests.scripted import ScriptedSession
 from tests.test_ui_actions import looping_session, make_app, settle, until
 
 
@@ -89,7 +89,10 @@ async def test_false_positive_quiets_the_feed_and_history_agrees(tmp_path, utc):
         await settle(pilot)
         await pilot.press("h")
         await settle(pilot)
-        await until(pilot, lambda: isinstance(app.screen, HistoryScreen)
-                    and app.screen.query_one("DataTable").row_count, "the history screen")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, HistoryScreen) and app.screen.query_one("DataTable").row_count,
+            "the history screen",
+        )
         final = app.screen.query_one("DataTable").get_row("looper")[4]  # Final: the stored level
         assert level.label in str(final)

@@ -18,19 +18,19 @@ from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.render import fit_words, plural, short_path
 from monitor.ui.widgets.dashboard.columns import REASON_WANT, layout
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 from monitor.ui.widgets.dashboard.counts import CountsBar
-from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed, detection_line
+from monitor.ui.widgets.dashboard.detections_feed import detection_line
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
 
 def live_app(tmp_path: Path) -> LoopwatchApp:
     config = Config()
-    return LoopwatchApp(config, clock=frozen_clock(),
-                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite"))
+    return LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite")
+    )
 
 
 async def settle(pilot) -> None:
@@ -173,8 +173,15 @@ async def test_labels_never_run_into_values(tmp_path):
 
 
 def test_feed_line_separates_detector_from_message():
-    """"limitsapproaching the fai…": the detector and its message are apart."""
-    detection = Detection(detector="limits", level=Level.NOTICE, score=0.8,
-                          message="approaching the failure limit: 4 failed calls (limit 5)",
-                          pattern="failures", session="s1", ts=0.0, seq=3)
+    """ "limitsapproaching the fai…": the detector and its message are apart."""
+    detection = Detection(
+        detector="limits",
+        level=Level.NOTICE,
+        score=0.8,
+        message="approaching the failure limit: 4 failed calls (limit 5)",
+        pattern="failures",
+        session="s1",
+        ts=0.0,
+        seq=3,
+    )
     assert "limits: approaching the failure limit" in detection_line(detection).plain

@@ -26,8 +26,12 @@ pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/c
 
 def live_app(tmp_path: Path, theme: str | None = None) -> LoopwatchApp:
     config = Config()
-    return LoopwatchApp(config, clock=frozen_clock(), theme=theme,
-                        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite"))
+    return LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        theme=theme,
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite"),
+    )
 
 
 def history_app(tmp_path: Path) -> LoopwatchApp:
@@ -58,6 +62,7 @@ def then(*keys: str):
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
+
     return run_before
 
 
@@ -105,11 +110,13 @@ def test_help(snap_compare, tmp_path, size):
 
 def test_markup_session_selected(snap_compare, tmp_path):
     """Agent text with markup and ANSI escapes shows literally in the table, window and feed."""
+
     async def run_before(pilot) -> None:
         await settle(pilot)
         table = pilot.app.screen.query_one("SessionsTable")
         table.select_session("markup-test")
         await settle(pilot)
+
     assert snap_compare(live_app(tmp_path), terminal_size=WIDE, run_before=run_before)
 
 

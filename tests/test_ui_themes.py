@@ -34,19 +34,23 @@ def test_user_theme_file_is_loaded_and_overrides(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOPWATCH_CONFIG_DIR", str(tmp_path))
     (tmp_path / "themes").mkdir()
     (tmp_path / "themes" / "mine.toml").write_text(
-        'name = "mine"\nprimary = "#ff00ff"\n[variables]\nlevel-warn = "#00ff00"\n')
+        'name = "mine"\nprimary = "#ff00ff"\n[variables]\nlevel-warn = "#00ff00"\n'
+    )
     themes = load_themes()
     assert themes["mine"].variables["level-warn"] == "#00ff00"
     validate_ui(build_config({"ui": {"theme": "mine"}}))
 
 
-@pytest.mark.parametrize("body, key", [
-    ('primary = "#fff"\ncolour = "red"\n', "colour: unknown key"),
-    ('primary = "not-a-colour"\n', "primary: not a colour"),
-    ('primary = "#fff"\n[variables]\nlevel-warn = "nope"\n', "variables.level-warn: not a colour"),
-    ('dark = true\n', "primary: required"),
-    ('primary = "#fff"\ndark = "yes"\n', "dark: expected true or false"),
-])
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ('primary = "#fff"\ncolour = "red"\n', "colour: unknown key"),
+        ('primary = "not-a-colour"\n', "primary: not a colour"),
+        ('primary = "#fff"\n[variables]\nlevel-warn = "nope"\n', "variables.level-warn: not a colour"),
+        ("dark = true\n", "primary: required"),
+        ('primary = "#fff"\ndark = "yes"\n', "dark: expected true or false"),
+    ],
+)
 def test_bad_theme_file_names_the_key(tmp_path, body, key):
     """A broken theme file is a ConfigError naming the file and the key."""
     path = tmp_path / "bad.toml"
@@ -69,8 +73,9 @@ async def test_theme_switch_recolours_levels(tmp_path, monkeypatch):
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     config = Config()
-    app = LoopwatchApp(config, clock=frozen_clock(),
-                       hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite"))
+    app = LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite")
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         app.flush_live()

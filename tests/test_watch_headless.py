@@ -24,10 +24,28 @@ ROOT = Path(__file__).resolve().parent.parent
 def loop_lines(session: str, n: int, start: int = 0) -> str:
     out = []
     for i in range(start, start + n):
-        out.append(json.dumps({"type": "tool_call", "session": session, "id": f"c{i}", "name": "bash",
-                               "args": {"cmd": "ls /nonexistent"}}))
-        out.append(json.dumps({"type": "tool_result", "session": session, "id": f"c{i}",
-                               "content": "ls: cannot access '/nonexistent'", "is_error": True}))
+        out.append(
+            json.dumps(
+                {
+                    "type": "tool_call",
+                    "session": session,
+                    "id": f"c{i}",
+                    "name": "bash",
+                    "args": {"cmd": "ls /nonexistent"},
+                }
+            )
+        )
+        out.append(
+            json.dumps(
+                {
+                    "type": "tool_result",
+                    "session": session,
+                    "id": f"c{i}",
+                    "content": "ls: cannot access '/nonexistent'",
+                    "is_error": True,
+                }
+            )
+        )
     return "\n".join(out) + "\n"
 
 
@@ -50,9 +68,17 @@ class Watcher:
     @classmethod
     async def start(cls, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Watcher:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "monitor", "watch", "--headless", *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=ROOT, env={**env_for(tmp_path), **(env or {})})
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+            env={**env_for(tmp_path), **(env or {})},
+        )
         watcher = cls(proc)
         await watcher.err_until(lambda line: "Ctrl-C to stop" in line)
         return watcher
@@ -135,13 +161,20 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     live = [json.loads(x) for x in watcher.stdout]
     for record in live:
         assert isinstance(record.pop("ts"), float)
-    scan = subprocess.run([sys.executable, "-m", "monitor", "scan", "--json", str(log)], cwd=ROOT,
-                          capture_output=True, text=True, env=env_for(tmp_path))
+    scan = subprocess.run(
+        [sys.executable, "-m", "monitor", "scan", "--json", str(log)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+    )
     assert live == [json.loads(x) for x in scan.stdout.splitlines()]
 
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events WHERE session = 'live-1'").fetchone()[0] == 11
-        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == len(live)
+        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == len(
+            live
+        )
         agent, level = conn.execute("SELECT agent, level FROM sessions WHERE id = 'live-1'").fetchone()
     assert agent == "demo" and level in ("warn", "critical", "terminate")
 
@@ -178,9 +211,19 @@ async def test_claude_and_codex_folders_are_watched_even_before_they_exist(tmp_p
     """--claude / --codex follow the agents' transcript folders (from CLAUDE_CONFIG_DIR / CODEX_HOME),
     picking them up when they are created."""
     claude, codex = tmp_path / "claude", tmp_path / "codex"
-    watcher = await watchers(tmp_path, "--json", "--no-socket", "--no-db", "--claude", "--codex",
-                             env={"CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(codex)})
-    for folder, session in ((claude / "projects" / "proj", "from-claude"), (codex / "sessions" / "2025" / "01", "from-codex")):
+    watcher = await watchers(
+        tmp_path,
+        "--json",
+        "--no-socket",
+        "--no-db",
+        "--claude",
+        "--codex",
+        env={"CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(codex)},
+    )
+    for folder, session in (
+        (claude / "projects" / "proj", "from-claude"),
+        (codex / "sessions" / "2025" / "01", "from-codex"),
+    ):
         folder.mkdir(parents=True)
         (folder / f"{session}.jsonl").write_text(loop_lines(session, 3))
     seen: set[str] = set()
@@ -191,10 +234,29 @@ async def test_claude_and_codex_folders_are_watched_even_before_they_exist(tmp_p
 def test_watch_rejects_bad_options(tmp_path):
     """Unknown formats and --listen without a token are usage errors (exit 2) with a message."""
     base = [sys.executable, "-m", "monitor", "watch", "--headless", "--no-db", "--no-socket"]
-    bad = subprocess.run(base + ["--format", "nope", str(tmp_path)], cwd=ROOT, capture_output=True,
-                         text=True, env=env_for(tmp_path))
+    bad = subprocess.run(
+        base + ["--format", "nope", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+    )
     assert bad.returncode == 2 and "unknown format" in bad.stderr
-    tcp = subprocess.run([sys.executable, "-m", "monitor", "watch", "--headless", "--no-db",
-                          "--listen", "127.0.0.1:0", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, env=env_for(tmp_path))
+    tcp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "watch",
+            "--headless",
+            "--no-db",
+            "--listen",
+            "127.0.0.1:0",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+    )
     assert tcp.returncode == 2 and "token" in tcp.stderr

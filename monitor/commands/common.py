@@ -10,18 +10,23 @@ from monitor.config import PRESETS, Config, ConfigError, load_config
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: config.toml in the user config dir)")
-    parser.add_argument("--preset", choices=PRESETS,
-                        help="detection preset (default: the config's, else balanced)")
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML config file (default: config.toml in the user config dir)"
+    )
+    parser.add_argument(
+        "--preset", choices=PRESETS, help="detection preset (default: the config's, else balanced)"
+    )
 
 
 def add_ui_options(parser: argparse.ArgumentParser, *, only_with: str = "") -> None:
     """The options of every command that opens the TUI (besides ``--config``)."""
-    parser.add_argument("--theme", metavar="NAME",
-                        help="TUI theme: loopwatch-dark (default), loopwatch-light, "
-                             "loopwatch-high-contrast, loopwatch-ansi or one in the config dir"
-                             + (f" (with {only_with})" if only_with else ""))
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="TUI theme: loopwatch-dark (default), loopwatch-light, "
+        "loopwatch-high-contrast, loopwatch-ansi or one in the config dir"
+        + (f" (with {only_with})" if only_with else ""),
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -39,12 +44,17 @@ def terminal_problem(instead: str) -> str | None:
 
     Without a terminal Textual reads end-of-file forever and spins a CPU, so
     the commands refuse first; ``instead`` says what to run rather."""
-    missing = [name for name, stream in (("standard input", sys.stdin), ("standard output", sys.stdout))
-               if stream is None or not stream.isatty()]
+    missing = [
+        name
+        for name, stream in (("standard input", sys.stdin), ("standard output", sys.stdout))
+        if stream is None or not stream.isatty()
+    ]
     if not missing:
         return None
-    return f"the monitor needs a terminal, but {' and '.join(missing)} " \
-           f"{'is' if len(missing) == 1 else 'are'} not one; {instead}"
+    return (
+        f"the monitor needs a terminal, but {' and '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not one; {instead}"
+    )
 
 
 def ui_problem(config: Config, theme: str | None, instead: str) -> str | None:
@@ -61,5 +71,12 @@ def ui_problem(config: Config, theme: str | None, instead: str) -> str | None:
     return terminal_problem(instead)
 
 
-__all__ = ["ConfigError", "add_config_options", "add_ui_options", "config_from_args", "fail",
-           "terminal_problem", "ui_problem"]
+__all__ = [
+    "ConfigError",
+    "add_config_options",
+    "add_ui_options",
+    "config_from_args",
+    "fail",
+    "terminal_problem",
+    "ui_problem",
+]

@@ -20,12 +20,18 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from monitor.commands.common import (
-    ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
+    ConfigError,
+    add_config_options,
+    add_ui_options,
+    config_from_args,
+    fail,
+    ui_problem,
 )
 
 if TYPE_CHECKING:
@@ -37,14 +43,28 @@ HELP = "run the monitor on built-in simulated agents (start here)"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH", help="record to this database (default: a temporary one)")
-    parser.add_argument("--headless", action="store_true",
-                        help="no TUI: print detections and actions; answer warnings automatically")
-    parser.add_argument("--duration", type=float, default=30.0, metavar="S",
-                        help="with --headless: stop after S seconds (default: 30)")
-    parser.add_argument("--auto", action="store_true",
-                        help="in the TUI too, inject nudges and kill at terminate automatically")
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the temporary directory (agents' logs, and the database unless --db)")
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        help="no TUI: print detections and actions; answer warnings automatically",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --headless: stop after S seconds (default: 30)",
+    )
+    parser.add_argument(
+        "--auto",
+        action="store_true",
+        help="in the TUI too, inject nudges and kill at terminate automatically",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary directory (agents' logs, and the database unless --db)",
+    )
     add_config_options(parser)
     add_ui_options(parser, only_with="the TUI")
 
@@ -67,8 +87,14 @@ class DemoRun:
 
         logs = self.directory / "agents"
         logs.mkdir()
-        self.live = LiveMonitor(self.config, paths=[str(logs)], start_policy=StartPolicy(mode="start"),
-                                db=self.db, use_socket=False, announce=announce_to_doctor)
+        self.live = LiveMonitor(
+            self.config,
+            paths=[str(logs)],
+            start_policy=StartPolicy(mode="start"),
+            db=self.db,
+            use_socket=False,
+            announce=announce_to_doctor,
+        )
         self.live.open_store()
         return self.live
 
@@ -128,8 +154,11 @@ async def _headless(run: DemoRun, duration: float) -> int:
     stop = _stop_on_signals()
     killed = None
     async with run.running() as hub:
-        print(f"loopwatch demo: {len(run.processes)} agents in {run.directory / 'agents'}; "
-              f"recording to {run.db}; {duration:g} s", file=sys.stderr)
+        print(
+            f"loopwatch demo: {len(run.processes)} agents in {run.directory / 'agents'}; "
+            f"recording to {run.db}; {duration:g} s",
+            file=sys.stderr,
+        )
         if not await _stopped_within(stop, duration * 2 / 3):
             killed = await _demonstrate_kill(hub, run.processes)
             await _stopped_within(stop, duration / 3)
@@ -138,13 +167,20 @@ async def _headless(run: DemoRun, duration: float) -> int:
     sessions = sorted(hub.sessions(), key=lambda s: s.id)
     print("\nsession              agent            level      events  status", file=sys.stderr)
     for info in sessions:
-        print(f"{info.id[:20]:<20} {(info.agent or '-')[:16]:<16} {info.level.label:<10} "
-              f"{info.events:>6}  {info.status}", file=sys.stderr)
-    print(f"\nfirst warning after {first_warn:.1f} s" if first_warn is not None else "\nno warning",
-          file=sys.stderr)
-    print(f"{len(exited)} of {len(processes)} agent processes had exited before the demo ended"
-          + (f" (pid {killed.pid}, killed by loopwatch, exit status {killed.poll()})" if killed else ""),
-          file=sys.stderr)
+        print(
+            f"{info.id[:20]:<20} {(info.agent or '-')[:16]:<16} {info.level.label:<10} "
+            f"{info.events:>6}  {info.status}",
+            file=sys.stderr,
+        )
+    print(
+        f"\nfirst warning after {first_warn:.1f} s" if first_warn is not None else "\nno warning",
+        file=sys.stderr,
+    )
+    print(
+        f"{len(exited)} of {len(processes)} agent processes had exited before the demo ended"
+        + (f" (pid {killed.pid}, killed by loopwatch, exit status {killed.poll()})" if killed else ""),
+        file=sys.stderr,
+    )
     return 0 if first_warn is not None else 1
 
 
@@ -197,8 +233,12 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return fail(problem)
     if args.headless or args.auto:
-        config.control = dataclasses.replace(config.control, auto_inject=True, auto_kill=True,
-                                             kill_grace_seconds=min(config.control.kill_grace_seconds, 2.0))
+        config.control = dataclasses.replace(
+            config.control,
+            auto_inject=True,
+            auto_kill=True,
+            kill_grace_seconds=min(config.control.kill_grace_seconds, 2.0),
+        )
     if args.headless:
         if args.duration <= 0:
             return fail("--duration: must be positive")
@@ -221,10 +261,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot open the database: {exc}")
     try:
         where = "a temporary database" if args.db is None else args.db
-        note = ("Demo: simulated agents start now; some will loop within seconds. Select a warning, "
-                f"press i to inject the nudge (watch the agent change course) or K (shift+k) to kill it. "
-                f"Recording to {where}. ? lists every key.")
-        return run_app(config, demo.running, theme=args.theme, notes=[note],
-                       last_resort=[demo.abandon])
+        note = (
+            "Demo: simulated agents start now; some will loop within seconds. Select a warning, "
+            f"press i to inject the nudge (watch the agent change course) or K (shift+k) to kill it. "
+            f"Recording to {where}. ? lists every key."
+        )
+        return run_app(config, demo.running, theme=args.theme, notes=[note], last_resort=[demo.abandon])
     finally:
         demo.cleanup()

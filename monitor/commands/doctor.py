@@ -54,10 +54,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from monitor.commands.common import add_config_options
 
     parser.add_argument("paths", nargs="*", metavar="PATH", help="paths you watch (checked too)")
-    parser.add_argument("--socket", metavar="PATH", help="the monitor's socket (default: the config's or the usual)")
+    parser.add_argument(
+        "--socket", metavar="PATH", help="the monitor's socket (default: the config's or the usual)"
+    )
     parser.add_argument("--db", metavar="PATH", help="the database (default: the config's or the usual)")
-    parser.add_argument("--project", metavar="DIR", default=".",
-                        help="the project whose hook settings are checked too (default: the current directory)")
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        default=".",
+        help="the project whose hook settings are checked too (default: the current directory)",
+    )
     add_config_options(parser)
 
 
@@ -82,13 +88,19 @@ def _size(n: int) -> str:
 
 # -- the monitor ----------------------------------------------------------------------------------
 
+
 def check_socket(path: Path) -> list[Check]:
     """Is a monitor listening on ``path``, and is the socket safe (ours, private)?"""
     try:
         st = path.lstat()
     except FileNotFoundError:
-        return [Check("FIX", "monitor", f"no socket at {path}: start one with `loopwatch watch` "
-                                        "(or `loopwatch watch --headless`)")]
+        return [
+            Check(
+                "FIX",
+                "monitor",
+                f"no socket at {path}: start one with `loopwatch watch` (or `loopwatch watch --headless`)",
+            )
+        ]
     except OSError as exc:
         return [Check("FIX", "monitor", f"{path}: cannot stat: {exc.strerror}")]
     checks = []
@@ -105,20 +117,32 @@ def check_socket(path: Path) -> list[Check]:
         if parent.st_uid != uid:
             problems.append(f"its directory {path.parent} is owned by uid {parent.st_uid}")
         if parent.st_mode & 0o022:
-            problems.append(f"its directory {path.parent} is writable by others "
-                            f"(mode {stat.S_IMODE(parent.st_mode):04o})")
+            problems.append(
+                f"its directory {path.parent} is writable by others (mode {stat.S_IMODE(parent.st_mode):04o})"
+            )
     except OSError:
         pass
     version = _hello(path)
     if version is None:
-        checks.append(Check("FIX", "monitor", f"{path} exists but no monitor answers: a stale socket? "
-                                              "start `loopwatch watch` (it replaces a dead socket)"))
+        checks.append(
+            Check(
+                "FIX",
+                "monitor",
+                f"{path} exists but no monitor answers: a stale socket? "
+                "start `loopwatch watch` (it replaces a dead socket)",
+            )
+        )
     else:
         checks.append(Check("OK", "monitor", f"loopwatch {version} answers on {path}"))
     mode = f"owner you, mode {stat.S_IMODE(st.st_mode):04o}"
     if problems:
-        checks.append(Check("FIX", "socket", "; ".join(problems) + ": stop the monitor, remove the socket, "
-                                             "and start it as yourself"))
+        checks.append(
+            Check(
+                "FIX",
+                "socket",
+                "; ".join(problems) + ": stop the monitor, remove the socket, and start it as yourself",
+            )
+        )
     else:
         checks.append(Check("OK", "socket", mode))
     return checks
@@ -149,6 +173,7 @@ def _hello(path: Path) -> str | None:
 
 
 # -- hooks ----------------------------------------------------------------------------------------
+
 
 def _hook_files(agent: str, project: Path) -> list[Path]:
     from monitor.commands.install_hook import settings_path
@@ -217,38 +242,71 @@ def check_hooks(project: Path, now: float) -> list[Check]:
             checks += _codex_features()
         contact = _contact(state_dir() / f"hook-{AGENTS[agent]}.json")
         if not installed:
-            checks.append(Check("--", what, f"not installed (optional: `loopwatch install-hook {agent}` lets "
-                                            "loopwatch see and steer live sessions)"))
+            checks.append(
+                Check(
+                    "--",
+                    what,
+                    f"not installed (optional: `loopwatch install-hook {agent}` lets "
+                    "loopwatch see and steer live sessions)",
+                )
+            )
             continue
         for path, events in installed:
             missing = [e for e in AGENT_EVENTS[agent] if e not in events]
             broken = sorted({c for c in events.values() if not _command_runs(c)})
             if broken:
-                checks.append(Check("FIX", what, f"{path}: runs `{broken[0]}`, which is not there: run "
-                                                 f"`loopwatch install-hook {agent}` again"))
+                checks.append(
+                    Check(
+                        "FIX",
+                        what,
+                        f"{path}: runs `{broken[0]}`, which is not there: run "
+                        f"`loopwatch install-hook {agent}` again",
+                    )
+                )
             elif missing:
-                checks.append(Check("FIX", what, f"{path}: {', '.join(missing)} missing: run "
-                                                 f"`loopwatch install-hook {agent}` again"))
+                checks.append(
+                    Check(
+                        "FIX",
+                        what,
+                        f"{path}: {', '.join(missing)} missing: run `loopwatch install-hook {agent}` again",
+                    )
+                )
             else:
                 checks.append(Check("OK", what, f"installed in {path} ({len(events)} events)"))
         fired, reached = contact.get("fired"), contact.get("reached")
         if not isinstance(fired, (int, float)):
-            hint = ("Codex skips a hook until you trust it: open /hooks in codex and trust the loopwatch "
-                    "entries" if agent == "codex" else "start a session (an existing session reads its "
-                    "hooks when it starts)")
+            hint = (
+                "Codex skips a hook until you trust it: open /hooks in codex and trust the loopwatch entries"
+                if agent == "codex"
+                else "start a session (an existing session reads its hooks when it starts)"
+            )
             checks.append(Check("FIX", f"{label} hook contact", f"never fired: {hint}"))
         elif not isinstance(reached, (int, float)):
-            checks.append(Check("FIX", f"{label} hook contact",
-                                f"last fired {_ago(fired, now)} but never reached a monitor: start "
-                                "`loopwatch watch` (same user, same socket)"))
+            checks.append(
+                Check(
+                    "FIX",
+                    f"{label} hook contact",
+                    f"last fired {_ago(fired, now)} but never reached a monitor: start "
+                    "`loopwatch watch` (same user, same socket)",
+                )
+            )
         elif reached < fired:
-            checks.append(Check("FIX", f"{label} hook contact",
-                                f"last fired {_ago(fired, now)} with no monitor to reach (last reached one "
-                                f"{_ago(reached, now)}): start `loopwatch watch`"))
+            checks.append(
+                Check(
+                    "FIX",
+                    f"{label} hook contact",
+                    f"last fired {_ago(fired, now)} with no monitor to reach (last reached one "
+                    f"{_ago(reached, now)}): start `loopwatch watch`",
+                )
+            )
         else:
-            checks.append(Check("OK", f"{label} hook contact",
-                                f"last fired and reached the monitor {_ago(reached, now)} "
-                                f"({contact.get('event', '?')})"))
+            checks.append(
+                Check(
+                    "OK",
+                    f"{label} hook contact",
+                    f"last fired and reached the monitor {_ago(reached, now)} ({contact.get('event', '?')})",
+                )
+            )
     return checks
 
 
@@ -269,8 +327,14 @@ def _codex_features() -> list[Check]:
     if features.get("hooks") is False or ("hooks" not in features and features.get("codex_hooks") is False):
         return [Check("FIX", "Codex hook", f"{path} turns hooks off ([features] hooks = false): remove it")]
     if "codex_hooks" in features:
-        return [Check("--", "Codex hook", f"{path}: [features] codex_hooks is a deprecated alias (Codex "
-                                          "0.130.0+ warns): hooks are on by default since 0.124.0")]
+        return [
+            Check(
+                "--",
+                "Codex hook",
+                f"{path}: [features] codex_hooks is a deprecated alias (Codex "
+                "0.130.0+ warns): hooks are on by default since 0.124.0",
+            )
+        ]
     return []
 
 
@@ -283,6 +347,7 @@ def _contact(path: Path) -> dict[str, Any]:
 
 
 # -- watched paths --------------------------------------------------------------------------------
+
 
 def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     """{format: files} among the ``limit`` most recent ``*.jsonl`` files under ``path``."""
@@ -335,32 +400,52 @@ def check_paths(paths: list[str]) -> list[Check]:
             checks.append(Check("--", "watched path", f"{raw}: a glob (matches are checked by `watch`)"))
             continue
         if not path.exists():
-            checks.append(Check("FIX", "watched path", f"{path} does not exist: check the path (watch picks a "
-                                                       "file up when it appears, a directory must exist)"))
+            checks.append(
+                Check(
+                    "FIX",
+                    "watched path",
+                    f"{path} does not exist: check the path (watch picks a "
+                    "file up when it appears, a directory must exist)",
+                )
+            )
             continue
         formats = detect_formats(path)
         if not formats:
-            checks.append(Check("FIX", "watched path", f"{path}: no *.jsonl files yet; is the agent writing "
-                                                       "its log here?"))
+            checks.append(
+                Check(
+                    "FIX", "watched path", f"{path}: no *.jsonl files yet; is the agent writing its log here?"
+                )
+            )
         elif set(formats) <= {"unknown", "unreadable"}:
-            checks.append(Check("FIX", "watched path", f"{path}: no known format in its recent files: pass "
-                                                       "--format or check what writes there"))
+            checks.append(
+                Check(
+                    "FIX",
+                    "watched path",
+                    f"{path}: no known format in its recent files: pass --format or check what writes there",
+                )
+            )
         else:
             detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items()))
             checks.append(Check("OK", "watched path", f"{path}: {detected}"))
-    for label, flag, directory in (("Claude Code transcripts", "--claude", claude_projects_dir()),
-                                   ("Codex rollouts", "--codex", codex_sessions_dir())):
+    for label, flag, directory in (
+        ("Claude Code transcripts", "--claude", claude_projects_dir()),
+        ("Codex rollouts", "--codex", codex_sessions_dir()),
+    ):
         if directory.is_dir():
             formats = detect_formats(directory)
-            detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items())) or "no files yet"
+            detected = (
+                ", ".join(f"{name} ({count})" for name, count in sorted(formats.items())) or "no files yet"
+            )
             checks.append(Check("OK", label, f"{directory}: {detected} (watched with `watch {flag}`)"))
         else:
-            checks.append(Check("--", label, f"{directory} does not exist (no such agent here, or it has "
-                                             "not run yet)"))
+            checks.append(
+                Check("--", label, f"{directory} does not exist (no such agent here, or it has not run yet)")
+            )
     return checks
 
 
 # -- database ----------------------------------------------------------------------------------------
+
 
 def check_db(path: Path) -> list[Check]:
     if not path.exists():
@@ -369,11 +454,21 @@ def check_db(path: Path) -> list[Check]:
             parent = parent.parent
         if os.access(parent, os.W_OK):
             return [Check("OK", "database", f"{path} will be created on the first `watch`")]
-        return [Check("FIX", "database", f"{path} cannot be created ({parent} is not writable): pass --db "
-                                         "or set [store] path")]
+        return [
+            Check(
+                "FIX",
+                "database",
+                f"{path} cannot be created ({parent} is not writable): pass --db or set [store] path",
+            )
+        ]
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
-        return [Check("FIX", "database", f"{path} is not writable (the file or its directory): fix its "
-                                         "permissions or pass --db")]
+        return [
+            Check(
+                "FIX",
+                "database",
+                f"{path} is not writable (the file or its directory): fix its permissions or pass --db",
+            )
+        ]
     import sqlite3
 
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
@@ -390,11 +485,18 @@ def check_db(path: Path) -> list[Check]:
 
 # -- OTLP ----------------------------------------------------------------------------------------------
 
+
 def check_otlp(monitor: dict[str, Any]) -> list[Check]:
     endpoint = monitor.get("otlp")
     if not endpoint:
-        return [Check("--", "OTLP", "off (optional: `watch --otlp` receives OpenTelemetry from agents and "
-                                    "Collectors; see docs/integrations.md)")]
+        return [
+            Check(
+                "--",
+                "OTLP",
+                "off (optional: `watch --otlp` receives OpenTelemetry from agents and "
+                "Collectors; see docs/integrations.md)",
+            )
+        ]
     import http.client
     from urllib.parse import urlsplit
 
@@ -455,8 +557,10 @@ def clear_monitor_state() -> None:
 
 # -- the command -----------------------------------------------------------------------------------------
 
-def diagnose(*, socket_path: Path, db_path: Path, paths: list[str], project: Path,
-             now: float | None = None) -> list[Check]:
+
+def diagnose(
+    *, socket_path: Path, db_path: Path, paths: list[str], project: Path, now: float | None = None
+) -> list[Check]:
     now = time.time() if now is None else now
     monitor = running_monitor_state()
     if monitor.get("socket") and Path(monitor["socket"]) != socket_path:
@@ -489,6 +593,7 @@ def run(args: argparse.Namespace) -> int:
     socket_path = Path(args.socket or config.sources.socket or default_socket_path()).expanduser()
     db_path = resolve_db_path(args.db, config.store)
     paths = list(args.paths) + [p for p in config.sources.paths if p not in args.paths]
-    checks = diagnose(socket_path=socket_path, db_path=db_path, paths=paths,
-                      project=Path(args.project).expanduser())
+    checks = diagnose(
+        socket_path=socket_path, db_path=db_path, paths=paths, project=Path(args.project).expanduser()
+    )
     return report(checks, sys.stdout)

@@ -10,7 +10,12 @@ from datetime import datetime
 
 from monitor.commands.common import ConfigError, add_ui_options, fail, ui_problem
 from monitor.commands.stored import (
-    add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store,
+    add_db_options,
+    dumps,
+    fmt_duration,
+    fmt_time,
+    level_label,
+    open_store,
 )
 from monitor.config import load_config
 from monitor.cost import stored_loop_cost
@@ -35,24 +40,30 @@ def parse_since(text: str, now: float | None = None) -> float:
     try:
         return datetime.fromisoformat(text.strip()).timestamp()
     except ValueError:
-        raise ValueError(f"expected an age like 2d, 12h, 30m, 1w or an ISO date/time, "
-                         f"got {text!r}") from None
+        raise ValueError(f"expected an age like 2d, 12h, 30m, 1w or an ISO date/time, got {text!r}") from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_db_options(parser)
     parser.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
-    parser.add_argument("--since", metavar="WHEN",
-                        help="only sessions seen since WHEN: 2d, 12h, 30m, 1w or an ISO date/time")
-    parser.add_argument("--level", metavar="LEVEL",
-                        help="only sessions that reached LEVEL or above (notice, warn, critical, "
-                             "terminate)")
-    parser.add_argument("--search", metavar="TEXT",
-                        help="full-text search: sessions whose events (tool, arguments, output, "
-                             "messages) contain every word of TEXT — or whose id, agent or source "
-                             "contains TEXT — and the matching events (word* for a prefix)")
-    parser.add_argument("--limit", type=int, default=50, metavar="N",
-                        help="at most N sessions (default: 50; 0 = all)")
+    parser.add_argument(
+        "--since", metavar="WHEN", help="only sessions seen since WHEN: 2d, 12h, 30m, 1w or an ISO date/time"
+    )
+    parser.add_argument(
+        "--level",
+        metavar="LEVEL",
+        help="only sessions that reached LEVEL or above (notice, warn, critical, terminate)",
+    )
+    parser.add_argument(
+        "--search",
+        metavar="TEXT",
+        help="full-text search: sessions whose events (tool, arguments, output, "
+        "messages) contain every word of TEXT — or whose id, agent or source "
+        "contains TEXT — and the matching events (word* for a prefix)",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="at most N sessions (default: 50; 0 = all)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
     parser.add_argument("--tui", action="store_true", help="browse the history in the TUI")
     add_ui_options(parser, only_with="--tui")
@@ -85,15 +96,26 @@ def run(args: argparse.Namespace) -> int:
         if args.tui:
             from monitor.ui.app import run_history
 
-            return int(run_history(config, store, theme=args.theme, agent=args.agent, since=since,
-                                   level=level, text=args.search, limit=args.limit or None) or 0)
+            return int(
+                run_history(
+                    config,
+                    store,
+                    theme=args.theme,
+                    agent=args.agent,
+                    since=since,
+                    level=level,
+                    text=args.search,
+                    limit=args.limit or None,
+                )
+                or 0
+            )
         hits: list[dict] = []
         if args.search:
-            rows, hits = search(store, args.search, agent=args.agent, since=since, level=level,
-                                limit=args.limit or None)
+            rows, hits = search(
+                store, args.search, agent=args.agent, since=since, level=level, limit=args.limit or None
+            )
         else:
-            rows = store.list_sessions(agent=args.agent, since=since, level=level,
-                                       limit=args.limit or None)
+            rows = store.list_sessions(agent=args.agent, since=since, level=level, limit=args.limit or None)
         report_losses(store.lost_rows())
     finally:
         store.close()
@@ -121,18 +143,23 @@ def run(args: argparse.Namespace) -> int:
 def report_losses(runs: list[dict]) -> None:
     """Say on stderr (so --json stays clean) which runs could not record everything."""
     for run in runs:
-        print(f"warning: the monitor run recorded until {fmt_time(run['ts'])} lost "
-              f"{run['dropped'] + run['failed']:,} rows ({run['dropped']:,} dropped: queue and spill "
-              f"file full; {run['failed']:,} refused by SQLite"
-              + (f": {run['reason']}" if run.get("reason") else "") + ")", file=sys.stderr)
+        print(
+            f"warning: the monitor run recorded until {fmt_time(run['ts'])} lost "
+            f"{run['dropped'] + run['failed']:,} rows ({run['dropped']:,} dropped: queue and spill "
+            f"file full; {run['failed']:,} refused by SQLite"
+            + (f": {run['reason']}" if run.get("reason") else "")
+            + ")",
+            file=sys.stderr,
+        )
 
 
 #: Matching events listed under the sessions table by ``--search``.
 MAX_HITS = 200
 
 
-def search(store, text: str, *, agent=None, since=None, level=None, limit=None,
-           as_you_type: bool = False) -> tuple[list[dict], list[dict]]:
+def search(
+    store, text: str, *, agent=None, since=None, level=None, limit=None, as_you_type: bool = False
+) -> tuple[list[dict], list[dict]]:
     """Sessions matching ``text`` (their events in the full-text index, or their
     id/agent/source), newest first, and the matching events.  ``as_you_type``:
     the last word may be unfinished (searched as a prefix)."""
@@ -153,8 +180,10 @@ def format_hits(hits: list[dict]) -> str:
     for hit in hits:
         what = f"{hit['type']} {hit['tool']}" if hit.get("tool") else hit["type"]
         snippet = " ".join(visible(hit.get("snippet")).split())
-        lines.append(f"  {_short(hit['session'], SESSION_WIDTH)}  #{hit['seq']:<5} {fmt_time(hit['ts'])}  "
-                     f"{_short(what, 28):<28}  {_short(snippet, 110)}")
+        lines.append(
+            f"  {_short(hit['session'], SESSION_WIDTH)}  #{hit['seq']:<5} {fmt_time(hit['ts'])}  "
+            f"{_short(what, 28):<28}  {_short(snippet, 110)}"
+        )
     return "\n".join(lines)
 
 
@@ -164,28 +193,39 @@ def _short(text: str, width: int) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """Sessions as an aligned text table."""
-    header = ("LAST SEEN", "SESSION", "AGENT", "ORIGIN", "EVENTS", "DURATION", "PEAK", "STATUS",
-              "LOOP COST", "DETECTOR")
+    header = (
+        "LAST SEEN",
+        "SESSION",
+        "AGENT",
+        "ORIGIN",
+        "EVENTS",
+        "DURATION",
+        "PEAK",
+        "STATUS",
+        "LOOP COST",
+        "DETECTOR",
+    )
     table = [header]
     for row in rows:
         first, last = row.get("first_seen"), row.get("last_seen")
-        table.append((
-            fmt_time(last),
-            _short(row["id"], SESSION_WIDTH),
-            _short(row.get("agent") or "-", 16),
-            row.get("origin") or "-",
-            f"{row.get('events') or 0:,}",
-            fmt_duration(last - first if first is not None and last is not None else None),
-            level_label(row),
-            row.get("status") or "-",
-            loop_cost.short() if (loop_cost := stored_loop_cost(row)) is not None else "-",
-            _short(row.get("detector") or "-", 20),
-        ))
+        table.append(
+            (
+                fmt_time(last),
+                _short(row["id"], SESSION_WIDTH),
+                _short(row.get("agent") or "-", 16),
+                row.get("origin") or "-",
+                f"{row.get('events') or 0:,}",
+                fmt_duration(last - first if first is not None and last is not None else None),
+                level_label(row),
+                row.get("status") or "-",
+                loop_cost.short() if (loop_cost := stored_loop_cost(row)) is not None else "-",
+                _short(row.get("detector") or "-", 20),
+            )
+        )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     right = {4, 8}  # numbers line up on the right
     lines = []
     for r in table:
-        cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i])
-                 for i in range(len(header))]
+        cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(header))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)

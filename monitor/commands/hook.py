@@ -18,14 +18,23 @@ AGENT_CHOICES = ("claude", "codex")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", choices=AGENT_CHOICES, help="which agent's hook protocol to speak")
-    parser.add_argument("--socket", metavar="PATH",
-                        help="the monitor's socket (default: $LOOPWATCH_SOCKET, else the user runtime dir)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
-                        help="give up on the monitor after this long in total "
-                             "(default: $LOOPWATCH_HOOK_TIMEOUT, else 0.5)")
-    parser.add_argument("--stop-blocks", type=int, metavar="N",
-                        help="hold an agent's stop at most N times in a row "
-                             "(default: $LOOPWATCH_STOP_BLOCKS, else 1)")
+    parser.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="the monitor's socket (default: $LOOPWATCH_SOCKET, else the user runtime dir)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up on the monitor after this long in total (default: $LOOPWATCH_HOOK_TIMEOUT, else 0.5)",
+    )
+    parser.add_argument(
+        "--stop-blocks",
+        type=int,
+        metavar="N",
+        help="hold an agent's stop at most N times in a row (default: $LOOPWATCH_STOP_BLOCKS, else 1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if args.stop_blocks is not None:
         os.environ[STOP_BLOCKS_ENV] = str(max(args.stop_blocks, 0))
 
-    return run_hook(args.agent, sys.stdin.buffer, sys.stdout, sys.stderr,
-                    path=Path(args.socket).expanduser() if args.socket else None, timeout=args.timeout)
+    return run_hook(
+        args.agent,
+        sys.stdin.buffer,
+        sys.stdout,
+        sys.stderr,
+        path=Path(args.socket).expanduser() if args.socket else None,
+        timeout=args.timeout,
+    )
 
 
 def main(argv: list[str]) -> int:

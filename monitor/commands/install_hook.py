@@ -38,8 +38,18 @@ HELP = "add (or --uninstall) the loopwatch hook in Claude Code's or Codex's hook
 #: StopFailure or SubagentStart/Stop payloads of the shape Claude sends; its
 #: SessionEnd does not run for subagents.
 AGENT_EVENTS = {
-    "claude": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-               "Stop", "StopFailure", "SubagentStart", "SubagentStop", "SessionEnd"),
+    "claude": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "StopFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+    ),
     "codex": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
 }
 EVENTS = AGENT_EVENTS["claude"]
@@ -67,13 +77,23 @@ CODEX_NOTE = (
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", choices=("claude", "codex"), help="which agent to configure")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--user", action="store_true",
-                       help="the user's settings (~/.claude/settings.json or $CODEX_HOME/hooks.json); the default")
-    where.add_argument("--project", metavar="DIR",
-                       help="a project's settings (DIR/.claude/settings.json or DIR/.codex/hooks.json)")
+    where.add_argument(
+        "--user",
+        action="store_true",
+        help="the user's settings (~/.claude/settings.json or $CODEX_HOME/hooks.json); the default",
+    )
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="a project's settings (DIR/.claude/settings.json or DIR/.codex/hooks.json)",
+    )
     parser.add_argument("--uninstall", action="store_true", help="remove loopwatch's entries instead")
-    parser.add_argument("--command", dest="hook_command", metavar="CMD",
-                        help="the command to install (default: this loopwatch's `hook <agent>`)")
+    parser.add_argument(
+        "--command",
+        dest="hook_command",
+        metavar="CMD",
+        help="the command to install (default: this loopwatch's `hook <agent>`)",
+    )
 
 
 def settings_path(agent: str, project: str | None) -> Path:
@@ -258,8 +278,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path}: {'removed the loopwatch hook' if changed else 'no loopwatch hook to remove'}")
     else:
         events = AGENT_EVENTS[args.agent]
-        print(f"{path}: {'installed' if changed else 'already installed'}: "
-              f"{', '.join(events)} run `{args.hook_command or default_command(args.agent)}`")
+        print(
+            f"{path}: {'installed' if changed else 'already installed'}: "
+            f"{', '.join(events)} run `{args.hook_command or default_command(args.agent)}`"
+        )
         if args.agent == "codex":
             if changed:
                 print(CODEX_TRUST_NOTE.format(count=len(events)))

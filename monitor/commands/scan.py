@@ -14,26 +14,51 @@ HELP = "scan log files offline and report loops (exit 1 if any reached warn)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="log files or directories; '-' reads standard input")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="log files or directories; '-' reads standard input"
+    )
     add_config_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per detection")
-    parser.add_argument("--format", dest="fmt", metavar="NAME",
-                        help="force a format instead of detecting it per file (a line format, or "
-                             "one of the documents: chat, openhands, swe-agent)")
-    parser.add_argument("--min-level", default="notice", metavar="LEVEL",
-                        help="report detections at or above LEVEL (default: notice)")
-    parser.add_argument("--db", metavar="PATH",
-                        help="re-scan sessions stored in this loopwatch database instead of "
-                             "files (what-if: try another --preset on your own history)")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress bar (it is shown on stderr only when that is a terminal)")
-    parser.add_argument("--jobs", "-j", type=int, metavar="N",
-                        help="worker processes, sessions shared among them (default: every usable "
-                             "core for inputs of 4 MB or more, else 1); the detections are the same "
-                             "whatever N")
-    parser.add_argument("--session", action="append", metavar="ID",
-                        help="with --db: only this session (an id or unique prefix; repeatable)")
+    parser.add_argument(
+        "--format",
+        dest="fmt",
+        metavar="NAME",
+        help="force a format instead of detecting it per file (a line format, or "
+        "one of the documents: chat, openhands, swe-agent)",
+    )
+    parser.add_argument(
+        "--min-level",
+        default="notice",
+        metavar="LEVEL",
+        help="report detections at or above LEVEL (default: notice)",
+    )
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help="re-scan sessions stored in this loopwatch database instead of "
+        "files (what-if: try another --preset on your own history)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar (it is shown on stderr only when that is a terminal)",
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="worker processes, sessions shared among them (default: every usable "
+        "core for inputs of 4 MB or more, else 1); the detections are the same "
+        "whatever N",
+    )
+    parser.add_argument(
+        "--session",
+        action="append",
+        metavar="ID",
+        help="with --db: only this session (an id or unique prefix; repeatable)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,8 +91,10 @@ def run(args: argparse.Namespace) -> int:
         return fail("scan: name at least one PATH (or '-' for standard input)")
     expanded = expand_paths(args.paths)
     if not expanded:
-        return fail(f"scan: nothing to scan in {', '.join(args.paths)}: no agent logs there "
-                    "(*.jsonl, *.ndjson, *.traj, or .json trajectories)")
+        return fail(
+            f"scan: nothing to scan in {', '.join(args.paths)}: no agent logs there "
+            "(*.jsonl, *.ndjson, *.traj, or .json trajectories)"
+        )
     for path in expanded:
         if path == "-":
             continue

@@ -7,7 +7,13 @@ import sys
 
 from monitor.commands.common import fail
 from monitor.commands.stored import (
-    add_db_options, dumps, fmt_duration, fmt_time, level_label, open_store, resolve_session,
+    add_db_options,
+    dumps,
+    fmt_duration,
+    fmt_time,
+    level_label,
+    open_store,
+    resolve_session,
 )
 
 HELP = "show one recorded session: summary, detections and operator actions"
@@ -19,14 +25,20 @@ MAX_DETECTIONS = 200
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="session id (or a unique prefix)")
     add_db_options(parser)
-    parser.add_argument("--events", type=int, default=0, metavar="N",
-                        help="also list the last N stored events")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON object: session, detections, actions (and events)")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="json: the export document (detections with their evidence events); "
-                             "markdown: a report that reads on its own (same as the detail view's "
-                             "export key)")
+    parser.add_argument(
+        "--events", type=int, default=0, metavar="N", help="also list the last N stored events"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object: session, detections, actions (and events)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="json: the export document (detections with their evidence events); "
+        "markdown: a report that reads on its own (same as the detail view's "
+        "export key)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,13 +63,15 @@ def run(args: argparse.Namespace) -> int:
         stored = store.count_events(session_id)
         detections = store.detections(session_id)
         actions = store.actions(session_id)
-        events = (store.events(session_id, offset=max(stored - args.events, 0), limit=args.events)
-                  if args.events else [])
+        events = (
+            store.events(session_id, offset=max(stored - args.events, 0), limit=args.events)
+            if args.events
+            else []
+        )
     finally:
         store.close()
     if args.json:
-        document = {"session": session, "events_stored": stored, "detections": detections,
-                    "actions": actions}
+        document = {"session": session, "events_stored": stored, "detections": detections, "actions": actions}
         if args.events:
             document["events"] = events
         sys.stdout.write(dumps(document) + "\n")
@@ -66,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_session(session: dict, stored: int, detections: list[dict], actions: list[dict],
-                   events: list[dict]) -> str:
+def format_session(
+    session: dict, stored: int, detections: list[dict], actions: list[dict], events: list[dict]
+) -> str:
     first, last = session.get("first_seen"), session.get("last_seen")
     duration = fmt_duration(last - first if first is not None and last is not None else None)
     total = session.get("events") or 0
@@ -95,9 +110,11 @@ def format_session(session: dict, stored: int, detections: list[dict], actions: 
         where = d.get("file") or ""
         if d.get("line") is not None:
             where += f":{d['line']}"
-        lines.append(f"  {fmt_time(d['ts'])}  {d['level']:<9} {d['detector']:<17} "
-                     f"×{d.get('count') or 0:<3} {d.get('message') or ''}"
-                     + (f"  [{d['suppressed']}]" if d.get("suppressed") else ""))
+        lines.append(
+            f"  {fmt_time(d['ts'])}  {d['level']:<9} {d['detector']:<17} "
+            f"×{d.get('count') or 0:<3} {d.get('message') or ''}"
+            + (f"  [{d['suppressed']}]" if d.get("suppressed") else "")
+        )
         if where:
             lines.append(f"  {'':19}  at {where}")
     lines += ["", f"actions ({len(actions)})"]
@@ -106,8 +123,7 @@ def format_session(session: dict, stored: int, detections: list[dict], actions: 
     for a in actions:
         text = f" {a['text']!r}" if a.get("text") else ""
         detail = f" — {a['detail']}" if a.get("detail") else ""
-        lines.append(f"  {fmt_time(a['ts'])}  {a['kind']:<14} by {a['who']:<10} "
-                     f"{a['outcome']}{detail}{text}")
+        lines.append(f"  {fmt_time(a['ts'])}  {a['kind']:<14} by {a['who']:<10} {a['outcome']}{detail}{text}")
     if events:
         lines += ["", f"last {len(events)} event(s)"]
         for e in events:

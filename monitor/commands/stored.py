@@ -16,11 +16,15 @@ from monitor.events import Level
 
 
 def add_db_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="PATH",
-                        help="the loopwatch database (default: [store] path in the config, "
-                             "else loopwatch.db in the user data dir)")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (only its [store] path is used here)")
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help="the loopwatch database (default: [store] path in the config, "
+        "else loopwatch.db in the user data dir)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML config file (only its [store] path is used here)"
+    )
 
 
 def open_store(args: argparse.Namespace, config: Config | None = None):
@@ -53,8 +57,9 @@ def resolve_session(store, text: str) -> str:
         return matches[0]
     if not matches:
         raise LookupError(f"no stored session {text!r} (see `loopwatch history`)")
-    raise LookupError(f"{text!r} matches several sessions: {', '.join(matches[:8])}"
-                      + (" …" if len(matches) > 8 else ""))
+    raise LookupError(
+        f"{text!r} matches several sessions: {', '.join(matches[:8])}" + (" …" if len(matches) > 8 else "")
+    )
 
 
 def fmt_time(ts: float | None) -> str:
@@ -109,8 +114,11 @@ def scan_database(args: argparse.Namespace, config: Config, min_level: Level) ->
         started = time.perf_counter()
         from monitor.scan_jobs import ScanAborted, usable_cores
 
-        jobs = args.jobs if args.jobs is not None else (usable_cores() if store.path.stat().st_size
-                                                         >= SHARD_MIN_BYTES else 1)
+        jobs = (
+            args.jobs
+            if args.jobs is not None
+            else (usable_cores() if store.path.stat().st_size >= SHARD_MIN_BYTES else 1)
+        )
         try:
             report = scan_store(store, None if not args.session else ids, config, jobs=jobs)
         except ScanAborted as exc:
@@ -124,8 +132,7 @@ def scan_database(args: argparse.Namespace, config: Config, min_level: Level) ->
         else:
             out.write(format_human(report, min_level) + "\n")
             out.write(what_if(store, ids, report, config.preset) + "\n")
-            print(f"loopwatch: re-scanned {report.events:,} events in {elapsed:.2f}s",
-                  file=sys.stderr)
+            print(f"loopwatch: re-scanned {report.events:,} events in {elapsed:.2f}s", file=sys.stderr)
         return report.exit_code
     finally:
         store.close()
@@ -144,12 +151,16 @@ def what_if(store, ids: list[str], report, preset: str) -> str:
         if before != after:
             changed.append((session, before, after))
     if not changed:
-        return f"what-if (preset {preset}): no session ends at another level than recorded " \
-               f"({len(ids)} session(s))"
+        return (
+            f"what-if (preset {preset}): no session ends at another level than recorded "
+            f"({len(ids)} session(s))"
+        )
     width = max(len("SESSION"), *(len(s) for s, _, _ in changed[:50]))
-    lines = [f"what-if (preset {preset}): {len(changed)} of {len(ids)} session(s) end at "
-             f"another level than recorded",
-             f"  {'SESSION':<{width}}  {'RECORDED':<9}  NOW"]
+    lines = [
+        f"what-if (preset {preset}): {len(changed)} of {len(ids)} session(s) end at "
+        f"another level than recorded",
+        f"  {'SESSION':<{width}}  {'RECORDED':<9}  NOW",
+    ]
     for session, before, after in changed[:50]:
         arrow = "▲" if after > before else "▼"
         lines.append(f"  {session:<{width}}  {before.label:<9}  {after.label} {arrow}")

@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from monitor.commands.common import (
-    ConfigError, add_config_options, add_ui_options, config_from_args, fail, ui_problem,
+    ConfigError,
+    add_config_options,
+    add_ui_options,
+    config_from_args,
+    fail,
+    ui_problem,
 )
 from monitor.cost import spend_text
 from monitor.events import Level
@@ -37,36 +42,66 @@ HELP = "watch agents live: tail log files and accept agent sockets (TUI, or --he
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="log files, directories (watched recursively for *.jsonl) or quoted globs")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="log files, directories (watched recursively for *.jsonl) or quoted globs",
+    )
     parser.add_argument("--headless", action="store_true", help="no TUI: print detections as they happen")
     parser.add_argument("--json", action="store_true", help="with --headless: one JSON object per detection")
-    parser.add_argument("--min-level", default="notice", metavar="LEVEL",
-                        help="with --headless: print detections at or above LEVEL (default: notice)")
+    parser.add_argument(
+        "--min-level",
+        default="notice",
+        metavar="LEVEL",
+        help="with --headless: print detections at or above LEVEL (default: notice)",
+    )
     start = parser.add_mutually_exclusive_group()
-    start.add_argument("--from-start", action="store_true",
-                       help="replay the existing content of every file")
-    start.add_argument("--from-end", action="store_true",
-                       help="read only lines appended from now on")
-    parser.add_argument("--recent", type=float, default=15.0, metavar="MINUTES",
-                        help="by default, files modified in the last MINUTES (15) are replayed "
-                             "(their last 8 MiB), older ones are read from their end")
-    parser.add_argument("--format", dest="fmt", metavar="NAME",
-                        help="force a line format instead of detecting it per file")
+    start.add_argument("--from-start", action="store_true", help="replay the existing content of every file")
+    start.add_argument("--from-end", action="store_true", help="read only lines appended from now on")
+    parser.add_argument(
+        "--recent",
+        type=float,
+        default=15.0,
+        metavar="MINUTES",
+        help="by default, files modified in the last MINUTES (15) are replayed "
+        "(their last 8 MiB), older ones are read from their end",
+    )
+    parser.add_argument(
+        "--format", dest="fmt", metavar="NAME", help="force a line format instead of detecting it per file"
+    )
     parser.add_argument("--claude", action="store_true", help="also watch Claude Code's transcripts")
     parser.add_argument("--codex", action="store_true", help="also watch Codex CLI's rollouts")
-    parser.add_argument("--socket", metavar="PATH", help="Unix socket for agents (default: in the runtime dir)")
+    parser.add_argument(
+        "--socket", metavar="PATH", help="Unix socket for agents (default: in the runtime dir)"
+    )
     parser.add_argument("--no-socket", action="store_true", help="do not accept agent connections")
     parser.add_argument("--listen", metavar="HOST:PORT", help="also accept agents over TCP (needs a token)")
-    parser.add_argument("--token-file", metavar="PATH",
-                        help="read the TCP and OTLP token from this file (mode 0600); default: $LOOPWATCH_TOKEN")
-    parser.add_argument("--token", metavar="T",
-                        help="TCP and OTLP token on the command line (deprecated: visible to every user in ps)")
-    parser.add_argument("--otlp", nargs="?", const="127.0.0.1:4318", metavar="[HOST:]PORT",
-                        help="also receive OpenTelemetry (OTLP/HTTP /v1/logs and /v1/traces) from agents "
-                             "or a Collector (default 127.0.0.1:4318; other hosts need the token)")
-    parser.add_argument("--metrics", nargs="?", const="127.0.0.1:9464", metavar="[HOST:]PORT",
-                        help="serve Prometheus metrics at /metrics (default 127.0.0.1:9464; off unless given)")
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the TCP and OTLP token from this file (mode 0600); default: $LOOPWATCH_TOKEN",
+    )
+    parser.add_argument(
+        "--token",
+        metavar="T",
+        help="TCP and OTLP token on the command line (deprecated: visible to every user in ps)",
+    )
+    parser.add_argument(
+        "--otlp",
+        nargs="?",
+        const="127.0.0.1:4318",
+        metavar="[HOST:]PORT",
+        help="also receive OpenTelemetry (OTLP/HTTP /v1/logs and /v1/traces) from agents "
+        "or a Collector (default 127.0.0.1:4318; other hosts need the token)",
+    )
+    parser.add_argument(
+        "--metrics",
+        nargs="?",
+        const="127.0.0.1:9464",
+        metavar="[HOST:]PORT",
+        help="serve Prometheus metrics at /metrics (default 127.0.0.1:9464; off unless given)",
+    )
     parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
     parser.add_argument("--no-db", action="store_true", help="record nothing")
     add_config_options(parser)
@@ -99,8 +134,10 @@ def resolve_token(token: str | None, token_file: str | None, err: TextIO) -> str
             if not stat.S_ISREG(info.st_mode):
                 raise TokenError(f"the token file {path} is not a regular file")
             if stat.S_IMODE(info.st_mode) & 0o077:
-                raise TokenError(f"the token file {path} is readable by others "
-                                 f"(mode {stat.S_IMODE(info.st_mode):o}); chmod 600 it")
+                raise TokenError(
+                    f"the token file {path} is readable by others "
+                    f"(mode {stat.S_IMODE(info.st_mode):o}); chmod 600 it"
+                )
             data = os.read(fd, 4096)
         finally:
             os.close(fd)
@@ -110,8 +147,10 @@ def resolve_token(token: str | None, token_file: str | None, err: TextIO) -> str
             raise TokenError(f"the token file {path} is empty")
         return value
     if token:
-        err.write("loopwatch: warning: --token is visible to every local user in ps; "
-                  "use --token-file PATH or LOOPWATCH_TOKEN instead\n")
+        err.write(
+            "loopwatch: warning: --token is visible to every local user in ps; "
+            "use --token-file PATH or LOOPWATCH_TOKEN instead\n"
+        )
         return token
     return os.environ.get("LOOPWATCH_TOKEN") or None
 
@@ -179,8 +218,11 @@ class HeadlessPrinter:
             self.err.flush()
         elif isinstance(update, ActionFinished):
             a = update.action
-            self.err.write(f"loopwatch: {a.who}: {a.kind} {a.session} -> {a.outcome}"
-                           + (f" ({a.detail})" if a.detail else "") + "\n")
+            self.err.write(
+                f"loopwatch: {a.who}: {a.kind} {a.session} -> {a.outcome}"
+                + (f" ({a.detail})" if a.detail else "")
+                + "\n"
+            )
             self.err.flush()
 
     def detection(self, detection: Any) -> None:
@@ -206,9 +248,12 @@ class HeadlessPrinter:
             except (OverflowError, OSError, ValueError):  # a time no clock shows
                 clock = "--:--:--"
             cost = spend_text(getattr(detection, "cost", None))
-            self.out.write(f"{clock} {detection.level.label.upper():<9} {detection.detector:<17} "
-                           f"{detection.session}  {detection.where}  {detection.message}"
-                           + (f"  [loop so far {cost}]" if cost else "") + "\n")
+            self.out.write(
+                f"{clock} {detection.level.label.upper():<9} {detection.detector:<17} "
+                f"{detection.session}  {detection.where}  {detection.message}"
+                + (f"  [loop so far {cost}]" if cost else "")
+                + "\n"
+            )
         # Consumers read this live through a pipe: never leave a detection in a buffer.
         self.out.flush()
 
@@ -239,8 +284,8 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
     stats = hub.stats()
     printer.err.write(
         f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
-        f"{printer.detections} detection(s), worst {printer.worst.label}; "
-        + store_outcome(live.store) + "\n")
+        f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
+    )
     printer.err.flush()
 
 
@@ -293,16 +338,31 @@ def run(args: argparse.Namespace) -> int:
         mode = "recent"
     policy = StartPolicy(mode=mode, recent_seconds=args.recent * 60.0)
     if args.socket or args.listen:
-        config.sources = dataclasses.replace(config.sources, socket=args.socket or config.sources.socket,
-                                             listen=args.listen or config.sources.listen)
+        config.sources = dataclasses.replace(
+            config.sources,
+            socket=args.socket or config.sources.socket,
+            listen=args.listen or config.sources.listen,
+        )
     try:
         token = resolve_token(args.token, args.token_file, sys.stderr)
     except TokenError as exc:
         return fail(str(exc))
-    live = LiveMonitor(config, paths=paths, directories=directories, fmt=args.fmt, start_policy=policy,
-                       db=args.db, use_db=not args.no_db, socket_path=args.socket,
-                       use_socket=not args.no_socket, listen=args.listen, token=token, otlp=args.otlp,
-                       metrics=args.metrics, announce=announce_to_doctor)
+    live = LiveMonitor(
+        config,
+        paths=paths,
+        directories=directories,
+        fmt=args.fmt,
+        start_policy=policy,
+        db=args.db,
+        use_db=not args.no_db,
+        socket_path=args.socket,
+        use_socket=not args.no_socket,
+        listen=args.listen,
+        token=token,
+        otlp=args.otlp,
+        metrics=args.metrics,
+        announce=announce_to_doctor,
+    )
     if args.otlp:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 
@@ -311,8 +371,10 @@ def run(args: argparse.Namespace) -> int:
         except OtlpError as exc:
             return fail(str(exc))
         if not is_loopback(host) and not token:
-            return fail(f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
-                        "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')")
+            return fail(
+                f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
+                "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')"
+            )
     if args.metrics:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 

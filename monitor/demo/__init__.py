@@ -22,8 +22,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, Iterable, Sequence
+from typing import IO
 
 from monitor.demo.scenarios import SCENARIOS
 
@@ -31,13 +32,31 @@ from monitor.demo.scenarios import SCENARIOS
 DEFAULT_SCENARIOS: tuple[str, ...] = tuple(sorted(SCENARIOS, key=lambda n: (not SCENARIOS[n].honest, n)))
 
 
-def agent_command(scenario: str, log: str | Path, *, socket: str | Path | None = None,
-                  interval: float | None = None, seed: int | None = None, echo: bool = False,
-                  parent: int | None = None, python: str | None = None) -> list[str]:
+def agent_command(
+    scenario: str,
+    log: str | Path,
+    *,
+    socket: str | Path | None = None,
+    interval: float | None = None,
+    seed: int | None = None,
+    echo: bool = False,
+    parent: int | None = None,
+    python: str | None = None,
+) -> list[str]:
     """The command line that runs one simulated agent."""
     if scenario not in SCENARIOS:
-        raise ValueError(f"unknown demo scenario {scenario!r} (expected one of: {', '.join(sorted(SCENARIOS))})")
-    command = [python or sys.executable, "-m", "monitor.demo.agent", "--scenario", scenario, "--log", str(log)]
+        raise ValueError(
+            f"unknown demo scenario {scenario!r} (expected one of: {', '.join(sorted(SCENARIOS))})"
+        )
+    command = [
+        python or sys.executable,
+        "-m",
+        "monitor.demo.agent",
+        "--scenario",
+        scenario,
+        "--log",
+        str(log),
+    ]
     if socket is not None:
         command += ["--socket", str(socket)]
     if interval is not None:
@@ -51,10 +70,17 @@ def agent_command(scenario: str, log: str | Path, *, socket: str | Path | None =
     return command
 
 
-def start_agents(directory: str | Path, scenarios: Iterable[str] | None = None, *,
-                 socket: str | Path | None = None, interval: float | None = None, seed: int | None = None,
-                 echo: bool = False, stdout: int | IO | None = subprocess.DEVNULL,
-                 stderr: int | IO | None = subprocess.DEVNULL) -> list[subprocess.Popen]:
+def start_agents(
+    directory: str | Path,
+    scenarios: Iterable[str] | None = None,
+    *,
+    socket: str | Path | None = None,
+    interval: float | None = None,
+    seed: int | None = None,
+    echo: bool = False,
+    stdout: int | IO | None = subprocess.DEVNULL,
+    stderr: int | IO | None = subprocess.DEVNULL,
+) -> list[subprocess.Popen]:
     """Start one agent process per scenario, logging to ``<directory>/<scenario>.jsonl``.
 
     With ``socket`` the agents also stream their events to a monitor listening
@@ -65,11 +91,26 @@ def start_agents(directory: str | Path, scenarios: Iterable[str] | None = None, 
     procs = []
     for n, scenario in enumerate(scenarios or DEFAULT_SCENARIOS):
         log = directory / f"{scenario}.jsonl"
-        command = agent_command(scenario, log, socket=socket, interval=interval,
-                                seed=None if seed is None else seed + n, echo=echo, parent=os.getpid())
-        procs.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                      start_new_session=True, cwd=str(directory),
-                                      env={**os.environ, "PYTHONUNBUFFERED": "1"}))
+        command = agent_command(
+            scenario,
+            log,
+            socket=socket,
+            interval=interval,
+            seed=None if seed is None else seed + n,
+            echo=echo,
+            parent=os.getpid(),
+        )
+        procs.append(
+            subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+                cwd=str(directory),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        )
     return procs
 
 
@@ -117,8 +158,19 @@ def write_examples(directory: str | Path) -> list[Path]:
     written = []
     for n, (name, (scenario, steps, inject_at)) in enumerate(EXAMPLES.items()):
         path = directory / name
-        argv = ["--scenario", scenario, "--log", str(path), "--instant", "--steps", str(steps),
-                "--seed", str(100 + n), "--start", str(1_750_000_000 + 3600 * n)]
+        argv = [
+            "--scenario",
+            scenario,
+            "--log",
+            str(path),
+            "--instant",
+            "--steps",
+            str(steps),
+            "--seed",
+            str(100 + n),
+            "--start",
+            str(1_750_000_000 + 3600 * n),
+        ]
         if inject_at:
             argv += ["--inject-at", str(inject_at)]
         main(argv)
@@ -126,5 +178,13 @@ def write_examples(directory: str | Path) -> list[Path]:
     return written
 
 
-__all__ = ["DEFAULT_SCENARIOS", "EXAMPLES", "SCENARIOS", "agent_command", "examples_dir", "start_agents",
-           "stop_agents", "write_examples"]
+__all__ = [
+    "DEFAULT_SCENARIOS",
+    "EXAMPLES",
+    "SCENARIOS",
+    "agent_command",
+    "examples_dir",
+    "start_agents",
+    "stop_agents",
+    "write_examples",
+]

@@ -54,8 +54,9 @@ TASKS = {
 class Log:
     """Writes records to the log (flushed per line) and, optionally, to a monitor socket."""
 
-    def __init__(self, path: Path, session: str, *, client: Any = None, echo: bool = False,
-                 clock: Any = time.time):
+    def __init__(
+        self, path: Path, session: str, *, client: Any = None, echo: bool = False, clock: Any = time.time
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.file = open(path, "wb")
         self.session = session
@@ -64,8 +65,12 @@ class Log:
         self.clock = clock
 
     def write(self, record: dict[str, Any]) -> None:
-        record = {"type": record["type"], "session": self.session, "ts": round(self.clock(), 3),
-                  **{k: v for k, v in record.items() if k != "type"}}
+        record = {
+            "type": record["type"],
+            "session": self.session,
+            "ts": round(self.clock(), 3),
+            **{k: v for k, v in record.items() if k != "type"},
+        }
         line = orjson.dumps(record)
         self.file.write(line + b"\n")
         self.file.flush()
@@ -90,24 +95,35 @@ def note(echo: bool, text: str) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m monitor.demo.agent",
-                                     description="A simulated agent for the loopwatch demo.")
+    parser = argparse.ArgumentParser(
+        prog="python -m monitor.demo.agent", description="A simulated agent for the loopwatch demo."
+    )
     parser.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
     parser.add_argument("--log", required=True, type=Path, help="native JSONL log to write (truncated)")
     parser.add_argument("--socket", help="also stream events to the monitor's socket at this path")
     parser.add_argument("--session", help="session id (default: the log file's stem)")
     parser.add_argument("--interval", type=float, default=0.35, help="mean seconds between events")
-    parser.add_argument("--think", type=float, default=None,
-                        help="mean seconds before an assistant message (default: max(1.2, 4 x interval))")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=None,
+        help="mean seconds before an assistant message (default: max(1.2, 4 x interval))",
+    )
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from the pid)")
     parser.add_argument("--steps", type=int, default=0, help="stop after N steps (0: run until stopped)")
     parser.add_argument("--echo", action="store_true", help="print each record and control message")
     parser.add_argument("--instant", action="store_true", help="no pauses; synthetic timestamps")
     parser.add_argument("--start", type=float, default=1_750_000_000.0, help="first timestamp with --instant")
-    parser.add_argument("--inject-at", type=int, default=0, metavar="N",
-                        help="simulate an operator inject before step N")
-    parser.add_argument("--parent", type=int, default=0, metavar="PID",
-                        help="exit when this process (the launcher) is gone (default: the parent at start)")
+    parser.add_argument(
+        "--inject-at", type=int, default=0, metavar="N", help="simulate an operator inject before step N"
+    )
+    parser.add_argument(
+        "--parent",
+        type=int,
+        default=0,
+        metavar="PID",
+        help="exit when this process (the launcher) is gone (default: the parent at start)",
+    )
     parser.add_argument("--inject-text", default="You are repeating yourself. Stop and try something else.")
     return parser.parse_args(argv)
 
@@ -131,8 +147,14 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
-def _run(args: argparse.Namespace, session: str, rng: random.Random, stop: threading.Event,
-         why: list[str], parent: int) -> int:
+def _run(
+    args: argparse.Namespace,
+    session: str,
+    rng: random.Random,
+    stop: threading.Event,
+    why: list[str],
+    parent: int,
+) -> int:
     """Write the session: start, the task, then steps until stopped, killed or done."""
     # A model takes a while to write a reply: an assistant message comes after a
     # longer pause than a tool result (and so counts as a turn of its own).
@@ -159,12 +181,20 @@ def _run(args: argparse.Namespace, session: str, rng: random.Random, stop: threa
     if args.socket:
         from monitor.client import LoopwatchClient
 
-        client = LoopwatchClient(agent=f"demo-{args.scenario}", session=session, socket_path=args.socket,
-                                 on_control=controls.append)
+        client = LoopwatchClient(
+            agent=f"demo-{args.scenario}",
+            session=session,
+            socket_path=args.socket,
+            on_control=controls.append,
+        )
     log = Log(args.log, session, client=client, echo=args.echo, clock=clock)
     scenario = SCENARIOS[args.scenario]
-    start = {"type": "session_start", "agent": f"demo-{args.scenario}", "pid": os.getpid(),
-             "meta": {"demo": True, "scenario": scenario.name, "honest": scenario.honest}}
+    start = {
+        "type": "session_start",
+        "agent": f"demo-{args.scenario}",
+        "pid": os.getpid(),
+        "meta": {"demo": True, "scenario": scenario.name, "honest": scenario.honest},
+    }
     if args.instant:
         del start["pid"]  # a generated log outlives this process: no pid to signal later
     log.write(start)

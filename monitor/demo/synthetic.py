@@ -12,7 +12,8 @@ retried).  Deterministic for a given ``seed``.  Used by the benchmarks
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -63,16 +64,23 @@ class _Agent:
     def _call(self, name: str, args: dict[str, Any], content: str, error: bool = False) -> list[dict]:
         self.n += 1
         cid = f"{self.sid}-{self.n}"
-        return [self._rec(type="tool_call", id=cid, name=name, args=args),
-                self._rec(type="tool_result", id=cid, content=content, is_error=error)]
+        return [
+            self._rec(type="tool_call", id=cid, name=name, args=args),
+            self._rec(type="tool_result", id=cid, content=content, is_error=error),
+        ]
 
     def step(self) -> list[dict[str, Any]]:
         rng = self.rng
         if not self.started:
             self.started = True
-            return [self._rec(type="session_start", agent=rng.choice(("claude", "codex", "demo")),
-                              pid=rng.randrange(1000, 60000)),
-                    self._rec(type="message", role="user", content=self._text(20))]
+            return [
+                self._rec(
+                    type="session_start",
+                    agent=rng.choice(("claude", "codex", "demo")),
+                    pid=rng.randrange(1000, 60000),
+                ),
+                self._rec(type="message", role="user", content=self._text(20)),
+            ]
         if self.loop:
             name, args, content, error = self.loop.pop()
             return self._call(name, args, content, error)
@@ -80,56 +88,88 @@ class _Agent:
         if roll < self.loop_rate:
             kind = rng.randrange(3)
             if kind == 0:  # the same call again and again
-                call = ("bash", {"command": f"ls {rng.choice(_DIRS)}/missing"}, "ls: cannot access: No such file", True)
+                call = (
+                    "bash",
+                    {"command": f"ls {rng.choice(_DIRS)}/missing"},
+                    "ls: cannot access: No such file",
+                    True,
+                )
                 self.loop = [call] * rng.randrange(2, 5)
             elif kind == 1:  # A-B cycle
                 a = ("read_file", {"path": f"{rng.choice(_DIRS)}/a.py"}, "def a(): pass", False)
                 b = ("bash", {"command": "pytest -q"}, "1 failed, 3 passed in 0.2s", True)
                 self.loop = [a, b] * rng.randrange(2, 4)
             else:  # a failing command retried in variations
-                self.loop = [("bash", {"command": f"python app.py --try {i}"},
-                              "ModuleNotFoundError: No module named 'requests'", True)
-                             for i in range(rng.randrange(2, 5))]
+                self.loop = [
+                    (
+                        "bash",
+                        {"command": f"python app.py --try {i}"},
+                        "ModuleNotFoundError: No module named 'requests'",
+                        True,
+                    )
+                    for i in range(rng.randrange(2, 5))
+                ]
             return self.step()
         if roll < 0.40:
             path = f"{rng.choice(_DIRS)}/{rng.choice(_WORDS)}_{rng.randrange(500)}.py"
             return self._call(rng.choice(_TOOLS_READ), {"path": path}, self._blob())
         if roll < 0.55:
             path = f"{rng.choice(_DIRS)}/{rng.choice(_WORDS)}.py"
-            return self._call("edit_file", {"path": path, "old": self._text(4), "new": self._text(5)},
-                              f"The file {path} has been updated.")
+            return self._call(
+                "edit_file",
+                {"path": path, "old": self._text(4), "new": self._text(5)},
+                f"The file {path} has been updated.",
+            )
         if roll < 0.65:
             if self.failing <= 0 and rng.random() < 0.3:
                 self.failing = rng.randrange(1, 5)
             if self.failing > 0:
                 self.failing -= 1
-                out = f"FAILED tests/test_{rng.choice(_WORDS)}.py::test_{self.n} - assert {self.n} == 0\n" \
-                      f"{self.failing + 1} failed, {20 + self.n % 7} passed in 0.{self.n % 9}s"
+                out = (
+                    f"FAILED tests/test_{rng.choice(_WORDS)}.py::test_{self.n} - assert {self.n} == 0\n"
+                    f"{self.failing + 1} failed, {20 + self.n % 7} passed in 0.{self.n % 9}s"
+                )
                 return self._call("bash", {"command": "pytest -q"}, f"Exit code 1\n{out}", True)
             return self._call("bash", {"command": "pytest -q"}, f"{30 + self.n % 50} passed in 1.2s")
         if roll < 0.72:
             self.progress = (self.progress + rng.randrange(3, 15)) % 100
             return self._call("check_job", {"job": f"job-{self.job}"}, f"running: {self.progress}% done")
         if roll < 0.80:
-            return self._call("grep", {"pattern": rng.choice(_WORDS) + str(self.n), "path": rng.choice(_DIRS)},
-                              self._blob())
+            return self._call(
+                "grep", {"pattern": rng.choice(_WORDS) + str(self.n), "path": rng.choice(_DIRS)}, self._blob()
+            )
         if roll < 0.93:
             return [self._rec(type="message", role="assistant", content=self._text(rng.randrange(8, 80)))]
         if roll < 0.985:
-            return [self._rec(type="usage", input_tokens=rng.randrange(500, 20000),
-                              output_tokens=rng.randrange(50, 2000), cost_usd=round(rng.uniform(0.001, 0.05), 4))]
+            return [
+                self._rec(
+                    type="usage",
+                    input_tokens=rng.randrange(500, 20000),
+                    output_tokens=rng.randrange(50, 2000),
+                    cost_usd=round(rng.uniform(0.001, 0.05), 4),
+                )
+            ]
         if roll < 0.99:
             return [self._rec(type="compaction")]
         self.job += 1
         return [self._rec(type="message", role="user", content=self._text(15))]
 
 
-def records(events: int, sessions: int = 100, *, seed: int = 0, loop_rate: float = 0.02,
-            result_chars: int = 400, start: float = 1_750_000_000.0) -> Iterator[dict[str, Any]]:
+def records(
+    events: int,
+    sessions: int = 100,
+    *,
+    seed: int = 0,
+    loop_rate: float = 0.02,
+    result_chars: int = 400,
+    start: float = 1_750_000_000.0,
+) -> Iterator[dict[str, Any]]:
     """``events`` native records from ``sessions`` interleaved synthetic agents."""
     rng = random.Random(seed)
-    agents = [_Agent(f"agent-{i:03d}", random.Random(seed * 1_000_003 + i), start + i, loop_rate, result_chars)
-              for i in range(sessions)]
+    agents = [
+        _Agent(f"agent-{i:03d}", random.Random(seed * 1_000_003 + i), start + i, loop_rate, result_chars)
+        for i in range(sessions)
+    ]
     emitted = 0
     while emitted < events:
         for record in agents[rng.randrange(sessions)].step():

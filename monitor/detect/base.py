@@ -17,8 +17,9 @@ builds a detection's evidence with :func:`evidence` from what it kept.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from monitor.detect.analysis.turns import TurnTracker
 from monitor.events import Event, EventRef, Kind, Level
@@ -79,7 +80,11 @@ class Detection:
             "seq": self.seq,
             "evidence": [ref.to_dict() for ref in self.evidence],
             # Without its start's time: a log without timestamps has read times.
-            **({"cost": {k: v for k, v in self.cost.items() if k != "since"}} if self.cost is not None else {}),
+            **(
+                {"cost": {k: v for k, v in self.cost.items() if k != "since"}}
+                if self.cost is not None
+                else {}
+            ),
         }
 
 
@@ -98,9 +103,23 @@ class SessionView:
     The engine owns it; detectors read from it and report per-event
     similarity into it (for the sparklines)."""
 
-    __slots__ = ("session", "agent", "tool_overrides", "similarity", "detector_similarity",
-                 "keeps_similarity", "started_ts", "events_seen", "tool_calls_seen", "turns", "completed",
-                 "last_wait", "last_call_key", "last_call_ts", "router")
+    __slots__ = (
+        "session",
+        "agent",
+        "tool_overrides",
+        "similarity",
+        "detector_similarity",
+        "keeps_similarity",
+        "started_ts",
+        "events_seen",
+        "tool_calls_seen",
+        "turns",
+        "completed",
+        "last_wait",
+        "last_call_key",
+        "last_call_ts",
+        "router",
+    )
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
         self.session = session
@@ -152,7 +171,11 @@ class SessionView:
         entry = self.turns.get(same_turn_seconds)
         if entry is None:
             entry = self.turns[same_turn_seconds] = [
-                TurnTracker(same_turn_seconds=same_turn_seconds), None, 0, None]
+                TurnTracker(same_turn_seconds=same_turn_seconds),
+                None,
+                0,
+                None,
+            ]
         elif entry[1] is event and entry[2] == self.events_seen:
             return entry[3]  # another turn detector already fed this event
         turn = entry[0].feed(event)

@@ -9,10 +9,11 @@ through the :class:`~monitor.detect.escalation.EscalationPolicy`.
 from __future__ import annotations
 
 from array import array
-from struct import Struct
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from struct import Struct
+from typing import Any
 
 from monitor.config import Config
 from monitor.cost import LoopCosts
@@ -100,8 +101,9 @@ class SessionState:
     @property
     def by_kind(self) -> dict[Kind, list[Detector]]:
         """This session's detectors by the event kinds they observe (muted ones left out)."""
-        return {kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted]
-                for kind in Kind}
+        return {
+            kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted] for kind in Kind
+        }
 
     def route(self, plan: Plan | None = None) -> None:
         """Rebuild the per-kind dispatch (after creation or a mute).
@@ -147,8 +149,9 @@ _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
 
 
-def _step(result: Event, overall: float,
-          scores: dict[str, float]) -> tuple[float, dict[str, float], set[str]]:
+def _step(
+    result: Event, overall: float, scores: dict[str, float]
+) -> tuple[float, dict[str, float], set[str]]:
     """The sparkline bar of a call and its result: how much the *step*
     repeats.  A loop repeats both; honest polling repeats the call and gets a
     new result, so the lower of the two is what tells them apart (the call's
@@ -202,8 +205,13 @@ class Engine:
     With ``sparklines`` it also keeps each session's recent similarity scores
     for a UI (the hub's engine does; ``scan``'s has no use for them)."""
 
-    def __init__(self, config: Config | None = None, *, sparklines: bool = False,
-                 global_wrapper: Callable[[Detector], Detector] | None = None):
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        sparklines: bool = False,
+        global_wrapper: Callable[[Detector], Detector] | None = None,
+    ):
         """``global_wrapper``, if given, stands in for each global detector
         (a sharded scan's worker records sightings with it: see
         :class:`~monitor.detect.base.ShardableDetector`)."""
@@ -226,9 +234,7 @@ class Engine:
                 self.global_detectors.append(global_wrapper(detector) if global_wrapper else detector)
             else:
                 self._session_classes.append((cls, settings))
-        self._global_by_kind = {
-            kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind
-        }
+        self._global_by_kind = {kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind}
         self._plan: Plan | None = None
         self._closed_events = 0  # events of the sessions closed so far
         self.duplicates = 0
@@ -247,8 +253,9 @@ class Engine:
             view = SessionView(session_id, self.config.tool_overrides)
             view.keeps_similarity = self.sparklines
             detectors = [cls(settings) for cls, settings in self._session_classes]
-            state = SessionState(id=session_id, view=view, detectors=detectors,
-                                 global_by_kind=self._global_by_kind)
+            state = SessionState(
+                id=session_id, view=view, detectors=detectors, global_by_kind=self._global_by_kind
+            )
             # Every new session has the same detectors, unmuted: one plan.
             if self._plan is None:
                 self._plan = state.plan()

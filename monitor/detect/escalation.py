@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import orjson
 
@@ -299,7 +299,9 @@ class EscalationPolicy:
             detection.nudge = ""
             return detection
         if detection.level >= Level.WARN:
-            if detection.ts < state.acked_until.get(key, float("-inf")) and not self._worse(state, key, detection):
+            if detection.ts < state.acked_until.get(key, float("-inf")) and not self._worse(
+                state, key, detection
+            ):
                 detection.suppressed = ACKNOWLEDGED
                 detection.level = Level.NOTICE
             else:
@@ -410,8 +412,26 @@ class EscalationPolicy:
 def _without_evidence(d: Detection) -> Detection:
     """A copy of ``d`` with no evidence (``dataclasses.replace`` costs ten
     times as much, and this runs for most detections)."""
-    return Detection(d.detector, d.level, d.score, d.message, d.pattern, d.count, d.tool, d.summary, d.advice,
-                     (), d.session, d.source, d.line, d.ts, d.seq, d.proposed, d.nudge, d.suppressed)
+    return Detection(
+        d.detector,
+        d.level,
+        d.score,
+        d.message,
+        d.pattern,
+        d.count,
+        d.tool,
+        d.summary,
+        d.advice,
+        (),
+        d.session,
+        d.source,
+        d.line,
+        d.ts,
+        d.seq,
+        d.proposed,
+        d.nudge,
+        d.suppressed,
+    )
 
 
 def _pack(detection: Detection) -> bytes:
@@ -419,13 +439,63 @@ def _pack(detection: Detection) -> bytes:
     object (a Detection with its strings, floats and ints costs three times
     as much, and a session keeps ``MAX_STANDING`` of them)."""
     d = detection
-    return orjson.dumps([d.detector, d.score, d.message, d.pattern, d.count, d.tool, d.summary, d.advice,
-                         d.session, d.source, d.line, d.ts, d.seq, int(d.proposed), d.suppressed])
+    return orjson.dumps(
+        [
+            d.detector,
+            d.score,
+            d.message,
+            d.pattern,
+            d.count,
+            d.tool,
+            d.summary,
+            d.advice,
+            d.session,
+            d.source,
+            d.line,
+            d.ts,
+            d.seq,
+            int(d.proposed),
+            d.suppressed,
+        ]
+    )
 
 
 def _unpack(level: Level, packed: bytes) -> Detection:
     """The detection :func:`_pack` packed (without evidence; nudge to render)."""
-    (detector, score, message, pattern, count, tool, summary, advice,
-     session, source, line, ts, seq, proposed, suppressed) = orjson.loads(packed)
-    return Detection(detector, level, score, message, pattern, count, tool, summary, advice, (),
-                     session, source, line, ts, seq, Level(proposed), "", suppressed)
+    (
+        detector,
+        score,
+        message,
+        pattern,
+        count,
+        tool,
+        summary,
+        advice,
+        session,
+        source,
+        line,
+        ts,
+        seq,
+        proposed,
+        suppressed,
+    ) = orjson.loads(packed)
+    return Detection(
+        detector,
+        level,
+        score,
+        message,
+        pattern,
+        count,
+        tool,
+        summary,
+        advice,
+        (),
+        session,
+        source,
+        line,
+        ts,
+        seq,
+        Level(proposed),
+        "",
+        suppressed,
+    )

@@ -61,11 +61,20 @@ class Plan:
     the same order, minus theirs), for one that does, their
     :meth:`TurnDetector.observe_completed`."""
 
-    def __init__(self, detectors: list[Detector], muted: set[str] | frozenset[str],
-                 global_by_kind: dict[Kind, list[Detector]]):
+    def __init__(
+        self,
+        detectors: list[Detector],
+        muted: set[str] | frozenset[str],
+        global_by_kind: dict[Kind, list[Detector]],
+    ):
         active = [d for d in detectors if d.name not in muted]
-        gated = [d for d in active if isinstance(d, TurnDetector)
-                 and type(d).observe is TurnDetector.observe and d.kinds == _ALL_KINDS]
+        gated = [
+            d
+            for d in active
+            if isinstance(d, TurnDetector)
+            and type(d).observe is TurnDetector.observe
+            and d.kinds == _ALL_KINDS
+        ]
         seconds = {d.settings.same_turn_seconds for d in gated}
         self.turn_gate: float | None = seconds.pop() if len(seconds) == 1 else None
         skip = {id(d) for d in gated} if self.turn_gate is not None else set()
@@ -77,12 +86,14 @@ class Plan:
             key = (id(detector), completed)
             if key not in slots:
                 slots[key] = len(slot_list)
-                slot_list.append((position.get(id(detector), detector),
-                                  "observe_completed" if completed else "observe"))
+                slot_list.append(
+                    (position.get(id(detector), detector), "observe_completed" if completed else "observe")
+                )
             return slots[key]
 
-        observing = {kind: [*(d for d in active if kind in d.kinds), *global_by_kind.get(kind, ())]
-                     for kind in Kind}
+        observing = {
+            kind: [*(d for d in active if kind in d.kinds), *global_by_kind.get(kind, ())] for kind in Kind
+        }
         # The session's slots first, then the global ones (bound once, here).
         for shared in (False, True):
             for detector in (d for row in observing.values() for d in row):
@@ -93,17 +104,23 @@ class Plan:
         #: Per kind, ``(bit, slot, quiet slot or None)`` of each method in run order.
         self._rows: dict[Kind, tuple[tuple[int, int, int | None], ...]] = {}
         for kind, row in observing.items():
-            self._rows[kind] = tuple((0 if id(d) not in position else 1 << (position[id(d)] * 8 + _KIND_BIT[kind]),
-                                      slot(d, id(d) in skip), None if id(d) in skip else slot(d, False))
-                                     for d in row)
+            self._rows[kind] = tuple(
+                (
+                    0 if id(d) not in position else 1 << (position[id(d)] * 8 + _KIND_BIT[kind]),
+                    slot(d, id(d) in skip),
+                    None if id(d) in skip else slot(d, False),
+                )
+                for d in row
+            )
         self.slots = tuple(slot_list)
         mine = [(at, name) for at, name in slot_list if at.__class__ is int]
         self._pick_detectors = _picker([at for at, _ in mine])
         self._names = tuple(name for _, name in mine)
-        self._global_bound = tuple(getattr(d, name) for d, name in slot_list[len(mine):])
+        self._global_bound = tuple(getattr(d, name) for d, name in slot_list[len(mine) :])
         #: Detector name -> (its position, the bits of its kinds).
-        self._detectors = {d.name: (at, _bits(at, d.kinds)) for at, d in enumerate(detectors)
-                           if d.name not in muted}
+        self._detectors = {
+            d.name: (at, _bits(at, d.kinds)) for at, d in enumerate(detectors) if d.name not in muted
+        }
         #: The state a new session starts in: each detector with its ``listening`` kinds.
         self.start = 0
         for at, detector in enumerate(detectors):
@@ -131,7 +148,12 @@ class Plan:
             variant = self.variant(off)
             calls = [lists.setdefault(slots, len(lists)) for slots, _ in variant.values()]
             quiet = [lists.setdefault(slots, len(lists)) for _, slots in variant.values()]
-            found = self._layouts[off] = (tuple(map(_picker, lists)), tuple(variant), _picker(calls), _picker(quiet))
+            found = self._layouts[off] = (
+                tuple(map(_picker, lists)),
+                tuple(variant),
+                _picker(calls),
+                _picker(quiet),
+            )
         return found
 
     def variant(self, off: int) -> dict[Kind, tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -156,7 +178,9 @@ class Plan:
             at, mine = self._detectors.get(name, (0, 0))  # (a muted or global one: no change)
             now = off & ~mine | mine & ~_bits(at, kinds)
             before, after = self.variant(off), self.variant(now)
-            changed = tuple((kind, *map(_picker, after[kind])) for kind in Kind if after[kind] != before[kind])
+            changed = tuple(
+                (kind, *map(_picker, after[kind])) for kind in Kind if after[kind] != before[kind]
+            )
             found = self._changes[key] = (now, changed)
         return found
 

@@ -47,9 +47,9 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats.registry import register_line_format
 from monitor.formats.base import RecordDecoder, RecordError
 from monitor.formats.native import parse_ts
+from monitor.formats.registry import register_line_format
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 #: mini-swe-agent's action: exactly one such block is executed.
@@ -84,7 +84,7 @@ def observation(text: str) -> tuple[str, int | None]:
     match = _RETURNCODE.match(text)
     if match is None:
         return text, None
-    rest = text[match.end():]
+    rest = text[match.end() :]
     inner = _OUTPUT.match(rest)
     return (inner.group(1) if inner else rest), int(match.group(1))
 
@@ -112,8 +112,11 @@ class ChatDecoder(RecordDecoder):
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
-        return "type" not in record and record.get("role") in ROLES and (
-            "content" in record or "tool_calls" in record)
+        return (
+            "type" not in record
+            and record.get("role") in ROLES
+            and ("content" in record or "tool_calls" in record)
+        )
 
     def _time(self, record: dict[str, Any], now: float) -> float:
         extra = record.get("extra") if isinstance(record.get("extra"), dict) else {}
@@ -154,8 +157,14 @@ class ChatDecoder(RecordDecoder):
         output, code = observation(text)
         error = bool(is_error) if isinstance(is_error, bool) else code not in (None, 0)
         meta: dict[str, Any] = {} if code is None else {"exit_code": code}
-        return event(Kind.TOOL_RESULT, call_id=call_id, content=output, is_error=error,
-                     tool=self.tools.pop(call_id, None), meta=meta)
+        return event(
+            Kind.TOOL_RESULT,
+            call_id=call_id,
+            content=output,
+            is_error=error,
+            tool=self.tools.pop(call_id, None),
+            meta=meta,
+        )
 
     def _assistant(self, event: Any, record: dict[str, Any], content: Any, line: int | None) -> list[Event]:
         out: list[Event] = []
@@ -164,7 +173,7 @@ class ChatDecoder(RecordDecoder):
         tool_calls = list(record.get("tool_calls") or ())
         if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
             tool_calls.append({"id": f"function:{legacy['name']}", "function": legacy})
-        for index, call in enumerate(tool_calls):
+        for call in tool_calls:
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -246,17 +255,32 @@ class ChatDecoder(RecordDecoder):
         cached = _number(details.get("cached_tokens")) if isinstance(details, dict) else None
         if cached:
             meta["cached_input_tokens"] = int(cached)
-        return event(Kind.USAGE, input_tokens=None if tokens_in is None else int(tokens_in),
-                     output_tokens=None if tokens_out is None else int(tokens_out), cost_usd=cost, meta=meta)
+        return event(
+            Kind.USAGE,
+            input_tokens=None if tokens_in is None else int(tokens_in),
+            output_tokens=None if tokens_out is None else int(tokens_out),
+            cost_usd=cost,
+            meta=meta,
+        )
 
     def _user(self, event: Any, role: str, content: Any) -> list[Event]:
         out: list[Event] = []
         texts: list[str] = []
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id"):
-                    out.append(self._result(event, str(block["tool_use_id"]), _blocks_text(block.get("content")),
-                                            block.get("is_error")))
+                if (
+                    isinstance(block, dict)
+                    and block.get("type") == "tool_result"
+                    and block.get("tool_use_id")
+                ):
+                    out.append(
+                        self._result(
+                            event,
+                            str(block["tool_use_id"]),
+                            _blocks_text(block.get("content")),
+                            block.get("is_error"),
+                        )
+                    )
                 elif isinstance(block, dict) and isinstance(block.get("text"), str):
                     texts.append(block["text"])
                 elif isinstance(block, str):

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from monitor.events import Event, Kind
-from monitor.formats.registry import register_line_format
 from monitor.formats.base import RecordDecoder, RecordError
 from monitor.formats.native import parse_ts
+from monitor.formats.registry import register_line_format
 
 AGENT = "claude-code"
 #: Record types only Claude Code writes; enough to recognize a transcript.
@@ -144,7 +144,7 @@ class ClaudeDecoder(RecordDecoder):
         """(parent session, agent id) for ``<parent>/subagents/agent-<id>.jsonl``."""
         path = Path(self.source)
         if path.parent.name == "subagents" and path.stem.startswith("agent-"):
-            return path.parent.parent.name, path.stem[len("agent-"):]
+            return path.parent.parent.name, path.stem[len("agent-") :]
         return None
 
     def _establish(self, record: dict[str, Any]) -> None:
@@ -156,8 +156,9 @@ class ClaudeDecoder(RecordDecoder):
         from_path = self._subagent_from_path()
         # A subagent file: by its path, or a sidechain whose file is not named
         # after the session it belongs to (a main transcript's own name is its id).
-        if from_path is not None or (record.get("isSidechain") is True and session_id
-                                     and session_id != self.default_session):
+        if from_path is not None or (
+            record.get("isSidechain") is True and session_id and session_id != self.default_session
+        ):
             parent = session_id or (from_path[0] if from_path else None)
             agent_id = agent_id or (from_path[1] if from_path else None)
             if parent and agent_id:
@@ -175,19 +176,37 @@ class ClaudeDecoder(RecordDecoder):
         else:
             self.session = session_id or self.default_session
 
-    def _start(self, record: dict[str, Any], line: int | None, ts: float,
-               session: str | None = None, parent: str | None = None) -> Event:
+    def _start(
+        self,
+        record: dict[str, Any],
+        line: int | None,
+        ts: float,
+        session: str | None = None,
+        parent: str | None = None,
+    ) -> Event:
         if session is None:
             self.started = True
             session, parent = self.session or self.default_session, self.parent
         meta: dict[str, Any] = {}
-        for key, name in (("version", "version"), ("cwd", "cwd"), ("gitBranch", "git_branch"),
-                          ("slug", "slug")):
+        for key, name in (
+            ("version", "version"),
+            ("cwd", "cwd"),
+            ("gitBranch", "git_branch"),
+            ("slug", "slug"),
+        ):
             value = record.get(key)
             if isinstance(value, str) and value:
                 meta[name] = value
-        return Event(kind=Kind.SESSION_START, session=session, ts=ts,
-                     source=self.source, line=line, agent=AGENT, parent=parent, meta=meta)
+        return Event(
+            kind=Kind.SESSION_START,
+            session=session,
+            ts=ts,
+            source=self.source,
+            line=line,
+            agent=AGENT,
+            parent=parent,
+            meta=meta,
+        )
 
     def _route(self, record: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         """Point the record's events at its session.  Older Claude Code versions
@@ -207,8 +226,9 @@ class ClaudeDecoder(RecordDecoder):
 
     def _event(self, kind: Kind, ts: float, line: int | None, **fields: Any) -> Event:
         session, parent = self._target
-        return Event(kind=kind, session=session, ts=ts, source=self.source, line=line,
-                     parent=parent, **fields)
+        return Event(
+            kind=kind, session=session, ts=ts, source=self.source, line=line, parent=parent, **fields
+        )
 
     # -- records --------------------------------------------------------------
 
@@ -257,7 +277,11 @@ class ClaudeDecoder(RecordDecoder):
         if not isinstance(content, list):
             raise RecordError(f"assistant.message.content: expected a list, got {type(content).__name__}")
         # API errors and other messages Claude Code makes up are not the model talking.
-        role = "system" if message.get("model") == "<synthetic>" or record.get("isApiErrorMessage") else "assistant"
+        role = (
+            "system"
+            if message.get("model") == "<synthetic>" or record.get("isApiErrorMessage")
+            else "assistant"
+        )
         events: list[Event] = []
         text: list[str] = []
 
@@ -278,7 +302,11 @@ class ClaudeDecoder(RecordDecoder):
             elif block_type in ("tool_use", "server_tool_use", "mcp_tool_use"):
                 flush_text()
                 events.append(self._tool_call(block, index, line, ts))
-            elif isinstance(block_type, str) and block_type.endswith("tool_result") and block.get("tool_use_id"):
+            elif (
+                isinstance(block_type, str)
+                and block_type.endswith("tool_result")
+                and block.get("tool_use_id")
+            ):
                 flush_text()  # server-side tool results (web search) come back in the assistant turn
                 events.append(self._tool_result(block, line, ts))
             else:
@@ -299,14 +327,21 @@ class ClaudeDecoder(RecordDecoder):
         elif not isinstance(args, dict):
             args = {"input": args}
         call_id = block.get("id")
-        return self._event(Kind.TOOL_CALL, ts, line, tool=name, args=args,
-                           call_id=None if call_id is None else str(call_id))
+        return self._event(
+            Kind.TOOL_CALL, ts, line, tool=name, args=args, call_id=None if call_id is None else str(call_id)
+        )
 
     def _tool_result(self, block: dict[str, Any], line: int | None, ts: float) -> Event:
         call_id = block.get("tool_use_id")
         is_error = block.get("is_error") is True
-        return self._event(Kind.TOOL_RESULT, ts, line, content=blocks_text(block.get("content")),
-                           is_error=is_error, call_id=None if call_id is None else str(call_id))
+        return self._event(
+            Kind.TOOL_RESULT,
+            ts,
+            line,
+            content=blocks_text(block.get("content")),
+            is_error=is_error,
+            call_id=None if call_id is None else str(call_id),
+        )
 
     def _user(self, record: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         message = self._message(record, "user")
@@ -318,8 +353,12 @@ class ClaudeDecoder(RecordDecoder):
                 # Claude Code's, not a person's.
                 return [self._tool_result(block, line, ts) for block in results]
         text = blocks_text(content)
-        if (record.get("isMeta") or record.get("isCompactSummary")
-                or record.get("isVisibleInTranscriptOnly") or is_injected(text)):
+        if (
+            record.get("isMeta")
+            or record.get("isCompactSummary")
+            or record.get("isVisibleInTranscriptOnly")
+            or is_injected(text)
+        ):
             self.skip("user:injected")
             return []
         command = slash_command(text)
@@ -341,8 +380,9 @@ class ClaudeDecoder(RecordDecoder):
         self.skip(f"system:{subtype}")
         return []
 
-    def _usage_event(self, record: dict[str, Any], message: dict[str, Any], line: int | None,
-                     ts: float) -> Event | None:
+    def _usage_event(
+        self, record: dict[str, Any], message: dict[str, Any], line: int | None, ts: float
+    ) -> Event | None:
         """Usage once per API message; a streamed message repeats its usage on
         every record, so only growth in output tokens is reported again."""
         usage = message.get("usage")
@@ -357,20 +397,34 @@ class ClaudeDecoder(RecordDecoder):
             if output <= previous:
                 return None
             self._usage[message_id] = output
-            return self._event(Kind.USAGE, ts, line, input_tokens=0, output_tokens=output - previous,
-                               meta={"message_id": message_id, "delta": True})
+            return self._event(
+                Kind.USAGE,
+                ts,
+                line,
+                input_tokens=0,
+                output_tokens=output - previous,
+                meta={"message_id": message_id, "delta": True},
+            )
         if message_id:
             self._usage[message_id] = output
             if len(self._usage) > _USAGE_MEMORY:
                 self._usage.popitem(last=False)
         cache_read = _int(usage.get("cache_read_input_tokens"))
         cache_creation = _int(usage.get("cache_creation_input_tokens"))
-        meta: dict[str, Any] = {"cache_read_input_tokens": cache_read,
-                                "cache_creation_input_tokens": cache_creation}
+        meta: dict[str, Any] = {
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_creation,
+        }
         if isinstance(message.get("model"), str):
             meta["model"] = message["model"]
         if message_id:
             meta["message_id"] = message_id
-        return self._event(Kind.USAGE, ts, line,
-                           input_tokens=_int(usage.get("input_tokens")) + cache_read + cache_creation,
-                           output_tokens=output, cost_usd=cost, meta=meta)
+        return self._event(
+            Kind.USAGE,
+            ts,
+            line,
+            input_tokens=_int(usage.get("input_tokens")) + cache_read + cache_creation,
+            output_tokens=output,
+            cost_usd=cost,
+            meta=meta,
+        )

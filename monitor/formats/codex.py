@@ -42,22 +42,35 @@ from pathlib import Path
 from typing import Any
 
 from monitor.events import Event, Kind
-from monitor.formats.registry import register_line_format
 from monitor.formats.base import RecordDecoder, RecordError
 from monitor.formats.native import parse_ts
+from monitor.formats.registry import register_line_format
 
 AGENT = "codex"
 _ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 #: Response item types of the pre-envelope rollouts that may open a file.
-_BARE_TYPES = frozenset({"function_call", "function_call_output", "custom_tool_call",
-                         "custom_tool_call_output", "local_shell_call", "reasoning"})
-_ROLLOUT_ID = re.compile(
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+_BARE_TYPES = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+    }
+)
+_ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 _EXIT_CODE = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
 #: User text Codex injects as context rather than a person typing it.
-_INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
-                      "<INSTRUCTIONS>", "<turn_aborted>", "<user_shell_command>")
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+)
 _PENDING_CALLS = 256
 
 
@@ -163,8 +176,11 @@ class CodexDecoder(RecordDecoder):
         # Pre-envelope header line, or a bare response item of that format.
         if "type" not in record and "instructions" in record and "id" in record:
             return True
-        return record.get("type") in _BARE_TYPES and "call_id" in record or (
-            record.get("type") == "reasoning" and "summary" in record)
+        return (
+            record.get("type") in _BARE_TYPES
+            and "call_id" in record
+            or (record.get("type") == "reasoning" and "summary" in record)
+        )
 
     def _event(self, kind: Kind, ts: float, line: int | None, **fields: Any) -> Event:
         return Event(kind=kind, session=self.session, ts=ts, source=self.source, line=line, **fields)
@@ -223,8 +239,13 @@ class CodexDecoder(RecordDecoder):
         if isinstance(session_id, str) and session_id:
             self.session = session_id
         meta: dict[str, Any] = {}
-        for key, name in (("cli_version", "version"), ("cwd", "cwd"), ("originator", "originator"),
-                          ("model_provider", "model_provider"), ("source", "origin")):
+        for key, name in (
+            ("cli_version", "version"),
+            ("cwd", "cwd"),
+            ("originator", "originator"),
+            ("model_provider", "model_provider"),
+            ("source", "origin"),
+        ):
             value = payload.get(key)
             if isinstance(value, str) and value:
                 meta[name] = value
@@ -275,8 +296,9 @@ class CodexDecoder(RecordDecoder):
         else:  # web_search_call: without its query every search would look alike
             tool = "web_search"
             action = payload.get("action")
-            if not isinstance(action, dict) or not (action.get("query") or action.get("queries")
-                                                   or action.get("url")):
+            if not isinstance(action, dict) or not (
+                action.get("query") or action.get("queries") or action.get("url")
+            ):
                 self.skip("web_search_call (no query)")
                 return []
             args = action
@@ -292,8 +314,16 @@ class CodexDecoder(RecordDecoder):
         call_id = str(payload.get("call_id"))
         text, is_error, exit_code = parse_output(payload.get("output"))
         meta = {} if exit_code is None else {"exit_code": exit_code}
-        return self._event(Kind.TOOL_RESULT, ts, line, call_id=call_id, content=text,
-                           is_error=is_error, tool=self.calls.pop(call_id, None), meta=meta)
+        return self._event(
+            Kind.TOOL_RESULT,
+            ts,
+            line,
+            call_id=call_id,
+            content=text,
+            is_error=is_error,
+            tool=self.calls.pop(call_id, None),
+            meta=meta,
+        )
 
     def _event_msg(self, payload: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         item = payload.get("type")
@@ -331,9 +361,18 @@ class CodexDecoder(RecordDecoder):
             value = last.get(key)
             return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-        meta: dict[str, Any] = {k: v for k in ("cached_input_tokens", "reasoning_output_tokens")
-                                if (v := number(k)) is not None}
+        meta: dict[str, Any] = {
+            k: v for k in ("cached_input_tokens", "reasoning_output_tokens") if (v := number(k)) is not None
+        }
         if self.model:
             meta["model"] = self.model
-        return [self._event(Kind.USAGE, ts, line, input_tokens=number("input_tokens"),
-                            output_tokens=number("output_tokens"), meta=meta)]
+        return [
+            self._event(
+                Kind.USAGE,
+                ts,
+                line,
+                input_tokens=number("input_tokens"),
+                output_tokens=number("output_tokens"),
+                meta=meta,
+            )
+        ]

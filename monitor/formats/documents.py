@@ -41,8 +41,9 @@ except ``OSError`` for a file that cannot be read.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -53,28 +54,61 @@ from monitor.formats.native import parse_ts
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
 _PEEK_BYTES = 64 * 1024
-_OPENHANDS_TOOL_ACTIONS = frozenset({
-    "run", "run_ipython", "read", "write", "edit", "browse", "browse_interactive", "mcp",
-    "call_tool_mcp", "delegate", "think", "task_tracking",
-})
+_OPENHANDS_TOOL_ACTIONS = frozenset(
+    {
+        "run",
+        "run_ipython",
+        "read",
+        "write",
+        "edit",
+        "browse",
+        "browse_interactive",
+        "mcp",
+        "call_tool_mcp",
+        "delegate",
+        "think",
+        "task_tracking",
+    }
+)
 #: Bookkeeping fields of OpenHands action args that are not the call's arguments.
-_OPENHANDS_META_ARGS = frozenset({
-    "thought", "confirmation_state", "security_risk", "hidden", "blocking", "is_confirmed",
-    "impl_source", "wait_for_response", "image_urls", "file_urls", "reasoning_content",
-})
-_OPENHANDS_SKIPPED_OBSERVATIONS = frozenset({
-    "agent_state_changed", "null", "recall", "condense", "message", "chat", "loop_detection",
-})
+_OPENHANDS_META_ARGS = frozenset(
+    {
+        "thought",
+        "confirmation_state",
+        "security_risk",
+        "hidden",
+        "blocking",
+        "is_confirmed",
+        "impl_source",
+        "wait_for_response",
+        "image_urls",
+        "file_urls",
+        "reasoning_content",
+    }
+)
+_OPENHANDS_SKIPPED_OBSERVATIONS = frozenset(
+    {
+        "agent_state_changed",
+        "null",
+        "recall",
+        "condense",
+        "message",
+        "chat",
+        "loop_detection",
+    }
+)
 
 
 # -- which files --------------------------------------------------------------
+
 
 def _looks_like_openhands(head: bytes) -> bool:
     text = head.lstrip()
     if not text.startswith((b"[", b"{")):
         return False
     return (b'"action"' in text or b'"observation"' in text) and (
-        b'"source"' in text or b'"args"' in text or b'"extras"' in text)
+        b'"source"' in text or b'"args"' in text or b'"extras"' in text
+    )
 
 
 def _looks_like_chat(head: bytes) -> bool:
@@ -124,8 +158,7 @@ def session_of(path: Path) -> str:
     return name or "trajectory"
 
 
-def load(path: Path, session: str | None = None,
-         fmt: str | None = None) -> tuple[list[Event], list[Problem]]:
+def load(path: Path, session: str | None = None, fmt: str | None = None) -> tuple[list[Event], list[Problem]]:
     """Every event of a trajectory document, and what was wrong with it.
 
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
@@ -144,8 +177,16 @@ def load(path: Path, session: str | None = None,
     loader: Callable[..., tuple[list[Event], list[Problem]]]
     if fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
         loader = _load_chat
-    elif fmt == "swe-agent" or path.suffix == ".traj" or (
-            fmt is None and isinstance(document, dict) and "trajectory" in document and _is_swe_agent(document)):
+    elif (
+        fmt == "swe-agent"
+        or path.suffix == ".traj"
+        or (
+            fmt is None
+            and isinstance(document, dict)
+            and "trajectory" in document
+            and _is_swe_agent(document)
+        )
+    ):
         loader = _load_swe_agent
     else:
         loader = _load_openhands
@@ -153,6 +194,7 @@ def load(path: Path, session: str | None = None,
 
 
 # -- chat messages -------------------------------------------------------------
+
 
 def chat_messages(document: Any) -> list[Any] | None:
     """The message list of a chat document (``{"messages": [...]}`` or a bare
@@ -171,13 +213,19 @@ def chat_messages(document: Any) -> list[Any] | None:
     return messages
 
 
-def _load_chat(document: Any, source: str, session: str,
-               base: float) -> tuple[list[Event], list[Problem]]:
+def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
     messages = chat_messages(document)
     if messages is None:
-        return [], [Problem(source, None, "not a chat document (expected {\"messages\": [...]} or a JSON "
-                                          "array of messages with a role)")]
-    info = document.get("info") if isinstance(document, dict) and isinstance(document.get("info"), dict) else {}
+        return [], [
+            Problem(
+                source,
+                None,
+                'not a chat document (expected {"messages": [...]} or a JSON array of messages with a role)',
+            )
+        ]
+    info = (
+        document.get("info") if isinstance(document, dict) and isinstance(document.get("info"), dict) else {}
+    )
     meta: dict[str, Any] = {}
     agent = "chat"
     if isinstance(document, dict):
@@ -196,30 +244,42 @@ def _load_chat(document: Any, source: str, session: str,
     start = base - len(messages)
     for index, message in enumerate(messages, start=1):
         if not isinstance(message, dict):
-            problems.append(Problem(source, index, f"message: expected an object, got {type(message).__name__}"))
+            problems.append(
+                Problem(source, index, f"message: expected an object, got {type(message).__name__}")
+            )
             continue
         try:
             events.extend(decoder.decode(message, index, start + index))
         except RecordError as exc:
             problems.append(Problem(source, index, str(exc)))
     first = events[0].ts if events else base
-    opening = Event(kind=Kind.SESSION_START, session=session, ts=first, source=source, line=None,
-                    agent=agent, meta=meta)
+    opening = Event(
+        kind=Kind.SESSION_START, session=session, ts=first, source=source, line=None, agent=agent, meta=meta
+    )
     status = info.get("exit_status")
     if isinstance(status, str) and status:
         last = events[-1] if events else opening
-        events.append(Event(kind=Kind.SESSION_END, session=session, ts=last.ts, source=source,
-                            line=len(messages) or None, status=status))
+        events.append(
+            Event(
+                kind=Kind.SESSION_END,
+                session=session,
+                ts=last.ts,
+                source=source,
+                line=len(messages) or None,
+                status=status,
+            )
+        )
     return [opening, *events], problems
 
 
 # -- SWE-agent ------------------------------------------------------------------
 
+
 def _is_swe_agent(document: dict[str, Any]) -> bool:
     steps = document.get("trajectory")
     return isinstance(steps, list) and all(
-        isinstance(s, dict) and "observation" in s and "action" in s and "source" not in s
-        for s in steps[:3])
+        isinstance(s, dict) and "observation" in s and "action" in s and "source" not in s for s in steps[:3]
+    )
 
 
 def _tool_of(command: str) -> str:
@@ -237,11 +297,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _load_swe_agent(document: Any, source: str, session: str,
-                    base: float) -> tuple[list[Event], list[Problem]]:
+def _load_swe_agent(
+    document: Any, source: str, session: str, base: float
+) -> tuple[list[Event], list[Problem]]:
     problems: list[Problem] = []
     if not isinstance(document, dict):
-        return [], [Problem(source, None, f"SWE-agent trajectory: expected an object, got {type(document).__name__}")]
+        return [], [
+            Problem(source, None, f"SWE-agent trajectory: expected an object, got {type(document).__name__}")
+        ]
     steps = document.get("trajectory")
     history = document.get("history")
     info = document.get("info") if isinstance(document.get("info"), dict) else {}
@@ -268,7 +331,11 @@ def _load_swe_agent(document: Any, source: str, session: str,
         role = entry.get("role")
         if role == "assistant":
             break
-        if role == "user" and not entry.get("is_demo") and entry.get("message_type") in (None, "user", "task"):
+        if (
+            role == "user"
+            and not entry.get("is_demo")
+            and entry.get("message_type") in (None, "user", "task")
+        ):
             text = _text(entry.get("content"))
             if text.strip():
                 events.append(event(Kind.MESSAGE, None, role="user", content=text))
@@ -276,34 +343,60 @@ def _load_swe_agent(document: Any, source: str, session: str,
     if steps:
         for index, step in enumerate(steps, start=1):
             if not isinstance(step, dict):
-                problems.append(Problem(source, index, f"trajectory step: expected an object, got {type(step).__name__}"))
+                problems.append(
+                    Problem(source, index, f"trajectory step: expected an object, got {type(step).__name__}")
+                )
                 continue
             spent = step.get("execution_time")
             clock[0] += spent if isinstance(spent, (int, float)) and not isinstance(spent, bool) else 1.0
-            events.extend(_swe_step(event, index, step.get("thought"), step.get("action"),
-                                    step.get("observation"), problems, source))
+            events.extend(
+                _swe_step(
+                    event,
+                    index,
+                    step.get("thought"),
+                    step.get("action"),
+                    step.get("observation"),
+                    problems,
+                    source,
+                )
+            )
     else:
         events.extend(_swe_history(event, history, clock, problems, source))
 
     last = len(steps) or None
     stats = info.get("model_stats")
     if isinstance(stats, dict):
+
         def number(key: str) -> Any:
             value = stats.get(key)
             return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
         sent, received, cost = number("tokens_sent"), number("tokens_received"), number("instance_cost")
         if sent is not None or received is not None or cost is not None:
-            events.append(event(Kind.USAGE, last, input_tokens=None if sent is None else int(sent),
-                                output_tokens=None if received is None else int(received),
-                                cost_usd=None if cost is None else float(cost)))
+            events.append(
+                event(
+                    Kind.USAGE,
+                    last,
+                    input_tokens=None if sent is None else int(sent),
+                    output_tokens=None if received is None else int(received),
+                    cost_usd=None if cost is None else float(cost),
+                )
+            )
     status = info.get("exit_status")
     if isinstance(status, str) and status:
         events.append(event(Kind.SESSION_END, last, status=status))
     return events, problems
 
 
-def _swe_step(event: Callable[..., Event], index: int, thought: Any, action: Any, observation: Any,
-              problems: list[Problem], source: str) -> list[Event]:
+def _swe_step(
+    event: Callable[..., Event],
+    index: int,
+    thought: Any,
+    action: Any,
+    observation: Any,
+    problems: list[Problem],
+    source: str,
+) -> list[Event]:
     out: list[Event] = []
     thought_text = _text(thought).strip()
     if thought_text:
@@ -315,15 +408,17 @@ def _swe_step(event: Callable[..., Event], index: int, thought: Any, action: Any
         return out
     command = action.strip()
     call_id = f"step-{index}"
-    out.append(event(Kind.TOOL_CALL, index, tool=_tool_of(command), args={"command": command},
-                     call_id=call_id))
+    out.append(
+        event(Kind.TOOL_CALL, index, tool=_tool_of(command), args={"command": command}, call_id=call_id)
+    )
     if observation is not None:
         out.append(event(Kind.TOOL_RESULT, index, call_id=call_id, content=_text(observation)))
     return out
 
 
-def _swe_history(event: Callable[..., Event], history: list[Any], clock: list[float],
-                 problems: list[Problem], source: str) -> list[Event]:
+def _swe_history(
+    event: Callable[..., Event], history: list[Any], clock: list[float], problems: list[Problem], source: str
+) -> list[Event]:
     """Steps rebuilt from ``history`` when ``trajectory`` is empty."""
     out: list[Event] = []
     pending: tuple[int, Any, Any] | None = None
@@ -338,8 +433,9 @@ def _swe_history(event: Callable[..., Event], history: list[Any], clock: list[fl
             clock[0] += 1.0
             pending = (index, entry.get("thought"), entry.get("action"))
         elif seen_assistant and entry.get("role") == "user" and pending:
-            out.extend(_swe_step(event, pending[0], pending[1], pending[2], entry.get("content"),
-                                 problems, source))
+            out.extend(
+                _swe_step(event, pending[0], pending[1], pending[2], entry.get("content"), problems, source)
+            )
             pending = None
     if pending:
         out.extend(_swe_step(event, *pending, None, problems, source))
@@ -347,6 +443,7 @@ def _swe_history(event: Callable[..., Event], history: list[Any], clock: list[fl
 
 
 # -- OpenHands ------------------------------------------------------------------
+
 
 def _openhands_events(document: Any) -> list[Any] | None:
     if isinstance(document, list):
@@ -358,17 +455,24 @@ def _openhands_events(document: Any) -> list[Any] | None:
     return None
 
 
-def _load_openhands(document: Any, source: str, session: str,
-                    base: float) -> tuple[list[Event], list[Problem]]:
+def _load_openhands(
+    document: Any, source: str, session: str, base: float
+) -> tuple[list[Event], list[Problem]]:
     items = _openhands_events(document)
     if items is None:
-        return [], [Problem(source, None, "not an OpenHands event list (expected a JSON list of "
-                                          "events, or an object with 'history')")]
+        return [], [
+            Problem(
+                source,
+                None,
+                "not an OpenHands event list (expected a JSON list of events, or an object with 'history')",
+            )
+        ]
     problems: list[Problem] = []
     events: list[Event] = []
     state = {"ts": base, "tokens_in": 0, "tokens_out": 0, "cost": 0.0}
-    start = Event(kind=Kind.SESSION_START, session=session, ts=base, source=source, line=None,
-                  agent="openhands")
+    start = Event(
+        kind=Kind.SESSION_START, session=session, ts=base, source=source, line=None, agent="openhands"
+    )
     events.append(start)
     for index, item in enumerate(items, start=1):
         if not isinstance(item, dict):
@@ -383,8 +487,9 @@ def _load_openhands(document: Any, source: str, session: str,
     return events, problems
 
 
-def _openhands_event(item: dict[str, Any], index: int, source: str, session: str,
-                     state: dict[str, Any]) -> list[Event]:
+def _openhands_event(
+    item: dict[str, Any], index: int, source: str, session: str, state: dict[str, Any]
+) -> list[Event]:
     if item.get("timestamp") is not None:
         state["ts"] = parse_ts(item.get("timestamp"), state["ts"], "timestamp")
     ts = state["ts"]
@@ -400,8 +505,9 @@ def _openhands_event(item: dict[str, Any], index: int, source: str, session: str
         if action == "message":
             text = _text(args.get("content", item.get("message")))
             if origin in ("user", "agent") and text.strip():
-                out.append(event(Kind.MESSAGE, role="user" if origin == "user" else "assistant",
-                                 content=text))
+                out.append(
+                    event(Kind.MESSAGE, role="user" if origin == "user" else "assistant", content=text)
+                )
         elif action == "condensation":
             out.append(event(Kind.COMPACTION))
         elif action == "finish":
@@ -422,8 +528,15 @@ def _openhands_event(item: dict[str, Any], index: int, source: str, session: str
             meta = {}
             if isinstance(metadata, dict) and isinstance(metadata.get("tool_call_id"), str):
                 meta["tool_call_id"] = metadata["tool_call_id"]
-            out.append(event(Kind.TOOL_CALL, tool=tool, args=call_args,
-                             call_id=f"oh-{item.get('id', index)}", meta=meta))
+            out.append(
+                event(
+                    Kind.TOOL_CALL,
+                    tool=tool,
+                    args=call_args,
+                    call_id=f"oh-{item.get('id', index)}",
+                    meta=meta,
+                )
+            )
         # system, recall, change_agent_state, null, …: nothing to detect
         out.extend(_openhands_usage(item, event, state))
         return out
@@ -443,14 +556,20 @@ def _openhands_event(item: dict[str, Any], index: int, source: str, session: str
             if observation == "error" and content.strip():
                 out.append(event(Kind.MESSAGE, role="system", content=content))
             return out
-        out.append(event(Kind.TOOL_RESULT, call_id=f"oh-{cause}", content=content, is_error=is_error,
-                         meta={} if not isinstance(exit_code, int) else {"exit_code": exit_code}))
+        out.append(
+            event(
+                Kind.TOOL_RESULT,
+                call_id=f"oh-{cause}",
+                content=content,
+                is_error=is_error,
+                meta={} if not isinstance(exit_code, int) else {"exit_code": exit_code},
+            )
+        )
         return out
     raise RecordError("event has neither 'action' nor 'observation'")
 
 
-def _openhands_usage(item: dict[str, Any], event: Callable[..., Event],
-                     state: dict[str, Any]) -> list[Event]:
+def _openhands_usage(item: dict[str, Any], event: Callable[..., Event], state: dict[str, Any]) -> list[Event]:
     """A usage event when the accumulated token counts or cost grew."""
     metrics = item.get("llm_metrics")
     if not isinstance(metrics, dict):
@@ -465,8 +584,11 @@ def _openhands_usage(item: dict[str, Any], event: Callable[..., Event],
     cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else state["cost"]
     if (tokens_in, tokens_out, cost) == (state["tokens_in"], state["tokens_out"], state["cost"]):
         return []
-    delta = event(Kind.USAGE, input_tokens=max(tokens_in - state["tokens_in"], 0),
-                  output_tokens=max(tokens_out - state["tokens_out"], 0),
-                  cost_usd=max(cost - state["cost"], 0.0))
+    delta = event(
+        Kind.USAGE,
+        input_tokens=max(tokens_in - state["tokens_in"], 0),
+        output_tokens=max(tokens_out - state["tokens_out"], 0),
+        cost_usd=max(cost - state["cost"], 0.0),
+    )
     state.update(tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     return [delta]

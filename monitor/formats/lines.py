@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from monitor.events import Event
-from monitor.formats.registry import LINE_FORMATS, sniff
 from monitor.formats.base import Problem, RecordDecoder, RecordError
+from monitor.formats.registry import LINE_FORMATS, sniff
 from monitor.framing import Line
 
 #: Lines longer than this are skipped (and reported) rather than parsed.
@@ -68,24 +69,29 @@ def _loads(raw: bytes) -> tuple[Any, str | None]:
             except ValueError as jerr:
                 raise ValueError(f"invalid UTF-8 at byte {uerr.start} and invalid JSON: {jerr}") from None
             except RecursionError:  # json's recursion guard (orjson stops at 1,024 levels)
-                raise ValueError(f"invalid UTF-8 at byte {uerr.start} and JSON nested too "
-                                 "deeply to parse") from None
+                raise ValueError(
+                    f"invalid UTF-8 at byte {uerr.start} and JSON nested too deeply to parse"
+                ) from None
         raise ValueError(f"invalid JSON: {exc}") from None
 
 
 class LineDecoder:
     """Stateful decoder of one stream of JSON lines (a file or a connection)."""
 
-    def __init__(self, source: str, *, fmt: str | None = None, session: str | None = None,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
+    def __init__(
+        self,
+        source: str,
+        *,
+        fmt: str | None = None,
+        session: str | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ):
         if fmt is not None and fmt not in LINE_FORMATS:
             raise ValueError(f"unknown format {fmt!r} (expected one of: {', '.join(sorted(LINE_FORMATS))})")
         self.source = source
         self.default_session = session or session_from_path(source)
         self.max_line_bytes = max_line_bytes
-        self.decoder: RecordDecoder | None = (
-            LINE_FORMATS[fmt](source, self.default_session) if fmt else None
-        )
+        self.decoder: RecordDecoder | None = LINE_FORMATS[fmt](source, self.default_session) if fmt else None
         self.lines = 0
         self.events = 0
         self.problems: list[Problem] = []
@@ -111,9 +117,13 @@ class LineDecoder:
 
     def oversized(self, line: int, size: int) -> Problem:
         """Report a line that was too long to parse (the reader skipped it)."""
-        return self.problem(line, f"line of {size:,} bytes exceeds the {self.max_line_bytes:,}-byte limit; skipped")
+        return self.problem(
+            line, f"line of {size:,} bytes exceeds the {self.max_line_bytes:,}-byte limit; skipped"
+        )
 
-    def feed(self, raw: bytes, line: int | None, now: float | None = None) -> tuple[list[Event], Problem | None]:
+    def feed(
+        self, raw: bytes, line: int | None, now: float | None = None
+    ) -> tuple[list[Event], Problem | None]:
         """Decode one line (without its newline).  Never raises on bad input."""
         self.lines += 1
         if now is None:
@@ -153,8 +163,13 @@ class LineDecoder:
                 return events, self.problem(line, note)
         return events, None
 
-    def feed_lines(self, lines: list[Line], now: float | None = None,
-                   mine: Callable[[str], bool] | None = None, reporter: bool = True) -> list[Event]:
+    def feed_lines(
+        self,
+        lines: list[Line],
+        now: float | None = None,
+        mine: Callable[[str], bool] | None = None,
+        reporter: bool = True,
+    ) -> list[Event]:
         """The events of many lines, as :class:`~monitor.framing.LineSplitter`
         gives them with this decoder's ``max_line_bytes`` (``raw`` is None
         for a longer line; its newline may be kept), every bad line reported
@@ -186,8 +201,9 @@ class LineDecoder:
         self.events += len(out)
         return out
 
-    def _event_lines(self, lines: list[Line], now: float, decode_event: Callable[..., Event | None],
-                     out: list[Event]) -> int:
+    def _event_lines(
+        self, lines: list[Line], now: float, decode_event: Callable[..., Event | None], out: list[Event]
+    ) -> int:
         """:meth:`feed_lines` with ``decode_event`` and no other reader; how
         many lines took :meth:`_careful_line` (they count themselves)."""
         append = out.append
@@ -215,8 +231,14 @@ class LineDecoder:
             self._careful_line(lineno, raw, size, now, out)
         return careful
 
-    def _any_lines(self, lines: list[Line], now: float, mine: Callable[[str], bool] | None, reporter: bool,
-                   out: list[Event]) -> int:
+    def _any_lines(
+        self,
+        lines: list[Line],
+        now: float,
+        mine: Callable[[str], bool] | None,
+        reporter: bool,
+        out: list[Event],
+    ) -> int:
         """:meth:`feed_lines` for any decoder (one not known yet, too) and
         reader; how many lines took :meth:`_careful_line`."""
         append, extend = out.append, out.extend
@@ -273,7 +295,9 @@ class LineDecoder:
     def _undecodable(self, line: int, exc: Exception) -> None:
         """Report a record the decoder refused (:class:`RecordError`) or
         failed on: an adapter bug must not take the monitor down."""
-        self.problem(line, str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__} while decoding: {exc}")
+        self.problem(
+            line, str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__} while decoding: {exc}"
+        )
 
     def _careful_line(self, lineno: int, raw: bytes | None, size: int, now: float, out: list[Event]) -> None:
         """A line :meth:`feed_lines` leaves to :meth:`feed` (or reports as
@@ -287,8 +311,9 @@ class LineDecoder:
         self.events -= len(events)
         out.extend(events)
 
-    def feed_record(self, record: dict[str, Any], line: int | None, now: float,
-                    note: str | None = None) -> tuple[list[Event], Problem | None]:
+    def feed_record(
+        self, record: dict[str, Any], line: int | None, now: float, note: str | None = None
+    ) -> tuple[list[Event], Problem | None]:
         if self.decoder is None:
             cls = sniff(record)
             if cls is None:

@@ -29,11 +29,21 @@ A ``session_start`` may name the ``model`` in its ``meta``.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from monitor.events import (KINDS, MESSAGE, SESSION_END, SESSION_START, TOOL_CALL, TOOL_RESULT, USAGE, Event, Kind,
-                            new_event)
+from monitor.events import (
+    KINDS,
+    MESSAGE,
+    SESSION_END,
+    SESSION_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USAGE,
+    Event,
+    Kind,
+    new_event,
+)
 from monitor.formats.base import RecordDecoder, RecordError
 
 ROLES = frozenset({"user", "assistant", "system"})
@@ -76,9 +86,7 @@ def parse_ts(value: Any, now: float, where: str = "ts") -> float:
             except ValueError:
                 raise RecordError(f"{where}: not an ISO 8601 timestamp: {value[:40]!r}") from None
         if parsed.tzinfo is None:
-            from datetime import timezone
-
-            parsed = parsed.replace(tzinfo=timezone.utc)
+            parsed = parsed.replace(tzinfo=UTC)
         return parsed.timestamp()
     raise RecordError(f"{where}: expected ISO 8601 text or epoch seconds, got {type(value).__name__}")
 
@@ -99,10 +107,10 @@ def _opt_number(record: dict[str, Any], key: str, kind: str, integer: bool) -> A
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RecordError(f"{kind}.{key}: expected a number, got {type(value).__name__}")
     if (integer and not INT64_MIN <= value <= INT64_MAX) or (
-            value.__class__ is float and not math.isfinite(value)):
+        value.__class__ is float and not math.isfinite(value)
+    ):
         # SQLite stores integers in 64 bits: a larger one would be refused by the store.
-        raise RecordError(f"{kind}.{key}: {value!r} is out of range "
-                          f"(expected a finite number within ±2^63)")
+        raise RecordError(f"{kind}.{key}: {value!r} is out of range (expected a finite number within ±2^63)")
     return int(value) if integer else float(value)
 
 
@@ -143,8 +151,13 @@ class NativeDecoder(RecordDecoder):
                 tool = record["name"]
                 args = record["args"]
                 call_id = record["id"]
-                if (len(record) != 6 or tool.__class__ is not str or not tool or args.__class__ is not dict
-                        or call_id.__class__ is not str):
+                if (
+                    len(record) != 6
+                    or tool.__class__ is not str
+                    or not tool
+                    or args.__class__ is not dict
+                    or call_id.__class__ is not str
+                ):
                     return self.decode_carefully(record, line, now)
                 kind = TOOL_CALL
                 role = None
@@ -154,15 +167,24 @@ class NativeDecoder(RecordDecoder):
                 call_id = record["id"]
                 content = record["content"]
                 is_error = record["is_error"]
-                if (len(record) != 6 or call_id.__class__ is not str or content.__class__ is not str
-                        or is_error.__class__ is not bool):
+                if (
+                    len(record) != 6
+                    or call_id.__class__ is not str
+                    or content.__class__ is not str
+                    or is_error.__class__ is not bool
+                ):
                     return self.decode_carefully(record, line, now)
                 kind = TOOL_RESULT
                 role = tool = args = None
             elif kind_name == "message":
                 role = record["role"]
                 content = record["content"]
-                if len(record) != 5 or role.__class__ is not str or role not in ROLES or content.__class__ is not str:
+                if (
+                    len(record) != 5
+                    or role.__class__ is not str
+                    or role not in ROLES
+                    or content.__class__ is not str
+                ):
                     return self.decode_carefully(record, line, now)
                 kind = MESSAGE
                 call_id = tool = args = None
@@ -256,10 +278,20 @@ class NativeDecoder(RecordDecoder):
                 meta = {**meta, "untimed": True}
         else:
             return self._decode_other(record, kind, kind_name, session, ts, line, meta)
-        return new_event(kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta)
+        return new_event(
+            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta
+        )
 
-    def _decode_other(self, record: dict[str, Any], kind: Kind, kind_name: str, session: str, ts: float,
-                      line: int | None, meta: dict[str, Any]) -> Event:
+    def _decode_other(
+        self,
+        record: dict[str, Any],
+        kind: Kind,
+        kind_name: str,
+        session: str,
+        ts: float,
+        line: int | None,
+        meta: dict[str, Any],
+    ) -> Event:
         """Session start and end, usage and compaction: rare, so built plainly."""
         get = record.get
         source = self.source

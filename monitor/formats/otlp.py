@@ -34,7 +34,8 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from monitor.events import Event
 from monitor.formats.base import Problem, RecordError
@@ -137,8 +138,15 @@ class OtlpAdapter:
             for scope_logs in resource_logs.scope_logs:
                 for record in scope_logs.log_records:
                     attrs = attributes(record.attributes)
-                    name = attrs.get("event.name") or record.event_name or (
-                        record.body.string_value if record.body.WhichOneof("value") == "string_value" else "")
+                    name = (
+                        attrs.get("event.name")
+                        or record.event_name
+                        or (
+                            record.body.string_value
+                            if record.body.WhichOneof("value") == "string_value"
+                            else ""
+                        )
+                    )
                     try:
                         native = self._log_record(str(name), attrs, record, where)
                     except RecordError as exc:
@@ -148,18 +156,25 @@ class OtlpAdapter:
                     if not native:
                         self.ignored += 1
                         continue
-                    order = (native[0]["session"], _number(attrs.get("event.sequence")) or 0.0,
-                             record.time_unix_nano or record.observed_time_unix_nano)
+                    order = (
+                        native[0]["session"],
+                        _number(attrs.get("event.sequence")) or 0.0,
+                        record.time_unix_nano or record.observed_time_unix_nano,
+                    )
                     records.append((order, native, where))
         records.sort(key=lambda item: item[0])
         return self._decode(records, problems) + (rejected, problems)
 
-    def _log_record(self, name: str, attrs: dict[str, Any], record: Any,
-                    where: Where) -> list[dict[str, Any]]:
+    def _log_record(
+        self, name: str, attrs: dict[str, Any], record: Any, where: Where
+    ) -> list[dict[str, Any]]:
         short = name.rsplit(".", 1)[-1] if name.startswith(("claude_code.", "codex.")) else name
         agent = "codex" if name.startswith("codex.") or "conversation.id" in attrs else "claude-code"
-        wanted = ("user_prompt", "tool_result") if agent == "codex" else (
-            "user_prompt", "tool_result", "api_request", "compaction")
+        wanted = (
+            ("user_prompt", "tool_result")
+            if agent == "codex"
+            else ("user_prompt", "tool_result", "api_request", "compaction")
+        )
         if short not in wanted:
             return []
         if agent == "codex":
@@ -175,8 +190,14 @@ class OtlpAdapter:
         base = {"session": session, "ts": ts}
         if short == "user_prompt":
             prompt = attrs.get("prompt")
-            return [{"type": "message", **base, "role": "user",
-                     "content": prompt if isinstance(prompt, str) else ""}]
+            return [
+                {
+                    "type": "message",
+                    **base,
+                    "role": "user",
+                    "content": prompt if isinstance(prompt, str) else "",
+                }
+            ]
         if short == "api_request":
             # Claude Code counts cache reads and writes apart from input; the
             # event model counts them within it (see monitor/cost.py).
@@ -184,9 +205,13 @@ class OtlpAdapter:
             tokens_in = _int(attrs.get("input_tokens"))
             if tokens_in is not None and (read or write):
                 tokens_in += (read or 0) + (write or 0)
-            usage = {"type": "usage", **base, "input_tokens": tokens_in,
-                     "output_tokens": _int(attrs.get("output_tokens")),
-                     "cost_usd": _number(attrs.get("cost_usd"))}
+            usage = {
+                "type": "usage",
+                **base,
+                "input_tokens": tokens_in,
+                "output_tokens": _int(attrs.get("output_tokens")),
+                "cost_usd": _number(attrs.get("cost_usd")),
+            }
             if read:
                 usage["cache_read_input_tokens"] = read
             if write:
@@ -203,15 +228,28 @@ class OtlpAdapter:
         if not call_id:
             # No id logged: the record's own place in the session identifies the call.
             call_id = f"otlp-{attrs.get('event.sequence', nanos)}"
-        raw_args = next((attrs[key] for key in ("tool_input", "tool_parameters", "arguments")
-                         if attrs.get(key) not in (None, "")), None)
+        raw_args = next(
+            (
+                attrs[key]
+                for key in ("tool_input", "tool_parameters", "arguments")
+                if attrs.get(key) not in (None, "")
+            ),
+            None,
+        )
         success = _truthy(attrs.get("success"))
         output = attrs.get("output")
         error = attrs.get("error")
         content = _text(output) if output not in (None, "") else _text(error)
-        return [{"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
-                {"type": "tool_result", **base, "id": str(call_id), "content": content,
-                 "is_error": success is False or (success is None and bool(error))}]
+        return [
+            {"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
+            {
+                "type": "tool_result",
+                **base,
+                "id": str(call_id),
+                "content": content,
+                "is_error": success is False or (success is None and bool(error)),
+            },
+        ]
 
     # -- spans ------------------------------------------------------------------------------
 
@@ -226,13 +264,16 @@ class OtlpAdapter:
                 for span in scope_spans.spans:
                     attrs = attributes(span.attributes)
                     if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
-                            span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs):
+                        span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs
+                    ):
                         self.ignored += 1
                         continue
                     tool = attrs.get("gen_ai.tool.name")
                     if not isinstance(tool, str) or not tool:
                         rejected += 1
-                        problems.append(Problem(where.source, None, f"span {span.name!r}: no gen_ai.tool.name"))
+                        problems.append(
+                            Problem(where.source, None, f"span {span.name!r}: no gen_ai.tool.name")
+                        )
                         continue
                     session = where.session(attrs.get("gen_ai.conversation.id") or span.trace_id.hex())
                     call_id = str(attrs.get("gen_ai.tool.call.id") or span.span_id.hex())
@@ -240,13 +281,28 @@ class OtlpAdapter:
                     end = (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9
                     failed = span.status.code == _STATUS_ERROR or bool(attrs.get("error.type"))
                     result = attrs.get("gen_ai.tool.call.result")
-                    content = _text(result) if result is not None else (
-                        span.status.message or _text(attrs.get("error.type")))
+                    content = (
+                        _text(result)
+                        if result is not None
+                        else (span.status.message or _text(attrs.get("error.type")))
+                    )
                     native = [
-                        {"type": "tool_call", "session": session, "ts": start, "id": call_id, "name": tool,
-                         "args": _arguments(attrs.get("gen_ai.tool.call.arguments"))},
-                        {"type": "tool_result", "session": session, "ts": end, "id": call_id,
-                         "content": content, "is_error": failed},
+                        {
+                            "type": "tool_call",
+                            "session": session,
+                            "ts": start,
+                            "id": call_id,
+                            "name": tool,
+                            "args": _arguments(attrs.get("gen_ai.tool.call.arguments")),
+                        },
+                        {
+                            "type": "tool_result",
+                            "session": session,
+                            "ts": end,
+                            "id": call_id,
+                            "content": content,
+                            "is_error": failed,
+                        },
                     ]
                     records.append(((session, start), native, where))
         records.sort(key=lambda item: item[0])
@@ -254,8 +310,9 @@ class OtlpAdapter:
 
     # -- shared ------------------------------------------------------------------------------
 
-    def _decode(self, records: list[tuple[tuple, list[dict[str, Any]], Where]],
-                problems: list[Problem]) -> tuple[list[Event]]:
+    def _decode(
+        self, records: list[tuple[tuple, list[dict[str, Any]], Where]], problems: list[Problem]
+    ) -> tuple[list[Event]]:
         events: list[Event] = []
         decoders: dict[str, NativeDecoder] = {}
         import time
@@ -270,10 +327,21 @@ class OtlpAdapter:
                 self.known[session] = None
                 if len(self.known) > MAX_KNOWN_SESSIONS:
                     self.known.popitem(last=False)
-                agent = "codex" if where.service.startswith("codex") else (
-                    "claude-code" if where.service.startswith("claude") else where.service)
-                native = [{"type": "session_start", "session": session, "ts": native[0]["ts"], "agent": agent,
-                           "meta": {"origin": "otlp", "service": where.service, "host": where.host}}, *native]
+                agent = (
+                    "codex"
+                    if where.service.startswith("codex")
+                    else ("claude-code" if where.service.startswith("claude") else where.service)
+                )
+                native = [
+                    {
+                        "type": "session_start",
+                        "session": session,
+                        "ts": native[0]["ts"],
+                        "agent": agent,
+                        "meta": {"origin": "otlp", "service": where.service, "host": where.host},
+                    },
+                    *native,
+                ]
             else:
                 self.known.move_to_end(session)
             for record in native:

@@ -15,9 +15,11 @@ import orjson
 from monitor.formats.base import Problem
 
 #: What ``scan`` reads, as the one-line refusal lists it.
-SUPPORTED = ("native loopwatch JSONL, Claude Code transcripts, Codex rollouts, chat messages "
-             "(OpenAI / Anthropic, mini-swe-agent .traj.json; a JSON document, array or JSONL), "
-             "SWE-agent .traj, OpenHands event JSON")
+SUPPORTED = (
+    "native loopwatch JSONL, Claude Code transcripts, Codex rollouts, chat messages "
+    "(OpenAI / Anthropic, mini-swe-agent .traj.json; a JSON document, array or JSONL), "
+    "SWE-agent .traj, OpenHands event JSON"
+)
 #: Bytes looked at to tell binary from text.
 PEEK_BYTES = 8192
 #: Largest file parsed whole to say what document it is.

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Coroutine
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from monitor.control import control_message, terminate
 from monitor.detect.base import Detection
@@ -41,8 +42,16 @@ class Actions:
         self.running: set[asyncio.Task] = set()
         self._next_id = 0  # without a store: numbered here (negative: could not be recorded)
 
-    async def act(self, kind: str, session: str, *, text: str | None, detection: Detection | None,
-                  detector: str | None, who: str) -> ActionRecord:
+    async def act(
+        self,
+        kind: str,
+        session: str,
+        *,
+        text: str | None,
+        detection: Detection | None,
+        detector: str | None,
+        who: str,
+    ) -> ActionRecord:
         if kind not in ACTION_KINDS:
             raise ValueError(f"unknown action {kind!r} (expected one of: {', '.join(ACTION_KINDS)})")
         hub = self.hub
@@ -50,12 +59,15 @@ class Actions:
         state = hub.lifecycle.sessions.get(session)
         escalation = hub.engine.policy.sessions.get(session)
         if kind == "inject" and not text:
-            text = (detection.nudge if detection is not None else "") or (escalation.nudge if escalation else "")
+            text = (detection.nudge if detection is not None else "") or (
+                escalation.nudge if escalation else ""
+            )
         if kind == "false_positive" and detection is None and state is not None:
             detection = self._pick_detection(state, detector)
         if kind == "mute" and detector is None:
-            detector = detection.detector if detection is not None else (
-                escalation.detector if escalation else None)
+            detector = (
+                detection.detector if detection is not None else (escalation.detector if escalation else None)
+            )
         detail = detector or (detection.detector if detection is not None else "") or ""
         ts = hub.clock()
         # Nothing acknowledged is lost: the action is committed before it is carried out.
@@ -66,16 +78,25 @@ class Actions:
             except Exception as exc:
                 log.exception("could not record action")
                 self._next_id -= 1
-                record = ActionRecord(self._next_id, kind, session, text, ts, who, "failed",
-                                      f"not carried out: could not record it ({exc})")
+                record = ActionRecord(
+                    self._next_id,
+                    kind,
+                    session,
+                    text,
+                    ts,
+                    who,
+                    "failed",
+                    f"not carried out: could not record it ({exc})",
+                )
                 hub.publish(ActionFinished(record))
                 return record
         else:
             self._next_id += 1
             action_id = self._next_id
         try:
-            status, outcome_detail = await self._carry_out(kind, session, state, text, detection, detector,
-                                                           auto=who == AUTO_WHO)
+            status, outcome_detail = await self._carry_out(
+                kind, session, state, text, detection, detector, auto=who == AUTO_WHO
+            )
         except Exception as exc:
             log.exception("action %s on %s failed", kind, session)
             status, outcome_detail = "failed", f"{type(exc).__name__}: {exc}"
@@ -106,9 +127,16 @@ class Actions:
                 return candidate
         return None
 
-    async def _carry_out(self, kind: str, session: str, state: HubSession | None, text: str | None,
-                         detection: Detection | None, detector: str | None,
-                         auto: bool = False) -> tuple[str, str]:
+    async def _carry_out(
+        self,
+        kind: str,
+        session: str,
+        state: HubSession | None,
+        text: str | None,
+        detection: Detection | None,
+        detector: str | None,
+        auto: bool = False,
+    ) -> tuple[str, str]:
         if state is None:
             return "failed", f"unknown session {session!r}"
         hub = self.hub
@@ -129,8 +157,10 @@ class Actions:
             if not text:
                 return "failed", "nothing to inject: no text given and the session has no current nudge"
             if state.channel is None:
-                return "unsupported", (f"this {state.origin} session has no control channel (only socket "
-                                       "sessions, hook sessions and native-format log files can be reached)")
+                return "unsupported", (
+                    f"this {state.origin} session has no control channel (only socket "
+                    "sessions, hook sessions and native-format log files can be reached)"
+                )
             status, detail = await self._send(state, "inject", text=text)
             if status == "delivered" and hub.recorder.level(session) >= Level.WARN:
                 state.nudged = state.last_ts or hub.clock()
@@ -142,8 +172,9 @@ class Actions:
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
             policy.mark_false_positive(detection)
-            return "delivered", (f"{detection.detector} no longer flags this in this session: "
-                                 f"{detection.message[:120]}")
+            return "delivered", (
+                f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
+            )
         # mute
         if not detector:
             return "failed", "no detector named to mute"
@@ -166,9 +197,11 @@ class Actions:
         if claim is None or unconfirmed:
             reason = state.kill_reason
             if unconfirmed:
-                reason = (f"auto_kill signals only a pid the agent confirmed itself (socket peer "
-                          f"credentials or a hook); pid {claim.identity.pid} is named by "
-                          f"{claim.log_path or 'a record'} only")
+                reason = (
+                    f"auto_kill signals only a pid the agent confirmed itself (socket peer "
+                    f"credentials or a hook); pid {claim.identity.pid} is named by "
+                    f"{claim.log_path or 'a record'} only"
+                )
             if state.channel is not None:
                 status, detail = await self._send(state, "kill")
                 return status, f"{reason}; asked the agent to stop instead: {detail}"
@@ -190,12 +223,16 @@ class Actions:
             reason = state.claim.refusal()
             if reason is None:
                 checks = "\n".join(f"  {fact}" for fact in state.claim.verified())
-                return (f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
-                        f"Verified:\n{checks}")
+                return (
+                    f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
+                    f"Verified:\n{checks}"
+                )
             return reason
         if state.channel is not None:
-            return (f"{state.kill_reason}; a kill request will be sent to the agent "
-                    f"over its {state.channel.name} channel")
+            return (
+                f"{state.kill_reason}; a kill request will be sent to the agent "
+                f"over its {state.channel.name} channel"
+            )
         return state.kill_reason
 
     def follow_nudge(self, state: HubSession, event: Event, detections: list[Detection]) -> None:
@@ -226,8 +263,9 @@ class Actions:
             key: tuple = ("kill",)
             if key not in state.auto_done:
                 state.auto_done.add(key)
-                self._spawn(self.act("kill", state.id, text=None, detection=detection, detector=None,
-                                     who=AUTO_WHO))
+                self._spawn(
+                    self.act("kill", state.id, text=None, detection=detection, detector=None, who=AUTO_WHO)
+                )
             return
         if control.auto_inject and detection.nudge:
             # One nudge per rung the session reaches (several detectors may flag
@@ -235,8 +273,16 @@ class Actions:
             key = ("inject", int(detection.level))
             if key not in state.auto_done:
                 state.auto_done.add(key)
-                self._spawn(self.act("inject", state.id, text=detection.nudge, detection=detection,
-                                     detector=None, who=AUTO_WHO))
+                self._spawn(
+                    self.act(
+                        "inject",
+                        state.id,
+                        text=detection.nudge,
+                        detection=detection,
+                        detector=None,
+                        who=AUTO_WHO,
+                    )
+                )
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

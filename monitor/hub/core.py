@@ -13,7 +13,8 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from monitor import collector
 from monitor.config import Config
@@ -29,7 +30,12 @@ from monitor.hub.sessions import HubSession, Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.identity import current_user
 from monitor.updates import (
-    ActionRecord, DetectionRaised, ProblemReported, SessionChanged, SessionInfo, Stats,
+    ActionRecord,
+    DetectionRaised,
+    ProblemReported,
+    SessionChanged,
+    SessionInfo,
+    Stats,
 )
 
 log = logging.getLogger("loopwatch.hub")
@@ -49,8 +55,14 @@ LIVE_GC_THRESHOLD = 10_000
 class Hub:
     """Wires sources to the engine, the store and the subscribers."""
 
-    def __init__(self, config: Config, store: Any = None, *, clock: Callable[[], float] = time.time,
-                 queue_items: int = QUEUE_ITEMS):
+    def __init__(
+        self,
+        config: Config,
+        store: Any = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        queue_items: int = QUEUE_ITEMS,
+    ):
         self.config = config
         self.store = store
         self.clock = clock
@@ -138,8 +150,9 @@ class Hub:
         """File sources hand :meth:`submit` their read positions (to be stored)."""
         return self.store is not None
 
-    async def submit(self, events: Sequence[Event], problems: Sequence[Problem] = (), *,
-                     position: dict | None = None) -> None:
+    async def submit(
+        self, events: Sequence[Event], problems: Sequence[Problem] = (), *, position: dict | None = None
+    ) -> None:
         """Queue events for processing; waits while the queue is full (back-pressure).
 
         ``position``: how far a file source has read, recorded in the store
@@ -177,8 +190,9 @@ class Hub:
 
     # -- subscribers ---------------------------------------------------------------------------
 
-    def subscribe(self, callback: Callable[[object], None],
-                  kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
+    def subscribe(
+        self, callback: Callable[[object], None], kinds: tuple[type, ...] | None = None
+    ) -> Callable[[], None]:
         """Call ``callback`` with each update (on the hub's loop; it must not
         block), or only with those of the classes in ``kinds``.
 
@@ -260,17 +274,31 @@ class Hub:
                 live += 1
             if state.status != "ended" and level(state.id) >= Level.WARN:
                 warnings += 1
-        return Stats(self.events_total, self.intake.rate(self.clock()), live, warnings, self.engine.costs.day(self.clock()))
+        return Stats(
+            self.events_total,
+            self.intake.rate(self.clock()),
+            live,
+            warnings,
+            self.engine.costs.day(self.clock()),
+        )
 
     def describe_kill(self, session: str) -> str:
         """What a kill would do ("SIGTERM pid 123 (python agent.py) …"), or why it cannot."""
         return self.actions.describe_kill(session)
 
-    async def act(self, kind: str, session: str, *, text: str | None = None,
-                  detection: Detection | None = None, detector: str | None = None) -> ActionRecord:
+    async def act(
+        self,
+        kind: str,
+        session: str,
+        *,
+        text: str | None = None,
+        detection: Detection | None = None,
+        detector: str | None = None,
+    ) -> ActionRecord:
         """Record, then carry out, an operator action; publish its outcome."""
-        return await self.actions.act(kind, session, text=text, detection=detection, detector=detector,
-                                      who=self.who)
+        return await self.actions.act(
+            kind, session, text=text, detection=detection, detector=detector, who=self.who
+        )
 
     # -- the worker ------------------------------------------------------------------------------
 
@@ -300,12 +328,14 @@ class Hub:
             if self._changed and self._publish_handle is None:
                 # Coalesce: one SessionChanged per session per interval, however many events.
                 self._publish_handle = asyncio.get_running_loop().call_later(
-                    max(PUBLISH_INTERVAL, self.publish_interval), self._publish_dirty)
+                    max(PUBLISH_INTERVAL, self.publish_interval), self._publish_dirty
+                )
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 
-    def _process(self, events: list[Event], problems: list[Problem], arrival: float,
-                 position: dict | None = None) -> None:
+    def _process(
+        self, events: list[Event], problems: list[Problem], arrival: float, position: dict | None = None
+    ) -> None:
         for problem in problems:
             self.problems_total += 1
             reported = self.intake.reported(problem)
@@ -353,8 +383,11 @@ class Hub:
                 lifecycle.close(state, "ended")
         if duplicates != self._duplicates_seen:
             self._duplicates_seen = duplicates
-            events = [event for event in events
-                      if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)]
+            events = [
+                event
+                for event in events
+                if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)
+            ]
         self.events_total += len(events)
         self.recorder.add(events, found, position, sessions)
         auto_respond = self.actions.auto_respond

@@ -41,17 +41,19 @@ class Intake:
         self._problems_by_source: dict[str, int] = {}
         self._rate: deque[list[float]] = deque(maxlen=8)  # [arrival second, events processed]
 
-    async def put(self, events: list[Event], problems: list[Problem], arrival: float,
-                  position: dict | None) -> None:
+    async def put(
+        self, events: list[Event], problems: list[Problem], arrival: float, position: dict | None
+    ) -> None:
         last = max(len(events) - 1, 0) // BATCH_EVENTS * BATCH_EVENTS
         for start in range(0, max(len(events), 1), BATCH_EVENTS):
-            chunk = events[start:start + BATCH_EVENTS]
+            chunk = events[start : start + BATCH_EVENTS]
             while self.events >= QUEUE_EVENTS:
                 self._room.clear()
                 await self._room.wait()
             self.events += len(chunk)
-            await self.queue.put((chunk, problems if start == 0 else [], arrival,
-                                  position if start == last else None))
+            await self.queue.put(
+                (chunk, problems if start == 0 else [], arrival, position if start == last else None)
+            )
 
     def saturated(self) -> bool:
         return self.queue.full() or self.events >= QUEUE_EVENTS
@@ -88,6 +90,9 @@ class Intake:
         if count <= PROBLEMS_PER_SOURCE:
             return problem
         if count == PROBLEMS_PER_SOURCE + 1:
-            return Problem(problem.source, problem.line,
-                           f"more than {PROBLEMS_PER_SOURCE} problems from this source; counting the rest silently")
+            return Problem(
+                problem.source,
+                problem.line,
+                f"more than {PROBLEMS_PER_SOURCE} problems from this source; counting the rest silently",
+            )
         return None

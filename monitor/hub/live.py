@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from monitor.config import Config
 from monitor.hub.core import Hub
@@ -34,11 +35,24 @@ class LiveMonitor:
     should own the hub (``asyncio.run`` headless, Textual's loop in the TUI).
     """
 
-    def __init__(self, config: Config, *, paths: Sequence[str] = (), directories: Sequence[str] = (),
-                 fmt: str | None = None, start_policy: StartPolicy | None = None, db: str | None = None,
-                 use_db: bool = True, socket_path: str | None = None, use_socket: bool = True,
-                 listen: str | None = None, token: str | None = None, otlp: str | None = None,
-                 metrics: str | None = None, announce: Announce | None = None):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        paths: Sequence[str] = (),
+        directories: Sequence[str] = (),
+        fmt: str | None = None,
+        start_policy: StartPolicy | None = None,
+        db: str | None = None,
+        use_db: bool = True,
+        socket_path: str | None = None,
+        use_socket: bool = True,
+        listen: str | None = None,
+        token: str | None = None,
+        otlp: str | None = None,
+        metrics: str | None = None,
+        announce: Announce | None = None,
+    ):
         self.config = config
         self.paths = list(paths)
         self.directories = list(directories)
@@ -73,8 +87,10 @@ class LiveMonitor:
         store.start()
         self.store = store
         for action in store.reconciled:
-            self.notes.append(f"action {action['id']} ({action['kind']} {action['session']}) of an "
-                              f"interrupted run: {action['outcome']} ({action['detail']})")
+            self.notes.append(
+                f"action {action['id']} ({action['kind']} {action['session']}) of an "
+                f"interrupted run: {action['outcome']} ({action['detail']})"
+            )
 
     def build_hub(self) -> Hub:
         """The hub, made once (subscribe to it before :meth:`start` to miss nothing)."""
@@ -93,8 +109,14 @@ class LiveMonitor:
 
             # Where the previous watcher on this database stopped: resumed, never stored twice.
             known = KnownPositions(self.store.file_positions() if self.store is not None else ())
-            self.files = FileSource(self.paths, hub, fmt=self.fmt, start=self.start_policy,
-                                    directories=self.directories, known=known)
+            self.files = FileSource(
+                self.paths,
+                hub,
+                fmt=self.fmt,
+                start=self.start_policy,
+                directories=self.directories,
+                known=known,
+            )
             await self.files.start()
         if self.otlp_address:
             from monitor.sources.otlp import OtlpReceiver
@@ -109,13 +131,18 @@ class LiveMonitor:
         if self.use_socket:
             from monitor.sources.sockets import SocketServer
 
-            self.sockets = SocketServer(hub, self.config, unix_path=self.socket_path,
-                                        listen=self.listen, token=self.token)
+            self.sockets = SocketServer(
+                hub, self.config, unix_path=self.socket_path, listen=self.listen, token=self.token
+            )
             await self.sockets.start()
         if self.announce is not None:
-            self.announce({"socket": str(self.sockets.unix_path) if self.sockets is not None else None,
-                           "otlp": self.otlp.endpoint if self.otlp is not None else None,
-                           "db": str(self.store.path) if self.store is not None else None})
+            self.announce(
+                {
+                    "socket": str(self.sockets.unix_path) if self.sockets is not None else None,
+                    "otlp": self.otlp.endpoint if self.otlp is not None else None,
+                    "db": str(self.store.path) if self.store is not None else None,
+                }
+            )
 
     async def stop(self) -> None:
         """Stop the sources, process what they queued, flush and close the database."""

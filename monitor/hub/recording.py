@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
@@ -44,8 +45,13 @@ class Recorder:
         escalation = self.engine.policy.sessions.get(session)
         return escalation.level if escalation is not None else Level.NONE
 
-    def add(self, events: list[Event], found: list[Detection], position: dict | None,
-            sessions: dict[str, HubSession]) -> None:
+    def add(
+        self,
+        events: list[Event],
+        found: list[Detection],
+        position: dict | None,
+        sessions: dict[str, HubSession],
+    ) -> None:
         store = self.store
         if store is not None and not self.failed:
             try:
@@ -95,14 +101,23 @@ class Recorder:
         state.stored_level = self.level(state.id)
         escalation = self.engine.policy.sessions.get(state.id)
         try:
-            self.store.upsert_session({
-                "id": state.id, "agent": state.agent, "source": state.source, "kind": state.origin,
-                "pid": state.pid, "parent": state.parent, "first_seen": state.first_ts,
-                "last_seen": state.last_ts, "status": state.status,
-                "level": self.level(state.id).label, "events": state.events,
-                "detector": escalation.detector if escalation else None,
-                "reason": escalation.reason if escalation else "",
-            })
+            self.store.upsert_session(
+                {
+                    "id": state.id,
+                    "agent": state.agent,
+                    "source": state.source,
+                    "kind": state.origin,
+                    "pid": state.pid,
+                    "parent": state.parent,
+                    "first_seen": state.first_ts,
+                    "last_seen": state.last_ts,
+                    "status": state.status,
+                    "level": self.level(state.id).label,
+                    "events": state.events,
+                    "detector": escalation.detector if escalation else None,
+                    "reason": escalation.reason if escalation else "",
+                }
+            )
         except Exception:
             self.failed = True
             log.exception("store rejected a session row; continuing without recording")

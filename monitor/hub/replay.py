@@ -4,7 +4,8 @@ keep: its per-event similarity (the sparklines of a session seen in history).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from monitor.config import Config
 from monitor.detect.engine import Engine
@@ -15,9 +16,14 @@ REPLAY_EVENTS = 2000
 REPLAY_PAGE = 500
 
 
-def replay_similarity(config: Config, store: Any, session: str, *, last: int = REPLAY_EVENTS,
-                      progress: Callable[[int, int], None] | None = None,
-                      ) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]] | None:
+def replay_similarity(
+    config: Config,
+    store: Any,
+    session: str,
+    *,
+    last: int = REPLAY_EVENTS,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]] | None:
     """The overall and per-detector similarity histories of ``session`` after
     replaying its ``last`` stored events (``None``: nothing stored).
     ``progress(done, total)`` is called before the first page and after each."""

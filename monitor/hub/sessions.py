@@ -11,8 +11,9 @@ timeouts) goes idle a few seconds after its source went quiet.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from monitor.config import Config
 from monitor.control import PidClaim, ProcessIdentity
@@ -87,8 +88,14 @@ class Lifecycle:
 
     ``touch(state)`` is the hub's: the session changed, publish and store it."""
 
-    def __init__(self, config: Config, engine: Engine, snapshots: Snapshots, clock: Callable[[], float],
-                 touch: Callable[[HubSession], None]):
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        snapshots: Snapshots,
+        clock: Callable[[], float],
+        touch: Callable[[HubSession], None],
+    ):
         self.config = config
         self.engine = engine
         self.snapshots = snapshots
@@ -136,8 +143,14 @@ class Lifecycle:
     def new_session(self, event: Event) -> HubSession:
         channel = self.channels.pop(event.session, None)
         self.seen += 1
-        state = HubSession(id=event.session, origin=origin_of(event.source, channel),
-                           source=event.source, first_ts=event.ts, channel=channel, order=self.seen)
+        state = HubSession(
+            id=event.session,
+            origin=origin_of(event.source, channel),
+            source=event.source,
+            first_ts=event.ts,
+            channel=channel,
+            order=self.seen,
+        )
         self.sessions[event.session] = state
         self.forget_old()
         return state
@@ -187,7 +200,7 @@ class Lifecycle:
         if state.status == status:
             return
         info = state.info = self.snapshots.build(state)  # last window and sparklines, before they go
-        info.window  # built now: the records it was made from must not outlive the session
+        info.window  # noqa: B018  built now: the records it was made from must not outlive the session
         if state.status == "live":
             self.closed_count += 1
         state.status = status

@@ -9,8 +9,8 @@ into events only when read.
 
 from __future__ import annotations
 
-from collections.abc import Container
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING, Any
 
 from monitor.detect.analysis.calls import events as recalled_events
 from monitor.events import Event, Kind, Level
@@ -112,8 +112,9 @@ def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tupl
     return tuple(event for event in recent if event.seq > horizon)
 
 
-def latest_per_session(detections: Sequence[Detection], live: Container[str],
-                       per_session: int) -> list[Detection]:
+def latest_per_session(
+    detections: Sequence[Detection], live: Container[str], per_session: int
+) -> list[Detection]:
     """The last ``per_session`` of ``detections`` for each session in ``live``,
     ordered by time (raised order among detections of one event)."""
     counts: dict[str, int] = {}
@@ -137,11 +138,27 @@ def window_copy(event: Event) -> Event:
         content = content[:WINDOW_CHARS]
     args = event.args
     if args is not None and _size(args, WINDOW_CHARS * 4) < 0:
-        args = {key: value[:WINDOW_CHARS] if isinstance(value, str) else "…"
-                for key, value in list(args.items())[:16]}
+        args = {
+            key: value[:WINDOW_CHARS] if isinstance(value, str) else "…"
+            for key, value in list(args.items())[:16]
+        }
     meta = event.meta if not event.meta or _size(event.meta, WINDOW_CHARS) >= 0 else {}
-    copy = Event(event.kind, event.session, event.ts, event.source, event.line, event.agent, event.role,
-                 content, event.call_id, event.tool, args, event.is_error, meta=meta, seq=event.seq)
+    copy = Event(
+        event.kind,
+        event.session,
+        event.ts,
+        event.source,
+        event.line,
+        event.agent,
+        event.role,
+        content,
+        event.call_id,
+        event.tool,
+        args,
+        event.is_error,
+        meta=meta,
+        seq=event.seq,
+    )
     key = event.cache.get("call_key")
     if key is not None:
         # Equal keys stay equal and different ones differ (but for a hash collision).
@@ -207,15 +224,27 @@ class Snapshots:
         else:
             kill = state.kill_reason
         return SessionInfo(
-            id=state.id, agent=state.agent, source=state.source, origin=state.origin,
-            pid=state.pid, parent=state.parent, first_ts=state.first_ts, last_ts=state.last_ts,
-            events=state.events, status=state.status, level=level,
+            id=state.id,
+            agent=state.agent,
+            source=state.source,
+            origin=state.origin,
+            pid=state.pid,
+            parent=state.parent,
+            first_ts=state.first_ts,
+            last_ts=state.last_ts,
+            events=state.events,
+            status=state.status,
+            level=level,
             detector=escalation.detector if escalation else None,
             reason=escalation.reason if escalation else "",
             nudge=escalation.nudge if escalation else "",
-            similarity=similarity, detector_similarity=by_detector, window_source=window,
-            last_detection=state.last_detection, muted=muted,
-            channel=state.channel.name if state.channel is not None else "none", kill=kill,
+            similarity=similarity,
+            detector_similarity=by_detector,
+            window_source=window,
+            last_detection=state.last_detection,
+            muted=muted,
+            channel=state.channel.name if state.channel is not None else "none",
+            kill=kill,
             nudged=state.nudged if state.status == "live" else 0.0,
             quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
             episode_cost=self.engine.costs.episode(state.id, escalation),

@@ -9,7 +9,8 @@ events.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from monitor.events import Event
 from monitor.formats.base import Problem
@@ -40,8 +41,9 @@ class LiveSink(Sink, Protocol):
     async def processed(self) -> None:
         """The same, without publishing early: the socket ingest paces itself on it."""
 
-    def subscribe(self, callback: Callable[[object], None],
-                  kinds: tuple[type, ...] | None = None) -> Callable[[], None]:
+    def subscribe(
+        self, callback: Callable[[object], None], kinds: tuple[type, ...] | None = None
+    ) -> Callable[[], None]:
         """Receive the consumer's updates (:mod:`monitor.updates`)."""
 
 

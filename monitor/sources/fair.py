@@ -133,7 +133,9 @@ class ReadTurns:
     def __init__(self, budget: int):
         self.budget = budget
         self.spent = 0
-        self.read_size = float(READ_BUDGET_MIN) / 4  # bytes per read, smoothed: how many turns a budget allows
+        self.read_size = (
+            float(READ_BUDGET_MIN) / 4
+        )  # bytes per read, smoothed: how many turns a budget allows
         self._waiting: list[tuple[float, int, asyncio.Future]] = []
         self._order = itertools.count()
         self.on_wait = lambda: None
@@ -172,8 +174,14 @@ class ReadTurns:
 class IngestMux:
     """Gathers the lanes' events into hub submissions, lightest lane first."""
 
-    def __init__(self, hub: LiveSink, *, batch_events: int = BATCH_EVENTS, lane_events: int = LANE_EVENTS,
-                 total_events: int = TOTAL_EVENTS):
+    def __init__(
+        self,
+        hub: LiveSink,
+        *,
+        batch_events: int = BATCH_EVENTS,
+        lane_events: int = LANE_EVENTS,
+        total_events: int = TOTAL_EVENTS,
+    ):
         self.hub = hub
         self.batch_events = max(1, batch_events)
         self.batch_size = self.batch_events  # adapted to ROUND_SECONDS as rounds are timed
@@ -238,7 +246,9 @@ class IngestMux:
         self._wake.set()
 
     def full(self, lane: Lane) -> bool:
-        return bool(lane.events) and (len(lane.events) >= self.lane_events or self.pending >= self.total_events)
+        return bool(lane.events) and (
+            len(lane.events) >= self.lane_events or self.pending >= self.total_events
+        )
 
     async def room(self, lane: Lane) -> None:
         """Wait until ``lane`` may take another read's events.  A lane with

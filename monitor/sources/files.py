@@ -68,7 +68,7 @@ import logging
 import os
 import stat as statmod
 import time
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from monitor.formats.base import Problem
 from monitor.formats.lines import DEFAULT_MAX_LINE_BYTES
@@ -100,12 +100,23 @@ class FileSource:
     says what changed, :class:`~monitor.sources.resume.StartPoints` where a new
     file starts and :class:`~monitor.sources.tail.Tailer` reads it."""
 
-    def __init__(self, paths: Sequence[str], sink: Sink, *, fmt: str | None = None,
-                 start: StartPolicy | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                 debounce_ms: int = 30, step_ms: int = 5, poll_seconds: float = 1.0,
-                 full_scan_seconds: float = 15.0, directories: Sequence[str] = (),
-                 rotate_grace_seconds: float = ROTATE_GRACE_SECONDS,
-                 clock: Callable[[], float] = time.time, known: KnownPositions | None = None):
+    def __init__(
+        self,
+        paths: Sequence[str],
+        sink: Sink,
+        *,
+        fmt: str | None = None,
+        start: StartPolicy | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        debounce_ms: int = 30,
+        step_ms: int = 5,
+        poll_seconds: float = 1.0,
+        full_scan_seconds: float = 15.0,
+        directories: Sequence[str] = (),
+        rotate_grace_seconds: float = ROTATE_GRACE_SECONDS,
+        clock: Callable[[], float] = time.time,
+        known: KnownPositions | None = None,
+    ):
         self.specs = [WatchSpec.parse(p) for p in paths]
         self.specs += [WatchSpec.parse(p, directory=True) for p in directories]
         self.sink = sink
@@ -122,10 +133,17 @@ class FileSource:
         self._notices: list[Problem] = []  # found where no await is possible; reported next round
         self._wake = asyncio.Event()
         self.starts = StartPoints(self.start_policy, known or KnownPositions(), clock, self._notice)
-        self.tailer = Tailer(sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock,
-                             again=self._again, notice=self._notice)
-        self.watcher = ChangeWatcher(self.specs, self._wanted, self._changed, self.tailer.report,
-                                     debounce_ms=debounce_ms, step_ms=step_ms)
+        self.tailer = Tailer(
+            sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
+        )
+        self.watcher = ChangeWatcher(
+            self.specs,
+            self._wanted,
+            self._changed,
+            self.tailer.report,
+            debounce_ms=debounce_ms,
+            step_ms=step_ms,
+        )
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._scan_cost = 0.0
@@ -147,8 +165,9 @@ class FileSource:
         for spec in self.specs:
             if not os.path.exists(spec.root if spec.kind != "file" else spec.path):
                 self._missing_reported.add(spec.raw)
-                await self.tailer.report([Problem(spec.raw, None,
-                                                  "does not exist yet; it will be read when it appears")])
+                await self.tailer.report(
+                    [Problem(spec.raw, None, "does not exist yet; it will be read when it appears")]
+                )
         await self._full_scan(initial=True)
         self._task = asyncio.create_task(self._run(), name="loopwatch-files")
 
@@ -247,7 +266,8 @@ class FileSource:
         self.watcher.ensure_if_due()
         for spec in self.specs:
             if spec.raw in self._missing_reported and os.path.exists(
-                    spec.path if spec.kind == "file" else spec.root):
+                spec.path if spec.kind == "file" else spec.root
+            ):
                 self._missing_reported.discard(spec.raw)
                 for path in spec.existing():
                     await self._check_path(path)
@@ -296,8 +316,11 @@ class FileSource:
                 if st.st_size != tf.offset or st.st_mtime_ns != tf.mtime_ns:
                     await self.tailer.read(tf, st)
                 return
-            await self._retire(tf, "replaced by a new file (rotated): finishing the old one, "
-                                   "following the new one from its start")
+            await self._retire(
+                tf,
+                "replaced by a new file (rotated): finishing the old one, "
+                "following the new one from its start",
+            )
             initial = False
         known = self.by_ident.get(ident)
         if known is not None:
@@ -342,7 +365,7 @@ class FileSource:
         await self.tailer.drain(tf)
 
     async def _still_written(self, tf: TailedFile, now: float) -> str:
-        """"open" while a retired file may still be written, "limit" when
+        """ "open" while a retired file may still be written, "limit" when
         :data:`DELETED_FOLLOW_SECONDS` passed, "done" otherwise."""
         if tf.retired_at is not None and now - tf.retired_at >= DELETED_FOLLOW_SECONDS:
             return "limit"
@@ -361,10 +384,19 @@ class FileSource:
             await self.tailer.drain(tf)
             pending = tf.splitter.pending_bytes if tf.splitter is not None else 0
             if cut and pending:
-                await self.tailer.report([Problem(tf.path, tf.splitter.lineno + 1, (
-                    f"still being written {DELETED_FOLLOW_SECONDS:g}s after it was deleted or "
-                    f"rotated; no longer followed: its unfinished last line ({pending:,} bytes) "
-                    "was not read"))])
+                await self.tailer.report(
+                    [
+                        Problem(
+                            tf.path,
+                            tf.splitter.lineno + 1,
+                            (
+                                f"still being written {DELETED_FOLLOW_SECONDS:g}s after it was deleted or "
+                                f"rotated; no longer followed: its unfinished last line ({pending:,} bytes) "
+                                "was not read"
+                            ),
+                        )
+                    ]
+                )
             else:
                 await self.tailer.read(tf, final=True)
         self.retiring.pop(tf.ident, None)

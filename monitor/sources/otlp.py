@@ -49,9 +49,18 @@ RETRY_AFTER_SECONDS = 2
 #: A connection that sends no complete request for this long is closed.
 IDLE_SECONDS = 60.0
 MAX_HEADER_LINES = 100
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-            411: "Length Required", 413: "Payload Too Large", 415: "Unsupported Media Type",
-            429: "Too Many Requests", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    411: "Length Required",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
 
 
 class OtlpError(RuntimeError):
@@ -158,8 +167,13 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 class _Reply:
     __slots__ = ("status", "body", "content_type", "headers")
 
-    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain",
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "text/plain",
+        headers: dict[str, str] | None = None,
+    ):
         self.status = status
         self.body = body
         self.content_type = content_type
@@ -169,8 +183,15 @@ class _Reply:
 class OtlpReceiver:
     """OTLP/HTTP in: ``/v1/logs`` and ``/v1/traces`` → the hub."""
 
-    def __init__(self, hub: LiveSink, address: str | tuple[str, int] | None = None, *, token: str | None = None,
-                 max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT):
+    def __init__(
+        self,
+        hub: LiveSink,
+        address: str | tuple[str, int] | None = None,
+        *,
+        token: str | None = None,
+        max_body: int = MAX_BODY,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
         self.token = token
@@ -180,14 +201,16 @@ class OtlpReceiver:
         self.server: asyncio.base_events.Server | None = None
         self.adapter = OtlpAdapter()
         self.requests = 0
-        self.accepted = 0   # records that became events
-        self.rejected = 0   # agent records that could not be read
-        self.refused = 0    # requests answered 4xx
+        self.accepted = 0  # records that became events
+        self.rejected = 0  # agent records that could not be read
+        self.refused = 0  # requests answered 4xx
         self.throttled = 0  # requests answered 503
         self._connections: set[asyncio.Task] = set()
         if not is_loopback(self.host) and not token:
-            raise OtlpError(f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
-                            "(--token-file or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'")
+            raise OtlpError(
+                f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
+                "(--token-file or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'"
+            )
         self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
 
     @property
@@ -205,8 +228,7 @@ class OtlpReceiver:
     async def start(self) -> None:
         _messages("logs")  # fail now, not at the first request, if the package is missing
         try:
-            self.server = await asyncio.start_server(self._connection, self.host, self.port,
-                                                     limit=64 * 1024)
+            self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=64 * 1024)
         except OSError as exc:
             raise OtlpError(f"--otlp {self.host}:{self.port}: cannot listen: {exc.strerror or exc}") from None
 
@@ -241,8 +263,13 @@ class OtlpReceiver:
                     keep = await self._one_request(reader, writer, peer_name)
                 if not keep:
                     break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError,
-                TimeoutError):
+        except (
+            asyncio.IncompleteReadError,
+            ConnectionError,
+            asyncio.LimitOverrunError,
+            ValueError,
+            TimeoutError,
+        ):
             pass
         except asyncio.CancelledError:
             pass
@@ -255,8 +282,9 @@ class OtlpReceiver:
             except (ConnectionError, asyncio.CancelledError):
                 pass
 
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                           peer: str) -> bool:
+    async def _one_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+    ) -> bool:
         line = await reader.readline()
         if not line:
             return False
@@ -286,8 +314,9 @@ class OtlpReceiver:
         await self._send(writer, reply, close=close)
         return not close
 
-    async def _read_body(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         headers: dict[str, str]) -> bytes | None:
+    async def _read_body(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
+    ) -> bytes | None:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             chunks = []
             size = 0
@@ -318,8 +347,11 @@ class OtlpReceiver:
         return await reader.readexactly(length) if length else b""
 
     async def _send(self, writer: asyncio.StreamWriter, reply: _Reply, *, close: bool = False) -> None:
-        head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
-                f"Content-Type: {reply.content_type}", f"Content-Length: {len(reply.body)}"]
+        head = [
+            f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
+            f"Content-Type: {reply.content_type}",
+            f"Content-Length: {len(reply.body)}",
+        ]
         head += [f"{name}: {value}" for name, value in reply.headers.items()]
         if close:
             head.append("Connection: close")
@@ -328,15 +360,20 @@ class OtlpReceiver:
 
     # -- OTLP --------------------------------------------------------------------------------
 
-    async def _answer(self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str) -> _Reply:
+    async def _answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+    ) -> _Reply:
         signal = {"/v1/logs": "logs", "/v1/traces": "traces"}.get(path)
         if signal is None:
             return _Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
         if method != "POST":
             return _Reply(405, b"POST only", headers={"Allow": "POST"})
         if self.token is not None and not self._authorized(headers):
-            return _Reply(401, b"missing or invalid token (Authorization: Bearer <token>)",
-                          headers={"WWW-Authenticate": "Bearer"})
+            return _Reply(
+                401,
+                b"missing or invalid token (Authorization: Bearer <token>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in ("application/x-protobuf", "application/json"):
             return _Reply(415, b"expected application/x-protobuf or application/json")
@@ -346,8 +383,12 @@ class OtlpReceiver:
             # sender's doing (429), a full queue is ours (503).
             self.throttled += 1
             code = 429 if self.in_flight >= self.max_in_flight else 503
-            return self._status(code, "loopwatch is busy; retry later", json_encoded,
-                                headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return self._status(
+                code,
+                "loopwatch is busy; retry later",
+                json_encoded,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         self.in_flight += 1
         try:
             return await self._export(signal, headers, body, json_encoded, peer)
@@ -361,17 +402,21 @@ class OtlpReceiver:
             return False
         return hmac.compare_digest(value.strip().encode(), (self.token or "").encode())
 
-    async def _export(self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool,
-                      peer: str) -> _Reply:
+    async def _export(
+        self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool, peer: str
+    ) -> _Reply:
         encoding = headers.get("content-encoding", "identity").lower()
         if encoding not in ("gzip", "identity", ""):
-            return self._status(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)", json_encoded)
+            return self._status(
+                415, f"unsupported Content-Encoding {encoding!r} (gzip or none)", json_encoded
+            )
         # Decoding a large export takes a while (a 1 MB OTLP/JSON body ~0.5 s): off
         # the loop, one at a time (the adapter remembers the sessions it announced).
         loop = asyncio.get_running_loop()
         try:
             events, rejected, problems = await loop.run_in_executor(
-                self._decoder, self._decode, signal, encoding, body, json_encoded, peer)
+                self._decoder, self._decode, signal, encoding, body, json_encoded, peer
+            )
         except OverflowError as exc:
             return self._status(413, str(exc), json_encoded)
         except ValueError as exc:
@@ -391,8 +436,9 @@ class OtlpReceiver:
             response.partial_success.error_message = "; ".join(p.reason for p in problems[:5])
         return self._encode(200, response, json_encoded)
 
-    def _decode(self, signal: str, encoding: str, body: bytes, json_encoded: bool,
-                peer: str) -> tuple[list[Any], int, list[Problem]]:
+    def _decode(
+        self, signal: str, encoding: str, body: bytes, json_encoded: bool, peer: str
+    ) -> tuple[list[Any], int, list[Problem]]:
         """Body → events, in the decoder thread; raises ValueError / OverflowError."""
         if encoding == "gzip":
             body = _gunzip(body, self.max_body)
@@ -401,8 +447,9 @@ class OtlpReceiver:
         convert = self.adapter.logs if signal == "logs" else self.adapter.spans
         return convert(request)
 
-    def _status(self, code: int, message: str, json_encoded: bool,
-                headers: dict[str, str] | None = None) -> _Reply:
+    def _status(
+        self, code: int, message: str, json_encoded: bool, headers: dict[str, str] | None = None
+    ) -> _Reply:
         from google.rpc import status_pb2
 
         # google.rpc.Code: INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED, else UNKNOWN.
@@ -415,8 +462,9 @@ class OtlpReceiver:
         if json_encoded:
             from google.protobuf import json_format
 
-            return _Reply(code, json_format.MessageToJson(message, indent=None).encode(), "application/json",
-                          headers)
+            return _Reply(
+                code, json_format.MessageToJson(message, indent=None).encode(), "application/json", headers
+            )
         return _Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
 
     def describe(self) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from monitor.paths import INBOX_SUFFIX
 
@@ -43,8 +43,10 @@ class StartPolicy:
             return "existing content replayed from the start"
         if self.mode == "end":
             return "only new lines are read"
-        return (f"files modified in the last {self.recent_seconds / 60:g} min replayed "
-                f"(last {self.tail_bytes // (1024 * 1024)} MiB at most), others from their end")
+        return (
+            f"files modified in the last {self.recent_seconds / 60:g} min replayed "
+            f"(last {self.tail_bytes // (1024 * 1024)} MiB at most), others from their end"
+        )
 
 
 # -- what to watch -----------------------------------------------------------------------
@@ -78,7 +80,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
                 out.append(re.escape("["))
                 i += 1
             else:
-                inner = pattern[i + 1:j].replace("\\", "\\\\")
+                inner = pattern[i + 1 : j].replace("\\", "\\\\")
                 if inner.startswith("!"):
                     inner = "^" + inner[1:]
                 out.append(f"[{inner}]")

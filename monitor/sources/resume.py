@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from monitor.formats.base import Problem
 from monitor.sources.paths import StartPolicy
@@ -57,8 +58,13 @@ class StartPoints:
     ``notice`` receives what the operator should hear (a file replaced since
     loopwatch last read it)."""
 
-    def __init__(self, policy: StartPolicy, known: KnownPositions, clock: Callable[[], float],
-                 notice: Callable[[Problem], None]):
+    def __init__(
+        self,
+        policy: StartPolicy,
+        known: KnownPositions,
+        clock: Callable[[], float],
+        notice: Callable[[Problem], None],
+    ):
         self.policy = policy
         self.known = known
         self.clock = clock
@@ -73,8 +79,13 @@ class StartPoints:
                 return TailedFile(path, ident, int(known["offset"]), resume=known)
             before = self.known.by_path.get(path_key(path))
             if known is not None or (before is not None and (before["dev"], before["ino"]) != ident):
-                self.notice(Problem(path, None, "replaced or truncated since loopwatch last read it: "
-                                                "reading it from the start"))
+                self.notice(
+                    Problem(
+                        path,
+                        None,
+                        "replaced or truncated since loopwatch last read it: reading it from the start",
+                    )
+                )
                 return TailedFile(path, ident, 0)
         if not initial:
             return TailedFile(path, ident, 0)
@@ -132,6 +143,13 @@ def position(tf: TailedFile) -> dict[str, Any] | None:
         mark = os.pread(tf.fd, size, consumed - size)
     else:
         mark = tf.mark
-    return {"dev": tf.ident[0], "ino": tf.ident[1], "head_len": tf.head_len, "head": tf.head,
-            "path": path_key(tf.path), "offset": consumed,
-            "line": splitter.lineno + 1 if tf.numbered else None, "mark": mark}
+    return {
+        "dev": tf.ident[0],
+        "ino": tf.ident[1],
+        "head_len": tf.head_len,
+        "head": tf.head,
+        "path": path_key(tf.path),
+        "offset": consumed,
+        "line": splitter.lineno + 1 if tf.numbered else None,
+        "mark": mark,
+    }

@@ -22,7 +22,8 @@ import logging
 import math
 import socket
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -118,8 +119,9 @@ class Connection:
         self.preauth_read = 0
 
     def _decoder(self, default_session: str) -> LineDecoder:
-        return LineDecoder(self.source, fmt="native", session=default_session,
-                           max_line_bytes=self.server.max_line_bytes)
+        return LineDecoder(
+            self.source, fmt="native", session=default_session, max_line_bytes=self.server.max_line_bytes
+        )
 
     # -- writing (see Outbox) ---------------------------------------------------------------
 
@@ -219,7 +221,9 @@ class Connection:
         finally:
             self.loop.remove_reader(fd)
 
-    async def handle_lines(self, lines: Sequence[tuple[int, bytes | None, int]], at_eof: bool = False) -> bool:
+    async def handle_lines(
+        self, lines: Sequence[tuple[int, bytes | None, int]], at_eof: bool = False
+    ) -> bool:
         """Decode a batch of lines and queue it for the hub; False when the connection must close."""
         server = self.server
         events: list[Event] = []
@@ -255,14 +259,19 @@ class Connection:
                 new, problem = self.decoder.feed(raw, lineno, now)  # says why; repairs bad UTF-8
             elif isinstance(kind, str) and kind not in KINDS:
                 expected = ", ".join(sorted(KINDS | PROTOCOL_TYPES))
-                new, problem = [], self.decoder.problem(
-                    lineno, f"unknown type {kind!r} (expected one of: {expected})")
+                new, problem = (
+                    [],
+                    self.decoder.problem(lineno, f"unknown type {kind!r} (expected one of: {expected})"),
+                )
             else:
                 new, problem = self.decoder.feed_record(record, lineno, now)
             if problem is not None:
                 if at_eof and lineno == self.splitter.lineno and not new:
-                    problem = Problem(problem.source, problem.line,
-                                      f"connection closed in the middle of this line; {problem.reason}")
+                    problem = Problem(
+                        problem.source,
+                        problem.line,
+                        f"connection closed in the middle of this line; {problem.reason}",
+                    )
                 self.error(lineno, problem.reason)
                 problems.append(problem)
             events.extend(new)
@@ -328,7 +337,8 @@ class Connection:
         if self.tcp and not self.authed:
             token = record.get("token")
             if not isinstance(token, str) or not hmac.compare_digest(
-                    token.encode("utf-8", "replace"), self.server.token.encode()):
+                token.encode("utf-8", "replace"), self.server.token.encode()
+            ):
                 await self.refuse(lineno, "missing or invalid token")
                 return False
             self.authed = True

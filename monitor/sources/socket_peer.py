@@ -22,7 +22,9 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
     if option is None:
         return None
     try:
-        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        pid, uid, _gid = struct.unpack(
+            "3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        )
     except OSError:
         return None
     return (pid, uid) if pid else None
@@ -72,8 +74,10 @@ class PeerPids:
             return f"pid {pid} comes from a process in another pid namespace (a container?)"
         if pid in self.family or self.pid in ancestors(pid):
             return None
-        return (f"pid {pid} is not the connecting process (pid {self.pid}), "
-                f"one of its ancestors or one of its children")
+        return (
+            f"pid {pid} is not the connecting process (pid {self.pid}), "
+            f"one of its ancestors or one of its children"
+        )
 
     def confirmation(self, session: str, pid: int, what: str) -> tuple[ProcessIdentity, str] | None:
         """(identity, how) the first time a judged pid of ``session`` counts as

@@ -79,8 +79,15 @@ def parse_listen(value: str) -> tuple[str, int]:
 class SocketServer:
     """Accepts agent connections on a Unix socket (and optionally TCP) for a hub."""
 
-    def __init__(self, hub: LiveSink, config: Config, *, unix_path: str | Path | None = None,
-                 listen: str | None = None, token: str | None = None):
+    def __init__(
+        self,
+        hub: LiveSink,
+        config: Config,
+        *,
+        unix_path: str | Path | None = None,
+        listen: str | None = None,
+        token: str | None = None,
+    ):
         settings = config.sources
         self.hub = hub
         self.config = config
@@ -161,7 +168,9 @@ class SocketServer:
     def _bind_unix(self) -> socket.socket:
         path = self.unix_path
         if len(os.fsencode(path)) > UNIX_PATH_MAX:
-            raise SocketError(f"socket path too long ({len(os.fsencode(path))} bytes, max {UNIX_PATH_MAX}): {path}")
+            raise SocketError(
+                f"socket path too long ({len(os.fsencode(path))} bytes, max {UNIX_PATH_MAX}): {path}"
+            )
         self._prepare_dir()
         if path.exists() or path.is_symlink():
             mode = path.lstat().st_mode
@@ -202,7 +211,8 @@ class SocketServer:
     def _bind_tcp(self, host: str, port: int) -> socket.socket:
         try:
             family, kind, proto, _, address = socket.getaddrinfo(
-                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )[0]
             sock = socket.socket(family, kind, proto)
         except OSError as exc:
             raise SocketError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -270,8 +280,7 @@ class SocketServer:
         if tcp:
             waiting = sum(1 for c in self.connections if c.tcp and not c.authed)
             if waiting >= self.max_unauthenticated:
-                return (f"too many TCP connections without a hello "
-                        f"(the limit is {self.max_unauthenticated})")
+                return f"too many TCP connections without a hello (the limit is {self.max_unauthenticated})"
         return ""
 
     # -- channels -----------------------------------------------------------------------

@@ -14,7 +14,8 @@ import asyncio
 import os
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from monitor.control import InboxChannel
 from monitor.events import Event
@@ -83,8 +84,16 @@ class Tailer:
     (``wake``: soon); ``notice`` receives problems found where nothing can be
     awaited, to be reported on the next round."""
 
-    def __init__(self, sink: Sink, *, fmt: str | None, max_line_bytes: int, clock: Callable[[], float],
-                 again: Callable[[str, bool], None], notice: Callable[[Problem], None]):
+    def __init__(
+        self,
+        sink: Sink,
+        *,
+        fmt: str | None,
+        max_line_bytes: int,
+        clock: Callable[[], float],
+        again: Callable[[str, bool], None],
+        notice: Callable[[Problem], None],
+    ):
         self.sink = sink
         self.fmt = fmt
         self.max_line_bytes = max_line_bytes
@@ -178,9 +187,15 @@ class Tailer:
             await self._prepare(tf, fd)
         assert tf.splitter is not None
         if st.st_size < tf.offset:
-            await self.report([self._restart(
-                tf, f"truncated from {tf.offset:,} to {st.st_size:,} bytes (copytruncate?); "
-                    "reading it again from the start")])
+            await self.report(
+                [
+                    self._restart(
+                        tf,
+                        f"truncated from {tf.offset:,} to {st.st_size:,} bytes (copytruncate?); "
+                        "reading it again from the start",
+                    )
+                ]
+            )
         tf.mtime_ns = st.st_mtime_ns
         budget = ROUND_BYTES
         verify = bool(tf.mark)
@@ -192,11 +207,18 @@ class Tailer:
                 verify = False
                 mark = tf.mark
                 data = os.pread(fd, want + len(mark), tf.offset - len(mark))
-                if data[:len(mark)] != mark:
-                    await self.report([self._restart(tf, "rewritten in place (truncated and written "
-                                                         "again); reading it again from the start")])
+                if data[: len(mark)] != mark:
+                    await self.report(
+                        [
+                            self._restart(
+                                tf,
+                                "rewritten in place (truncated and written "
+                                "again); reading it again from the start",
+                            )
+                        ]
+                    )
                     continue
-                chunk = data[len(mark):]
+                chunk = data[len(mark) :]
             else:
                 chunk = os.pread(fd, want, tf.offset)
             if not chunk:
@@ -249,8 +271,13 @@ class Tailer:
                 if tf.problems <= PROBLEMS_PER_FILE:
                     problems.append(problem)
                 elif tf.problems == PROBLEMS_PER_FILE + 1:
-                    problems.append(Problem(tf.path, where, f"more than {PROBLEMS_PER_FILE} bad lines; "
-                                                            "no longer reporting each one"))
+                    problems.append(
+                        Problem(
+                            tf.path,
+                            where,
+                            f"more than {PROBLEMS_PER_FILE} bad lines; no longer reporting each one",
+                        )
+                    )
             if new:
                 events.extend(new)
                 if len(events) >= SUBMIT_BATCH:
@@ -260,8 +287,13 @@ class Tailer:
         if events or problems or where_read is not None:
             await self._submit(tf, events, problems, where_read)
 
-    async def _submit(self, tf: TailedFile, events: list[Event], problems: list[Problem],
-                      where_read: dict[str, Any] | None = None) -> None:
+    async def _submit(
+        self,
+        tf: TailedFile,
+        events: list[Event],
+        problems: list[Problem],
+        where_read: dict[str, Any] | None = None,
+    ) -> None:
         tf.events += len(events)
         if events and tf.decoder is not None and tf.decoder.format == "native":
             # A native-format file session can be reached through ``<log>.inbox.jsonl``.

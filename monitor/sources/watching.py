@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from monitor.formats.base import Problem
 from monitor.sources.paths import WatchSpec, is_under
@@ -23,9 +23,16 @@ WATCH_RETRY_SECONDS = 5.0
 class ChangeWatcher:
     """Watches the roots of ``specs`` and calls ``notify`` with the paths that changed."""
 
-    def __init__(self, specs: Sequence[WatchSpec], wanted: Callable[[str], bool],
-                 notify: Callable[[Iterable[str]], None],
-                 report: Callable[[list[Problem]], Awaitable[None]], *, debounce_ms: int, step_ms: int):
+    def __init__(
+        self,
+        specs: Sequence[WatchSpec],
+        wanted: Callable[[str], bool],
+        notify: Callable[[Iterable[str]], None],
+        report: Callable[[list[Problem]], Awaitable[None]],
+        *,
+        debounce_ms: int,
+        step_ms: int,
+    ):
         self.specs = specs
         self.wanted = wanted
         self.notify = notify
@@ -57,9 +64,15 @@ class ChangeWatcher:
             if not roots:
                 continue
             stop = asyncio.Event()
-            changes = awatch(*sorted(roots), watch_filter=lambda _c, p: self.wanted(p),
-                             debounce=self.debounce_ms, step=self.step_ms, stop_event=stop,
-                             recursive=recursive, ignore_permission_denied=True)
+            changes = awatch(
+                *sorted(roots),
+                watch_filter=lambda _c, p: self.wanted(p),
+                debounce=self.debounce_ms,
+                step=self.step_ms,
+                stop_event=stop,
+                recursive=recursive,
+                ignore_permission_denied=True,
+            )
             task = asyncio.create_task(self._watch(changes, roots), name="loopwatch-watchfiles")
             self._watchers[recursive] = (roots, task, stop)
 
@@ -76,8 +89,15 @@ class ChangeWatcher:
             raise
         except Exception as exc:  # a watcher failure degrades to periodic rescans
             self._retry_at = time.monotonic() + WATCH_RETRY_SECONDS
-            await self.report([Problem(", ".join(sorted(roots)), None,
-                                       f"file change watcher failed ({exc}); relying on rescans")])
+            await self.report(
+                [
+                    Problem(
+                        ", ".join(sorted(roots)),
+                        None,
+                        f"file change watcher failed ({exc}); relying on rescans",
+                    )
+                ]
+            )
 
     def signal_stop(self) -> None:
         """Ask every watcher to stop (they end at their next step)."""

@@ -17,5 +17,12 @@ from monitor.store.reader import StoreError, StoreReader
 from monitor.store.stats import StoreStats
 from monitor.store.store import Store
 
-__all__ = ["DB_NAME", "Store", "StoreError", "StoreReader", "StoreStats", "default_db_path",
-           "resolve_db_path"]
+__all__ = [
+    "DB_NAME",
+    "Store",
+    "StoreError",
+    "StoreReader",
+    "StoreStats",
+    "default_db_path",
+    "resolve_db_path",
+]

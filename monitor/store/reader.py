@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -40,8 +41,9 @@ def fts_query(text: str) -> str:
     return " ".join(terms) or '""'
 
 
-def _session_filters(prefix: str, time_column: str, agent: str | None, since: float | None,
-                     level: str | None) -> tuple[list[str], list[Any]]:
+def _session_filters(
+    prefix: str, time_column: str, agent: str | None, since: float | None, level: str | None
+) -> tuple[list[str], list[Any]]:
     """The WHERE terms and parameters of the history filters: the session's
     agent (``prefix`` names the sessions table), ``time_column`` at or after
     ``since``, a peak level at least ``level``."""
@@ -80,7 +82,6 @@ class StoreReader:
         except StoreError:
             return []
 
-
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._read_lock:
             if self._reader is None:
@@ -109,8 +110,10 @@ class StoreReader:
             version = self._version(db)  # closes it and says why
         if version > latest_version():
             db.close()
-            raise StoreError(f"{self.path}: database schema v{version} is newer than this "
-                             f"loopwatch (v{latest_version()}); upgrade loopwatch to read it")
+            raise StoreError(
+                f"{self.path}: database schema v{version} is newer than this "
+                f"loopwatch (v{latest_version()}); upgrade loopwatch to read it"
+            )
         if version < latest_version():
             db.close()
             if upgraded:
@@ -121,8 +124,7 @@ class StoreReader:
 
     def _connect_reader(self, mode: str) -> Database:
         uri = self.path.resolve().as_uri() + "?" + mode
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         return Database(conn, execute_plugins=False, recursive_triggers=False)
 
     def _version(self, db: Database) -> int:
@@ -139,26 +141,37 @@ class StoreReader:
     def _migrate_for_reading(self, version: int) -> None:
         """An older file opened only to read: upgrade it with a short-lived writer."""
         try:
-            db = Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000),
-                          execute_plugins=False)
+            db = Database(
+                sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000), execute_plugins=False
+            )
             try:
                 db.enable_wal()
                 migrate(db)
             finally:
                 db.close()
         except (sqlite3.Error, SchemaError) as exc:
-            raise StoreError(f"{self.path}: schema v{version} needs upgrading to "
-                             f"v{latest_version()} and that failed: {exc}") from None
+            raise StoreError(
+                f"{self.path}: schema v{version} needs upgrading to "
+                f"v{latest_version()} and that failed: {exc}"
+            ) from None
 
-    def list_sessions(self, *, agent: str | None = None, since: float | None = None,
-                      level: str | None = None, text: str | None = None,
-                      limit: int | None = 500) -> list[dict]:
+    def list_sessions(
+        self,
+        *,
+        agent: str | None = None,
+        since: float | None = None,
+        level: str | None = None,
+        text: str | None = None,
+        limit: int | None = 500,
+    ) -> list[dict]:
         """Sessions, most recently seen first.  ``level``: reached at least it;
         ``since``: seen at or after (epoch seconds); ``text``: in id, agent or source."""
         where, params = _session_filters("", "last_seen", agent, since, level)
         if text:
-            where.append("(instr(lower(id), lower(?)) OR instr(lower(COALESCE(agent, '')), lower(?))"
-                         " OR instr(lower(COALESCE(source, '')), lower(?)))")
+            where.append(
+                "(instr(lower(id), lower(?)) OR instr(lower(COALESCE(agent, '')), lower(?))"
+                " OR instr(lower(COALESCE(source, '')), lower(?)))"
+            )
             params.extend([text, text, text])
         sql = "SELECT * FROM sessions"
         if where:
@@ -176,7 +189,8 @@ class StoreReader:
             return self._read(
                 "SELECT owner, MAX(ts) AS ts, MAX(dropped) AS dropped, MAX(failed) AS failed, "
                 "(SELECT reason FROM store_losses l2 WHERE l2.owner = l.owner ORDER BY id DESC "
-                "LIMIT 1) AS reason FROM store_losses l GROUP BY owner ORDER BY MAX(ts)")
+                "LIMIT 1) AS reason FROM store_losses l GROUP BY owner ORDER BY MAX(ts)"
+            )
         except StoreError:  # a database from before the table existed
             return []
 
@@ -186,8 +200,10 @@ class StoreReader:
 
     def find_sessions(self, prefix: str, limit: int = 20) -> list[str]:
         """Session ids starting with ``prefix`` (for ``show``'s short ids)."""
-        rows = self._read("SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? "
-                          "ORDER BY last_seen DESC LIMIT ?", [prefix, prefix, limit])
+        rows = self._read(
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? ORDER BY last_seen DESC LIMIT ?",
+            [prefix, prefix, limit],
+        )
         return [row["id"] for row in rows]
 
     def session_ids(self) -> list[str]:
@@ -199,8 +215,9 @@ class StoreReader:
 
     def events(self, session: str, offset: int = 0, limit: int = 500) -> list[dict]:
         """Stored events of a session in order (args/meta decoded)."""
-        rows = self._read("SELECT * FROM events WHERE session = ? ORDER BY seq LIMIT ? OFFSET ?",
-                          [session, limit, offset])
+        rows = self._read(
+            "SELECT * FROM events WHERE session = ? ORDER BY seq LIMIT ? OFFSET ?", [session, limit, offset]
+        )
         return [event_dict(row) for row in rows]
 
     def detections(self, session: str) -> list[dict]:
@@ -213,14 +230,23 @@ class StoreReader:
     def find_events(self, session: str, text: str, limit: int = 10_000) -> list[int]:
         """Seqs of the session's events whose tool, args, role or stored content
         contain ``text`` (case-insensitive), in order (search in the detail view)."""
-        rows = self._read("SELECT seq FROM events WHERE session = ? AND instr(lower("
-                          "COALESCE(tool, '') || ' ' || COALESCE(args, '') || ' ' || COALESCE(role, '')"
-                          " || ' ' || COALESCE(content, '')), lower(?)) ORDER BY seq LIMIT ?",
-                          [session, text, limit])
+        rows = self._read(
+            "SELECT seq FROM events WHERE session = ? AND instr(lower("
+            "COALESCE(tool, '') || ' ' || COALESCE(args, '') || ' ' || COALESCE(role, '')"
+            " || ' ' || COALESCE(content, '')), lower(?)) ORDER BY seq LIMIT ?",
+            [session, text, limit],
+        )
         return [row["seq"] for row in rows]
 
-    def search_events(self, query: str, *, agent: str | None = None, since: float | None = None,
-                      level: str | None = None, limit: int | None = 200) -> list[dict]:
+    def search_events(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        since: float | None = None,
+        level: str | None = None,
+        limit: int | None = 200,
+    ) -> list[dict]:
         """Events whose tool, args or content match ``query`` in the full-text
         index (every word, in any order; ``word*`` for a prefix), newest first,
         each with a ``snippet`` (matches in «»); ``agent``/``level`` filter by
@@ -228,10 +254,12 @@ class StoreReader:
         where, params = _session_filters("s.", "e.ts", agent, since, level)
         where.insert(0, "events_fts MATCH ?")
         params.insert(0, fts_query(query))
-        sql = ("SELECT e.session, e.seq, e.ts, e.type, e.tool, e.is_error, s.agent, "
-               "snippet(events_fts, -1, '«', '»', '…', 16) AS snippet FROM events_fts "
-               "JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session "
-               f"WHERE {' AND '.join(where)} ORDER BY e.ts DESC, e.id DESC")
+        sql = (
+            "SELECT e.session, e.seq, e.ts, e.type, e.tool, e.is_error, s.agent, "
+            "snippet(events_fts, -1, '«', '»', '…', 16) AS snippet FROM events_fts "
+            "JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session "
+            f"WHERE {' AND '.join(where)} ORDER BY e.ts DESC, e.id DESC"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
@@ -242,23 +270,28 @@ class StoreReader:
         read a page at a time so a long session costs bounded memory."""
         after = -1
         while True:
-            rows = self._read("SELECT * FROM events WHERE session = ? AND seq > ? "
-                              "ORDER BY seq LIMIT ?", [session, after, page_size])
+            rows = self._read(
+                "SELECT * FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
+                [session, after, page_size],
+            )
             for row in rows:
                 yield event_from_row(row)
             if len(rows) < page_size:
                 return
             after = rows[-1]["seq"]
 
-    def iter_events_by_time(self, sessions: Sequence[str] | None = None,
-                            page_size: int = 1000) -> Iterator[Event]:
+    def iter_events_by_time(
+        self, sessions: Sequence[str] | None = None, page_size: int = 1000
+    ) -> Iterator[Event]:
         """Events of many sessions (all by default) in event-time order, ties in
         the order they were stored; a page at a time (bounded memory)."""
         wanted = None if sessions is None else set(sessions)
         ts, last_id = float("-inf"), -1
         while True:
-            rows = self._read("SELECT * FROM events WHERE (ts, id) > (?, ?) ORDER BY ts, id LIMIT ?",
-                              [ts, last_id, page_size])
+            rows = self._read(
+                "SELECT * FROM events WHERE (ts, id) > (?, ?) ORDER BY ts, id LIMIT ?",
+                [ts, last_id, page_size],
+            )
             for row in rows:
                 if wanted is None or row["session"] in wanted:
                     yield event_from_row(row)

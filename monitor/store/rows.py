@@ -24,15 +24,49 @@ from monitor.events import Event, Kind, Level
 
 #: Column order of an event row (``seq`` is filled in by the writer thread).
 EVENT_COLUMNS = (
-    "session", "seq", "ts", "type", "role", "tool", "call_id", "args", "is_error",
-    "content", "content_length", "content_hash", "file", "line", "agent", "status",
-    "pid", "parent", "input_tokens", "output_tokens", "cost_usd", "meta",
+    "session",
+    "seq",
+    "ts",
+    "type",
+    "role",
+    "tool",
+    "call_id",
+    "args",
+    "is_error",
+    "content",
+    "content_length",
+    "content_hash",
+    "file",
+    "line",
+    "agent",
+    "status",
+    "pid",
+    "parent",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "meta",
 )
 SEQ = EVENT_COLUMNS.index("seq")
 
 DETECTION_COLUMNS = (
-    "session", "ts", "seq", "detector", "level", "level_rank", "score", "pattern", "count",
-    "tool", "message", "nudge", "suppressed", "evidence", "cost", "file", "line",
+    "session",
+    "ts",
+    "seq",
+    "detector",
+    "level",
+    "level_rank",
+    "score",
+    "pattern",
+    "count",
+    "tool",
+    "message",
+    "nudge",
+    "suppressed",
+    "evidence",
+    "cost",
+    "file",
+    "line",
 )
 DETECTION_SEQ = DETECTION_COLUMNS.index("seq")
 
@@ -161,13 +195,27 @@ def event_row(event: Event, content_chars: int) -> list[Any]:
     if pid is not None or tokens_in is not None or tokens_out is not None:
         pid, tokens_in, tokens_out = sqlite_int(pid), sqlite_int(tokens_in), sqlite_int(tokens_out)
     return [
-        safe_text(event.session), event.seq, event.ts, _KIND_VALUE[event.kind], event.role,
-        safe_text(event.tool), safe_text(event.call_id),
-        bounded_json(event.args, content_chars), 1 if event.is_error else 0,
-        safe_text(bounded(content, content_chars)), len(content),
+        safe_text(event.session),
+        event.seq,
+        event.ts,
+        _KIND_VALUE[event.kind],
+        event.role,
+        safe_text(event.tool),
+        safe_text(event.call_id),
+        bounded_json(event.args, content_chars),
+        1 if event.is_error else 0,
+        safe_text(bounded(content, content_chars)),
+        len(content),
         content_hash(content) if content else None,
-        safe_text(event.source) or None, event.line, safe_text(event.agent), safe_text(event.status),
-        pid, safe_text(event.parent), tokens_in, tokens_out, event.cost_usd,
+        safe_text(event.source) or None,
+        event.line,
+        safe_text(event.agent),
+        safe_text(event.status),
+        pid,
+        safe_text(event.parent),
+        tokens_in,
+        tokens_out,
+        event.cost_usd,
         bounded_json(event.meta, content_chars) if event.meta else None,
     ]
 
@@ -176,13 +224,23 @@ def detection_row(detection: Detection) -> list[Any]:
     """The row for one detection, in :data:`DETECTION_COLUMNS` order."""
     evidence = [ref.to_dict() for ref in detection.evidence]
     return [
-        safe_text(detection.session), detection.ts, detection.seq or None, detection.detector,
-        detection.level.label, int(detection.level), float(detection.score),
-        safe_text(detection.pattern), detection.count, safe_text(detection.tool),
-        safe_text(detection.message), safe_text(detection.nudge), detection.suppressed,
+        safe_text(detection.session),
+        detection.ts,
+        detection.seq or None,
+        detection.detector,
+        detection.level.label,
+        int(detection.level),
+        float(detection.score),
+        safe_text(detection.pattern),
+        detection.count,
+        safe_text(detection.tool),
+        safe_text(detection.message),
+        safe_text(detection.nudge),
+        detection.suppressed,
         bounded_json(evidence, EVIDENCE_CHARS),
         orjson.dumps(detection.cost).decode() if detection.cost else None,
-        safe_text(detection.source) or None, detection.line,
+        safe_text(detection.source) or None,
+        detection.line,
     ]
 
 
@@ -213,13 +271,26 @@ def event_from_row(row: dict[str, Any]) -> Event:
     """Rebuild the :class:`Event` a stored row (raw or from :func:`event_dict`)
     came from; its content is the bounded copy."""
     return Event(
-        kind=Kind(row["type"]), session=row["session"], ts=row["ts"],
-        source=row.get("file") or "", line=row.get("line"), agent=row.get("agent"),
-        role=row.get("role"), content=row.get("content") or "", call_id=row.get("call_id"),
-        tool=row.get("tool"), args=_loads(row.get("args")), is_error=bool(row.get("is_error")),
-        input_tokens=row.get("input_tokens"), output_tokens=row.get("output_tokens"),
-        cost_usd=row.get("cost_usd"), status=row.get("status"), pid=row.get("pid"),
-        parent=row.get("parent"), meta=_loads(row.get("meta")) or {}, seq=row.get("seq") or 0,
+        kind=Kind(row["type"]),
+        session=row["session"],
+        ts=row["ts"],
+        source=row.get("file") or "",
+        line=row.get("line"),
+        agent=row.get("agent"),
+        role=row.get("role"),
+        content=row.get("content") or "",
+        call_id=row.get("call_id"),
+        tool=row.get("tool"),
+        args=_loads(row.get("args")),
+        is_error=bool(row.get("is_error")),
+        input_tokens=row.get("input_tokens"),
+        output_tokens=row.get("output_tokens"),
+        cost_usd=row.get("cost_usd"),
+        status=row.get("status"),
+        pid=row.get("pid"),
+        parent=row.get("parent"),
+        meta=_loads(row.get("meta")) or {},
+        seq=row.get("seq") or 0,
     )
 
 
@@ -230,7 +301,11 @@ def level_rank(value: str | int | Level | None) -> int | None:
     return int(Level.parse(value))
 
 
-EVENT_INSERT = (f"INSERT OR IGNORE INTO events ({', '.join(EVENT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})")
-DETECTION_INSERT = (f"INSERT INTO detections ({', '.join(DETECTION_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' for _ in DETECTION_COLUMNS)})")
+EVENT_INSERT = (
+    f"INSERT OR IGNORE INTO events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+DETECTION_INSERT = (
+    f"INSERT INTO detections ({', '.join(DETECTION_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in DETECTION_COLUMNS)})"
+)

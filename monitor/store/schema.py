@@ -31,8 +31,8 @@ Tables (see ``loopwatch show``/``history`` for readers):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlite_utils import Database
 
@@ -184,14 +184,22 @@ def _v5_events_fts(db: Database) -> None:
     cols = ", ".join(FTS_COLUMNS)
     new = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
     old = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
-    db.execute(f"CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content='events', content_rowid='id', columnsize=0)")
-    db.execute(f"CREATE TRIGGER events_ai AFTER INSERT ON events BEGIN "
-               f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END")
-    db.execute(f"CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN "
-               f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); END")
-    db.execute(f"CREATE TRIGGER events_au AFTER UPDATE ON events BEGIN "
-               f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); "
-               f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END")
+    db.execute(
+        f"CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content='events', content_rowid='id', columnsize=0)"
+    )
+    db.execute(
+        f"CREATE TRIGGER events_ai AFTER INSERT ON events BEGIN "
+        f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END"
+    )
+    db.execute(
+        f"CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN "
+        f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); END"
+    )
+    db.execute(
+        f"CREATE TRIGGER events_au AFTER UPDATE ON events BEGIN "
+        f"INSERT INTO events_fts(events_fts, rowid, {cols}) VALUES ('delete', old.id, {old}); "
+        f"INSERT INTO events_fts(rowid, {cols}) VALUES (new.id, {new}); END"
+    )
     db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
 
 
@@ -199,8 +207,10 @@ def _fts_table(db: Database) -> None:
     # content="events" in double quotes: sqlite-utils (``table.search()``,
     # ``sqlite-utils search``) and Datasette find an index by that spelling only.
     cols = ", ".join(FTS_COLUMNS)
-    db.execute(f'CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content="events", '
-               f'content_rowid="id", columnsize=0)')
+    db.execute(
+        f'CREATE VIRTUAL TABLE events_fts USING fts5({cols}, content="events", '
+        f'content_rowid="id", columnsize=0)'
+    )
     db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
 
 
@@ -228,13 +238,20 @@ MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
     Migration(3, "file read positions (a restarted watcher resumes each file)", _v3_file_positions),
-    Migration(4, "actions.owner (reconciling interrupted actions); store_losses",
-              _v4_action_owner_and_losses),
+    Migration(
+        4, "actions.owner (reconciling interrupted actions); store_losses", _v4_action_owner_and_losses
+    ),
     Migration(5, "full-text index of events (tool, args, content)", _v5_events_fts),
-    Migration(6, "sessions.owner (sessions of a stopped watcher); full-text index found by "
-                 "sqlite-utils and Datasette", _v6_session_owner),
-    Migration(7, "what loops cost: detections.cost, sessions.loop_tokens/loop_usd/loop_unpriced_tokens",
-              _v7_loop_costs),
+    Migration(
+        6,
+        "sessions.owner (sessions of a stopped watcher); full-text index found by sqlite-utils and Datasette",
+        _v6_session_owner,
+    ),
+    Migration(
+        7,
+        "what loops cost: detections.cost, sessions.loop_tokens/loop_usd/loop_unpriced_tokens",
+        _v7_loop_costs,
+    ),
 ]
 
 
@@ -273,12 +290,16 @@ def migrate(db: Database, upto: int | None = None) -> list[int]:
             if "schema_version" not in db.table_names():
                 if db.table_names():
                     raise SchemaError("not a loopwatch database (it has no schema_version table)")
-                db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
-                           "applied_ts REAL NOT NULL, description TEXT NOT NULL)")
+                db.execute(
+                    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                    "applied_ts REAL NOT NULL, description TEXT NOT NULL)"
+                )
             if current_version(db) < migration.version:
                 migration.apply(db)
-                db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
-                           [migration.version, time.time(), migration.description])
+                db.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)",
+                    [migration.version, time.time(), migration.description],
+                )
                 applied.append(migration.version)
             db.commit()
         except BaseException:
@@ -286,6 +307,8 @@ def migrate(db: Database, upto: int | None = None) -> list[int]:
             raise
     version = current_version(db)
     if version > latest_version():
-        raise SchemaError(f"database schema v{version} is newer than this loopwatch "
-                          f"(v{latest_version()}); upgrade loopwatch to use it")
+        raise SchemaError(
+            f"database schema v{version} is newer than this loopwatch "
+            f"(v{latest_version()}); upgrade loopwatch to use it"
+        )
     return applied

@@ -10,7 +10,8 @@ not final while that watcher is gone (killed, even by SIGKILL) is shown
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -18,11 +19,28 @@ from monitor.events import Kind, Level
 from monitor.identity import owner_running
 from monitor.store.rows import DETECTION_COLUMNS, EVENT_COLUMNS, SEQ, level_rank, safe_text
 
-
 SESSION_COLUMNS = (
-    "id", "agent", "source", "origin", "pid", "parent", "first_seen", "last_seen", "status",
-    "level", "level_rank", "peak", "peak_rank", "detector", "reason", "events", "detections",
-    "owner", "loop_tokens", "loop_usd", "loop_unpriced_tokens",
+    "id",
+    "agent",
+    "source",
+    "origin",
+    "pid",
+    "parent",
+    "first_seen",
+    "last_seen",
+    "status",
+    "level",
+    "level_rank",
+    "peak",
+    "peak_rank",
+    "detector",
+    "reason",
+    "events",
+    "detections",
+    "owner",
+    "loop_tokens",
+    "loop_usd",
+    "loop_unpriced_tokens",
 )
 #: What loop episodes cost, summed from usage rows (``meta.loop``: monitor/cost.py, v7).
 LOOP_COLUMNS = ("loop_tokens", "loop_usd", "loop_unpriced_tokens")
@@ -82,23 +100,24 @@ def merge_update(old: dict[str, Any], new: dict[str, Any]) -> None:
 def _session_upsert_sql() -> str:
     merge = {
         "first_seen": "MIN(COALESCE(excluded.first_seen, sessions.first_seen), "
-                      "COALESCE(sessions.first_seen, excluded.first_seen))",
+        "COALESCE(sessions.first_seen, excluded.first_seen))",
         "last_seen": "MAX(COALESCE(excluded.last_seen, sessions.last_seen), "
-                     "COALESCE(sessions.last_seen, excluded.last_seen))",
+        "COALESCE(sessions.last_seen, excluded.last_seen))",
         "events": "MAX(excluded.events, sessions.events)",
         "detections": "sessions.detections + excluded.detections",
         **{c: f"sessions.{c} + excluded.{c}" for c in LOOP_COLUMNS},
         # The first source a session was seen in stays its source.
         "source": "COALESCE(sessions.source, excluded.source)",
         "peak": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
-                "THEN excluded.peak ELSE sessions.peak END",
+        "THEN excluded.peak ELSE sessions.peak END",
         "peak_rank": "CASE WHEN COALESCE(excluded.peak_rank, -1) > COALESCE(sessions.peak_rank, -1) "
-                     "THEN excluded.peak_rank ELSE sessions.peak_rank END",
+        "THEN excluded.peak_rank ELSE sessions.peak_rank END",
     }
     columns = ", ".join(SESSION_COLUMNS)
     marks = ", ".join("?" for _ in SESSION_COLUMNS)
-    sets = ", ".join(f"{c} = {merge.get(c, f'COALESCE(excluded.{c}, sessions.{c})')}"
-                     for c in SESSION_COLUMNS if c != "id")
+    sets = ", ".join(
+        f"{c} = {merge.get(c, f'COALESCE(excluded.{c}, sessions.{c})')}" for c in SESSION_COLUMNS if c != "id"
+    )
     return f"INSERT INTO sessions ({columns}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {sets}"
 
 
@@ -140,7 +159,8 @@ def derive_from_event(info: dict[str, Any], row: list[Any]) -> None:
 
 
 _D_DETECTOR, _D_LEVEL, _D_RANK, _D_MESSAGE, _D_SUPPRESSED = (
-    DETECTION_COLUMNS.index(k) for k in ("detector", "level", "level_rank", "message", "suppressed"))
+    DETECTION_COLUMNS.index(k) for k in ("detector", "level", "level_rank", "message", "suppressed")
+)
 
 
 def derive_from_detection(info: dict[str, Any], row: list[Any]) -> None:
@@ -179,8 +199,9 @@ def session_values(update: dict[str, Any], owner: str | None = None) -> list[Any
 FINAL_STATUSES = ("ended", "stopped")
 
 
-def shown_status(rows: list[dict[str, Any]],
-                 running: Callable[[str | None], bool] = owner_running) -> list[dict[str, Any]]:
+def shown_status(
+    rows: list[dict[str, Any]], running: Callable[[str | None], bool] = owner_running
+) -> list[dict[str, Any]]:
     """``rows`` (read from ``sessions``) with the status a reader must show:
     ``stopped`` for a session not ended whose watcher is gone."""
     alive: dict[str | None, bool] = {}

@@ -40,8 +40,8 @@ class Spill:
     def __init__(self, directory: Path, max_bytes: int = SPILL_BYTES):
         self.directory = directory
         self.max_bytes = max_bytes
-        self.count = 0          # rows in the file not read back yet
-        self.total = 0          # rows ever spilled
+        self.count = 0  # rows in the file not read back yet
+        self.total = 0  # rows ever spilled
         self._file: Any = None
         self._read_at = 0
         self._size = 0

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 class StoreStats:
     """Counters of what the writer did (a snapshot; see ``Store.stats``)."""
 
-    events: int = 0          # event rows committed
-    detections: int = 0      # detection rows committed
-    actions: int = 0         # action rows committed
-    transactions: int = 0    # write transactions committed
-    duplicates: int = 0      # event rows ignored: same (session, seq) already stored
-    dropped: int = 0         # rows given up because the queue and the spill file stayed full
-    spilled: int = 0         # rows that waited in the spill file (back-pressure)
-    failed: int = 0          # rows SQLite refused
-    pruned: int = 0          # event rows deleted by retention
-    pending: int = 0         # rows queued right now
+    events: int = 0  # event rows committed
+    detections: int = 0  # detection rows committed
+    actions: int = 0  # action rows committed
+    transactions: int = 0  # write transactions committed
+    duplicates: int = 0  # event rows ignored: same (session, seq) already stored
+    dropped: int = 0  # rows given up because the queue and the spill file stayed full
+    spilled: int = 0  # rows that waited in the spill file (back-pressure)
+    failed: int = 0  # rows SQLite refused
+    pruned: int = 0  # event rows deleted by retention
+    pending: int = 0  # rows queued right now
     last_error: str = ""

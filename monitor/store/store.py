@@ -35,8 +35,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -64,10 +65,20 @@ RECORDED_TABLES = ("sessions", "events", "detections", "actions", "file_position
 class Store(StoreReader):
     """Records sessions, events, detections and actions in one SQLite file."""
 
-    def __init__(self, path: str | Path, *, content_chars: int = 4000, batch_size: int = 500,
-                 flush_ms: int = 200, retention_days: float = 0, max_pending: int | None = None,
-                 block_seconds: float = 1.0, clock: Callable[[], float] = time.time,
-                 spill_bytes: int = SPILL_BYTES, discard_if_unused: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        content_chars: int = 4000,
+        batch_size: int = 500,
+        flush_ms: int = 200,
+        retention_days: float = 0,
+        max_pending: int | None = None,
+        block_seconds: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        spill_bytes: int = SPILL_BYTES,
+        discard_if_unused: bool = False,
+    ):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         super().__init__(path)
@@ -97,9 +108,13 @@ class Store(StoreReader):
     @classmethod
     def from_settings(cls, settings: StoreSettings, path: str | Path | None = None) -> Store:
         """A store configured by ``[store]`` (``path`` overrides the file)."""
-        return cls(resolve_db_path(path, settings), content_chars=settings.content_chars,
-                   batch_size=settings.batch_size, flush_ms=settings.flush_ms,
-                   retention_days=settings.retention_days)
+        return cls(
+            resolve_db_path(path, settings),
+            content_chars=settings.content_chars,
+            batch_size=settings.batch_size,
+            flush_ms=settings.flush_ms,
+            retention_days=settings.retention_days,
+        )
 
     def __enter__(self) -> Store:
         self.start()
@@ -115,13 +130,17 @@ class Store(StoreReader):
         with self._lifecycle:
             if self._writer is not None or self._closed:
                 raise StoreError("store already started" if not self._closed else "store is closed")
-            self._writer = Writer(self._open_writer(), batch_size=self.batch_size,
-                                  flush_seconds=self.flush_seconds,
-                                  retention_days=self.retention_days,
-                                  max_pending=self.max_pending, block_seconds=self.block_seconds,
-                                  clock=self.clock, owner=self._owner,
-                                  spill=Spill(self.path.parent, self.spill_bytes)
-                                  if self.spill_bytes > 0 else None)
+            self._writer = Writer(
+                self._open_writer(),
+                batch_size=self.batch_size,
+                flush_seconds=self.flush_seconds,
+                retention_days=self.retention_days,
+                max_pending=self.max_pending,
+                block_seconds=self.block_seconds,
+                clock=self.clock,
+                owner=self._owner,
+                spill=Spill(self.path.parent, self.spill_bytes) if self.spill_bytes > 0 else None,
+            )
 
     def _open_writer(self) -> Database:
         if not self.path.parent.exists():
@@ -131,8 +150,7 @@ class Store(StoreReader):
             # Transcripts can hold secrets: the file (and its -wal/-shm, which
             # SQLite creates with the same mode) is private to the user.
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         db = Database(conn, execute_plugins=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -174,6 +192,7 @@ class Store(StoreReader):
                 pass
             except OSError:
                 return  # kept: an empty database does no harm
+
     @property
     def stats(self) -> StoreStats:
         writer = self._writer
@@ -216,8 +235,9 @@ class Store(StoreReader):
     def _running(self) -> Writer:
         writer = self._writer
         if writer is None:
-            raise StoreError("the store is closed" if self._closed
-                             else "the store is not started; call start() first")
+            raise StoreError(
+                "the store is closed" if self._closed else "the store is not started; call start() first"
+            )
         return writer
 
     def add_events(self, events: Sequence[Event]) -> None:
@@ -238,9 +258,17 @@ class Store(StoreReader):
         """Queue a file's read position (see :class:`monitor.sources.files.FilePosition`):
         keys dev, ino, head_len, head, path, offset, line, mark.  Queued after
         the events read before it, so it is never committed before them."""
-        row = [int(position["dev"]), int(position["ino"]), int(position["head_len"]), str(position["head"]),
-               str(position["path"]), int(position["offset"]), position.get("line"),
-               bytes(position.get("mark") or b""), self.clock()]
+        row = [
+            int(position["dev"]),
+            int(position["ino"]),
+            int(position["head_len"]),
+            str(position["head"]),
+            str(position["path"]),
+            int(position["offset"]),
+            position.get("line"),
+            bytes(position.get("mark") or b""),
+            self.clock(),
+        ]
         self._enqueue("p", [row])
 
     def upsert_session(self, row: dict) -> None:
@@ -261,22 +289,29 @@ class Store(StoreReader):
         (StoreError after ``timeout`` seconds, e.g. a file locked by another process)."""
         self._call("flush", timeout=timeout)
 
-    def begin_action(self, kind: str, session: str, text: str | None, who: str,
-                     detail: str = "") -> int:
+    def begin_action(self, kind: str, session: str, text: str | None, who: str, detail: str = "") -> int:
         """Record an operator action as ``pending``; committed when this returns."""
         if not kind:
             raise ValueError("begin_action: kind must not be empty")
-        row = [safe_text(session), kind, safe_text(text), self.clock(),
-               safe_text(who) or current_user(), "pending", safe_text(detail) or "", self._owner]
+        row = [
+            safe_text(session),
+            kind,
+            safe_text(text),
+            self.clock(),
+            safe_text(who) or current_user(),
+            "pending",
+            safe_text(detail) or "",
+            self._owner,
+        ]
         return int(self._call("begin_action", row))
 
     def finish_action(self, action_id: int, outcome: str, detail: str = "") -> None:
         """Record an action's outcome; committed when this returns."""
         if outcome not in OUTCOMES:
-            raise ValueError(f"finish_action: unknown outcome {outcome!r} "
-                             f"(expected one of: {', '.join(sorted(OUTCOMES))})")
-        found = self._call("finish_action", [outcome, safe_text(detail) or "", self.clock(),
-                                             int(action_id)])
+            raise ValueError(
+                f"finish_action: unknown outcome {outcome!r} (expected one of: {', '.join(sorted(OUTCOMES))})"
+            )
+        found = self._call("finish_action", [outcome, safe_text(detail) or "", self.clock(), int(action_id)])
         if not found:
             raise StoreError(f"finish_action: no action with id {action_id}")
 
@@ -296,7 +331,6 @@ class Store(StoreReader):
 def _recorded_nothing(db: Database) -> bool:
     """Whether every table a run records into is empty."""
     try:
-        return not any(db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
-                       for table in RECORDED_TABLES)
+        return not any(db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in RECORDED_TABLES)
     except sqlite3.Error:
         return False

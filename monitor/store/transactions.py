@@ -15,15 +15,20 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sqlite_utils import Database
 
 from monitor.store.recovery import record_loss
 from monitor.store.rows import DETECTION_INSERT, DETECTION_SEQ, EVENT_COLUMNS, EVENT_INSERT, SEQ
 from monitor.store.sessions import (
-    SESSION_UPSERT, derive_from_detection, derive_from_event, merge_update, session_values,
+    SESSION_UPSERT,
+    derive_from_detection,
+    derive_from_event,
+    merge_update,
+    session_values,
 )
 from monitor.store.stats import StoreStats
 
@@ -37,18 +42,24 @@ PRUNE_CHUNK = 5000
 #: Sessions whose numbering the writer remembers (the rest are re-read).
 SEQ_CACHE = 20_000
 
-Rows = list[tuple[str, list[Any]]]       # ("e" | "d" | "p", row)
-Sessions = dict[str, dict[str, Any]]     # session id -> pending columns
+Rows = list[tuple[str, list[Any]]]  # ("e" | "d" | "p", row)
+Sessions = dict[str, dict[str, Any]]  # session id -> pending columns
 
 #: A file's read position, committed with (or after) the events read before it.
-POSITION_UPSERT = ("INSERT OR REPLACE INTO file_positions "
-                   "(dev, ino, head_len, head, path, offset, line, mark, updated) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-ACTION_INSERT = ("INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+POSITION_UPSERT = (
+    "INSERT OR REPLACE INTO file_positions "
+    "(dev, ino, head_len, head, path, offset, line, mark, updated) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+ACTION_INSERT = (
+    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 # An empty detail keeps the one given to begin_action.
-ACTION_FINISH = ("UPDATE actions SET outcome = ?, detail = CASE WHEN ? = '' THEN detail "
-                 "ELSE ? END, finished_ts = ? WHERE id = ?")
+ACTION_FINISH = (
+    "UPDATE actions SET outcome = ?, detail = CASE WHEN ? = '' THEN detail "
+    "ELSE ? END, finished_ts = ? WHERE id = ?"
+)
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -121,14 +132,22 @@ def merged(base: Sessions, new: Sessions) -> Sessions:
 class Transactions:
     """Commits batches, actions and retention on the writer's connection."""
 
-    def __init__(self, db: Database, stats: StoreStats, lock: threading.Condition, *,
-                 clock: Callable[[], float], retention_days: float, owner: str | None,
-                 closing_since: Callable[[], float | None]):
+    def __init__(
+        self,
+        db: Database,
+        stats: StoreStats,
+        lock: threading.Condition,
+        *,
+        clock: Callable[[], float],
+        retention_days: float,
+        owner: str | None,
+        closing_since: Callable[[], float | None],
+    ):
         self.db = db
         self.clock = clock
         self.retention_days = retention_days
         self.owner = owner
-        self._stats = stats          # shared with the writer, read under ``lock``
+        self._stats = stats  # shared with the writer, read under ``lock``
         self._lock = lock
         self._closing_since = closing_since
         #: Committed rows' session info, not yet written as session rows.
@@ -161,8 +180,9 @@ class Transactions:
             if durable:
                 db.execute("PRAGMA synchronous = NORMAL")
 
-    def retrying(self, work: Callable[[], Any], *, durable: bool = False,
-                 give_up_after: float | None = None) -> Any:
+    def retrying(
+        self, work: Callable[[], Any], *, durable: bool = False, give_up_after: float | None = None
+    ) -> Any:
         """Run ``work`` in a transaction, retrying while another process holds the lock."""
         started = time.monotonic()
         delay = 0.05
@@ -195,8 +215,9 @@ class Transactions:
         return action_id
 
     def finish_action(self, outcome: str, detail: str, finished_ts: float, action_id: int) -> int:
-        return self.durable(lambda: self.db.execute(
-            ACTION_FINISH, [outcome, detail, detail, finished_ts, action_id]).rowcount)
+        return self.durable(
+            lambda: self.db.execute(ACTION_FINISH, [outcome, detail, detail, finished_ts, action_id]).rowcount
+        )
 
     # -- batches ----------------------------------------------------------------------
 
@@ -237,8 +258,10 @@ class Transactions:
         if counts == self._losses_recorded:
             return
         try:
-            self.retrying(lambda: record_loss(self.db, counts[0], counts[1], reason[:500], self.clock),
-                          give_up_after=DURABLE_BUSY_SECONDS)
+            self.retrying(
+                lambda: record_loss(self.db, counts[0], counts[1], reason[:500], self.clock),
+                give_up_after=DURABLE_BUSY_SECONDS,
+            )
         except Exception as exc:
             log.warning("could not record the count of lost rows: %s", exc)
             return
@@ -257,8 +280,9 @@ class Transactions:
                 # update merged in as a second upsert would merge it.
                 updates = merged(derived, sessions) if sessions else derived
                 if updates:
-                    self.db.conn.executemany(SESSION_UPSERT, [session_values(u, self.owner)
-                                                              for u in updates.values()])
+                    self.db.conn.executemany(
+                        SESSION_UPSERT, [session_values(u, self.owner) for u in updates.values()]
+                    )
             result[:] = [counts, derived]
 
         self.retrying(work)
@@ -290,7 +314,8 @@ class Transactions:
                 row = self.db.execute(
                     "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events WHERE session = ?), 0), "
                     "COALESCE((SELECT events FROM sessions WHERE id = ?), 0))",
-                    [session, session]).fetchone()
+                    [session, session],
+                ).fetchone()
                 state = SeqState(int(row[0] or 0))
             seqs[session] = state
         return state
@@ -340,9 +365,14 @@ class Transactions:
         cutoff = self.clock() - self.retention_days * 86400.0
         total = 0
         while True:
-            deleted = self.retrying(lambda: self.db.execute(
-                "DELETE FROM events WHERE id IN "
-                "(SELECT id FROM events WHERE ts < ? LIMIT ?)", [cutoff, PRUNE_CHUNK]).rowcount)
+            deleted = self.retrying(
+                lambda: (
+                    self.db.execute(
+                        "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE ts < ? LIMIT ?)",
+                        [cutoff, PRUNE_CHUNK],
+                    ).rowcount
+                )
+            )
             total += deleted
             if deleted < PRUNE_CHUNK:
                 break

@@ -22,14 +22,15 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from sqlite_utils import Database
 
+from monitor.store.sessions import merge_update
 from monitor.store.spill import Spill
 from monitor.store.stats import StoreStats
-from monitor.store.sessions import merge_update
 from monitor.store.transactions import Rows, Sessions, Transactions
 
 log = logging.getLogger("loopwatch.store")
@@ -61,15 +62,26 @@ class Request:
 class Writer:
     """Owns the writing connection and the thread that uses it."""
 
-    def __init__(self, db: Database, *, batch_size: int, flush_seconds: float,
-                 retention_days: float, max_pending: int, block_seconds: float,
-                 clock: Callable[[], float], session_seconds: float | None = None,
-                 spill: Spill | None = None, owner: str | None = None):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        batch_size: int,
+        flush_seconds: float,
+        retention_days: float,
+        max_pending: int,
+        block_seconds: float,
+        clock: Callable[[], float],
+        session_seconds: float | None = None,
+        spill: Spill | None = None,
+        owner: str | None = None,
+    ):
         self.db = db
         self.batch_size = batch_size
         self.flush_seconds = flush_seconds
-        self.session_seconds = max(flush_seconds, SESSION_SECONDS if session_seconds is None
-                                   else session_seconds)
+        self.session_seconds = max(
+            flush_seconds, SESSION_SECONDS if session_seconds is None else session_seconds
+        )
         self.retention_days = retention_days
         self.max_pending = max_pending
         self.block_seconds = block_seconds
@@ -77,18 +89,24 @@ class Writer:
         self.state = "running"  # running | closing | closed | failed
         self._cond = threading.Condition()
         self._pending: deque[tuple[str, list[Any]]] = deque()
-        self._oldest_at: float | None = None   # monotonic time the oldest queued row came
-        self._dirty: Sessions = {}             # the hub's session updates, not yet written
+        self._oldest_at: float | None = None  # monotonic time the oldest queued row came
+        self._dirty: Sessions = {}  # the hub's session updates, not yet written
         self._requests: deque[Request] = deque()
         self._stats = StoreStats()
         self._closing_since = 0.0
         self._failure: BaseException | None = None
         self._spill = spill
-        self._warned_drop = -1e9               # monotonic time of the last drop warning
+        self._warned_drop = -1e9  # monotonic time of the last drop warning
         self._warned_spill = False
-        self._tx = Transactions(db, self._stats, self._cond, clock=clock,
-                                retention_days=retention_days, owner=owner,
-                                closing_since=self._closing)
+        self._tx = Transactions(
+            db,
+            self._stats,
+            self._cond,
+            clock=clock,
+            retention_days=retention_days,
+            owner=owner,
+            closing_since=self._closing,
+        )
         #: Rows given to enqueue so far, and how many of them are done with
         #: (committed, refused or dropped): a caller that noted ``enqueued``
         #: after adding a row knows it is on disk once ``done`` reaches it.
@@ -97,8 +115,7 @@ class Writer:
         self._listeners: list[Callable[[int], None]] = []
         if retention_days > 0:
             self._requests.append(Request("prune"))  # before anything else
-        self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="loopwatch-store-writer", daemon=True)
         self._thread.start()
 
     # -- producers (any thread) ----------------------------------------------------
@@ -121,8 +138,11 @@ class Writer:
     @property
     def stats(self) -> StoreStats:
         with self._cond:
-            return replace(self._stats, pending=self._queued(),
-                           spilled=self._spill.total if self._spill is not None else 0)
+            return replace(
+                self._stats,
+                pending=self._queued(),
+                spilled=self._spill.total if self._spill is not None else 0,
+            )
 
     def _queued(self) -> int:
         """Rows waiting, in memory and in the spill file (lock held)."""
@@ -147,7 +167,7 @@ class Writer:
                         self._to_spill(lines)
                         return
                 elif space > 0:
-                    chunk = rows[index:index + space]
+                    chunk = rows[index : index + space]
                     self._pending.extend((kind, row) for row in chunk)
                     index += len(chunk)
                     if self._oldest_at is None:
@@ -176,8 +196,10 @@ class Writer:
         self._cond.notify_all()
         if not self._warned_spill:
             self._warned_spill = True
-            log.warning("the database is not keeping up (locked by another process, or a slow "
-                        "disk): rows wait in a spill file; nothing is dropped")
+            log.warning(
+                "the database is not keeping up (locked by another process, or a slow "
+                "disk): rows wait in a spill file; nothing is dropped"
+            )
 
     def _drop(self, count: int) -> None:
         self._stats.dropped += count
@@ -185,9 +207,11 @@ class Writer:
         now = time.monotonic()
         if now - self._warned_drop >= 5.0:
             self._warned_drop = now
-            log.warning("store queue and spill file full: %d rows dropped so far this run "
-                        "(the disk is slower than the agents; see stats.dropped)",
-                        self._stats.dropped)
+            log.warning(
+                "store queue and spill file full: %d rows dropped so far this run "
+                "(the disk is slower than the agents; see stats.dropped)",
+                self._stats.dropped,
+            )
 
     def upsert_session(self, update: dict[str, Any]) -> None:
         with self._cond:
@@ -226,9 +250,12 @@ class Writer:
             if self._spill is not None:
                 self._spill.close()
         if self._stats.dropped or self._stats.failed:
-            log.warning("the store lost %d rows this run (%d dropped, %d refused)",
-                        self._stats.dropped + self._stats.failed, self._stats.dropped,
-                        self._stats.failed)
+            log.warning(
+                "the store lost %d rows this run (%d dropped, %d refused)",
+                self._stats.dropped + self._stats.failed,
+                self._stats.dropped,
+                self._stats.failed,
+            )
 
     # -- the thread ----------------------------------------------------------------
 
@@ -236,8 +263,7 @@ class Writer:
         try:
             self._loop()
         except BaseException as exc:  # a bug, not a database error: fail loudly, never hang
-            log.critical("the store writer STOPPED: nothing more will be recorded this run",
-                         exc_info=True)
+            log.critical("the store writer STOPPED: nothing more will be recorded this run", exc_info=True)
             with self._cond:
                 self._failure = exc
                 self.state = "failed"
@@ -259,8 +285,7 @@ class Writer:
                     closing = self.state != "running"
                     oldest = self._oldest_at if self._oldest_at is not None else now
                     queued = self._queued()
-                    rows_due = queued > 0 and (
-                        closing or queued >= self.batch_size or now >= oldest + flush)
+                    rows_due = queued > 0 and (closing or queued >= self.batch_size or now >= oldest + flush)
                     sessions_waiting = bool(self._dirty or self._tx.derived)
                     sessions_due = sessions_waiting and (closing or now >= self._tx.sessions_at + every)
                     prune_due = self.retention_days > 0 and now >= next_prune

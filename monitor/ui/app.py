@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -36,10 +37,20 @@ from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts
 if TYPE_CHECKING:
     from monitor.hub import Hub
 
-SEVERITY = {"delivered": "information", "pending": "information", "failed": "error",
-            "refused": "warning", "unsupported": "warning"}
-ACTION_TITLES = {"ack": "Acknowledged", "inject": "Inject", "kill": "Kill",
-                 "false_positive": "False positive", "mute": "Mute"}
+SEVERITY = {
+    "delivered": "information",
+    "pending": "information",
+    "failed": "error",
+    "refused": "warning",
+    "unsupported": "warning",
+}
+ACTION_TITLES = {
+    "ack": "Acknowledged",
+    "inject": "Inject",
+    "kill": "Kill",
+    "false_positive": "False positive",
+    "mute": "Mute",
+}
 
 HubFactory = Callable[[], AbstractAsyncContextManager["Hub"]]
 
@@ -54,10 +65,18 @@ class LoopwatchApp(App[int]):
         Binding("question_mark", "help", "Help", id="help", tooltip="Show this list of keys"),
     ]
 
-    def __init__(self, config: Config | None = None, *, hub: Hub | None = None,
-                 hub_factory: HubFactory | None = None, store: Any = None,
-                 mode: str = "live", session: str | None = None,
-                 clock: Callable[[], float] = time.time, theme: str | None = None):
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        hub: Hub | None = None,
+        hub_factory: HubFactory | None = None,
+        store: Any = None,
+        mode: str = "live",
+        session: str | None = None,
+        clock: Callable[[], float] = time.time,
+        theme: str | None = None,
+    ):
         super().__init__()
         self.config = config or Config()
         self.hub = hub
@@ -213,10 +232,15 @@ class LoopwatchApp(App[int]):
         for those that work on ``screen`` (its own, its widgets', the app's)."""
         rows = []
         keymap = self.config.ui.keymap
-        for binding in (all_bindings() if screen is None else screen_bindings(screen)):
+        for binding in all_bindings() if screen is None else screen_bindings(screen):
             key = keymap.get(binding.id, binding.key) if binding.id else binding.key
-            rows.append((self.get_key_display(Binding(key.split(",")[0], "")), binding.id or "",
-                         binding.tooltip or binding.description))
+            rows.append(
+                (
+                    self.get_key_display(Binding(key.split(",")[0], "")),
+                    binding.id or "",
+                    binding.tooltip or binding.description,
+                )
+            )
         return rows
 
     # -- operator actions ------------------------------------------------------------
@@ -230,26 +254,39 @@ class LoopwatchApp(App[int]):
             occurrences, acked = self.hub.pattern_history(info.id, last.detector, last.pattern)
         keymap = self.config.ui.keymap
         keys = {k: keymap.get(k, default) for k, default in (("ack", "a"), ("inject", "i"), ("kill", "K"))}
-        return EscalationFacts(ladder=tuple(self.config.escalation.ladder), occurrences=occurrences,
-                               acked_until=acked, proposed=proposed, auto_inject=self.config.control.auto_inject,
-                               auto_kill=self.config.control.auto_kill, keys=keys)
+        return EscalationFacts(
+            ladder=tuple(self.config.escalation.ladder),
+            occurrences=occurrences,
+            acked_until=acked,
+            proposed=proposed,
+            auto_inject=self.config.control.auto_inject,
+            auto_kill=self.config.control.auto_kill,
+            keys=keys,
+        )
 
     def perform(self, kind: str, session: str, **fields: Any) -> None:
         """Carry out an operator action in a worker; show the outcome."""
-        self.run_worker(self._perform(kind, session, **fields), name=f"{kind}:{session}",
-                        group="actions", exit_on_error=False)
+        self.run_worker(
+            self._perform(kind, session, **fields),
+            name=f"{kind}:{session}",
+            group="actions",
+            exit_on_error=False,
+        )
 
     async def _perform(self, kind: str, session: str, **fields: Any) -> Any:
         title = ACTION_TITLES.get(kind, kind)
         try:
             record = await self.hub.act(kind, session, **fields)
         except Exception as exc:  # the hub should not raise; never take the UI down
-            self.notify(visible(f"{session}: {exc}"), title=f"{title} failed", severity="error",
-                        markup=False)
+            self.notify(visible(f"{session}: {exc}"), title=f"{title} failed", severity="error", markup=False)
             return None
         detail = f" — {record.detail}" if record.detail else ""
-        self.notify(visible(f"{session}: {record.outcome}{detail}"), title=title,
-                    severity=SEVERITY.get(record.outcome, "information"), markup=False)
+        self.notify(
+            visible(f"{session}: {record.outcome}{detail}"),
+            title=title,
+            severity=SEVERITY.get(record.outcome, "information"),
+            markup=False,
+        )
         return record
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -261,8 +298,12 @@ class LoopwatchApp(App[int]):
             yield SystemCommand("History", "Browse past sessions in the database", self.action_history)
         yield SystemCommand("Help", "Show every key and its keymap id", self.action_help)
         for name in sorted(self.loopwatch_themes):
-            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
-                                lambda n=name: setattr(self, "theme", n), discover=False)
+            yield SystemCommand(
+                f"Theme: {name}",
+                f"Switch to the {name} theme",
+                lambda n=name: setattr(self, "theme", n),
+                discover=False,
+            )
 
 
 def all_bindings() -> list[Binding]:
@@ -280,9 +321,20 @@ def all_bindings() -> list[Binding]:
     from monitor.ui.widgets.detail.search import SearchBar
 
     seen: dict[str, Binding] = {}
-    for owner in (LoopwatchApp, DashboardScreen, SessionDetailScreen, HistoryScreen, EventStream,
-                  InjectScreen, KillScreen, MuteScreen, HelpScreen, EventViewScreen,
-                  RepeatDiffScreen, SearchBar):
+    for owner in (
+        LoopwatchApp,
+        DashboardScreen,
+        SessionDetailScreen,
+        HistoryScreen,
+        EventStream,
+        InjectScreen,
+        KillScreen,
+        MuteScreen,
+        HelpScreen,
+        EventViewScreen,
+        RepeatDiffScreen,
+        SearchBar,
+    ):
         for binding in owner.BINDINGS:
             if isinstance(binding, Binding) and binding.id and binding.id not in seen:
                 seen[binding.id] = binding
@@ -294,18 +346,25 @@ def check_keymap(keymap: dict[str, str]) -> None:
     known = {b.id for b in all_bindings()}
     for binding_id, keys in keymap.items():
         if binding_id not in known:
-            raise ConfigError(f"ui.keymap.{binding_id}: unknown action (expected one of: "
-                              f"{', '.join(sorted(known))})")
+            raise ConfigError(
+                f"ui.keymap.{binding_id}: unknown action (expected one of: {', '.join(sorted(known))})"
+            )
         if not keys.strip():
-            raise ConfigError(f"ui.keymap.{binding_id}: expected a key such as \"ctrl+k\"")
+            raise ConfigError(f'ui.keymap.{binding_id}: expected a key such as "ctrl+k"')
 
 
 # -- entry points ----------------------------------------------------------------
 
 
-def run_app(config: Config, hub_factory: HubFactory, *, theme: str | None = None,
-            session: str | None = None, notes: Iterable[str] = (),
-            last_resort: Iterable[Callable[[], None]] = ()) -> int:
+def run_app(
+    config: Config,
+    hub_factory: HubFactory,
+    *,
+    theme: str | None = None,
+    session: str | None = None,
+    notes: Iterable[str] = (),
+    last_resort: Iterable[Callable[[], None]] = (),
+) -> int:
     """Run the live monitor; returns the exit status.
 
     ``hub_factory()`` returns an async context manager that starts the hub (and
@@ -338,9 +397,17 @@ def _run(app: LoopwatchApp, last_resort: Iterable[Callable[[], None]] = ()) -> i
         return int(app.run() or 0)
 
 
-def run_history(config: Any, store: Any = None, *, theme: str | None = None,
-                agent: str | None = None, since: float | None = None, level: str | None = None,
-                text: str | None = None, limit: int | None = None) -> int:
+def run_history(
+    config: Any,
+    store: Any = None,
+    *,
+    theme: str | None = None,
+    agent: str | None = None,
+    since: float | None = None,
+    level: str | None = None,
+    text: str | None = None,
+    limit: int | None = None,
+) -> int:
     """Browse past sessions in ``store`` (read-only; its writer need not be started).
 
     ``run_history(path, **filters)`` (a database path, config from the default

@@ -17,5 +17,9 @@ def copy_text(app: Any, text: str, what: str) -> None:
     """Put ``text`` on the clipboard and say so (``what``: "event #12")."""
     app.copy_to_clipboard(text)
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    app.notify(visible(f"Copied {what} ({len(text):,} characters, {lines:,} lines)"),
-               title="Clipboard", markup=False, timeout=4)
+    app.notify(
+        visible(f"Copied {what} ({len(text):,} characters, {lines:,} lines)"),
+        title="Clipboard",
+        markup=False,
+        timeout=4,
+    )

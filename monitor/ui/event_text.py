@@ -20,22 +20,55 @@ from monitor.events import Event
 from monitor.ui.literal import literal, visible
 from monitor.ui.render import DEFAULT_PALETTE, Palette, date_time
 
-FIELDS = ("seq", "ts", "type", "session", "agent", "role", "tool", "call_id", "args", "is_error",
-          "content", "content_length", "file", "line", "status", "pid", "input_tokens",
-          "output_tokens", "cost_usd", "meta")
+FIELDS = (
+    "seq",
+    "ts",
+    "type",
+    "session",
+    "agent",
+    "role",
+    "tool",
+    "call_id",
+    "args",
+    "is_error",
+    "content",
+    "content_length",
+    "file",
+    "line",
+    "status",
+    "pid",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "meta",
+)
 
 
 def event_record(event: Any) -> dict[str, Any]:
     """The fields of ``event`` (an :class:`Event` or a stored row dict)."""
     if isinstance(event, Event):
-        return {"seq": event.seq, "ts": event.ts, "type": event.kind.value, "session": event.session,
-                "agent": event.agent, "role": event.role, "tool": event.tool or (
-                    event.call.tool if event.call is not None else None),
-                "call_id": event.call_id, "args": event.args, "is_error": event.is_error,
-                "content": event.content, "content_length": len(event.content or ""),
-                "file": event.source, "line": event.line, "status": event.status, "pid": event.pid,
-                "input_tokens": event.input_tokens, "output_tokens": event.output_tokens,
-                "cost_usd": event.cost_usd, "meta": event.meta or {}}
+        return {
+            "seq": event.seq,
+            "ts": event.ts,
+            "type": event.kind.value,
+            "session": event.session,
+            "agent": event.agent,
+            "role": event.role,
+            "tool": event.tool or (event.call.tool if event.call is not None else None),
+            "call_id": event.call_id,
+            "args": event.args,
+            "is_error": event.is_error,
+            "content": event.content,
+            "content_length": len(event.content or ""),
+            "file": event.source,
+            "line": event.line,
+            "status": event.status,
+            "pid": event.pid,
+            "input_tokens": event.input_tokens,
+            "output_tokens": event.output_tokens,
+            "cost_usd": event.cost_usd,
+            "meta": event.meta or {},
+        }
     record = {name: event.get(name) for name in FIELDS}
     if isinstance(record["args"], (str, bytes)):
         try:
@@ -75,13 +108,17 @@ def _facts(record: dict[str, Any]) -> list[tuple[str, str]]:
     where = record.get("file") or ""
     if record.get("line") is not None:
         where = f"{where}:{record['line']}"
-    for label, value in (("session", record.get("session")), ("agent", record.get("agent")),
-                         ("source", where), ("call id", record.get("call_id")),
-                         ("status", record.get("status")), ("pid", record.get("pid"))):
+    for label, value in (
+        ("session", record.get("session")),
+        ("agent", record.get("agent")),
+        ("source", where),
+        ("call id", record.get("call_id")),
+        ("status", record.get("status")),
+        ("pid", record.get("pid")),
+    ):
         if value not in (None, ""):
             facts.append((label, str(value)))
-    tokens = [f"{record[k]:,} {k.split('_')[0]}" for k in ("input_tokens", "output_tokens")
-              if record.get(k)]
+    tokens = [f"{record[k]:,} {k.split('_')[0]}" for k in ("input_tokens", "output_tokens") if record.get(k)]
     if tokens:
         facts.append(("tokens", " / ".join(tokens)))
     if record.get("cost_usd"):
@@ -102,21 +139,26 @@ def event_sections(record: dict[str, Any]) -> list[tuple[str, str]]:
     if record.get("args"):
         sections.append(("Arguments", pretty_json(record["args"])))
     if record.get("content"):
-        heading = "Error" if record.get("is_error") else {"tool_result": "Result", "message": "Message"}.get(
-            str(record.get("type")), "Content")
+        heading = (
+            "Error"
+            if record.get("is_error")
+            else {"tool_result": "Result", "message": "Message"}.get(str(record.get("type")), "Content")
+        )
         sections.append((heading, record["content"]))
     if record.get("meta"):
         sections.append(("Metadata", pretty_json(record["meta"])))
     return sections
 
 
-def event_document(record: dict[str, Any], palette: Palette = DEFAULT_PALETTE,
-                   search: str = "") -> Text:
+def event_document(record: dict[str, Any], palette: Palette = DEFAULT_PALETTE, search: str = "") -> Text:
     """The whole event as literal text; ``search`` matches are highlighted."""
     doc = Text()
-    doc.append_text(literal(title_line(record),
-                            style=palette.fg("level-critical", bold=True) if record.get("is_error")
-                            else Style(bold=True)))
+    doc.append_text(
+        literal(
+            title_line(record),
+            style=palette.fg("level-critical", bold=True) if record.get("is_error") else Style(bold=True),
+        )
+    )
     doc.append("\n")
     for label, value in _facts(record):
         doc.append(f"{label:>9}  ", style="dim")
@@ -130,8 +172,7 @@ def event_document(record: dict[str, Any], palette: Palette = DEFAULT_PALETTE,
         if heading not in ("Arguments", "Metadata") and _clip_note(record):
             doc.append(_clip_note(record) + "\n", style="dim italic")
     if search:
-        doc.highlight_words([search], palette.bg("repeat-highlight") + Style(bold=True),
-                            case_sensitive=False)
+        doc.highlight_words([search], palette.bg("repeat-highlight") + Style(bold=True), case_sensitive=False)
     return doc
 
 

@@ -41,8 +41,13 @@ class StopOnSignals:
     watchdog thread only if the app is still running ``grace`` seconds later,
     then the process exits with 128 + the signal number."""
 
-    def __init__(self, quit: Callable[[], None], *, grace: float = GRACE_SECONDS,
-                 exit_process: Callable[[int], Any] = os._exit) -> None:
+    def __init__(
+        self,
+        quit: Callable[[], None],
+        *,
+        grace: float = GRACE_SECONDS,
+        exit_process: Callable[[int], Any] = os._exit,
+    ) -> None:
         self.quit = quit
         self.grace = grace
         self.last_resort: list[Callable[[], None]] = []
@@ -57,8 +62,12 @@ class StopOnSignals:
                 self._previous[sig] = signal.signal(sig, self._handle)
             terminal = _terminal_fd()
             if terminal is not None:
-                threading.Thread(target=self._watch_terminal, args=(terminal,),
-                                 name="loopwatch-terminal-watch", daemon=True).start()
+                threading.Thread(
+                    target=self._watch_terminal,
+                    args=(terminal,),
+                    name="loopwatch-terminal-watch",
+                    daemon=True,
+                ).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

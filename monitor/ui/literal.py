@@ -39,8 +39,9 @@ def visible(text: str | None, *, multiline: bool = False) -> str:
     return str(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
 
 
-def literal(text: str | None, style: str | Style = "", *, multiline: bool = False,
-            limit: int | None = None) -> Text:
+def literal(
+    text: str | None, style: str | Style = "", *, multiline: bool = False, limit: int | None = None
+) -> Text:
     """A :class:`Text` that displays ``text`` exactly as characters."""
     shown = visible(text, multiline=multiline)
     if limit is not None and len(shown) > limit:

@@ -14,8 +14,9 @@ Textual: the feed is tested on its own.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, SessionChanged, Stats
 
@@ -55,14 +56,17 @@ class Batch:
     stats: Any | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.sessions or self.detections or self.actions or self.problems
-                    or self.stats is not None)
+        return bool(
+            self.sessions or self.detections or self.actions or self.problems or self.stats is not None
+        )
 
     def touches(self, session: str) -> bool:
         """Whether anything in the batch concerns ``session``."""
-        return (session in self.sessions
-                or any(getattr(d, "session", None) == session for d in self.detections)
-                or any(getattr(a, "session", None) == session for a in self.actions))
+        return (
+            session in self.sessions
+            or any(getattr(d, "session", None) == session for d in self.detections)
+            or any(getattr(a, "session", None) == session for a in self.actions)
+        )
 
 
 class LiveFeed:

@@ -23,8 +23,13 @@ OPERATOR_BINDINGS = [
     Binding("a", "ack", "Ack", id="ack", tooltip="Acknowledge the session's warning"),
     Binding("i", "inject", "Inject", id="inject", tooltip="Send the agent a message"),
     Binding("K", "kill", "Kill", id="kill", tooltip="Stop the agent's process (asks first)"),
-    Binding("f", "false_positive", "False+", id="false_positive",
-            tooltip="Mark the last detection a false positive"),
+    Binding(
+        "f",
+        "false_positive",
+        "False+",
+        id="false_positive",
+        tooltip="Mark the last detection a false positive",
+    ),
     Binding("m", "mute", "Mute", id="mute", tooltip="Mute a detector for this session"),
 ]
 
@@ -74,8 +79,11 @@ class OperatorActions:
         if info is None:
             return
         if info.level <= Level.NONE:
-            self.app.notify(visible(f"{info.id} has no open warning to acknowledge."),
-                            title="Nothing to acknowledge", markup=False)
+            self.app.notify(
+                visible(f"{info.id} has no open warning to acknowledge."),
+                title="Nothing to acknowledge",
+                markup=False,
+            )
             return
         self.app.perform("ack", info.id)
 
@@ -112,8 +120,9 @@ class OperatorActions:
         if info is None:
             return
         if info.last_detection is None:
-            self.app.notify(visible(f"{info.id} has no detection to mark."),
-                            title="Nothing to mark", markup=False)
+            self.app.notify(
+                visible(f"{info.id} has no detection to mark."), title="Nothing to mark", markup=False
+            )
             return
         self.app.perform("false_positive", info.id, detection=info.last_detection)
 
@@ -132,8 +141,11 @@ class OperatorActions:
         for name in [*fired, *REGISTRY]:
             if name in info.muted or any(name == n for n, _ in order):
                 continue
-            note = "raised the current level" if info.last_detection is not None and \
-                name == info.last_detection.detector else ("saw repetition" if name in fired else "")
+            note = (
+                "raised the current level"
+                if info.last_detection is not None and name == info.last_detection.detector
+                else ("saw repetition" if name in fired else "")
+            )
             order.append((name, note))
 
         def chosen(name: str | None) -> None:

@@ -73,8 +73,17 @@ def _json(value: Any) -> Any:
     return value
 
 
-def summarize(kind: str, *, tool: str | None, args: Any, content: str, role: str | None,
-              is_error: bool, agent: str | None = None, status: str | None = None) -> str:
+def summarize(
+    kind: str,
+    *,
+    tool: str | None,
+    args: Any,
+    content: str,
+    role: str | None,
+    is_error: bool,
+    agent: str | None = None,
+    status: str | None = None,
+) -> str:
     if kind == Kind.TOOL_CALL:
         return f"{tool}({compact_args(args if isinstance(args, dict) else None)})"
     if kind == Kind.TOOL_RESULT:
@@ -93,8 +102,11 @@ def usage_summary(tokens_in: Any, tokens_out: Any, cost: Any, meta: Any) -> str:
     meta = meta if isinstance(meta, dict) else {}
     parts = []
     if isinstance(tokens_in, int):
-        cached = sum(v for k in ("cache_read_input_tokens", "cached_input_tokens", "cache_creation_input_tokens")
-                     if isinstance(v := meta.get(k), int) and not isinstance(v, bool))
+        cached = sum(
+            v
+            for k in ("cache_read_input_tokens", "cached_input_tokens", "cache_creation_input_tokens")
+            if isinstance(v := meta.get(k), int) and not isinstance(v, bool)
+        )
         parts.append(f"{tokens_in:,} in" + (f" ({cached:,} cached)" if cached else ""))
     if isinstance(tokens_out, int):
         parts.append(f"{tokens_out:,} out")
@@ -108,20 +120,40 @@ def usage_summary(tokens_in: Any, tokens_out: Any, cost: Any, meta: Any) -> str:
 def event_row(row: Any) -> EventRow:
     """An :class:`EventRow` from an :class:`Event` or a store ``events()`` dict."""
     if isinstance(row, Event):
-        summary = (usage_summary(row.input_tokens, row.output_tokens, row.cost_usd, row.meta)
-                   if row.kind is Kind.USAGE else row.summary(4000))
+        summary = (
+            usage_summary(row.input_tokens, row.output_tokens, row.cost_usd, row.meta)
+            if row.kind is Kind.USAGE
+            else row.summary(4000)
+        )
         return EventRow(row.seq, row.ts, row.kind.value, summary, row.is_error, row.where)
     kind = str(_get(row, "type", "kind", default="?"))
     is_error = bool(_get(row, "is_error", default=False))
-    summary = summarize(kind, tool=_get(row, "tool", "name"), args=_json(_get(row, "args")),
-                        content=str(_get(row, "content", default="")), role=_get(row, "role"),
-                        is_error=is_error, agent=_get(row, "agent"), status=_get(row, "status"))
+    summary = summarize(
+        kind,
+        tool=_get(row, "tool", "name"),
+        args=_json(_get(row, "args")),
+        content=str(_get(row, "content", default="")),
+        role=_get(row, "role"),
+        is_error=is_error,
+        agent=_get(row, "agent"),
+        status=_get(row, "status"),
+    )
     if kind == Kind.USAGE:
-        summary = usage_summary(_get(row, "input_tokens"), _get(row, "output_tokens"),
-                                _get(row, "cost_usd"), _json(_get(row, "meta")))
+        summary = usage_summary(
+            _get(row, "input_tokens"),
+            _get(row, "output_tokens"),
+            _get(row, "cost_usd"),
+            _json(_get(row, "meta")),
+        )
     file, line = _get(row, "file", "source", default=""), _get(row, "line")
-    return EventRow(int(_get(row, "seq", default=0)), float(_get(row, "ts", default=0.0)), kind,
-                    summary, is_error, f"{file}:{line}" if line is not None else str(file))
+    return EventRow(
+        int(_get(row, "seq", default=0)),
+        float(_get(row, "ts", default=0.0)),
+        kind,
+        summary,
+        is_error,
+        f"{file}:{line}" if line is not None else str(file),
+    )
 
 
 def _evidence_seqs(value: Any) -> tuple[int, ...]:

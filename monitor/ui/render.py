@@ -7,9 +7,9 @@ switch re-colours everything; nothing here parses markup.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Mapping, Sequence
 
 from rich.color import Color as RichColor
 from rich.style import Style
@@ -20,8 +20,7 @@ from monitor.events import Level
 from monitor.ui.themes import DOMAIN_VARIABLES
 
 BARS = " ▁▂▃▄▅▆▇█"
-LEVEL_ICONS = {Level.NONE: "·", Level.NOTICE: "○", Level.WARN: "▲",
-               Level.CRITICAL: "◆", Level.TERMINATE: "✖"}
+LEVEL_ICONS = {Level.NONE: "·", Level.NOTICE: "○", Level.WARN: "▲", Level.CRITICAL: "◆", Level.TERMINATE: "✖"}
 
 
 def _rich(value: str, fallback: str) -> RichColor:
@@ -39,8 +38,9 @@ class Palette:
 
     @classmethod
     def from_variables(cls, variables: Mapping[str, str]) -> Palette:
-        return cls({name: _rich(variables.get(name, default), default)
-                    for name, default in DOMAIN_VARIABLES.items()})
+        return cls(
+            {name: _rich(variables.get(name, default), default) for name, default in DOMAIN_VARIABLES.items()}
+        )
 
     def fg(self, name: str, *, bold: bool = False) -> Style:
         return Style(color=self.colors[name], bold=bold)
@@ -88,10 +88,10 @@ def short_path(path: str, width: int) -> str:
         return name
     if width < 2:
         return name[:width]
-    extension = name[name.rfind("."):] if "." in name[1:] else ""
+    extension = name[name.rfind(".") :] if "." in name[1:] else ""
     tail = max((width - 1) // 2, min(len(extension), width - 2))
     head = width - 1 - tail
-    return name[:head] + "…" + name[len(name) - tail:]
+    return name[:head] + "…" + name[len(name) - tail :]
 
 
 def fit_words(line: Text, width: int) -> Text:
@@ -104,7 +104,7 @@ def fit_words(line: Text, width: int) -> Text:
     cut = plain.rfind(" ", 0, room + 1)
     if cut < room // 2:  # no space in the latter half: cut the word
         cut = room
-    shown = line[:cut + 1] if cut < room else line[:room]
+    shown = line[: cut + 1] if cut < room else line[:room]
     shown.append("…")
     return shown
 
@@ -137,15 +137,18 @@ def spark_text(values: Sequence[float], width: int, palette: Palette = DEFAULT_P
     return text
 
 
-def spark_rows(values: Sequence[float], width: int, height: int,
-               palette: Palette = DEFAULT_PALETTE) -> list[Text]:
+def spark_rows(
+    values: Sequence[float], width: int, height: int, palette: Palette = DEFAULT_PALETTE
+) -> list[Text]:
     """A ``height``-line sparkline on a fixed 0..1 scale, top line first."""
     recent = [max(0.0, min(1.0, float(v))) for v in list(values)[-width:]]
     pad = width - len(recent)
     rows: list[Text] = []
     for row in reversed(range(height)):
-        line = Text("▁" * pad if row == 0 else " " * pad,
-                    style=Style(color=palette.colors["level-watching"], dim=True))
+        line = Text(
+            "▁" * pad if row == 0 else " " * pad,
+            style=Style(color=palette.colors["level-watching"], dim=True),
+        )
         for v in recent:
             eighths = round(v * height * 8) - row * 8
             if row == 0 and eighths <= 0:

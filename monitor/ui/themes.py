@@ -44,8 +44,19 @@ DOMAIN_VARIABLES: dict[str, str] = {
     "status-ended": "#6e7681",
 }
 
-_COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent",
-               "foreground", "background", "surface", "panel", "boost")
+_COLOR_KEYS = (
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 _KNOWN_KEYS = {f.name for f in fields(Theme)} - {"variables"}
 
 
@@ -72,8 +83,10 @@ def parse_theme(path: Path) -> Theme:
         if key in ("name", "variables"):
             continue
         if key not in _KNOWN_KEYS:
-            raise ConfigError(f"{path}: {key}: unknown key (expected one of: "
-                              f"{', '.join(sorted(_KNOWN_KEYS | {'variables'}))})")
+            raise ConfigError(
+                f"{path}: {key}: unknown key (expected one of: "
+                f"{', '.join(sorted(_KNOWN_KEYS | {'variables'}))})"
+            )
         if key in _COLOR_KEYS:
             _check_color(path, key, value)
         elif key in ("dark", "ansi") and not isinstance(value, bool):
@@ -122,5 +135,7 @@ def check_theme_name(name: str, themes: dict[str, Theme], builtin: tuple[str, ..
     """Raise a :class:`ConfigError` naming ``ui.theme`` if ``name`` is unknown."""
     if name in themes or name in builtin:
         return
-    raise ConfigError(f"ui.theme: unknown theme {name!r} (expected one of: "
-                      f"{', '.join(sorted(themes))}; or a file in {user_themes_dir()})")
+    raise ConfigError(
+        f"ui.theme: unknown theme {name!r} (expected one of: "
+        f"{', '.join(sorted(themes))}; or a file in {user_themes_dir()})"
+    )

@@ -11,16 +11,24 @@ from textual.binding import Binding
 VIM_KEYS = ("j", "k", "g", "G", "ctrl+d", "ctrl+u")
 
 
-def vim_bindings(actions: tuple[str, str, str, str, str, str], ids: tuple[str, str, str, str, str, str],
-                 noun: str) -> list[Binding]:
+def vim_bindings(
+    actions: tuple[str, str, str, str, str, str], ids: tuple[str, str, str, str, str, str], noun: str
+) -> list[Binding]:
     """Hidden bindings of ``VIM_KEYS`` to ``actions`` under the keymap ``ids``;
     the tooltips (the help screen's text) name what moves: ``noun``."""
     descriptions = ("Down", "Up", "First", "Last", "Half page down", "Half page up")
-    tooltips = (f"Next {noun} (also ↓)", f"Previous {noun} (also ↑)", f"First {noun} (also home)",
-                f"Last {noun} (also end)", "Half a page down (also pgdn: a page)",
-                "Half a page up (also pgup: a page)")
-    return [Binding(key, action, description, show=False, id=id_, tooltip=tooltip)
-            for key, action, description, id_, tooltip in zip(VIM_KEYS, actions, descriptions, ids, tooltips)]
+    tooltips = (
+        f"Next {noun} (also ↓)",
+        f"Previous {noun} (also ↑)",
+        f"First {noun} (also home)",
+        f"Last {noun} (also end)",
+        "Half a page down (also pgdn: a page)",
+        "Half a page up (also pgup: a page)",
+    )
+    return [
+        Binding(key, action, description, show=False, id=id_, tooltip=tooltip)
+        for key, action, description, id_, tooltip in zip(VIM_KEYS, actions, descriptions, ids, tooltips)
+    ]
 
 
 def scroll_pane(pane: Any, where: str) -> None:

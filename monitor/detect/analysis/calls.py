@@ -16,10 +16,10 @@ detector sees the result.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from monitor.detect.analysis.failures import output_body
-from monitor.detect.analysis.failures import _TOOL_KINDS
+from monitor.detect.analysis.failures import _TOOL_KINDS, output_body
 from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
@@ -48,8 +48,23 @@ class CallRecord:
     unknown); ``io`` what the call writes (a repeat after its inputs changed
     is a new call) and whether it was made after a wait (``io.waited``)."""
 
-    __slots__ = ("seq", "ts", "tool", "hash", "key", "source", "line", "_ref", "text", "error", "long",
-                 "_outcome", "_marks", "failure", "io")
+    __slots__ = (
+        "seq",
+        "ts",
+        "tool",
+        "hash",
+        "key",
+        "source",
+        "line",
+        "_ref",
+        "text",
+        "error",
+        "long",
+        "_outcome",
+        "_marks",
+        "failure",
+        "io",
+    )
 
     @property
     def ref(self) -> EventRef:
@@ -240,9 +255,16 @@ class RecalledCall(Event):
 
     def __init__(self, record: CallRecord):
         found: EventRef = record.ref
-        super().__init__(_TOOL_CALL, "", record.ts, source=record.source, line=record.line,
-                         tool=record.tool, seq=record.seq,
-                         cache={"call_key": f"{record.key}#{record.hash:x}"})
+        super().__init__(
+            _TOOL_CALL,
+            "",
+            record.ts,
+            source=record.source,
+            line=record.line,
+            tool=record.tool,
+            seq=record.seq,
+            cache={"call_key": f"{record.key}#{record.hash:x}"},
+        )
         self._summary = found.summary
 
     def summary(self, width: int = 80) -> str:

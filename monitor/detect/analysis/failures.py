@@ -33,11 +33,27 @@ from monitor.events import Event
 from monitor.text import byte_classes, squash_ws
 
 #: Tools whose calls are shell commands even when the command key is unusual.
-SHELL_TOOLS = frozenset({
-    "bash", "shell", "sh", "zsh", "terminal", "exec", "exec_command", "execute_command",
-    "run_command", "run_shell_command", "run_terminal_cmd", "shell_command", "local_shell",
-    "execute_bash", "powershell", "container.exec", "cmd",
-})
+SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "shell",
+        "sh",
+        "zsh",
+        "terminal",
+        "exec",
+        "exec_command",
+        "execute_command",
+        "run_command",
+        "run_shell_command",
+        "run_terminal_cmd",
+        "shell_command",
+        "local_shell",
+        "execute_bash",
+        "powershell",
+        "container.exec",
+        "cmd",
+    }
+)
 COMMAND_KEYS = ("command", "cmd", "script")
 _COMMAND_KEY_SET = frozenset(COMMAND_KEYS)
 _SHELL_STRING_KEYS = ("input", "code", "commands")
@@ -60,8 +76,29 @@ _WRAPPERS = re.compile(
 )
 #: First words of a segment that :data:`_WRAPPERS` can remove (besides
 #: ``NAME=value`` and ``python…``): the regex only runs on segments starting so.
-_WRAPPER_WORDS = frozenset({"env", "time", "sudo", "nice", "command", "exec", "timeout", "npx", "bunx", "uv",
-                            "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "yarn", "pnpm", "py"})
+_WRAPPER_WORDS = frozenset(
+    {
+        "env",
+        "time",
+        "sudo",
+        "nice",
+        "command",
+        "exec",
+        "timeout",
+        "npx",
+        "bunx",
+        "uv",
+        "poetry",
+        "pipenv",
+        "pdm",
+        "hatch",
+        "rye",
+        "bundle",
+        "yarn",
+        "pnpm",
+        "py",
+    }
+)
 _RUNNERS = re.compile(
     r"""(?x)^(?:
         py\.?test | unittest | nose2? | nosetests | tox | nox | green | ward |
@@ -76,8 +113,25 @@ _RUNNERS = re.compile(
     )(?=$|[\s;&|)])"""
 )
 #: Every runner in _RUNNERS contains one of these.
-_RUNNER_WORDS = ("test", "spec", "check", "jest", "mocha", "ava", "karma", "tap", "tox", "nox", "green",
-                 "ward", "pest", "busted", "prove", "cypress", "nextest")
+_RUNNER_WORDS = (
+    "test",
+    "spec",
+    "check",
+    "jest",
+    "mocha",
+    "ava",
+    "karma",
+    "tap",
+    "tox",
+    "nox",
+    "green",
+    "ward",
+    "pest",
+    "busted",
+    "prove",
+    "cypress",
+    "nextest",
+)
 _RUNNER_HINT = re.compile("|".join(_RUNNER_WORDS))
 #: Commands longer than this are searched for a runner word with ``in``, not
 #: the regex, which tries every alternative at every position.
@@ -95,7 +149,9 @@ _EXIT_PATTERNS = (
     ("***", re.compile(r"make(?:\[\d+\])?: \*\*\* [^\n]{0,200}?\berror (\d+)")),
 )
 #: Programs whose exit status 1 means "no" (no match, files differ), not failure.
-_BENIGN_ONE = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "which", "pgrep"})
+_BENIGN_ONE = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "which", "pgrep"}
+)
 
 _EDIT_TOOLS = re.compile(
     r"(?i)edit|write|replace|patch|insert|create_file|str_replace|apply_diff|multiedit|notebook|save_file|append"
@@ -188,9 +244,11 @@ def _judge_tool(tool: str | None) -> tuple[bool, bool, bool]:
     """(a test tool?, an edit tool?, a shell tool?) by the tool's name."""
     name = tool or ""
     low = name.lower()
-    return (bool(_TEST_TOOLS.fullmatch(name)),
-            bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low,
-            low in SHELL_TOOLS)
+    return (
+        bool(_TEST_TOOLS.fullmatch(name)),
+        bool(_EDIT_TOOLS.search(low)) and low not in SHELL_TOOLS and "todo" not in low,
+        low in SHELL_TOOLS,
+    )
 
 
 #: Tool name -> :func:`_judge_tool`'s answer: names repeat, regexes and
@@ -250,8 +308,12 @@ def _segments(command: str) -> list[str]:
 
 #: Subcommands whose exit status 1 means "no": no match, a difference, not
 #: installed.
-_SUBCOMMANDS_BENIGN_ONE = {"git": frozenset({"grep", "diff"}), "pip": frozenset({"show"}),
-                           "pip3": frozenset({"show"}), "npm": frozenset({"ls", "list"})}
+_SUBCOMMANDS_BENIGN_ONE = {
+    "git": frozenset({"grep", "diff"}),
+    "pip": frozenset({"show"}),
+    "pip3": frozenset({"show"}),
+    "npm": frozenset({"ls", "list"}),
+}
 
 
 def _benign_one(segment: str, program: str | None = None) -> bool:
@@ -279,8 +341,25 @@ def _benign_one(segment: str, program: str | None = None) -> bool:
 #: their report is the output, the command worked (as a test run's failing
 #: tests are the code failing).  pylint's status is a bit field of message
 #: kinds below 32 (32: usage error); the others exit 1 with findings.
-_LINTERS = frozenset({"pylint", "flake8", "mypy", "ruff", "eslint", "pyflakes", "pycodestyle", "pydocstyle",
-                      "shellcheck", "black", "isort", "pyright", "stylelint", "hadolint", "yamllint"})
+_LINTERS = frozenset(
+    {
+        "pylint",
+        "flake8",
+        "mypy",
+        "ruff",
+        "eslint",
+        "pyflakes",
+        "pycodestyle",
+        "pydocstyle",
+        "shellcheck",
+        "black",
+        "isort",
+        "pyright",
+        "stylelint",
+        "hadolint",
+        "yamllint",
+    }
+)
 
 
 def _reported_findings(program: str, code: int, content: str) -> bool:
@@ -426,9 +505,12 @@ def failed(result: Event) -> bool:
             if code == 1:
                 if segments and _benign_one(segments[-1], last):
                     outcome = False
-                elif (len(result.content) <= 300 and len(segments) > 1
-                      and any(_benign_one(segment) for segment in segments[:-1])
-                      and not output_body(result.content)):
+                elif (
+                    len(result.content) <= 300
+                    and len(segments) > 1
+                    and any(_benign_one(segment) for segment in segments[:-1])
+                    and not output_body(result.content)
+                ):
                     # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
                     # 1 with nothing to say: the search said "no".
                     outcome = False
@@ -486,8 +568,15 @@ def _normalize_failure(text: str, limit: int = 200) -> str:
             # Most digits are no noise ("assert 21 == 0"): each other kind
             # needs one of these (a time "d:", a duration or percentage "du"
             # or "dsu", "a:d" of a file:line), "0x", "seed" or "line ".
-            noisy = ("du" in marks or "d:" in marks or ":d" in marks or "dsu" in marks
-                     or "0x" in text or "seed" in text or "line " in text)
+            noisy = (
+                "du" in marks
+                or "d:" in marks
+                or ":d" in marks
+                or "dsu" in marks
+                or "0x" in text
+                or "seed" in text
+                or "line " in text
+            )
     else:
         noisy = hexish = _HAS_DIGIT.search(text) is not None
     if noisy:  # every kind of noise has a digit in it
@@ -509,8 +598,10 @@ def _counts(line: str) -> list[tuple[str, str]]:
     """(number, word) of each :data:`_COUNT` match in ``line``."""
     if not _may_have_key(line):
         return [match.groups() for match in _COUNT_NUMBER.finditer(line)]
-    return [(match.group(4), match.group(3)) if match.group(3) else (match.group(1), match.group(2))
-            for match in _COUNT.finditer(line)]
+    return [
+        (match.group(4), match.group(3)) if match.group(3) else (match.group(1), match.group(2))
+        for match in _COUNT.finditer(line)
+    ]
 
 
 def _has_count(line: str) -> bool:

@@ -29,21 +29,120 @@ from monitor.events import Event
 _PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 _REDIRECT_TARGET = re.compile(r"(?<![0-9&<])>{1,2}\s*([^\s&|;<>()]+)")
 #: Programs that run code: what they print depends on files they do not name.
-_RUNS = frozenset({
-    "python", "python3", "python2", "py", "pytest", "node", "deno", "bun", "ruby", "perl", "php", "go",
-    "cargo", "make", "npm", "npx", "yarn", "pnpm", "tox", "nox", "java", "mvn", "gradle", "bash", "sh",
-    "zsh", "dotnet", "swift", "rustc", "gcc", "cc", "clang", "g++", "julia", "Rscript", "uv", "poetry",
-})
+_RUNS = frozenset(
+    {
+        "python",
+        "python3",
+        "python2",
+        "py",
+        "pytest",
+        "node",
+        "deno",
+        "bun",
+        "ruby",
+        "perl",
+        "php",
+        "go",
+        "cargo",
+        "make",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "tox",
+        "nox",
+        "java",
+        "mvn",
+        "gradle",
+        "bash",
+        "sh",
+        "zsh",
+        "dotnet",
+        "swift",
+        "rustc",
+        "gcc",
+        "cc",
+        "clang",
+        "g++",
+        "julia",
+        "Rscript",
+        "uv",
+        "poetry",
+    }
+)
 #: git subcommands that write the working tree without naming every file.
 #: Programs whose output depends only on the files they name (or nothing).
-_PURE = frozenset({
-    "cat", "head", "tail", "less", "more", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed",
-    "awk", "diff", "cmp", "ls", "find", "stat", "file", "tree", "echo", "printf", "cd", "pwd", "which",
-    "type", "test", "[", "sort", "uniq", "cut", "tr", "xxd", "od", "md5sum", "sha256sum", "sleep", "true",
-    "false", "date", "whoami", "env", "export", "clear", "column", "jq", "realpath", "dirname", "basename",
-})
-_GIT_WRITES = frozenset({"apply", "checkout", "restore", "reset", "stash", "am", "cherry-pick", "merge",
-                         "rebase", "pull", "revert", "switch"})
+_PURE = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "nl",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "sed",
+        "awk",
+        "diff",
+        "cmp",
+        "ls",
+        "find",
+        "stat",
+        "file",
+        "tree",
+        "echo",
+        "printf",
+        "cd",
+        "pwd",
+        "which",
+        "type",
+        "test",
+        "[",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "xxd",
+        "od",
+        "md5sum",
+        "sha256sum",
+        "sleep",
+        "true",
+        "false",
+        "date",
+        "whoami",
+        "env",
+        "export",
+        "clear",
+        "column",
+        "jq",
+        "realpath",
+        "dirname",
+        "basename",
+    }
+)
+_GIT_WRITES = frozenset(
+    {
+        "apply",
+        "checkout",
+        "restore",
+        "reset",
+        "stash",
+        "am",
+        "cherry-pick",
+        "merge",
+        "rebase",
+        "pull",
+        "revert",
+        "switch",
+    }
+)
 _GIT_BROAD = frozenset({"diff", "status", "log", "show"})
 _MAX_NAMES = 16
 
@@ -53,8 +152,9 @@ class CallIO:
 
     __slots__ = ("writes", "blind", "broad", "reads", "waited", "_kept")
 
-    def __init__(self, writes: tuple[int, ...], blind: bool, broad: bool, reads: frozenset[int],
-                 waited: bool = False):
+    def __init__(
+        self, writes: tuple[int, ...], blind: bool, broad: bool, reads: frozenset[int], waited: bool = False
+    ):
         self.writes = writes
         self.blind = blind
         self.broad = broad
@@ -81,7 +181,6 @@ class CallIO:
             return True
         return not self.reads.isdisjoint(writer.writes)
 
-
     def kept(self, waited: bool = False) -> CallIO:
         """What a record keeps of it: the writes and flags, not the reads (only
         the call being judged needs those, and its event has them), and
@@ -92,15 +191,20 @@ class CallIO:
         kept = self._kept
         if kept is None:
             # Made once: call_io() shares one CallIO between the runs of a command.
-            kept = self._kept = (CallIO(self.writes, self.blind, self.broad, _EMPTY) if self.writes
-                                 else _SHARED[self.blind, self.broad])
+            kept = self._kept = (
+                CallIO(self.writes, self.blind, self.broad, _EMPTY)
+                if self.writes
+                else _SHARED[self.blind, self.broad]
+            )
         return kept
 
 
 _EMPTY: frozenset[int] = frozenset()
 _UNSET = object()
 NO_IO = CallIO((), False, False, _EMPTY)
-_SHARED = {(blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)}
+_SHARED = {
+    (blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)
+}
 _SHARED[False, False] = NO_IO
 #: An edit tool's call that names no file (it may write any).
 _BLIND_EDIT = _SHARED[True, False]
@@ -116,8 +220,11 @@ def _base_name(word: str) -> str:
 
 
 def _names(words: list[str]) -> set[int]:
-    return {_base(w) for w in words if ("." in w or "/" in w) and not w.startswith("-")
-            and not w.startswith(("'s", "s/", "'/", "/^"))}
+    return {
+        _base(w)
+        for w in words
+        if ("." in w or "/" in w) and not w.startswith("-") and not w.startswith(("'s", "s/", "'/", "/^"))
+    }
 
 
 def call_io(call: Event | None) -> CallIO:
@@ -129,7 +236,9 @@ def call_io(call: Event | None) -> CallIO:
     if command is _UNSET:
         command = shell_command(call)
     if command is None:
-        io = _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO  # is_edit() of a call that runs no command
+        io = (
+            _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO
+        )  # is_edit() of a call that runs no command
     else:
         io = _BY_COMMAND[command]
     return io

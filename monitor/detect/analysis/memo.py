@@ -7,7 +7,8 @@ is emptied when full: bounded whatever the agents write."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from monitor.text import SIMILARITY_CHARS, normalize_result
 

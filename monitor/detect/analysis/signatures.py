@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 import shlex
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
@@ -33,8 +34,19 @@ from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
 from monitor.text import SIMILARITY_CHARS, call_key, canonical_args, clip, squash_ws
 
-PRIMARY_KEYS = ("path", "file_path", "command", "cmd", "pattern", "query", "url", "content",
-                "filename", "offset", "limit")
+PRIMARY_KEYS = (
+    "path",
+    "file_path",
+    "command",
+    "cmd",
+    "pattern",
+    "query",
+    "url",
+    "content",
+    "filename",
+    "offset",
+    "limit",
+)
 _PRIMARY_SET = frozenset(PRIMARY_KEYS)
 COMMAND_KEYS = ("command", "cmd")
 FILE_READERS = frozenset({"cat", "head", "tail", "less", "more", "bat"})
@@ -185,25 +197,48 @@ def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:
 
 #: Results that are not the call's own outcome: a sibling in a parallel batch
 #: failed, the user refused or interrupted the call.
-_NOT_AN_OUTCOME = ("sibling tool call errored", "doesn't want to proceed", "was rejected",
-                   "request interrupted", "interrupted by user", "user denied", "permission to use")
+_NOT_AN_OUTCOME = (
+    "sibling tool call errored",
+    "doesn't want to proceed",
+    "was rejected",
+    "request interrupted",
+    "interrupted by user",
+    "user denied",
+    "permission to use",
+)
 #: What a non-error result says when a search came back empty-handed.
-EMPTY_HANDED = ("no matches", "no files found", "no results", "0 results", "nothing found",
-                 "not found", "no such file", "does not exist", "could not find", "cannot find",
-                 "unable to find", "no match")
+EMPTY_HANDED = (
+    "no matches",
+    "no files found",
+    "no results",
+    "0 results",
+    "nothing found",
+    "not found",
+    "no such file",
+    "does not exist",
+    "could not find",
+    "cannot find",
+    "unable to find",
+    "no match",
+)
+
+
 def _empty_handed(low: str) -> bool:
     """``low`` (lower-cased) contains an :data:`EMPTY_HANDED` phrase."""
     if "no" in low:
         # The phrases by a word each has: most texts with "no" ("not",
         # "know") have none of the words, and a substring test costs less
         # than a step of a generator.  (Kept in step with EMPTY_HANDED.)
-        return (("found" in low and ("no files found" in low or "nothing found" in low or "not found" in low))
-                or ("find" in low and ("could not find" in low or "cannot find" in low
-                                       or "unable to find" in low))
-                or ("match" in low and "no match" in low)  # (and "no matches")
-                or ("result" in low and ("no results" in low or "0 results" in low))
-                or ("such" in low and "no such file" in low)
-                or ("exist" in low and "does not exist" in low))
+        return (
+            ("found" in low and ("no files found" in low or "nothing found" in low or "not found" in low))
+            or (
+                "find" in low and ("could not find" in low or "cannot find" in low or "unable to find" in low)
+            )
+            or ("match" in low and "no match" in low)  # (and "no matches")
+            or ("result" in low and ("no results" in low or "0 results" in low))
+            or ("such" in low and "no such file" in low)
+            or ("exist" in low and "does not exist" in low)
+        )
     # The phrases without "no".
     return "0 results" in low or "unable to find" in low
 
@@ -253,11 +288,11 @@ class LinePattern:
         first = self.first
         if "\n" not in text:
             found = first.match(text)
-            return text if found is None else text[found.end():]
+            return text if found is None else text[found.end() :]
         parts: list[str] = []
         kept = 0
         for found in self.finditer(text):
-            parts.append(text[kept:found.start() if found.re is first else found.start() + 1])
+            parts.append(text[kept : found.start() if found.re is first else found.start() + 1])
             kept = found.end()
         if not parts:
             return text
@@ -389,8 +424,22 @@ def failed_silently(result: Event) -> bool:
 # -- one command over many items ---------------------------------------------------
 
 #: Argument keys that name the item a call works on.
-ITEM_KEYS = frozenset({"path", "file_path", "filename", "url", "cwd", "workdir", "directory", "dir",
-                       "offset", "limit", "page", "notebook_path"})
+ITEM_KEYS = frozenset(
+    {
+        "path",
+        "file_path",
+        "filename",
+        "url",
+        "cwd",
+        "workdir",
+        "directory",
+        "dir",
+        "offset",
+        "limit",
+        "page",
+        "notebook_path",
+    }
+)
 _ITEM_TOKEN = re.compile(
     r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://\S+"  # a URL
     r"|[-\w.]*[/\\][^\s]*"  # a path

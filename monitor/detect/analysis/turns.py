@@ -100,7 +100,7 @@ class BoundedText:
             taken = half - len(self.head)
             self.head += piece[:taken]
         if len(piece) > taken:
-            self.tail = (self.tail + piece[max(taken, len(piece) - half):])[-half:]
+            self.tail = (self.tail + piece[max(taken, len(piece) - half) :])[-half:]
 
     def text(self) -> str:
         return self.head + self.tail
@@ -139,8 +139,9 @@ class Outcome:
         """The normalized results, order-free (parallel calls finish in any order)."""
         if self._key is None:
             normalized = NORMALIZED_RESULTS.__getitem__
-            self._key = tuple(sorted(("E:" if error else "R:") + normalized(content)
-                                     for error, content in self.items))
+            self._key = tuple(
+                sorted(("E:" if error else "R:") + normalized(content) for error, content in self.items)
+            )
         return self._key
 
     def moved(self, other: Outcome) -> bool:
@@ -179,9 +180,25 @@ class Turn:
     :class:`~monitor.events.EventRef` of each event they keep, never the
     turn, so a judged turn goes with its events once the next event is fed."""
 
-    __slots__ = ("first", "last", "response", "text", "has_text", "messages", "calls", "call_id",
-                 "call_ids", "open_calls", "results", "ended", "answered", "events", "_undo",
-                 "keep_keys", "_outcome")
+    __slots__ = (
+        "first",
+        "last",
+        "response",
+        "text",
+        "has_text",
+        "messages",
+        "calls",
+        "call_id",
+        "call_ids",
+        "open_calls",
+        "results",
+        "ended",
+        "answered",
+        "events",
+        "_undo",
+        "keep_keys",
+        "_outcome",
+    )
 
     def __init__(self, first: Event, keep_text: bool, response: str | None = None):
         """A turn opened by ``first``: a tool call is added here (most turns
@@ -227,8 +244,13 @@ class Turn:
         text = self.text
         if text is None and self.keep_keys:
             text = self.text = BoundedText()
-        self._undo = (self.has_text, self.messages, len(self.events), self.last,
-                      None if text is None else (text.head, text.tail, text.length))
+        self._undo = (
+            self.has_text,
+            self.messages,
+            len(self.events),
+            self.last,
+            None if text is None else (text.head, text.tail, text.length),
+        )
         self.messages += 1
         content = event.content
         if content and not content.isspace():  # has_text(), inlined
@@ -444,4 +466,3 @@ class TurnTracker:
             return None
         turn.ended = True
         return self._close() if turn.complete else None
-

@@ -81,12 +81,12 @@ def common_prefix(text: str, a: int, b: int, limit: int) -> int:
     done, step = 0, 64
     while done < limit:
         stop = min(limit, done + step)
-        if text[a + done:a + stop] == text[b + done:b + stop]:
+        if text[a + done : a + stop] == text[b + done : b + stop]:
             done, step = stop, step * 2
             continue
         while stop - done > 1:
             mid = (done + stop) // 2
-            if text[a + done:a + mid] == text[b + done:b + mid]:
+            if text[a + done : a + mid] == text[b + done : b + mid]:
                 done = mid
             else:
                 stop = mid
@@ -99,12 +99,12 @@ def common_suffix(text: str, a: int, b: int, limit: int) -> int:
     done, step = 0, 64
     while done < limit:
         stop = min(limit, done + step)
-        if text[a - stop:a - done] == text[b - stop:b - done]:
+        if text[a - stop : a - done] == text[b - stop : b - done]:
             done, step = stop, step * 2
             continue
         while stop - done > 1:
             mid = (done + stop) // 2
-            if text[a - mid:a - done] == text[b - mid:b - done]:
+            if text[a - mid : a - done] == text[b - mid : b - done]:
                 done = mid
             else:
                 stop = mid
@@ -116,7 +116,7 @@ def canonical_unit(unit: str) -> str:
     """The repeated unit independent of where the run was cut: its smallest
     rotation, white space squashed, lower-cased."""
     doubled = unit + unit
-    rotation = min(doubled[i:i + len(unit)] for i in range(len(unit)))
+    rotation = min(doubled[i : i + len(unit)] for i in range(len(unit)))
     return squash_ws(rotation).lower()
 
 
@@ -127,7 +127,7 @@ class Chant(NamedTuple):
     count: int  # how often a window of the run recurs in it
 
     def unit(self, text: str) -> str:
-        return text[self.start:self.start + self.period]
+        return text[self.start : self.start + self.period]
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class ChantFinder:
         last = n - window
         reach = self.max_period + window  # (find() stops at the end of the text by itself)
         while i <= last:
-            j = text.find(text[i:i + window], i + 1, i + reach)
+            j = text.find(text[i : i + window], i + 1, i + reach)
             if j < 0:
                 i += step
                 continue
@@ -176,8 +176,9 @@ class ChantFinder:
                 i += step
         return found
 
-    def find(self, text: str, fence_open: bool = False, first_line: bool | None = None,
-             lo: int = 0) -> list[Chant]:
+    def find(
+        self, text: str, fence_open: bool = False, first_line: bool | None = None, lo: int = 0
+    ) -> list[Chant]:
         """Chants in the prose of ``text``: runs outside code, cut at structural lines.
 
         ``fence_open`` says whether ``text`` starts inside a code fence;
@@ -356,13 +357,18 @@ class Chanting(Detector):
         covered = 0
         active = None
         for index, region in enumerate(regions):
-            for chant in self.finder.find(region.text, region.fence_open, region.first_line,
-                                          lo=region.fresh_from):
+            for chant in self.finder.find(
+                region.text, region.fence_open, region.first_line, lo=region.fresh_from
+            ):
                 unit = chant.unit(region.text)
                 key = digest(canonical_unit(unit))
                 length = chant.end - chant.start
-                if (index == 0 and chant.start < region.fresh_from and self.active is not None
-                        and self.active[0] == key):
+                if (
+                    index == 0
+                    and chant.start < region.fresh_from
+                    and self.active is not None
+                    and self.active[0] == key
+                ):
                     # The run goes on from the previous message of the stream.
                     length = self.active[1] + (chant.end - region.fresh_from)
                 count = self.finder.seen(length, chant.period)

@@ -151,7 +151,7 @@ class Cycle(Detector):
             if not confirmed and records[-1 - period].done:
                 return None
             names = " → ".join(r.tool or "?" for r in block)
-            involved = records[-min(n, run + period):]
+            involved = records[-min(n, run + period) :]
             return [
                 Detection(
                     detector=self.name,
@@ -163,7 +163,7 @@ class Cycle(Detector):
                     tool=block[-1].tool,
                     summary=f"repeated the same sequence of {period} calls ({names}) {reps} times",
                     advice="Each pass gives the same results. Break the cycle: change the approach, "
-                           "not the order of the same steps.",
+                    "not the order of the same steps.",
                     evidence=evidence(r.ref for r in involved),
                 )
             ]

@@ -26,14 +26,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import AwaitedRepeat, AwaitsRepeats, CallRecord, CallWindow, events, new_record
+from monitor.detect.analysis.calls import (
+    AwaitedRepeat,
+    AwaitsRepeats,
+    CallRecord,
+    CallWindow,
+    events,
+    new_record,
+)
 from monitor.detect.analysis.inputs import call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
 _CALLS = frozenset({Kind.TOOL_CALL})
-
 
 
 @dataclass(frozen=True)
@@ -107,12 +113,18 @@ class ExactRepeat(Detector, AwaitsRepeats):
             records.append(record)
             counts[digest] = 1
             return None
-        if counts[digest] + 1 < (self.settings.threshold if not view.tool_overrides
-                                 else view.threshold(event.tool, self.settings.threshold)):
+        if counts[digest] + 1 < (
+            self.settings.threshold
+            if not view.tool_overrides
+            else view.threshold(event.tool, self.settings.threshold)
+        ):
             # Too few occurrences in the window to reach the threshold,
             # however the streak would count: only the similarity to note.
-            noted = view.keeps_similarity and not record.waited and record.key in [
-                earlier.key for earlier in records if earlier.hash == digest]
+            noted = (
+                view.keeps_similarity
+                and not record.waited
+                and record.key in [earlier.key for earlier in records if earlier.hash == digest]
+            )
             self.calls.push(record)
             if noted:
                 view.note_similarity(self.name, 1.0)
@@ -150,7 +162,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
         streak = [reference]
         if latest + 1 < len(records):
             moved = _moved(records, first)
-            if True in moved[latest + 1 - first:] or record.changed_since(io, records[latest + 1:]):
+            if True in moved[latest + 1 - first :] or record.changed_since(io, records[latest + 1 :]):
                 streak = []
         for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
             if not streak:
@@ -161,8 +173,9 @@ class ExactRepeat(Detector, AwaitsRepeats):
             if earlier_at + 1 < later:
                 if moved is None:
                     moved = _moved(records, first)
-                if True in moved[earlier_at + 1 - first:later - first] \
-                        or record.changed_since(io, records[earlier_at + 1:later]):
+                if True in moved[earlier_at + 1 - first : later - first] or record.changed_since(
+                    io, records[earlier_at + 1 : later]
+                ):
                     break
             if not reference.done:
                 reference = earlier
@@ -174,7 +187,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
             # updated", a file written with the same content) between other
             # work: bookkeeping, not a loop.  Back to back it still counts
             # (a plan restated and never acted on).
-            indices = [*positions[-len(streak):], len(records)]
+            indices = [*positions[-len(streak) :], len(records)]
             if all(b - a > 1 for a, b in zip(indices, indices[1:])):
                 return None
         count = len(streak) + 1
@@ -192,8 +205,9 @@ class ExactRepeat(Detector, AwaitsRepeats):
         self.awaited = None
         return self._detection(records, count, threshold, len(calls))
 
-    def _detection(self, records: list[CallRecord], count: int, threshold: int,
-                   window: int) -> list[Detection]:
+    def _detection(
+        self, records: list[CallRecord], count: int, threshold: int, window: int
+    ) -> list[Detection]:
         """The detection of ``count`` identical calls (``records``, the latest
         first) whose results agree, seen in a window of ``window`` calls."""
         latest = records[0]

@@ -22,8 +22,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import (SHELL_TOOLS, failed, failure_kind, manual_file_op, shell_command,
-                                              tests_failed)
+from monitor.detect.analysis.failures import (
+    SHELL_TOOLS,
+    failed,
+    failure_kind,
+    manual_file_op,
+    shell_command,
+    tests_failed,
+)
 from monitor.detect.analysis.signatures import not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
@@ -43,7 +49,9 @@ CASCADE = (
 
 @dataclass(frozen=True)
 class FailureCascadeSettings(DetectorSettings):
-    threshold: int = 3  # at the Nth consecutive failing shell command: notice, or warn if one failed as the last
+    threshold: int = (
+        3  # at the Nth consecutive failing shell command: notice, or warn if one failed as the last
+    )
     long_threshold: int = 5  # warn at the Nth consecutive failure, however different
 
 
@@ -51,8 +59,10 @@ class FailureCascade(Detector):
     name = "failure_cascade"
     title = "Failure cascade"
     Settings = FailureCascadeSettings
-    presets = {"conservative": {"threshold": 5, "long_threshold": 7},
-               "aggressive": {"threshold": 2, "long_threshold": 4}}
+    presets = {
+        "conservative": {"threshold": 5, "long_threshold": 7},
+        "aggressive": {"threshold": 2, "long_threshold": 4},
+    }
     kinds = frozenset({Kind.TOOL_RESULT})
 
     def __init__(self, settings: FailureCascadeSettings | None = None):
@@ -117,10 +127,20 @@ class FailureCascade(Detector):
         by_hand = self.file_ops * 2 >= self.count
         if level is Level.NOTICE:
             message = f"{self.count} consecutive shell commands failed, each differently: adapting, so far"
-            return [Detection(detector=self.name, level=level, score=self.count / (long_threshold + 2),
-                              message=message, pattern="shell_failures:adapting", count=self.count,
-                              tool=tool, summary=f"had {self.count} different shell commands fail in a row",
-                              advice=CASCADE, evidence=evidence(self.events))]
+            return [
+                Detection(
+                    detector=self.name,
+                    level=level,
+                    score=self.count / (long_threshold + 2),
+                    message=message,
+                    pattern="shell_failures:adapting",
+                    count=self.count,
+                    tool=tool,
+                    summary=f"had {self.count} different shell commands fail in a row",
+                    advice=CASCADE,
+                    evidence=evidence(self.events),
+                )
+            ]
         if not self.pattern:
             # Stable for the whole streak so that each further failure climbs one ladder.
             self.pattern = "shell_failures:file_ops" if by_hand else "shell_failures"

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import KEY_CHARS, AwaitedRepeat, AwaitsRepeats, CallRecord, events, new_record
+from monitor.detect.analysis.calls import (
+    KEY_CHARS,
+    AwaitedRepeat,
+    AwaitsRepeats,
+    CallRecord,
+    events,
+    new_record,
+)
 from monitor.detect.analysis.signatures import fingerprint
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
@@ -28,7 +35,6 @@ _CALLS = frozenset({Kind.TOOL_CALL})
 #: A tool name shorter than this, without a colon, makes the first KEY_CHARS
 #: characters of its fingerprints ("tool:…") differ from any other tool's.
 _PLAIN_TOOL = KEY_CHARS - 1
-
 
 
 def _stale_tail(records: list[CallRecord]) -> list[CallRecord]:
@@ -183,7 +189,9 @@ class Fingerprint(Detector, AwaitsRepeats):
             view.listen(self.name, self.kinds)
         return None
 
-    def _detection(self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int) -> list[Detection]:
+    def _detection(
+        self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int
+    ) -> list[Detection]:
         """The detection of a run of ``involved`` calls (the latest first)
         with fingerprint ``key``: identical calls whose results agree
         (``exact``) or calls on one target showing nothing new (``fuzzy``)."""
@@ -197,15 +205,20 @@ class Fingerprint(Detector, AwaitsRepeats):
                 score=min(1.0, count / (fuzzy_needed + 2)),
                 message=(
                     f"{tool} called {count} times in a row "
-                    + ("with identical arguments and the same result" if tier == "exact"
-                       else f"on the same target ({what[:60]}) and nothing new in the results")
+                    + (
+                        "with identical arguments and the same result"
+                        if tier == "exact"
+                        else f"on the same target ({what[:60]}) and nothing new in the results"
+                    )
                 ),
                 pattern=f"{tier}:{key[:200]}",
                 count=count,
                 tool=tool,
-                summary=(f"called {tool} with the same arguments {count} times in a row"
-                         if tier == "exact" else
-                         f"called {tool} on the same target {count} times in a row"),
+                summary=(
+                    f"called {tool} with the same arguments {count} times in a row"
+                    if tier == "exact"
+                    else f"called {tool} on the same target {count} times in a row"
+                ),
                 advice="Nothing changed between these calls; use what the last result told you.",
                 evidence=evidence(r.ref for r in reversed(involved)),
             )

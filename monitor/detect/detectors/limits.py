@@ -91,8 +91,7 @@ class Limits(Detector):
     name = "limits"
     title = "Limits"
     Settings = LimitsSettings
-    presets = {"conservative": {"max_consecutive_failures": 8},
-               "aggressive": {"max_consecutive_failures": 4}}
+    presets = {"conservative": {"max_consecutive_failures": 8}, "aggressive": {"max_consecutive_failures": 4}}
     resets_on_user_turn = False
 
     def __init__(self, settings: LimitsSettings | None = None):
@@ -177,23 +176,46 @@ class Limits(Detector):
             iterations = max(self.tool_calls, self.turns)
             level = self.iterations.check(iterations, s, max(1, round(s.max_iterations * s.repeat_fraction)))
             if level:
-                found.append(self._detection(
-                    level, "iterations", iterations, s.max_iterations,
-                    f"{iterations} iterations ({self.tool_calls} tool calls, {self.turns} assistant turns)",
-                    f"{s.max_iterations} iterations", event))
+                found.append(
+                    self._detection(
+                        level,
+                        "iterations",
+                        iterations,
+                        s.max_iterations,
+                        f"{iterations} iterations ({self.tool_calls} tool calls, {self.turns} assistant turns)",
+                        f"{s.max_iterations} iterations",
+                        event,
+                    )
+                )
         if s.max_runtime_seconds:
             runtime = event.ts - self.first_ts
             level = self.runtime.check(runtime, s, max(1.0, s.max_runtime_seconds * s.repeat_fraction))
             if level:
-                found.append(self._detection(
-                    level, "runtime", int(runtime), s.max_runtime_seconds,
-                    f"running for {_duration(runtime)}", _duration(s.max_runtime_seconds), event))
+                found.append(
+                    self._detection(
+                        level,
+                        "runtime",
+                        int(runtime),
+                        s.max_runtime_seconds,
+                        f"running for {_duration(runtime)}",
+                        _duration(s.max_runtime_seconds),
+                        event,
+                    )
+                )
         if s.max_cost_usd and kind is _USAGE:
             level = self.spend.check(self.cost, s, max(0.01, s.max_cost_usd * s.repeat_fraction))
             if level:
-                found.append(self._detection(
-                    level, "cost", round(self.cost, 2), s.max_cost_usd,
-                    f"spent ${self.cost:.2f}", f"${s.max_cost_usd:.2f}", event))
+                found.append(
+                    self._detection(
+                        level,
+                        "cost",
+                        round(self.cost, 2),
+                        s.max_cost_usd,
+                        f"spent ${self.cost:.2f}",
+                        f"${s.max_cost_usd:.2f}",
+                        event,
+                    )
+                )
         return found or None
 
     def _failed(self, event: Event) -> list[Detection] | None:
@@ -213,8 +235,9 @@ class Limits(Detector):
         level = self.failure_limit.check(self.failures, s, max(1, s.max_consecutive_failures))
         return [self._failure_detection(level)] if level else None
 
-    def _detection(self, level: Level, what: str, value: float, limit: float, state: str,
-                   limit_text: str, event: Event) -> Detection:
+    def _detection(
+        self, level: Level, what: str, value: float, limit: float, state: str, limit_text: str, event: Event
+    ) -> Detection:
         reached = level is Level.TERMINATE
         if reached:
             message = f"{what} limit reached: {state} (limit {limit_text})"
@@ -243,8 +266,11 @@ class Limits(Detector):
             detector=self.name,
             level=level,
             score=min(1.0, self.failures / limit),
-            message=(f"failure limit reached: {state} (limit {limit})" if reached
-                     else f"approaching the failure limit: {state} (limit {limit})"),
+            message=(
+                f"failure limit reached: {state} (limit {limit})"
+                if reached
+                else f"approaching the failure limit: {state} (limit {limit})"
+            ),
             pattern="limit:failures",
             count=self.failures,
             tool=tool,

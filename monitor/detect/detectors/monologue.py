@@ -97,8 +97,7 @@ class Monologue(TurnDetector):
                     count=n,
                     summary=f"written {n} replies in a row without using a tool",
                     advice=(
-                        "Stop summarising: pick the next concrete task and start on it "
-                        "with your tools now."
+                        "Stop summarising: pick the next concrete task and start on it with your tools now."
                     ),
                     evidence=evidence(recent[-n:]),
                 )

@@ -78,7 +78,7 @@ def _without_opener(text: str) -> str:
         return text  # most texts: no regex to try
     # The opener is anchored at the start: match() tries there only (sub() would scan on).
     opener = _OPENER.match(text)
-    return text[opener.end():] if opener is not None else text
+    return text[opener.end() :] if opener is not None else text
 
 
 def similarity(a: str, b: str, cutoff: float = 0.0) -> float:

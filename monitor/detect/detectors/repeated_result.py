@@ -27,7 +27,12 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import comparable_failure, shown_failure
-from monitor.detect.analysis.signatures import EMPTY_HANDED, failure_signature, is_acknowledgement, not_an_outcome
+from monitor.detect.analysis.signatures import (
+    EMPTY_HANDED,
+    failure_signature,
+    is_acknowledgement,
+    not_an_outcome,
+)
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key, clip
@@ -80,7 +85,11 @@ class RepeatedResult(Detector):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         call = event.call
-        if event.kind is not _TOOL_RESULT or call is None or (view.tool_overrides and view.exempt(event.tool)):
+        if (
+            event.kind is not _TOOL_RESULT
+            or call is None
+            or (view.tool_overrides and view.exempt(event.tool))
+        ):
             return None
         outcome = comparable_failure(event)  # _outcome(), inlined for the default
         if outcome is None and not self.settings.failures_only:
@@ -106,12 +115,17 @@ class RepeatedResult(Detector):
         shown = shown_failure(outcome) if failure else " ".join(event.content.split())
         empty_handed = failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED)
         level = Level.WARN
-        if empty_handed and len(calls) == len(same) and len(same) < max(
-                threshold, self.settings.empty_handed_threshold):
+        if (
+            empty_handed
+            and len(calls) == len(same)
+            and len(same) < max(threshold, self.settings.empty_handed_threshold)
+        ):
             level = Level.NOTICE  # each a different search: exploring, so far
         if empty_handed:
-            advice = ("You keep looking where it is not: search for it (find, glob, grep) "
-                      "instead of guessing another name or place.")
+            advice = (
+                "You keep looking where it is not: search for it (find, glob, grep) "
+                "instead of guessing another name or place."
+            )
         else:
             advice = f"The {what} is the same whatever you change: read it and fix its cause ({shown[:100]})."
         return [
@@ -120,7 +134,7 @@ class RepeatedResult(Detector):
                 level=level,
                 score=min(1.0, len(same) / (threshold + 2)),
                 message=f"{len(calls)} different calls ended in the same {what} "
-                        f"{len(same)} times: {shown[:80]!r}",
+                f"{len(same)} times: {shown[:80]!r}",
                 pattern=f"result:{outcome[:200]}",
                 count=len(same),
                 tool=event.tool,

@@ -32,8 +32,14 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import call_record
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.failures import (comparable_failure, failed, failure_kind, is_test_run, shell_command,
-                                              shown_failure)
+from monitor.detect.analysis.failures import (
+    comparable_failure,
+    failed,
+    failure_kind,
+    is_test_run,
+    shell_command,
+    shown_failure,
+)
 from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -161,9 +167,10 @@ class RetryRounds(Detector):
             restore = False
             if io.writes or "git" in command:
                 end = command.find("\n", 0, 4000)
-                line = command[:end if end >= 0 else 4000]  # (a heredoc's body is content)
+                line = command[: end if end >= 0 else 4000]  # (a heredoc's body is content)
                 restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
-                    "git" in line and _REVERT.search(line) is not None)
+                    "git" in line and _REVERT.search(line) is not None
+                )
         else:
             restore = False
             if io.writes:
@@ -197,8 +204,9 @@ class RetryRounds(Detector):
             del log[:2]
         log.extend((seq & _BITS, value))
 
-    def _close(self, known: _Restore, key: int, round_: list[int], event: Event,
-               view: SessionView) -> list[Detection] | None:
+    def _close(
+        self, known: _Restore, key: int, round_: list[int], event: Event, view: SessionView
+    ) -> list[Detection] | None:
         writes = frozenset(v for v in round_ if not v & 1 and v != key)
         kinds = frozenset(v for v in round_ if v & 1)
         if known.writes is not None:
@@ -235,8 +243,10 @@ class RetryRounds(Detector):
                 count=known.rounds + 1,
                 tool=event.tool,
                 summary=f"started over {known.rounds + 1} times and got {why}",
-                advice=("Each round ends the same way. Stop redoing it: read the failure, find "
-                        "why the change does not take effect, and try something different."),
+                advice=(
+                    "Each round ends the same way. Stop redoing it: read the failure, find "
+                    "why the change does not take effect, and try something different."
+                ),
                 evidence=evidence(known.refs),
             )
         ]

@@ -224,14 +224,14 @@ class SimilarArgs(Detector):
                 level=Level.WARN,
                 score=min(1.0, count / (threshold + 2)),
                 message=f"{event.tool} retried {count} times with slightly different arguments, "
-                        f"same failure each time ({shown[:60]!r})",
+                f"same failure each time ({shown[:60]!r})",
                 pattern=pattern,
                 count=count,
                 tool=event.tool,
                 summary=f"retried {event.tool} {count} times with slightly different arguments "
-                        "and got the same failure",
+                "and got the same failure",
                 advice="Small variations of the same arguments keep failing the same way; "
-                       "question the assumption behind them instead.",
+                "question the assumption behind them instead.",
                 evidence=evidence(r.ref for r in involved),
             )
         ]

@@ -181,12 +181,11 @@ class Swarm(ShardableDetector):
         if len(per_session) < 2 and s.min_sessions > 1:
             return None  # one session alone: nothing to note or report
         if (view is None or not view.keeps_similarity) and (
-                len(entry.times) < s.threshold or per_session.get(session, 0) < s.min_per_session):
+            len(entry.times) < s.threshold or per_session.get(session, 0) < s.min_per_session
+        ):
             return None  # too few calls in all, or too few of this session's: nothing to report
         cap = max(s.session_threshold - 1, s.min_per_session)
-        counted = {
-            session: min(n, cap) for session, n in per_session.items() if n >= s.min_per_session
-        }
+        counted = {session: min(n, cap) for session, n in per_session.items() if n >= s.min_per_session}
         total = sum(counted.values())
         if len(counted) > 1 and view is not None:
             view.note_similarity(self.name, min(1.0, total / s.threshold))
@@ -199,14 +198,14 @@ class Swarm(ShardableDetector):
                 level=Level.WARN,
                 score=min(1.0, total / (s.threshold * 2)),
                 message=f"swarm loop: {tool} called {total} times with the same result "
-                        f"across {len(counted)} sessions ({shown[:60]!r})",
+                f"across {len(counted)} sessions ({shown[:60]!r})",
                 pattern=f"swarm:{print_[:200]}",
                 count=total,
                 tool=tool,
                 summary=f"joined {len(counted) - 1} other workers in calling {tool} "
-                        f"{total} times with the same result",
+                f"{total} times with the same result",
                 advice="The entire swarm is stuck on this approach: try a fundamentally different "
-                       "strategy and do not retry the same tool and parameters.",
+                "strategy and do not retry the same tool and parameters.",
                 evidence=evidence(entry.calls),
             )
         ]

@@ -96,9 +96,8 @@ class TestFix(Detector):
             return None
 
         progress = (
-            (outcome.failures is not None and self.failures is not None and outcome.failures < self.failures)
-            or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
-        )
+            outcome.failures is not None and self.failures is not None and outcome.failures < self.failures
+        ) or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
         if self.count and outcome.signature == self.signature and not progress:
             self.count += 1
             self.edits_in_streak += self.edits_since_run
@@ -124,7 +123,11 @@ class TestFix(Detector):
         if outcome.failures:
             what = f"{outcome.failures} failing: {what}"
         edits = self.edits_in_streak
-        edited = f" despite {edits} edit{'s' if edits != 1 else ''} in between" if edits else " with no edit in between"
+        edited = (
+            f" despite {edits} edit{'s' if edits != 1 else ''} in between"
+            if edits
+            else " with no edit in between"
+        )
         return [
             Detection(
                 detector=self.name,

@@ -285,8 +285,11 @@ class TurnSimilarity(TurnDetector):
                 message=(
                     f"{n} turns in a row nearly repeat one of the last {s.window} "
                     f"(words and tool calls {best:.0%} the same)"
-                    + ("; the agent is not getting anywhere: stop the session"
-                       if level is Level.TERMINATE else "")
+                    + (
+                        "; the agent is not getting anywhere: stop the session"
+                        if level is Level.TERMINATE
+                        else ""
+                    )
                 ),
                 pattern=f"turn:{anchor}",
                 count=n,

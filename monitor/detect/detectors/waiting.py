@@ -37,8 +37,19 @@ WAIT_GAP = 20.0
 _SLEEP = re.compile(r"(?:^|[\s;&|(])sleep\s+(\d+(?:\.\d+)?)([smhd]?)\b")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 #: Arguments that make a call wait (seconds, or milliseconds for ``*_ms``).
-WAIT_KEYS = ("wait", "timeout", "wait_seconds", "timeout_seconds", "sleep", "delay", "seconds",
-             "timeout_ms", "wait_ms", "yield_time_ms", "delay_ms")
+WAIT_KEYS = (
+    "wait",
+    "timeout",
+    "wait_seconds",
+    "timeout_seconds",
+    "sleep",
+    "delay",
+    "seconds",
+    "timeout_ms",
+    "wait_ms",
+    "yield_time_ms",
+    "delay_ms",
+)
 _WAIT_TOOLS = frozenset({"sleep", "wait", "wait_for", "pause"})
 
 
@@ -97,14 +108,22 @@ def mark(call: Event, view: SessionView) -> None:
     view.last_call_ts = ts
     elapsed = ts - last if last else 0.0
     args = call.args
-    if (elapsed < WAIT_GAP and not view.last_wait and (not args or _MARKING_KEYS.isdisjoint(args))
-            and _PLAIN_TOOLS[call.tool]):
+    if (
+        elapsed < WAIT_GAP
+        and not view.last_wait
+        and (not args or _MARKING_KEYS.isdisjoint(args))
+        and _PLAIN_TOOLS[call.tool]
+    ):
         # Most calls: no command line, no wait argument, no wait before it
         # and no long gap, so nothing to mark (and ``last_wait`` stays 0).
         return
     # (The previous call's key is the one the call detectors computed; the
     # engine keeps it after they ran.  Computed here only for a long gap.)
-    gap = elapsed if elapsed >= WAIT_GAP and view.last_call_key and call_key(call) == view.last_call_key else 0.0
+    gap = (
+        elapsed
+        if elapsed >= WAIT_GAP and view.last_call_key and call_key(call) == view.last_call_key
+        else 0.0
+    )
     command = shell_command(call)
     pure = 0.0
     waited = view.last_wait
@@ -195,14 +214,18 @@ class Waiting(Detector):
                 detector=self.name,
                 level=level,
                 score=min(1.0, self.spent / budget),
-                message=(f"{self.count} polls of {call.tool} with the same answer after "
-                         f"{minutes:.0f} min of waiting (budget {budget / 60.0:.0f} min)"),
+                message=(
+                    f"{self.count} polls of {call.tool} with the same answer after "
+                    f"{minutes:.0f} min of waiting (budget {budget / 60.0:.0f} min)"
+                ),
                 pattern=f"waiting:{record.key}",
                 count=self.count,
                 tool=call.tool,
                 summary=f"waited {minutes:.0f} minutes on {call.tool} without its answer changing",
-                advice=("The answer has not changed in a long while: check whether what you are "
-                        "waiting for is stuck, or report and stop waiting."),
+                advice=(
+                    "The answer has not changed in a long while: check whether what you are "
+                    "waiting for is stuck, or report and stop waiting."
+                ),
                 evidence=evidence(r.ref for r in self.polls),
             )
         ]

@@ -21,8 +21,8 @@ from textual.widgets import DataTable, Input, Label
 from monitor.events import Kind, Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
-from monitor.ui.render import plural
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.render import plural
 from monitor.ui.screens.dashboard_console import DASHBOARD_CONSOLE_BINDINGS, DashboardConsole
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
@@ -32,7 +32,6 @@ from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
 from monitor.ui.widgets.dashboard.escalation_view import EscalationView
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.window_view import WindowView
-
 
 
 def window_title_text(window: tuple) -> str:
@@ -47,20 +46,33 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
 
     BINDINGS = [
         *OPERATOR_BINDINGS,
-        Binding("enter", "open_session", "Open", id="open", priority=True,
-                tooltip="Open the selected session (events, detections, actions)"),
+        Binding(
+            "enter",
+            "open_session",
+            "Open",
+            id="open",
+            priority=True,
+            tooltip="Open the selected session (events, detections, actions)",
+        ),
         Binding("slash", "filter", "Filter", id="filter", tooltip="Filter sessions by text"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="filter.clear",
-                tooltip="Clear the session filter"),
-        Binding("h", "app.history", "History", id="history",
-                tooltip="Past sessions from the database"),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            show=False,
+            id="filter.clear",
+            tooltip="Clear the session filter",
+        ),
+        Binding("h", "app.history", "History", id="history", tooltip="Past sessions from the database"),
         *DASHBOARD_CONSOLE_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
-        yield Input(placeholder="filter sessions: agent, id, source, level, detector, reason (enter: done, esc: clear)",
-                    id="filter")
+        yield Input(
+            placeholder="filter sessions: agent, id, source, level, detector, reason (enter: done, esc: clear)",
+            id="filter",
+        )
         yield SessionsTable(id="sessions")
         with Horizontal(id="lower"):
             with Vertical(id="selected"):
@@ -137,7 +149,9 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             warnings=stats.warnings_open if stats else warnings,
             events_per_sec=stats.events_per_sec if stats else 0.0,
             total=stats.events_total if stats else sum(s.events for s in sessions),
-            problems=feed.problems, title=self.app.title, palette=self.app.palette,
+            problems=feed.problems,
+            title=self.app.title,
+            palette=self.app.palette,
             loop_cost=getattr(stats, "loop_cost_today", None),
         )
 
@@ -169,8 +183,9 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             window_title.show_renderable(Text(window_title_text(info.window)))
             self.query_one(SimilaritySparkline).show(info.similarity)
             self.query_one(WindowView).show(info.window, palette, force=force)
-            self.query_one(EscalationView).show(info, self.app.escalation_facts(info),
-                                                self.app.clock(), palette)
+            self.query_one(EscalationView).show(
+                info, self.app.escalation_facts(info), self.app.clock(), palette
+            )
         self.refresh_operator_bindings()
 
     # -- events and actions ------------------------------------------------------

@@ -19,18 +19,30 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from monitor.ui.vim_keys import vim_bindings
-from monitor.ui.widgets.dashboard.sorting import (COLUMN_TITLES, attention_queue, next_in,
-                                                  waiting_since)
+from monitor.ui.widgets.dashboard.sorting import COLUMN_TITLES, attention_queue, next_in, waiting_since
 
 #: vim keys for a table screen (the dashboard and history share them).
 TABLE_VIM_BINDINGS = vim_bindings(
-    ("table('cursor_down')", "table('cursor_up')", "table('scroll_top')", "table('scroll_bottom')",
-     "table_half(1)", "table_half(-1)"),
-    ("table.down", "table.up", "table.first", "table.last", "table.half_down", "table.half_up"), "row")
+    (
+        "table('cursor_down')",
+        "table('cursor_up')",
+        "table('scroll_top')",
+        "table('scroll_bottom')",
+        "table_half(1)",
+        "table_half(-1)",
+    ),
+    ("table.down", "table.up", "table.first", "table.last", "table.half_down", "table.half_up"),
+    "row",
+)
 
 DASHBOARD_CONSOLE_BINDINGS = [
-    Binding("w", "next_attention", "Next warning", id="attention.next",
-            tooltip="Select the next session at warn or above (longest waiting first)"),
+    Binding(
+        "w",
+        "next_attention",
+        "Next warning",
+        id="attention.next",
+        tooltip="Select the next session at warn or above (longest waiting first)",
+    ),
     Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Sort by the next column (attention first)"),
     Binding("S", "reverse_sort", "Reverse", show=False, id="sort.reverse", tooltip="Reverse the sort order"),
     *TABLE_VIM_BINDINGS,
@@ -60,8 +72,11 @@ class DashboardConsole(TableVimKeys):
         table = self.table
         keys = [key for key, _, _ in table._columns]
         column = table.sort_column
-        following = keys[keys.index(column) + 1] if column in keys and keys.index(column) + 1 < len(keys) \
+        following = (
+            keys[keys.index(column) + 1]
+            if column in keys and keys.index(column) + 1 < len(keys)
             else (None if column is not None else keys[0])
+        )
         self.sort_table(following, False)
 
     def action_reverse_sort(self) -> None:
@@ -79,8 +94,9 @@ class DashboardConsole(TableVimKeys):
         table.user_selected = True  # the selected session stays selected
         table.sort_by(column, reverse, self.app.feed.sessions)
         what = "attention (level, then live/idle, then start)" if column is None else COLUMN_TITLES[column]
-        self.app.notify(f"Sorted by {what}{', reversed' if reverse else ''}", title="Sessions",
-                        markup=False, timeout=2)
+        self.app.notify(
+            f"Sorted by {what}{', reversed' if reverse else ''}", title="Sessions", markup=False, timeout=2
+        )
 
     def attention_order(self) -> list[str]:
         feed = self.app.feed

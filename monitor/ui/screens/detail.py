@@ -17,8 +17,8 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState
@@ -50,12 +50,19 @@ def _detection_key(row: DetectionRow) -> tuple:
 def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAULT_PALETTE) -> Text:
     level = info["level"]
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f" {LEVEL_ICONS[level]} {level.label.upper()} ", style=palette.level(level) + Style(reverse=True))
+    text.append(
+        f" {LEVEL_ICONS[level]} {level.label.upper()} ", style=palette.level(level) + Style(reverse=True)
+    )
     text.append(" ")
     text.append_text(literal(info["id"], style="bold"))
-    for label, value in (("agent", info.get("agent")), ("status", info.get("status")),
-                         ("events", f"{info.get('events') or 0:,}"), ("pid", info.get("pid")),
-                         ("via", info.get("channel")), ("detector", info.get("detector"))):
+    for label, value in (
+        ("agent", info.get("agent")),
+        ("status", info.get("status")),
+        ("events", f"{info.get('events') or 0:,}"),
+        ("pid", info.get("pid")),
+        ("via", info.get("channel")),
+        ("detector", info.get("detector")),
+    ):
         if value not in (None, ""):
             text.append(SEP)
             text.append(f"{label} ", style="dim")
@@ -69,8 +76,13 @@ def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAUL
         text.append("\n")
         text.append(cost, style=palette.level(Level.WARN))
     text.append("\n")
-    text.append_text(literal(f"{info.get('source') or ''}  ·  {date_time(info.get('first_ts'))} → "
-                             f"{date_time(info.get('last_ts'))}", style="dim"))
+    text.append_text(
+        literal(
+            f"{info.get('source') or ''}  ·  {date_time(info.get('first_ts'))} → "
+            f"{date_time(info.get('last_ts'))}",
+            style="dim",
+        )
+    )
     return text
 
 
@@ -90,20 +102,40 @@ def cost_text(info: dict[str, Any]) -> str:
 
 def live_header(info: Any) -> dict[str, Any]:
     status = "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
-    return {"id": info.id, "level": info.level, "agent": info.agent, "status": status,
-            "events": info.events, "pid": info.pid, "channel": info.channel,
-            "detector": info.detector, "reason": info.reason, "source": info.source,
-            "first_ts": info.first_ts, "last_ts": info.last_ts,
-            "episode_cost": getattr(info, "episode_cost", None), "loop_cost": getattr(info, "loop_cost", None)}
+    return {
+        "id": info.id,
+        "level": info.level,
+        "agent": info.agent,
+        "status": status,
+        "events": info.events,
+        "pid": info.pid,
+        "channel": info.channel,
+        "detector": info.detector,
+        "reason": info.reason,
+        "source": info.source,
+        "first_ts": info.first_ts,
+        "last_ts": info.last_ts,
+        "episode_cost": getattr(info, "episode_cost", None),
+        "loop_cost": getattr(info, "loop_cost", None),
+    }
 
 
 def stored_header(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["id"], "level": Level.parse(row.get("level") or "watching"),
-            "agent": row.get("agent"), "status": row.get("status"), "events": row.get("events"),
-            "pid": row.get("pid"), "channel": None, "detector": row.get("detector"),
-            "reason": row.get("reason") or "", "source": row.get("source"),
-            "first_ts": row.get("first_seen"), "last_ts": row.get("last_seen"),
-            "loop_cost": stored_loop_cost(row)}
+    return {
+        "id": row["id"],
+        "level": Level.parse(row.get("level") or "watching"),
+        "agent": row.get("agent"),
+        "status": row.get("status"),
+        "events": row.get("events"),
+        "pid": row.get("pid"),
+        "channel": None,
+        "detector": row.get("detector"),
+        "reason": row.get("reason") or "",
+        "source": row.get("source"),
+        "first_ts": row.get("first_seen"),
+        "last_ts": row.get("last_seen"),
+        "loop_cost": stored_loop_cost(row),
+    }
 
 
 class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
@@ -194,10 +226,12 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             row = self.app.store.get_session(self.session) if self.app.store else None
             header = stored_header(row) if row else {"id": self.session, "level": Level.NONE}
         self.query_one("#detail-header", TextPanel).show_renderable(
-            header_text(header, self.read_only, self.app.palette))
+            header_text(header, self.read_only, self.app.palette)
+        )
         count = self.stream.source.count()
-        self.query_one("#stream-title", TextPanel).show_renderable(Text(
-            f"Events — {count:,} (↑↓ jk pgup pgdn g G; enter: open, /: search)"))
+        self.query_one("#stream-title", TextPanel).show_renderable(
+            Text(f"Events — {count:,} (↑↓ jk pgup pgdn g G; enter: open, /: search)")
+        )
         if self.stream.search:
             self.show_search_status()
 
@@ -245,8 +279,9 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     def replay_sparklines(self) -> dict[str, tuple[float, ...]]:
         from monitor.hub.replay import replay_similarity
 
-        replayed = replay_similarity(self.app.config, self.app.store, self.session,
-                                     progress=self._report_replay)
+        replayed = replay_similarity(
+            self.app.config, self.app.store, self.session, progress=self._report_replay
+        )
         if replayed is None:
             return {}
         overall, by_detector = replayed

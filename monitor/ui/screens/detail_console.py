@@ -34,24 +34,44 @@ from monitor.ui.widgets.detail.search import SearchBar, next_match
 
 CONSOLE_BINDINGS = [
     Binding("slash", "search", "Search", id="search", tooltip="Search the session's events"),
-    Binding("n", "search_step(1)", "Next match", show=False, id="search.next",
-            tooltip="Next search match"),
-    Binding("N", "search_step(-1)", "Prev match", show=False, id="search.previous",
-            tooltip="Previous search match"),
-    Binding("c", "copy", "Copy", id="copy",
-            tooltip="Copy the event, or the selected detection with its evidence"),
-    Binding("y", "copy_nudge", "Copy nudge", show=False, id="copy.nudge",
-            tooltip="Copy the selected (or latest) detection's nudge"),
+    Binding("n", "search_step(1)", "Next match", show=False, id="search.next", tooltip="Next search match"),
+    Binding(
+        "N",
+        "search_step(-1)",
+        "Prev match",
+        show=False,
+        id="search.previous",
+        tooltip="Previous search match",
+    ),
+    Binding(
+        "c", "copy", "Copy", id="copy", tooltip="Copy the event, or the selected detection with its evidence"
+    ),
+    Binding(
+        "y",
+        "copy_nudge",
+        "Copy nudge",
+        show=False,
+        id="copy.nudge",
+        tooltip="Copy the selected (or latest) detection's nudge",
+    ),
     Binding("d", "diff", "Diff", id="diff", tooltip="What differs between a detection's repeats"),
-    Binding("e", "export", "Export", show=False, id="export",
-            tooltip="Write the session as Markdown and JSON to the current directory"),
+    Binding(
+        "e",
+        "export",
+        "Export",
+        show=False,
+        id="export",
+        tooltip="Write the session as Markdown and JSON to the current directory",
+    ),
 ]
 
 
 def detection_plain(row: DetectionRow, evidence: list[dict[str, Any]]) -> str:
     """A detection, its nudge and its evidence events as plain text."""
-    lines = [f"{row.level.label.upper()}  {row.detector}  at event #{row.seq}  {date_time(row.ts)}",
-             visible(row.message)]
+    lines = [
+        f"{row.level.label.upper()}  {row.detector}  at event #{row.seq}  {date_time(row.ts)}",
+        visible(row.message),
+    ]
     if row.count:
         lines.append(f"count: {row.count}  score: {row.score:.2f}")
     if row.nudge:
@@ -165,8 +185,11 @@ class ConsoleActions:
         if detections.has_focus:
             row = self.selected_detection(latest=True)
             if row is not None:
-                copy_text(self.app, detection_plain(row, self.evidence_records(row)),
-                          f"{row.detector} detection at #{row.seq} with {len(row.evidence)} evidence events")
+                copy_text(
+                    self.app,
+                    detection_plain(row, self.evidence_records(row)),
+                    f"{row.detector} detection at #{row.seq} with {len(row.evidence)} evidence events",
+                )
             return
         stream = self.stream
         record = stream.source.record(stream.cursor)
@@ -185,11 +208,15 @@ class ConsoleActions:
     def action_export(self) -> None:
         store = self.app.store
         if store is None:
-            self.app.notify("Export needs a database (run with a store).", severity="warning",
-                            markup=False)
+            self.app.notify("Export needs a database (run with a store).", severity="warning", markup=False)
             return
-        self.app.run_worker(partial(self._export, store, self.session, Path.cwd()), thread=True,
-                            name="export", group="export", exit_on_error=False)
+        self.app.run_worker(
+            partial(self._export, store, self.session, Path.cwd()),
+            thread=True,
+            name="export",
+            group="export",
+            exit_on_error=False,
+        )
 
     def _export(self, store: Any, session: str, directory: Path) -> list[Path]:
         from monitor.export import write_exports
@@ -199,11 +226,17 @@ class ConsoleActions:
                 store.flush()  # what the live session queued so far is in the file
             paths = write_exports(store, session, directory)
         except Exception as exc:  # a full disk or a bad directory: say so, keep the UI
-            self.app.call_from_thread(self.app.notify, visible(f"{session}: {exc}"),
-                                      title="Export failed", severity="error", markup=False)
+            self.app.call_from_thread(
+                self.app.notify,
+                visible(f"{session}: {exc}"),
+                title="Export failed",
+                severity="error",
+                markup=False,
+            )
             return []
-        self.app.call_from_thread(self.app.notify, visible("Wrote " + " and ".join(map(str, paths))),
-                                  title="Export", markup=False)
+        self.app.call_from_thread(
+            self.app.notify, visible("Wrote " + " and ".join(map(str, paths))), title="Export", markup=False
+        )
         return paths
 
     # -- diff of repeats ----------------------------------------------------------

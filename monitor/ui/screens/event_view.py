@@ -24,9 +24,17 @@ from monitor.ui.widgets.common.text_panel import TextPanel
 
 #: vim keys and their arrow equivalents for a scrollable pane (shared with help).
 SCROLL_BINDINGS = vim_bindings(
-    ("scroll('down')", "scroll('up')", "scroll('home')", "scroll('end')", "scroll('half_down')",
-     "scroll('half_up')"),
-    ("scroll.down", "scroll.up", "scroll.top", "scroll.bottom", "scroll.half_down", "scroll.half_up"), "line")
+    (
+        "scroll('down')",
+        "scroll('up')",
+        "scroll('home')",
+        "scroll('end')",
+        "scroll('half_down')",
+        "scroll('half_up')",
+    ),
+    ("scroll.down", "scroll.up", "scroll.top", "scroll.bottom", "scroll.half_down", "scroll.half_up"),
+    "line",
+)
 
 
 class EventViewScreen(Screen[int]):
@@ -34,10 +42,20 @@ class EventViewScreen(Screen[int]):
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="event.back", tooltip="Back to the session"),
-        Binding("left,left_square_bracket", "step(-1)", "Prev event", id="event.previous",
-                tooltip="Show the previous event"),
-        Binding("right,right_square_bracket", "step(1)", "Next event", id="event.next",
-                tooltip="Show the next event"),
+        Binding(
+            "left,left_square_bracket",
+            "step(-1)",
+            "Prev event",
+            id="event.previous",
+            tooltip="Show the previous event",
+        ),
+        Binding(
+            "right,right_square_bracket",
+            "step(1)",
+            "Next event",
+            id="event.next",
+            tooltip="Show the next event",
+        ),
         Binding("c", "copy", "Copy", id="copy", tooltip="Copy to the clipboard"),
         *SCROLL_BINDINGS,
     ]
@@ -71,9 +89,13 @@ class EventViewScreen(Screen[int]):
             return
         self.index, self.record = index, record
         total = self.source.count()
-        self.query_one("#event-title", TextPanel).show_renderable(Text(
-            f"Event {index + 1:,} of {total:,}  —  ←/→ previous/next · j/k g/G scroll · c copy · esc back",
-            no_wrap=True, overflow="ellipsis"))
+        self.query_one("#event-title", TextPanel).show_renderable(
+            Text(
+                f"Event {index + 1:,} of {total:,}  —  ←/→ previous/next · j/k g/G scroll · c copy · esc back",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        )
         self.query_one("#event-body", Static).update(event_document(record, self.app.palette, self.search))
         self.query_one("#event-scroll", VerticalScroll).scroll_home(animate=False)
 

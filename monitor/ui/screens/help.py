@@ -12,15 +12,18 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
-
 #: Screen class name -> the help's title.
-TITLES = {"DashboardScreen": "the dashboard", "SessionDetailScreen": "a session",
-          "HistoryScreen": "history", "EventViewScreen": "an event", "RepeatDiffScreen": "repeats"}
+TITLES = {
+    "DashboardScreen": "the dashboard",
+    "SessionDetailScreen": "a session",
+    "HistoryScreen": "history",
+    "EventViewScreen": "an event",
+    "RepeatDiffScreen": "repeats",
+}
 
 
 def help_title(screen: Screen) -> str:
@@ -70,23 +73,29 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="dialog", classes="dialog help-dialog"):
             yield Label(self.heading, classes="dialog-title")
             yield Static(table)
-            yield Static(Text(
-                "Similarity sparklines: one bar per step (a call with its result, or a reply). "
-                "The lower half is how much the step repeats earlier ones — a call repeated with a new "
-                "result (honest polling) stays low; the upper half is only for steps flagged at warn or "
-                "above. A row of full bars is a loop; short bars are work that looks alike.\n"
-                "Acknowledge (a): back to watching; the patterns standing now are quiet for the "
-                "cool-down ([escalation] cooldown_seconds); a new pattern, or one of them twice as "
-                "bad, breaks through. False positive (f): that pattern is never flagged again in "
-                "this session. After an inject a session is nudged until it has taken 5 steps "
-                "without a warning, then it is back to watching.\n"
-                "Status: live (a source is delivering it), idle, ended, stopped (its watcher stopped).",
-                style="dim"))
-            yield Static(Text(
-                "Remap any key in the config file: [ui] keymap = { kill = \"ctrl+k\" }\n"
-                "Switch themes from the command palette (ctrl+p → Theme) or with --theme.\n"
-                "Mouse: click a row to select it, click it again to open; click the footer keys.",
-                style="dim"))
+            yield Static(
+                Text(
+                    "Similarity sparklines: one bar per step (a call with its result, or a reply). "
+                    "The lower half is how much the step repeats earlier ones — a call repeated with a new "
+                    "result (honest polling) stays low; the upper half is only for steps flagged at warn or "
+                    "above. A row of full bars is a loop; short bars are work that looks alike.\n"
+                    "Acknowledge (a): back to watching; the patterns standing now are quiet for the "
+                    "cool-down ([escalation] cooldown_seconds); a new pattern, or one of them twice as "
+                    "bad, breaks through. False positive (f): that pattern is never flagged again in "
+                    "this session. After an inject a session is nudged until it has taken 5 steps "
+                    "without a warning, then it is back to watching.\n"
+                    "Status: live (a source is delivering it), idle, ended, stopped (its watcher stopped).",
+                    style="dim",
+                )
+            )
+            yield Static(
+                Text(
+                    'Remap any key in the config file: [ui] keymap = { kill = "ctrl+k" }\n'
+                    "Switch themes from the command palette (ctrl+p → Theme) or with --theme.\n"
+                    "Mouse: click a row to select it, click it again to open; click the footer keys.",
+                    style="dim",
+                )
+            )
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -58,11 +58,19 @@ class HistoryScreen(TableVimKeys, Screen):
     def on_mount(self) -> None:
         self.ready = True
         table = self.query_one(DataTable)
-        for key, label, width in (("started", "Started", 16), ("agent", "Agent", 12),
-                                  ("session", "Session", 24), ("status", "Status", 7),
-                                  ("level", "Final", 11), ("peak", "Peak", 11),
-                                  ("events", "Events", 8), ("duration", "Length", 7),
-                                  ("loops", "Loop cost", 9), ("detector", "Detector", 16), ("source", "Source", 30)):
+        for key, label, width in (
+            ("started", "Started", 16),
+            ("agent", "Agent", 12),
+            ("session", "Session", 24),
+            ("status", "Status", 7),
+            ("level", "Final", 11),
+            ("peak", "Peak", 11),
+            ("events", "Events", 8),
+            ("duration", "Length", 7),
+            ("loops", "Loop cost", 9),
+            ("detector", "Detector", 16),
+            ("source", "Source", 30),
+        ):
             table.add_column(label, key=key, width=width)
         self.query_one(HistoryFilters).prefill(getattr(self.app, "history_filters", {}) or {})
         self.reload()
@@ -96,13 +104,17 @@ class HistoryScreen(TableVimKeys, Screen):
             level = Level.parse(row.get("level") or "watching")
             peak = Level.parse(row.get("peak") or row.get("level") or "watching")
             table.add_row(
-                Text(date_time(row.get("first_seen"))), literal(row.get("agent") or "-", limit=12),
-                literal(row["id"], limit=24), Text(row.get("status") or "-"),
-                level_text(level, palette), level_text(peak, palette),
+                Text(date_time(row.get("first_seen"))),
+                literal(row.get("agent") or "-", limit=12),
+                literal(row["id"], limit=24),
+                Text(row.get("status") or "-"),
+                level_text(level, palette),
+                level_text(peak, palette),
                 Text(f"{row.get('events') or 0:,}", justify="right"),
                 Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
                 Text(loops.short() if (loops := stored_loop_cost(row)) else "-", justify="right"),
-                literal(row.get("detector") or "", limit=16), literal(short_path(row.get("source") or "", 30)),
+                literal(row.get("detector") or "", limit=16),
+                literal(short_path(row.get("source") or "", 30)),
                 key=row["id"],
             )
         if selected is not None:
@@ -112,8 +124,12 @@ class HistoryScreen(TableVimKeys, Screen):
                 pass
         more = " (showing the most recent)" if len(rows) >= HISTORY_LIMIT else ""
         found = f" · {plural(len(hits), 'matching event')}" if hits else ""
-        status.update(Text(f"{plural(len(rows), 'session')}{more}{found} · enter or click again: open · / filter · esc back",
-                           style="dim"))
+        status.update(
+            Text(
+                f"{plural(len(rows), 'session')}{more}{found} · enter or click again: open · / filter · esc back",
+                style="dim",
+            )
+        )
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.reload()

@@ -41,14 +41,24 @@ class InjectScreen(ModalScreen[str | None]):
             title.append_text(literal(self.session, style="bold"))
             yield Label(title, classes="dialog-title")
             if self.channel in ("", "none"):
-                yield Static(Text("This session has no control channel: the message will be "
-                                  "recorded but cannot be delivered.", style="bold"),
-                             classes="dialog-warning")
+                yield Static(
+                    Text(
+                        "This session has no control channel: the message will be "
+                        "recorded but cannot be delivered.",
+                        style="bold",
+                    ),
+                    classes="dialog-warning",
+                )
             else:
-                yield Static(Text(f"Sent through the session's {self.channel} channel. "
-                                  "Edit the suggested nudge below.", style="dim"))
-            yield TextArea(visible(self.nudge, multiline=True), id="message", soft_wrap=True,
-                           show_line_numbers=False)
+                yield Static(
+                    Text(
+                        f"Sent through the session's {self.channel} channel. Edit the suggested nudge below.",
+                        style="dim",
+                    )
+                )
+            yield TextArea(
+                visible(self.nudge, multiline=True), id="message", soft_wrap=True, show_line_numbers=False
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Send  ctrl+s", variant="primary", id="send")
                 yield Button("Cancel  esc", id="cancel")

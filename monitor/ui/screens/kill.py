@@ -45,7 +45,9 @@ class KillScreen(ModalScreen[bool]):
             if self.killable:
                 body = Text("What will happen:\n", style="")
                 body.append_text(literal(self.describe, style="bold", multiline=True))
-                body.append("\n\nThe action is recorded in the database before it is carried out.", style="dim")
+                body.append(
+                    "\n\nThe action is recorded in the database before it is carried out.", style="dim"
+                )
             else:
                 body = Text("This session cannot be killed:\n")
                 body.append_text(literal(self.refusal or self.describe, style="bold", multiline=True))

@@ -66,21 +66,25 @@ def word_diff(old: str, new: str, palette: Palette = DEFAULT_PALETTE) -> tuple[T
     return out, added, removed
 
 
-def diff_document(row: DetectionRow, records: list[dict[str, Any]],
-                  palette: Palette = DEFAULT_PALETTE) -> Text:
+def diff_document(
+    row: DetectionRow, records: list[dict[str, Any]], palette: Palette = DEFAULT_PALETTE
+) -> Text:
     """The detection and each evidence event against the previous one of its kind."""
     doc = Text()
     doc.append_text(literal(f"{row.detector} at #{row.seq}: {row.message}", style="bold", multiline=True))
     doc.append("\n")
     if len(records) < 2:
-        doc.append("\nFewer than two evidence events are still available: nothing to compare.\n",
-                   style="dim")
+        doc.append("\nFewer than two evidence events are still available: nothing to compare.\n", style="dim")
         return doc
-    doc.append("Underlined on colour: words added since the previous repeat; struck: words removed.\n", style="dim")
+    doc.append(
+        "Underlined on colour: words added since the previous repeat; struck: words removed.\n", style="dim"
+    )
     previous: dict[tuple, dict[str, Any]] = {}
     for record in records:
         key = (record.get("type"), record.get("tool"))
-        label = f"#{record.get('seq')} {record.get('type')}" + (f" {record['tool']}" if record.get("tool") else "")
+        label = f"#{record.get('seq')} {record.get('type')}" + (
+            f" {record['tool']}" if record.get("tool") else ""
+        )
         doc.append(f"\n── {label} ", style="bold")
         before = previous.get(key)
         text = compared_text(record)
@@ -102,8 +106,10 @@ def diff_document(row: DetectionRow, records: list[dict[str, Any]],
 class RepeatDiffScreen(Screen[None]):
     """The evidence of one detection, diffed repeat by repeat."""
 
-    BINDINGS = [Binding("escape,d", "close", "Back", id="diff.back", tooltip="Back to the session"),
-                *SCROLL_BINDINGS]
+    BINDINGS = [
+        Binding("escape,d", "close", "Back", id="diff.back", tooltip="Back to the session"),
+        *SCROLL_BINDINGS,
+    ]
     DEFAULT_CSS = """
     RepeatDiffScreen #diff-title { height: 1; background: $panel; padding: 0 1; }
     RepeatDiffScreen #diff-scroll { height: 1fr; padding: 0 1; }
@@ -115,9 +121,15 @@ class RepeatDiffScreen(Screen[None]):
         self.records = records
 
     def compose(self) -> ComposeResult:
-        yield TextPanel(Text(f"Repeats of {visible(self.row.detector)} — {len(self.records)} evidence events"
-                             "  ·  j/k g/G scroll · esc back", no_wrap=True, overflow="ellipsis"),
-                        id="diff-title")
+        yield TextPanel(
+            Text(
+                f"Repeats of {visible(self.row.detector)} — {len(self.records)} evidence events"
+                "  ·  j/k g/G scroll · esc back",
+                no_wrap=True,
+                overflow="ellipsis",
+            ),
+            id="diff-title",
+        )
         with VerticalScroll(id="diff-scroll"):
             yield Static(diff_document(self.row, self.records, self.app.palette), id="diff-body")
         yield Footer()

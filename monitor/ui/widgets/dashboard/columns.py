@@ -11,8 +11,8 @@ Pure functions: no Textual here, so the layout is tested on its own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,15 @@ def layout(width: int, natural: Mapping[str, int]) -> list[tuple[str, str, int]]
     return [(c.key, c.label, sizes[c.key]) for c in shown]
 
 
-def _fit(width: int, natural: Mapping[str, int], gone: tuple[str, ...],
-         steps: tuple[tuple[str, str | None], ...]) -> tuple[list[Column], dict[str, int], int]:
+def _fit(
+    width: int, natural: Mapping[str, int], gone: tuple[str, ...], steps: tuple[tuple[str, str | None], ...]
+) -> tuple[list[Column], dict[str, int], int]:
     """The columns not ``gone`` at their content widths, shrunk by ``steps``
     until Reason has ``REASON_WANT``; and what is left for Reason."""
     shown = [c for c in COLUMNS if c.key not in gone]
-    sizes = {c.key: c.width if c.width is not None else _wanted(c, natural)
-             for c in shown if c.key != "reason"}
+    sizes = {
+        c.key: c.width if c.width is not None else _wanted(c, natural) for c in shown if c.key != "reason"
+    }
     spare = width - EDGE - PAD * len(shown) - sum(sizes.values())
     least = {c.key: c.least for c in shown if c.width is None}
     for key, soft in steps:

@@ -13,9 +13,18 @@ from monitor.ui.widgets.common.text_panel import TextPanel
 class CountsBar(TextPanel):
     """``loopwatch  ● 12 live · ▲ 3 warnings open · loops today $4.20 · 154.0 events/s · 9,120 events``."""
 
-    def show(self, *, live: int, warnings: int, events_per_sec: float, total: int,
-             problems: int = 0, title: str = "loopwatch", palette: Palette = DEFAULT_PALETTE,
-             loop_cost: Spend | None = None) -> None:
+    def show(
+        self,
+        *,
+        live: int,
+        warnings: int,
+        events_per_sec: float,
+        total: int,
+        problems: int = 0,
+        title: str = "loopwatch",
+        palette: Palette = DEFAULT_PALETTE,
+        loop_cost: Spend | None = None,
+    ) -> None:
         text = Text()
         text.append(f" {title} ", style="bold reverse")
         text.append("  ● ", style=palette.fg("status-live"))

@@ -40,8 +40,9 @@ def _label(title: str) -> Text:
     return text
 
 
-def escalation_lines(info: Any, facts: EscalationFacts, now: float,
-                     palette: Palette = DEFAULT_PALETTE) -> list[Text]:
+def escalation_lines(
+    info: Any, facts: EscalationFacts, now: float, palette: Palette = DEFAULT_PALETTE
+) -> list[Text]:
     lines: list[Text] = []
     level: Level = info.level
     head = _label("Level")
@@ -76,8 +77,11 @@ def escalation_lines(info: Any, facts: EscalationFacts, now: float,
 
     nxt = _label("Next")
     if facts.acked_until and facts.acked_until > now:
-        nxt.append(f"acknowledged — its patterns quiet until {clock(facts.acked_until)}; "
-                   "a new pattern, or this one twice as bad, breaks through", style="dim")
+        nxt.append(
+            f"acknowledged — its patterns quiet until {clock(facts.acked_until)}; "
+            "a new pattern, or this one twice as bad, breaks through",
+            style="dim",
+        )
     elif level == Level.NONE:
         nxt.append("watching: the first repetition past a threshold warns", style="dim")
     else:
@@ -89,14 +93,21 @@ def escalation_lines(info: Any, facts: EscalationFacts, now: float,
     lines.append(nxt)
 
     auto = _label("")
-    auto.append(f"auto-inject {'on' if facts.auto_inject else 'off'} · "
-                f"auto-kill {'on' if facts.auto_kill else 'off'}", style="dim")
+    auto.append(
+        f"auto-inject {'on' if facts.auto_inject else 'off'} · "
+        f"auto-kill {'on' if facts.auto_kill else 'off'}",
+        style="dim",
+    )
     lines.append(auto)
     if level >= Level.WARN and facts.keys:
         hints = _label("You")
-        hints.append(" · ".join(f"{facts.keys[k]} {name}" for k, name in
-                                (("ack", "acknowledge"), ("inject", "inject the nudge"),
-                                 ("kill", "kill")) if k in facts.keys))
+        hints.append(
+            " · ".join(
+                f"{facts.keys[k]} {name}"
+                for k, name in (("ack", "acknowledge"), ("inject", "inject the nudge"), ("kill", "kill"))
+                if k in facts.keys
+            )
+        )
         lines.append(hints)
     if info.muted:
         muted = _label("Muted")
@@ -108,8 +119,9 @@ def escalation_lines(info: Any, facts: EscalationFacts, now: float,
 class EscalationView(TextPanel):
     """Level, ladder and next step for the selected session."""
 
-    def show(self, info: Any | None, facts: EscalationFacts | None, now: float,
-             palette: Palette = DEFAULT_PALETTE) -> None:
+    def show(
+        self, info: Any | None, facts: EscalationFacts | None, now: float, palette: Palette = DEFAULT_PALETTE
+    ) -> None:
         if info is None or facts is None:
             self.show_renderable(Text("No session selected.", style="dim"))
             return

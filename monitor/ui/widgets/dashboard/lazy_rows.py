@@ -11,7 +11,8 @@ of the table's work saved, and what is drawn is always up to date.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from textual.widgets.data_table import ColumnKey, RowKey
 

@@ -8,7 +8,8 @@ before ended, then most recent activity.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -16,12 +17,18 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from monitor.ui.literal import literal
+from monitor.ui.render import (
+    DEFAULT_PALETTE,
+    Palette,
+    ago,
+    fit_words,
+    level_text,
+    short_path,
+    spark_text,
+)
 from monitor.ui.widgets.dashboard.columns import COLUMNS, layout
 from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
-from monitor.ui.render import (
-    DEFAULT_PALETTE, Palette, ago, fit_words, level_text, short_path, spark_text,
-)
-from monitor.ui.widgets.dashboard.sorting import STATUS_RANK, COLUMN_KEYS, attention_key  # noqa: F401 (re-exported)
+from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
 STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
@@ -30,6 +37,7 @@ STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
 def shown_status(info: Any) -> str:
     """The status column: "nudged" for a live session nudged and not yet recovered."""
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
+
 
 SOURCE_MOST = next(c.most for c in COLUMNS if c.key == "source")
 
@@ -59,8 +67,18 @@ def matches(info: Any, needle: str) -> bool:
     """Whether the ``/`` filter text appears in the session's visible fields."""
     if not needle:
         return True
-    hay = " ".join(str(x) for x in (info.id, info.agent or "", info.source, info.status,
-                                       info.level.label, info.detector or "", info.reason))
+    hay = " ".join(
+        str(x)
+        for x in (
+            info.id,
+            info.agent or "",
+            info.source,
+            info.status,
+            info.level.label,
+            info.detector or "",
+            info.reason,
+        )
+    )
     return needle.lower() in hay.lower()
 
 
@@ -104,10 +122,13 @@ class SessionsTable(LazyRows, DataTable):
         """Note the widths of ``info``'s values; True if one is the longest yet."""
         natural, grew = self._natural, False
         source = str(info.source)
-        for key, value in (("agent", info.agent or "-"), ("session", info.id),
-                           ("status", shown_status(info)),
-                           ("source", short_path(source, SOURCE_MOST)),
-                           ("source_name", short_path(source, 2 + cell_len(source.rsplit("/", 1)[-1])))):
+        for key, value in (
+            ("agent", info.agent or "-"),
+            ("session", info.id),
+            ("status", shown_status(info)),
+            ("source", short_path(source, SOURCE_MOST)),
+            ("source_name", short_path(source, 2 + cell_len(source.rsplit("/", 1)[-1]))),
+        ):
             size = cell_len(value)
             if size > natural.get(key, 0):
                 natural[key] = size
@@ -165,7 +186,7 @@ class SessionsTable(LazyRows, DataTable):
             elif key == "detector":
                 sig[key] = info.detector or ""
             elif key == "similarity":
-                sig[key] = (tuple(info.similarity[-width[key]:]), palette)
+                sig[key] = (tuple(info.similarity[-width[key] :]), palette)
             elif key == "source":
                 sig[key] = info.source
             elif key == "reason":

@@ -8,7 +8,8 @@ its tie-break, so equal values never shuffle.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from monitor.events import Level
 
@@ -19,8 +20,7 @@ def attention_key(info: Any) -> tuple:
     """Sort key: what needs an operator first — running sessions before ended
     ones, then the highest level, live before idle; within that, stable by start
     time so that busy sessions do not make rows jump around under the cursor."""
-    return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3),
-            info.first_ts, info.id)
+    return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3), info.first_ts, info.id)
 
 
 def _peak(values: Any) -> float:
@@ -41,9 +41,18 @@ COLUMN_KEYS: dict[str, Callable[[Any], Any]] = {
     "source": lambda i: (i.source or "").lower(),
     "reason": lambda i: (i.reason or "~").lower(),
 }
-COLUMN_TITLES = {"level": "level", "agent": "agent", "session": "session id", "status": "status",
-                 "events": "events", "last": "last activity", "detector": "detector",
-                 "similarity": "similarity", "source": "source", "reason": "reason"}
+COLUMN_TITLES = {
+    "level": "level",
+    "agent": "agent",
+    "session": "session id",
+    "status": "status",
+    "events": "events",
+    "last": "last activity",
+    "detector": "detector",
+    "similarity": "similarity",
+    "source": "source",
+    "reason": "reason",
+}
 
 
 def ordered(infos: Iterable[Any], column: str | None = None, reverse: bool = False) -> list[str]:

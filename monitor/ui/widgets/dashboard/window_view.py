@@ -9,7 +9,8 @@ and marked ``×N`` — a loop shows as a block of highlighted lines.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Group
 from rich.text import Text
@@ -20,9 +21,15 @@ from monitor.ui.literal import literal
 from monitor.ui.render import DEFAULT_PALETTE, Palette, clock
 from monitor.ui.widgets.common.text_panel import TextPanel
 
-KIND_TAGS = {Kind.TOOL_CALL: "call", Kind.TOOL_RESULT: "result", Kind.MESSAGE: "msg",
-             Kind.SESSION_START: "start", Kind.SESSION_END: "end", Kind.USAGE: "usage",
-             Kind.COMPACTION: "compact"}
+KIND_TAGS = {
+    Kind.TOOL_CALL: "call",
+    Kind.TOOL_RESULT: "result",
+    Kind.MESSAGE: "msg",
+    Kind.SESSION_START: "start",
+    Kind.SESSION_END: "end",
+    Kind.USAGE: "usage",
+    Kind.COMPACTION: "compact",
+}
 
 
 def fingerprint(event: Event) -> str:
@@ -63,8 +70,9 @@ class WindowView(TextPanel):
         self._shown: tuple[Any, ...] | None = None
         self.lines: list[Text] = []
 
-    def show(self, window: tuple[Event, ...] | None, palette: Palette = DEFAULT_PALETTE,
-             force: bool = False) -> None:
+    def show(
+        self, window: tuple[Event, ...] | None, palette: Palette = DEFAULT_PALETTE, force: bool = False
+    ) -> None:
         if window is self._shown and not force:
             return
         self._shown = window

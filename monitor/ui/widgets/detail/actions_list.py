@@ -12,8 +12,13 @@ from monitor.ui.literal import literal
 from monitor.ui.records import ActionRow
 from monitor.ui.render import DEFAULT_PALETTE, Palette, clock
 
-OUTCOME_STYLE = {"delivered": "status-live", "pending": "level-notice", "failed": "level-terminate",
-                 "refused": "level-critical", "unsupported": "level-warn"}
+OUTCOME_STYLE = {
+    "delivered": "status-live",
+    "pending": "level-notice",
+    "failed": "level-terminate",
+    "refused": "level-critical",
+    "unsupported": "level-warn",
+}
 
 
 def action_line(row: ActionRow, palette: Palette = DEFAULT_PALETTE) -> Text:

@@ -9,7 +9,8 @@ pages of memory and one small indexed query per page scrolled into view.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from monitor.ui.event_text import event_record
 from monitor.ui.records import EventRow, event_row

@@ -29,9 +29,15 @@ from monitor.ui.render import DEFAULT_PALETTE, Palette, clock
 from monitor.ui.vim_keys import vim_bindings
 from monitor.ui.widgets.detail.event_source import EventSource
 
-KIND_TAGS = {"tool_call": "call", "tool_result": "result", "message": "msg",
-             "session_start": "start", "session_end": "end", "usage": "usage",
-             "compaction": "compact"}
+KIND_TAGS = {
+    "tool_call": "call",
+    "tool_result": "result",
+    "message": "msg",
+    "session_start": "start",
+    "session_end": "end",
+    "usage": "usage",
+    "compaction": "compact",
+}
 
 
 class EventStream(ScrollView, can_focus=True):
@@ -44,11 +50,26 @@ class EventStream(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="stream.page_down"),
         Binding("home", "edge(0)", "First", show=False, id="stream.first"),
         Binding("end", "edge(1)", "Last", show=False, id="stream.last"),
-        *vim_bindings(("cursor(1)", "cursor(-1)", "edge(0)", "edge(1)", "half(1)", "half(-1)"),
-                      ("stream.vim_down", "stream.vim_up", "stream.vim_first", "stream.vim_last",
-                       "stream.half_down", "stream.half_up"), "event"),
-        Binding("enter", "open", "Open event", show=False, id="stream.open",
-                tooltip="Show the whole event (arguments, result, message in full)"),
+        *vim_bindings(
+            ("cursor(1)", "cursor(-1)", "edge(0)", "edge(1)", "half(1)", "half(-1)"),
+            (
+                "stream.vim_down",
+                "stream.vim_up",
+                "stream.vim_first",
+                "stream.vim_last",
+                "stream.half_down",
+                "stream.half_up",
+            ),
+            "event",
+        ),
+        Binding(
+            "enter",
+            "open",
+            "Open event",
+            show=False,
+            id="stream.open",
+            tooltip="Show the whole event (arguments, result, message in full)",
+        ),
     ]
 
     COMPONENT_CLASSES = {"event-stream--cursor"}

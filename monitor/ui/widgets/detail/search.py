@@ -37,16 +37,23 @@ class SearchBar(Input):
     class Cancelled(Message):
         """Escape: the search is cleared."""
 
-    BINDINGS = [Binding("escape", "cancel", "Clear search", show=False, id="search.cancel",
-                        tooltip="Clear the search and close the search line")]
+    BINDINGS = [
+        Binding(
+            "escape",
+            "cancel",
+            "Clear search",
+            show=False,
+            id="search.cancel",
+            tooltip="Clear the search and close the search line",
+        )
+    ]
     DEFAULT_CSS = """
     SearchBar { display: none; }
     SearchBar.-shown { display: block; }
     """
 
     def __init__(self, **kwargs: Any):
-        super().__init__(placeholder="search events (enter: keep, esc: clear, n/N: next/previous)",
-                         **kwargs)
+        super().__init__(placeholder="search events (enter: keep, esc: clear, n/N: next/previous)", **kwargs)
 
     def open(self) -> None:
         self.add_class("-shown")

@@ -13,8 +13,9 @@ from monitor.events import Level
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
-LEVEL_CHOICES = [(f"≥ {level.label}", level.label) for level in
-                 (Level.NOTICE, Level.WARN, Level.CRITICAL, Level.TERMINATE)]
+LEVEL_CHOICES = [
+    (f"≥ {level.label}", level.label) for level in (Level.NOTICE, Level.WARN, Level.CRITICAL, Level.TERMINATE)
+]
 
 
 def parse_since(text: str, now: float) -> float | None:
@@ -28,7 +29,9 @@ def parse_since(text: str, now: float) -> float | None:
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        raise ValueError(f"since: expected a date (2026-05-01) or a duration (12h, 3d), got {text!r}") from None
+        raise ValueError(
+            f"since: expected a date (2026-05-01) or a duration (12h, 3d), got {text!r}"
+        ) from None
 
 
 class HistoryFilters(Horizontal):
@@ -56,8 +59,9 @@ class HistoryFilters(Horizontal):
             if filters.get("agent"):
                 self.query_one("#agent", Input).value = filters["agent"]
             if filters.get("since"):
-                self.query_one("#since", Input).value = datetime.fromtimestamp(
-                    filters["since"]).strftime("%Y-%m-%d %H:%M")
+                self.query_one("#since", Input).value = datetime.fromtimestamp(filters["since"]).strftime(
+                    "%Y-%m-%d %H:%M"
+                )
             if filters.get("level") in {value for _, value in LEVEL_CHOICES}:
                 self.query_one("#level", Select).value = filters["level"]
             if filters.get("text"):
