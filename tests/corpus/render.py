@@ -1,0 +1,292 @@
+"""Print an agent run for a person to read: every unit numbered, long texts clipped, no detection.
+
+    python tests/corpus/render.py FILE [--width N]
+
+The labelling guide (docs/real-runs.md) asks readers to label runs blind: they see the run and nothing that
+loopwatch's detectors say about it.  This script reads the raw file itself (stdlib only; `.gz`, and `.zst`
+when the `zstandard` package is installed) instead of loopwatch's readers, so a reader sees what the agent
+wrote, numbered in the unit a label uses (the table in the guide): JSONL lines, trajectory steps, message
+indices, history indices, Markdown lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CLIP = 700  # characters of one text shown before it is clipped (head and tail kept)
+
+
+def read_bytes(path: Path) -> bytes:
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        return gzip.decompress(raw)
+    if path.suffix == ".zst":
+        import zstandard  # type: ignore[import-not-found]
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    return raw
+
+
+def clip(text: Any, limit: int | None = None) -> str:
+    """``text`` on one logical block, its middle cut when long (the size of the cut said)."""
+    limit = limit or CLIP
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False)
+    text = text.replace("\r", "")
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-limit // 4 :]
+    return f"{head} …[{len(text) - len(head) - len(tail)} chars cut]… {tail}"
+
+
+def block_text(content: Any) -> str:
+    """Text of a message content: a string or a list of typed blocks (OpenAI / Anthropic / Gemini)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return "" if content is None else json.dumps(content, ensure_ascii=False)
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            parts.append(_block(block))
+    return "\n".join(p for p in parts if p)
+
+
+def _block(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind in ("text", "input_text", "output_text") or (kind is None and "text" in block):
+        return str(block.get("text", ""))
+    if kind == "thinking":
+        return "(thinking) " + str(block.get("thinking", ""))
+    if kind == "tool_use":
+        return f"TOOL_USE {block.get('name')} id={block.get('id')} input={clip(block.get('input'))}"
+    if kind == "tool_result":
+        err = " ERROR" if block.get("is_error") else ""
+        return f"TOOL_RESULT{err} id={block.get('tool_use_id')}: {clip(block_text(block.get('content')))}"
+    if "functionCall" in block or "functionResponse" in block:
+        return clip(block)
+    return clip(block)
+
+
+def emit(unit: str, text: str) -> None:
+    lines = text.splitlines() or [""]
+    print(f"[{unit}] {lines[0]}")
+    for line in lines[1:]:
+        print(f"      {line}")
+
+
+# ---------------------------------------------------------------- JSONL formats (unit: the line)
+
+
+def jsonl_record(record: Any) -> str:
+    if not isinstance(record, dict):
+        return clip(record)
+    if "payload" in record and isinstance(record.get("payload"), dict):  # Codex rollout
+        return _codex(record["type"] if isinstance(record.get("type"), str) else "?", record["payload"])
+    kind = record.get("type")
+    message = record.get("message")
+    if isinstance(message, dict) and "content" in message:  # Claude Code
+        role = message.get("role", kind)
+        return f"{role}: {clip(block_text(message.get('content')), CLIP * 2)}"
+    if kind in ("tool_call", "tool_result", "message", "usage", "session_start", "session_end"):  # native
+        rest = {k: v for k, v in record.items() if k not in ("type", "session", "ts")}
+        return f"{kind}: {clip(rest)}"
+    if kind in ("progress", "file-history-snapshot", "queue-operation"):
+        return f"({kind})"
+    summary = {k: v for k, v in record.items() if k in ("type", "subtype", "content", "summary", "operation")}
+    return f"{kind}: {clip(summary or record, 240)}"
+
+
+def _codex(kind: str, payload: dict[str, Any]) -> str:
+    ptype = payload.get("type")
+    if ptype == "message":
+        return f"{payload.get('role')}: {clip(block_text(payload.get('content')), CLIP * 2)}"
+    if ptype in ("function_call", "custom_tool_call"):
+        args = payload.get("arguments", payload.get("input"))
+        return f"CALL {payload.get('name')} id={payload.get('call_id')}: {clip(args)}"
+    if ptype == "local_shell_call":
+        return f"CALL shell id={payload.get('call_id')}: {clip(payload.get('action'))}"
+    if ptype in ("function_call_output", "custom_tool_call_output"):
+        return f"OUTPUT id={payload.get('call_id')}: {clip(payload.get('output'))}"
+    if ptype in ("token_count", None) or kind == "turn_context":
+        return f"({kind}{'/' + ptype if ptype else ''})"
+    if ptype == "reasoning":
+        return f"(reasoning) {clip(payload.get('summary'), 300)}"
+    return f"{kind}/{ptype}: {clip(payload, 240)}"
+
+
+def render_jsonl(lines: list[bytes]) -> None:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            emit(f"L{number}", f"(not JSON) {clip(line.decode('utf-8', 'replace'), 200)}")
+            continue
+        if isinstance(record, dict) and isinstance(record.get("history"), list) and len(lines) == 1:
+            render_history(record)  # an OpenHands evaluation output line: one whole run
+            return
+        emit(f"L{number}", jsonl_record(record))
+
+
+# ---------------------------------------------------------------- JSON documents
+
+
+def render_document(doc: Any) -> None:
+    if isinstance(doc, dict):
+        for key in ("instance_id", "task", "problem_statement"):
+            if key in doc:
+                emit(key, clip(doc[key], 1500))
+        if isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
+            return render_swe_agent(doc["trajectory"], doc.get("info"))
+        if isinstance(doc.get("agent_steps"), list):
+            return render_steps(doc["agent_steps"], "step")
+        if isinstance(doc.get("messages"), list):
+            render_messages(doc["messages"])
+            return render_info(doc.get("info"))
+        if isinstance(doc.get("history"), list):
+            return render_history(doc)
+        return emit("doc", clip(doc, 4000))
+    if isinstance(doc, list):
+        if doc and all(isinstance(m, dict) and "role" in m for m in doc[:5]):
+            return render_messages(doc)
+        return render_steps(doc, "event")
+    emit("doc", clip(doc))
+
+
+def render_swe_agent(steps: list[Any], info: Any) -> None:
+    for index, step in enumerate(steps, 1):
+        if not isinstance(step, dict):
+            emit(f"step {index}", clip(step))
+            continue
+        text = f"THOUGHT: {clip(step.get('thought', ''), 500)}\nACTION: {clip(step.get('action', ''), 500)}"
+        text += f"\nOBSERVATION: {clip(step.get('observation', ''))}"
+        emit(f"step {index}", text)
+    render_info(info)
+
+
+def render_messages(messages: list[Any]) -> None:
+    for index, message in enumerate(messages, 1):
+        if not isinstance(message, dict):
+            emit(f"msg {index}", clip(message))
+            continue
+        role = message.get("role") or message.get("type") or "?"
+        text = block_text(message.get("content"))
+        for call in message.get("tool_calls") or message.get("toolCalls") or ():
+            text += f"\nTOOL_CALL {clip(call, 500)}"
+        emit(f"msg {index}", f"{role}: {clip(text, CLIP * 2)}")
+
+
+def render_history(doc: dict[str, Any]) -> None:
+    emit("instance", str(doc.get("instance_id", "")))
+    render_steps(doc["history"], "hist")
+    for key in ("error", "report", "test_result"):
+        if doc.get(key):
+            emit(key, clip(doc[key], 600))
+
+
+def render_steps(steps: list[Any], name: str) -> None:
+    for index, step in enumerate(steps, 1):
+        emit(f"{name} {index}", step_text(step))
+
+
+def step_text(step: Any) -> str:
+    if not isinstance(step, dict):
+        return clip(step)
+    parts = []
+    for key in ("source", "kind", "action", "observation", "role", "state"):
+        if isinstance(step.get(key), str):
+            parts.append(f"{key}={step[key]}")
+    head = " ".join(parts)
+    skip = {
+        "source",
+        "kind",
+        "role",
+        "state",
+        "id",
+        "timestamp",
+        "cause",
+        "llm_metrics",
+        "tool_call_metadata",
+    }
+    body = {
+        k: v for k, v in step.items() if k not in skip and not (isinstance(v, str) and f"{k}={v}" in head)
+    }
+    return f"{head}\n{clip(body, CLIP * 2)}"
+
+
+def render_info(info: Any) -> None:
+    if isinstance(info, dict):
+        keep = {k: info[k] for k in ("exit_status", "submission", "model_stats") if k in info}
+        if keep:
+            emit("info", clip(keep, 600))
+
+
+# ---------------------------------------------------------------- Markdown (Aider)
+
+
+def render_markdown(text: str) -> None:
+    """Every line with its number; long runs of quoted output keep their head and tail."""
+    lines = text.splitlines()
+    number = 0
+    while number < len(lines):
+        block = list(_quoted_block(lines, number))
+        if len(block) > 14:
+            for n in block[:8]:
+                emit(f"L{n + 1}", lines[n])
+            print(f"      …[{len(block) - 12} quoted lines cut]…")
+            for n in block[-4:]:
+                emit(f"L{n + 1}", lines[n])
+            number = block[-1] + 1
+            continue
+        emit(f"L{number + 1}", clip(lines[number], 400))
+        number += 1
+
+
+def _quoted_block(lines: list[str], start: int) -> Iterator[int]:
+    number = start
+    while number < len(lines) and lines[number].startswith(">"):
+        yield number
+        number += 1
+
+
+def render(path: Path) -> None:
+    raw = read_bytes(path)
+    name = path.name.removesuffix(".gz").removesuffix(".zst")
+    print(f"# {path}")
+    if name.endswith(".md"):
+        return render_markdown(raw.decode("utf-8", "replace"))
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return render_jsonl(raw.splitlines())
+    if name.endswith(".jsonl"):
+        return render_jsonl(raw.splitlines())
+    render_document(doc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--clip", type=int, default=CLIP, help="characters of a text shown before clipping")
+    args = parser.parse_args(argv)
+    globals()["CLIP"] = args.clip
+    for path in args.files:
+        render(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(errors="replace")  # type: ignore[union-attr]
+    raise SystemExit(main())
