@@ -20,6 +20,36 @@ from pathlib import Path
 from typing import Any
 
 CLIP = 700  # characters of one text shown before it is clipped (head and tail kept)
+#: Keys that only identify or time a record: left out so the work stands out.
+NOISE = frozenset(
+    {
+        "id",
+        "uuid",
+        "parentId",
+        "parentUuid",
+        "timestamp",
+        "time",
+        "ts",
+        "processed_at",
+        "signature",
+        "thinkingSignature",
+        "usage",
+        "sessionId",
+        "session_id",
+        "requestId",
+        "llm_metrics",
+        "tool_call_metadata",
+    }
+)
+
+
+def quiet(value: Any) -> Any:
+    """``value`` without its identifying and timing keys, at any depth."""
+    if isinstance(value, dict):
+        return {k: quiet(v) for k, v in value.items() if k not in NOISE}
+    if isinstance(value, list):
+        return [quiet(v) for v in value]
+    return value
 
 
 def read_bytes(path: Path) -> bytes:
@@ -66,6 +96,8 @@ def _block(block: dict[str, Any]) -> str:
     kind = block.get("type")
     if kind in ("text", "input_text", "output_text") or (kind is None and "text" in block):
         return str(block.get("text", ""))
+    if kind == "toolCall":
+        return f"TOOL_CALL {block.get('name')}: {clip(block.get('arguments'))}"
     if kind == "thinking":
         return "(thinking) " + str(block.get("thinking", ""))
     if kind == "tool_use":
@@ -99,12 +131,17 @@ def jsonl_record(record: Any) -> str:
         role = message.get("role", kind)
         return f"{role}: {clip(block_text(message.get('content')), CLIP * 2)}"
     if kind in ("tool_call", "tool_result", "message", "usage", "session_start", "session_end"):  # native
-        rest = {k: v for k, v in record.items() if k not in ("type", "session", "ts")}
+        rest = quiet({k: v for k, v in record.items() if k not in ("type", "session")})
         return f"{kind}: {clip(rest)}"
     if kind in ("progress", "file-history-snapshot", "queue-operation"):
         return f"({kind})"
-    summary = {k: v for k, v in record.items() if k in ("type", "subtype", "content", "summary", "operation")}
-    return f"{kind}: {clip(summary or record, 240)}"
+    if isinstance(message, dict):  # OpenClaw / pi: {"type": "message", "message": {role, content, …}}
+        role = message.get("role", kind)
+        rest = quiet({k: v for k, v in message.items() if k not in ("role", "content", "api", "provider")})
+        text = block_text(message.get("content"))
+        return f"{role}: {clip(text, CLIP * 2)}" + (f"\n{clip(rest, 300)}" if rest else "")
+    rest = quiet({k: v for k, v in record.items() if k != "type"})
+    return f"{kind or record.get('kind') or record.get('role')}: {clip(rest, CLIP * 2)}"
 
 
 def _codex(kind: str, payload: dict[str, Any]) -> str:
@@ -148,10 +185,14 @@ def render_document(doc: Any) -> None:
         for key in ("instance_id", "task", "problem_statement"):
             if key in doc:
                 emit(key, clip(doc[key], 1500))
-        if isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
-            return render_swe_agent(doc["trajectory"], doc.get("info"))
+        steps = doc.get("trajectory")
+        if isinstance(steps, list) and steps and isinstance(steps[0], dict):
+            if "action" in steps[0] or "observation" in steps[0]:
+                return render_swe_agent(steps, doc.get("info"))
+            return render_steps(steps, "step")
         if isinstance(doc.get("agent_steps"), list):
-            return render_steps(doc["agent_steps"], "step")
+            render_steps(doc["agent_steps"], "step")
+            return emit("final", clip({k: doc.get(k) for k in ("success", "final_result")}, 800))
         if isinstance(doc.get("messages"), list):
             render_messages(doc["messages"])
             return render_info(doc.get("info"))
@@ -182,7 +223,7 @@ def render_messages(messages: list[Any]) -> None:
             emit(f"msg {index}", clip(message))
             continue
         role = message.get("role") or message.get("type") or "?"
-        text = block_text(message.get("content"))
+        text = block_text(message.get("content", message.get("parts")))
         for call in message.get("tool_calls") or message.get("toolCalls") or ():
             text += f"\nTOOL_CALL {clip(call, 500)}"
         emit(f"msg {index}", f"{role}: {clip(text, CLIP * 2)}")
@@ -204,6 +245,17 @@ def render_steps(steps: list[Any], name: str) -> None:
 def step_text(step: Any) -> str:
     if not isinstance(step, dict):
         return clip(step)
+    if step.get("type") == "llm_call" and isinstance(step.get("output"), dict):  # a span export (Vorflux)
+        output = step["output"]
+        calls = "".join(
+            f"\nTOOL_CALL {clip(quiet(c.get('function', c)), 500)}" for c in output.get("tool_calls") or ()
+        )
+        return f"assistant: {clip(output.get('content') or '', CLIP * 2)}{calls}"
+    if step.get("type") == "tool_call" and "tool" in step:
+        result = quiet(step.get("result"))
+        return f"TOOL {step['tool']}: {clip(quiet(step.get('arguments')), 500)}\nRESULT: {clip(result, CLIP * 2)}"
+    if "llm_response" in step or "tool_results" in step:  # Trae Agent
+        return trae_step(step)
     parts = []
     for key in ("source", "kind", "action", "observation", "role", "state"):
         if isinstance(step.get(key), str):
@@ -224,6 +276,24 @@ def step_text(step: Any) -> str:
         k: v for k, v in step.items() if k not in skip and not (isinstance(v, str) and f"{k}={v}" in head)
     }
     return f"{head}\n{clip(body, CLIP * 2)}"
+
+
+def trae_step(step: dict[str, Any]) -> str:
+    parts = [f"state={step.get('state')}"]
+    for message in step.get("llm_messages") or ():
+        if isinstance(message, dict) and message.get("content"):
+            parts.append(f"{message.get('role')}: {clip(message['content'], CLIP)}")
+    response = step.get("llm_response") or {}
+    if isinstance(response, dict):
+        parts.append(f"assistant: {clip(response.get('content') or '', CLIP * 2)}")
+        for call in response.get("tool_calls") or ():
+            parts.append(f"TOOL_CALL {clip(quiet(call), 500)}")
+    for result in step.get("tool_results") or ():
+        parts.append(f"TOOL_RESULT {clip(quiet(result), CLIP)}")
+    for key in ("reflection", "error"):
+        if step.get(key):
+            parts.append(f"{key}: {clip(step[key], 500)}")
+    return "\n".join(parts)
 
 
 def render_info(info: Any) -> None:
