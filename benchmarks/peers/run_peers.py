@@ -88,18 +88,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("labels", type=Path)
     parser.add_argument("--split", default="all", choices=("dev", "validation", "all"))
     parser.add_argument("--out", type=Path, default=Path("peers-out"))
-    parser.add_argument("--base", type=Path, help="the runs' paths are relative to this (default: the label file's folder)")
+    parser.add_argument(
+        "--base", type=Path, help="the runs' paths are relative to this (default: the label file's folder)"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    outputs = {name: (args.out / f"{name}.jsonl").open("w") for name in PEERS}
-    for path in load_runs(args.labels, args.split, args.base):
-        stream = export(path)
-        for name, out in outputs.items():
+    # One stream for all runs, each session named after its run, so each peer starts once.
+    stream: list[dict[str, Any]] = []
+    runs: dict[str, tuple[Path, str]] = {}
+    for index, path in enumerate(load_runs(args.labels, args.split, args.base)):
+        for record in export(path):
+            key = f"{index}:{record['session']}"
+            runs[key] = (path, record["session"])
+            stream.append(record | {"session": key})
+    for name in PEERS:
+        with (args.out / f"{name}.jsonl").open("w") as out:
             for hit in run_peer(name, stream):
-                row = {"file": str(path), "line": hit["line"], "session": hit["session"], "detector": name}
+                path, session = runs[hit["session"]]
+                row = {"file": str(path), "line": hit["line"], "session": session, "detector": name}
                 out.write(json.dumps(row | {"level": "warn"}) + "\n")
-    for out in outputs.values():
-        out.close()
     print(f"detections written to {args.out}/: " + ", ".join(f"{n}.jsonl" for n in PEERS))
     return 0
 
