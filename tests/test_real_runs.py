@@ -12,7 +12,6 @@ learn.  Labels are never weakened to make this pass.
 
 from __future__ import annotations
 
-import tomllib
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -20,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from monitor.events import Level
+from monitor.labels import Run, load_labels
 from monitor.scan import scan
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE / "fixtures"
-LABELS = tomllib.loads((HERE / "real" / "labels.toml").read_text(encoding="utf-8"))
-RUNS = LABELS["run"]
+LABELS = load_labels(HERE / "real" / "labels.toml")
+RUNS = LABELS.runs
 
 #: Honest runs that reach warn today, by test id: the detector and why it is wrong.
 KNOWN_FALSE_POSITIVES: dict[str, str] = {}
@@ -33,8 +32,8 @@ KNOWN_FALSE_POSITIVES: dict[str, str] = {}
 KNOWN_MISSES: dict[str, str] = {}
 
 
-def _name(run: dict) -> str:
-    name = Path(run["path"]).name
+def _name(run: Run) -> str:
+    name = Path(run.path).name
     for suffix in (".traj.json", ".jsonl", ".traj"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
@@ -48,10 +47,8 @@ def _marked(test_id: str, known: dict[str, str]):
 
 
 BY_ID = {_name(run): run for run in RUNS}
-HONEST = [_marked(_name(r), KNOWN_FALSE_POSITIVES) for r in RUNS if r["label"] == "honest"]
-EPISODES = {
-    f"{_name(r)}@{lo}-{hi}": (r, lo, hi) for r in RUNS if r["label"] == "loop" for lo, hi in r["loops"]
-}
+HONEST = [_marked(_name(r), KNOWN_FALSE_POSITIVES) for r in RUNS if r.label == "honest"]
+EPISODES = {f"{_name(r)}@{lo}-{hi}": (r, lo, hi) for r in RUNS if r.label == "stuck" for lo, hi in r.episodes}
 LOOPS = [_marked(test_id, KNOWN_MISSES) for test_id in EPISODES]
 
 
@@ -65,25 +62,21 @@ def _warnings(path: str) -> tuple[tuple[str, int | None, str], ...]:
 def test_the_real_runs_are_many_and_from_several_agents():
     """At least 40 labelled runs from at least three agents, each with provenance,
     a licence, a label and a note saying what a reader saw; every file exists."""
-    sources = LABELS["source"]
-    agents = Counter(sources[run["path"].split("/")[0]]["agent"] for run in RUNS)
+    agents = Counter(run.agent for run in RUNS)
     assert len(RUNS) >= 40 and len(agents) >= 3, agents
-    for source in sources.values():
-        assert source["repository"] and source["licence"] and source["path"]
+    for source in LABELS.sources.values():
+        assert source.repository and source.licence and source.path
     for run in RUNS:
-        assert (FIXTURES / run["path"]).is_file(), run["path"]
-        assert run["label"] in ("honest", "loop", "borderline") and run["note"], run["path"]
-        if run["label"] == "loop":
-            assert run["loops"] and all(lo <= hi for lo, hi in run["loops"]), run["path"]
+        assert run.file.is_file() and run.source and run.note, run.path
     assert len(BY_ID) == len(RUNS)  # names are unique: test ids name runs
-    assert set(KNOWN_FALSE_POSITIVES) <= {_name(r) for r in RUNS if r["label"] == "honest"}
+    assert set(KNOWN_FALSE_POSITIVES) <= {_name(r) for r in RUNS if r.label == "honest"}
     assert set(KNOWN_MISSES) <= set(EPISODES)
 
 
 @pytest.mark.parametrize("name", HONEST)
 def test_an_honest_run_never_reaches_warn(name: str):
     """A run a reader calls honest gets no detection at warn or above."""
-    found = _warnings(str(FIXTURES / BY_ID[name]["path"]))
+    found = _warnings(str(BY_ID[name].file))
     assert not found, found[:5]
 
 
@@ -91,5 +84,5 @@ def test_an_honest_run_never_reaches_warn(name: str):
 def test_a_labelled_loop_is_caught_inside_its_range(episode: str):
     """A stretch a reader calls stuck gets a detection at warn or above inside it."""
     run, lo, hi = EPISODES[episode]
-    found = _warnings(str(FIXTURES / run["path"]))
+    found = _warnings(str(run.file))
     assert any(line is not None and lo <= line <= hi for _, line, _ in found), found[:8]
