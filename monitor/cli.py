@@ -22,6 +22,7 @@ from monitor.commands import EXIT_USAGE
 #: command modules must not import Textual at import time).
 COMMANDS: dict[str, str] = {
     "scan": "scan",
+    "eval": "eval",
     "watch": "watch",
     "demo": "demo",
     "history": "history",

@@ -57,6 +57,10 @@ class ScanReport:
     lines: int = 0
     events: int = 0
     formats: dict[str, str] = field(default_factory=dict)
+    #: Each file's last unit, what a detection's line counts (its last line; a
+    #: document's last step): filled by a one-process scan (``eval`` checks
+    #: labelled episodes against it).
+    units: dict[str, int] = field(default_factory=dict)
     #: Files that were none of the supported formats (each reported once).
     unsupported: int = 0
     #: Set by :func:`scan_store`: the database re-scanned and how many sessions.
@@ -320,6 +324,7 @@ def _scan(
         report.problem_count += decoder.problem_count
         _damaged(report, stream, source)
         report.formats[source] = decoder.format or "unknown"
+        report.units[source] = decoder.lines
     return report
 
 
@@ -357,6 +362,7 @@ def _read_document(
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
     report.formats[str(path)] = kind
+    report.units[str(path)] = max((e.line for e in events if e.line is not None), default=0)
     report.problems.extend(problems)
     report.problem_count += len(problems)
     report.events += len(events)

@@ -102,6 +102,10 @@ class Decompressed:
     def seekable(self) -> bool:
         return False
 
+    def tell(self) -> int:
+        """The compressed bytes read so far (what a progress bar over file sizes counts)."""
+        return self._raw.tell()
+
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` decompressed bytes (all that is left for -1); b"" at the end."""
         while (size < 0 or len(self._buffer) < size) and not self._ended:
@@ -113,12 +117,13 @@ class Decompressed:
         return out
 
     def _fill(self) -> None:
+        errors: tuple[type[Exception], ...] = (OSError, zlib.error, *_zstd_errors(self.codec))
         try:
             data = self._gzip.read1(_GZIP_STEP) if self._gzip is not None else self._zstd_step()
         except EOFError:
             self._fail(f"truncated {self.codec} data: the file ends inside its compressed stream")
             return
-        except (OSError, zlib.error, *_zstd_errors(self.codec)) as exc:
+        except errors as exc:
             self._fail(f"corrupt {self.codec} data ({exc})")
             return
         if not data and self._gzip is not None:
