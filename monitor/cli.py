@@ -22,12 +22,12 @@ from monitor.commands import EXIT_USAGE
 #: command modules must not import Textual at import time).
 COMMANDS: dict[str, str] = {
     "scan": "scan",
-    "eval": "eval",
     "watch": "watch",
     "demo": "demo",
     "history": "history",
     "show": "show",
     "open": "open_session",
+    "eval": "eval",
     "hook": "hook",
     "install-hook": "install_hook",
     "doctor": "doctor",
