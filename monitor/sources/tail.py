@@ -178,15 +178,21 @@ class Tailer:
         return Problem(tf.path, None, reason)
 
     async def read(self, tf: TailedFile, st: os.stat_result | None = None, *, final: bool = False) -> None:
-        """Read what was appended since the offset (at most ROUND_BYTES per call)."""
+        """Read what was appended since the offset (at most ROUND_BYTES per
+        call); a compressed file, whole (:meth:`_read_compressed`)."""
+        if codec_of(tf.path) is None:
+            await self._read_appended(tf, st, final)
+            return
+        fd = self.ensure_open(tf)
+        if fd is not None:
+            await self._read_compressed(tf, fd, st or os.fstat(fd), final)
+
+    async def _read_appended(self, tf: TailedFile, st: os.stat_result | None, final: bool) -> None:
         fd = self.ensure_open(tf)
         if fd is None:
             return
         if st is None:
             st = os.fstat(fd)
-        if codec_of(tf.path) is not None:
-            await self._read_compressed(tf, fd, st, final)
-            return
         if tf.splitter is None:
             await self._prepare(tf, fd)
         assert tf.splitter is not None
