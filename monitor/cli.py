@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "history": "history",
     "show": "show",
     "open": "open_session",
+    "eval": "eval",
     "hook": "hook",
     "install-hook": "install_hook",
     "doctor": "doctor",

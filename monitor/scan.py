@@ -29,6 +29,7 @@ from monitor.detect.engine import Engine
 from monitor.events import Event, Kind, Level
 from monitor.formats import LINE_FORMATS, documents
 from monitor.formats.base import Problem
+from monitor.formats.compressed import Decompressed, is_damage, open_log, plain_path, read_all
 from monitor.formats.lines import LineDecoder
 from monitor.formats.unsupported import PEEK_BYTES, describe, is_binary, refusal
 from monitor.framing import LineSplitter
@@ -56,6 +57,10 @@ class ScanReport:
     lines: int = 0
     events: int = 0
     formats: dict[str, str] = field(default_factory=dict)
+    #: Each file's last unit, what a detection's line counts (its last line; a
+    #: document's last step): filled by a one-process scan (``eval`` checks
+    #: labelled episodes against it).
+    units: dict[str, int] = field(default_factory=dict)
     #: Files that were none of the supported formats (each reported once).
     unsupported: int = 0
     #: Set by :func:`scan_store`: the database re-scanned and how many sessions.
@@ -113,8 +118,8 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
                 p
                 for p in path.rglob("*")
                 if p.is_file()
-                and (p.suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
-                and not p.name.endswith(".inbox.jsonl")
+                and (plain_path(p).suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
+                and not plain_path(p).name.endswith(".inbox.jsonl")
             )
             out.extend(str(p) for p in found)
         else:
@@ -279,7 +284,7 @@ def _scan(
             continue
         # One open, the head peeked from it: a FIFO or a shell's <(...)
         # can be read only once.
-        stream = sys.stdin.buffer if path == STDIN else open(path, "rb")
+        stream = sys.stdin.buffer if path == STDIN else open_log(path)
         head = b""
         if path != STDIN:
             head = stream.read(PEEK_BYTES)
@@ -317,8 +322,18 @@ def _scan(
             continue
         report.problems.extend(decoder.problems)
         report.problem_count += decoder.problem_count
+        _damaged(report, stream, source)
         report.formats[source] = decoder.format or "unknown"
+        report.units[source] = decoder.lines
     return report
+
+
+def _damaged(report: ScanReport, stream: Any, source: str) -> None:
+    """Report a compressed file's damage (truncated, corrupt, too large):
+    what came before it was read."""
+    if isinstance(stream, Decompressed) and stream.error is not None:
+        report.problems.append(Problem(source, None, stream.error))
+        report.problem_count += 1
 
 
 def _read_document(
@@ -343,10 +358,11 @@ def _read_document(
         session = f"{session}~{number}"
     named[str(path)] = session
     events, problems = documents.load(path, session=session, fmt=fmt)
-    if not any(e.kind in _WORK for e in events) and problems:
+    if not any(e.kind in _WORK for e in events) and problems and not is_damage(problems[0].reason):
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
     report.formats[str(path)] = kind
+    report.units[str(path)] = max((e.line for e in events if e.line is not None), default=0)
     report.problems.extend(problems)
     report.problem_count += len(problems)
     report.events += len(events)
@@ -357,7 +373,7 @@ def _read_document(
 def _chat_document(path: Path) -> bool:
     """True when the whole file is one chat document (not JSON lines)."""
     try:
-        return documents.chat_messages(orjson.loads(path.read_bytes())) is not None
+        return documents.chat_messages(orjson.loads(read_all(path)[0])) is not None
     except (OSError, ValueError):
         return False
 

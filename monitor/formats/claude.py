@@ -37,6 +37,7 @@ from typing import Any
 
 from monitor.events import Event, Kind
 from monitor.formats.base import RecordDecoder, RecordError
+from monitor.formats.compressed import plain_path
 from monitor.formats.native import parse_ts
 from monitor.formats.registry import register_line_format
 
@@ -142,7 +143,7 @@ class ClaudeDecoder(RecordDecoder):
 
     def _subagent_from_path(self) -> tuple[str, str] | None:
         """(parent session, agent id) for ``<parent>/subagents/agent-<id>.jsonl``."""
-        path = Path(self.source)
+        path = plain_path(Path(self.source))
         if path.parent.name == "subagents" and path.stem.startswith("agent-"):
             return path.parent.parent.name, path.stem[len("agent-") :]
         return None

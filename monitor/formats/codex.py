@@ -43,6 +43,7 @@ from typing import Any
 
 from monitor.events import Event, Kind
 from monitor.formats.base import RecordDecoder, RecordError
+from monitor.formats.compressed import plain_name
 from monitor.formats.native import parse_ts
 from monitor.formats.registry import register_line_format
 
@@ -76,7 +77,7 @@ _PENDING_CALLS = 256
 
 def rollout_session_id(path: str) -> str | None:
     """The session id in ``rollout-YYYY-MM-DDTHH-MM-SS-<uuid>.jsonl``."""
-    stem = Path(path).name
+    stem = plain_name(Path(path).name)
     for suffix in (".jsonl", ".json"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]

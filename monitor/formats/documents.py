@@ -50,6 +50,7 @@ import orjson
 from monitor.events import Event, Kind
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
+from monitor.formats.compressed import plain_name, plain_path, read_all, read_head
 from monitor.formats.native import parse_ts
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
@@ -123,14 +124,16 @@ DOCUMENT_FORMATS = ("chat", "openhands", "swe-agent")
 
 
 def kind_of(path: Path) -> str | None:
-    """The document format of ``path`` (from its name and first bytes), or ``None``."""
-    if path.suffix == ".traj":
+    """The document format of ``path`` (from its name and first bytes), or
+    ``None``; a compressed file by its decompressed bytes and its name
+    without the compression suffix."""
+    suffix = plain_path(path).suffix
+    if suffix == ".traj":
         return "swe-agent"
-    if path.suffix != ".json":
+    if suffix != ".json":
         return None
     try:
-        with open(path, "rb") as stream:
-            head = stream.read(_PEEK_BYTES)
+        head = read_head(path, _PEEK_BYTES)
     except OSError:
         return None
     if head.lstrip().startswith(b"{") and _looks_like_chat(head):
@@ -151,7 +154,7 @@ def name_of(path: Path) -> str:
 
 def session_of(path: Path) -> str:
     """The session a document's events belong to: its name without the extensions."""
-    name = path.name
+    name = plain_name(path.name)
     for suffix in (".traj.json", ".json", ".traj"):
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
@@ -164,7 +167,9 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
     source = str(path)
-    raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
+    raw, damage = read_all(path)  # OSError propagates: the caller reports unreadable paths
+    if damage is not None:  # a compressed document cut short cannot be parsed
+        return [], [Problem(source, None, damage)]
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -175,11 +180,12 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     except OSError:
         base = 0.0
     loader: Callable[..., tuple[list[Event], list[Problem]]]
-    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
+    traj = plain_path(path).suffix == ".traj"
+    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and not traj):
         loader = _load_chat
     elif (
         fmt == "swe-agent"
-        or path.suffix == ".traj"
+        or traj
         or (
             fmt is None
             and isinstance(document, dict)

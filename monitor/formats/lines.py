@@ -19,6 +19,7 @@ import orjson
 
 from monitor.events import Event
 from monitor.formats.base import Problem, RecordDecoder, RecordError
+from monitor.formats.compressed import plain_name
 from monitor.formats.registry import LINE_FORMATS, sniff
 from monitor.framing import Line
 
@@ -45,7 +46,7 @@ def clamp_times(events: list[Event], now: float) -> str | None:
 
 def session_from_path(source: str) -> str:
     """The default session id of a file: its stem."""
-    name = Path(source).name
+    name = plain_name(Path(source).name)
     for suffix in (".jsonl", ".ndjson", ".json", ".log", ".traj"):
         if name.endswith(suffix):
             return name[: -len(suffix)] or name

@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from monitor.formats.base import Problem
+from monitor.formats.compressed import codec_of, open_log
 
 #: What ``scan`` reads, as the one-line refusal lists it.
 SUPPORTED = (
@@ -57,10 +58,11 @@ def describe(path: Path, first_problem: str | None = None) -> str:
     """What ``path`` holds, in a phrase (``a JSON document with keys info, …``)."""
     try:
         size = path.stat().st_size
-        with open(path, "rb") as stream:
+        with open_log(path) as stream:
             head = stream.read(PEEK_BYTES)
             if is_binary(head):
-                return f"binary data ({size:,} bytes), not a text log"
+                packed = f" once decompressed ({codec_of(path)})" if codec_of(path) else ""
+                return f"binary data ({size:,} bytes){packed}, not a text log"
             raw = head + stream.read(DESCRIBE_MAX_BYTES) if size <= DESCRIBE_MAX_BYTES else None
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"

@@ -1,7 +1,7 @@
 """What ``loopwatch watch PATH...`` names, and where reading starts.
 
 A path is a file (which may appear later), a directory (watched recursively
-for ``*.jsonl`` / ``*.ndjson``, never loopwatch's own ``*.inbox.jsonl``) or a
+for ``*.jsonl`` / ``*.ndjson``, also ``.gz`` / ``.zst`` compressed, never loopwatch's own ``*.inbox.jsonl``) or a
 glob (``*`` and ``?`` stay within one path component, ``**`` crosses them).
 :class:`StartPolicy` decides where files that already exist are read from.
 """
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.formats.compressed import plain_name
 from monitor.paths import INBOX_SUFFIX
 
 LOG_SUFFIXES = (".jsonl", ".ndjson")
@@ -92,7 +93,9 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def is_log_name(name: str) -> bool:
-    """True for the file names a watched directory yields."""
+    """True for the file names a watched directory yields (compressed ones too:
+    ``run.jsonl.gz``, ``run.ndjson.zst``)."""
+    name = plain_name(name)
     return name.endswith(LOG_SUFFIXES) and not name.endswith(INBOX_SUFFIX)
 
 

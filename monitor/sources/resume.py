@@ -123,12 +123,14 @@ def resume(tf: TailedFile, fd: int) -> int | None:
     return int(record.get("line") or 1)
 
 
-def position(tf: TailedFile) -> dict[str, Any] | None:
-    """How far ``tf`` has been read in whole lines, with its identity, to be stored."""
+def position(tf: TailedFile, *, packed: bool = False) -> dict[str, Any] | None:
+    """How far ``tf`` has been read in whole lines, with its identity, to be
+    stored.  ``packed``: a compressed file, read whole (its offset is its
+    compressed size; what its splitter holds is decompressed, so not counted)."""
     splitter = tf.splitter
     if tf.fd is None or splitter is None:
         return None
-    pending = splitter.pending_bytes
+    pending = 0 if packed else splitter.pending_bytes
     consumed = tf.offset - pending
     if consumed <= 0:
         return None

@@ -20,6 +20,7 @@ from typing import Any
 from monitor.control import InboxChannel
 from monitor.events import Event
 from monitor.formats.base import Problem
+from monitor.formats.compressed import Decompressed, codec_of
 from monitor.formats.lines import LineDecoder
 from monitor.framing import Line, LineSplitter
 from monitor.sources import Sink
@@ -177,7 +178,16 @@ class Tailer:
         return Problem(tf.path, None, reason)
 
     async def read(self, tf: TailedFile, st: os.stat_result | None = None, *, final: bool = False) -> None:
-        """Read what was appended since the offset (at most ROUND_BYTES per call)."""
+        """Read what was appended since the offset (at most ROUND_BYTES per
+        call); a compressed file, whole (:meth:`_read_compressed`)."""
+        if codec_of(tf.path) is None:
+            await self._read_appended(tf, st, final)
+            return
+        fd = self.ensure_open(tf)
+        if fd is not None:
+            await self._read_compressed(tf, fd, st or os.fstat(fd), final)
+
+    async def _read_appended(self, tf: TailedFile, st: os.stat_result | None, final: bool) -> None:
         fd = self.ensure_open(tf)
         if fd is None:
             return
@@ -236,6 +246,40 @@ class Tailer:
                 self.again(tf.path, True)  # more to read: come back after the others
         if final:
             await self.decode(tf, tf.splitter.flush())
+
+    async def _read_compressed(self, tf: TailedFile, fd: int, st: os.stat_result, final: bool) -> None:
+        """A compressed file (``.gz``, ``.zst``) is not tailed: it is read
+        whole, from its start, when it is found or changes, the lines read
+        before (in this run or, by its stored position, an earlier one)
+        skipped.  ``tf.offset`` is then its compressed size, stored with the
+        next line: a restart does not read it again.  A stream cut short
+        keeps its unfinished last line back until it grows or is finished."""
+        if tf.splitter is None:
+            first = resume(tf, fd) if tf.resume is not None else None
+            if first is None and tf.align == "forward":
+                tf.offset = 0  # the tail of a compressed file: all of it
+            tf.align = ""
+            tf.splitter = LineSplitter(self.max_line_bytes, first_line=first or 1)
+            tf.decoder = tf.decoder or LineDecoder(tf.path, fmt=self.fmt, max_line_bytes=self.max_line_bytes)
+        tf.mtime_ns = st.st_mtime_ns
+        if st.st_size == tf.offset and (not final or not tf.splitter.pending_bytes):
+            return  # read already (to its end, or up to the damage already reported)
+        done = tf.splitter.lineno if st.st_size >= tf.offset else 0  # smaller: replaced, all of it new
+        tf.splitter, tf.offset = LineSplitter(self.max_line_bytes), 0  # no position stored meanwhile
+        with Decompressed(tf.path, fileobj=os.fdopen(os.dup(fd), "rb")) as stream:
+            while chunk := stream.read(READ_CHUNK):
+                tf.last_data = time.monotonic()
+                self.bytes_read += len(chunk)
+                await self.decode(tf, [line for line in tf.splitter.feed(chunk) if line[0] > done])
+        problems = [Problem(tf.path, None, stream.error)] if stream.error else []
+        if stream.error is None or final:  # (a truncated one may still be being written)
+            await self.decode(tf, [line for line in tf.splitter.flush() if line[0] > done])
+        tf.offset = st.st_size
+        where = position(tf, packed=True) if self.keeps_positions else None
+        if where is not None:
+            await self.sink.submit([], problems, position=where)  # type: ignore[call-arg]
+        elif problems:
+            await self.report(problems)
 
     async def drain(self, tf: TailedFile) -> None:
         """Read ``tf`` to its current end, round after round."""
