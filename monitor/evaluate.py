@@ -28,12 +28,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from monitor.config import Config
 from monitor.events import Level
 from monitor.formats.compressed import is_damage
-from monitor.labels import LabelError, LabelFile, Run, Source
+from monitor.labels import LABELS, LabelError, LabelFile, Run, Source
 
 #: The levels scored, lowest first.
 LEVELS = (Level.WARN, Level.TERMINATE)
@@ -307,14 +310,57 @@ def metric(result: Score, name: str) -> float | None:
 
 
 def select(runs: Iterable[Run], split: str) -> list[Run]:
-    """The runs of ``split`` (``"all"``: every one)."""
-    return [run for run in runs if split == "all" or run.split == split]
+    """The labelled runs of ``split`` (``"all"``: every one); runs not labelled yet are left out."""
+    return [run for run in runs if (split == "all" or run.split == split) and run.label in LABELS]
 
 
-def evaluate(labels: LabelFile, config: Config | None, split: str = "all", jobs: int = 1) -> Score:
-    """Scan and score the runs of ``split``; :class:`LabelError` for an episode out of its run."""
+def load_detections(path: str | Path) -> dict[str, list[Hit]]:
+    """Detections written by another detector in ``scan --json``'s shape (one object a line with at least
+    ``file``, ``line``, ``detector`` and ``level``), by file; :class:`LabelError` for a bad line."""
+    found: dict[str, list[Hit]] = {}
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+            level = Level.parse(str(record["level"]))
+            hit = Hit(str(record["detector"]), _line(record.get("line")), level)
+            where = str(Path(str(record["file"])).resolve())
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise LabelError(f"{path}:{number}: not a detection ({exc})") from None
+        if hit.level >= Level.WARN:
+            found.setdefault(where, []).append(hit)
+    return found
+
+
+def _line(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def with_detections(runs: Sequence[Run], scans: list[RunScan], found: dict[str, list[Hit]]) -> list[RunScan]:
+    """``scans`` with each readable run's hits replaced by the given detections of its file."""
+    out = []
+    for run, scanned in zip(runs, scans, strict=True):
+        hits = tuple(found.get(str(run.file.resolve()), ()))
+        out.append(scanned if scanned.unreadable else RunScan(hits, scanned.units, "", scanned.problems))
+    return out
+
+
+def evaluate(
+    labels: LabelFile,
+    config: Config | None,
+    split: str = "all",
+    jobs: int = 1,
+    detections: dict[str, list[Hit]] | None = None,
+) -> Score:
+    """Scan and score the runs of ``split``; :class:`LabelError` for an episode out of its run.
+    With ``detections`` (:func:`load_detections`), those are scored instead of loopwatch's own (the runs
+    are still read, for their length and whether they can be read at all)."""
     runs = select(labels.runs, split)
     scans = scan_runs(runs, config, jobs)
+    if detections is not None:
+        scans = with_detections(runs, scans, detections)
     check_ranges(runs, scans)
     result = score(runs, scans)
     result.sources = labels.sources

@@ -23,11 +23,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 LABELS = ("stuck", "honest", "borderline")
+#: Runs in a corpus that are not scored: not read yet, or not readable as an agent run by a person.
+UNSCORED = ("unlabelled", "unreadable")
 SPLITS = ("dev", "validation")
 PICKS = ("random", "failure-signal")
-_SOURCE_KEYS = frozenset({"agent", "model", "repository", "path", "licence", "license", "selection", "note"})
+_SOURCE_KEYS = frozenset(
+    {"agent", "model", "repository", "path", "licence", "license", "selection", "note", "format", "unit"}
+)
 _RUN_KEYS = frozenset(
     {"path", "source", "agent", "model", "split", "picked", "label", "episodes", "loops", "reads", "note"}
+    # provenance of one run where it differs from its source's, and what the reader needs to know
+    | {"repository", "licence", "models", "source_file", "signal", "unit_note", "tuned"}
 )
 
 
@@ -157,12 +163,20 @@ def _run(path: Path, number: int, raw: Any, sources: dict[str, Source]) -> Run:
         raise LabelError(f"{where}: no such file {file}")
     source = _source_of(where, raw, sources)
     label = "stuck" if raw.get("label") == "loop" else raw.get("label", "")
-    if label not in LABELS:
-        raise LabelError(f"{where}: label must be one of {', '.join(LABELS)}, not {raw.get('label')!r}")
-    split = raw.get("split") or split_for(rel)
+    if label not in LABELS + UNSCORED:
+        raise LabelError(
+            f"{where}: label must be one of {', '.join(LABELS + UNSCORED)}, not {raw.get('label')!r}"
+        )
+    tuned = raw.get("tuned", False)
+    if not isinstance(tuned, bool):
+        raise LabelError(f"{where}: tuned must be true or false, not {tuned!r}")
+    # A run detection was tuned on before the split existed can only be development data.
+    split = raw.get("split") or ("dev" if tuned else split_for(rel))
     if split not in SPLITS:
         raise LabelError(f"{where}: split must be dev or validation, not {split!r}")
-    if split != split_for(rel):
+    if tuned and split != "dev":
+        raise LabelError(f"{where}: a tuned run is development data: split must be dev")
+    if not tuned and split != split_for(rel):
         raise LabelError(
             f"{where}: split is {split!r} but its path puts it in {split_for(rel)!r} (split_for)"
         )

@@ -49,6 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="worker processes, runs shared among them (default: every usable core)",
     )
     parser.add_argument(
+        "--detections",
+        metavar="FILE",
+        help="score these detections (JSON lines in `scan --json`'s shape: file, line, detector, level) "
+        "instead of loopwatch's own: another detector's, or an older run's",
+    )
+    parser.add_argument(
         "--write-expected",
         metavar="FILE",
         help="also write the episodes caught at warn and the honest runs quiet today to FILE "
@@ -63,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.evaluate import Requirement, evaluate
+    from monitor.evaluate import Requirement, evaluate, load_detections
     from monitor.labels import LabelError, load_labels, split_for
     from monitor.scan_jobs import usable_cores
 
@@ -84,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("--jobs: expected a number of processes, 1 or more")
     try:
         labels = load_labels(args.labels)
-        result = evaluate(labels, config, args.split, args.jobs or usable_cores())
+        found = load_detections(args.detections) if args.detections else None
+        result = evaluate(labels, config, args.split, args.jobs or usable_cores(), found)
     except LabelError as exc:
         return fail(f"eval: {exc}")
     checks: Checks = [(str(req), *req.check(result)) for req in requirements]
