@@ -358,6 +358,7 @@ def test_write_expected_and_assign_split(tmp_path: Path, capsys):
     assert data == {
         "splits": ["dev", "validation"],
         "caught": ["runs/loop.jsonl@3-16"],
+        "unreadable": [],
         "quiet": ["runs/honest.jsonl"],
     }
     assert main(["eval", "--assign-split", "a/b.traj", "../fixtures/x.json"]) == 0
@@ -373,3 +374,46 @@ def test_split_for_is_the_sha256_of_the_path_modulo_3():
         assert split_for(path) == ("validation" if number % 3 == 0 else "dev")
     with pytest.raises(LabelError):
         load_labels(Path("/nonexistent/labels.toml"))
+
+
+def test_another_detectors_detections_are_scored_instead(tmp_path: Path, capsys):
+    """--detections: a peer's (or an older run's) detections, in scan --json's shape, are scored on the
+    same labels; lines outside every episode of a stuck run, and honest runs warned, count as usual."""
+    loop = _write_run(tmp_path, "runs/loop.jsonl", loop_lines("s1", 8))
+    honest = _write_run(tmp_path, "runs/honest.jsonl", _honest_lines("s2"))
+    labels = _labels(
+        tmp_path,
+        [{"path": loop, "label": "stuck", "episodes": [[3, 16]]}, {"path": honest, "label": "honest"}],
+    )
+    found = tmp_path / "peer.jsonl"
+    rows = [
+        {"file": str(tmp_path / loop), "line": 9, "session": "s1", "detector": "peer", "level": "warn"},
+        {"file": str(tmp_path / honest), "line": 2, "session": "s2", "detector": "peer", "level": "notice"},
+    ]
+    found.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    total = _json(capsys, labels, "--detections", str(found))["levels"]["warn"]["total"]
+    assert (total["caught"], total["false_alarms"]) == (1, 0)  # a notice is no warning
+    found.write_text(json.dumps(rows[0] | {"file": str(tmp_path / honest)}) + "\n")
+    total = _json(capsys, labels, "--detections", str(found))["levels"]["warn"]["total"]
+    assert (total["caught"], total["false_alarms"]) == (0, 1)
+    found.write_text("not json\n")
+    code, _, err = _eval(capsys, labels, "--detections", str(found))
+    assert code == 2 and "peer.jsonl:1: not a detection" in err
+
+
+def test_unlabelled_runs_are_left_out_and_tuned_runs_are_development_data(tmp_path: Path, capsys):
+    loop = _write_run(tmp_path, "runs/loop.jsonl", loop_lines("s1", 8))
+    other = _write_run(tmp_path, "runs/other.jsonl", _honest_lines("s3"))
+    tuned_split = "dev"
+    labels = _labels(
+        tmp_path,
+        [
+            {"path": loop, "label": "stuck", "episodes": [[3, 16]], "tuned": True, "split": tuned_split},
+            {"path": other, "label": "unlabelled"},
+        ],
+    )
+    result = _json(capsys, labels)
+    assert result["levels"]["warn"]["total"]["episodes"] == 1
+    labels.write_text(labels.read_text().replace('split = "dev"', 'split = "validation"'))
+    code, _, err = _eval(capsys, labels)
+    assert code == 2 and "a tuned run is development data" in err

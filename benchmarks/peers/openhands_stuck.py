@@ -54,13 +54,17 @@ def to_event(record: dict[str, Any], calls: dict[str, str]) -> Any | None:
             action=ToolAction(tool=record["tool"], arguments=arguments),
             tool_name=record["tool"],
             tool_call_id=call_id,
-            tool_call=MessageToolCall(id=call_id, name=record["tool"], arguments=arguments, origin="completion"),
+            tool_call=MessageToolCall(
+                id=call_id, name=record["tool"], arguments=arguments, origin="completion"
+            ),
             llm_response_id=f"r-{record['line']}",
         )
     if kind == "tool_result":
         call_id = record.get("id") or ""
         tool = calls.get(call_id, record.get("tool") or "tool")
-        observation = ToolObservation.from_text(record.get("text") or "", is_error=bool(record.get("is_error")))
+        observation = ToolObservation.from_text(
+            record.get("text") or "", is_error=bool(record.get("is_error"))
+        )
         return ObservationEvent(
             observation=observation, tool_name=tool, tool_call_id=call_id or "unknown", action_id="a"
         )

@@ -54,9 +54,19 @@ def neutral(event: Event) -> dict[str, Any] | None:
     if event.kind == Kind.TOOL_CALL:
         return base | {"kind": "tool_call", "id": event.call_id, "tool": event.tool, "args": event.args or {}}
     if event.kind == Kind.TOOL_RESULT:
-        return base | {"kind": "tool_result", "id": event.call_id, "text": event.content, "is_error": event.is_error}
+        return base | {
+            "kind": "tool_result",
+            "id": event.call_id,
+            "text": event.content,
+            "is_error": event.is_error,
+        }
     if event.kind == Kind.MESSAGE and event.role in ("user", "assistant"):
-        return base | {"kind": "message", "role": event.role, "text": event.content, "prompt": event.role == "user"}
+        return base | {
+            "kind": "message",
+            "role": event.role,
+            "text": event.content,
+            "prompt": event.role == "user",
+        }
     return None
 
 

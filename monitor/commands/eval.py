@@ -237,5 +237,9 @@ def expected_text(result: Score, args: argparse.Namespace) -> str:
         "quiet = [",
         *(f"  {orjson.dumps(item).decode()}," for item in quiet),
         "]",
+        "# runs no reader of loopwatch's can read yet (each new reader shrinks this list)",
+        "unreadable = [",
+        *(f"  {orjson.dumps(item).decode()}," for item in sorted(run.path for run, _ in result.unreadable)),
+        "]",
     ]
     return "\n".join(lines) + "\n"
