@@ -195,7 +195,29 @@ def score(runs: Sequence[Run], scans: Sequence[RunScan]) -> Score:
         else:
             for level in LEVELS:
                 _score_run(result, level, run, [h for h in scanned.hits if h.level >= level])
+    for level in LEVELS:
+        _count_patterns_once(result, level)
     return result
+
+
+def _count_patterns_once(result: Score, level: Level) -> None:
+    """Episodes of runs that share a harness failure ``pattern`` (same agent) count as one episode in
+    the tallies, with the outcome most of them had (caught wins a tie): many runs failing the same
+    way are one behaviour to catch, not many."""
+    outcomes: dict[tuple[str, str], list[str]] = {}
+    for run, _episode, _hit in result.caught[level]:
+        if run.pattern:
+            outcomes.setdefault((run.agent, run.pattern), []).append("caught")
+    for finding in result.findings:
+        if finding.level == level and finding.run.pattern and finding.episode is not None:
+            outcomes.setdefault((finding.run.agent, finding.run.pattern), []).append(finding.kind)
+    for (agent, _pattern), kinds in outcomes.items():
+        order = ("caught", "late", "missed")
+        kept = max(order, key=lambda kind: (kinds.count(kind), -order.index(kind)))
+        for tally in (result.tallies[level][""], result.tallies[level][agent]):
+            tally.episodes -= len(kinds) - 1
+            for kind in order:
+                setattr(tally, kind, getattr(tally, kind) - kinds.count(kind) + (kind == kept))
 
 
 def _score_run(result: Score, level: Level, run: Run, hits: list[Hit]) -> None:

@@ -33,7 +33,7 @@ _SOURCE_KEYS = frozenset(
 _RUN_KEYS = frozenset(
     {"path", "source", "agent", "model", "split", "picked", "label", "episodes", "loops", "reads", "note"}
     # provenance of one run where it differs from its source's, and what the reader needs to know
-    | {"repository", "licence", "models", "source_file", "signal", "unit_note", "tuned"}
+    | {"repository", "licence", "models", "source_file", "signal", "unit_note", "tuned", "pattern"}
 )
 
 
@@ -69,6 +69,8 @@ class Run:
     episodes: tuple[tuple[int, int], ...]
     reads: int | None = None
     note: str = ""
+    #: One harness failure that many runs of a source repeat: its episodes count once in the totals.
+    pattern: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def _run(path: Path, number: int, raw: Any, sources: dict[str, Source]) -> Run:
     unknown = set(raw) - _RUN_KEYS
     if unknown:
         raise LabelError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("source", "agent", "model", "split", "picked", "label", "note"):
+    for key in ("source", "agent", "model", "split", "picked", "label", "note", "pattern"):
         _text(where, raw, key)
     file = path.parent / rel
     if not file.is_file():
@@ -189,7 +191,8 @@ def _run(path: Path, number: int, raw: Any, sources: dict[str, Source]) -> Run:
     agent = raw.get("agent") or (sources[source].agent if source else "") or "unknown"
     model = raw.get("model") or (sources[source].model if source else "")
     episodes = _episodes(where, raw, label)
-    return Run(rel, file, source, agent, model, split, picked, label, episodes, reads, raw.get("note", ""))
+    note, pattern = raw.get("note", ""), raw.get("pattern", "")
+    return Run(rel, file, source, agent, model, split, picked, label, episodes, reads, note, pattern)
 
 
 def _source_of(where: str, raw: dict[str, Any], sources: dict[str, Source]) -> str:

@@ -417,3 +417,21 @@ def test_unlabelled_runs_are_left_out_and_tuned_runs_are_development_data(tmp_pa
     labels.write_text(labels.read_text().replace('split = "dev"', 'split = "validation"'))
     code, _, err = _eval(capsys, labels)
     assert code == 2 and "a tuned run is development data" in err
+
+
+def test_a_harness_failure_pattern_counts_once(tmp_path: Path, capsys):
+    """Runs that repeat one harness failure (the same `pattern`) are one episode in the totals, with the
+    outcome most of them had; a run without the pattern counts as before."""
+    caught = _write_run(tmp_path, "runs/a.jsonl", loop_lines("s1", 8))
+    also = _write_run(tmp_path, "runs/b.jsonl", loop_lines("s2", 8))
+    quiet = _write_run(tmp_path, "runs/c.jsonl", _honest_lines("s3", 20))
+    runs = [
+        {"path": caught, "label": "stuck", "episodes": [[3, 16]], "pattern": "same rejection"},
+        {"path": also, "label": "stuck", "episodes": [[3, 16]], "pattern": "same rejection"},
+        {"path": quiet, "label": "stuck", "episodes": [[3, 16]], "pattern": "same rejection"},
+    ]
+    total = _json(capsys, _labels(tmp_path, runs))["levels"]["warn"]["total"]
+    assert (total["episodes"], total["caught"], total["missed"]) == (1, 1, 0)
+    runs[2].pop("pattern")
+    total = _json(capsys, _labels(tmp_path, runs))["levels"]["warn"]["total"]
+    assert (total["episodes"], total["caught"], total["missed"]) == (2, 1, 1)
