@@ -175,6 +175,7 @@ def _open_socket(
             sock = socket.create_connection(address, timeout=timeout)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         else:
+            assert socket_path is not None, "a client has a socket path when it has no address"
             problem = socket_dir_problem(socket_path)
             if problem is not None:
                 return None, problem
@@ -328,7 +329,7 @@ class LoopwatchClient(_EventHelpers):
     def _emit(self, record: dict[str, Any]) -> None:
         try:
             line = orjson.dumps(record, default=str, option=_DUMP_OPTIONS) + b"\n"
-            session = record.get("session")
+            session = record.get("session", "")  # event() always sets it
             with self._lock:
                 if record.get("type") == "session_start":
                     self._sessions[session] = None
@@ -658,9 +659,11 @@ class AsyncLoopwatchClient(_EventHelpers):
 
         if self._queue is None:
             await self.start()
+        queue = self._queue
+        assert queue is not None, "start() makes the queue"
         try:
             async with asyncio.timeout(timeout):
-                return await self._queue.get()
+                return await queue.get()
         except TimeoutError:
             return None
 

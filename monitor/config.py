@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
-from monitor.detect.base import DetectorSettings, ToolOverride
+from monitor.detect.base import Detector, DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
 from monitor.events import Level
 
@@ -122,7 +122,7 @@ class Config:
         return build_config({}, preset=preset)
 
 
-def _registry() -> dict[str, type]:
+def _registry() -> dict[str, type[Detector]]:
     from monitor.detect import REGISTRY
 
     return REGISTRY

@@ -47,8 +47,8 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
     if row is None:
         raise LookupError(f"no stored session {session!r}")
     detections = store.detections(session)
-    wanted = {
-        ref.get("seq")
+    wanted: set[int] = {
+        ref["seq"]
         for d in detections
         for ref in d.get("evidence") or ()
         if isinstance(ref, dict) and isinstance(ref.get("seq"), int)

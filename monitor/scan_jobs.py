@@ -27,7 +27,7 @@ import multiprocessing
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -48,6 +48,8 @@ from monitor.formats.base import Problem
 SHARD_MIN_BYTES = 4 << 20
 #: A worker's entry in the status array while it is between files / once done.
 _IDLE, _DONE = -1, -2
+#: Where an event is in the whole input: (feed, line, k) or (feed, n, 0); see ``_Shard``.
+Position = tuple[int, int | None, int]
 
 
 class ScanAborted(RuntimeError):
@@ -102,7 +104,7 @@ class _WorkerResult:
     events; each line file's problems it reports (see ``_Shard.note_problems``);
     and (from worker 0 only) the rest of the counts."""
 
-    detections: list[tuple[tuple, Detection]] = field(default_factory=list)
+    detections: list[tuple[Position, Detection]] = field(default_factory=list)
     sightings: list[tuple] = field(default_factory=list)
     #: Per detection (same order), its session's usage totals then (cost.LoopCosts.totals).
     totals: list[tuple] = field(default_factory=list)
@@ -126,19 +128,19 @@ class _Shard:
     (``mine``); ``(file, n, 0)`` for the n-th of a document or database,
     which every worker reads whole."""
 
-    def __init__(self, index: int, jobs: int, status, files: list[str]):
+    def __init__(self, index: int, jobs: int, status: MutableSequence[int], files: list[str]):
         self.index, self.jobs, self.status = index, jobs, status
         self.files = {path: number for number, path in enumerate(files)}
         self.reporter = index == 0  # reports what every worker reads alike (and the counts)
         self.fed = 0  # feeds made so far: every worker makes the same ones in the same order
-        self.position: tuple = ()
+        self.position: Position = (0, None, 0)  # set before the engine sees an event
         self.owners: dict[str, int] = {}
         self.events = 0
-        self.detections: list[tuple[tuple, Detection]] = []
+        self.detections: list[tuple[Position, Detection]] = []
         self.sightings: list[tuple] = []
         self.totals: list[tuple] = []
         self.line_problems: list[tuple | None] = []
-        self.costs = None  # the worker engine's LoopCosts, set once it exists
+        self.costs: _ShardCosts | None = None  # the worker engine's, set once it exists
 
     def owner(self, session: str) -> int:
         owner = self.owners.get(session)
@@ -202,6 +204,8 @@ class _Shard:
         )
 
     def stand_in(self, detector: Detector) -> Detector:
+        if not isinstance(detector, ShardableDetector):  # shardable() checked them all
+            raise TypeError(f"{detector.name} cannot be split among scan workers")
         return _Sighter(detector, self)
 
 
@@ -226,11 +230,15 @@ class _Sighter(Detector):
     def __init__(self, inner: ShardableDetector, shard: _Shard):
         super().__init__(inner.settings)
         self.inner, self.shard = inner, shard
-        self.name, self.kinds = inner.name, inner.kinds
-        self.resets_on_user_turn = inner.resets_on_user_turn
+        # Each stand-in takes the class-level identity of the detector it
+        # stands in for, on the instance (one _Sighter class for them all).
+        self.name, self.kinds = inner.name, inner.kinds  # type: ignore[misc]
+        self.resets_on_user_turn = inner.resets_on_user_turn  # type: ignore[misc]
 
     def observe(self, event: Event, view) -> None:
         sighting = self.inner.sight(event, view)
+        costs = self.shard.costs
+        assert costs is not None, "_work sets the shard's costs before any event"
         if sighting is not None:
             self.shard.sightings.append(
                 (
@@ -242,7 +250,7 @@ class _Sighter(Detector):
                     event.seq,
                     self.name,
                     sighting,
-                    self.shard.costs.totals(event.session),
+                    costs.totals(event.session),
                 )
             )
 
@@ -252,13 +260,13 @@ def shard_of(session: str, jobs: int) -> int:
     return zlib.crc32(session.encode("utf-8", "surrogatepass")) % jobs
 
 
-_status = None
+_status: MutableSequence[int] | None = None
 #: The progress display, drawn by worker 0 (which reads every file), where
 #: the workers are forked and so share the parent's stderr.
 _progress = None
 
 
-def _init(status) -> None:
+def _init(status: MutableSequence[int]) -> None:
     global _status
     _status = status
 
@@ -275,7 +283,9 @@ def _work(
     whether they are all of them) of the database ``files[0]``."""
     from monitor.scan import _scan, rare_collections, scan_store
 
-    shard = _Shard(index, jobs, _status, files)
+    status = _status
+    assert status is not None, "_init runs first in every worker"
+    shard = _Shard(index, jobs, status, files)
     engine = Engine(config, global_wrapper=shard.stand_in)
     engine.costs = shard.costs = _ShardCosts(engine.costs.prices, shard)
     if stored is not None:
@@ -295,7 +305,7 @@ def _work(
             finally:
                 if progress is not None:
                     progress.finish()
-    _status[index] = _DONE
+    status[index] = _DONE
     result = _WorkerResult(
         detections=shard.detections,
         sightings=shard.sightings,
@@ -431,23 +441,25 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
     counted from the sightings; and whether that order and those levels are
     provably the single process's (see the module's docstring)."""
     config = config or Config()
-    counters = {
+    counters: dict[str, ShardableDetector] = {
         name: cls(config.detector_settings(name))
         for name, cls in REGISTRY.items()
-        if cls.scope == "global" and config.detector_settings(name).enabled
+        if cls.scope == "global"
+        and config.detector_settings(name).enabled
+        and issubclass(cls, ShardableDetector)  # all of them: shardable() holds
     }
     policy = EscalationPolicy(config.escalation)
     # A worker's sightings are in input order, and one event's in its engine's
     # order of the global detectors (REGISTRY's, as here); no event is two
     # workers', so a stable sort by position alone gives one process's order.
     sightings = sorted((s for result in results for s in result.sightings), key=_POSITION)
-    keyed: list[tuple[int, int, int, Detection, tuple]] = []
+    keyed: list[tuple[Position, int, int, Detection, tuple]] = []
     for result in results:
         keyed.extend(
             (position, 0, rank, d, result.totals[rank])
             for rank, (position, d) in enumerate(result.detections)
         )
-    globals_at: dict[int, list[Detection]] = {}
+    globals_at: dict[Position, list[Detection]] = {}
     for rank, (position, session, source, line, ts, seq, name, sighting, totals) in enumerate(sightings):
         for detection in counters[name].count(sighting, None) or ():
             detection.session = detection.session or session
@@ -462,13 +474,13 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
 
 
 def _independent(
-    keyed: list[tuple[int, int, int, Detection, tuple]], globals_at: dict[int, list[Detection]]
+    keyed: list[tuple[Position, int, int, Detection, tuple]], globals_at: dict[Position, list[Detection]]
 ) -> bool:
     """Whether the global detectors' detections could not have changed the
     others' (or been dropped for them) in one process: no event where one
     cites exactly the same evidence as another, and no session escalating
     more patterns than its escalation state remembers."""
-    at: dict[int, list[Detection]] = {}
+    at: dict[Position, list[Detection]] = {}
     patterns: dict[str, set[int]] = {}
     for position, _, _, detection, *_ in keyed:
         if position in globals_at:

@@ -78,7 +78,7 @@ def _ago(ts: float, now: float) -> str:
     return f"{seconds / 86400:.0f} days ago"
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -98,9 +98,9 @@ def run(args: argparse.Namespace) -> int:
     for path in expanded:
         if path == "-":
             continue
-        problem = unreadable(path)
-        if problem is not None:
-            return fail(f"{path}: cannot read: {problem}")
+        why = unreadable(path)
+        if why is not None:
+            return fail(f"{path}: cannot read: {why}")
     from monitor.scan_jobs import ScanAborted, default_jobs
 
     jobs = args.jobs if args.jobs is not None else default_jobs(expand_paths(args.paths))

@@ -223,9 +223,7 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
                 'not a chat document (expected {"messages": [...]} or a JSON array of messages with a role)',
             )
         ]
-    info = (
-        document.get("info") if isinstance(document, dict) and isinstance(document.get("info"), dict) else {}
-    )
+    info = _dict(document.get("info")) if isinstance(document, dict) else {}
     meta: dict[str, Any] = {}
     agent = "chat"
     if isinstance(document, dict):
@@ -234,8 +232,8 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
                 meta[key] = document[key]
         if str(document.get("trajectory_format", "")).startswith("mini-swe-agent"):
             agent = "mini-swe-agent"
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    config = _dict(info.get("config"))
+    model = _dict(config.get("model"))
     if isinstance(model.get("model_name"), str):
         meta["model"] = model["model_name"]
     decoder = ChatDecoder(source, session)
@@ -287,6 +285,11 @@ def _tool_of(command: str) -> str:
     return words[0] if words else "command"
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -307,7 +310,7 @@ def _load_swe_agent(
         ]
     steps = document.get("trajectory")
     history = document.get("history")
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    info = _dict(document.get("info"))
     if steps is None:
         steps = []
     if not isinstance(steps, list):
@@ -450,8 +453,9 @@ def _openhands_events(document: Any) -> list[Any] | None:
         return document
     if isinstance(document, dict):
         for key in ("history", "trajectory", "events"):
-            if isinstance(document.get(key), list):
-                return document[key]
+            events = document.get(key)
+            if isinstance(events, list):
+                return events
     return None
 
 
@@ -500,7 +504,7 @@ def _openhands_event(
     out: list[Event] = []
     if "action" in item:
         action = item.get("action")
-        args = item.get("args") if isinstance(item.get("args"), dict) else {}
+        args = _dict(item.get("args"))
         origin = item.get("source")
         if action == "message":
             text = _text(args.get("content", item.get("message")))
@@ -546,7 +550,7 @@ def _openhands_event(
         if observation in _OPENHANDS_SKIPPED_OBSERVATIONS:
             return out
         content = _text(item.get("content", item.get("message")))
-        extras = item.get("extras") if isinstance(item.get("extras"), dict) else {}
+        extras = _dict(item.get("extras"))
         is_error = observation in ("error", "user_rejected") or item.get("success") is False
         metadata = extras.get("metadata")
         exit_code = metadata.get("exit_code") if isinstance(metadata, dict) else extras.get("exit_code")

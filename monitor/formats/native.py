@@ -29,6 +29,7 @@ A ``session_start`` may name the ``model`` in its ``meta``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -221,7 +222,8 @@ class NativeDecoder(RecordDecoder):
     def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """:meth:`decode_event` for any record: every check, conversion and
         error message, and unknown fields into ``meta``."""
-        get = record.get
+        # A value of a JSON record is Any until checked below (not "Any | None").
+        get: Callable[..., Any] = record.get
         kind_name = get("type")
         if not isinstance(kind_name, str):
             raise RecordError("missing 'type' (expected one of: " + ", ".join(sorted(KINDS)) + ")")

@@ -118,6 +118,10 @@ class Where:
         return raw if _UUID.match(raw) else f"{self.service}@{self.host}/{raw}"
 
 
+#: (sort key, the native records of one log record or span, where it came from).
+_Keyed = tuple[tuple[Any, ...], list[dict[str, Any]], Where]
+
+
 class OtlpAdapter:
     """Turns export requests into events; remembers which sessions it announced."""
 
@@ -130,7 +134,7 @@ class OtlpAdapter:
 
     def logs(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
         """(events, rejected records, problems) of an ``ExportLogsServiceRequest``."""
-        records: list[tuple[tuple, dict[str, Any], Where]] = []
+        records: list[_Keyed] = []
         rejected = 0
         problems: list[Problem] = []
         for resource_logs in request.resource_logs:
@@ -255,7 +259,7 @@ class OtlpAdapter:
 
     def spans(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
         """(events, rejected spans, problems) of an ``ExportTraceServiceRequest``."""
-        records: list[tuple[tuple, list[dict[str, Any]], Where]] = []
+        records: list[_Keyed] = []
         rejected = 0
         problems: list[Problem] = []
         for resource_spans in request.resource_spans:
@@ -310,9 +314,7 @@ class OtlpAdapter:
 
     # -- shared ------------------------------------------------------------------------------
 
-    def _decode(
-        self, records: list[tuple[tuple, list[dict[str, Any]], Where]], problems: list[Problem]
-    ) -> tuple[list[Event]]:
+    def _decode(self, records: list[_Keyed], problems: list[Problem]) -> tuple[list[Event]]:
         events: list[Event] = []
         decoders: dict[str, NativeDecoder] = {}
         import time

@@ -193,10 +193,9 @@ class Actions:
             reason = claim.refusal()
             if reason is not None:
                 return "refused", reason
-        unconfirmed = auto and claim is not None and not claim.confirmed
-        if claim is None or unconfirmed:
+        if claim is None or (auto and not claim.confirmed):
             reason = state.kill_reason
-            if unconfirmed:
+            if claim is not None:  # auto_kill and a claim the agent did not confirm
                 reason = (
                     f"auto_kill signals only a pid the agent confirmed itself (socket peer "
                     f"credentials or a hook); pid {claim.identity.pid} is named by "
@@ -211,7 +210,7 @@ class Actions:
                 await asyncio.wait_for(self._send(state, "kill"), 1.0)
             except Exception:
                 pass
-        outcome = await terminate(state.identity, grace=self.hub.config.control.kill_grace_seconds)
+        outcome = await terminate(claim.identity, grace=self.hub.config.control.kill_grace_seconds)
         return outcome.status, outcome.detail
 
     def describe_kill(self, session: str) -> str:
@@ -224,7 +223,7 @@ class Actions:
             if reason is None:
                 checks = "\n".join(f"  {fact}" for fact in state.claim.verified())
                 return (
-                    f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
+                    f"SIGTERM {state.claim.identity.describe()}, then SIGKILL after {grace:g} s\n"
                     f"Verified:\n{checks}"
                 )
             return reason

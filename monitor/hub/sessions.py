@@ -176,14 +176,13 @@ class Lifecycle:
             state.parent = event.parent
         if event.pid is not None and event.pid != state.pid:
             state.pid = event.pid
-            self._capture(state, event)
+            self._capture(state, event, event.pid)
         self.touch(state)
 
-    def _capture(self, state: HubSession, event: Event) -> None:
+    def _capture(self, state: HubSession, event: Event, pid: int) -> None:
         """Remember who the event's pid is now, so that a later kill can check it
         is still them, and what backs the claim (see :class:`~monitor.control.PidClaim`)."""
         state.identity = state.claim = None
-        pid = event.pid
         identity = ProcessIdentity.capture(pid)
         if identity is None:
             state.kill_reason = f"pid {pid} is not running on this machine"

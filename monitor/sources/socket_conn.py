@@ -82,6 +82,11 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Connection:
     """One client connection: reads events, writes control messages."""
 
@@ -214,7 +219,7 @@ class Connection:
         """Wait until the socket has data or EOF; TimeoutError after ``timeout`` (0: never)."""
         future = self.loop.create_future()
         fd = self.sock.fileno()
-        self.loop.add_reader(fd, lambda: future.done() or future.set_result(None))
+        self.loop.add_reader(fd, _resolve, future)
         try:
             async with asyncio.timeout(timeout or None):
                 await future
@@ -229,6 +234,7 @@ class Connection:
         events: list[Event] = []
         problems: list[Problem] = []
         now = time.time()
+        problem: Problem | None
         for lineno, raw, size in lines:
             server.lines += 1
             if raw is None:
@@ -289,6 +295,8 @@ class Connection:
         A pid the peer's credentials prove is confirmed to the hub.
         """
         pid = event.pid
+        if pid is None:
+            return None  # nothing claimed (the caller only asks about a pid)
         if self.tcp:
             event.meta["remote_pid"], event.pid = pid, None
             return None

@@ -217,7 +217,7 @@ def _fts_table(db: Database) -> None:
 def _v6_session_owner(db: Database) -> None:
     # owner: the watcher (pid:start) that last wrote the session, so readers
     # show "stopped" for the sessions of one that is gone (killed by SIGKILL).
-    db["sessions"].add_column("owner", str)
+    db.table("sessions").add_column("owner", str)
     # v5 spelled content='events', which sqlite-utils and Datasette do not
     # detect: the index is made again (the v5 triggers keep working with it).
     db.execute("DROP TABLE events_fts")
