@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import control_message, terminate
 from monitor.detect.base import Detection
@@ -21,10 +21,34 @@ from monitor.events import Event, Kind, Level
 from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 
 if TYPE_CHECKING:
-    from monitor.hub.core import Hub
-    from monitor.hub.sessions import HubSession
+    from monitor.config import Config
+    from monitor.detect.engine import Engine
+    from monitor.hub.recording import Recorder
+    from monitor.hub.sessions import Lifecycle
+    from monitor.hub.snapshots import Snapshots
+    from monitor.hub.state import HubSession
 
 log = logging.getLogger("loopwatch.hub")
+
+
+class ActionsHub(Protocol):
+    """What :class:`Actions` uses of the :class:`~monitor.hub.core.Hub` (which
+    passes itself): declared here so that this module need not import the hub's."""
+
+    config: Config
+    store: Any
+    clock: Callable[[], float]
+    engine: Engine
+    lifecycle: Lifecycle
+    snapshots: Snapshots
+    recorder: Recorder
+
+    def wants_sessions(self) -> bool: ...
+
+    def publish(self, update: object) -> None: ...
+
+    def touch(self, state: HubSession) -> None: ...
+
 
 ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
 AUTO_WHO = "loopwatch (auto)"
@@ -37,7 +61,7 @@ RECOVERY_STEPS = 5
 class Actions:
     """Carries out the hub's actions; :meth:`Hub.act` is the way in."""
 
-    def __init__(self, hub: Hub):
+    def __init__(self, hub: ActionsHub):
         self.hub = hub
         self.running: set[asyncio.Task] = set()
         self._next_id = 0  # without a store: numbered here (negative: could not be recorded)

@@ -26,8 +26,9 @@ from monitor.formats.base import Problem
 from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.recording import Recorder
-from monitor.hub.sessions import HubSession, Lifecycle
+from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
+from monitor.hub.state import HubSession
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord,

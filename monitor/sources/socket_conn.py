@@ -23,7 +23,7 @@ import math
 import socket
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -37,7 +37,11 @@ from monitor.sources.socket_out import Outbox
 from monitor.sources.socket_peer import PeerPids, peer_credentials
 
 if TYPE_CHECKING:
-    from monitor.sources.sockets import SocketServer
+    from collections import OrderedDict
+
+    from monitor.control import HookMailbox
+    from monitor.sources import LiveSink
+    from monitor.sources.fair import IngestMux, Lane
 
 log = logging.getLogger("loopwatch.sockets")
 
@@ -82,6 +86,31 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
+class ConnectionServer(Protocol):
+    """What a :class:`Connection` uses of its :class:`~monitor.sources.sockets.SocketServer`
+    (which passes itself): declared here so that this module need not import that one."""
+
+    hub: LiveSink
+    token: str
+    max_line_bytes: int
+    hello_timeout: float
+    idle_timeout: float
+    preauth_bytes: int
+    mailboxes: OrderedDict[str, HookMailbox]
+    ingest: IngestMux
+    lines: int
+    events: int
+    refused: int
+
+    def bind_socket(self, session: str, channel: SocketChannel) -> None: ...
+
+    def bind_mailbox(self, session: str) -> HookMailbox: ...
+
+    async def report(self, problems: list[Problem]) -> None: ...
+
+    async def settle(self, lane: Lane) -> None: ...
+
+
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -90,7 +119,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
 class Connection:
     """One client connection: reads events, writes control messages."""
 
-    def __init__(self, server: SocketServer, sock: socket.socket, number: int, tcp: bool):
+    def __init__(self, server: ConnectionServer, sock: socket.socket, number: int, tcp: bool):
         self.server = server
         self.sock = sock
         self.loop = asyncio.get_running_loop()

@@ -91,7 +91,7 @@ class HistoryScreen(TableVimKeys, Screen):
             return
         hits: list[dict] = []
         if filters.get("text"):
-            from monitor.commands.history import search
+            from monitor.store.search import search
 
             text = filters.pop("text")
             rows, hits = search(store, text, **filters, limit=HISTORY_LIMIT, as_you_type=True)
