@@ -282,48 +282,64 @@ def _scan(
             report, _feed(engine, report, shard, path, False), Path(path), fmt, named
         ):
             continue
-        # One open, the head peeked from it: a FIFO or a shell's <(...)
-        # can be read only once.
-        stream = sys.stdin.buffer if path == STDIN else open(path, "rb")
-        head = b""
-        if path != STDIN:
-            head = stream.read(PEEK_BYTES)
-            if is_binary(head):
-                stream.close()
-                _refuse(report, path, describe(Path(path)))
-                continue
-        source = "<stdin>" if path == STDIN else path
-        decoder = LineDecoder(
-            source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
+        passed += _scan_line_file(
+            report, engine, shard, path, fmt, progress, (index, len(files), before, total, passed)
         )
-        feed = _feed(engine, report, shard, path, True)
-        tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
-        try:
-            mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
-            for events in read_event_batches(path, decoder, stream, head, mine, reporter):
-                report.events += len(events)
-                feed(events)
-                if tell is not None:  # (with records left to other workers: as one process counts)
-                    progress.update(
-                        index, len(files), before + tell(), total, report.events + passed + decoder.passed
-                    )
-        finally:
-            if path != STDIN:
-                stream.close()
-        report.lines += decoder.lines
-        passed += decoder.passed
-        refused = decoder.format is None and decoder.problem_count
-        if shard is not None:
-            shard.note_problems(len(report.problems), decoder, refused)
-        if refused:
-            first = decoder.problems[0].reason if decoder.problems else None
-            what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
-            _refuse(report, source, what)
-            continue
-        report.problems.extend(decoder.problems)
-        report.problem_count += decoder.problem_count
-        report.formats[source] = decoder.format or "unknown"
     return report
+
+
+def _scan_line_file(
+    report: ScanReport,
+    engine: Engine,
+    shard: Any,
+    path: str,
+    fmt: str | None,
+    progress: Any,
+    at: tuple[int, int, int, int, int],
+) -> int:
+    """Scan one file of lines (or standard input) into ``report``; the number of
+    records it passed over for other workers (a sharded scan).  ``at`` is where
+    the progress line stands: (file index, files, bytes before, bytes in all, records passed)."""
+    index, count, before, total, passed = at
+    # One open, the head peeked from it: a FIFO or a shell's <(...)
+    # can be read only once.
+    stream = sys.stdin.buffer if path == STDIN else open(path, "rb")
+    head = b""
+    if path != STDIN:
+        head = stream.read(PEEK_BYTES)
+        if is_binary(head):
+            stream.close()
+            _refuse(report, path, describe(Path(path)))
+            return 0
+    source = "<stdin>" if path == STDIN else path
+    decoder = LineDecoder(
+        source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
+    )
+    feed = _feed(engine, report, shard, path, True)
+    tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
+    try:
+        mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
+        for events in read_event_batches(path, decoder, stream, head, mine, reporter):
+            report.events += len(events)
+            feed(events)
+            if tell is not None:  # (with records left to other workers: as one process counts)
+                progress.update(index, count, before + tell(), total, report.events + passed + decoder.passed)
+    finally:
+        if path != STDIN:
+            stream.close()
+    report.lines += decoder.lines
+    refused = decoder.format is None and decoder.problem_count
+    if shard is not None:
+        shard.note_problems(len(report.problems), decoder, refused)
+    if refused:
+        first = decoder.problems[0].reason if decoder.problems else None
+        what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
+        _refuse(report, source, what)
+        return decoder.passed
+    report.problems.extend(decoder.problems)
+    report.problem_count += decoder.problem_count
+    report.formats[source] = decoder.format or "unknown"
+    return decoder.passed
 
 
 def _read_document(

@@ -120,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
         report_losses(store.lost_rows())
     finally:
         store.close()
+    return _print_sessions(args, rows, hits)
+
+
+def _print_sessions(args: argparse.Namespace, rows: list[dict], hits: list[dict]) -> int:
+    """The sessions found (and with --search the matching events), as a table or JSON lines."""
     out = sys.stdout
     if args.json:
         by_session: dict[str, list[dict]] = {}

@@ -191,25 +191,7 @@ class ChatDecoder(RecordDecoder):
         for call in tool_calls:
             if not isinstance(call, dict):
                 continue
-            function = _dict(call.get("function"), call)
-            name = function.get("name")
-            if not isinstance(name, str) or not name:
-                raise RecordError("tool_calls: a call without function.name")
-            raw = function.get("arguments")
-            args: Any = raw
-            if isinstance(raw, str):
-                try:
-                    args = orjson.loads(raw) if raw.strip() else {}
-                except orjson.JSONDecodeError:
-                    args = {"arguments": raw}
-            if not isinstance(args, dict):
-                args = {"arguments": args}
-            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
-            if call_id is None:
-                self.actions += 1
-                call_id = f"call-{self.actions}"
-            self.tools[call_id] = name
-            calls.append(event(Kind.TOOL_CALL, tool=name, args=args, call_id=call_id))
+            calls.append(self._openai_call(event, call))
         texts: list[str] = []
         if isinstance(content, list):
             for block in content:
@@ -247,6 +229,28 @@ class ChatDecoder(RecordDecoder):
         if usage is not None:
             out.append(usage)
         return out
+
+    def _openai_call(self, event: _MakeEvent, call: dict[str, Any]) -> Event:
+        """One of an assistant message's ``tool_calls`` (or its legacy ``function_call``)."""
+        function = _dict(call.get("function"), call)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise RecordError("tool_calls: a call without function.name")
+        raw = function.get("arguments")
+        args: Any = raw
+        if isinstance(raw, str):
+            try:
+                args = orjson.loads(raw) if raw.strip() else {}
+            except orjson.JSONDecodeError:
+                args = {"arguments": raw}
+        if not isinstance(args, dict):
+            args = {"arguments": args}
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+        if call_id is None:
+            self.actions += 1
+            call_id = f"call-{self.actions}"
+        self.tools[call_id] = name
+        return event(Kind.TOOL_CALL, tool=name, args=args, call_id=call_id)
 
     def _usage(self, event: _MakeEvent, record: dict[str, Any]) -> Event | None:
         usage = record.get("usage")

@@ -95,28 +95,10 @@ class Actions:
         detail = detector or (detection.detector if detection is not None else "") or ""
         ts = hub.clock()
         # Nothing acknowledged is lost: the action is committed before it is carried out.
-        if store is not None:
-            try:
-                # The store commits durably (fsync) before returning: off the loop.
-                action_id = await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
-            except Exception as exc:
-                log.exception("could not record action")
-                self._next_id -= 1
-                record = ActionRecord(
-                    self._next_id,
-                    kind,
-                    session,
-                    text,
-                    ts,
-                    who,
-                    "failed",
-                    f"not carried out: could not record it ({exc})",
-                )
-                hub.publish(ActionFinished(record))
-                return record
-        else:
-            self._next_id += 1
-            action_id = self._next_id
+        begun = await self._begin(kind, session, text, who, detail, ts)
+        if isinstance(begun, ActionRecord):
+            return begun  # not recorded, so not carried out
+        action_id = begun
         try:
             status, outcome_detail = await self._carry_out(
                 kind, session, state, text, detection, detector, auto=who == AUTO_WHO
@@ -137,6 +119,35 @@ class Actions:
                 hub.publish(SessionChanged(hub.snapshots.info(state)))
         hub.publish(ActionFinished(record))
         return record
+
+    async def _begin(
+        self, kind: str, session: str, text: str | None, who: str, detail: str, ts: float
+    ) -> int | ActionRecord:
+        """The action's id once it is recorded, or (when it cannot be) its failed record, published."""
+        hub = self.hub
+        store = hub.store
+        if store is not None:
+            try:
+                # The store commits durably (fsync) before returning: off the loop.
+                return await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
+            except Exception as exc:
+                log.exception("could not record action")
+                self._next_id -= 1
+                record = ActionRecord(
+                    self._next_id,
+                    kind,
+                    session,
+                    text,
+                    ts,
+                    who,
+                    "failed",
+                    f"not carried out: could not record it ({exc})",
+                )
+                hub.publish(ActionFinished(record))
+                return record
+        else:
+            self._next_id += 1
+            return self._next_id
 
     def _pick_detection(self, state: HubSession, detector: str | None) -> Detection | None:
         """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""

@@ -49,6 +49,11 @@ class Migration:
 
 
 def _v1_tables(db: Database) -> None:
+    _v1_sessions_and_events(db)
+    _v1_detections_and_actions(db)
+
+
+def _v1_sessions_and_events(db: Database) -> None:
     db.execute("""
         CREATE TABLE sessions (
             id          TEXT PRIMARY KEY,
@@ -97,6 +102,9 @@ def _v1_tables(db: Database) -> None:
             meta           TEXT               -- JSON or NULL
         )""")
     db.execute("CREATE UNIQUE INDEX events_session_seq ON events(session, seq)")
+
+
+def _v1_detections_and_actions(db: Database) -> None:
     db.execute("""
         CREATE TABLE detections (
             id         INTEGER PRIMARY KEY,
