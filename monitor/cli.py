@@ -14,6 +14,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from monitor import __version__
 from monitor.commands import EXIT_USAGE
@@ -35,7 +36,7 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep the message short
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 

@@ -165,6 +165,39 @@ def _parse_address(address: str | tuple[str, int]) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _monitor_address(address: str | tuple[str, int] | None) -> tuple[tuple[str, int] | None, str | None]:
+    """The monitor's (host, port) from ``address`` or ``$LOOPWATCH_ADDRESS`` (None: use
+    the socket), and why it is unusable when it is no address (then ``("", 0)``)."""
+    address = address if address is not None else (os.environ.get(ADDRESS_ENV) or None)
+    if not address:
+        return None, None
+    try:
+        return _parse_address(address), None
+    except (ValueError, TypeError, IndexError):
+        # A bad address must not crash the agent: it just never connects.
+        unusable = f"invalid monitor address {address!r} (expected HOST:PORT)"
+        log.warning("loopwatch: %s", unusable)
+        return ("", 0), unusable
+
+
+def _send_some(sock: socket.socket, data: memoryview) -> int:
+    """Send what the socket takes of ``data`` now; how many bytes that was."""
+    try:
+        return sock.send(data)
+    except BlockingIOError:
+        return 0
+
+
+def _unsent(batch: list[bytes], sent: int) -> list[bytes]:
+    """The lines of ``batch`` not wholly within its first ``sent`` bytes (a half-sent line is sent again whole)."""
+    offset, unsent = 0, []
+    for line in batch:
+        if offset + len(line) > sent:
+            unsent.append(line)
+        offset += len(line)
+    return unsent
+
+
 def _open_socket(
     address: tuple[str, int] | None, socket_path: Path | None, timeout: float
 ) -> tuple[socket.socket | None, str | None]:
@@ -175,6 +208,7 @@ def _open_socket(
             sock = socket.create_connection(address, timeout=timeout)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         else:
+            assert socket_path is not None, "a client has a socket path when it has no address"
             problem = socket_dir_problem(socket_path)
             if problem is not None:
                 return None, problem
@@ -224,18 +258,9 @@ class LoopwatchClient(_EventHelpers):
     ):
         self.agent = agent
         self.session = session or f"{agent}-{uuid.uuid4().hex[:8]}"
-        address = address if address is not None else (os.environ.get(ADDRESS_ENV) or None)
-        self.address: tuple[str, int] | None = None
-        self.unusable: str | None = None  # why this client can never connect
+        #: ``unusable``: why this client can never connect (None: it can).
+        self.address, self.unusable = _monitor_address(address)
         self.listener_refused: str | None = None  # why the socket found was not trusted
-        if address:
-            try:
-                self.address = _parse_address(address)
-            except (ValueError, TypeError, IndexError):
-                # A bad address must not crash the agent: it just never connects.
-                self.unusable = f"invalid monitor address {address!r} (expected HOST:PORT)"
-                self.address = ("", 0)
-                log.warning("loopwatch: %s", self.unusable)
         self.socket_path = (
             None if self.address else Path(socket_path or os.environ.get(SOCKET_ENV) or default_socket_path())
         )
@@ -328,7 +353,7 @@ class LoopwatchClient(_EventHelpers):
     def _emit(self, record: dict[str, Any]) -> None:
         try:
             line = orjson.dumps(record, default=str, option=_DUMP_OPTIONS) + b"\n"
-            session = record.get("session")
+            session = record.get("session", "")  # event() always sets it
             with self._lock:
                 if record.get("type") == "session_start":
                     self._sessions[session] = None
@@ -532,10 +557,7 @@ class LoopwatchClient(_EventHelpers):
                             self.connects += 1
                             self._connected.set()
                 if sock in writable:
-                    try:
-                        sent += sock.send(pending[sent:])
-                    except BlockingIOError:
-                        pass
+                    sent += _send_some(sock, pending[sent:])
                     last_write = time.monotonic()
         finally:
             if sent >= len(pending):
@@ -545,11 +567,7 @@ class LoopwatchClient(_EventHelpers):
 
     def _requeue(self, batch: list[bytes], sent: int) -> None:
         """Put back the lines of a batch the broken connection did not fully take."""
-        offset, unsent = 0, []
-        for line in batch:
-            if offset + len(line) > sent:
-                unsent.append(line)  # a half-sent line is sent again whole
-            offset += len(line)
+        unsent = _unsent(batch, sent)
         with self._lock:
             self._writing = False
             for line in reversed(unsent):
@@ -658,9 +676,11 @@ class AsyncLoopwatchClient(_EventHelpers):
 
         if self._queue is None:
             await self.start()
+        queue = self._queue
+        assert queue is not None, "start() makes the queue"
         try:
             async with asyncio.timeout(timeout):
-                return await self._queue.get()
+                return await queue.get()
         except TimeoutError:
             return None
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
-from monitor.detect.base import DetectorSettings, ToolOverride
+from monitor.detect.base import Detector, DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
 from monitor.events import Level
 
@@ -122,7 +122,7 @@ class Config:
         return build_config({}, preset=preset)
 
 
-def _registry() -> dict[str, type]:
+def _registry() -> dict[str, type[Detector]]:
     from monitor.detect import REGISTRY
 
     return REGISTRY
@@ -230,7 +230,23 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
             override = dataclasses.replace(override, threshold=None)
         config.tool_overrides[tool] = override
 
-    escalation = EscalationSettings(ladder=PRESET_LADDERS[chosen])
+    config.escalation = _escalation(data, chosen)
+
+    config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
+    config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
+    config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
+    config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
+    if "prices" in data:
+        try:
+            config.prices = default_prices().with_overrides(parse_prices("prices", data["prices"]))
+        except PriceError as exc:
+            raise ConfigError(str(exc)) from None
+    return config
+
+
+def _escalation(data: dict[str, Any], preset: str) -> EscalationSettings:
+    """``[escalation]`` on top of the preset's ladder, its nudges merged into the defaults."""
+    escalation = EscalationSettings(ladder=PRESET_LADDERS[preset])
     table = dict(data.get("escalation", {}))
     nudges = table.pop("nudges", None)
     escalation = _build_dataclass(
@@ -251,18 +267,7 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
                 raise ConfigError(f"escalation.nudges.{level}: expected a string, got {text!r}")
             merged[level] = text
         escalation = dataclasses.replace(escalation, nudges=merged)
-    config.escalation = escalation
-
-    config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
-    config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
-    config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
-    config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
-    if "prices" in data:
-        try:
-            config.prices = default_prices().with_overrides(parse_prices("prices", data["prices"]))
-        except PriceError as exc:
-            raise ConfigError(str(exc)) from None
-    return config
+    return escalation
 
 
 def load_config(path: str | Path | None = None, preset: str | None = None) -> Config:

@@ -489,6 +489,11 @@ def _signal(identity: ProcessIdentity, pidfd: int | None, sig: int) -> None:
         os.kill(identity.pid, sig)
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 async def _wait_gone(identity: ProcessIdentity, pidfd: int | None, timeout: float) -> bool:
     """Wait until the process exits or ``timeout`` passes; True if it exited."""
     loop = asyncio.get_running_loop()
@@ -497,11 +502,12 @@ async def _wait_gone(identity: ProcessIdentity, pidfd: int | None, timeout: floa
     if pidfd is not None:
         # A pidfd becomes readable when its process exits: no polling needed,
         # but keep a slow poll as well in case the loop cannot watch it.
-        exited = loop.create_future()
+        future: asyncio.Future[None] = loop.create_future()
         try:
-            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            loop.add_reader(pidfd, _resolve, future)
+            exited = future
         except (OSError, NotImplementedError, ValueError):
-            exited = None
+            pass
     try:
         while True:
             if _is_gone(identity):
@@ -518,7 +524,7 @@ async def _wait_gone(identity: ProcessIdentity, pidfd: int | None, timeout: floa
             else:
                 await asyncio.sleep(step)
     finally:
-        if exited is not None:
+        if exited is not None and pidfd is not None:
             loop.remove_reader(pidfd)
 
 

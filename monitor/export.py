@@ -47,8 +47,8 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
     if row is None:
         raise LookupError(f"no stored session {session!r}")
     detections = store.detections(session)
-    wanted = {
-        ref.get("seq")
+    wanted: set[int] = {
+        ref["seq"]
         for d in detections
         for ref in d.get("evidence") or ()
         if isinstance(ref, dict) and isinstance(ref.get("seq"), int)
@@ -168,26 +168,38 @@ def markdown_report(document: dict[str, Any]) -> str:
     if not document["detections"]:
         lines.append("_No detections._")
     for n, d in enumerate(document["detections"], 1):
-        lines += [
-            f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}",
-            "",
-            f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
-            f" {when(d.get('ts'))})",
-            "",
-        ]
-        if spend_text(d.get("cost")):
-            lines += [f"Loop so far: {spend_text(d['cost'])} since {when(d['cost'].get('since'))}.", ""]
-        if d.get("nudge"):
-            lines += ["Nudge:", "", fenced(d["nudge"]), ""]
-        evidence = d.get("evidence_events") or []
-        if evidence:
-            lines += [f"Evidence ({len(evidence)} events):", ""]
-            for event in evidence[:EVIDENCE_SHOWN]:
-                lines += [fenced(event_text(event)), ""]
-            if len(evidence) > EVIDENCE_SHOWN:
-                lines += [f"_… {len(evidence) - EVIDENCE_SHOWN} more in the JSON export._", ""]
-    sent = [a for a in document["actions"] if a.get("kind") == "inject"]
-    lines += ["## Nudges sent", ""]
+        lines += _detection_lines(n, d)
+    lines += _nudge_lines(document["actions"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _detection_lines(n: int, d: dict[str, Any]) -> list[str]:
+    """The report's section on detection ``n``: message, loop cost, nudge, evidence."""
+    lines = [
+        f"### {n}. {d.get('level')} — `{d.get('detector')}` at event #{d.get('seq')}",
+        "",
+        f"{inline(d.get('message'))} (count {d.get('count') or 0}, score {d.get('score') or 0:.2f},"
+        f" {when(d.get('ts'))})",
+        "",
+    ]
+    if spend_text(d.get("cost")):
+        lines += [f"Loop so far: {spend_text(d['cost'])} since {when(d['cost'].get('since'))}.", ""]
+    if d.get("nudge"):
+        lines += ["Nudge:", "", fenced(d["nudge"]), ""]
+    evidence = d.get("evidence_events") or []
+    if evidence:
+        lines += [f"Evidence ({len(evidence)} events):", ""]
+        for event in evidence[:EVIDENCE_SHOWN]:
+            lines += [fenced(event_text(event)), ""]
+        if len(evidence) > EVIDENCE_SHOWN:
+            lines += [f"_… {len(evidence) - EVIDENCE_SHOWN} more in the JSON export._", ""]
+    return lines
+
+
+def _nudge_lines(actions: list[dict[str, Any]]) -> list[str]:
+    """The report's list of the nudges the operator sent, with their outcome."""
+    sent = [a for a in actions if a.get("kind") == "inject"]
+    lines = ["## Nudges sent", ""]
     if not sent:
         lines.append("_None._")
     for a in sent:
@@ -198,7 +210,7 @@ def markdown_report(document: dict[str, Any]) -> str:
             fenced(a.get("text") or ""),
             "",
         ]
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def safe_name(session: str) -> str:

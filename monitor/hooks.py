@@ -208,14 +208,7 @@ class HookCall:
 
 def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: float | None = None) -> HookCall:
     """Read the hook's JSON and translate it; raises :class:`HookInputError`."""
-    if not raw.strip():
-        raise HookInputError("no input on stdin (expected the hook's JSON object)")
-    try:
-        payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise HookInputError(f"stdin is not JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise HookInputError(f"stdin: expected a JSON object, got {type(payload).__name__}")
+    payload = _payload(raw)
     event = payload.get("hook_event_name")
     if not isinstance(event, str) or not event:
         raise HookInputError("hook_event_name: missing (is this command configured as a hook?)")
@@ -230,16 +223,41 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
         parent, session = session, f"{session}:agent-{agent_id}"
     call = HookCall(agent=agent, event=event, session=session, payload=payload)
     base = {"session": session, "ts": ts}
+    call.events.extend(_events(event, payload, base, agent, parent, pid))
+    # Stop and anything else: no event, only the poll.
+    if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
+        call.quiet = not _may_hold_stop(session)
+    return call
+
+
+def _payload(raw: bytes) -> dict[str, Any]:
+    """The hook's JSON object; raises :class:`HookInputError` saying what is wrong."""
+    if not raw.strip():
+        raise HookInputError("no input on stdin (expected the hook's JSON object)")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HookInputError(f"stdin is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise HookInputError(f"stdin: expected a JSON object, got {type(payload).__name__}")
+    return payload
+
+
+def _events(
+    event: str, payload: dict[str, Any], base: dict[str, Any], agent: str, parent: str | None, pid: int | None
+) -> list[dict[str, Any]]:
+    """The native records one hook event stands for (none for Stop and the rest)."""
+    events: list[dict[str, Any]] = []
     if event == "SubagentStart" and parent is not None:
         meta = {"origin": "hook"}
         if isinstance(payload.get("agent_type"), str):
             meta["agent_type"] = payload["agent_type"]
-        call.events.append({"type": "session_start", **base, "agent": agent, "parent": parent, "meta": meta})
+        events.append({"type": "session_start", **base, "agent": agent, "parent": parent, "meta": meta})
     elif event == "SubagentStop" and parent is not None:
-        call.events.append({"type": "session_end", **base, "status": "subagent stopped"})
+        events.append({"type": "session_end", **base, "status": "subagent stopped"})
     elif event == "SessionEnd":
         reason = payload.get("reason")
-        call.events.append(
+        events.append(
             {
                 "type": "session_end",
                 **base,
@@ -250,7 +268,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
         # The turn ended on an API error (rate limit, authentication, ...): the
         # agent is not working any more; a later prompt revives the session.
         error = payload.get("error")
-        call.events.append(
+        events.append(
             {
                 "type": "session_end",
                 **base,
@@ -262,7 +280,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
         for key in ("source", "cwd", "transcript_path", "model", "permission_mode"):
             if isinstance(payload.get(key), str):
                 meta[key] = payload[key]
-        call.events.append(
+        events.append(
             {
                 "type": "session_start",
                 **base,
@@ -271,17 +289,25 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
                 "meta": meta,
             }
         )
-    elif event == "UserPromptSubmit":
+    else:
+        return _work_events(event, payload, base)
+    return events
+
+
+def _work_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of a prompt, a tool call or a tool's result."""
+    events: list[dict[str, Any]] = []
+    if event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if isinstance(prompt, str) and prompt.strip():
-            call.events.append({"type": "message", **base, "role": "user", "content": _clip(prompt)})
+            events.append({"type": "message", **base, "role": "user", "content": _clip(prompt)})
     elif event == "PreToolUse":
         name = payload.get("tool_name")
         if not isinstance(name, str) or not name:
             raise HookInputError(f"tool_name: expected a tool name, got {name!r}")
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else ({} if args is None else {"input": args})
-        call.events.append(
+        events.append(
             {"type": "tool_call", **base, "id": _call_id(payload), "name": name, "args": _clip_value(args)}
         )
     elif event in ("PostToolUse", "PostToolUseFailure"):
@@ -290,7 +316,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
         if payload.get("is_interrupt") is True and "interrupted" not in content.lower():
             # The user stopped the call: not the tool's outcome (detectors skip these).
             content = f"Request interrupted by user: {content}" if content else "Request interrupted by user"
-        call.events.append(
+        events.append(
             {
                 "type": "tool_result",
                 **base,
@@ -299,10 +325,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
                 "is_error": _response_is_error(payload),
             }
         )
-    # Stop and anything else: no event, only the poll.
-    if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
-        call.quiet = not _may_hold_stop(session)
-    return call
+    return events
 
 
 # -- bounded stop holds and the contact record -------------------------------------------------------

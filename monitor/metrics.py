@@ -71,9 +71,9 @@ class Metrics:
             "# HELP loopwatch_detections_total Detections raised, by detector and level.",
             "# TYPE loopwatch_detections_total counter",
         ]
-        for (detector, level), count in sorted(self.detections.items()):
+        for (detector, level_name), count in sorted(self.detections.items()):
             lines.append(
-                f'loopwatch_detections_total{{detector="{_label(detector)}",level="{level}"}} {count}'
+                f'loopwatch_detections_total{{detector="{_label(detector)}",level="{level_name}"}} {count}'
             )
         lines += [
             "# HELP loopwatch_actions_total Actions carried out, by kind and outcome.",

@@ -2,6 +2,10 @@
 
 Files are read together through one :class:`~monitor.detect.engine.Engine`, so
 a loop spread over several sessions (a swarm) is seen as it would be live.
+With ``jobs`` > 1 (:func:`scan_sharded`, :func:`scan_store_sharded`) the scan
+runs in that many processes with the detections of one; how they share it
+(which sessions are whose, the global detectors' sightings, the merge) is
+:mod:`monitor.scan_jobs`, which this module imports and never the reverse.
 """
 
 from __future__ import annotations
@@ -11,13 +15,13 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -33,6 +37,9 @@ from monitor.formats.compressed import Decompressed, is_damage, open_log, plain_
 from monitor.formats.lines import LineDecoder
 from monitor.formats.unsupported import PEEK_BYTES, describe, is_binary, refusal
 from monitor.framing import LineSplitter
+
+if TYPE_CHECKING:
+    from monitor.scan_jobs import WorkerResult
 
 STDIN = "-"
 LINE_FORMAT_NAMES = frozenset(LINE_FORMATS)
@@ -207,8 +214,6 @@ def scan(
 
     Raises ``OSError`` for a path that cannot be read."""
     if jobs > 1:
-        from monitor.scan_jobs import scan_sharded
-
         return scan_sharded(paths, config, fmt, jobs, progress)
     with rare_collections():
         try:
@@ -260,7 +265,7 @@ def _scan(
     progress: Any = None,
     shard: Any = None,
 ) -> ScanReport:
-    """The scan; with ``shard`` (a ``monitor.scan_jobs._Shard``), one
+    """The scan; with ``shard`` (a :class:`~monitor.scan_jobs.Shard`), one
     worker's share of a sharded scan: ``shard.feed(process_many, path)`` in place
     of the engine's feed (see :func:`feeder`), its lines decoded as
     ``shard.mine`` and ``shard.reporter`` say, and each file's line problems
@@ -282,50 +287,66 @@ def _scan(
             report, _feed(engine, report, shard, path, False), Path(path), fmt, named
         ):
             continue
-        # One open, the head peeked from it: a FIFO or a shell's <(...)
-        # can be read only once.
-        stream = sys.stdin.buffer if path == STDIN else open_log(path)
-        head = b""
-        if path != STDIN:
-            head = stream.read(PEEK_BYTES)
-            if is_binary(head):
-                stream.close()
-                _refuse(report, path, describe(Path(path)))
-                continue
-        source = "<stdin>" if path == STDIN else path
-        decoder = LineDecoder(
-            source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
+        passed += _scan_line_file(
+            report, engine, shard, path, fmt, progress, (index, len(files), before, total, passed)
         )
-        feed = _feed(engine, report, shard, path, True)
-        tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
-        try:
-            mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
-            for events in read_event_batches(path, decoder, stream, head, mine, reporter):
-                report.events += len(events)
-                feed(events)
-                if tell is not None:  # (with records left to other workers: as one process counts)
-                    progress.update(
-                        index, len(files), before + tell(), total, report.events + passed + decoder.passed
-                    )
-        finally:
-            if path != STDIN:
-                stream.close()
-        report.lines += decoder.lines
-        passed += decoder.passed
-        refused = decoder.format is None and decoder.problem_count
-        if shard is not None:
-            shard.note_problems(len(report.problems), decoder, refused)
-        if refused:
-            first = decoder.problems[0].reason if decoder.problems else None
-            what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
-            _refuse(report, source, what)
-            continue
-        report.problems.extend(decoder.problems)
-        report.problem_count += decoder.problem_count
-        _damaged(report, stream, source)
-        report.formats[source] = decoder.format or "unknown"
-        report.units[source] = decoder.lines
     return report
+
+
+def _scan_line_file(
+    report: ScanReport,
+    engine: Engine,
+    shard: Any,
+    path: str,
+    fmt: str | None,
+    progress: Any,
+    at: tuple[int, int, int, int, int],
+) -> int:
+    """Scan one file of lines (or standard input) into ``report``; the number of
+    records it passed over for other workers (a sharded scan).  ``at`` is where
+    the progress line stands: (file index, files, bytes before, bytes in all, records passed)."""
+    index, count, before, total, passed = at
+    # One open, the head peeked from it: a FIFO or a shell's <(...)
+    # can be read only once.
+    stream = sys.stdin.buffer if path == STDIN else open_log(path)
+    head = b""
+    if path != STDIN:
+        head = stream.read(PEEK_BYTES)
+        if is_binary(head):
+            stream.close()
+            _refuse(report, path, describe(Path(path)))
+            return 0
+    source = "<stdin>" if path == STDIN else path
+    decoder = LineDecoder(
+        source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
+    )
+    feed = _feed(engine, report, shard, path, True)
+    tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
+    try:
+        mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
+        for events in read_event_batches(path, decoder, stream, head, mine, reporter):
+            report.events += len(events)
+            feed(events)
+            if tell is not None:  # (with records left to other workers: as one process counts)
+                progress.update(index, count, before + tell(), total, report.events + passed + decoder.passed)
+    finally:
+        if path != STDIN:
+            stream.close()
+    report.lines += decoder.lines
+    refused = decoder.format is None and decoder.problem_count
+    if shard is not None:
+        shard.note_problems(len(report.problems), decoder, refused)
+    if refused:
+        first = decoder.problems[0].reason if decoder.problems else None
+        what = describe(Path(path), first) if path != STDIN else f"not JSON lines ({first})"
+        _refuse(report, source, what)
+        return decoder.passed
+    report.problems.extend(decoder.problems)
+    report.problem_count += decoder.problem_count
+    _damaged(report, stream, source)
+    report.formats[source] = decoder.format or "unknown"
+    report.units[source] = decoder.lines
+    return decoder.passed
 
 
 def _damaged(report: ScanReport, stream: Any, source: str) -> None:
@@ -442,8 +463,6 @@ def scan_store(
 
     ids = list(sessions) if sessions is not None else store.session_ids()
     if jobs > 1:
-        from monitor.scan_jobs import scan_store_sharded
-
         return scan_store_sharded(store.path, ids, sessions is None, config, jobs)
     engine = engine or Engine(config)
     report = ScanReport(engine=engine, database=str(store.path), stored_sessions=len(ids))
@@ -462,3 +481,153 @@ def scan_store(
 
 def now() -> float:
     return time.time()
+
+
+# -- in N processes (scan --jobs): the sharding itself is in monitor.scan_jobs --
+
+_status: MutableSequence[int] | None = None
+#: The progress display, drawn by worker 0 (which reads every file), where
+#: the workers are forked and so share the parent's stderr.
+_progress = None
+
+
+def _init(status: MutableSequence[int]) -> None:
+    global _status
+    _status = status
+
+
+def _work(
+    index: int,
+    jobs: int,
+    files: list[str],
+    config: Config | None,
+    fmt: str | None,
+    stored: tuple[list[str], bool] | None = None,
+) -> WorkerResult:
+    """One worker's scan of ``files``, or with ``stored`` (session ids, and
+    whether they are all of them) of the database ``files[0]``."""
+    from monitor.scan_jobs import DONE, Shard, ShardCosts, WorkerResult
+
+    status = _status
+    assert status is not None, "_init runs first in every worker"
+    shard = Shard(index, jobs, status, files)
+    engine = Engine(config, global_wrapper=shard.stand_in)
+    engine.costs = shard.costs = ShardCosts(engine.costs.prices, shard)
+    if stored is not None:
+        from monitor.store import Store
+
+        store = Store(files[0])
+        try:
+            ids, every = stored
+            report = scan_store(store, None if every else ids, config, engine, shard=shard)
+        finally:
+            store.close()
+    else:
+        progress = _progress if index == 0 else None
+        with rare_collections():
+            try:
+                report = _scan(files, config, fmt, engine, progress, shard=shard)
+            finally:
+                if progress is not None:
+                    progress.finish()
+    status[index] = DONE
+    result = WorkerResult(
+        detections=shard.detections,
+        sightings=shard.sightings,
+        totals=shard.totals,
+        agents={sid: s.agent for sid, s in engine.sessions.items()},
+        events=shard.events,
+        line_problems=shard.line_problems,
+    )
+    if index == 0:
+        result.lines, result.files = report.lines, report.files
+        result.problems, result.problem_count = report.problems, report.problem_count
+        result.unsupported, result.formats = report.unsupported, report.formats
+    return result
+
+
+def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, jobs: int, progress=None):
+    """The scan of ``paths`` in ``jobs`` worker processes (see the module's
+    docstring); a :class:`ScanReport` equal to one process's.
+
+    Raises :class:`~monitor.scan_jobs.ScanAborted` if a worker dies, ``OSError`` as ``scan``."""
+    from monitor.scan_jobs import regular_file, shardable
+
+    files = expand_paths(paths)
+    if jobs <= 1 or not all(map(regular_file, files)) or not shardable(config):
+        return scan(files, config, fmt, progress=progress)
+    global _progress
+    _progress = progress
+    try:
+        report = _run(files, config, fmt, jobs)
+    finally:
+        _progress = None
+    return report if report is not None else scan(files, config, fmt)
+
+
+def scan_store_sharded(path, ids: list[str], every: bool, config: Config | None, jobs: int):
+    """``scan --db`` in ``jobs`` worker processes, as :func:`scan_sharded`:
+    each worker replays every stored session in the same order and runs its own."""
+    from monitor.scan_jobs import shardable
+    from monitor.store import Store
+
+    report = _run([str(path)], config, None, jobs, (ids, every)) if shardable(config) else None
+    if report is None:
+        store = Store(path)
+        try:
+            return scan_store(store, None if every else ids, config)
+        finally:
+            store.close()
+    report.database, report.stored_sessions = str(path), len(ids)
+    return report
+
+
+def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, stored=None):
+    """The merged report of ``jobs`` workers, or ``None`` where it could
+    differ from one process's (then the caller scans in one)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from monitor.scan_jobs import IDLE, ScanAborted, merge, merge_problems
+
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
+    status = context.Array("i", [IDLE] * jobs, lock=False)
+    _init(status)
+    # Held over the whole run, not only each worker's scan: the results are
+    # pickled, unpickled and merged as tens of thousands of objects in no cycle.
+    with rare_collections():
+        # This process runs share 0 itself: one worker fewer to start, and its
+        # result (the largest, with the counts) is never pickled.
+        with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
+            futures = [
+                pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)
+            ]
+            try:
+                results = [_work(0, jobs, files, config, fmt, stored)]
+                results.extend(future.result() for future in futures)
+            except BrokenProcessPool:
+                reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
+                where = f" while reading {', '.join(reading)}" if reading else ""
+                raise ScanAborted(f"a scan worker process died{where}; no result (try --jobs 1)") from None
+        merged, exact = merge(results, config)
+    if not exact:
+        return None
+    first = results[0]
+    problems, problem_count = merge_problems(results)
+    report = ScanReport(
+        engine=None,
+        detections=merged,
+        problems=problems,
+        problem_count=problem_count,
+        files=first.files,
+        lines=first.lines,
+        events=sum(result.events for result in results),
+        formats=first.formats,
+        unsupported=first.unsupported,
+    )
+    for result in results:
+        report.agents.update(result.agents)
+    return report

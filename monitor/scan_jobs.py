@@ -1,4 +1,7 @@
-"""``scan --jobs N``: one scan in N processes, with the detections of one.
+"""``scan --jobs N``: how N processes share one scan, with the detections of one.
+
+:func:`monitor.scan.scan_sharded` starts the workers; this module is what
+they share it by (it imports nothing from :mod:`monitor.scan`).
 
 Sessions are sharded among worker processes by a stable hash of their id.
 Every worker reads every file, decodes only the lines that may be its own
@@ -23,13 +26,10 @@ does, the scan runs again in one process rather than report anything else.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -38,7 +38,6 @@ from monitor.config import Config
 from monitor.cost import LoopCosts, episode_costs
 from monitor.detect.base import Detection, Detector, ShardableDetector
 from monitor.detect.detectors import REGISTRY
-from monitor.detect.engine import Engine
 from monitor.detect.escalation import MAX_PATTERNS, EscalationPolicy, pattern_key
 from monitor.events import Event, Level
 from monitor.formats.base import Problem
@@ -47,7 +46,9 @@ from monitor.formats.base import Problem
 #: starting workers costs more than the scan.
 SHARD_MIN_BYTES = 4 << 20
 #: A worker's entry in the status array while it is between files / once done.
-_IDLE, _DONE = -1, -2
+IDLE, DONE = -1, -2
+#: Where an event is in the whole input: (feed, line, k) or (feed, n, 0); see ``Shard``.
+Position = tuple[int, int | None, int]
 
 
 class ScanAborted(RuntimeError):
@@ -62,7 +63,7 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _regular(path: str) -> bool:
+def regular_file(path: str) -> bool:
     """Whether every worker can read all of ``path`` (not standard input, a
     FIFO or a device, whose lines would be split among the readers)."""
     try:
@@ -96,13 +97,13 @@ def shardable(config: Config | None) -> bool:
 
 
 @dataclass
-class _WorkerResult:
+class WorkerResult:
     """What one worker sends back: its detections and sightings, each with
     the position of its event in the whole input; its sessions' agents and
-    events; each line file's problems it reports (see ``_Shard.note_problems``);
+    events; each line file's problems it reports (see ``Shard.note_problems``);
     and (from worker 0 only) the rest of the counts."""
 
-    detections: list[tuple[tuple, Detection]] = field(default_factory=list)
+    detections: list[tuple[Position, Detection]] = field(default_factory=list)
     sightings: list[tuple] = field(default_factory=list)
     #: Per detection (same order), its session's usage totals then (cost.LoopCosts.totals).
     totals: list[tuple] = field(default_factory=list)
@@ -117,7 +118,7 @@ class _WorkerResult:
     formats: dict[str, str] = field(default_factory=dict)
 
 
-class _Shard:
+class Shard:
     """One worker's share: which events are its own, their positions, and
     the sightings its stand-ins for the global detectors record.
 
@@ -126,19 +127,19 @@ class _Shard:
     (``mine``); ``(file, n, 0)`` for the n-th of a document or database,
     which every worker reads whole."""
 
-    def __init__(self, index: int, jobs: int, status, files: list[str]):
+    def __init__(self, index: int, jobs: int, status: MutableSequence[int], files: list[str]):
         self.index, self.jobs, self.status = index, jobs, status
         self.files = {path: number for number, path in enumerate(files)}
         self.reporter = index == 0  # reports what every worker reads alike (and the counts)
         self.fed = 0  # feeds made so far: every worker makes the same ones in the same order
-        self.position: tuple = ()
+        self.position: Position = (0, None, 0)  # set before the engine sees an event
         self.owners: dict[str, int] = {}
         self.events = 0
-        self.detections: list[tuple[tuple, Detection]] = []
+        self.detections: list[tuple[Position, Detection]] = []
         self.sightings: list[tuple] = []
         self.totals: list[tuple] = []
         self.line_problems: list[tuple | None] = []
-        self.costs = None  # the worker engine's LoopCosts, set once it exists
+        self.costs: ShardCosts | None = None  # the worker engine's, set once it exists
 
     def owner(self, session: str) -> int:
         owner = self.owners.get(session)
@@ -158,8 +159,8 @@ class _Shard:
         its lines, or ``by_line`` false, of a whole document or database):
         this worker's through ``process_many``, each at its position.  Their
         detections are noted as the engine concludes each event
-        (:class:`_ShardCosts`), where the position is still that event's."""
-        self.status[self.index] = self.files.get(path, _IDLE)
+        (:class:`ShardCosts`), where the position is still that event's."""
+        self.status[self.index] = self.files.get(path, IDLE)
         self.fed += 1
         number, index, owners, owner = self.fed, self.index, self.owners, self.owner
         last, k, count = None, 0, 0
@@ -202,14 +203,16 @@ class _Shard:
         )
 
     def stand_in(self, detector: Detector) -> Detector:
+        if not isinstance(detector, ShardableDetector):  # shardable() checked them all
+            raise TypeError(f"{detector.name} cannot be split among scan workers")
         return _Sighter(detector, self)
 
 
-class _ShardCosts(LoopCosts):
+class ShardCosts(LoopCosts):
     """A worker engine's costs: it tells the shard of each event's detections
-    instead of costing them (the parent does, from every worker's: ``_merge``)."""
+    instead of costing them (the parent does, from every worker's: ``merge``)."""
 
-    def __init__(self, prices, shard: _Shard):
+    def __init__(self, prices, shard: Shard):
         super().__init__(prices)
         self.shard = shard
 
@@ -223,14 +226,18 @@ class _Sighter(Detector):
 
     scope = "global"
 
-    def __init__(self, inner: ShardableDetector, shard: _Shard):
+    def __init__(self, inner: ShardableDetector, shard: Shard):
         super().__init__(inner.settings)
         self.inner, self.shard = inner, shard
-        self.name, self.kinds = inner.name, inner.kinds
-        self.resets_on_user_turn = inner.resets_on_user_turn
+        # Each stand-in takes the class-level identity of the detector it
+        # stands in for, on the instance (one _Sighter class for them all).
+        self.name, self.kinds = inner.name, inner.kinds  # type: ignore[misc]
+        self.resets_on_user_turn = inner.resets_on_user_turn  # type: ignore[misc]
 
     def observe(self, event: Event, view) -> None:
         sighting = self.inner.sight(event, view)
+        costs = self.shard.costs
+        assert costs is not None, "_work sets the shard's costs before any event"
         if sighting is not None:
             self.shard.sightings.append(
                 (
@@ -242,7 +249,7 @@ class _Sighter(Detector):
                     event.seq,
                     self.name,
                     sighting,
-                    self.shard.costs.totals(event.session),
+                    costs.totals(event.session),
                 )
             )
 
@@ -252,149 +259,7 @@ def shard_of(session: str, jobs: int) -> int:
     return zlib.crc32(session.encode("utf-8", "surrogatepass")) % jobs
 
 
-_status = None
-#: The progress display, drawn by worker 0 (which reads every file), where
-#: the workers are forked and so share the parent's stderr.
-_progress = None
-
-
-def _init(status) -> None:
-    global _status
-    _status = status
-
-
-def _work(
-    index: int,
-    jobs: int,
-    files: list[str],
-    config: Config | None,
-    fmt: str | None,
-    stored: tuple[list[str], bool] | None = None,
-) -> _WorkerResult:
-    """One worker's scan of ``files``, or with ``stored`` (session ids, and
-    whether they are all of them) of the database ``files[0]``."""
-    from monitor.scan import _scan, rare_collections, scan_store
-
-    shard = _Shard(index, jobs, _status, files)
-    engine = Engine(config, global_wrapper=shard.stand_in)
-    engine.costs = shard.costs = _ShardCosts(engine.costs.prices, shard)
-    if stored is not None:
-        from monitor.store import Store
-
-        store = Store(files[0])
-        try:
-            ids, every = stored
-            report = scan_store(store, None if every else ids, config, engine, shard=shard)
-        finally:
-            store.close()
-    else:
-        progress = _progress if index == 0 else None
-        with rare_collections():
-            try:
-                report = _scan(files, config, fmt, engine, progress, shard=shard)
-            finally:
-                if progress is not None:
-                    progress.finish()
-    _status[index] = _DONE
-    result = _WorkerResult(
-        detections=shard.detections,
-        sightings=shard.sightings,
-        totals=shard.totals,
-        agents={sid: s.agent for sid, s in engine.sessions.items()},
-        events=shard.events,
-        line_problems=shard.line_problems,
-    )
-    if index == 0:
-        result.lines, result.files = report.lines, report.files
-        result.problems, result.problem_count = report.problems, report.problem_count
-        result.unsupported, result.formats = report.unsupported, report.formats
-    return result
-
-
-def scan_sharded(paths: Iterable[str], config: Config | None, fmt: str | None, jobs: int, progress=None):
-    """The scan of ``paths`` in ``jobs`` worker processes (see the module's
-    docstring); a :class:`~monitor.scan.ScanReport` equal to one process's.
-
-    Raises :class:`ScanAborted` if a worker dies, ``OSError`` as ``scan``."""
-    from monitor.scan import expand_paths, scan
-
-    files = expand_paths(paths)
-    if jobs <= 1 or not all(map(_regular, files)) or not shardable(config):
-        return scan(files, config, fmt, progress=progress)
-    global _progress
-    _progress = progress
-    try:
-        report = _run(files, config, fmt, jobs)
-    finally:
-        _progress = None
-    return report if report is not None else scan(files, config, fmt)
-
-
-def scan_store_sharded(path, ids: list[str], every: bool, config: Config | None, jobs: int):
-    """``scan --db`` in ``jobs`` worker processes, as :func:`scan_sharded`:
-    each worker replays every stored session in the same order and runs its own."""
-    from monitor.scan import scan_store
-    from monitor.store import Store
-
-    report = _run([str(path)], config, None, jobs, (ids, every)) if shardable(config) else None
-    if report is None:
-        store = Store(path)
-        try:
-            return scan_store(store, None if every else ids, config)
-        finally:
-            store.close()
-    report.database, report.stored_sessions = str(path), len(ids)
-    return report
-
-
-def _run(files: list[str], config: Config | None, fmt: str | None, jobs: int, stored=None):
-    """The merged report of ``jobs`` workers, or ``None`` where it could
-    differ from one process's (then the caller scans in one)."""
-    from monitor.scan import ScanReport, rare_collections
-
-    context = multiprocessing.get_context(
-        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    )
-    status = context.Array("i", [_IDLE] * jobs, lock=False)
-    _init(status)
-    # Held over the whole run, not only each worker's scan: the results are
-    # pickled, unpickled and merged as tens of thousands of objects in no cycle.
-    with rare_collections():
-        # This process runs share 0 itself: one worker fewer to start, and its
-        # result (the largest, with the counts) is never pickled.
-        with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_init, initargs=(status,)) as pool:
-            futures = [
-                pool.submit(_work, index, jobs, files, config, fmt, stored) for index in range(1, jobs)
-            ]
-            try:
-                results = [_work(0, jobs, files, config, fmt, stored)]
-                results.extend(future.result() for future in futures)
-            except BrokenProcessPool:
-                reading = sorted({files[status[i]] for i in range(jobs) if 0 <= status[i] < len(files)})
-                where = f" while reading {', '.join(reading)}" if reading else ""
-                raise ScanAborted(f"a scan worker process died{where}; no result (try --jobs 1)") from None
-        merged, exact = _merge(results, config)
-    if not exact:
-        return None
-    first = results[0]
-    problems, problem_count = _problems(results)
-    report = ScanReport(
-        engine=None,
-        detections=merged,
-        problems=problems,
-        problem_count=problem_count,
-        files=first.files,
-        lines=first.lines,
-        events=sum(result.events for result in results),
-        formats=first.formats,
-        unsupported=first.unsupported,
-    )
-    for result in results:
-        report.agents.update(result.agents)
-    return report
-
-
-def _problems(results: list[_WorkerResult]) -> tuple[list[Problem], int]:
+def merge_problems(results: list[WorkerResult]) -> tuple[list[Problem], int]:
     """Worker 0's problems with each line file's merged in from every
     worker's (each reported those of the lines it decoded for itself), in
     line order and as many kept as one process keeps; and their count."""
@@ -426,28 +291,30 @@ _POSITION = itemgetter(0)
 _RANKED = itemgetter(0, 1, 2)
 
 
-def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[Detection], bool]:
+def merge(results: list[WorkerResult], config: Config | None) -> tuple[list[Detection], bool]:
     """Every detection in single-process order, with the global detectors'
     counted from the sightings; and whether that order and those levels are
     provably the single process's (see the module's docstring)."""
     config = config or Config()
-    counters = {
+    counters: dict[str, ShardableDetector] = {
         name: cls(config.detector_settings(name))
         for name, cls in REGISTRY.items()
-        if cls.scope == "global" and config.detector_settings(name).enabled
+        if cls.scope == "global"
+        and config.detector_settings(name).enabled
+        and issubclass(cls, ShardableDetector)  # all of them: shardable() holds
     }
     policy = EscalationPolicy(config.escalation)
     # A worker's sightings are in input order, and one event's in its engine's
     # order of the global detectors (REGISTRY's, as here); no event is two
     # workers', so a stable sort by position alone gives one process's order.
     sightings = sorted((s for result in results for s in result.sightings), key=_POSITION)
-    keyed: list[tuple[int, int, int, Detection, tuple]] = []
+    keyed: list[tuple[Position, int, int, Detection, tuple]] = []
     for result in results:
         keyed.extend(
             (position, 0, rank, d, result.totals[rank])
             for rank, (position, d) in enumerate(result.detections)
         )
-    globals_at: dict[int, list[Detection]] = {}
+    globals_at: dict[Position, list[Detection]] = {}
     for rank, (position, session, source, line, ts, seq, name, sighting, totals) in enumerate(sightings):
         for detection in counters[name].count(sighting, None) or ():
             detection.session = detection.session or session
@@ -462,13 +329,13 @@ def _merge(results: list[_WorkerResult], config: Config | None) -> tuple[list[De
 
 
 def _independent(
-    keyed: list[tuple[int, int, int, Detection, tuple]], globals_at: dict[int, list[Detection]]
+    keyed: list[tuple[Position, int, int, Detection, tuple]], globals_at: dict[Position, list[Detection]]
 ) -> bool:
     """Whether the global detectors' detections could not have changed the
     others' (or been dropped for them) in one process: no event where one
     cites exactly the same evidence as another, and no session escalating
     more patterns than its escalation state remembers."""
-    at: dict[int, list[Detection]] = {}
+    at: dict[Position, list[Detection]] = {}
     patterns: dict[str, set[int]] = {}
     for position, _, _, detection, *_ in keyed:
         if position in globals_at:

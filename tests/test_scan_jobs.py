@@ -23,8 +23,8 @@ from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.events import EventRef, Level
 from monitor.formats.lines import LineDecoder
-from monitor.scan import format_human, read_events, scan, scan_store
-from monitor.scan_jobs import ScanAborted, _independent, default_jobs, scan_sharded, shard_of
+from monitor.scan import format_human, read_events, scan, scan_sharded, scan_store
+from monitor.scan_jobs import ScanAborted, _independent, default_jobs, shard_of
 from monitor.store import Store
 
 TESTS = Path(__file__).resolve().parent
@@ -85,13 +85,13 @@ def test_the_collector_runs_rarely_until_the_merge_is_done(trace, monkeypatch):
     from monitor.scan import SCAN_GC_THRESHOLD
 
     thresholds = []
-    merge = scan_jobs._merge
+    merge = scan_jobs.merge
 
     def merge_noting_the_threshold(results, config):
         thresholds.append(gc.get_threshold()[0])
         return merge(results, config)
 
-    monkeypatch.setattr(scan_jobs, "_merge", merge_noting_the_threshold)
+    monkeypatch.setattr(scan_jobs, "merge", merge_noting_the_threshold)
     before = gc.get_threshold()
     scan_sharded([str(trace)], None, None, 2)
     assert thresholds and thresholds[0] >= SCAN_GC_THRESHOLD

@@ -112,7 +112,7 @@ def test_a_sharded_scan_counts_every_event_read_in_its_progress(tmp_path):
     """Worker 0 draws the progress line but decodes only its own sessions'
     records: the others' it passed over are counted too, as one process
     counts them."""
-    from monitor.scan_jobs import scan_sharded
+    from monitor.scan import scan_sharded
 
     logs = tmp_path / "logs"
     write_logs(logs, files=1, calls=400)

@@ -1,10 +1,14 @@
-"""Style is checked by the suite: `ruff check` and `ruff format --check` over the whole tree."""
+"""Style is checked by the suite: `ruff check` and `ruff format --check` over the whole tree.
+
+The contributors' pre-commit hooks (.pre-commit-config.yaml) run the same ruff."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,3 +31,12 @@ def test_ruff_format_is_applied():
         [_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, "run `ruff format .`:\n" + done.stdout + done.stderr
+
+
+def test_pre_commit_runs_the_pinned_ruff_and_the_venv_mypy():
+    config = (ROOT / ".pre-commit-config.yaml").read_text()
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    pinned = next(spec.split("==")[1] for spec in extra if spec.startswith("ruff=="))
+    rev = re.search(r"ruff-pre-commit\n\s+rev: v(\S+)", config)
+    assert rev and rev.group(1) == pinned, f"set the ruff-pre-commit rev to v{pinned}"
+    assert "entry: .venv/bin/mypy" in config

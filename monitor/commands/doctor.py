@@ -78,7 +78,7 @@ def _ago(ts: float, now: float) -> str:
     return f"{seconds / 86400:.0f} days ago"
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -225,7 +225,6 @@ def _command_runs(command: str) -> bool:
 
 
 def check_hooks(project: Path, now: float) -> list[Check]:
-    from monitor.commands.install_hook import AGENT_EVENTS
     from monitor.hooks import AGENTS, state_dir
 
     checks = []
@@ -251,63 +250,71 @@ def check_hooks(project: Path, now: float) -> list[Check]:
                 )
             )
             continue
-        for path, events in installed:
-            missing = [e for e in AGENT_EVENTS[agent] if e not in events]
-            broken = sorted({c for c in events.values() if not _command_runs(c)})
-            if broken:
-                checks.append(
-                    Check(
-                        "FIX",
-                        what,
-                        f"{path}: runs `{broken[0]}`, which is not there: run "
-                        f"`loopwatch install-hook {agent}` again",
-                    )
-                )
-            elif missing:
-                checks.append(
-                    Check(
-                        "FIX",
-                        what,
-                        f"{path}: {', '.join(missing)} missing: run `loopwatch install-hook {agent}` again",
-                    )
-                )
-            else:
-                checks.append(Check("OK", what, f"installed in {path} ({len(events)} events)"))
-        fired, reached = contact.get("fired"), contact.get("reached")
-        if not isinstance(fired, (int, float)):
-            hint = (
-                "Codex skips a hook until you trust it: open /hooks in codex and trust the loopwatch entries"
-                if agent == "codex"
-                else "start a session (an existing session reads its hooks when it starts)"
-            )
-            checks.append(Check("FIX", f"{label} hook contact", f"never fired: {hint}"))
-        elif not isinstance(reached, (int, float)):
-            checks.append(
+        checks += _installed_checks(agent, what, installed)
+        checks.append(_contact_check(agent, label, contact, now))
+    return checks
+
+
+def _installed_checks(agent: str, what: str, installed: list[tuple[Path, dict[str, str]]]) -> list[Check]:
+    """One check per hook file of ``agent`` with loopwatch in it: complete, runnable?"""
+    from monitor.commands.install_hook import AGENT_EVENTS
+
+    found = []
+    for path, events in installed:
+        missing = [e for e in AGENT_EVENTS[agent] if e not in events]
+        broken = sorted({c for c in events.values() if not _command_runs(c)})
+        if broken:
+            found.append(
                 Check(
                     "FIX",
-                    f"{label} hook contact",
-                    f"last fired {_ago(fired, now)} but never reached a monitor: start "
-                    "`loopwatch watch` (same user, same socket)",
+                    what,
+                    f"{path}: runs `{broken[0]}`, which is not there: run "
+                    f"`loopwatch install-hook {agent}` again",
                 )
             )
-        elif reached < fired:
-            checks.append(
+        elif missing:
+            found.append(
                 Check(
                     "FIX",
-                    f"{label} hook contact",
-                    f"last fired {_ago(fired, now)} with no monitor to reach (last reached one "
-                    f"{_ago(reached, now)}): start `loopwatch watch`",
+                    what,
+                    f"{path}: {', '.join(missing)} missing: run `loopwatch install-hook {agent}` again",
                 )
             )
         else:
-            checks.append(
-                Check(
-                    "OK",
-                    f"{label} hook contact",
-                    f"last fired and reached the monitor {_ago(reached, now)} ({contact.get('event', '?')})",
-                )
-            )
-    return checks
+            found.append(Check("OK", what, f"installed in {path} ({len(events)} events)"))
+    return found
+
+
+def _contact_check(agent: str, label: str, contact: dict[str, Any], now: float) -> Check:
+    """Whether the hook last fired and reached a monitor (its contact record)."""
+    fired, reached = contact.get("fired"), contact.get("reached")
+    if not isinstance(fired, (int, float)):
+        hint = (
+            "Codex skips a hook until you trust it: open /hooks in codex and trust the loopwatch entries"
+            if agent == "codex"
+            else "start a session (an existing session reads its hooks when it starts)"
+        )
+        return Check("FIX", f"{label} hook contact", f"never fired: {hint}")
+    elif not isinstance(reached, (int, float)):
+        return Check(
+            "FIX",
+            f"{label} hook contact",
+            f"last fired {_ago(fired, now)} but never reached a monitor: start "
+            "`loopwatch watch` (same user, same socket)",
+        )
+    elif reached < fired:
+        return Check(
+            "FIX",
+            f"{label} hook contact",
+            f"last fired {_ago(fired, now)} with no monitor to reach (last reached one "
+            f"{_ago(reached, now)}): start `loopwatch watch`",
+        )
+    else:
+        return Check(
+            "OK",
+            f"{label} hook contact",
+            f"last fired and reached the monitor {_ago(reached, now)} ({contact.get('event', '?')})",
+        )
 
 
 def _codex_features() -> list[Check]:

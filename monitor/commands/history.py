@@ -20,6 +20,7 @@ from monitor.commands.stored import (
 from monitor.config import load_config
 from monitor.cost import stored_loop_cost
 from monitor.events import Level
+from monitor.store.search import search
 
 HELP = "list past sessions recorded in the database (newest first)"
 
@@ -119,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
         report_losses(store.lost_rows())
     finally:
         store.close()
+    return _print_sessions(args, rows, hits)
+
+
+def _print_sessions(args: argparse.Namespace, rows: list[dict], hits: list[dict]) -> int:
+    """The sessions found (and with --search the matching events), as a table or JSON lines."""
     out = sys.stdout
     if args.json:
         by_session: dict[str, list[dict]] = {}
@@ -151,25 +157,6 @@ def report_losses(runs: list[dict]) -> None:
             + ")",
             file=sys.stderr,
         )
-
-
-#: Matching events listed under the sessions table by ``--search``.
-MAX_HITS = 200
-
-
-def search(
-    store, text: str, *, agent=None, since=None, level=None, limit=None, as_you_type: bool = False
-) -> tuple[list[dict], list[dict]]:
-    """Sessions matching ``text`` (their events in the full-text index, or their
-    id/agent/source), newest first, and the matching events.  ``as_you_type``:
-    the last word may be unfinished (searched as a prefix)."""
-    words = text if not as_you_type or text.endswith((" ", "*")) else text + "*"
-    hits = store.search_events(words, agent=agent, since=since, level=level, limit=MAX_HITS)
-    named = store.list_sessions(agent=agent, since=since, level=level, text=text, limit=None)
-    ids = dict.fromkeys([row["id"] for row in named] + [hit["session"] for hit in hits])
-    rows = [row for row in (store.get_session(sid) for sid in ids) if row is not None]
-    rows.sort(key=lambda row: (-(row.get("last_seen") or 0), row["id"]))
-    return (rows[:limit] if limit else rows), hits
 
 
 def format_hits(hits: list[dict]) -> str:

@@ -119,7 +119,7 @@ def is_ours(handler: Any, agent: str | None = None) -> bool:
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return False
     match = _OURS.search(handler["command"])
-    return bool(match) and (agent is None or match.group("agent") == agent)
+    return match is not None and (agent is None or match.group("agent") == agent)
 
 
 def _handler(agent: str, command: str) -> dict[str, Any]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import orjson
 
 from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
 from monitor.events import Level
+
+if TYPE_CHECKING:
+    from monitor.scan import ScanReport
 
 HELP = "scan log files offline and report loops (exit 1 if any reached warn)"
 
@@ -64,7 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from monitor.formats import format_names
     from monitor.formats.documents import DOCUMENT_FORMATS
-    from monitor.scan import expand_paths, format_human, scan, unreadable
+    from monitor.scan import expand_paths, scan, unreadable
 
     try:
         config = config_from_args(args)
@@ -98,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
     for path in expanded:
         if path == "-":
             continue
-        problem = unreadable(path)
-        if problem is not None:
-            return fail(f"{path}: cannot read: {problem}")
+        why = unreadable(path)
+        if why is not None:
+            return fail(f"{path}: cannot read: {why}")
     from monitor.scan_jobs import ScanAborted, default_jobs
 
     jobs = args.jobs if args.jobs is not None else default_jobs(expand_paths(args.paths))
@@ -113,9 +117,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
     except ScanAborted as exc:
         return fail(f"scan: {exc}")
+    return _print_report(report, args.json, min_level)
+
+
+def _print_report(report: ScanReport, as_json: bool, min_level: Level) -> int:
+    """The detections on stdout, the bad lines on stderr; the exit status."""
+    from monitor.scan import format_human
 
     out = sys.stdout
-    if args.json:
+    if as_json:
         for detection in report.detections:
             if detection.level >= min_level:
                 out.write(orjson.dumps(detection.to_dict()).decode() + "\n")

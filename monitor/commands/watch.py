@@ -36,7 +36,9 @@ from monitor.events import Level
 from monitor.updates import ActionFinished, DetectionRaised, ProblemReported
 
 if TYPE_CHECKING:
+    from monitor.config import Config
     from monitor.hub.live import LiveMonitor
+    from monitor.sources.files import StartPolicy
 
 HELP = "watch agents live: tail log files and accept agent sockets (TUI, or --headless)"
 
@@ -72,6 +74,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--claude", action="store_true", help="also watch Claude Code's transcripts")
     parser.add_argument("--codex", action="store_true", help="also watch Codex CLI's rollouts")
+    _add_listener_options(parser)
+    parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
+    parser.add_argument("--no-db", action="store_true", help="record nothing")
+    add_config_options(parser)
+    add_ui_options(parser, only_with="the TUI")
+
+
+def _add_listener_options(parser: argparse.ArgumentParser) -> None:
+    """Where agents reach the monitor: socket, TCP, OTLP; and the metrics endpoint."""
     parser.add_argument(
         "--socket", metavar="PATH", help="Unix socket for agents (default: in the runtime dir)"
     )
@@ -102,10 +113,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="[HOST:]PORT",
         help="serve Prometheus metrics at /metrics (default 127.0.0.1:9464; off unless given)",
     )
-    parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
-    parser.add_argument("--no-db", action="store_true", help="record nothing")
-    add_config_options(parser)
-    add_ui_options(parser, only_with="the TUI")
 
 
 # -- the TCP token ------------------------------------------------------------------------------
@@ -305,7 +312,6 @@ def store_outcome(store: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     from monitor.formats import format_names
     from monitor.hub.live import LiveMonitor
-    from monitor.sources.files import StartPolicy
 
     try:
         config = config_from_args(args)
@@ -322,21 +328,8 @@ def run(args: argparse.Namespace) -> int:
     paths = list(args.paths) or list(config.sources.paths)
     if "-" in paths:
         return fail("watch: standard input cannot be watched; use 'loopwatch scan -'")
-    directories: list[str] = []
-    if args.claude or args.codex:
-        from monitor.formats import locations
-
-        if args.claude:
-            directories.append(str(locations.claude_projects_dir()))
-        if args.codex:
-            directories.append(str(locations.codex_sessions_dir()))
-    if args.from_end:
-        mode = "end"
-    elif args.from_start or config.sources.from_start:
-        mode = "start"
-    else:
-        mode = "recent"
-    policy = StartPolicy(mode=mode, recent_seconds=args.recent * 60.0)
+    directories = _agent_directories(args)
+    policy = _start_policy(args, config)
     if args.socket or args.listen:
         config.sources = dataclasses.replace(
             config.sources,
@@ -363,35 +356,9 @@ def run(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         announce=announce_to_doctor,
     )
-    if args.otlp:
-        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
-
-        try:
-            host, _port = parse_address(args.otlp)
-        except OtlpError as exc:
-            return fail(str(exc))
-        if not is_loopback(host) and not token:
-            return fail(
-                f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
-                "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')"
-            )
-    if args.metrics:
-        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
-
-        try:
-            host, _port = parse_address(args.metrics)
-        except OtlpError as exc:
-            return fail(str(exc).replace("--otlp", "--metrics"))
-        if not is_loopback(host) and not token:
-            return fail(f"--metrics {args.metrics}: a non-loopback address needs a token")
-    if args.listen and not token:
-        return fail("--listen needs a token: use --token-file PATH or set LOOPWATCH_TOKEN")
-    if not paths and not directories and args.no_socket and not args.otlp:
-        return fail("watch: nothing to watch (name a PATH, or leave the agent socket on)")
-    if not args.headless:
-        problem = ui_problem(config, args.theme, "use --headless to watch without one")
-        if problem:
-            return fail(problem)
+    problem = _listener_problem(args, token) or _watch_problem(args, config, paths, directories)
+    if problem:
+        return fail(problem)
     try:
         live.open_store()
     except Exception as exc:
@@ -401,7 +368,76 @@ def run(args: argparse.Namespace) -> int:
         from monitor.ui.app import run_app
 
         return int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+    return _watch_headless(args, live, min_level)
 
+
+def _agent_directories(args: argparse.Namespace) -> list[str]:
+    """The agents' own session directories that --claude and --codex name."""
+    directories: list[str] = []
+    if args.claude or args.codex:
+        from monitor.formats import locations
+
+        if args.claude:
+            directories.append(str(locations.claude_projects_dir()))
+        if args.codex:
+            directories.append(str(locations.codex_sessions_dir()))
+    return directories
+
+
+def _start_policy(args: argparse.Namespace, config: Config) -> StartPolicy:
+    """Where in each file watching starts (--from-end, --from-start, else --recent)."""
+    from monitor.sources.files import StartPolicy
+
+    if args.from_end:
+        mode = "end"
+    elif args.from_start or config.sources.from_start:
+        mode = "start"
+    else:
+        mode = "recent"
+    return StartPolicy(mode=mode, recent_seconds=args.recent * 60.0)
+
+
+def _listener_problem(args: argparse.Namespace, token: str | None) -> str | None:
+    """Why --otlp, --metrics or --listen cannot listen where asked (a non-loopback address needs a token)."""
+    if args.otlp:
+        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+
+        try:
+            host, _port = parse_address(args.otlp)
+        except OtlpError as exc:
+            return str(exc)
+        if not is_loopback(host) and not token:
+            return (
+                f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
+                "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')"
+            )
+    if args.metrics:
+        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+
+        try:
+            host, _port = parse_address(args.metrics)
+        except OtlpError as exc:
+            return str(exc).replace("--otlp", "--metrics")
+        if not is_loopback(host) and not token:
+            return f"--metrics {args.metrics}: a non-loopback address needs a token"
+    if args.listen and not token:
+        return "--listen needs a token: use --token-file PATH or set LOOPWATCH_TOKEN"
+    return None
+
+
+def _watch_problem(
+    args: argparse.Namespace, config: Config, paths: list[str], directories: list[str]
+) -> str | None:
+    """Why watching cannot start: nothing to watch, or no terminal UI to show it in."""
+    if not paths and not directories and args.no_socket and not args.otlp:
+        return "watch: nothing to watch (name a PATH, or leave the agent socket on)"
+    if not args.headless:
+        return ui_problem(config, args.theme, "use --headless to watch without one")
+    return None
+
+
+def _watch_headless(args: argparse.Namespace, live: LiveMonitor, min_level: Level) -> int:
+    """``watch --headless``: print detections until stopped."""
     from monitor.sources.otlp import OtlpError
     from monitor.sources.sockets import SocketError
     from monitor.store import StoreError

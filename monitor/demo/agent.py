@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,64 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def _open_log(
+    args: argparse.Namespace, session: str, clock: Callable[[], float], controls: deque[dict]
+) -> Log:
+    """The session's log, and (with --socket) a client that also sends it to the monitor."""
+    client = None
+    if args.socket:
+        from monitor.client import LoopwatchClient
+
+        client = LoopwatchClient(
+            agent=f"demo-{args.scenario}",
+            session=session,
+            socket_path=args.socket,
+            on_control=controls.append,
+        )
+    return Log(args.log, session, client=client, echo=args.echo, clock=clock)
+
+
+def _write_start(log: Log, args: argparse.Namespace) -> None:
+    """The session's start and its task, the user's first message."""
+    scenario = SCENARIOS[args.scenario]
+    start = {
+        "type": "session_start",
+        "agent": f"demo-{args.scenario}",
+        "pid": os.getpid(),
+        "meta": {"demo": True, "scenario": scenario.name, "honest": scenario.honest},
+    }
+    if args.instant:
+        del start["pid"]  # a generated log outlives this process: no pid to signal later
+    log.write(start)
+    log.write({"type": "message", "role": "user", "content": TASKS[scenario.name]})
+
+
+def _obey(
+    messages: list[dict],
+    args: argparse.Namespace,
+    log: Log,
+    why: list[str],
+    stop: threading.Event,
+    recover: Callable[[], Iterator[list[dict[str, Any]]]],
+) -> Iterator[list[dict[str, Any]]] | None:
+    """Act on the operator's messages; the honest work to go on with after an inject (else None)."""
+    work = None
+    for message in messages:
+        kind = message.get("type")
+        if kind == "inject":
+            text = str(message.get("text") or "")
+            note(args.echo, f"inject: {text}")
+            log.write({"type": "message", "role": "user", "content": text})
+            work = recover()  # visibly change course: honest work from here on
+        elif kind == "ack":
+            note(args.echo, "ack")
+        elif kind == "kill":
+            note(args.echo, "kill")
+            why[0] = "killed"
+            stop.set()
+    return work
+
+
 def _run(
     args: argparse.Namespace,
     session: str,
@@ -177,31 +236,10 @@ def _run(
     # Messages that were in the inbox before this run are not for this run.
     inbox = InboxReader(args.log, from_start=False)
     controls: deque[dict] = deque()
-    client = None
-    if args.socket:
-        from monitor.client import LoopwatchClient
-
-        client = LoopwatchClient(
-            agent=f"demo-{args.scenario}",
-            session=session,
-            socket_path=args.socket,
-            on_control=controls.append,
-        )
-    log = Log(args.log, session, client=client, echo=args.echo, clock=clock)
-    scenario = SCENARIOS[args.scenario]
-    start = {
-        "type": "session_start",
-        "agent": f"demo-{args.scenario}",
-        "pid": os.getpid(),
-        "meta": {"demo": True, "scenario": scenario.name, "honest": scenario.honest},
-    }
-    if args.instant:
-        del start["pid"]  # a generated log outlives this process: no pid to signal later
-    log.write(start)
-    log.write({"type": "message", "role": "user", "content": TASKS[scenario.name]})
-    work, recover = steps(scenario.name, rng, prefix=f"{session}-c")
-    status = "done"
-    step = 0
+    log = _open_log(args, session, clock, controls)
+    _write_start(log, args)
+    work, recover = steps(args.scenario, rng, prefix=f"{session}-c")
+    status, step = "done", 0
     try:
         while not args.steps or step < args.steps:
             step += 1
@@ -210,19 +248,7 @@ def _run(
                 messages.append(controls.popleft())
             if args.inject_at and step == args.inject_at:
                 messages.append({"type": "inject", "text": args.inject_text})
-            for message in messages:
-                kind = message.get("type")
-                if kind == "inject":
-                    text = str(message.get("text") or "")
-                    note(args.echo, f"inject: {text}")
-                    log.write({"type": "message", "role": "user", "content": text})
-                    work = recover()  # visibly change course: honest work from here on
-                elif kind == "ack":
-                    note(args.echo, "ack")
-                elif kind == "kill":
-                    note(args.echo, "kill")
-                    why[0] = "killed"
-                    stop.set()
+            work = _obey(messages, args, log, why, stop, recover) or work
             if stop.is_set():
                 status = why[0]
                 break

@@ -86,29 +86,7 @@ class _Agent:
             return self._call(name, args, content, error)
         roll = rng.random()
         if roll < self.loop_rate:
-            kind = rng.randrange(3)
-            if kind == 0:  # the same call again and again
-                call = (
-                    "bash",
-                    {"command": f"ls {rng.choice(_DIRS)}/missing"},
-                    "ls: cannot access: No such file",
-                    True,
-                )
-                self.loop = [call] * rng.randrange(2, 5)
-            elif kind == 1:  # A-B cycle
-                a = ("read_file", {"path": f"{rng.choice(_DIRS)}/a.py"}, "def a(): pass", False)
-                b = ("bash", {"command": "pytest -q"}, "1 failed, 3 passed in 0.2s", True)
-                self.loop = [a, b] * rng.randrange(2, 4)
-            else:  # a failing command retried in variations
-                self.loop = [
-                    (
-                        "bash",
-                        {"command": f"python app.py --try {i}"},
-                        "ModuleNotFoundError: No module named 'requests'",
-                        True,
-                    )
-                    for i in range(rng.randrange(2, 5))
-                ]
+            self.loop = self._loop_calls()
             return self.step()
         if roll < 0.40:
             path = f"{rng.choice(_DIRS)}/{rng.choice(_WORDS)}_{rng.randrange(500)}.py"
@@ -121,16 +99,7 @@ class _Agent:
                 f"The file {path} has been updated.",
             )
         if roll < 0.65:
-            if self.failing <= 0 and rng.random() < 0.3:
-                self.failing = rng.randrange(1, 5)
-            if self.failing > 0:
-                self.failing -= 1
-                out = (
-                    f"FAILED tests/test_{rng.choice(_WORDS)}.py::test_{self.n} - assert {self.n} == 0\n"
-                    f"{self.failing + 1} failed, {20 + self.n % 7} passed in 0.{self.n % 9}s"
-                )
-                return self._call("bash", {"command": "pytest -q"}, f"Exit code 1\n{out}", True)
-            return self._call("bash", {"command": "pytest -q"}, f"{30 + self.n % 50} passed in 1.2s")
+            return self._test_run()
         if roll < 0.72:
             self.progress = (self.progress + rng.randrange(3, 15)) % 100
             return self._call("check_job", {"job": f"job-{self.job}"}, f"running: {self.progress}% done")
@@ -153,6 +122,47 @@ class _Agent:
             return [self._rec(type="compaction")]
         self.job += 1
         return [self._rec(type="message", role="user", content=self._text(15))]
+
+    def _loop_calls(self) -> list[tuple[str, dict[str, Any], str, bool]]:
+        """The calls of a loop about to start: a repeat, an A-B cycle or a retried failure."""
+        rng = self.rng
+        kind = rng.randrange(3)
+        if kind == 0:  # the same call again and again
+            call = (
+                "bash",
+                {"command": f"ls {rng.choice(_DIRS)}/missing"},
+                "ls: cannot access: No such file",
+                True,
+            )
+            return [call] * rng.randrange(2, 5)
+        elif kind == 1:  # A-B cycle
+            a = ("read_file", {"path": f"{rng.choice(_DIRS)}/a.py"}, "def a(): pass", False)
+            b = ("bash", {"command": "pytest -q"}, "1 failed, 3 passed in 0.2s", True)
+            return [a, b] * rng.randrange(2, 4)
+        else:  # a failing command retried in variations
+            return [
+                (
+                    "bash",
+                    {"command": f"python app.py --try {i}"},
+                    "ModuleNotFoundError: No module named 'requests'",
+                    True,
+                )
+                for i in range(rng.randrange(2, 5))
+            ]
+
+    def _test_run(self) -> list[dict[str, Any]]:
+        """A test run: failing a few times in a row now and then, else passing."""
+        rng = self.rng
+        if self.failing <= 0 and rng.random() < 0.3:
+            self.failing = rng.randrange(1, 5)
+        if self.failing > 0:
+            self.failing -= 1
+            out = (
+                f"FAILED tests/test_{rng.choice(_WORDS)}.py::test_{self.n} - assert {self.n} == 0\n"
+                f"{self.failing + 1} failed, {20 + self.n % 7} passed in 0.{self.n % 9}s"
+            )
+            return self._call("bash", {"command": "pytest -q"}, f"Exit code 1\n{out}", True)
+        return self._call("bash", {"command": "pytest -q"}, f"{30 + self.n % 50} passed in 1.2s")
 
 
 def records(

@@ -42,6 +42,7 @@ Token counts come from ``usage`` / ``extra.response.usage``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -59,6 +60,17 @@ _OUTPUT = re.compile(r"\A<output>\n?(.*?)\n?</output>\s*\Z", re.DOTALL)
 _TIMEOUT = re.compile(r"\A\s*The last command <command>.*?</command> timed out", re.DOTALL)
 
 
+def _dict(value: Any, default: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``value`` if it is an object, else ``default`` (an empty one)."""
+    if isinstance(value, dict):
+        return value
+    return {} if default is None else default
+
+
+#: ``event(kind, **fields)``: an Event of the record being decoded.
+_MakeEvent = Callable[..., Event]
+
+
 def _blocks_text(value: Any) -> str:
     """The text of a message's content: a string, or the ``text`` of its blocks."""
     if value is None:
@@ -73,8 +85,9 @@ def _blocks_text(value: Any) -> str:
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
                 parts.append(block["text"])
         return "\n".join(parts)
-    if isinstance(value, dict) and isinstance(value.get("text"), str):
-        return value["text"]
+    text = value.get("text") if isinstance(value, dict) else None
+    if isinstance(text, str):
+        return text
     return str(value)
 
 
@@ -119,7 +132,7 @@ class ChatDecoder(RecordDecoder):
         )
 
     def _time(self, record: dict[str, Any], now: float) -> float:
-        extra = record.get("extra") if isinstance(record.get("extra"), dict) else {}
+        extra = _dict(record.get("extra"))
         value = record.get("timestamp", extra.get("timestamp"))
         if value is None:
             response = extra.get("response")
@@ -153,7 +166,7 @@ class ChatDecoder(RecordDecoder):
             return self._assistant(event, record, content, line)
         return self._user(event, role, content)
 
-    def _result(self, event: Any, call_id: str, text: str, is_error: Any = None) -> Event:
+    def _result(self, event: _MakeEvent, call_id: str, text: str, is_error: Any = None) -> Event:
         output, code = observation(text)
         error = bool(is_error) if isinstance(is_error, bool) else code not in (None, 0)
         meta: dict[str, Any] = {} if code is None else {"exit_code": code}
@@ -166,7 +179,9 @@ class ChatDecoder(RecordDecoder):
             meta=meta,
         )
 
-    def _assistant(self, event: Any, record: dict[str, Any], content: Any, line: int | None) -> list[Event]:
+    def _assistant(
+        self, event: _MakeEvent, record: dict[str, Any], content: Any, line: int | None
+    ) -> list[Event]:
         out: list[Event] = []
         calls: list[Event] = []
         legacy = record.get("function_call")  # OpenAI's single call before tool_calls
@@ -176,25 +191,7 @@ class ChatDecoder(RecordDecoder):
         for call in tool_calls:
             if not isinstance(call, dict):
                 continue
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
-            name = function.get("name")
-            if not isinstance(name, str) or not name:
-                raise RecordError("tool_calls: a call without function.name")
-            raw = function.get("arguments")
-            args: Any = raw
-            if isinstance(raw, str):
-                try:
-                    args = orjson.loads(raw) if raw.strip() else {}
-                except orjson.JSONDecodeError:
-                    args = {"arguments": raw}
-            if not isinstance(args, dict):
-                args = {"arguments": args}
-            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
-            if call_id is None:
-                self.actions += 1
-                call_id = f"call-{self.actions}"
-            self.tools[call_id] = name
-            calls.append(event(Kind.TOOL_CALL, tool=name, args=args, call_id=call_id))
+            calls.append(self._openai_call(event, call))
         texts: list[str] = []
         if isinstance(content, list):
             for block in content:
@@ -204,7 +201,7 @@ class ChatDecoder(RecordDecoder):
                 if kind == "tool_use" and isinstance(block.get("name"), str):
                     self.actions += 1
                     call_id = str(block.get("id") or f"use-{self.actions}")
-                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    args = _dict(block.get("input"))
                     self.tools[call_id] = block["name"]
                     calls.append(event(Kind.TOOL_CALL, tool=block["name"], args=args, call_id=call_id))
                 elif isinstance(block.get("text"), str):
@@ -233,7 +230,29 @@ class ChatDecoder(RecordDecoder):
             out.append(usage)
         return out
 
-    def _usage(self, event: Any, record: dict[str, Any]) -> Event | None:
+    def _openai_call(self, event: _MakeEvent, call: dict[str, Any]) -> Event:
+        """One of an assistant message's ``tool_calls`` (or its legacy ``function_call``)."""
+        function = _dict(call.get("function"), call)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise RecordError("tool_calls: a call without function.name")
+        raw = function.get("arguments")
+        args: Any = raw
+        if isinstance(raw, str):
+            try:
+                args = orjson.loads(raw) if raw.strip() else {}
+            except orjson.JSONDecodeError:
+                args = {"arguments": raw}
+        if not isinstance(args, dict):
+            args = {"arguments": args}
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+        if call_id is None:
+            self.actions += 1
+            call_id = f"call-{self.actions}"
+        self.tools[call_id] = name
+        return event(Kind.TOOL_CALL, tool=name, args=args, call_id=call_id)
+
+    def _usage(self, event: _MakeEvent, record: dict[str, Any]) -> Event | None:
         usage = record.get("usage")
         extra = record.get("extra")
         response = extra.get("response") if isinstance(extra, dict) else None
@@ -263,7 +282,7 @@ class ChatDecoder(RecordDecoder):
             meta=meta,
         )
 
-    def _user(self, event: Any, role: str, content: Any) -> list[Event]:
+    def _user(self, event: _MakeEvent, role: str, content: Any) -> list[Event]:
         out: list[Event] = []
         texts: list[str] = []
         if isinstance(content, list):

@@ -390,7 +390,8 @@ class ClaudeDecoder(RecordDecoder):
         if not isinstance(usage, dict):
             return None
         output = _int(usage.get("output_tokens"))
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        raw_id = message.get("id")
+        message_id = raw_id if isinstance(raw_id, str) else ""
         previous = self._usage.get(message_id) if message_id else None
         cost = record.get("costUSD")
         cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None

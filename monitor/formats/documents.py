@@ -229,9 +229,7 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
                 'not a chat document (expected {"messages": [...]} or a JSON array of messages with a role)',
             )
         ]
-    info = (
-        document.get("info") if isinstance(document, dict) and isinstance(document.get("info"), dict) else {}
-    )
+    info = _dict(document.get("info")) if isinstance(document, dict) else {}
     meta: dict[str, Any] = {}
     agent = "chat"
     if isinstance(document, dict):
@@ -240,8 +238,8 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
                 meta[key] = document[key]
         if str(document.get("trajectory_format", "")).startswith("mini-swe-agent"):
             agent = "mini-swe-agent"
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    config = _dict(info.get("config"))
+    model = _dict(config.get("model"))
     if isinstance(model.get("model_name"), str):
         meta["model"] = model["model_name"]
     decoder = ChatDecoder(source, session)
@@ -293,6 +291,11 @@ def _tool_of(command: str) -> str:
     return words[0] if words else "command"
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -313,7 +316,7 @@ def _load_swe_agent(
         ]
     steps = document.get("trajectory")
     history = document.get("history")
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    info = _dict(document.get("info"))
     if steps is None:
         steps = []
     if not isinstance(steps, list):
@@ -331,20 +334,7 @@ def _load_swe_agent(
     if isinstance(document.get("environment"), str):
         meta["environment"] = document["environment"]
     events = [event(Kind.SESSION_START, None, agent="swe-agent", meta=meta)]
-    for entry in history:
-        if not isinstance(entry, dict):
-            continue
-        role = entry.get("role")
-        if role == "assistant":
-            break
-        if (
-            role == "user"
-            and not entry.get("is_demo")
-            and entry.get("message_type") in (None, "user", "task")
-        ):
-            text = _text(entry.get("content"))
-            if text.strip():
-                events.append(event(Kind.MESSAGE, None, role="user", content=text))
+    events.extend(_swe_task(event, history))
 
     if steps:
         for index, step in enumerate(steps, start=1):
@@ -370,6 +360,36 @@ def _load_swe_agent(
         events.extend(_swe_history(event, history, clock, problems, source))
 
     last = len(steps) or None
+    events.extend(_swe_usage(event, info, last))
+    status = info.get("exit_status")
+    if isinstance(status, str) and status:
+        events.append(event(Kind.SESSION_END, last, status=status))
+    return events, problems
+
+
+def _swe_task(event: Callable[..., Event], history: list[Any]) -> list[Event]:
+    """The task: the user's messages in the history before the first reply (no demonstrations)."""
+    found: list[Event] = []
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        role = entry.get("role")
+        if role == "assistant":
+            break
+        if (
+            role == "user"
+            and not entry.get("is_demo")
+            and entry.get("message_type") in (None, "user", "task")
+        ):
+            text = _text(entry.get("content"))
+            if text.strip():
+                found.append(event(Kind.MESSAGE, None, role="user", content=text))
+    return found
+
+
+def _swe_usage(event: Callable[..., Event], info: dict[str, Any], last: int | None) -> list[Event]:
+    """The run's token and cost totals (``info.model_stats``), as one usage event."""
+    found: list[Event] = []
     stats = info.get("model_stats")
     if isinstance(stats, dict):
 
@@ -379,7 +399,7 @@ def _load_swe_agent(
 
         sent, received, cost = number("tokens_sent"), number("tokens_received"), number("instance_cost")
         if sent is not None or received is not None or cost is not None:
-            events.append(
+            found.append(
                 event(
                     Kind.USAGE,
                     last,
@@ -388,10 +408,7 @@ def _load_swe_agent(
                     cost_usd=None if cost is None else float(cost),
                 )
             )
-    status = info.get("exit_status")
-    if isinstance(status, str) and status:
-        events.append(event(Kind.SESSION_END, last, status=status))
-    return events, problems
+    return found
 
 
 def _swe_step(
@@ -456,8 +473,9 @@ def _openhands_events(document: Any) -> list[Any] | None:
         return document
     if isinstance(document, dict):
         for key in ("history", "trajectory", "events"):
-            if isinstance(document.get(key), list):
-                return document[key]
+            events = document.get(key)
+            if isinstance(events, list):
+                return events
     return None
 
 
@@ -506,7 +524,7 @@ def _openhands_event(
     out: list[Event] = []
     if "action" in item:
         action = item.get("action")
-        args = item.get("args") if isinstance(item.get("args"), dict) else {}
+        args = _dict(item.get("args"))
         origin = item.get("source")
         if action == "message":
             text = _text(args.get("content", item.get("message")))
@@ -521,58 +539,73 @@ def _openhands_event(
             if text.strip():
                 out.append(event(Kind.MESSAGE, role="assistant", content=text))
         elif action in _OPENHANDS_TOOL_ACTIONS or isinstance(item.get("tool_call_metadata"), dict):
-            thought = _text(args.get("thought")).strip()
-            if thought:
-                out.append(event(Kind.MESSAGE, role="assistant", content=thought))
-            metadata = item.get("tool_call_metadata")
-            tool = metadata.get("function_name") if isinstance(metadata, dict) else None
-            if not isinstance(tool, str) or not tool:
-                tool = str(action)
-            call_args = {k: v for k, v in args.items() if k not in _OPENHANDS_META_ARGS}
-            if action != tool:
-                call_args.setdefault("action", action)
-            meta = {}
-            if isinstance(metadata, dict) and isinstance(metadata.get("tool_call_id"), str):
-                meta["tool_call_id"] = metadata["tool_call_id"]
-            out.append(
-                event(
-                    Kind.TOOL_CALL,
-                    tool=tool,
-                    args=call_args,
-                    call_id=f"oh-{item.get('id', index)}",
-                    meta=meta,
-                )
-            )
+            out += _openhands_call(item, action, args, event, index)
         # system, recall, change_agent_state, null, …: nothing to detect
         out.extend(_openhands_usage(item, event, state))
         return out
     if "observation" in item:
-        observation = item.get("observation")
-        cause = item.get("cause")
-        if observation in _OPENHANDS_SKIPPED_OBSERVATIONS:
-            return out
-        content = _text(item.get("content", item.get("message")))
-        extras = item.get("extras") if isinstance(item.get("extras"), dict) else {}
-        is_error = observation in ("error", "user_rejected") or item.get("success") is False
-        metadata = extras.get("metadata")
-        exit_code = metadata.get("exit_code") if isinstance(metadata, dict) else extras.get("exit_code")
-        if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code > 0:
-            is_error = True
-        if cause is None:
-            if observation == "error" and content.strip():
-                out.append(event(Kind.MESSAGE, role="system", content=content))
-            return out
-        out.append(
-            event(
-                Kind.TOOL_RESULT,
-                call_id=f"oh-{cause}",
-                content=content,
-                is_error=is_error,
-                meta={} if not isinstance(exit_code, int) else {"exit_code": exit_code},
-            )
-        )
-        return out
+        return _openhands_observation(item, event)
     raise RecordError("event has neither 'action' nor 'observation'")
+
+
+def _openhands_call(
+    item: dict[str, Any], action: Any, args: dict[str, Any], event: Callable[..., Event], index: int
+) -> list[Event]:
+    """A tool action: its thought (if any) as a message, then the call."""
+    out: list[Event] = []
+    thought = _text(args.get("thought")).strip()
+    if thought:
+        out.append(event(Kind.MESSAGE, role="assistant", content=thought))
+    metadata = item.get("tool_call_metadata")
+    tool = metadata.get("function_name") if isinstance(metadata, dict) else None
+    if not isinstance(tool, str) or not tool:
+        tool = str(action)
+    call_args = {k: v for k, v in args.items() if k not in _OPENHANDS_META_ARGS}
+    if action != tool:
+        call_args.setdefault("action", action)
+    meta = {}
+    if isinstance(metadata, dict) and isinstance(metadata.get("tool_call_id"), str):
+        meta["tool_call_id"] = metadata["tool_call_id"]
+    out.append(
+        event(
+            Kind.TOOL_CALL,
+            tool=tool,
+            args=call_args,
+            call_id=f"oh-{item.get('id', index)}",
+            meta=meta,
+        )
+    )
+    return out
+
+
+def _openhands_observation(item: dict[str, Any], event: Callable[..., Event]) -> list[Event]:
+    """An observation: the result of the call it names as its cause (an error with none is a message)."""
+    out: list[Event] = []
+    observation = item.get("observation")
+    cause = item.get("cause")
+    if observation in _OPENHANDS_SKIPPED_OBSERVATIONS:
+        return out
+    content = _text(item.get("content", item.get("message")))
+    extras = _dict(item.get("extras"))
+    is_error = observation in ("error", "user_rejected") or item.get("success") is False
+    metadata = extras.get("metadata")
+    exit_code = metadata.get("exit_code") if isinstance(metadata, dict) else extras.get("exit_code")
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code > 0:
+        is_error = True
+    if cause is None:
+        if observation == "error" and content.strip():
+            out.append(event(Kind.MESSAGE, role="system", content=content))
+        return out
+    out.append(
+        event(
+            Kind.TOOL_RESULT,
+            call_id=f"oh-{cause}",
+            content=content,
+            is_error=is_error,
+            meta={} if not isinstance(exit_code, int) else {"exit_code": exit_code},
+        )
+    )
+    return out
 
 
 def _openhands_usage(item: dict[str, Any], event: Callable[..., Event], state: dict[str, Any]) -> list[Event]:

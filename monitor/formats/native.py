@@ -29,6 +29,7 @@ A ``session_start`` may name the ``model`` in its ``meta``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,6 +115,69 @@ def _opt_number(record: dict[str, Any], key: str, kind: str, integer: bool) -> A
     return int(value) if integer else float(value)
 
 
+#: What :meth:`NativeDecoder.decode_event` reads from a plain record:
+#: (kind, role, content, call id, tool, args, is_error).
+_Plain = tuple[Kind, str | None, str, str | None, str | None, dict[str, Any] | None, bool]
+
+
+def _plain_call(record: dict[str, Any]) -> _Plain | None:
+    """A tool call with its five fields and nothing else, of the usual types; else None."""
+    tool = record["name"]
+    args = record["args"]
+    call_id = record["id"]
+    if (
+        len(record) != 6
+        or tool.__class__ is not str
+        or not tool
+        or args.__class__ is not dict
+        or call_id.__class__ is not str
+    ):
+        return None
+    return TOOL_CALL, None, "", call_id, tool, args, False
+
+
+def _plain_result(record: dict[str, Any]) -> _Plain | None:
+    """A tool result with its five fields and nothing else, of the usual types; else None."""
+    call_id = record["id"]
+    content = record["content"]
+    is_error = record["is_error"]
+    if (
+        len(record) != 6
+        or call_id.__class__ is not str
+        or content.__class__ is not str
+        or is_error.__class__ is not bool
+    ):
+        return None
+    return TOOL_RESULT, None, content, call_id, None, None, is_error
+
+
+def _plain_message(record: dict[str, Any]) -> _Plain | None:
+    """A message with its four fields and nothing else, of the usual types; else None."""
+    role = record["role"]
+    content = record["content"]
+    if len(record) != 5 or role.__class__ is not str or role not in ROLES or content.__class__ is not str:
+        return None
+    return MESSAGE, role, content, None, None, None, False
+
+
+def _careful_call(get: Callable[..., Any]) -> tuple[str, dict[str, Any], str | None]:
+    """A tool call's name, arguments (``{}`` if none) and id (made a string), checked."""
+    tool = get("name")
+    if tool.__class__ is not str or not tool:
+        if not isinstance(tool, str) or not tool:
+            raise RecordError(f"tool_call.name: expected a non-empty string, got {tool!r}")
+    args = get("args")
+    if args.__class__ is not dict:
+        if args is None:
+            args = {}
+        elif not isinstance(args, dict):
+            raise RecordError(f"tool_call.args: expected an object, got {type(args).__name__}")
+    call_id = get("id")
+    if call_id.__class__ is not str and call_id is not None:
+        call_id = str(call_id)
+    return tool, args, call_id
+
+
 class NativeDecoder(RecordDecoder):
     """Decoder for loopwatch's own JSONL events."""
 
@@ -131,16 +195,12 @@ class NativeDecoder(RecordDecoder):
     def decode_event(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """The one event of a record (None for a type that is skipped).
 
-        This runs for every line of every native log (see
-        :meth:`LineDecoder.feed_lines`), so it is written flat.  A call,
-        result or message with every field present, of the usual types, and
-        nothing else (so no ``meta``) is built here, in place; anything else
-        -- a missing field, a field to convert or reject, an extra field, a
-        rarer type -- is left to :meth:`decode_carefully`, which gives the
-        same event or the same error for the common case too.  Subscripts
-        and ``__class__ is`` tests cost a fraction of ``dict.get`` calls and
-        ``isinstance``, and a record is only known-fields-only when its
-        length is the number of fields read."""
+        Runs for every line of every native log, so it is flat: a call, result
+        or message with every field present, of the usual types, and nothing
+        else is built here; anything else goes to :meth:`decode_carefully`,
+        which gives the same event or error for these too.  (Subscripts and
+        ``__class__ is`` cost a fraction of ``dict.get`` and ``isinstance``;
+        the record's length proves it has no other field.)"""
         try:
             kind_name = record["type"]
             session = record["session"]
@@ -148,80 +208,27 @@ class NativeDecoder(RecordDecoder):
             if session.__class__ is not str or not session or ts.__class__ is not float or ts > 1e11:
                 return self.decode_carefully(record, line, now)
             if kind_name == "tool_call":
-                tool = record["name"]
-                args = record["args"]
-                call_id = record["id"]
-                if (
-                    len(record) != 6
-                    or tool.__class__ is not str
-                    or not tool
-                    or args.__class__ is not dict
-                    or call_id.__class__ is not str
-                ):
-                    return self.decode_carefully(record, line, now)
-                kind = TOOL_CALL
-                role = None
-                content = ""
-                is_error = False
+                fields = _plain_call(record)
             elif kind_name == "tool_result":
-                call_id = record["id"]
-                content = record["content"]
-                is_error = record["is_error"]
-                if (
-                    len(record) != 6
-                    or call_id.__class__ is not str
-                    or content.__class__ is not str
-                    or is_error.__class__ is not bool
-                ):
-                    return self.decode_carefully(record, line, now)
-                kind = TOOL_RESULT
-                role = tool = args = None
+                fields = _plain_result(record)
             elif kind_name == "message":
-                role = record["role"]
-                content = record["content"]
-                if (
-                    len(record) != 5
-                    or role.__class__ is not str
-                    or role not in ROLES
-                    or content.__class__ is not str
-                ):
-                    return self.decode_carefully(record, line, now)
-                kind = MESSAGE
-                call_id = tool = args = None
-                is_error = False
+                fields = _plain_message(record)
             else:
-                return self.decode_carefully(record, line, now)
+                fields = None
         except KeyError:
+            fields = None
+        if fields is None:
             return self.decode_carefully(record, line, now)
-        event = _new(Event)
-        event.kind = kind
-        event.session = session
-        event.ts = ts
-        event.source = self.source
-        event.line = line
-        event.agent = None
-        event.role = role
-        event.content = content
-        event.call_id = call_id
-        event.tool = tool
-        event.args = args
-        event.is_error = is_error
-        event.input_tokens = None
-        event.output_tokens = None
-        event.cost_usd = None
-        event.status = None
-        event.pid = None
-        event.parent = None
-        event.meta = {}
-        event.seq = 0
-        event.call = None
-        event.cache = {}
-        return event
+        kind, role, content, call_id, tool, args, is_error = fields
+        return new_event(
+            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, {}
+        )
 
     def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """:meth:`decode_event` for any record: every check, conversion and
         error message, and unknown fields into ``meta``."""
-        get = record.get
+        # A value of a JSON record is Any until checked below (not "Any | None").
+        get: Callable[..., Any] = record.get
         kind_name = get("type")
         if not isinstance(kind_name, str):
             raise RecordError("missing 'type' (expected one of: " + ", ".join(sorted(KINDS)) + ")")
@@ -235,20 +242,10 @@ class NativeDecoder(RecordDecoder):
         ts = parse_ts(get("ts"), now)
         allowed = _ALLOWED[kind_name]
         meta = {} if record.keys() <= allowed else {k: v for k, v in record.items() if k not in allowed}
+        tool: str | None
+        args: dict[str, Any] | None
         if kind is TOOL_CALL:
-            tool = get("name")
-            if tool.__class__ is not str or not tool:
-                if not isinstance(tool, str) or not tool:
-                    raise RecordError(f"tool_call.name: expected a non-empty string, got {tool!r}")
-            args = get("args")
-            if args.__class__ is not dict:
-                if args is None:
-                    args = {}
-                elif not isinstance(args, dict):
-                    raise RecordError(f"tool_call.args: expected an object, got {type(args).__name__}")
-            call_id = get("id")
-            if call_id.__class__ is not str and call_id is not None:
-                call_id = str(call_id)
+            tool, args, call_id = _careful_call(get)
             role = None
             content = ""
             is_error = False

@@ -118,6 +118,67 @@ class Where:
         return raw if _UUID.match(raw) else f"{self.service}@{self.host}/{raw}"
 
 
+def _usage_record(attrs: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """The native usage record of a Claude Code ``api_request`` log record."""
+    # Claude Code counts cache reads and writes apart from input; the
+    # event model counts them within it (see monitor/cost.py).
+    read, write = _int(attrs.get("cache_read_tokens")), _int(attrs.get("cache_creation_tokens"))
+    tokens_in = _int(attrs.get("input_tokens"))
+    if tokens_in is not None and (read or write):
+        tokens_in += (read or 0) + (write or 0)
+    usage = {
+        "type": "usage",
+        **base,
+        "input_tokens": tokens_in,
+        "output_tokens": _int(attrs.get("output_tokens")),
+        "cost_usd": _number(attrs.get("cost_usd")),
+    }
+    if read:
+        usage["cache_read_input_tokens"] = read
+    if write:
+        usage["cache_creation_input_tokens"] = write
+    if isinstance(attrs.get("model"), str) and attrs["model"]:
+        usage["model"] = attrs["model"]
+    return usage
+
+
+def _tool_records(attrs: dict[str, Any], base: dict[str, Any], nanos: int) -> list[dict[str, Any]]:
+    """The native call and result of a ``tool_result`` log record (one record holds both)."""
+    tool = attrs.get("tool_name")
+    if not isinstance(tool, str) or not tool:
+        raise RecordError("tool_result without tool_name")
+    call_id = attrs.get("tool_use_id") or attrs.get("call_id") or attrs.get("gen_ai.tool.call.id")
+    if not call_id:
+        # No id logged: the record's own place in the session identifies the call.
+        call_id = f"otlp-{attrs.get('event.sequence', nanos)}"
+    raw_args = next(
+        (
+            attrs[key]
+            for key in ("tool_input", "tool_parameters", "arguments")
+            if attrs.get(key) not in (None, "")
+        ),
+        None,
+    )
+    success = _truthy(attrs.get("success"))
+    output = attrs.get("output")
+    error = attrs.get("error")
+    content = _text(output) if output not in (None, "") else _text(error)
+    return [
+        {"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
+        {
+            "type": "tool_result",
+            **base,
+            "id": str(call_id),
+            "content": content,
+            "is_error": success is False or (success is None and bool(error)),
+        },
+    ]
+
+
+#: (sort key, the native records of one log record or span, where it came from).
+_Keyed = tuple[tuple[Any, ...], list[dict[str, Any]], Where]
+
+
 class OtlpAdapter:
     """Turns export requests into events; remembers which sessions it announced."""
 
@@ -130,7 +191,7 @@ class OtlpAdapter:
 
     def logs(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
         """(events, rejected records, problems) of an ``ExportLogsServiceRequest``."""
-        records: list[tuple[tuple, dict[str, Any], Where]] = []
+        records: list[_Keyed] = []
         rejected = 0
         problems: list[Problem] = []
         for resource_logs in request.resource_logs:
@@ -199,63 +260,16 @@ class OtlpAdapter:
                 }
             ]
         if short == "api_request":
-            # Claude Code counts cache reads and writes apart from input; the
-            # event model counts them within it (see monitor/cost.py).
-            read, write = _int(attrs.get("cache_read_tokens")), _int(attrs.get("cache_creation_tokens"))
-            tokens_in = _int(attrs.get("input_tokens"))
-            if tokens_in is not None and (read or write):
-                tokens_in += (read or 0) + (write or 0)
-            usage = {
-                "type": "usage",
-                **base,
-                "input_tokens": tokens_in,
-                "output_tokens": _int(attrs.get("output_tokens")),
-                "cost_usd": _number(attrs.get("cost_usd")),
-            }
-            if read:
-                usage["cache_read_input_tokens"] = read
-            if write:
-                usage["cache_creation_input_tokens"] = write
-            if isinstance(attrs.get("model"), str) and attrs["model"]:
-                usage["model"] = attrs["model"]
-            return [usage]
+            return [_usage_record(attrs, base)]
         if short == "compaction":
             return [{"type": "compaction", **base}]
-        tool = attrs.get("tool_name")
-        if not isinstance(tool, str) or not tool:
-            raise RecordError("tool_result without tool_name")
-        call_id = attrs.get("tool_use_id") or attrs.get("call_id") or attrs.get("gen_ai.tool.call.id")
-        if not call_id:
-            # No id logged: the record's own place in the session identifies the call.
-            call_id = f"otlp-{attrs.get('event.sequence', nanos)}"
-        raw_args = next(
-            (
-                attrs[key]
-                for key in ("tool_input", "tool_parameters", "arguments")
-                if attrs.get(key) not in (None, "")
-            ),
-            None,
-        )
-        success = _truthy(attrs.get("success"))
-        output = attrs.get("output")
-        error = attrs.get("error")
-        content = _text(output) if output not in (None, "") else _text(error)
-        return [
-            {"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
-            {
-                "type": "tool_result",
-                **base,
-                "id": str(call_id),
-                "content": content,
-                "is_error": success is False or (success is None and bool(error)),
-            },
-        ]
+        return _tool_records(attrs, base, nanos)
 
     # -- spans ------------------------------------------------------------------------------
 
     def spans(self, request: Any) -> tuple[list[Event], int, list[Problem]]:
         """(events, rejected spans, problems) of an ``ExportTraceServiceRequest``."""
-        records: list[tuple[tuple, list[dict[str, Any]], Where]] = []
+        records: list[_Keyed] = []
         rejected = 0
         problems: list[Problem] = []
         for resource_spans in request.resource_spans:
@@ -310,9 +324,7 @@ class OtlpAdapter:
 
     # -- shared ------------------------------------------------------------------------------
 
-    def _decode(
-        self, records: list[tuple[tuple, list[dict[str, Any]], Where]], problems: list[Problem]
-    ) -> tuple[list[Event]]:
+    def _decode(self, records: list[_Keyed], problems: list[Problem]) -> tuple[list[Event]]:
         events: list[Event] = []
         decoders: dict[str, NativeDecoder] = {}
         import time

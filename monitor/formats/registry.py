@@ -7,6 +7,8 @@ package, so that nothing imports its own importer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from monitor.formats.base import RecordDecoder
 from monitor.formats.native import NativeDecoder
 
@@ -19,7 +21,7 @@ def register_line_format(cls: type[RecordDecoder]) -> type[RecordDecoder]:
     return cls
 
 
-def sniff(record: dict) -> type[RecordDecoder] | None:
+def sniff(record: dict[str, Any]) -> type[RecordDecoder] | None:
     """The line format ``record`` belongs to, or ``None``."""
     for cls in LINE_FORMATS.values():
         try:

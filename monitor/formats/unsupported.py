@@ -9,6 +9,7 @@ first kind before any line is decoded, :func:`describe` says what a file is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -39,7 +40,7 @@ def is_binary(head: bytes) -> bool:
     return text.count("\ufffd") * 4 > len(text)
 
 
-def _keys(value: dict) -> str:
+def _keys(value: dict[str, Any]) -> str:
     names = [str(k) for k in list(value)[:_KEYS_SHOWN]]
     return ", ".join(names) + (", …" if len(value) > _KEYS_SHOWN else "")
 

@@ -6,6 +6,7 @@ and its sources.  The package, by responsibility:
 
 * :mod:`~monitor.hub.core` -- the :class:`Hub`: queue, worker, publishing;
 * :mod:`~monitor.hub.intake` -- the bounded input queue (back-pressure);
+* :mod:`~monitor.hub.state` -- what the hub keeps per session (:class:`~monitor.hub.state.HubSession`);
 * :mod:`~monitor.hub.sessions` -- session lifecycle (new, revived, idle, ended, forgotten);
 * :mod:`~monitor.hub.snapshots` -- each session's :class:`~monitor.updates.SessionInfo` and window;
 * :mod:`~monitor.hub.actions` -- operator and automatic actions (committed before carried out);

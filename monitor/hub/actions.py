@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import control_message, terminate
 from monitor.detect.base import Detection
@@ -21,10 +21,34 @@ from monitor.events import Event, Kind, Level
 from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 
 if TYPE_CHECKING:
-    from monitor.hub.core import Hub
-    from monitor.hub.sessions import HubSession
+    from monitor.config import Config
+    from monitor.detect.engine import Engine
+    from monitor.hub.recording import Recorder
+    from monitor.hub.sessions import Lifecycle
+    from monitor.hub.snapshots import Snapshots
+    from monitor.hub.state import HubSession
 
 log = logging.getLogger("loopwatch.hub")
+
+
+class ActionsHub(Protocol):
+    """What :class:`Actions` uses of the :class:`~monitor.hub.core.Hub` (which
+    passes itself): declared here so that this module need not import the hub's."""
+
+    config: Config
+    store: Any
+    clock: Callable[[], float]
+    engine: Engine
+    lifecycle: Lifecycle
+    snapshots: Snapshots
+    recorder: Recorder
+
+    def wants_sessions(self) -> bool: ...
+
+    def publish(self, update: object) -> None: ...
+
+    def touch(self, state: HubSession) -> None: ...
+
 
 ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
 AUTO_WHO = "loopwatch (auto)"
@@ -37,7 +61,7 @@ RECOVERY_STEPS = 5
 class Actions:
     """Carries out the hub's actions; :meth:`Hub.act` is the way in."""
 
-    def __init__(self, hub: Hub):
+    def __init__(self, hub: ActionsHub):
         self.hub = hub
         self.running: set[asyncio.Task] = set()
         self._next_id = 0  # without a store: numbered here (negative: could not be recorded)
@@ -71,28 +95,10 @@ class Actions:
         detail = detector or (detection.detector if detection is not None else "") or ""
         ts = hub.clock()
         # Nothing acknowledged is lost: the action is committed before it is carried out.
-        if store is not None:
-            try:
-                # The store commits durably (fsync) before returning: off the loop.
-                action_id = await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
-            except Exception as exc:
-                log.exception("could not record action")
-                self._next_id -= 1
-                record = ActionRecord(
-                    self._next_id,
-                    kind,
-                    session,
-                    text,
-                    ts,
-                    who,
-                    "failed",
-                    f"not carried out: could not record it ({exc})",
-                )
-                hub.publish(ActionFinished(record))
-                return record
-        else:
-            self._next_id += 1
-            action_id = self._next_id
+        begun = await self._begin(kind, session, text, who, detail, ts)
+        if isinstance(begun, ActionRecord):
+            return begun  # not recorded, so not carried out
+        action_id = begun
         try:
             status, outcome_detail = await self._carry_out(
                 kind, session, state, text, detection, detector, auto=who == AUTO_WHO
@@ -113,6 +119,35 @@ class Actions:
                 hub.publish(SessionChanged(hub.snapshots.info(state)))
         hub.publish(ActionFinished(record))
         return record
+
+    async def _begin(
+        self, kind: str, session: str, text: str | None, who: str, detail: str, ts: float
+    ) -> int | ActionRecord:
+        """The action's id once it is recorded, or (when it cannot be) its failed record, published."""
+        hub = self.hub
+        store = hub.store
+        if store is not None:
+            try:
+                # The store commits durably (fsync) before returning: off the loop.
+                return await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
+            except Exception as exc:
+                log.exception("could not record action")
+                self._next_id -= 1
+                record = ActionRecord(
+                    self._next_id,
+                    kind,
+                    session,
+                    text,
+                    ts,
+                    who,
+                    "failed",
+                    f"not carried out: could not record it ({exc})",
+                )
+                hub.publish(ActionFinished(record))
+                return record
+        else:
+            self._next_id += 1
+            return self._next_id
 
     def _pick_detection(self, state: HubSession, detector: str | None) -> Detection | None:
         """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""
@@ -193,10 +228,9 @@ class Actions:
             reason = claim.refusal()
             if reason is not None:
                 return "refused", reason
-        unconfirmed = auto and claim is not None and not claim.confirmed
-        if claim is None or unconfirmed:
+        if claim is None or (auto and not claim.confirmed):
             reason = state.kill_reason
-            if unconfirmed:
+            if claim is not None:  # auto_kill and a claim the agent did not confirm
                 reason = (
                     f"auto_kill signals only a pid the agent confirmed itself (socket peer "
                     f"credentials or a hook); pid {claim.identity.pid} is named by "
@@ -211,7 +245,7 @@ class Actions:
                 await asyncio.wait_for(self._send(state, "kill"), 1.0)
             except Exception:
                 pass
-        outcome = await terminate(state.identity, grace=self.hub.config.control.kill_grace_seconds)
+        outcome = await terminate(claim.identity, grace=self.hub.config.control.kill_grace_seconds)
         return outcome.status, outcome.detail
 
     def describe_kill(self, session: str) -> str:
@@ -224,7 +258,7 @@ class Actions:
             if reason is None:
                 checks = "\n".join(f"  {fact}" for fact in state.claim.verified())
                 return (
-                    f"SIGTERM {state.identity.describe()}, then SIGKILL after {grace:g} s\n"
+                    f"SIGTERM {state.claim.identity.describe()}, then SIGKILL after {grace:g} s\n"
                     f"Verified:\n{checks}"
                 )
             return reason

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from monitor import collector
@@ -26,8 +26,10 @@ from monitor.formats.base import Problem
 from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.recording import Recorder
-from monitor.hub.sessions import HubSession, Lifecycle
+from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
+from monitor.hub.state import HubSession
+from monitor.hub.subscribers import Subscribers
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord,
@@ -74,7 +76,7 @@ class Hub:
         self.actions = Actions(self)
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
-        self._subscribers: list[tuple[Callable[[object], None], tuple[type, ...] | None]] = []
+        self._subscribers = Subscribers()
         self._worker: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
         self._detections: deque[Detection] = deque(maxlen=RECENT_DETECTIONS)
@@ -129,11 +131,7 @@ class Hub:
         self._publish_dirty()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
         self.publish(self.stats())
-        if self.store is not None:
-            try:
-                await asyncio.to_thread(self.store.flush)
-            except Exception:
-                log.exception("store flush failed")
+        await _flush(self.store)
 
     async def _drain_now(self) -> None:
         while not self._queue.empty():
@@ -193,35 +191,14 @@ class Hub:
     def subscribe(
         self, callback: Callable[[object], None], kinds: tuple[type, ...] | None = None
     ) -> Callable[[], None]:
-        """Call ``callback`` with each update (on the hub's loop; it must not
-        block), or only with those of the classes in ``kinds``.
-
-        Session snapshots are built to be published only while some
-        subscriber takes :class:`SessionChanged` (a headless watcher's do
-        not); :meth:`sessions` and :meth:`session` build them on demand either way."""
-        entry = (callback, tuple(kinds) if kinds is not None else None)
-        self._subscribers.append(entry)
-
-        def unsubscribe() -> None:
-            try:
-                self._subscribers.remove(entry)
-            except ValueError:
-                pass
-
-        return unsubscribe
+        """See :meth:`~monitor.hub.subscribers.Subscribers.subscribe`; returns what unsubscribes."""
+        return self._subscribers.subscribe(callback, kinds)
 
     def wants_sessions(self) -> bool:
-        return any(kinds is None or SessionChanged in kinds for _callback, kinds in self._subscribers)
+        return self._subscribers.want_sessions()
 
-    def publish(self, update: object) -> None:
-        """Tell the subscribers that take ``update``'s kind."""
-        for callback, kinds in list(self._subscribers):
-            if kinds is not None and not isinstance(update, kinds):
-                continue
-            try:
-                callback(update)
-            except Exception:  # one broken subscriber must not stop the others
-                log.exception("hub subscriber %r failed", callback)
+    def publish(self, update: object) -> None:  # to the subscribers that take its kind
+        self._subscribers.publish(update)
 
     def touch(self, state: HubSession) -> None:
         """The session changed: rebuild its snapshot lazily, publish it and store it soon."""
@@ -267,13 +244,7 @@ class Hub:
         return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
 
     def stats(self) -> Stats:
-        live = warnings = 0
-        level = self.recorder.level
-        for state in self.lifecycle.sessions.values():
-            if state.status == "live":
-                live += 1
-            if state.status != "ended" and level(state.id) >= Level.WARN:
-                warnings += 1
+        live, warnings = _live_and_warning(self.lifecycle.sessions.values(), self.recorder.level)
         return Stats(
             self.events_total,
             self.intake.rate(self.clock()),
@@ -336,11 +307,7 @@ class Hub:
     def _process(
         self, events: list[Event], problems: list[Problem], arrival: float, position: dict | None = None
     ) -> None:
-        for problem in problems:
-            self.problems_total += 1
-            reported = self.intake.reported(problem)
-            if reported is not None:
-                self.publish(ProblemReported(reported))
+        self._report(problems)
         if not events:
             self.recorder.position(position)
             return
@@ -396,6 +363,13 @@ class Hub:
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
 
+    def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
+        for problem in problems:
+            self.problems_total += 1
+            reported = self.intake.reported(problem)
+            if reported is not None:
+                self.publish(ProblemReported(reported))
+
     # -- periodic work ------------------------------------------------------------------------------
 
     async def _tick(self) -> None:
@@ -430,3 +404,23 @@ class Hub:
         if closed:
             self._publish_dirty()
         return closed
+
+
+def _live_and_warning(sessions: Iterable[HubSession], level: Callable[[str], Level]) -> tuple[int, int]:
+    """How many of ``sessions`` are live, and how many not ended are at warn or above."""
+    live = warnings = 0
+    for state in sessions:
+        if state.status == "live":
+            live += 1
+        if state.status != "ended" and level(state.id) >= Level.WARN:
+            warnings += 1
+    return live, warnings
+
+
+async def _flush(store: Any) -> None:
+    """Wait until ``store`` (if any) has written everything it was given."""
+    if store is not None:
+        try:
+            await asyncio.to_thread(store.flush)
+        except Exception:
+            log.exception("store flush failed")

@@ -19,7 +19,7 @@ from monitor.events import Event, Level
 from monitor.formats.base import Problem
 
 if TYPE_CHECKING:
-    from monitor.hub.sessions import HubSession
+    from monitor.hub.state import HubSession
 
 log = logging.getLogger("loopwatch.hub")
 

@@ -1,5 +1,6 @@
-"""Session lifecycle: what the hub keeps per session, and when a session is
-created, revived, closed (idle, ended, its process gone) and forgotten.
+"""Session lifecycle: when a session is created, revived, closed (idle,
+ended, its process gone) and forgotten (what is kept per session is
+:class:`~monitor.hub.state.HubSession`).
 
 Sessions are created on first sight and closed (their detector state freed) on
 ``session_end`` or when idle for ``[sources] idle_timeout_seconds``; a closed
@@ -10,18 +11,17 @@ timeouts) goes idle a few seconds after its source went quiet.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from monitor.config import Config
 from monitor.control import PidClaim, ProcessIdentity
-from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.events import Event, Level
-from monitor.hub.snapshots import RECENT_EVENTS, Snapshots
-from monitor.updates import SessionInfo
+from monitor.events import Event
+from monitor.hub.snapshots import Snapshots
+from monitor.hub.state import HubSession
 
 #: Closed (ended or idle) sessions remembered for the UI and history.
 MAX_CLOSED_SESSIONS = 2000
@@ -31,43 +31,6 @@ IDLE_ARRIVAL_SECONDS = 60.0
 #: history: idle once nothing arrived for them for REPLAY_QUIET_SECONDS.
 REPLAY_AGE_TIMEOUTS = 10
 REPLAY_QUIET_SECONDS = 5.0
-
-
-@dataclass(eq=False)
-class HubSession:
-    """The hub's bookkeeping for one session (its snapshot is built from it)."""
-
-    id: str
-    origin: str
-    source: str
-    first_ts: float
-    last_ts: float = 0.0
-    last_activity: float = 0.0  # min(event ts, arrival): idle timing immune to clocks ahead
-    last_arrival: float = 0.0  # when its latest event reached the hub
-    events: int = 0
-    agent: str | None = None
-    pid: int | None = None
-    parent: str | None = None
-    status: str = "live"
-    channel: Any = None
-    identity: ProcessIdentity | None = None
-    claim: PidClaim | None = None  # the pid, and what backs it
-    kill_reason: str = "no process id is known for this session"
-    muted: set[str] = field(default_factory=set)
-    last_detection: Detection | None = None
-    #: While live: the latest detection of each detector (for operator actions).
-    latest: dict[str, Detection] = field(default_factory=dict)
-    #: While live: bounded copies of its latest calls and messages (for the window).
-    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
-    info: SessionInfo | None = None
-    dirty: bool = True
-    store_dirty: bool = True
-    stored_at: float = 0.0
-    auto_done: set[tuple] = field(default_factory=set)
-    nudged: float = 0.0  # event time of the inject it has not recovered from
-    stored_level: Level = Level.NONE  # the level its latest session row said
-    steps_since_nudge: int = 0
-    order: int = 0  # first-seen position: updates are published in this order
 
 
 def origin_of(source: str, channel: Any) -> str:
@@ -176,14 +139,13 @@ class Lifecycle:
             state.parent = event.parent
         if event.pid is not None and event.pid != state.pid:
             state.pid = event.pid
-            self._capture(state, event)
+            self._capture(state, event, event.pid)
         self.touch(state)
 
-    def _capture(self, state: HubSession, event: Event) -> None:
+    def _capture(self, state: HubSession, event: Event, pid: int) -> None:
         """Remember who the event's pid is now, so that a later kill can check it
         is still them, and what backs the claim (see :class:`~monitor.control.PidClaim`)."""
         state.identity = state.claim = None
-        pid = event.pid
         identity = ProcessIdentity.capture(pid)
         if identity is None:
             state.kill_reason = f"pid {pid} is not running on this machine"

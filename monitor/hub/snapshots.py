@@ -14,17 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.detect.analysis.calls import events as recalled_events
 from monitor.events import Event, Kind, Level
+from monitor.hub.state import RECENT_EVENTS, HubSession
 from monitor.updates import SessionInfo
 
 if TYPE_CHECKING:
     from monitor.detect.base import Detection
     from monitor.detect.engine import Engine, SessionState
-    from monitor.hub.sessions import HubSession
 
-#: Recent events per live session shown in the UI's window when the
-#: detectors compare none (bounded copies: see :func:`window_copy`).
-RECENT_EVENTS = 24
-#: Characters of content (and of each argument) kept in those copies.
+#: Characters of content (and of each argument) kept in a window's copies (:func:`window_copy`).
 WINDOW_CHARS = 512
 
 

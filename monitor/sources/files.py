@@ -383,7 +383,7 @@ class FileSource:
         if tf.fd is not None:
             await self.tailer.drain(tf)
             pending = tf.splitter.pending_bytes if tf.splitter is not None else 0
-            if cut and pending:
+            if cut and pending and tf.splitter is not None:
                 await self.tailer.report(
                     [
                         Problem(

@@ -96,12 +96,12 @@ def is_loopback(host: str) -> bool:
 
 def _messages(signal: str) -> tuple[type, type]:
     if signal == "logs":
-        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as module
+        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
-        return module.ExportLogsServiceRequest, module.ExportLogsServiceResponse
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as module
+        return logs_service_pb2.ExportLogsServiceRequest, logs_service_pb2.ExportLogsServiceResponse
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-    return module.ExportTraceServiceRequest, module.ExportTraceServiceResponse
+    return trace_service_pb2.ExportTraceServiceRequest, trace_service_pb2.ExportTraceServiceResponse
 
 
 _ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"})
@@ -318,7 +318,7 @@ class OtlpReceiver:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
     ) -> bytes | None:
         if "chunked" in headers.get("transfer-encoding", "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             size = 0
             while True:
                 length = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)

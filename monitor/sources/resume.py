@@ -113,7 +113,7 @@ def resume(tf: TailedFile, fd: int) -> int | None:
     assert record is not None
     head_len = int(record["head_len"])
     head = head_hash(fd, head_len) if head_len else ""
-    if head != record["head"]:
+    if head is None or head != record["head"]:  # the stored head is always a str
         tf.offset, tf.align = 0, ""  # another file under a reused inode: all of it is new
         return None
     tf.head_len, tf.head = head_len, head

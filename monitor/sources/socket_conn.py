@@ -23,7 +23,7 @@ import math
 import socket
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -37,7 +37,11 @@ from monitor.sources.socket_out import Outbox
 from monitor.sources.socket_peer import PeerPids, peer_credentials
 
 if TYPE_CHECKING:
-    from monitor.sources.sockets import SocketServer
+    from collections import OrderedDict
+
+    from monitor.control import HookMailbox
+    from monitor.sources import LiveSink
+    from monitor.sources.fair import IngestMux, Lane
 
 log = logging.getLogger("loopwatch.sockets")
 
@@ -82,10 +86,40 @@ class SocketChannel:
         return await self.connection.send(message)
 
 
+class ConnectionServer(Protocol):
+    """What a :class:`Connection` uses of its :class:`~monitor.sources.sockets.SocketServer`
+    (which passes itself): declared here so that this module need not import that one."""
+
+    hub: LiveSink
+    token: str
+    max_line_bytes: int
+    hello_timeout: float
+    idle_timeout: float
+    preauth_bytes: int
+    mailboxes: OrderedDict[str, HookMailbox]
+    ingest: IngestMux
+    lines: int
+    events: int
+    refused: int
+
+    def bind_socket(self, session: str, channel: SocketChannel) -> None: ...
+
+    def bind_mailbox(self, session: str) -> HookMailbox: ...
+
+    async def report(self, problems: list[Problem]) -> None: ...
+
+    async def settle(self, lane: Lane) -> None: ...
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Connection:
     """One client connection: reads events, writes control messages."""
 
-    def __init__(self, server: SocketServer, sock: socket.socket, number: int, tcp: bool):
+    def __init__(self, server: ConnectionServer, sock: socket.socket, number: int, tcp: bool):
         self.server = server
         self.sock = sock
         self.loop = asyncio.get_running_loop()
@@ -214,7 +248,7 @@ class Connection:
         """Wait until the socket has data or EOF; TimeoutError after ``timeout`` (0: never)."""
         future = self.loop.create_future()
         fd = self.sock.fileno()
-        self.loop.add_reader(fd, lambda: future.done() or future.set_result(None))
+        self.loop.add_reader(fd, _resolve, future)
         try:
             async with asyncio.timeout(timeout or None):
                 await future
@@ -229,6 +263,7 @@ class Connection:
         events: list[Event] = []
         problems: list[Problem] = []
         now = time.time()
+        problem: Problem | None
         for lineno, raw, size in lines:
             server.lines += 1
             if raw is None:
@@ -289,6 +324,8 @@ class Connection:
         A pid the peer's credentials prove is confirmed to the hub.
         """
         pid = event.pid
+        if pid is None:
+            return None  # nothing claimed (the caller only asks about a pid)
         if self.tcp:
             event.meta["remote_pid"], event.pid = pid, None
             return None

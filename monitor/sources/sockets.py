@@ -31,6 +31,7 @@ import socket
 import stat
 import tempfile
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from monitor.config import Config, default_socket_path
@@ -113,7 +114,7 @@ class SocketServer:
         self._tasks: set[asyncio.Task] = set()
         self._numbers = 0
         self._unix_inode: int | None = None
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 

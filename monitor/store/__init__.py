@@ -2,6 +2,7 @@
 
 * :mod:`~monitor.store.store` -- :class:`Store`: opens the file, runs the writer, takes writes;
 * :mod:`~monitor.store.reader` -- :class:`StoreReader`: the read-only queries;
+* :mod:`~monitor.store.search` -- sessions matching a text (history's search);
 * :mod:`~monitor.store.writer` -- the one writer thread and its bounded queue;
 * :mod:`~monitor.store.transactions` -- what that thread commits, and how it retries;
 * :mod:`~monitor.store.spill` -- the queue's overflow file;

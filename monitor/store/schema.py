@@ -49,6 +49,11 @@ class Migration:
 
 
 def _v1_tables(db: Database) -> None:
+    _v1_sessions_and_events(db)
+    _v1_detections_and_actions(db)
+
+
+def _v1_sessions_and_events(db: Database) -> None:
     db.execute("""
         CREATE TABLE sessions (
             id          TEXT PRIMARY KEY,
@@ -97,6 +102,9 @@ def _v1_tables(db: Database) -> None:
             meta           TEXT               -- JSON or NULL
         )""")
     db.execute("CREATE UNIQUE INDEX events_session_seq ON events(session, seq)")
+
+
+def _v1_detections_and_actions(db: Database) -> None:
     db.execute("""
         CREATE TABLE detections (
             id         INTEGER PRIMARY KEY,
@@ -217,7 +225,7 @@ def _fts_table(db: Database) -> None:
 def _v6_session_owner(db: Database) -> None:
     # owner: the watcher (pid:start) that last wrote the session, so readers
     # show "stopped" for the sessions of one that is gone (killed by SIGKILL).
-    db["sessions"].add_column("owner", str)
+    db.table("sessions").add_column("owner", str)
     # v5 spelled content='events', which sqlite-utils and Datasette do not
     # detect: the index is made again (the v5 triggers keep working with it).
     db.execute("DROP TABLE events_fts")

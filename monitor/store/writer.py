@@ -164,7 +164,7 @@ class Writer:
                 if spill is not None and (spill.count or space <= 0):
                     lines = spill.room([(kind, row) for row in rows[index:]])
                     if lines is not None:
-                        self._to_spill(lines)
+                        self._to_spill(spill, lines)
                         return
                 elif space > 0:
                     chunk = rows[index : index + space]
@@ -184,9 +184,9 @@ class Writer:
                 self._cond.notify_all()
                 self._cond.wait(deadline - now)
 
-    def _to_spill(self, lines: list[bytes]) -> None:
+    def _to_spill(self, spill: Spill, lines: list[bytes]) -> None:
         try:
-            self._spill.append(lines)
+            spill.append(lines)
         except OSError as exc:  # a full or failing disk: count the rows, never raise
             self._stats.last_error = f"spill file: {exc}"
             self._drop(len(lines))

@@ -17,15 +17,17 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
 from monitor.config import Config, ConfigError
 from monitor.events import Level
 from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
+from monitor.ui.host import HostApp
 from monitor.ui.literal import visible
 from monitor.ui.live import LiveFeed, flush_interval
 from monitor.ui.operator import OPERATOR_COMMANDS
@@ -37,7 +39,7 @@ from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts
 if TYPE_CHECKING:
     from monitor.hub import Hub
 
-SEVERITY = {
+SEVERITY: dict[str, SeverityLevel] = {
     "delivered": "information",
     "pending": "information",
     "failed": "error",
@@ -55,7 +57,7 @@ ACTION_TITLES = {
 HubFactory = Callable[[], AbstractAsyncContextManager["Hub"]]
 
 
-class LoopwatchApp(App[int]):
+class LoopwatchApp(HostApp):
     """Live dashboard, session detail and history over one hub and store."""
 
     TITLE = "loopwatch"
@@ -276,6 +278,8 @@ class LoopwatchApp(App[int]):
     async def _perform(self, kind: str, session: str, **fields: Any) -> Any:
         title = ACTION_TITLES.get(kind, kind)
         try:
+            if self.hub is None:
+                raise LookupError("no monitor is running (read-only)")
             record = await self.hub.act(kind, session, **fields)
         except Exception as exc:  # the hub should not raise; never take the UI down
             self.notify(visible(f"{session}: {exc}"), title=f"{title} failed", severity="error", markup=False)
@@ -343,7 +347,7 @@ def all_bindings() -> list[Binding]:
 
 def check_keymap(keymap: dict[str, str]) -> None:
     """Raise a :class:`ConfigError` naming ``ui.keymap.<id>`` for an unknown id."""
-    known = {b.id for b in all_bindings()}
+    known = {b.id for b in all_bindings() if b.id}
     for binding_id, keys in keymap.items():
         if binding_id not in known:
             raise ConfigError(

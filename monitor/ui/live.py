@@ -14,7 +14,7 @@ Textual: the feed is tested on its own.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +82,7 @@ class LiveFeed:
         self.problems = 0
         self._action_ids: set[int] = set()
 
-    def seed(self, sessions: list[Any], detections: list[Any] = ()) -> None:
+    def seed(self, sessions: Iterable[Any], detections: Iterable[Any] = ()) -> None:
         """Start from the hub's current sessions (and detections already raised)."""
         for info in sessions:
             self.sessions[info.id] = info

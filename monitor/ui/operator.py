@@ -9,11 +9,13 @@ the footer.  The screen says which session is selected
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from textual import getters
 from textual.binding import Binding
 
 from monitor.events import Level
+from monitor.ui.host import HostApp, ScreenMixin
 from monitor.ui.literal import visible
 from monitor.ui.screens.inject import InjectScreen
 from monitor.ui.screens.kill import KillScreen
@@ -43,8 +45,11 @@ OPERATOR_COMMANDS = {
 }
 
 
-class OperatorActions:
+class OperatorActions(ScreenMixin):
     """Mixin for screens showing one selected (live) session."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HostApp)
 
     read_only: bool = False
 
@@ -105,8 +110,11 @@ class OperatorActions:
         info = self.selected_info()
         if info is None:
             return
-        latest = self.app.hub.session(info.id) or info
-        describe = self.app.hub.describe_kill(info.id)
+        hub = self.app.hub
+        if hub is None:  # check_action hides the key then
+            return
+        latest = hub.session(info.id) or info
+        describe = hub.describe_kill(info.id)
 
         def confirmed(yes: bool | None) -> None:
             if yes:

@@ -13,12 +13,15 @@ A mixin for :class:`~monitor.ui.screens.dashboard.DashboardScreen`:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from textual import getters
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from monitor.ui.host import HostApp, ScreenMixin
 from monitor.ui.vim_keys import vim_bindings
+from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.sorting import COLUMN_TITLES, attention_queue, next_in, waiting_since
 
 #: vim keys for a table screen (the dashboard and history share them).
@@ -49,8 +52,11 @@ DASHBOARD_CONSOLE_BINDINGS = [
 ]
 
 
-class TableVimKeys:
+class TableVimKeys(ScreenMixin):
     """vim keys acting on the screen's first DataTable (when no input has the focus)."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HostApp)
 
     def vim_table(self) -> DataTable:
         return self.query_one(DataTable)
@@ -67,6 +73,13 @@ class TableVimKeys:
 
 class DashboardConsole(TableVimKeys):
     """Sorting and the attention key for the dashboard."""
+
+    if TYPE_CHECKING:  # the screen provides them
+
+        @property
+        def table(self) -> SessionsTable: ...
+
+        def show_selected(self, force: bool = False) -> None: ...
 
     def action_cycle_sort(self) -> None:
         table = self.table

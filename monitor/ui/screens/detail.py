@@ -35,7 +35,7 @@ from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList
 from monitor.ui.widgets.detail.detections_list import DetectionsList
-from monitor.ui.widgets.detail.event_source import MemoryEvents, StoreEvents
+from monitor.ui.widgets.detail.event_source import EventSource, MemoryEvents, StoreEvents
 from monitor.ui.widgets.detail.event_stream import EventStream
 from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
@@ -159,6 +159,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     def compose(self) -> ComposeResult:
         app = self.app
         store = app.store
+        source: EventSource
         if store is not None:
             source = StoreEvents(store, self.session)
         else:

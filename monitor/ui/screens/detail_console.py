@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import getters
 from textual.binding import Binding
 
 from monitor.ui.clipboard import copy_text
 from monitor.ui.event_text import event_plain
+from monitor.ui.host import HostApp, ScreenMixin
 from monitor.ui.literal import visible
 from monitor.ui.records import DetectionRow
 from monitor.ui.render import date_time
@@ -83,12 +85,20 @@ def detection_plain(row: DetectionRow, evidence: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class ConsoleActions:
+class ConsoleActions(ScreenMixin):
     """Event view, search, copy and diff for the detail screen."""
 
     search_matches: list[int] = []
 
-    # -- helpers the screen provides: ``stream`` (EventStream), ``query_one``
+    if TYPE_CHECKING:  # the app, and what the screen provides
+        app = getters.app(HostApp)
+        session: str
+        read_only: bool
+
+        @property
+        def stream(self) -> EventStream: ...
+
+        def show_header(self) -> None: ...
 
     def evidence_records(self, row: DetectionRow) -> list[dict[str, Any]]:
         """The detection's evidence events that the stream's source still has."""

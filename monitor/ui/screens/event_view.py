@@ -8,9 +8,10 @@ back with the stream's cursor on the event shown last.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -19,6 +20,7 @@ from textual.widgets import Footer, Static
 
 from monitor.ui.clipboard import copy_text
 from monitor.ui.event_text import event_document, event_plain
+from monitor.ui.host import HostApp
 from monitor.ui.vim_keys import scroll_pane, vim_bindings
 from monitor.ui.widgets.common.text_panel import TextPanel
 
@@ -39,6 +41,9 @@ SCROLL_BINDINGS = vim_bindings(
 
 class EventViewScreen(Screen[int]):
     """The whole text of one event; dismisses with the index shown last."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HostApp)
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="event.back", tooltip="Back to the session"),

@@ -40,7 +40,7 @@ def _own(cls: type) -> list[Binding]:
 
 def screen_bindings(screen: Screen) -> list[Binding]:
     """Bindings with an id that act on ``screen``: its own first, then its widgets', then the app's."""
-    seen: dict[str, Binding] = {}
+    seen: dict[str | None, Binding] = {}  # _own keeps only bindings with an id
     for binding in _own(type(screen)):
         if screen.check_action(binding.action.split("(")[0], ()) is not False:
             seen.setdefault(binding.id, binding)

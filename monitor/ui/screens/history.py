@@ -86,14 +86,17 @@ class HistoryScreen(TableVimKeys, Screen):
         except ValueError as exc:
             status.update(Text(str(exc), style="bold"))
             return
+        store = self.app.store
+        if store is None:  # the history screen is opened over a store
+            return
         hits: list[dict] = []
         if filters.get("text"):
-            from monitor.commands.history import search
+            from monitor.store.search import search
 
             text = filters.pop("text")
-            rows, hits = search(self.app.store, text, **filters, limit=HISTORY_LIMIT, as_you_type=True)
+            rows, hits = search(store, text, **filters, limit=HISTORY_LIMIT, as_you_type=True)
         else:
-            rows = self.app.store.list_sessions(**filters, limit=HISTORY_LIMIT)
+            rows = store.list_sessions(**filters, limit=HISTORY_LIMIT)
         table = self.query_one(DataTable)
         selected = None
         if table.row_count:
@@ -155,7 +158,8 @@ class HistoryScreen(TableVimKeys, Screen):
         if not table.row_count:
             return
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        self.app.open_session(key, read_only=True)
+        if key is not None:  # every row is added with its session id as key
+            self.app.open_session(key, read_only=True)
 
     def action_filter(self) -> None:
         self.query_one("#text", Input).focus()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -23,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from monitor.ui.event_text import pretty_json
+from monitor.ui.host import HostApp
 from monitor.ui.literal import literal, visible
 from monitor.ui.records import DetectionRow
 from monitor.ui.render import DEFAULT_PALETTE, Palette
@@ -105,6 +107,9 @@ def diff_document(
 
 class RepeatDiffScreen(Screen[None]):
     """The evidence of one detection, diffed repeat by repeat."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HostApp)
 
     BINDINGS = [
         Binding("escape,d", "close", "Back", id="diff.back", tooltip="Back to the session"),

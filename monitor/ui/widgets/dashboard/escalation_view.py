@@ -59,38 +59,14 @@ def escalation_lines(
         reason.no_wrap = False
         lines.append(reason)
 
-    ladder = _label("Ladder")
-    current = facts.occurrences - 1 if level > Level.NONE else -1
-    for index, rung in enumerate(facts.ladder):
-        if index:
-            ladder.append("→", style="dim")
-        style = palette.level(rung)
-        if index == min(current, len(facts.ladder) - 1):
-            style = style + Style(reverse=True)
-        ladder.append(f"{LEVEL_ICONS[rung]}{rung.label}", style=style)
-    lines.append(ladder)
+    lines.append(_ladder_line(facts, level, palette))
     episode = getattr(info, "episode_cost", None)
     if episode is not None:  # what this loop has cost since the session left watching
         cost = _label("Cost")
         cost.append(f"{episode[1].text()} since {clock(episode[0])}", style=palette.level(Level.WARN))
         lines.append(cost)
 
-    nxt = _label("Next")
-    if facts.acked_until and facts.acked_until > now:
-        nxt.append(
-            f"acknowledged — its patterns quiet until {clock(facts.acked_until)}; "
-            "a new pattern, or this one twice as bad, breaks through",
-            style="dim",
-        )
-    elif level == Level.NONE:
-        nxt.append("watching: the first repetition past a threshold warns", style="dim")
-    else:
-        index = min(max(facts.occurrences, 0), len(facts.ladder) - 1)
-        coming = max(facts.ladder[index], facts.proposed)
-        nxt.append("next repeat → ")
-        nxt.append(f"{LEVEL_ICONS[coming]} {coming.label}", style=palette.level(coming))
-        nxt.append(f" (rung {index + 1}/{len(facts.ladder)})", style="dim")
-    lines.append(nxt)
+    lines.append(_next_line(facts, level, now, palette))
 
     auto = _label("")
     auto.append(
@@ -114,6 +90,40 @@ def escalation_lines(
         muted.append_text(literal(", ".join(sorted(info.muted))))
         lines.append(muted)
     return lines
+
+
+def _ladder_line(facts: EscalationFacts, level: Level, palette: Palette) -> Text:
+    """The preset's ladder, the rung the session is on shown reversed."""
+    ladder = _label("Ladder")
+    current = facts.occurrences - 1 if level > Level.NONE else -1
+    for index, rung in enumerate(facts.ladder):
+        if index:
+            ladder.append("→", style="dim")
+        style = palette.level(rung)
+        if index == min(current, len(facts.ladder) - 1):
+            style = style + Style(reverse=True)
+        ladder.append(f"{LEVEL_ICONS[rung]}{rung.label}", style=style)
+    return ladder
+
+
+def _next_line(facts: EscalationFacts, level: Level, now: float, palette: Palette) -> Text:
+    """What the next repeat does: quiet (acknowledged), warn, or the next rung."""
+    nxt = _label("Next")
+    if facts.acked_until and facts.acked_until > now:
+        nxt.append(
+            f"acknowledged — its patterns quiet until {clock(facts.acked_until)}; "
+            "a new pattern, or this one twice as bad, breaks through",
+            style="dim",
+        )
+    elif level == Level.NONE:
+        nxt.append("watching: the first repetition past a threshold warns", style="dim")
+    else:
+        index = min(max(facts.occurrences, 0), len(facts.ladder) - 1)
+        coming = max(facts.ladder[index], facts.proposed)
+        nxt.append("next repeat → ")
+        nxt.append(f"{LEVEL_ICONS[coming]} {coming.label}", style=palette.level(coming))
+        nxt.append(f" (rung {index + 1}/{len(facts.ladder)})", style="dim")
+    return nxt
 
 
 class EscalationView(TextPanel):

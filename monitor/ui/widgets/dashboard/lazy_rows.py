@@ -2,7 +2,7 @@
 
 :class:`LazyRows` is mixed into a ``DataTable`` subclass that keeps, per row,
 the signature of what its cells show (``_signatures``), computes it
-(``_cells``) and renders a cell (``_render``).  A changed session is only
+(``_cells``) and renders a cell (``_cell_text``).  A changed session is only
 marked stale; the cells of the rows in view are written at once, the others
 when they are scrolled to, drawn or read (``get_cell``, ``get_row``, sorting
 by a column).  With a thousand busy sessions and 25 rows in view that is most
@@ -12,8 +12,9 @@ of the table's work saved, and what is drawn is always up to date.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 
@@ -41,12 +42,30 @@ class Deferred:
         return getattr(self.__rich__(), name)
 
 
-class LazyRows:
+if TYPE_CHECKING:
+    #: A DataTable to the type checker; object at run time (the host is the DataTable).
+    _TableMixin = DataTable[Any]
+else:
+    _TableMixin = object
+
+
+class LazyRows(_TableMixin):
     """In-place, on-sight cell updates for a ``DataTable`` (see the module doc).
 
     The host sets ``_stale`` ({row: (snapshot, clock)}), ``_dirty`` (a set of
     (row, column)), ``cell_updates`` and ``_columns`` in its ``__init__``.
     """
+
+    if TYPE_CHECKING:  # what the host provides
+        _stale: dict[str, tuple[Any, float]]
+        _dirty: set[tuple[str, str]]
+        cell_updates: int
+        _columns: list[tuple[str, str, int]]
+        _signatures: dict[str, dict[str, Any]]
+
+        def _cells(self, info: Any, now: float, width: dict[str, int]) -> dict[str, Any]: ...
+
+        def _cell_text(self, key: str, value: Any, width: int) -> Any: ...
 
     #: The column the host re-sorts by: a row's id, never stale.
     KEY_COLUMN = "session"
@@ -75,14 +94,14 @@ class LazyRows:
         locations = self._row_locations
         indices = {locations.get(RowKey(row)) for row in rows}
         cell_cache = self._cell_render_cache
-        for key in [key for key in cell_cache.keys() if (key[0].value, key[1].value) in cells]:
-            cell_cache.discard(key)
+        for cell_key in [k for k in cell_cache.keys() if (k[0].value, k[1].value) in cells]:
+            cell_cache.discard(cell_key)
         row_cache = self._row_render_cache
-        for key in [key for key in row_cache.keys() if key[0].value in rows]:
-            row_cache.discard(key)
+        for row_key in [k for k in row_cache.keys() if k[0].value in rows]:
+            row_cache.discard(row_key)
         renderables = self._row_renderable_cache
-        for key in [key for key in renderables.keys() if key[1] in indices]:
-            renderables.discard(key)
+        for renderable_key in [k for k in renderables.keys() if k[1] in indices]:
+            renderables.discard(renderable_key)
         self._line_cache.clear()
         cells.clear()
         # One refresh of the widget, not one per row: DataTable finds a row's
@@ -101,7 +120,8 @@ class LazyRows:
         top = int(self.scroll_offset.y)
         bottom = min(self.row_count, top + max(1, self.size.height))
         get_key = self._row_locations.get_key
-        return [key.value for key in map(get_key, range(top, bottom)) if key is not None]
+        keys = map(get_key, range(top, bottom))
+        return [key.value for key in keys if key is not None and key.value is not None]
 
     def _sync(self, rows: Iterable[str]) -> None:
         """Write the changed cells of ``rows`` that are stale (renders stay lazy)."""
@@ -109,7 +129,7 @@ class LazyRows:
         if not stale:
             return
         widths = {key: w for key, _, w in self._columns}
-        render = self._render
+        render = self._cell_text
         for sid in rows:
             entry = stale.pop(sid, None)
             if entry is None:

@@ -193,7 +193,7 @@ class SessionsTable(LazyRows, DataTable):
                 sig[key] = info.reason
         return sig
 
-    def _render(self, key: str, value: Any, width: int) -> Any:
+    def _cell_text(self, key: str, value: Any, width: int) -> Any:
         if key == "level":
             return level_text(value[0], value[1].palette)
         if key == "session":
@@ -247,7 +247,7 @@ class SessionsTable(LazyRows, DataTable):
                 stale[sid] = (info, now)
             else:
                 sig = signatures[sid] = self._cells(info, now, widths)
-                self.add_row(*(self._render(k, sig[k], widths[k]) for k in widths), key=sid)
+                self.add_row(*(self._cell_text(k, sig[k], widths[k]) for k in widths), key=sid)
                 changed_order = True
             key = self._sort_key(info)
             if keys.get(sid) != key:

@@ -1,0 +1,57 @@
+"""What the hub keeps per session (:class:`HubSession`), apart from the engine's state.
+
+Its own module so that the lifecycle (:mod:`~monitor.hub.sessions`), the
+snapshots, the actions and the recorder all import it from below.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.control import PidClaim, ProcessIdentity
+from monitor.detect.base import Detection
+from monitor.events import Event, Level
+from monitor.updates import SessionInfo
+
+#: Recent events per live session shown in the UI's window when the
+#: detectors compare none (bounded copies: see :func:`~monitor.hub.snapshots.window_copy`).
+RECENT_EVENTS = 24
+
+
+@dataclass(eq=False)
+class HubSession:
+    """The hub's bookkeeping for one session (its snapshot is built from it)."""
+
+    id: str
+    origin: str
+    source: str
+    first_ts: float
+    last_ts: float = 0.0
+    last_activity: float = 0.0  # min(event ts, arrival): idle timing immune to clocks ahead
+    last_arrival: float = 0.0  # when its latest event reached the hub
+    events: int = 0
+    agent: str | None = None
+    pid: int | None = None
+    parent: str | None = None
+    status: str = "live"
+    channel: Any = None
+    identity: ProcessIdentity | None = None
+    claim: PidClaim | None = None  # the pid, and what backs it
+    kill_reason: str = "no process id is known for this session"
+    muted: set[str] = field(default_factory=set)
+    last_detection: Detection | None = None
+    #: While live: the latest detection of each detector (for operator actions).
+    latest: dict[str, Detection] = field(default_factory=dict)
+    #: While live: bounded copies of its latest calls and messages (for the window).
+    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    info: SessionInfo | None = None
+    dirty: bool = True
+    store_dirty: bool = True
+    stored_at: float = 0.0
+    auto_done: set[tuple] = field(default_factory=set)
+    nudged: float = 0.0  # event time of the inject it has not recovered from
+    stored_level: Level = Level.NONE  # the level its latest session row said
+    steps_since_nudge: int = 0
+    order: int = 0  # first-seen position: updates are published in this order

@@ -1,0 +1,80 @@
+"""No import cycles inside monitor/: every module imports only from below it.
+
+grimp (installed with import-linter) reads every import statement in
+monitor/, at the top of a module, inside a function, or under
+``TYPE_CHECKING``, and the test looks for strongly connected groups of
+modules in that graph.  A piece two modules share goes in a module both
+import (as ``monitor.hub.state`` for the hub's per-session record), and an
+object handed upwards is typed by a ``Protocol`` in the lower module (as
+``monitor.hub.actions.ActionsHub``).
+"""
+
+from __future__ import annotations
+
+import grimp
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of two or more modules that import each other (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(edges) == [["a", "b", "c"]]
+
+
+def test_no_module_in_monitor_imports_itself_back():
+    graph = grimp.build_graph("monitor", cache_dir=None)
+    edges = {
+        module: {m for m in graph.find_modules_directly_imported_by(module) if m.startswith("monitor")}
+        for module in graph.modules
+        if module.startswith("monitor")
+    }
+    found = []
+    for group in _cycles(edges):
+        lines = [
+            f"  {importer} -> {imported} (line {', '.join(str(d['line_number']) for d in details)})"
+            for importer in group
+            for imported in sorted(edges[importer] & set(group))
+            if (details := graph.get_import_details(importer=importer, imported=imported))
+        ]
+        found.append(" <-> ".join(group) + "\n" + "\n".join(lines))
+    assert not found, "import cycles in monitor/:\n" + "\n".join(found)
