@@ -41,6 +41,7 @@ except ``OSError`` for a file that cannot be read.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,16 @@ from monitor.events import Event, Kind
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
+from monitor.formats.openhands_v1 import V1Reader, is_v1_event
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
 _PEEK_BYTES = 64 * 1024
+#: The kinds of OpenHands V1 events that tell a V1 event list from other JSON.
+_V1_KIND = re.compile(rb'"kind": ?"(?:ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"')
+#: Stands for an event file of a conversation folder that could not be read.
+_UNREADABLE = object()
+#: One event of a V1 conversation folder: ``event-00012-<uuid>.json``.
+_EVENT_FILE = re.compile(r"\Aevent-(\d+)(?:-[^/]*)?\.json\Z")
 _OPENHANDS_TOOL_ACTIONS = frozenset(
     {
         "run",
@@ -106,9 +114,25 @@ def _looks_like_openhands(head: bytes) -> bool:
     text = head.lstrip()
     if not text.startswith((b"[", b"{")):
         return False
+    if (b'"kind":"' in text or b'"kind": "' in text) and _V1_KIND.search(text):
+        return True  # V1: {"kind": "ActionEvent", ...}
     return (b'"action"' in text or b'"observation"' in text) and (
         b'"source"' in text or b'"args"' in text or b'"extras"' in text
     )
+
+
+def events_dir(path: Path) -> Path | None:
+    """The ``events/`` folder of an OpenHands V1 conversation, when ``path``
+    is that folder or the conversation's (``<id>/events/event-*.json``)."""
+    for folder in (path, path / "events"):
+        if folder.name == "events" and folder.is_dir() and any(is_event_file(p) for p in folder.iterdir()):
+            return folder
+    return None
+
+
+def is_event_file(path: Path) -> bool:
+    """True for one event of a V1 conversation (``events/event-NNNNN-<id>.json``)."""
+    return path.parent.name == "events" and _EVENT_FILE.match(path.name) is not None
 
 
 def _looks_like_chat(head: bytes) -> bool:
@@ -127,7 +151,7 @@ def kind_of(path: Path) -> str | None:
     if path.suffix == ".traj":
         return "swe-agent"
     if path.suffix != ".json":
-        return None
+        return "openhands" if events_dir(path) is not None else None
     try:
         with open(path, "rb") as stream:
             head = stream.read(_PEEK_BYTES)
@@ -150,7 +174,11 @@ def name_of(path: Path) -> str:
 
 
 def session_of(path: Path) -> str:
-    """The session a document's events belong to: its name without the extensions."""
+    """The session a document's events belong to: its name without the
+    extensions (an OpenHands conversation folder: the conversation's id)."""
+    folder = events_dir(path) if path.suffix != ".json" else None
+    if folder is not None:
+        return folder.parent.name or "openhands"
     name = path.name
     for suffix in (".traj.json", ".json", ".traj"):
         if name.endswith(suffix) and len(name) > len(suffix):
@@ -164,11 +192,16 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
     source = str(path)
-    raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
-    try:
-        document = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return [], [Problem(source, None, f"invalid JSON: {exc}")]
+    folder = events_dir(path) if path.suffix != ".json" else None
+    early: list[Problem] = []
+    if folder is not None:
+        document, early = _read_events_dir(folder, source)
+    else:
+        raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            return [], [Problem(source, None, f"invalid JSON: {exc}")]
     session = session or session_of(path)
     try:
         base = os.stat(path).st_mtime
@@ -190,7 +223,26 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
         loader = _load_swe_agent
     else:
         loader = _load_openhands
-    return loader(document, source, session, base)
+    events, problems = loader(document, source, session, base)
+    return events, early + problems
+
+
+def _read_events_dir(folder: Path, source: str) -> tuple[list[Any], list[Problem]]:
+    """The events of a V1 conversation folder, in their order; a file that
+    is not a JSON object is reported at its place (its 1-based index)."""
+    files = sorted(
+        (p for p in folder.iterdir() if is_event_file(p)),
+        key=lambda p: (int(_EVENT_FILE.match(p.name).group(1)), p.name),  # type: ignore[union-attr]
+    )
+    items: list[Any] = []
+    problems: list[Problem] = []
+    for index, file in enumerate(files, start=1):
+        try:
+            items.append(orjson.loads(file.read_bytes()))
+        except (OSError, orjson.JSONDecodeError) as exc:
+            problems.append(Problem(source, index, f"{file.name}: cannot be read as JSON ({exc})"))
+            items.append(_UNREADABLE)
+    return items, problems
 
 
 # -- chat messages -------------------------------------------------------------
@@ -448,6 +500,8 @@ def _swe_history(
 def _openhands_events(document: Any) -> list[Any] | None:
     if isinstance(document, list):
         return document
+    if is_v1_event(document) and document.get("kind") not in ("", None):
+        return [document]  # one event file of a V1 conversation
     if isinstance(document, dict):
         for key in ("history", "trajectory", "events"):
             if isinstance(document.get(key), list):
@@ -474,12 +528,19 @@ def _load_openhands(
         kind=Kind.SESSION_START, session=session, ts=base, source=source, line=None, agent="openhands"
     )
     events.append(start)
+    v1 = V1Reader(source, session)
     for index, item in enumerate(items, start=1):
+        if item is _UNREADABLE:
+            continue  # reported by _read_events_dir
         if not isinstance(item, dict):
             problems.append(Problem(source, index, f"expected an event object, got {type(item).__name__}"))
             continue
         try:
-            events.extend(_openhands_event(item, index, source, session, state))
+            if is_v1_event(item):
+                events.extend(v1.decode(item, index, state["ts"]))
+                state["ts"] = v1.ts if v1.ts is not None else state["ts"]
+            else:
+                events.extend(_openhands_event(item, index, source, session, state))
         except RecordError as exc:
             problems.append(Problem(source, index, str(exc)))
     if len(events) > 1:
@@ -498,6 +559,9 @@ def _openhands_event(
         return Event(kind=kind, session=session, ts=ts, source=source, line=index, **fields)
 
     out: list[Event] = []
+    for key in ("action", "observation"):
+        if key in item and not isinstance(item[key], str):
+            raise RecordError(f"{key}: expected a name, got {type(item[key]).__name__}")
     if "action" in item:
         action = item.get("action")
         args = item.get("args") if isinstance(item.get("args"), dict) else {}
@@ -567,6 +631,10 @@ def _openhands_event(
         )
         return out
     raise RecordError("event has neither 'action' nor 'observation'")
+
+
+#: One V0 event (for the evaluation output reader, :mod:`monitor.formats.openhands_eval`).
+openhands_event = _openhands_event
 
 
 def _openhands_usage(item: dict[str, Any], event: Callable[..., Event], state: dict[str, Any]) -> list[Event]:
