@@ -452,6 +452,7 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "swe-agent/pydicom__pydicom-1458.traj": (40, 12, 12),
     "openhands-v1/cd94562403b9487ebdd4018e3f531dfd": (8, 2, 2),
     "openhands-eval/output.jsonl": (40, 18, 18),
+    "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
 }
 
 
@@ -477,7 +478,10 @@ def test_every_real_transcript_is_counted():
 
 def _transcript(path: Path) -> Path:
     """The transcript a file is part of: itself, or the OpenHands V1
-    conversation folder it is in (its events, base_state.json, the lock)."""
+    conversation folder it is in (its events, base_state.json, the lock),
+    or the Cline history a ``ui_messages.json`` completes."""
+    if path.name == "ui_messages.json" and (path.parent / "api_conversation_history.json").is_file():
+        return path.parent / "api_conversation_history.json"
     for folder in (path.parent, path.parent.parent):
         if (folder / "events").is_dir() and any((folder / "events").glob("event-*.json")):
             return folder

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -262,7 +263,34 @@ def _write_lines(path: Path, records: list) -> Path:
     return path
 
 
+def _cline_messages() -> list[dict]:
+    path = FIXTURES / "cline" / "1769053680585" / "api_conversation_history.json"
+    return json.loads(path.read_bytes())[:12]
+
+
+def _write_cline(path: Path, records: list) -> Path:
+    task = path.parent / "task"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(records, default=str))
+    shutil.copy(FIXTURES / "cline" / "1769053680585" / "ui_messages.json", task)
+    return task / "api_conversation_history.json"
+
+
+def _cline_ui() -> list[dict]:
+    return json.loads((FIXTURES / "cline" / "1769053680585" / "ui_messages.json").read_bytes())[:40]
+
+
+def _write_cline_ui(path: Path, records: list) -> Path:
+    task = path.parent / "task"
+    task.mkdir()
+    shutil.copy(FIXTURES / "cline" / "1769053680585" / "api_conversation_history.json", task)
+    (task / "ui_messages.json").write_text(json.dumps(records, default=str))
+    return task / "api_conversation_history.json"
+
+
 READERS = {
+    "cline": (_cline_messages, _write_cline),
+    "cline-ui": (_cline_ui, _write_cline_ui),
     "openhands-v1-list": (_v1_events, _write_list),
     "openhands-v1-folder": (_v1_events, _write_folder),
     "openhands-eval": (_eval_runs, _write_lines),
@@ -297,7 +325,7 @@ edits = st.lists(
 )
 
 
-@fuzz
+@settings(fuzz, max_examples=100)
 @given(reader=st.sampled_from(sorted(READERS)), edits=edits)
 def test_new_readers_never_raise_and_report_one_line_a_problem(tmp_path_factory, reader, edits):
     records, write = READERS[reader]

@@ -49,6 +49,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
+from monitor.formats import cline
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
@@ -143,7 +144,7 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("chat", "openhands", "swe-agent")
+DOCUMENT_FORMATS = ("chat", "cline", "openhands", "swe-agent")
 
 
 def kind_of(path: Path) -> str | None:
@@ -157,6 +158,8 @@ def kind_of(path: Path) -> str | None:
             head = stream.read(_PEEK_BYTES)
     except OSError:
         return None
+    if cline.is_history(path) or cline.looks_like_cline(head):
+        return "cline"
     if head.lstrip().startswith(b"{") and _looks_like_chat(head):
         return "chat"
     if _looks_like_openhands(head):
@@ -179,6 +182,8 @@ def session_of(path: Path) -> str:
     folder = events_dir(path) if path.suffix != ".json" else None
     if folder is not None:
         return folder.parent.name or "openhands"
+    if cline.is_history(path) and path.parent.name:
+        return path.parent.name  # tasks/<id>/api_conversation_history.json: the task's id
     name = path.name
     for suffix in (".traj.json", ".json", ".traj"):
         if name.endswith(suffix) and len(name) > len(suffix):
@@ -208,7 +213,13 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     except OSError:
         base = 0.0
     loader: Callable[..., tuple[list[Event], list[Problem]]]
-    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
+    if fmt == "cline" or (
+        fmt is None
+        and folder is None
+        and (cline.is_history(path) or cline.looks_like_cline(raw[:_PEEK_BYTES]))
+    ):
+        loader = _load_cline
+    elif fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
         loader = _load_chat
     elif (
         fmt == "swe-agent"
@@ -321,6 +332,55 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
                 status=status,
             )
         )
+    return [opening, *events], problems
+
+
+# -- Cline / Roo Code -------------------------------------------------------------
+
+
+def _load_cline(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
+    if not isinstance(document, list):
+        return [], [
+            Problem(source, None, f"Cline history: expected a JSON list, got {type(document).__name__}")
+        ]
+    path = Path(source)
+    times, usage, problems = cline.ui_facts(path) if cline.is_history(path) else ({}, {}, [])
+    decoder = cline.ClineDecoder(source, session)
+    events: list[Event] = []
+    model: str | None = None
+    start = base - len(document)
+    for index, message in enumerate(document, start=1):
+        if not isinstance(message, dict):
+            problems.append(
+                Problem(source, index, f"message: expected an object, got {type(message).__name__}")
+            )
+            continue
+        if message.get("ts") is None and message.get("timestamp") is None and index - 1 in times:
+            message = {**message, "timestamp": times[index - 1]}
+        info = message.get("modelInfo")
+        if model is None and isinstance(info, dict) and isinstance(info.get("modelId"), str):
+            model = info["modelId"]
+        try:
+            new = decoder.decode(message, index, start + index)
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+            continue
+        request = usage.get(index - 1)
+        if request is not None and message.get("role") == "assistant":
+            # The UI's record of the request has its cost too: it wins over metrics.tokens.
+            spent = cline.usage_event(request, session, new[-1].ts if new else start + index, source, index)
+            if spent is not None:
+                new = [e for e in new if e.kind is not Kind.USAGE] + [spent]
+        events.extend(new)
+    opening = Event(
+        kind=Kind.SESSION_START,
+        session=session,
+        ts=events[0].ts if events else base,
+        source=source,
+        line=None,
+        agent=cline.AGENT,
+        meta={"model": model} if model else {},
+    )
     return [opening, *events], problems
 
 
