@@ -288,7 +288,20 @@ def _write_cline_ui(path: Path, records: list) -> Path:
     return task / "api_conversation_history.json"
 
 
+def _aider_lines() -> list:
+    return (FIXTURES / "aider" / "mozgoslav" / ".aider.chat.history.md").read_text().splitlines()[:120]
+
+
+def _write_aider(path: Path, records: list) -> Path:
+    folder = path.parent / "proj"
+    folder.mkdir()
+    text = "\n".join(r if isinstance(r, str) else json.dumps(r, default=str) for r in records)
+    (folder / ".aider.chat.history.md").write_text(text, errors="surrogatepass")
+    return folder / ".aider.chat.history.md"
+
+
 READERS = {
+    "aider": (_aider_lines, _write_aider),
     "cline": (_cline_messages, _write_cline),
     "cline-ui": (_cline_ui, _write_cline_ui),
     "openhands-v1-list": (_v1_events, _write_list),

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import cline
+from monitor.formats import aider, cline
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
@@ -144,13 +144,15 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("chat", "cline", "openhands", "swe-agent")
+DOCUMENT_FORMATS = ("aider", "chat", "cline", "openhands", "swe-agent")
 
 
 def kind_of(path: Path) -> str | None:
     """The document format of ``path`` (from its name and first bytes), or ``None``."""
     if path.suffix == ".traj":
         return "swe-agent"
+    if path.suffix == ".md":
+        return "aider" if _aider(path) else None
     if path.suffix != ".json":
         return "openhands" if events_dir(path) is not None else None
     try:
@@ -165,6 +167,14 @@ def kind_of(path: Path) -> str | None:
     if _looks_like_openhands(head):
         return "openhands"
     return "chat" if _looks_like_chat(head) else None
+
+
+def _aider(path: Path) -> bool:
+    try:
+        with open(path, "rb") as stream:
+            return aider.is_history(path, stream.read(256))
+    except OSError:
+        return False
 
 
 def claims(path: Path) -> bool:
@@ -182,6 +192,8 @@ def session_of(path: Path) -> str:
     folder = events_dir(path) if path.suffix != ".json" else None
     if folder is not None:
         return folder.parent.name or "openhands"
+    if path.suffix == ".md":
+        return aider.session_base(path)
     if cline.is_history(path) and path.parent.name:
         return path.parent.name  # tasks/<id>/api_conversation_history.json: the task's id
     name = path.name
@@ -196,6 +208,8 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
 
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
+    if fmt == "aider" or (fmt is None and path.suffix == ".md" and _aider(path)):
+        return aider.load(path, session)
     source = str(path)
     folder = events_dir(path) if path.suffix != ".json" else None
     early: list[Problem] = []
