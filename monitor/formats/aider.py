@@ -247,7 +247,8 @@ def load(path: Path, base: str | None = None) -> tuple[list[Event], list[Problem
         if run is None:  # text before the first run: a history cut at its start
             run = _Run(source, name, 0.0, 1)
             runs.append(run)
-        getattr(run, item.kind)(item)
+        read = {"user": run.user, "text": run.text, "tool": run.tool}[item.kind]
+        read(item)
     if not runs and text.strip():
         problems.append(Problem(source, None, "no '# aider chat started at' line: not an Aider chat history"))
     events: list[Event] = []
