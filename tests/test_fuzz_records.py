@@ -352,3 +352,17 @@ def test_new_readers_never_raise_and_report_one_line_a_problem(tmp_path_factory,
         assert "Traceback" not in text
     if not edits:
         assert report.problems == [] and report.events > 0
+
+
+@settings(fuzz, max_examples=15)
+@given(reader=st.sampled_from(sorted(set(READERS) - {"openhands-v1-folder"})), edits=edits)
+def test_new_readers_never_raise_when_watched(tmp_path_factory, reader, edits):
+    """The same mutated documents followed by ``watch`` (a FileSource into a hub and SQLite)."""
+    from tests.watchkit import watched
+
+    records, write = READERS[reader]
+    tmp_path = tmp_path_factory.mktemp("watched")
+    path = write(tmp_path / "log", _mutated(records(), edits))
+    detections, events = watched(path, tmp_path)
+    if not edits:
+        assert events

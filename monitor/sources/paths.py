@@ -18,6 +18,8 @@ from pathlib import Path
 from monitor.paths import INBOX_SUFFIX
 
 LOG_SUFFIXES = (".jsonl", ".ndjson")
+#: Documents a watched directory yields too (read whole on change, see :mod:`monitor.sources.documents`).
+DOCUMENT_SUFFIXES = (".traj", ".traj.json", ".aider.chat.history.md", "/api_conversation_history.json")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 def is_log_name(name: str) -> bool:
     """True for the file names a watched directory yields."""
+    if name.endswith(DOCUMENT_SUFFIXES) or f"/{name}".endswith(DOCUMENT_SUFFIXES):
+        return True
     return name.endswith(LOG_SUFFIXES) and not name.endswith(INBOX_SUFFIX)
 
 
