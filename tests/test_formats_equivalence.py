@@ -454,6 +454,7 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "openhands-eval/output.jsonl": (40, 18, 18),
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
     "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
+    "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
 }
 
 

@@ -300,7 +300,32 @@ def _write_aider(path: Path, records: list) -> Path:
     return folder / ".aider.chat.history.md"
 
 
+def _gemini_messages() -> list:
+    return json.loads((FIXTURES / "gemini-cli" / "gemini-cli-pomodoro-timer.json").read_bytes())["messages"]
+
+
+def _write_gemini(path: Path, records: list) -> Path:
+    path = path.with_suffix(".json")
+    chat = {
+        "sessionId": "s",
+        "projectHash": "h",
+        "startTime": "2025-10-21T20:04:20.819Z",
+        "messages": records,
+    }
+    path.write_text(json.dumps(chat, default=str))
+    return path
+
+
+def _write_gemini_lines(path: Path, records: list) -> Path:
+    path = path.with_suffix(".jsonl")
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "2025-10-21T20:04:20.819Z"}
+    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in [header, *records]))
+    return path
+
+
 READERS = {
+    "gemini": (_gemini_messages, _write_gemini),
+    "gemini-lines": (_gemini_messages, _write_gemini_lines),
     "aider": (_aider_lines, _write_aider),
     "cline": (_cline_messages, _write_cline),
     "cline-ui": (_cline_ui, _write_cline_ui),

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import aider, cline
+from monitor.formats import aider, cline, gemini
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
@@ -144,7 +144,7 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("aider", "chat", "cline", "openhands", "swe-agent")
+DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent")
 
 
 def kind_of(path: Path) -> str | None:
@@ -162,6 +162,8 @@ def kind_of(path: Path) -> str | None:
         return None
     if cline.is_history(path) or cline.looks_like_cline(head):
         return "cline"
+    if head.lstrip().startswith(b"{") and b'"projectHash"' in head and b'"messages"' in head:
+        return "gemini"
     if head.lstrip().startswith(b"{") and _looks_like_chat(head):
         return "chat"
     if _looks_like_openhands(head):
@@ -209,7 +211,12 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
     if fmt == "aider" or (fmt is None and path.suffix == ".md" and _aider(path)):
-        return aider.load(path, session)
+        try:
+            return aider.load(path, session)
+        except OSError:
+            raise
+        except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
+            return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
     source = str(path)
     folder = events_dir(path) if path.suffix != ".json" else None
     early: list[Problem] = []
@@ -233,6 +240,8 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
         and (cline.is_history(path) or cline.looks_like_cline(raw[:_PEEK_BYTES]))
     ):
         loader = _load_cline
+    elif fmt == "gemini" or (fmt is None and gemini.is_chat(document)):
+        loader = _load_gemini
     elif fmt == "chat" or (fmt is None and chat_messages(document) is not None and path.suffix != ".traj"):
         loader = _load_chat
     elif (
@@ -248,7 +257,12 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
         loader = _load_swe_agent
     else:
         loader = _load_openhands
-    events, problems = loader(document, source, session, base)
+    try:
+        events, problems = loader(document, source, session, base)
+    except RecordError as exc:
+        return [], [*early, Problem(source, None, str(exc))]
+    except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
+        return [], [*early, Problem(source, None, f"{type(exc).__name__} while decoding: {exc}")]
     return events, early + problems
 
 
@@ -396,6 +410,34 @@ def _load_cline(document: Any, source: str, session: str, base: float) -> tuple[
         meta={"model": model} if model else {},
     )
     return [opening, *events], problems
+
+
+# -- Gemini CLI -------------------------------------------------------------------
+
+
+def _load_gemini(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
+    if not gemini.is_chat(document):
+        return [], [
+            Problem(source, None, "not a Gemini CLI chat (expected sessionId, projectHash and messages)")
+        ]
+    decoder = gemini.GeminiDecoder(source, session)
+    problems: list[Problem] = []
+    try:
+        events = [decoder.header(document, None, base)]
+    except RecordError as exc:
+        problems.append(Problem(source, None, str(exc)))
+        events = [decoder.header({}, None, base)]
+    for index, message in enumerate(document["messages"], start=1):
+        if not isinstance(message, dict):
+            problems.append(
+                Problem(source, index, f"message: expected an object, got {type(message).__name__}")
+            )
+            continue
+        try:
+            events.extend(decoder.decode(message, index, base))
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+    return events, problems
 
 
 # -- SWE-agent ------------------------------------------------------------------
