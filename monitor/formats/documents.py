@@ -31,6 +31,16 @@ start, the task statement) have no step and carry ``line`` ``None``.
   meta, ``info.exit_status`` is the session end.  A message without a time
   is one second after the one before.
 
+* **OpenHands V1** events (``kind``: ActionEvent, ObservationEvent, …), as a
+  JSON list or a conversation folder ``<id>/events/event-*.json`` (one
+  session, named by the conversation's id; the line is the event's place):
+  :mod:`monitor.formats.openhands_v1`.
+* **Cline / Roo Code** ``api_conversation_history.json`` (with
+  ``ui_messages.json`` beside it): :mod:`monitor.formats.cline`.
+* **Gemini CLI** chat documents: :mod:`monitor.formats.gemini`.
+* **Aider** ``.aider.chat.history.md`` (Markdown; the line is the file's):
+  :mod:`monitor.formats.aider`.
+
 One file is one session, named after the file (``scan`` makes the name unique
 when two files share it: two runs of one task are never merged).
 
