@@ -154,3 +154,28 @@ def test_a_document_caught_half_written_is_not_reported_at_once(tmp_path: Path):
         store.count_events("t")
         == scan([str(FIXTURES / LOOPING)]).engine.sessions["sympy__sympy-15976"].events
     )
+
+
+def test_an_openhands_conversation_folder_is_followed_one_event_file_at_a_time(tmp_path: Path):
+    real = FIXTURES / "openhands-v1" / "cd94562403b9487ebdd4018e3f531dfd"
+    conversation = tmp_path / "conversations" / real.name
+    (conversation / "events").mkdir(parents=True)
+    shutil.copy(real / "base_state.json", conversation)
+    files = sorted((real / "events").glob("event-*.json"))
+    for file in files[:3]:
+        shutil.copy(file, conversation / "events")
+
+    def the_agent_goes_on() -> None:
+        for file in files[3:]:
+            shutil.copy(file, conversation / "events")
+
+    store, problems = asyncio.run(
+        _follow([str(tmp_path / "conversations")], tmp_path / "w.db", rewrite=the_agent_goes_on)
+    )
+    assert problems == []
+    expected = scan([str(conversation)])
+    session = real.name
+    assert store.session_ids() == [session]
+    assert store.count_events(session) == expected.engine.sessions[session].events
+    stored = [(r["type"], r["line"]) for r in store.events(session, limit=100)]
+    assert ("tool_call", 3) in stored and ("tool_result", 4) in stored

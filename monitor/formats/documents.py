@@ -141,6 +141,12 @@ def events_dir(path: Path) -> Path | None:
     return None
 
 
+def event_number(path: Path) -> int:
+    """The 1-based place of an event file in its conversation (``event-00002-…`` is 3)."""
+    match = _EVENT_FILE.match(path.name)
+    return int(match.group(1)) + 1 if match else 1
+
+
 def is_event_file(path: Path) -> bool:
     """True for one event of a V1 conversation (``events/event-NNNNN-<id>.json``)."""
     return path.parent.name == "events" and _EVENT_FILE.match(path.name) is not None

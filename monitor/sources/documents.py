@@ -17,6 +17,11 @@ file's identity without a head hash (a rewritten document's first bytes
 change): a restarted watcher takes up at that step, as it does with a JSONL
 file's next line.  Started "from the end", only steps written afterwards are
 read; "recent" or "from the start", the whole document.
+
+An OpenHands V1 conversation folder (``<id>/events/event-NNNNN-<uuid>.json``,
+one event a file, each written once) is read a file at a time into one
+session per conversation, each event at its place (``event-00002`` is line
+3), as ``scan`` reads the folder.
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.events import Event
+import orjson
+
+from monitor.events import Event, Kind
 from monitor.formats import documents
-from monitor.formats.base import Problem
+from monitor.formats.base import Problem, RecordError
+from monitor.formats.openhands_v1 import AGENT, V1Reader, is_v1_event
 from monitor.sources import Sink
 from monitor.sources.resume import path_key
 from monitor.sources.tailed import TailedFile
@@ -69,6 +77,8 @@ class DocumentFollower:
         self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
         self._kinds: dict[tuple[int, int], str | None] = {}
         self._states: dict[tuple[int, int], _State] = {}
+        #: The OpenHands V1 conversations read one event file at a time, by events folder.
+        self._conversations: dict[Path, V1Reader] = {}
         self.bytes_read = 0
 
     def kind(self, tf: TailedFile) -> str | None:
@@ -77,6 +87,8 @@ class DocumentFollower:
             if len(self._kinds) > 100_000:
                 self._kinds.clear()
             forced = self.fmt if self.fmt in documents.DOCUMENT_FORMATS else None
+            if documents.is_event_file(Path(tf.path)):
+                forced = "openhands"
             self._kinds[tf.ident] = forced or documents.kind_of(Path(tf.path))
         return self._kinds[tf.ident]
 
@@ -89,6 +101,9 @@ class DocumentFollower:
         state = self._states.get(tf.ident)
         if state is None:
             state = self._states[tf.ident] = self._first_state(tf, st)
+        if documents.is_event_file(Path(tf.path)):
+            await self._event_file(tf, st, state)
+            return
         tf.mtime_ns, tf.offset = st.st_mtime_ns, st.st_size
         if st.st_size > MAX_DOCUMENT_BYTES:
             await self._report(
@@ -120,6 +135,51 @@ class DocumentFollower:
             state.started = True
         fresh = self._fresh(state, events)
         await self._report(state, problems, fresh, self._position(tf, state))
+
+    async def _event_file(self, tf: TailedFile, st: os.stat_result, state: _State) -> None:
+        """One event of an OpenHands V1 conversation folder (written once): read
+        with its conversation's other events, as ``scan`` reads the folder."""
+        tf.mtime_ns, tf.offset = st.st_mtime_ns, st.st_size
+        if state.line > 0 or tf.align == "back":
+            state.line = max(state.line, 1)  # read already (or before a restart), or older than the start
+            tf.align = ""
+            return
+        path = Path(tf.path)
+        folder, session = path.parent, path.parent.parent.name or "openhands"
+        number = documents.event_number(path)
+        problem: Problem | None = None
+        try:
+            item = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            if st.st_mtime > time.time() - SETTLE_SECONDS:
+                tf.mtime_ns = -1  # perhaps still being written
+                self.again(tf.path, False)
+                return
+            item, problem = None, Problem(str(folder), number, f"{path.name}: cannot be read as JSON ({exc})")
+        self.bytes_read += st.st_size
+        state.line = 1
+        conversation = self._conversations.get(folder)
+        events: list[Event] = []
+        if conversation is None:
+            conversation = self._conversations[folder] = V1Reader(str(folder), session)
+            if len(self._conversations) > 10_000:
+                self._conversations.pop(next(iter(self._conversations)))
+            events.append(
+                Event(kind=Kind.SESSION_START, session=session, ts=0.0, source=str(folder), agent=AGENT)
+            )
+        problems = [problem] if problem is not None else []
+        if isinstance(item, dict) and is_v1_event(item):
+            try:
+                events.extend(conversation.decode(item, number, time.time()))
+            except RecordError as exc:
+                problems.append(Problem(str(folder), number, str(exc)))
+        elif problem is None:
+            problems.append(
+                Problem(str(folder), number, f"expected an event object, got {type(item).__name__}")
+            )
+        if events and events[0].kind is Kind.SESSION_START:
+            events[0].ts = events[1].ts if len(events) > 1 else time.time()
+        await self._report(state, problems, events, self._position(tf, state))
 
     def _first_state(self, tf: TailedFile, st: os.stat_result) -> _State:
         record, tf.resume = tf.resume, None

@@ -5,8 +5,9 @@
 * a **file** (it may not exist yet: it is picked up when it appears);
 * a **directory**, watched recursively for ``*.jsonl`` / ``*.ndjson`` files
   and the documents agents rewrite (``*.traj``, ``*.traj.json``,
-  ``api_conversation_history.json``, ``.aider.chat.history.md``: read whole
-  on change by :mod:`monitor.sources.documents`), new ones included
+  ``api_conversation_history.json``, ``.aider.chat.history.md``, an
+  OpenHands conversation's ``events/event-*.json``: read by
+  :mod:`monitor.sources.documents`), new ones included
   (``*.inbox.jsonl``, loopwatch's own control inboxes, are never read);
 * a **glob** such as ``'logs/*/run-*.jsonl'`` or ``'runs/**/*.jsonl'``.
 
