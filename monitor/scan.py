@@ -120,18 +120,32 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
             out.append(raw)
             continue
         path = Path(raw).expanduser()
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and (plain_path(p).suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
-                and not plain_path(p).name.endswith(".inbox.jsonl")
-            )
-            out.extend(str(p) for p in found)
+        if path.is_dir() and documents.events_dir(path) is not None:
+            out.append(str(path))  # an OpenHands conversation: one document
+        elif path.is_dir():
+            out.extend(_found(path))
         else:
             out.append(str(path))
     return out
+
+
+def _found(folder: Path) -> list[str]:
+    """The logs under ``folder``; the event files of an OpenHands V1
+    conversation (``<id>/events/event-*.json``) are one path, their folder."""
+    found: list[str] = []
+    conversations: set[Path] = set()
+    for p in sorted(folder.rglob("*")):
+        if documents.is_event_file(p):
+            if p.parent not in conversations and p.is_file():
+                conversations.add(p.parent)
+                found.append(str(p.parent))
+        elif (
+            p.is_file()
+            and (plain_path(p).suffix in (".jsonl", ".ndjson", ".traj") or documents.claims(p))
+            and not plain_path(p).name.endswith(".inbox.jsonl")
+        ):
+            found.append(str(p))
+    return found
 
 
 def unreadable(path: str) -> str | None:

@@ -422,3 +422,47 @@ def test_arbitrary_records_never_crash_the_decoder():
         assert not [p for p in decoder.problems if "while decoding" in p.reason]
 
     check()
+
+
+def test_a_prompt_queued_while_the_agent_works_is_a_user_turn(tmp_path: Path):
+    """``attachment`` records with ``queued_command``, as Claude Code 2.1 writes them (origin and
+    commandMode as in public transcripts); a queued task notification is not a person's turn."""
+    sid = "0f5e8a4c-1111-4222-8333-944455556666"
+    base = {"sessionId": sid, "timestamp": "2026-01-01T00:00:00Z", "parentUuid": None, "cwd": "/r"}
+
+    def attachment(n: int, **queued: object) -> dict:
+        return {
+            **base,
+            "uuid": f"a{n}",
+            "type": "attachment",
+            "attachment": {"type": "queued_command", **queued},
+        }
+
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    path = write_jsonl(
+        tmp_path / f"{sid}.jsonl",
+        [
+            {
+                **base,
+                "uuid": "u1",
+                "type": "user",
+                "message": {"role": "user", "content": "fix the exporter"},
+            },
+            {
+                **base,
+                "uuid": "q1",
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "content": "and the tests",
+            },
+            attachment(1, prompt="and the tests", commandMode="prompt", origin={"kind": "human"}),
+            attachment(2, prompt=note, commandMode="task-notification", origin={"kind": "task-notification"}),
+            attachment(3, prompt="also the docs", commandMode="prompt"),
+            {**base, "uuid": "a4", "type": "attachment", "attachment": {"type": "deferred_tools_delta"}},
+        ],
+    )
+    events, decoder = decode_file(path)
+    assert decoder.problems == []
+    users = [(e.line, e.content, e.meta.get("queued", False)) for e in events if e.role == "user"]
+    assert users == [(1, "fix the exporter", False), (3, "and the tests", True), (5, "also the docs", True)]
+    assert {e.session for e in events} == {sid}

@@ -453,3 +453,49 @@ def test_arbitrary_records_never_crash_the_decoder():
         assert not [p for p in decoder.problems if "while decoding" in p.reason]
 
     check()
+
+
+def test_a_subagent_rollout_is_the_hooks_session_and_skips_its_parents_copied_history(tmp_path: Path):
+    """A subagent rollout as Codex writes one (``source.subagent.thread_spawn``; the parent's
+    history copied in first, re-stamped at the spawn instant, then the parent's session_meta)."""
+    child, parent = "019c9000-0000-7000-8000-00000000c41d", "019c8bfe-ec25-79e0-97d7-bda6a9c575ff"
+    spawn = "2026-02-23T19:40:00.000Z"
+
+    def record(ts: str, kind: str, payload: dict) -> dict:
+        return {"timestamp": ts, "type": kind, "payload": payload}
+
+    def call(ts: str, call_id: str, command: str) -> list[dict]:
+        return [
+            record(
+                ts,
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": call_id,
+                    "arguments": json.dumps({"command": ["bash", "-lc", command]}),
+                },
+            ),
+            record(ts, "response_item", {"type": "function_call_output", "call_id": call_id, "output": "ok"}),
+        ]
+
+    source = {"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1, "agent_role": "worker"}}}
+    lines = [
+        record(spawn, "session_meta", {"id": child, "timestamp": spawn, "source": source, "cwd": "/r"}),
+        record(
+            "2026-02-23T19:40:00.001Z",
+            "session_meta",
+            {"id": parent, "timestamp": "2026-02-23T19:34:25.573Z"},
+        ),
+        *call("2026-02-23T19:40:00.002Z", "call_parent_1", "ls"),  # the parent's, copied in
+        *call("2026-02-23T19:40:00.003Z", "call_parent_2", "ls"),
+        record("2026-02-23T19:40:03.000Z", "event_msg", {"type": "user_message", "message": "run the tests"}),
+        *call("2026-02-23T19:40:05.000Z", "call_child_1", "pytest -q"),
+    ]
+    path = write_jsonl(tmp_path / f"rollout-2026-02-23T19-40-00-{child}.jsonl", lines)
+    events, decoder = decode_file(path)
+    assert decoder.problems == []
+    assert {e.session for e in events} == {f"{parent}:agent-{child}"}  # as the hook names it
+    assert events[0].kind is Kind.SESSION_START and events[0].parent == parent
+    assert [e.call_id for e in events if e.kind is Kind.TOOL_CALL] == ["call_child_1"]
+    assert decoder.decoder.skipped["replayed from the parent"] == 4

@@ -18,7 +18,9 @@ invalid or repaired one is reported exactly once, at its line.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -214,3 +216,178 @@ def test_socket_and_watched_file_store_every_valid_record_and_report_every_bad_o
         by_source["socket" if problem.source.startswith("socket:") else "file"][problem.line] += 1
     assert by_source["file"] == expected_problems
     assert by_source["socket"] == expected_problems
+
+
+# -- the document and run readers (OpenHands V1, OpenHands evaluation, …) ----------------------------
+#
+# Real records of each reader, one field of some of them replaced by an arbitrary JSON value (or dropped,
+# or the record replaced whole): scan never raises, says what was wrong in one line a problem, and
+# still reads the records left intact.
+
+FIXTURES = Path(__file__).parent / "fixtures"
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _v1_events() -> list[dict]:
+    folder = FIXTURES / "openhands-v1" / "cd94562403b9487ebdd4018e3f531dfd" / "events"
+    return [json.loads(p.read_bytes()) for p in sorted(folder.glob("event-*.json"))]
+
+
+def _eval_runs() -> list[dict]:
+    return [
+        json.loads(line) for line in (FIXTURES / "openhands-eval" / "output.jsonl").read_text().splitlines()
+    ]
+
+
+def _write_list(path: Path, records: list) -> Path:
+    path = path.with_suffix(".json")
+    path.write_text(json.dumps(records, default=str))
+    return path
+
+
+def _write_folder(path: Path, records: list) -> Path:
+    folder = path.parent / "conversation" / "events"
+    folder.mkdir(parents=True)
+    for index, record in enumerate(records):
+        (folder / f"event-{index:05d}-x.json").write_text(json.dumps(record, default=str))
+    return folder.parent
+
+
+def _write_lines(path: Path, records: list) -> Path:
+    path = path.with_suffix(".jsonl")
+    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+    return path
+
+
+def _cline_messages() -> list[dict]:
+    path = FIXTURES / "cline" / "1769053680585" / "api_conversation_history.json"
+    return json.loads(path.read_bytes())[:12]
+
+
+def _write_cline(path: Path, records: list) -> Path:
+    task = path.parent / "task"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(records, default=str))
+    shutil.copy(FIXTURES / "cline" / "1769053680585" / "ui_messages.json", task)
+    return task / "api_conversation_history.json"
+
+
+def _cline_ui() -> list[dict]:
+    return json.loads((FIXTURES / "cline" / "1769053680585" / "ui_messages.json").read_bytes())[:40]
+
+
+def _write_cline_ui(path: Path, records: list) -> Path:
+    task = path.parent / "task"
+    task.mkdir()
+    shutil.copy(FIXTURES / "cline" / "1769053680585" / "api_conversation_history.json", task)
+    (task / "ui_messages.json").write_text(json.dumps(records, default=str))
+    return task / "api_conversation_history.json"
+
+
+def _aider_lines() -> list:
+    return (FIXTURES / "aider" / "mozgoslav" / ".aider.chat.history.md").read_text().splitlines()[:120]
+
+
+def _write_aider(path: Path, records: list) -> Path:
+    folder = path.parent / "proj"
+    folder.mkdir()
+    text = "\n".join(r if isinstance(r, str) else json.dumps(r, default=str) for r in records)
+    (folder / ".aider.chat.history.md").write_text(text, errors="surrogatepass")
+    return folder / ".aider.chat.history.md"
+
+
+def _gemini_messages() -> list:
+    return json.loads((FIXTURES / "gemini-cli" / "gemini-cli-pomodoro-timer.json").read_bytes())["messages"]
+
+
+def _write_gemini(path: Path, records: list) -> Path:
+    path = path.with_suffix(".json")
+    chat = {
+        "sessionId": "s",
+        "projectHash": "h",
+        "startTime": "2025-10-21T20:04:20.819Z",
+        "messages": records,
+    }
+    path.write_text(json.dumps(chat, default=str))
+    return path
+
+
+def _write_gemini_lines(path: Path, records: list) -> Path:
+    path = path.with_suffix(".jsonl")
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "2025-10-21T20:04:20.819Z"}
+    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in [header, *records]))
+    return path
+
+
+READERS = {
+    "gemini": (_gemini_messages, _write_gemini),
+    "gemini-lines": (_gemini_messages, _write_gemini_lines),
+    "aider": (_aider_lines, _write_aider),
+    "cline": (_cline_messages, _write_cline),
+    "cline-ui": (_cline_ui, _write_cline_ui),
+    "openhands-v1-list": (_v1_events, _write_list),
+    "openhands-v1-folder": (_v1_events, _write_folder),
+    "openhands-eval": (_eval_runs, _write_lines),
+}
+
+
+def _mutated(records: list, edits: list[tuple[int, int, object, str]]) -> list:
+    out = [json.loads(json.dumps(r)) for r in records]
+    for index, field, original, how in edits:
+        value = copy.deepcopy(original)  # (never the same object twice: no cycles)
+        target = out[index % len(out)]
+        if how == "whole":
+            out[index % len(out)] = value
+        elif isinstance(target, dict) and target:
+            key = sorted(target)[field % len(target)]
+            if how == "drop":
+                del target[key]
+            else:
+                target[key] = value
+            # one level down too: the observation / action / history objects
+            inner = target.get("observation") or target.get("action") or target.get("history")
+            if how == "deep" and isinstance(inner, dict) and inner:
+                inner[sorted(inner)[field % len(inner)]] = copy.deepcopy(original)
+    return out
+
+
+edits = st.lists(
+    st.tuples(
+        st.integers(0, 50), st.integers(0, 50), JSON_VALUES, st.sampled_from(["set", "drop", "whole", "deep"])
+    ),
+    max_size=4,
+)
+
+
+@settings(fuzz, max_examples=100)
+@given(reader=st.sampled_from(sorted(READERS)), edits=edits)
+def test_new_readers_never_raise_and_report_one_line_a_problem(tmp_path_factory, reader, edits):
+    records, write = READERS[reader]
+    tmp_path = tmp_path_factory.mktemp("readers")
+    path = write(tmp_path / "log", _mutated(records(), edits))
+    report = scan([str(path)])
+    assert report.files == 1
+    for problem in report.problems:
+        text = str(problem)
+        assert "\n" not in text.strip() or problem.line is None and "not a supported format" in text
+        assert "Traceback" not in text
+    if not edits:
+        assert report.problems == [] and report.events > 0
+
+
+@settings(fuzz, max_examples=15)
+@given(reader=st.sampled_from(sorted(set(READERS) - {"openhands-v1-folder"})), edits=edits)
+def test_new_readers_never_raise_when_watched(tmp_path_factory, reader, edits):
+    """The same mutated documents followed by ``watch`` (a FileSource into a hub and SQLite)."""
+    from tests.watchkit import watched
+
+    records, write = READERS[reader]
+    tmp_path = tmp_path_factory.mktemp("watched")
+    path = write(tmp_path / "log", _mutated(records(), edits))
+    detections, events = watched(path, tmp_path)
+    if not edits:
+        assert events

@@ -47,7 +47,12 @@ def test_aggressive_never_takes_an_honest_session_past_warn(log: Path):
 def test_aggressive_on_the_real_transcripts(real_fixtures: Path):
     """The real Claude Code, Codex and SWE-agent sessions (honest work, the Codex
     one with seven identical polls whose output moves) stay at warn at most."""
-    paths = sorted(str(p) for p in real_fixtures.rglob("*") if p.suffix in (".jsonl", ".traj"))
+    # (openhands-eval/output.jsonl holds a real loop, labelled in tests/fixtures/README.md: not honest work.)
+    paths = sorted(
+        str(p)
+        for p in real_fixtures.rglob("*")
+        if p.suffix in (".jsonl", ".traj") and p.parent.name != "openhands-eval"
+    )
     report = scan(paths, build_config({"preset": "aggressive"}))
     assert report.events > 1000
     assert report.worst <= Level.WARN, _worst(report)

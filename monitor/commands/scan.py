@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         dest="fmt",
         metavar="NAME",
         help="force a format instead of detecting it per file (a line format, or "
-        "one of the documents: chat, openhands, swe-agent)",
+        "one of the documents: chat, cline, openhands, swe-agent)",
     )
     parser.add_argument(
         "--min-level",

@@ -110,6 +110,9 @@ class ChatDecoder(RecordDecoder):
     """Decoder of chat messages, one record a message (a line, or a list item)."""
 
     name = "chat"
+    #: A lone ```bash block in an assistant's text is an action (mini-swe-agent's);
+    #: False for agents whose text only quotes commands.
+    fenced_actions = True
 
     def __init__(self, source: str, default_session: str):
         super().__init__(source, default_session)
@@ -211,7 +214,7 @@ class ChatDecoder(RecordDecoder):
         else:
             texts.append(_blocks_text(content))
         text = "\n".join(t for t in texts if t)
-        if not calls and not tool_calls:
+        if not calls and not tool_calls and self.fenced_actions:
             actions = _BASH_BLOCK.findall(text)
             if len(actions) == 1:  # mini-swe-agent runs exactly one, else it answers a format error
                 self.fenced = True

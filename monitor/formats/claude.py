@@ -12,6 +12,12 @@ One JSON record a line.  What becomes an event:
 | ``system`` / ``compact_boundary``         | ``compaction``                       |
 | ``assistant`` ``message.usage``           | ``usage`` (once per API message)     |
 
+An ``attachment`` record holding a ``queued_command`` that a person typed
+while the agent worked (``commandMode`` ``prompt``, ``origin.kind``
+``human``) is a user message (``meta["queued"]``): it reaches the model
+between two steps and resets the streaks as a typed turn does; queued task
+notifications are not.
+
 ``thinking`` blocks, ``progress``, ``file-history-snapshot``,
 ``queue-operation``, ``summary``, other ``system`` subtypes and unknown record
 types are counted and skipped.
@@ -101,6 +107,23 @@ def is_injected(text: str) -> bool:
     """True for ``user`` text that Claude Code generated rather than a person typed."""
     stripped = text.lstrip()
     return stripped.startswith(_INJECTED_PREFIXES)
+
+
+def _queued_prompt(record: dict[str, Any]) -> str | None:
+    """The text of an ``attachment`` record's ``queued_command`` when a person
+    typed it (``commandMode`` ``prompt``, ``origin.kind`` ``human`` where
+    given); None for task notifications and Claude Code's own."""
+    attachment = record.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    prompt = attachment.get("prompt")
+    origin = attachment.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if attachment.get("commandMode", "prompt") != "prompt" or kind not in (None, "human"):
+        return None
+    if not isinstance(prompt, str) or not prompt.strip() or is_injected(prompt):
+        return None
+    return prompt
 
 
 def slash_command(text: str) -> str | None:
@@ -238,6 +261,8 @@ class ClaudeDecoder(RecordDecoder):
         if not isinstance(kind, str):
             self.skip("<no type>")
             return []
+        if kind == "attachment" and _queued_prompt(record) is not None:
+            return self._queued(record, line, now)
         if kind not in ("user", "assistant", "system"):
             # progress, file-history-snapshot, queue-operation, summary, unknown:
             # nothing to detect, but the first of them may name the session.
@@ -260,6 +285,19 @@ class ClaudeDecoder(RecordDecoder):
             events.extend(self._user(record, line, ts))
         else:
             events.extend(self._system(record, line, ts))
+        return events
+
+    def _queued(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
+        """A prompt the person typed while the agent worked (an ``attachment``
+        ``queued_command``): a user turn, as if typed between two steps."""
+        ts = parse_ts(record.get("timestamp"), now, "timestamp")
+        events: list[Event] = []
+        if not self.started:
+            self._establish(record)
+            events.append(self._start(record, line, ts))
+        events.extend(self._route(record, line, ts))
+        text = _queued_prompt(record) or ""
+        events.append(self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta={"queued": True}))
         return events
 
     def _message(self, record: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -27,6 +27,14 @@ Rollouts from before the envelope format (bare response items after a
 ``{"id", "timestamp", "instructions"}`` header) have no ``user_message``
 events; there, user messages that are not injected context count instead.
 
+A subagent's rollout (``session_meta`` ``source.subagent.thread_spawn``
+with ``parent_thread_id``) is the session ``<parent>:agent-<id>``, linked to
+its parent (``Event.parent``): the name the Codex hook gives the same
+subagent.  A subagent or fork (``forked_from_id``) rollout opens with its
+parent's history copied in, every record stamped within a moment of the
+fork; records within ``REPLAY_SECONDS`` of its ``session_meta`` are that
+copy and skipped (counted), so the parent's calls are not counted twice.
+
 Arguments that are not valid JSON (Codex redacts or truncates some) are kept
 as text under ``{"arguments": …}``.  A tool output that is JSON with
 ``metadata.exit_code`` (or text saying "Process exited with code N" / "Exit
@@ -73,6 +81,21 @@ _INJECTED_PREFIXES = (
     "<user_shell_command>",
 )
 _PENDING_CALLS = 256
+
+
+#: How long after a fork's or subagent's start its copy of the parent's history is stamped.
+REPLAY_SECONDS = 1.0
+
+
+def _spawned_by(payload: dict[str, Any]) -> str | None:
+    """The parent thread of a subagent rollout (``source.subagent.thread_spawn``)."""
+    source = payload.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    if not isinstance(parent, str) or not parent:
+        parent = payload.get("parent_thread_id") if isinstance(subagent, dict) else None
+    return parent if isinstance(parent, str) and parent else None
 
 
 def rollout_session_id(path: str) -> str | None:
@@ -167,6 +190,10 @@ class CodexDecoder(RecordDecoder):
         self.calls: OrderedDict[str, str] = OrderedDict()  # call_id -> tool name
         self._usage_total: int | None = None
         self.model: str | None = None  # from turn_context: what its usage is priced at
+        self.parent: str | None = None  # a subagent's parent thread
+        #: A fork or subagent rollout opens with its parent's history copied in, all stamped
+        #: within a moment of the fork: records before this time are that copy.
+        self.replayed_until: float | None = None
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -188,7 +215,7 @@ class CodexDecoder(RecordDecoder):
 
     def _start(self, ts: float, line: int | None, meta: dict[str, Any]) -> Event:
         self.started = True
-        return self._event(Kind.SESSION_START, ts, line, agent=AGENT, meta=meta)
+        return self._event(Kind.SESSION_START, ts, line, agent=AGENT, meta=meta, parent=self.parent)
 
     # -- records --------------------------------------------------------------
 
@@ -210,6 +237,11 @@ class CodexDecoder(RecordDecoder):
             raise RecordError(f"{kind}.payload: expected an object, got {type(payload).__name__}")
         if kind == "session_meta":
             return self._session_meta(payload, line, ts)
+        if self.replayed_until is not None:
+            if ts < self.replayed_until:
+                self.skip("replayed from the parent")
+                return []
+            self.replayed_until = None  # the rollout's own records: never suppressed again
         if kind == "response_item":
             events = self._response_item(payload, line, ts)
         elif kind == "event_msg":
@@ -239,6 +271,13 @@ class CodexDecoder(RecordDecoder):
         session_id = payload.get("id")
         if isinstance(session_id, str) and session_id:
             self.session = session_id
+        parent = _spawned_by(payload)
+        if parent is not None:
+            # Named as the hook names a subagent, so both paths give one session.
+            self.parent = parent
+            self.session = f"{parent}:agent-{self.session}"
+        if parent is not None or isinstance(payload.get("forked_from_id"), str):
+            self.replayed_until = ts + REPLAY_SECONDS
         meta: dict[str, Any] = {}
         for key, name in (
             ("cli_version", "version"),

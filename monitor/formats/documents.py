@@ -31,6 +31,16 @@ start, the task statement) have no step and carry ``line`` ``None``.
   meta, ``info.exit_status`` is the session end.  A message without a time
   is one second after the one before.
 
+* **OpenHands V1** events (``kind``: ActionEvent, ObservationEvent, …), as a
+  JSON list or a conversation folder ``<id>/events/event-*.json`` (one
+  session, named by the conversation's id; the line is the event's place):
+  :mod:`monitor.formats.openhands_v1`.
+* **Cline / Roo Code** ``api_conversation_history.json`` (with
+  ``ui_messages.json`` beside it): :mod:`monitor.formats.cline`.
+* **Gemini CLI** chat documents: :mod:`monitor.formats.gemini`.
+* **Aider** ``.aider.chat.history.md`` (Markdown; the line is the file's):
+  :mod:`monitor.formats.aider`.
+
 One file is one session, named after the file (``scan`` makes the name unique
 when two files share it: two runs of one task are never merged).
 
@@ -41,6 +51,7 @@ except ``OSError`` for a file that cannot be read.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,13 +59,21 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
+from monitor.formats import aider, cline, gemini
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.compressed import plain_name, plain_path, read_all, read_head
 from monitor.formats.native import parse_ts
+from monitor.formats.openhands_v1 import V1Reader, is_v1_event
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
 _PEEK_BYTES = 64 * 1024
+#: The kinds of OpenHands V1 events that tell a V1 event list from other JSON.
+_V1_KIND = re.compile(rb'"kind": ?"(?:ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"')
+#: Stands for an event file of a conversation folder that could not be read.
+_UNREADABLE = object()
+#: One event of a V1 conversation folder: ``event-00012-<uuid>.json``.
+_EVENT_FILE = re.compile(r"\Aevent-(\d+)(?:-[^/]*)?\.json\Z")
 _OPENHANDS_TOOL_ACTIONS = frozenset(
     {
         "run",
@@ -107,9 +126,31 @@ def _looks_like_openhands(head: bytes) -> bool:
     text = head.lstrip()
     if not text.startswith((b"[", b"{")):
         return False
+    if (b'"kind":"' in text or b'"kind": "' in text) and _V1_KIND.search(text):
+        return True  # V1: {"kind": "ActionEvent", ...}
     return (b'"action"' in text or b'"observation"' in text) and (
         b'"source"' in text or b'"args"' in text or b'"extras"' in text
     )
+
+
+def events_dir(path: Path) -> Path | None:
+    """The ``events/`` folder of an OpenHands V1 conversation, when ``path``
+    is that folder or the conversation's (``<id>/events/event-*.json``)."""
+    for folder in (path, path / "events"):
+        if folder.name == "events" and folder.is_dir() and any(is_event_file(p) for p in folder.iterdir()):
+            return folder
+    return None
+
+
+def event_number(path: Path) -> int:
+    """The 1-based place of an event file in its conversation (``event-00002-…`` is 3)."""
+    match = _EVENT_FILE.match(path.name)
+    return int(match.group(1)) + 1 if match else 1
+
+
+def is_event_file(path: Path) -> bool:
+    """True for one event of a V1 conversation (``events/event-NNNNN-<id>.json``)."""
+    return path.parent.name == "events" and _EVENT_FILE.match(path.name) is not None
 
 
 def _looks_like_chat(head: bytes) -> bool:
@@ -120,7 +161,7 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("chat", "openhands", "swe-agent")
+DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent")
 
 
 def kind_of(path: Path) -> str | None:
@@ -130,17 +171,30 @@ def kind_of(path: Path) -> str | None:
     suffix = plain_path(path).suffix
     if suffix == ".traj":
         return "swe-agent"
+    if suffix == ".md":
+        return "aider" if _aider(path) else None
     if suffix != ".json":
-        return None
+        return "openhands" if events_dir(path) is not None else None
     try:
         head = read_head(path, _PEEK_BYTES)
     except OSError:
         return None
+    if cline.is_history(path) or cline.looks_like_cline(head):
+        return "cline"
+    if head.lstrip().startswith(b"{") and b'"projectHash"' in head and b'"messages"' in head:
+        return "gemini"
     if head.lstrip().startswith(b"{") and _looks_like_chat(head):
         return "chat"
     if _looks_like_openhands(head):
         return "openhands"
     return "chat" if _looks_like_chat(head) else None
+
+
+def _aider(path: Path) -> bool:
+    try:
+        return aider.is_history(plain_path(path), read_head(path, 256))
+    except OSError:
+        return False
 
 
 def claims(path: Path) -> bool:
@@ -153,8 +207,17 @@ def name_of(path: Path) -> str:
 
 
 def session_of(path: Path) -> str:
-    """The session a document's events belong to: its name without the extensions."""
-    name = plain_name(path.name)
+    """The session a document's events belong to: its name without the
+    extensions (an OpenHands conversation folder: the conversation's id)."""
+    plain = plain_path(path)
+    folder = events_dir(path) if plain.suffix != ".json" else None
+    if folder is not None:
+        return folder.parent.name or "openhands"
+    if plain.suffix == ".md":
+        return aider.session_base(plain)
+    if cline.is_history(plain) and path.parent.name:
+        return path.parent.name  # tasks/<id>/api_conversation_history.json: the task's id
+    name = plain.name
     for suffix in (".traj.json", ".json", ".traj"):
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
@@ -166,22 +229,44 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
 
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
+    if fmt == "aider" or (fmt is None and plain_path(path).suffix == ".md" and _aider(path)):
+        try:
+            return aider.load(path, session)
+        except OSError:
+            raise
+        except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
+            return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
     source = str(path)
-    raw, damage = read_all(path)  # OSError propagates: the caller reports unreadable paths
-    if damage is not None:  # a compressed document cut short cannot be parsed
-        return [], [Problem(source, None, damage)]
-    try:
-        document = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return [], [Problem(source, None, f"invalid JSON: {exc}")]
+    plain = plain_path(path)
+    folder = events_dir(path) if plain.suffix != ".json" else None
+    early: list[Problem] = []
+    raw = b""
+    if folder is not None:
+        document, early = _read_events_dir(folder, source)
+    else:
+        raw, damage = read_all(path)  # OSError propagates: the caller reports unreadable paths
+        if damage is not None:  # a compressed document cut short cannot be parsed
+            return [], [Problem(source, None, damage)]
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            return [], [Problem(source, None, f"invalid JSON: {exc}")]
     session = session or session_of(path)
     try:
         base = os.stat(path).st_mtime
     except OSError:
         base = 0.0
     loader: Callable[..., tuple[list[Event], list[Problem]]]
-    traj = plain_path(path).suffix == ".traj"
-    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and not traj):
+    traj = plain.suffix == ".traj"
+    if fmt == "cline" or (
+        fmt is None
+        and folder is None
+        and (cline.is_history(plain) or cline.looks_like_cline(raw[:_PEEK_BYTES]))
+    ):
+        loader = _load_cline
+    elif fmt == "gemini" or (fmt is None and gemini.is_chat(document)):
+        loader = _load_gemini
+    elif fmt == "chat" or (fmt is None and chat_messages(document) is not None and not traj):
         loader = _load_chat
     elif (
         fmt == "swe-agent"
@@ -196,7 +281,31 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
         loader = _load_swe_agent
     else:
         loader = _load_openhands
-    return loader(document, source, session, base)
+    try:
+        events, problems = loader(document, source, session, base)
+    except RecordError as exc:
+        return [], [*early, Problem(source, None, str(exc))]
+    except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
+        return [], [*early, Problem(source, None, f"{type(exc).__name__} while decoding: {exc}")]
+    return events, early + problems
+
+
+def _read_events_dir(folder: Path, source: str) -> tuple[list[Any], list[Problem]]:
+    """The events of a V1 conversation folder, in their order; a file that
+    is not a JSON object is reported at its place (its 1-based index)."""
+    files = sorted(
+        (p for p in folder.iterdir() if is_event_file(p)),
+        key=lambda p: (int(_EVENT_FILE.match(p.name).group(1)), p.name),  # type: ignore[union-attr]
+    )
+    items: list[Any] = []
+    problems: list[Problem] = []
+    for index, file in enumerate(files, start=1):
+        try:
+            items.append(orjson.loads(file.read_bytes()))
+        except (OSError, orjson.JSONDecodeError) as exc:
+            problems.append(Problem(source, index, f"{file.name}: cannot be read as JSON ({exc})"))
+            items.append(_UNREADABLE)
+    return items, problems
 
 
 # -- chat messages -------------------------------------------------------------
@@ -274,6 +383,83 @@ def _load_chat(document: Any, source: str, session: str, base: float) -> tuple[l
             )
         )
     return [opening, *events], problems
+
+
+# -- Cline / Roo Code -------------------------------------------------------------
+
+
+def _load_cline(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
+    if not isinstance(document, list):
+        return [], [
+            Problem(source, None, f"Cline history: expected a JSON list, got {type(document).__name__}")
+        ]
+    path = Path(source)
+    times, usage, problems = cline.ui_facts(path) if cline.is_history(path) else ({}, {}, [])
+    decoder = cline.ClineDecoder(source, session)
+    events: list[Event] = []
+    model: str | None = None
+    start = base - len(document)
+    for index, message in enumerate(document, start=1):
+        if not isinstance(message, dict):
+            problems.append(
+                Problem(source, index, f"message: expected an object, got {type(message).__name__}")
+            )
+            continue
+        if message.get("ts") is None and message.get("timestamp") is None and index - 1 in times:
+            message = {**message, "timestamp": times[index - 1]}
+        info = message.get("modelInfo")
+        if model is None and isinstance(info, dict) and isinstance(info.get("modelId"), str):
+            model = info["modelId"]
+        try:
+            new = decoder.decode(message, index, start + index)
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+            continue
+        request = usage.get(index - 1)
+        if request is not None and message.get("role") == "assistant":
+            # The UI's record of the request has its cost too: it wins over metrics.tokens.
+            spent = cline.usage_event(request, session, new[-1].ts if new else start + index, source, index)
+            if spent is not None:
+                new = [e for e in new if e.kind is not Kind.USAGE] + [spent]
+        events.extend(new)
+    opening = Event(
+        kind=Kind.SESSION_START,
+        session=session,
+        ts=events[0].ts if events else base,
+        source=source,
+        line=None,
+        agent=cline.AGENT,
+        meta={"model": model} if model else {},
+    )
+    return [opening, *events], problems
+
+
+# -- Gemini CLI -------------------------------------------------------------------
+
+
+def _load_gemini(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
+    if not gemini.is_chat(document):
+        return [], [
+            Problem(source, None, "not a Gemini CLI chat (expected sessionId, projectHash and messages)")
+        ]
+    decoder = gemini.GeminiDecoder(source, session)
+    problems: list[Problem] = []
+    try:
+        events = [decoder.header(document, None, base)]
+    except RecordError as exc:
+        problems.append(Problem(source, None, str(exc)))
+        events = [decoder.header({}, None, base)]
+    for index, message in enumerate(document["messages"], start=1):
+        if not isinstance(message, dict):
+            problems.append(
+                Problem(source, index, f"message: expected an object, got {type(message).__name__}")
+            )
+            continue
+        try:
+            events.extend(decoder.decode(message, index, base))
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+    return events, problems
 
 
 # -- SWE-agent ------------------------------------------------------------------
@@ -471,6 +657,8 @@ def _swe_history(
 def _openhands_events(document: Any) -> list[Any] | None:
     if isinstance(document, list):
         return document
+    if is_v1_event(document) and document.get("kind") not in ("", None):
+        return [document]  # one event file of a V1 conversation
     if isinstance(document, dict):
         for key in ("history", "trajectory", "events"):
             events = document.get(key)
@@ -498,12 +686,19 @@ def _load_openhands(
         kind=Kind.SESSION_START, session=session, ts=base, source=source, line=None, agent="openhands"
     )
     events.append(start)
+    v1 = V1Reader(source, session)
     for index, item in enumerate(items, start=1):
+        if item is _UNREADABLE:
+            continue  # reported by _read_events_dir
         if not isinstance(item, dict):
             problems.append(Problem(source, index, f"expected an event object, got {type(item).__name__}"))
             continue
         try:
-            events.extend(_openhands_event(item, index, source, session, state))
+            if is_v1_event(item):
+                events.extend(v1.decode(item, index, state["ts"]))
+                state["ts"] = v1.ts if v1.ts is not None else state["ts"]
+            else:
+                events.extend(_openhands_event(item, index, source, session, state))
         except RecordError as exc:
             problems.append(Problem(source, index, str(exc)))
     if len(events) > 1:
@@ -522,6 +717,9 @@ def _openhands_event(
         return Event(kind=kind, session=session, ts=ts, source=source, line=index, **fields)
 
     out: list[Event] = []
+    for key in ("action", "observation"):
+        if key in item and not isinstance(item[key], str):
+            raise RecordError(f"{key}: expected a name, got {type(item[key]).__name__}")
     if "action" in item:
         action = item.get("action")
         args = _dict(item.get("args"))
@@ -606,6 +804,10 @@ def _openhands_observation(item: dict[str, Any], event: Callable[..., Event]) ->
         )
     )
     return out
+
+
+#: One V0 event (for the evaluation output reader, :mod:`monitor.formats.openhands_eval`).
+openhands_event = _openhands_event
 
 
 def _openhands_usage(item: dict[str, Any], event: Callable[..., Event], state: dict[str, Any]) -> list[Event]:

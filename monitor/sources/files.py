@@ -3,9 +3,12 @@
 ``loopwatch watch PATH...`` accepts
 
 * a **file** (it may not exist yet: it is picked up when it appears);
-* a **directory**, watched recursively for ``*.jsonl`` / ``*.ndjson`` files,
-  new ones included (``*.inbox.jsonl``, loopwatch's own control inboxes, are
-  never read);
+* a **directory**, watched recursively for ``*.jsonl`` / ``*.ndjson`` files
+  and the documents agents rewrite (``*.traj``, ``*.traj.json``,
+  ``api_conversation_history.json``, ``.aider.chat.history.md``, an
+  OpenHands conversation's ``events/event-*.json``: read by
+  :mod:`monitor.sources.documents`), new ones included
+  (``*.inbox.jsonl``, loopwatch's own control inboxes, are never read);
 * a **glob** such as ``'logs/*/run-*.jsonl'`` or ``'runs/**/*.jsonl'``.
 
 Each file is tracked by device, inode and byte offset.  `watchfiles`_ only says
@@ -73,6 +76,7 @@ from collections.abc import Callable, Iterable, Sequence
 from monitor.formats.base import Problem
 from monitor.formats.lines import DEFAULT_MAX_LINE_BYTES
 from monitor.sources import Sink
+from monitor.sources.documents import DocumentFollower
 from monitor.sources.paths import StartPolicy, WatchSpec
 from monitor.sources.resume import KnownPositions, StartPoints
 from monitor.sources.tail import Tailer
@@ -136,6 +140,8 @@ class FileSource:
         self.tailer = Tailer(
             sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
         )
+        # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
+        self.documents = DocumentFollower(sink, self._again, fmt)
         self.watcher = ChangeWatcher(
             self.specs,
             self._wanted,
@@ -151,7 +157,13 @@ class FileSource:
 
     @property
     def bytes_read(self) -> int:
-        return self.tailer.bytes_read
+        return self.tailer.bytes_read + self.documents.bytes_read
+
+    async def _read(self, tf: TailedFile, st: os.stat_result) -> None:
+        if self.documents.kind(tf) is not None:
+            await self.documents.read(tf, st)
+        else:
+            await self.tailer.read(tf, st)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -314,7 +326,7 @@ class FileSource:
         if tf is not None:
             if tf.ident == ident:
                 if st.st_size != tf.offset or st.st_mtime_ns != tf.mtime_ns:
-                    await self.tailer.read(tf, st)
+                    await self._read(tf, st)
                 return
             await self._retire(
                 tf,
@@ -333,15 +345,15 @@ class FileSource:
             known.retired_at = None
             known.path = path
             self.by_path[path] = known
-            await self.tailer.read(known, st)
+            await self._read(known, st)
             return
         if not any(spec.matches(path) for spec in self.specs):
             return
         tf = self.starts.new_file(path, st, initial)
         self.by_path[path] = tf
         self.by_ident[ident] = tf
-        if not initial or tf.offset < st.st_size:
-            await self.tailer.read(tf, st)  # also opens it, so the fast re-check covers it
+        if not initial or tf.offset < st.st_size or self.documents.kind(tf) is not None:
+            await self._read(tf, st)  # also opens it, so the fast re-check covers it
         else:
             tf.mtime_ns = st.st_mtime_ns
 
@@ -351,6 +363,7 @@ class FileSource:
         """The name no longer leads to this file: finish it, keep it briefly in case it was renamed."""
         if self.by_path.get(tf.path) is tf:
             del self.by_path[tf.path]
+        self.documents.forget(tf)
         if tf.fd is None and tf.decoder is None:
             self.by_ident.pop(tf.ident, None)  # never read: nothing to finish
             return

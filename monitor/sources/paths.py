@@ -1,7 +1,9 @@
 """What ``loopwatch watch PATH...`` names, and where reading starts.
 
 A path is a file (which may appear later), a directory (watched recursively
-for ``*.jsonl`` / ``*.ndjson``, also ``.gz`` / ``.zst`` compressed, never loopwatch's own ``*.inbox.jsonl``) or a
+for ``*.jsonl`` / ``*.ndjson`` and the documents in :data:`DOCUMENT_SUFFIXES`
+and OpenHands ``event-*.json`` files, also ``.gz`` / ``.zst`` compressed, never loopwatch's own
+``*.inbox.jsonl``; a directory's files in name order) or a
 glob (``*`` and ``?`` stay within one path component, ``**`` crosses them).
 :class:`StartPolicy` decides where files that already exist are read from.
 """
@@ -19,6 +21,8 @@ from monitor.formats.compressed import plain_name
 from monitor.paths import INBOX_SUFFIX
 
 LOG_SUFFIXES = (".jsonl", ".ndjson")
+#: Documents a watched directory yields too (read whole on change, see :mod:`monitor.sources.documents`).
+DOCUMENT_SUFFIXES = (".traj", ".traj.json", ".aider.chat.history.md", "/api_conversation_history.json")
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,12 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 def is_log_name(name: str) -> bool:
     """True for the file names a watched directory yields (compressed ones too:
-    ``run.jsonl.gz``, ``run.ndjson.zst``)."""
+    ``run.jsonl.gz``, ``run.ndjson.zst``, ``run.traj.json.gz``)."""
     name = plain_name(name)
+    if name.endswith(DOCUMENT_SUFFIXES) or f"/{name}".endswith(DOCUMENT_SUFFIXES):
+        return True
+    if name.startswith("event-") and name.endswith(".json") and name[6:7].isdigit():
+        return True  # one event of an OpenHands V1 conversation (events/event-00012-<id>.json)
     return name.endswith(LOG_SUFFIXES) and not name.endswith(INBOX_SUFFIX)
 
 
@@ -146,7 +154,7 @@ class WatchSpec:
                 yield self.path
         elif self.kind == "dir":
             for dirpath, _dirs, files in os.walk(self.path):
-                for name in files:
+                for name in sorted(files):  # (an OpenHands conversation's events, in their order)
                     if is_log_name(name):
                         yield os.path.join(dirpath, name)
         else:

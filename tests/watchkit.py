@@ -1,0 +1,62 @@
+"""Helpers to check that ``watch`` reads a log as ``scan`` does.
+
+:func:`watched` runs a real :class:`~monitor.sources.files.FileSource`, hub
+and SQLite store over one file (read from its start), and gives back what the
+store holds; :func:`scanned` the same facts from ``scan``.  Both are lists of
+``(session, detector, level, line)`` and per-session event counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+from monitor.config import build_config
+from monitor.hub import Hub
+from monitor.scan import scan
+from monitor.sources.files import FileSource, StartPolicy
+from monitor.store import Store
+
+DEADLINE = 30.0
+
+
+def scanned(path: Path) -> tuple[list[tuple[str, str, str, int | None]], dict[str, int]]:
+    """Detections and events per session of ``scan``."""
+    report = scan([str(path)])
+    detections = sorted((d.session, d.detector, d.level.label, d.line) for d in report.detections)
+    assert report.engine is not None
+    events = {sid: state.events for sid, state in report.engine.sessions.items()}
+    return detections, events
+
+
+async def _watch(path: Path, db: Path) -> Store:
+    store = Store(db)
+    store.start()
+    hub = Hub(build_config({}), store)
+    await hub.start()
+    files = FileSource([str(path)], hub, start=StartPolicy("start"))
+    await files.start()
+    try:
+        size = path.stat().st_size
+        async with asyncio.timeout(DEADLINE):
+            while files.bytes_read < size:
+                await asyncio.sleep(0.01)  # polling the source's counter, bounded
+        await files.sync()
+    finally:
+        await files.stop()
+        await hub.stop()
+        store.close()
+    return store
+
+
+def watched(path: Path, tmp_path: Path) -> tuple[list[tuple[str, str, str, int | None]], dict[str, int]]:
+    """Detections and events per session of a watched ``path``, as stored."""
+    store = asyncio.run(_watch(path, tmp_path / "watch.db"))
+    detections = []
+    events: Counter[str] = Counter()
+    for session in store.session_ids():
+        events[session] = store.count_events(session)
+        for row in store.detections(session):
+            detections.append((session, row["detector"], row["level"], row["line"]))
+    return sorted(detections), dict(events)
