@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from monitor.events import Event, Kind
-from monitor.formats.compressed import plain_path, read_all
 from monitor.formats.base import Problem
+from monitor.formats.compressed import plain_path, read_all
 from monitor.formats.native import parse_ts
 
 AGENT = "aider"

@@ -62,7 +62,7 @@ from monitor.events import Event, Kind
 from monitor.formats import aider, cline, gemini
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
-from monitor.formats.compressed import plain_name, plain_path, read_all, read_head
+from monitor.formats.compressed import plain_path, read_all, read_head
 from monitor.formats.native import parse_ts
 from monitor.formats.openhands_v1 import V1Reader, is_v1_event
 
@@ -237,50 +237,17 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
         except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
             return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
     source = str(path)
-    plain = plain_path(path)
-    folder = events_dir(path) if plain.suffix != ".json" else None
-    early: list[Problem] = []
-    raw = b""
-    if folder is not None:
-        document, early = _read_events_dir(folder, source)
-    else:
-        raw, damage = read_all(path)  # OSError propagates: the caller reports unreadable paths
-        if damage is not None:  # a compressed document cut short cannot be parsed
-            return [], [Problem(source, None, damage)]
-        try:
-            document = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            return [], [Problem(source, None, f"invalid JSON: {exc}")]
+    folder = events_dir(path) if plain_path(path).suffix != ".json" else None
+    read = _read_document(path, folder, source)
+    if isinstance(read, Problem):
+        return [], [read]
+    document, raw, early = read
     session = session or session_of(path)
     try:
         base = os.stat(path).st_mtime
     except OSError:
         base = 0.0
-    loader: Callable[..., tuple[list[Event], list[Problem]]]
-    traj = plain.suffix == ".traj"
-    if fmt == "cline" or (
-        fmt is None
-        and folder is None
-        and (cline.is_history(plain) or cline.looks_like_cline(raw[:_PEEK_BYTES]))
-    ):
-        loader = _load_cline
-    elif fmt == "gemini" or (fmt is None and gemini.is_chat(document)):
-        loader = _load_gemini
-    elif fmt == "chat" or (fmt is None and chat_messages(document) is not None and not traj):
-        loader = _load_chat
-    elif (
-        fmt == "swe-agent"
-        or traj
-        or (
-            fmt is None
-            and isinstance(document, dict)
-            and "trajectory" in document
-            and _is_swe_agent(document)
-        )
-    ):
-        loader = _load_swe_agent
-    else:
-        loader = _load_openhands
+    loader = _loader_for(path, folder, document, raw, fmt)
     try:
         events, problems = loader(document, source, session, base)
     except RecordError as exc:
@@ -288,6 +255,46 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
     except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
         return [], [*early, Problem(source, None, f"{type(exc).__name__} while decoding: {exc}")]
     return events, early + problems
+
+
+def _read_document(
+    path: Path, folder: Path | None, source: str
+) -> tuple[Any, bytes, list[Problem]] | Problem:
+    """The parsed document (an OpenHands conversation folder's events, or the file's JSON), its raw
+    bytes and the problems met on the way; a :class:`Problem` when it cannot be parsed at all.
+    ``OSError`` propagates: the caller reports unreadable paths."""
+    if folder is not None:
+        document, early = _read_events_dir(folder, source)
+        return document, b"", early
+    raw, damage = read_all(path)
+    if damage is not None:  # a compressed document cut short cannot be parsed
+        return Problem(source, None, damage)
+    try:
+        return orjson.loads(raw), raw, []
+    except orjson.JSONDecodeError as exc:
+        return Problem(source, None, f"invalid JSON: {exc}")
+
+
+def _loader_for(
+    path: Path, folder: Path | None, document: Any, raw: bytes, fmt: str | None
+) -> Callable[..., tuple[list[Event], list[Problem]]]:
+    """Which reader a document goes to: the one ``fmt`` names, else the one its name and shape say."""
+    plain = plain_path(path)
+    traj = plain.suffix == ".traj"
+    if fmt == "cline" or (
+        fmt is None
+        and folder is None
+        and (cline.is_history(plain) or cline.looks_like_cline(raw[:_PEEK_BYTES]))
+    ):
+        return _load_cline
+    if fmt == "gemini" or (fmt is None and gemini.is_chat(document)):
+        return _load_gemini
+    if fmt == "chat" or (fmt is None and chat_messages(document) is not None and not traj):
+        return _load_chat
+    swe = isinstance(document, dict) and "trajectory" in document and _is_swe_agent(document)
+    if fmt == "swe-agent" or traj or (fmt is None and swe):
+        return _load_swe_agent
+    return _load_openhands
 
 
 def _read_events_dir(folder: Path, source: str) -> tuple[list[Any], list[Problem]]:
