@@ -76,6 +76,9 @@ class SourceSettings:
     hello_timeout_seconds: float = 10.0
     max_unauthenticated: int = 32
     preauth_bytes: int = 65536
+    #: ``watch --otlp`` on a loopback address needs the token too (any local
+    #: user can reach a loopback port); false accepts token-less OTLP there.
+    otlp_loopback_needs_token: bool = True
 
 
 @dataclass(frozen=True)

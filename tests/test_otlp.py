@@ -36,6 +36,7 @@ CODEX_SESSION = "0199a6b2-7c3d-7e41-9f20-5a8b1c2d3e4f"
 async def receiver(token: str | None = None, **options: Any) -> AsyncIterator[tuple[Hub, OtlpReceiver]]:
     hub = Hub(build_config({}))
     await hub.start()
+    options.setdefault("loopback_needs_token", token is not None)
     otlp = OtlpReceiver(hub, ("127.0.0.1", 0), token=token, **options)
     try:
         await otlp.start()
@@ -261,7 +262,7 @@ async def test_unreadable_agent_records_are_a_partial_success():
 async def test_pressure_is_answered_503_with_retry_after():
     """While the hub's queue is full the receiver asks the exporter to retry later."""
     hub = Hub(build_config({}), queue_items=1)  # not started: nothing drains the queue
-    otlp = OtlpReceiver(hub, ("127.0.0.1", 0))
+    otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False)
     await otlp.start()
     try:
         await hub.submit([], [__import__("monitor.formats.base", fromlist=["Problem"]).Problem("x", 1, "y")])
@@ -293,7 +294,7 @@ async def test_a_session_seen_by_otlp_and_by_a_hook_is_one_session(tmp_path: Pat
     from tests.test_hooks import PRE_TOOL, run_hook_async
 
     async with running_monitor(tmp_path) as (hub, server):
-        otlp = OtlpReceiver(hub, ("127.0.0.1", 0))
+        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False)
         await otlp.start()
         try:
             for i in range(2):
@@ -433,6 +434,7 @@ async def test_watch_headless_with_otlp_end_to_end(tmp_path: Path):
         "127.0.0.1:0",
         "--metrics",
         "127.0.0.1:0",
+        env={"LOOPWATCH_TOKEN": "otlp-e2e-token"},
     )
     try:
         said = "".join(watcher.stderr)
@@ -446,7 +448,7 @@ async def test_watch_headless_with_otlp_end_to_end(tmp_path: Path):
                 "POST",
                 "/v1/logs",
                 body=(FIXTURES / "codex-logs.json").read_bytes(),
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", "Authorization": "Bearer otlp-e2e-token"},
             )
             return connection.getresponse().status
 

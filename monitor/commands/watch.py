@@ -364,17 +364,17 @@ def run(args: argparse.Namespace) -> int:
         announce=announce_to_doctor,
     )
     if args.otlp:
-        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+        from monitor.sources.otlp import OtlpError, parse_address, token_problem
 
         try:
-            host, _port = parse_address(args.otlp)
+            host, port = parse_address(args.otlp)
         except OtlpError as exc:
             return fail(str(exc))
-        if not is_loopback(host) and not token:
-            return fail(
-                f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
-                "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')"
-            )
+        problem = token_problem(
+            host, port, token or os.environ.get("LOOPWATCH_TOKEN"), config.sources.otlp_loopback_needs_token
+        )
+        if problem:
+            return fail(problem)
     if args.metrics:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 

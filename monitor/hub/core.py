@@ -366,6 +366,8 @@ class Hub:
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
             lifecycle.observe(state, event, arrival)
+            if event.source.startswith("otlp:"):
+                state.otlp_seq = event.seq or state.otlp_seq
             kind = event.kind
             if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
                 recent = state.recent

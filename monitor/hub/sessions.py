@@ -68,6 +68,10 @@ class HubSession:
     stored_level: Level = Level.NONE  # the level its latest session row said
     steps_since_nudge: int = 0
     order: int = 0  # first-seen position: updates are published in this order
+    #: seq of the latest OTLP event the engine kept: OTLP proves no identity, so
+    #: a detection whose span reaches it drives no automatic action.
+    otlp_seq: int = 0
+    auto_skipped: bool = False  # the operator was told automatic actions were skipped
 
 
 def origin_of(source: str, channel: Any) -> str:
@@ -160,6 +164,7 @@ class Lifecycle:
         state.status = "live"
         self.closed_count -= 1
         state.recent.clear()  # the engine starts the session afresh
+        state.otlp_seq = 0
         engine_state = self.engine.session(event.session, event)
         engine_state.muted |= state.muted
 

@@ -19,8 +19,11 @@ Responses follow the OTLP/HTTP specification:
   too many requests are in flight, so exporters back off and retry instead of
   losing data.
 
-A bind to anything but a loopback address needs the token (as ``--listen``
-does): ``Authorization: Bearer <token>`` on every request.
+Every request needs the token (``Authorization: Bearer <token>``), checked on
+the headers before the body is read; on a loopback address the operator may
+opt out (``[sources] otlp_loopback_needs_token = false``).  OTLP proves no
+identity: its records never drive an automatic action (see
+:mod:`monitor.hub.actions`).
 """
 
 from __future__ import annotations
@@ -92,6 +95,25 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def token_problem(host: str, port: int | str, token: str | None, loopback_needs_token: bool = True) -> str:
+    """Why ``--otlp HOST:PORT`` may not listen without a token ("" when it may).
+
+    A loopback port is no boundary between local users: OTLP records name
+    any session, so token-less OTLP is only for an operator who opts out
+    (``[sources] otlp_loopback_needs_token = false``)."""
+    if token:
+        return ""
+    how = "(--token-file PATH or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'"
+    if not is_loopback(host):
+        return f"--otlp {host}:{port} is not a loopback address: it needs a token {how}"
+    if loopback_needs_token:
+        return (
+            f"--otlp {host}:{port} needs a token {how}: any local user can reach a loopback port; "
+            "to accept token-less OTLP on loopback set [sources] otlp_loopback_needs_token = false"
+        )
+    return ""
 
 
 def _messages(signal: str) -> tuple[type, type]:
@@ -191,6 +213,7 @@ class OtlpReceiver:
         token: str | None = None,
         max_body: int = MAX_BODY,
         max_in_flight: int = MAX_IN_FLIGHT,
+        loopback_needs_token: bool = True,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -206,11 +229,9 @@ class OtlpReceiver:
         self.refused = 0  # requests answered 4xx
         self.throttled = 0  # requests answered 503
         self._connections: set[asyncio.Task] = set()
-        if not is_loopback(self.host) and not token:
-            raise OtlpError(
-                f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
-                "(--token-file or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'"
-            )
+        problem = token_problem(self.host, self.port, token, loopback_needs_token)
+        if problem:
+            raise OtlpError(problem)
         self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
 
     @property
@@ -471,4 +492,12 @@ class OtlpReceiver:
         return f"OTLP/HTTP on {self.endpoint} (/v1/logs, /v1/traces)"
 
 
-__all__ = ["DEFAULT_ADDRESS", "OtlpError", "OtlpReceiver", "is_loopback", "parse_address", "parse_body"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "OtlpError",
+    "OtlpReceiver",
+    "is_loopback",
+    "parse_address",
+    "parse_body",
+    "token_problem",
+]
