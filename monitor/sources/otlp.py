@@ -40,6 +40,22 @@ from typing import Any
 from monitor.formats.base import Problem
 from monitor.formats.otlp import OtlpAdapter
 from monitor.sources import LiveSink
+from monitor.sources.otlp_http import (
+    BODY_SECONDS,
+    HEAD_SECONDS,
+    IDLE_SECONDS,
+    MAX_CONNECTIONS,
+    MAX_PER_PEER,
+    REASONS,
+    BodyBudget,
+    Gate,
+    HttpError,
+    Reply,
+    Request,
+    Slot,
+    read_body,
+    read_head,
+)
 
 log = logging.getLogger("loopwatch.otlp")
 
@@ -49,21 +65,6 @@ MAX_BODY = 16 * 1024 * 1024
 #: Requests decoded and submitted at the same time before 503 is answered.
 MAX_IN_FLIGHT = 8
 RETRY_AFTER_SECONDS = 2
-#: A connection that sends no complete request for this long is closed.
-IDLE_SECONDS = 60.0
-MAX_HEADER_LINES = 100
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    503: "Service Unavailable",
-}
 
 
 class OtlpError(RuntimeError):
@@ -186,22 +187,6 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return data
 
 
-class _Reply:
-    __slots__ = ("status", "body", "content_type", "headers")
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes = b"",
-        content_type: str = "text/plain",
-        headers: dict[str, str] | None = None,
-    ):
-        self.status = status
-        self.body = body
-        self.content_type = content_type
-        self.headers = headers or {}
-
-
 class OtlpReceiver:
     """OTLP/HTTP in: ``/v1/logs`` and ``/v1/traces`` → the hub."""
 
@@ -214,6 +199,8 @@ class OtlpReceiver:
         max_body: int = MAX_BODY,
         max_in_flight: int = MAX_IN_FLIGHT,
         loopback_needs_token: bool = True,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_peer: int = MAX_PER_PEER,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -228,7 +215,8 @@ class OtlpReceiver:
         self.rejected = 0  # agent records that could not be read
         self.refused = 0  # requests answered 4xx
         self.throttled = 0  # requests answered 503
-        self._connections: set[asyncio.Task] = set()
+        self.gate = Gate(max_connections, max_per_peer)
+        self.budget = BodyBudget()
         problem = token_problem(self.host, self.port, token, loopback_needs_token)
         if problem:
             raise OtlpError(problem)
@@ -256,9 +244,9 @@ class OtlpReceiver:
     async def stop(self) -> None:
         if self.server is not None:
             self.server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            tasks = [slot.task for slot in self.gate.slots if slot.task is not None]
+            self.gate.close_all()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
         self._decoder.shutdown(wait=False, cancel_futures=True)
@@ -273,30 +261,28 @@ class OtlpReceiver:
     # -- HTTP ------------------------------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
         peer = writer.get_extra_info("peername")
-        peer_name = str(peer[0]) if isinstance(peer, tuple) else "local"
+        slot = Slot(str(peer[0]) if isinstance(peer, tuple) else "local", asyncio.current_task(), writer)
         try:
-            while True:
-                async with asyncio.timeout(IDLE_SECONDS):
-                    keep = await self._one_request(reader, writer, peer_name)
-                if not keep:
-                    break
-        except (
-            asyncio.IncompleteReadError,
-            ConnectionError,
-            asyncio.LimitOverrunError,
-            ValueError,
-            TimeoutError,
-        ):
+            if not self.gate.admit(slot):
+                self.throttled += 1
+                busy = "too many connections; retry later"
+                await self._send(writer, Reply(503, busy.encode(), headers={"Retry-After": "2"}), close=True)
+                return
+            while await self._one_request(reader, writer, slot):
+                pass
+        except HttpError as exc:
+            self.refused += 1
+            try:
+                await self._send(writer, exc.reply, close=True)
+            except (ConnectionError, RuntimeError):
+                pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
             pass
-        except asyncio.CancelledError:
-            pass
+        except (TimeoutError, asyncio.CancelledError):
+            pass  # too slow, evicted to make room, or the receiver stops
         finally:
-            if task is not None:
-                self._connections.discard(task)
+            self.gate.leave(slot)
             writer.close()
             try:
                 await writer.wait_closed()
@@ -304,72 +290,61 @@ class OtlpReceiver:
                 pass
 
     async def _one_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slot: Slot
     ) -> bool:
-        line = await reader.readline()
-        if not line:
-            return False
-        parts = line.decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            await self._send(writer, _Reply(400, b"bad request line"), close=True)
-            return False
-        method, target, version = parts
-        headers: dict[str, str] = {}
-        for _ in range(MAX_HEADER_LINES):
-            raw = await reader.readline()
-            if raw in (b"\r\n", b"\n", b""):
-                break
-            name, _, value = raw.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        else:
-            await self._send(writer, _Reply(400, b"too many header lines"), close=True)
-            return False
-        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-        body = await self._read_body(reader, writer, headers)
-        if body is None:
+        """Read, check and answer one request; False when the connection is done.
+
+        The head is checked before a byte of the body is read: a stranger
+        without the token costs one short head, never a body."""
+        async with asyncio.timeout(IDLE_SECONDS if slot.authorized else HEAD_SECONDS):
+            request = await read_head(reader)
+        if request is None:
             return False
         self.requests += 1
-        reply = await self._answer(method, target.split("?", 1)[0], headers, body, peer)
+        refusal = self._check_head(request)
+        if refusal is not None:
+            self.refused += 1
+            await self._send(writer, refusal, close=True)  # its body is never read
+            return False
+        slot.authorized = True
+        try:
+            async with asyncio.timeout(BODY_SECONDS):
+                body = await read_body(reader, request, self.max_body, self.budget)
+        except TimeoutError:
+            raise HttpError(
+                Reply(408, f"the body did not arrive within {BODY_SECONDS:g}s".encode())
+            ) from None
+        try:
+            reply = await self._answer(request, body, slot.peer)
+        finally:
+            self.budget.give(len(body))
+            del body
         if 400 <= reply.status < 500:
             self.refused += 1
-        await self._send(writer, reply, close=close)
-        return not close
+        await self._send(writer, reply, close=request.close)
+        return not request.close
 
-    async def _read_body(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
-    ) -> bytes | None:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            chunks = []
-            size = 0
-            while True:
-                length = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-                if length == 0:
-                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                size += length
-                if size > self.max_body:
-                    await self._send(writer, _Reply(413, b"body too large"), close=True)
-                    return None
-                chunks.append(await reader.readexactly(length))
-                await reader.readline()
-        length_text = headers.get("content-length")
-        if length_text is None:
-            await self._send(writer, _Reply(411, b"Content-Length required"), close=True)
-            return None
-        try:
-            length = int(length_text)
-        except ValueError:
-            await self._send(writer, _Reply(400, b"bad Content-Length"), close=True)
-            return None
-        if length > self.max_body:
-            await self._send(writer, _Reply(413, f"body over {self.max_body:,} bytes".encode()), close=True)
-            return None
-        return await reader.readexactly(length) if length else b""
+    def _check_head(self, request: Request) -> Reply | None:
+        """The answer for a request refused on its head (path, method, token, type)."""
+        path = request.path
+        if path not in ("/v1/logs", "/v1/traces"):
+            return Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
+        if request.method != "POST":
+            return Reply(405, b"POST only", headers={"Allow": "POST"})
+        if self.token is not None and not self._authorized(request.headers):
+            return Reply(
+                401,
+                b"missing or invalid token (Authorization: Bearer <token>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type not in ("application/x-protobuf", "application/json"):
+            return Reply(415, b"expected application/x-protobuf or application/json")
+        return None
 
-    async def _send(self, writer: asyncio.StreamWriter, reply: _Reply, *, close: bool = False) -> None:
+    async def _send(self, writer: asyncio.StreamWriter, reply: Reply, *, close: bool = False) -> None:
         head = [
-            f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
+            f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Error')}",
             f"Content-Type: {reply.content_type}",
             f"Content-Length: {len(reply.body)}",
         ]
@@ -381,23 +356,10 @@ class OtlpReceiver:
 
     # -- OTLP --------------------------------------------------------------------------------
 
-    async def _answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
-    ) -> _Reply:
-        signal = {"/v1/logs": "logs", "/v1/traces": "traces"}.get(path)
-        if signal is None:
-            return _Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
-        if method != "POST":
-            return _Reply(405, b"POST only", headers={"Allow": "POST"})
-        if self.token is not None and not self._authorized(headers):
-            return _Reply(
-                401,
-                b"missing or invalid token (Authorization: Bearer <token>)",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+    async def _answer(self, request: Request, body: bytes, peer: str) -> Reply:
+        signal = "logs" if request.path == "/v1/logs" else "traces"
+        headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type not in ("application/x-protobuf", "application/json"):
-            return _Reply(415, b"expected application/x-protobuf or application/json")
         json_encoded = content_type == "application/json"
         if self.in_flight >= self.max_in_flight or self.hub.saturated():
             # Both are retryable in OTLP/HTTP: too many requests at once is the
@@ -425,7 +387,7 @@ class OtlpReceiver:
 
     async def _export(
         self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool, peer: str
-    ) -> _Reply:
+    ) -> Reply:
         encoding = headers.get("content-encoding", "identity").lower()
         if encoding not in ("gzip", "identity", ""):
             return self._status(
@@ -470,7 +432,7 @@ class OtlpReceiver:
 
     def _status(
         self, code: int, message: str, json_encoded: bool, headers: dict[str, str] | None = None
-    ) -> _Reply:
+    ) -> Reply:
         from google.rpc import status_pb2
 
         # google.rpc.Code: INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED, else UNKNOWN.
@@ -479,14 +441,14 @@ class OtlpReceiver:
         return self._encode(code, status, json_encoded, headers)
 
     @staticmethod
-    def _encode(code: int, message: Any, json_encoded: bool, headers: dict[str, str] | None = None) -> _Reply:
+    def _encode(code: int, message: Any, json_encoded: bool, headers: dict[str, str] | None = None) -> Reply:
         if json_encoded:
             from google.protobuf import json_format
 
-            return _Reply(
+            return Reply(
                 code, json_format.MessageToJson(message, indent=None).encode(), "application/json", headers
             )
-        return _Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
+        return Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
 
     def describe(self) -> str:
         return f"OTLP/HTTP on {self.endpoint} (/v1/logs, /v1/traces)"
