@@ -162,10 +162,14 @@ def parse_body(signal: str, body: bytes, json_encoded: bool) -> Any:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"not JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError("not an OTLP request: JSON nested too deep") from None
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
         except json_format.ParseError as exc:
             raise ValueError(f"not an OTLP {signal} request: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"not an OTLP {signal} request: nested too deep") from None
     else:
         from google.protobuf.message import DecodeError
 
@@ -405,6 +409,11 @@ class OtlpReceiver:
         except ValueError as exc:
             await self.hub.submit([], [Problem(f"otlp:{peer}", None, str(exc))])
             return self._status(400, str(exc), json_encoded)
+        except Exception as exc:  # a bug costs this request an answer, never the connection silently
+            log.exception("OTLP %s request from %s could not be read", signal, peer)
+            return self._status(
+                500, f"loopwatch could not read this request: {type(exc).__name__}", json_encoded
+            )
         self.accepted += len(events)
         self.rejected += rejected
         if events or problems:

@@ -52,6 +52,7 @@ REASONS = {
     413: "Payload Too Large",
     415: "Unsupported Media Type",
     429: "Too Many Requests",
+    500: "Internal Server Error",
     503: "Service Unavailable",
 }
 
