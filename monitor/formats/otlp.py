@@ -31,6 +31,7 @@ touches the network (see :mod:`monitor.sources.otlp`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -46,6 +47,8 @@ from monitor.formats.native import NativeDecoder
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 #: Sessions whose ``session_start`` was sent (least recently seen dropped first).
 MAX_KNOWN_SESSIONS = 10_000
+#: Records remembered per generation to drop resent ones (see RecentIds).
+RECENT_RECORDS = 100_000
 #: Characters kept of one argument or output value.
 MAX_VALUE = 100_000
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -127,13 +130,37 @@ class Where:
         return raw if _UUID.match(raw) else f"{self.service}@{self.host}/{raw}"
 
 
+class RecentIds:
+    """The records taken lately, to drop an exporter's resend of a batch it
+    saw no answer for: between ``size`` and ``2 × size`` of the latest kept
+    (two generations of 8-byte digests: ~15 MB at the default)."""
+
+    def __init__(self, size: int = RECENT_RECORDS):
+        self.size = size
+        self.current: set[int] = set()
+        self.previous: set[int] = set()
+
+    def seen(self, key: bytes) -> bool:
+        """Whether ``key`` was seen lately; remembers it either way."""
+        digest = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+        if digest in self.current or digest in self.previous:
+            return True
+        if len(self.current) >= self.size:
+            self.previous, self.current = self.current, set()
+        self.current.add(digest)
+        return False
+
+
 class OtlpAdapter:
-    """Turns export requests into events; remembers which sessions it announced."""
+    """Turns export requests into events; remembers which sessions it announced
+    and which records it took lately (a resent batch is taken once)."""
 
     def __init__(self, peer: str = "unknown"):
         self.peer = peer
         self.known: OrderedDict[str, None] = OrderedDict()
         self.ignored = 0  # records that were no agent event
+        self.duplicates = 0  # records resent: taken the first time only
+        self.recent = RecentIds()
 
     # -- logs -----------------------------------------------------------------------------
 
@@ -171,6 +198,9 @@ class OtlpAdapter:
                         continue
                     if not native:
                         self.ignored += 1
+                        continue
+                    if self.recent.seen(where.source.encode() + record.SerializeToString()):
+                        self.duplicates += 1
                         continue
                     records.append((order, native, where))
         records.sort(key=lambda item: item[0])
@@ -282,6 +312,10 @@ class OtlpAdapter:
                         continue
                     if not native:
                         self.ignored += 1
+                        continue
+                    ids = span.trace_id + span.span_id  # unique per span, by the specification
+                    if self.recent.seen(b"span:" + ids if len(ids) == 24 else span.SerializeToString()):
+                        self.duplicates += 1
                         continue
                     records.append(((native[0]["session"], native[0]["ts"]), native, where))
         records.sort(key=lambda item: item[0])

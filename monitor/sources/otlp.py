@@ -34,6 +34,7 @@ import ipaddress
 import json
 import logging
 import zlib
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -64,6 +65,12 @@ DEFAULT_ADDRESS = ("127.0.0.1", 4318)
 MAX_BODY = 16 * 1024 * 1024
 #: Requests decoded and submitted at the same time before 503 is answered.
 MAX_IN_FLIGHT = 8
+#: Events accepted (answered 200) but not yet handed to the hub before new
+#: requests are answered 503: a request is answered once decoded, and its
+#: events reach the hub behind it (an exporter's timeout is 10 s).
+MAX_BACKLOG_EVENTS = 50_000
+#: A batch this small goes to the hub before the answer when nothing waits.
+INLINE_EVENTS = 512
 RETRY_AFTER_SECONDS = 2
 
 
@@ -205,6 +212,7 @@ class OtlpReceiver:
         loopback_needs_token: bool = True,
         max_connections: int = MAX_CONNECTIONS,
         max_per_peer: int = MAX_PER_PEER,
+        max_backlog: int = MAX_BACKLOG_EVENTS,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -220,6 +228,10 @@ class OtlpReceiver:
         self.refused = 0  # requests answered 4xx
         self.throttled = 0  # requests answered 503
         self.gate = Gate(max_connections, max_per_peer)
+        self.max_backlog = max_backlog
+        self.backlog: deque[tuple[list[Any], list[Problem]]] = deque()
+        self.backlog_events = 0
+        self._feeder: asyncio.Task | None = None
         self.budget = BodyBudget()
         problem = token_problem(self.host, self.port, token, loopback_needs_token)
         if problem:
@@ -253,6 +265,7 @@ class OtlpReceiver:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
+        await self.flushed()  # answered 200: the exporter will not send them again
         self._decoder.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> OtlpReceiver:
@@ -365,9 +378,9 @@ class OtlpReceiver:
         headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_encoded = content_type == "application/json"
-        if self.in_flight >= self.max_in_flight or self.hub.saturated():
+        if self.in_flight >= self.max_in_flight or self.backlog_events >= self.max_backlog:
             # Both are retryable in OTLP/HTTP: too many requests at once is the
-            # sender's doing (429), a full queue is ours (503).
+            # sender's doing (429), a backlog behind a full hub is ours (503).
             self.throttled += 1
             code = 429 if self.in_flight >= self.max_in_flight else 503
             return self._status(
@@ -417,7 +430,7 @@ class OtlpReceiver:
         self.accepted += len(events)
         self.rejected += rejected
         if events or problems:
-            await self.hub.submit(events, problems)
+            await self._hand_over(events, problems)
         _, response_type = _messages(signal)
         response = response_type()
         if rejected:
@@ -427,6 +440,36 @@ class OtlpReceiver:
                 response.partial_success.rejected_spans = rejected
             response.partial_success.error_message = "; ".join(p.reason for p in problems[:5])
         return self._encode(200, response, json_encoded)
+
+    async def _hand_over(self, events: list[Any], problems: list[Problem]) -> None:
+        """Give a decoded request's events to the hub, or queue them behind what
+        waits: the request is answered now, not once the hub has room (a big
+        batch answered late is resent by its exporter)."""
+        if not self.backlog and len(events) <= INLINE_EVENTS and not self.hub.saturated():
+            await self.hub.submit(events, problems)  # room for it: queued without waiting
+            return
+        self.backlog.append((events, problems))
+        self.backlog_events += len(events)
+        if self._feeder is None or self._feeder.done():
+            self._feeder = asyncio.get_running_loop().create_task(self._feed(), name="loopwatch-otlp-feed")
+
+    async def _feed(self) -> None:
+        while self.backlog:
+            events, problems = self.backlog[0]
+            try:
+                await self.hub.submit(events, problems)  # waits for the hub's room (back-pressure)
+            except RuntimeError:  # the hub stopped first (a bug in the stopping order)
+                log.error("OTLP: %d accepted events not processed: the hub stopped", self.backlog_events)
+                self.backlog.clear()
+                self.backlog_events = 0
+                return
+            self.backlog.popleft()
+            self.backlog_events -= len(events)
+
+    async def flushed(self) -> None:
+        """Wait until every accepted request's events were handed to the hub."""
+        while self._feeder is not None and not self._feeder.done():
+            await asyncio.shield(self._feeder)
 
     def _decode(
         self, signal: str, encoding: str, body: bytes, json_encoded: bool, peer: str
@@ -458,6 +501,11 @@ class OtlpReceiver:
                 code, json_format.MessageToJson(message, indent=None).encode(), "application/json", headers
             )
         return Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
+
+    @property
+    def duplicates(self) -> int:
+        """Records of a resent batch, taken the first time only."""
+        return self.adapter.duplicates
 
     def describe(self) -> str:
         return f"OTLP/HTTP on {self.endpoint} (/v1/logs, /v1/traces)"
