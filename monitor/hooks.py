@@ -566,6 +566,11 @@ def run_hook(
     if reply is not None and call.event in ("Stop", "SubagentStop") and "continue" not in reply:
         _count_hold(call)
     if reply is not None:
-        stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        text = json.dumps(reply, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, so the agent still gets the answer
+            text = json.dumps(reply)
+        stdout.write(text + "\n")
         stdout.flush()
     return 0

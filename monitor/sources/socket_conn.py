@@ -43,6 +43,9 @@ log = logging.getLogger("loopwatch.sockets")
 
 #: Lines the server answers itself instead of decoding them as events.
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
+#: How long a poll's answer may take to leave our buffer before its messages
+#: are kept for the hook's next call instead (a hook waits 0.5 s in all).
+POLL_DRAIN_SECONDS = 0.25
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
 READ_CHUNK = 16 * 1024
 
@@ -366,9 +369,16 @@ class Connection:
         # Let the hub finish this hook's events first, so an automatic nudge
         # they trigger is in the mailbox when it is drained.
         await self.server.settle(self.lane)
-        for message in mailbox.drain():
-            self.out.write(encode_line(message))  # never dropped: the hook is waiting for them
+        # A message leaves the mailbox only once it left for the hook: one the
+        # socket could not take waits for the next hook call, never lost.
+        written = []
+        for message in mailbox.pending():
+            if not self.out.write(encode_line(message)):  # never dropped: the hook is waiting for them
+                break
+            written.append(message)
         self.out.write(encode_line({"type": "poll_done", "session": session}))
+        if written and await self.out.drain(POLL_DRAIN_SECONDS):
+            mailbox.taken(written)
 
     async def refuse(self, lineno: int, why: str) -> None:
         reason = f"connection refused: {why}"
