@@ -75,6 +75,8 @@ class SourceSettings:
     #: reads), a cap of its own and at most this many bytes buffered.
     hello_timeout_seconds: float = 10.0
     max_unauthenticated: int = 32
+    #: ...of which one address may hold this many (its oldest is closed to make room).
+    max_unauthenticated_per_address: int = 8
     preauth_bytes: int = 65536
     #: ``watch --otlp`` on a loopback address needs the token too (any local
     #: user can reach a loopback port); false accepts token-less OTLP there.

@@ -99,11 +99,14 @@ class Connection:
         self.sessions: set[str] = set()
         self.peer_pid: int | None = None
         peer_uid: int | None = None
+        self.host = ""  # a TCP peer's address (its pre-hello share, and whether it authenticated before)
+        self.task: asyncio.Task | None = None  # set by the server: how it is evicted
         if tcp:
             try:
                 host, port = sock.getpeername()[:2]
             except OSError:
                 host, port = "?", 0
+            self.host = str(host)
             self.source = f"socket:{host}:{port}"
         else:
             self.peer_pid, peer_uid = peer_credentials(sock) or (None, None)
@@ -173,7 +176,8 @@ class Connection:
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
                     return
             size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
-            await mux.turn(self.lane)
+            if self.authed:  # before its hello: read at once (a few bytes), so a waiting
+                await mux.turn(self.lane)  # agent's hello is taken before newcomers need its slot
             try:
                 chunk = self._recv(size)
                 if chunk is None:  # nothing there yet: wait, then take a turn to read
@@ -345,6 +349,7 @@ class Connection:
                 await self.refuse(lineno, "missing or invalid token")
                 return False
             self.authed = True
+            self.server.authenticated(self.host)
         if record.get("origin") == "hook":
             self.hook = True
         session = record.get("session")
