@@ -69,6 +69,10 @@ class SourceSettings:
     listen: str = ""  # HOST:PORT for TCP (needs a token)
     from_start: bool = False
     idle_timeout_seconds: float = 1800.0
+    #: Live sessions (their detector state in memory): beyond either bound the
+    #: least recently active is closed as idle (kept in the store; revived if it speaks).
+    max_live_sessions: int = 8000
+    max_live_sessions_per_source: int = 1000
     max_line_bytes: int = 1_048_576
     max_connections: int = 256  # each for Unix-socket and for TCP: TCP never takes a local agent's place
     #: TCP before a valid hello: an absolute deadline from accept (not reset by

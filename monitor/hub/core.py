@@ -71,6 +71,8 @@ class Hub:
         self.snapshots = Snapshots(self.engine)
         self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.touch)
         self.recorder = Recorder(store, self.engine)
+        if self.recorder.on:
+            self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
