@@ -310,11 +310,13 @@ class SocketServer:
         known = new.host in self.known_hosts
         strangers = [c for c in waiting if c.host not in self.known_hosts]
         stranger_share = self.max_unauthenticated - self.max_unauthenticated // 4
-        if not known and len(strangers) >= stranger_share:
+        if not waiting and self.max_unauthenticated < 1:
+            return "TCP connections without a hello are not accepted (max_unauthenticated = 0)"
+        if strangers and not known and len(strangers) >= stranger_share:
             self._evict(strangers[0], "too many TCP connections without a hello from new addresses")
             return ""
         if len(waiting) >= self.max_unauthenticated:
-            if strangers or known:
+            if strangers or (known and waiting):
                 victim = strangers[0] if strangers else waiting[0]
                 self._evict(victim, "too many TCP connections without a hello")
                 return ""
