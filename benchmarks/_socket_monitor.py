@@ -39,6 +39,13 @@ async def serve(args: argparse.Namespace) -> None:
     await hub.start()
     server = SocketServer(hub, config, unix_path=args.socket)
     await server.start()
+    otlp = None
+    if args.otlp_port_file:  # the OTLP receiver too, on a free loopback port written there
+        from monitor.sources.otlp import OtlpReceiver
+
+        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False)
+        await otlp.start()
+        Path(args.otlp_port_file).write_text(str(otlp.address[1]))
     print("READY", flush=True)
 
     loop = asyncio.get_running_loop()
@@ -72,7 +79,8 @@ async def serve(args: argparse.Namespace) -> None:
                     {
                         "t": time.monotonic(),
                         "events": hub.events_total,
-                        "received": server.events,
+                        "received": server.events + (otlp.accepted if otlp is not None else 0),
+                        "otlp_throttled": otlp.throttled if otlp is not None else 0,
                         "detections": hub.detections_total,
                         "problems": hub.problems_total,
                         "connections": len(server.connections),
@@ -92,6 +100,8 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         lag_task.cancel()
         loop.remove_reader(sys.stdin.fileno())
+        if otlp is not None:
+            await otlp.stop()
         await server.stop()
         await hub.stop()
         if store is not None:
@@ -106,6 +116,7 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=0.5)
     parser.add_argument("--max-connections", type=int, default=1024)
     parser.add_argument("--profile", help="write a cProfile of the monitor to this file")
+    parser.add_argument("--otlp-port-file", help="also receive OTLP/HTTP; write its port to this file")
     args = parser.parse_args()
     if args.profile:
         import cProfile

@@ -12,7 +12,13 @@ sessions; their size is shown separately.
 
 Target: under 64 KB for the session after 100,000 events.
 
+``--otlp-sessions N`` measures the live monitor instead (issue 32, item 7):
+N new sessions (one Claude Code ``tool_result`` each, current timestamps)
+posted to a real OTLP receiver in 5 requests, the hub's RSS before and
+after, with the default ``[sources] max_live_sessions(_per_source)`` bounds.
+
     python benchmarks/bench_memory.py [--events N] [--loop-rate R]
+    python benchmarks/bench_memory.py --otlp-sessions 50000
 """
 
 from __future__ import annotations
@@ -33,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure the engine as the live monitor runs it (keeping similarity histories for the sparklines)",
     )
+    p.add_argument("--otlp-sessions", type=int, default=0, help="measure N new OTLP sessions in a live hub")
     args = p.parse_args(argv)
+    if args.otlp_sessions:
+        import asyncio
+
+        return asyncio.run(otlp_sessions(args.otlp_sessions))
 
     from monitor.demo.synthetic import records
     from monitor.detect.engine import Engine
@@ -90,6 +101,75 @@ def main(argv: list[str] | None = None) -> int:
     total = footprint["total"]
     verdict = "OK" if total < TARGET else "ABOVE TARGET"
     print(f"target < {TARGET // 1024} KB for the session: {total / 1024:.1f} KB  [{verdict}]")
+    return 0
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def otlp_sessions(count: int) -> int:
+    import gc
+    import json
+    import time
+
+    from monitor.config import build_config
+    from monitor.hub import Hub
+    from monitor.sources.otlp import OtlpReceiver
+    from tests.test_otlp import post
+
+    def body(numbers: range) -> bytes:
+        def attr(key, value):
+            return {"key": key, "value": {"stringValue": str(value)}}
+
+        now = time.time_ns()
+        records = [
+            {
+                "timeUnixNano": str(now + n),
+                "attributes": [
+                    attr("event.name", "tool_result"),
+                    attr("session.id", f"s{n:07d}"),
+                    attr("tool_name", "Bash"),
+                    attr("success", "true"),
+                    attr("tool_use_id", f"t{n}"),
+                ],
+            }
+            for n in numbers
+        ]
+        resource = {"attributes": [attr("service.name", "agent"), attr("host.name", "h")]}
+        return json.dumps(
+            {"resourceLogs": [{"resource": resource, "scopeLogs": [{"logRecords": records}]}]}
+        ).encode()
+
+    config = build_config({})
+    hub = Hub(config)
+    await hub.start()
+    otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False)
+    await otlp.start()
+    step = max(1, count // 5)
+    bodies = [body(range(start, min(count, start + step))) for start in range(0, count, step)]
+    gc.collect()
+    before = _rss_mb()
+    for data in bodies:
+        await post(otlp, "/v1/logs", data)
+        await otlp.flushed()
+        await hub.join()
+    gc.collect()
+    after = _rss_mb()
+    live = sum(1 for s in hub.lifecycle.sessions.values() if s.status == "live")
+    sources = config.sources
+    print(
+        f"{count:,} new OTLP sessions in {len(bodies)} requests (max_live_sessions "
+        f"{sources.max_live_sessions:,}, per source {sources.max_live_sessions_per_source:,}): "
+        f"RSS {before:.0f} -> {after:.0f} MB; live {live:,}, closed to stay within the bounds "
+        f"{hub.lifecycle.evicted:,}, held {len(hub.lifecycle.sessions):,}"
+    )
+    await otlp.stop()
+    await hub.stop()
     return 0
 
 

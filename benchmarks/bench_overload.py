@@ -13,7 +13,12 @@ in another):
   (default 100 x 100 = 10,000 events/s);
 * ``noisy``: one agent flooding as fast as the monitor accepts (no pacing)
   plus 10 quiet agents at 100 events/s in all;
-* ``noisy+sustained``: both at once (the flood on top of the sustained load).
+* ``noisy+sustained``: both at once (the flood on top of the sustained load);
+* ``otlp`` (issue 32): the monitor receives OTLP/HTTP too, and
+  ``_otlp_load.py`` posts ``--otlp-rate`` new Claude Code records/s (each a
+  call and its result) in protobuf batches of 500 from 4 exporters while
+  holding 200 idle connections (strangers taking slots); the probe is a
+  socket agent as in the others.  Not in the default run: ``--scenario otlp``.
 
 Under each load a probe agent measures what a quiet session sees:
 send-to-detection latency of a fresh session's loop (the exact-repeat
@@ -50,6 +55,7 @@ from bench_latency_socket import Probe, percentile  # noqa: E402
 
 TARGET_P99_MS = 250.0
 SCENARIOS = ("sustained", "noisy", "noisy+sustained")
+ALL_SCENARIOS = (*SCENARIOS, "otlp")
 
 
 def hello_time(path: Path) -> float:
@@ -92,6 +98,14 @@ class Counters:
         return dict(self.latest)
 
 
+def otlp_loader(port_file: Path, rate: float) -> subprocess.Popen:
+    port = port_file.read_text().strip()
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "_otlp_load.py"), "--port", port, "--rate", str(rate)],
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def loaders(path: Path, scenario: str, clients: int, rate: float) -> list[subprocess.Popen]:
     def load(count: int, total_rate: float, prefix: str) -> subprocess.Popen:
         return subprocess.Popen(
@@ -121,12 +135,14 @@ def loaders(path: Path, scenario: str, clients: int, rate: float) -> list[subpro
     return procs
 
 
-def offered(scenario: str, clients: int, rate: float) -> str:
+def offered(scenario: str, clients: int, rate: float, otlp_rate: float = 0.0) -> str:
     parts = []
     if "sustained" in scenario:
         parts.append(f"{clients} x {rate:g} = {clients * rate:,.0f} ev/s")
     if "noisy" in scenario:
         parts.append("1 flooding + 10 quiet (100 ev/s)")
+    if "otlp" in scenario:
+        parts.append(f"OTLP {otlp_rate:,.0f} records/s (x2 events) + 200 idle connections")
     return " + ".join(parts)
 
 
@@ -145,6 +161,9 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         ]
         if args.profile:
             command += ["--profile", f"{args.profile}.{scenario}"]
+        port_file = Path(tmp) / "otlp.port"
+        if "otlp" in scenario:
+            command += ["--otlp-port-file", str(port_file)]
         monitor = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         procs: list[subprocess.Popen] = []
         try:
@@ -152,6 +171,8 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
                 raise SystemExit("the monitor did not start")
             counters = Counters(monitor.stdout)
             procs = loaders(path, scenario, args.clients, args.rate)
+            if "otlp" in scenario:
+                procs.append(otlp_loader(port_file, args.otlp_rate))
             if args.nice is not None:  # the monitor, its load and the probe (this process) alike
                 for pid in (monitor.pid, os.getpid(), *(p.pid for p in procs)):
                     psutil.Process(pid).nice(args.nice)
@@ -185,7 +206,7 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
     hello_ms = sorted(s * 1000 for s in hello)
     return {
         "scenario": scenario,
-        "offered": offered(scenario, args.clients, args.rate),
+        "offered": offered(scenario, args.clients, args.rate, args.otlp_rate),
         "processed_per_sec": round(processed / seconds),
         "received_per_sec": round((last["received"] - first["received"]) / seconds),
         "events_per_cpu_sec": round(processed / cpu) if cpu > 0 else None,
@@ -231,7 +252,8 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=300, help="detection round trips per scenario")
     parser.add_argument("--hellos", type=int, default=100)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of load before sampling")
-    parser.add_argument("--scenario", action="append", choices=SCENARIOS)
+    parser.add_argument("--scenario", action="append", choices=ALL_SCENARIOS)
+    parser.add_argument("--otlp-rate", type=float, default=5000.0, help="OTLP records/s in the otlp scenario")
     parser.add_argument("--profile", help="cProfile the monitor into PATH.<scenario>")
     parser.add_argument(
         "--nice",

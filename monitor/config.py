@@ -69,13 +69,22 @@ class SourceSettings:
     listen: str = ""  # HOST:PORT for TCP (needs a token)
     from_start: bool = False
     idle_timeout_seconds: float = 1800.0
+    #: Live sessions (their detector state in memory): beyond either bound the
+    #: least recently active is closed as idle (kept in the store; revived if it speaks).
+    max_live_sessions: int = 8000
+    max_live_sessions_per_source: int = 1000
     max_line_bytes: int = 1_048_576
     max_connections: int = 256  # each for Unix-socket and for TCP: TCP never takes a local agent's place
     #: TCP before a valid hello: an absolute deadline from accept (not reset by
     #: reads), a cap of its own and at most this many bytes buffered.
     hello_timeout_seconds: float = 10.0
     max_unauthenticated: int = 32
+    #: ...of which one address may hold this many (its oldest is closed to make room).
+    max_unauthenticated_per_address: int = 8
     preauth_bytes: int = 65536
+    #: ``watch --otlp`` on a loopback address needs the token too (any local
+    #: user can reach a loopback port); false accepts token-less OTLP there.
+    otlp_loopback_needs_token: bool = True
 
 
 @dataclass(frozen=True)

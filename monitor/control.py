@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 import signal
 import stat
 import time
@@ -65,8 +66,30 @@ def control_message(kind: str, session: str, **fields: Any) -> dict:
 
 
 def encode_line(message: dict) -> bytes:
-    """One control message as a complete JSONL line (non-JSON values become text)."""
-    return orjson.dumps(message, default=str) + b"\n"
+    """One control message as a complete JSONL line (non-JSON values become text).
+
+    Text that is no valid Unicode (a lone surrogate an operator pasted or a
+    nudge quoted from an agent's output) has the bad code points replaced by
+    U+FFFD: a message always encodes, and never takes the ones after it down."""
+    try:
+        return orjson.dumps(message, default=str) + b"\n"
+    except (TypeError, ValueError):  # orjson.JSONEncodeError: a lone surrogate, a too-deep value
+        return orjson.dumps(_valid_text(message), default=str) + b"\n"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if depth > 32:
+        return str(value)[:1000]
+    if isinstance(value, dict):
+        return {_valid_text(str(k)): _valid_text(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid_text(v, depth + 1) for v in value]
+    return value
 
 
 # -- inbox files ---------------------------------------------------------------
@@ -192,9 +215,20 @@ class HookMailbox:
         self._queue.append(message)
         return Outcome(DELIVERED, QUEUED_DETAIL)
 
-    def drain(self) -> list[dict]:
-        messages = list(self._queue)
+    def pending(self) -> list[dict]:
+        """The messages waiting, oldest first; they stay until :meth:`taken`."""
+        return list(self._queue)
+
+    def taken(self, messages: list[dict]) -> None:
+        """``messages`` (from :meth:`pending`) reached the hook: remove them."""
+        gone = {id(m) for m in messages}
+        kept = [m for m in self._queue if id(m) not in gone]
         self._queue.clear()
+        self._queue.extend(kept)
+
+    def drain(self) -> list[dict]:
+        messages = self.pending()
+        self.taken(messages)
         return messages
 
 

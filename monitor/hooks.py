@@ -64,6 +64,17 @@ DEFAULT_TIMEOUT = 0.5
 #: Tool inputs and outputs are clipped (head and tail kept) to stay well under
 #: the socket's line limit; detectors look at far less than this.
 MAX_TEXT = 100_000
+#: All the strings of one call's arguments together: six 100k-character edits
+#: must still make one line the monitor takes (1 MiB, ≤ 6 bytes a character).
+MAX_ARGS_TEXT = 150_000
+#: Standard input read at most (a bigger hook event is ignored, saying so) ...
+MAX_STDIN = 16 * 1024 * 1024
+#: ... and for at most this long (an agent that leaves stdin open).
+STDIN_SECONDS = 2.0
+#: What the hook reads back from the monitor for one call: a listener that
+#: floods it cannot make the call slow or big.
+MAX_REPLY_BYTES = 1024 * 1024
+MAX_REPLY_MESSAGES = 32
 #: Hook events answered after a poll; others only forward their events, since
 #: an answer there could not reach the agent and a drained message would be lost.
 ANSWERABLE = frozenset(
@@ -116,23 +127,49 @@ def agent_pid(start: int | None = None) -> int:
 # -- translating the hook input -------------------------------------------------------------------
 
 
-def _clip(text: str) -> str:
-    if len(text) <= MAX_TEXT:
+def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    if len(text) <= limit:
         return text
-    half = MAX_TEXT // 2
-    return f"{text[:half]}\n[… {len(text) - MAX_TEXT:,} characters cut by loopwatch …]\n{text[-half:]}"
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - limit:,} characters cut by loopwatch …]\n{text[-half:]}"
 
 
-def _clip_value(value: Any, depth: int = 0) -> Any:
+def _strings(value: Any, depth: int = 0) -> int:
+    """How many strings ``value`` holds (to the depth :func:`_clip_value` keeps)."""
     if isinstance(value, str):
-        return _clip(value)
+        return 1
     if depth > 6:
-        return value
+        return 1
     if isinstance(value, dict):
-        return {k: _clip_value(v, depth + 1) for k, v in value.items()}
+        return sum(_strings(v, depth + 1) for v in value.values())
     if isinstance(value, list):
-        return [_clip_value(v, depth + 1) for v in value]
+        return sum(_strings(v, depth + 1) for v in value)
+    return 0
+
+
+def _clip_value(value: Any, depth: int = 0, limit: int = MAX_TEXT) -> Any:
+    """``value`` with each string clipped to ``limit`` characters, and what lies
+    deeper than 6 levels turned into one clipped text."""
+    if isinstance(value, str):
+        return _clip(value, limit)
+    if depth > 6:
+        return _clip(json.dumps(value, sort_keys=True, default=str), limit)
+    if isinstance(value, dict):
+        return {k: _clip_value(v, depth + 1, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip_value(v, depth + 1, limit) for v in value]
     return value
+
+
+def _clip_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments clipped in total (:data:`MAX_ARGS_TEXT`), not only per
+    string: the call still reaches detection as one line."""
+    try:
+        count = _strings(args)
+    except RecursionError:
+        return {"input": "[arguments nested too deep; cut by loopwatch]"}
+    limit = max(200, min(MAX_TEXT, MAX_ARGS_TEXT // max(count, 1)))
+    return _clip_value(args, 0, limit)
 
 
 def response_text(response: Any) -> str:
@@ -308,7 +345,7 @@ def _work_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> l
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else ({} if args is None else {"input": args})
         events.append(
-            {"type": "tool_call", **base, "id": _call_id(payload), "name": name, "args": _clip_value(args)}
+            {"type": "tool_call", **base, "id": _call_id(payload), "name": name, "args": _clip_args(args)}
         )
     elif event in ("PostToolUse", "PostToolUseFailure"):
         response = payload.get("tool_response", payload.get("error"))
@@ -369,11 +406,69 @@ def _count_hold(call: HookCall) -> None:
             held = int(path.read_text() or 0)
         except (OSError, ValueError):
             held = 1
+    write_state(path, str(held + 1).encode())
+
+
+def state_dir_problem(directory: Path) -> str | None:
+    """None when ``directory`` is a real directory of ours that nobody else can
+    write to (the socket directory's check, group and others may read)."""
+    import stat
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(held + 1))
+        info = os.lstat(directory)
+    except OSError as exc:
+        return f"cannot check {directory}: {exc.strerror or exc}"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{directory} is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{directory} is not a directory"
+    if info.st_uid != os.getuid():
+        return f"{directory} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+    if info.st_mode & 0o022:
+        return f"{directory} is writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def write_state(path: Path, data: bytes) -> bool:
+    """Replace ``path`` (in the state directory, or a directory below it) with
+    ``data``, atomically, best effort.  Every directory from the state directory
+    down must pass :func:`state_dir_problem`, and the temporary file is created
+    ``O_EXCL | O_NOFOLLOW``: a link planted in its place is never written
+    through.  False (and a line on stderr) when it was not written."""
+    top = state_dir()
+    directories = [path.parent, *[d for d in path.parent.parents if d == top or top in d.parents]]
+    try:
+        top.parent.mkdir(parents=True, exist_ok=True)  # ~/.local/state: the user's own
     except OSError:
-        pass
+        return False
+    for directory in reversed(directories):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False  # a read-only home: nothing to record, nothing to say
+        problem = state_dir_problem(directory)
+        if problem is not None:
+            print(f"loopwatch hook: not writing {path}: {problem}", file=sys.stderr)
+            return False
+    temp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o600)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+        os.replace(temp, path)
+    except OSError:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        return False
+    return True
 
 
 def record_contact(call: HookCall, reached: bool, now: float | None = None) -> None:
@@ -393,13 +488,7 @@ def record_contact(call: HookCall, reached: bool, now: float | None = None) -> N
     record.update({"fired": ts, "event": call.event})
     if reached:
         record["reached"] = ts
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = directory / f".hook-{call.agent}.{os.getpid()}.tmp"
-        temp.write_text(json.dumps(record))
-        os.replace(temp, path)
-    except OSError:
-        pass
+    write_state(path, json.dumps(record).encode())
 
 
 # -- talking to the monitor -------------------------------------------------------------------------
@@ -467,11 +556,13 @@ def exchange(
         if not call.answerable:
             return messages
         buffer = b""
-        while deadline.left() > 0:
+        received = 0
+        while deadline.left() > 0 and received < MAX_REPLY_BYTES and len(messages) < MAX_REPLY_MESSAGES:
             sock.settimeout(deadline.left())
             chunk = sock.recv(65536)
             if not chunk:
                 break
+            received += len(chunk)
             buffer += chunk
             *complete, buffer = buffer.split(b"\n")
             for raw in complete:
@@ -535,6 +626,7 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
         return {"continue": False, "stopReason": reason}
     if not text:
         return None
+    text = _clip(text)
     if event in ("Stop", "SubagentStop"):
         if call.agent == "codex" or os.environ.get(STOP_FORM_ENV) == "block":
             # Codex's Stop takes no hookSpecificOutput; Claude Code before 2.1.163 neither.
@@ -544,6 +636,46 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     if event not in _CONTEXT_EVENTS:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def read_stdin(stdin: BinaryIO, limit: int = MAX_STDIN, seconds: float | None = None) -> bytes:
+    """The hook's input: at most ``limit`` bytes (more: :class:`HookInputError`),
+    read for at most ``seconds`` (:data:`STDIN_SECONDS`): an agent that leaves
+    stdin open after its JSON costs that at most, and a complete JSON object
+    already read is used without waiting for the end of the stream."""
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        data = stdin.read(limit + 1)  # an in-memory stream (tests, embedding)
+        if len(data) > limit:
+            raise HookInputError(f"stdin is over {limit:,} bytes; ignored") from None
+        return data
+    import select
+
+    deadline = _Deadline(STDIN_SECONDS if seconds is None else seconds)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = deadline.left()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 1024 * 1024)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise HookInputError(f"stdin is over {limit:,} bytes; ignored")
+        if chunk.rstrip().endswith(b"}") and not select.select([fd], [], [], 0.05)[0]:
+            try:  # the whole object is here and nothing follows: do not wait for EOF
+                json.loads(b"".join(chunks))
+                break
+            except ValueError:
+                continue
+    return b"".join(chunks)
 
 
 def hook_timeout(value: float | None = None) -> float:
@@ -567,7 +699,7 @@ def run_hook(
     """The whole hook: read, forward, answer.  Always returns 0."""
     agent = AGENTS.get(agent_name, agent_name)
     try:
-        raw = stdin.read()
+        raw = read_stdin(stdin)
         call = parse_hook_input(raw, agent)
     except HookInputError as exc:
         print(f"loopwatch hook {agent_name}: ignored: {exc}", file=stderr)
@@ -589,6 +721,11 @@ def run_hook(
     if reply is not None and call.event in ("Stop", "SubagentStop") and "continue" not in reply:
         _count_hold(call)
     if reply is not None:
-        stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        text = json.dumps(reply, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, so the agent still gets the answer
+            text = json.dumps(reply)
+        stdout.write(text + "\n")
         stdout.flush()
     return 0

@@ -10,8 +10,9 @@
   ``loopwatch_dropped_events_total{reason}`` with reason ``bad_input`` (records
   skipped as unreadable, with a problem reported), ``duplicate`` (a call seen
   twice, over two channels), ``otlp_rejected`` (agent records in an OTLP
-  export that could not be read) and ``otlp_throttled`` (OTLP requests
-  answered 503 to be retried).
+  export that could not be read), ``otlp_throttled`` (OTLP requests
+  answered 503 to be retried) and ``otlp_resent`` (records of a batch an
+  exporter sent again, taken the first time only).
 
 A subscriber of the hub counts detections and actions; the rest is read from
 the hub when scraped.  Like ``--listen`` and ``--otlp``, a bind beyond
@@ -94,6 +95,7 @@ class Metrics:
         if self.otlp is not None:
             dropped["otlp_rejected"] = self.otlp.rejected
             dropped["otlp_throttled"] = self.otlp.throttled
+            dropped["otlp_resent"] = self.otlp.duplicates
         for reason, count in dropped.items():
             lines.append(f'loopwatch_dropped_events_total{{reason="{reason}"}} {count}')
         return "\n".join(lines) + "\n"

@@ -78,7 +78,7 @@ async def test_all_well_with_a_running_monitor(tmp_path: Path, homes: dict[str, 
     with Store(db):
         pass
     async with running_monitor(tmp_path) as (hub, server):
-        otlp = OtlpReceiver(hub, ("127.0.0.1", 0))
+        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), token="doctor-token")
         await otlp.start()
         try:
             doctor.write_monitor_state(socket=str(server.unix_path), otlp=otlp.endpoint, db=str(db))

@@ -595,3 +595,41 @@ def test_uninstall_removes_only_our_handlers_from_shared_groups():
     assert not uninstall(settings, "claude")
     with pytest.raises(ValueError):
         install({"hooks": []}, "claude", "loopwatch hook claude")
+
+
+async def test_a_bad_inject_never_costs_the_messages_after_it(tmp_path):
+    """Issue 32, item 12: an inject with a lone surrogate, an inject, then a kill request,
+    all queued for a hook session: the next real hook call gets all three (the bad text
+    with U+FFFD in place of the surrogate), and nothing is removed before it was sent."""
+    async with running_monitor(tmp_path) as (hub, server):
+        code, _reply, _err = await run_hook_async(
+            "claude", dict(PRE_TOOL, tool_use_id="t0"), server.unix_path
+        )
+        assert code == 0
+        await hub.join()
+        first = await hub.act("inject", "sess-1", text="bad \ud800 text")
+        second = await hub.act("inject", "sess-1", text="second nudge")
+        kill = await hub.act("kill", "sess-1")  # no pid known: a kill request to the agent
+        assert "asked the agent to stop" in kill.detail
+        assert first.outcome == second.outcome == "delivered"
+        code, reply, err = await run_hook_async("claude", PRE_TOOL, server.unix_path)
+        assert code == 0, err
+        assert reply["continue"] is False
+        reason = reply["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "bad \ufffd text" in reason and "second nudge" in reason
+        assert len(server.mailboxes["sess-1"]) == 0  # taken only now that they were sent
+        code, reply, _err = await run_hook_async("claude", PRE_TOOL, server.unix_path)
+        assert reply is None  # each message once
+
+
+async def test_mailbox_messages_stay_until_the_hook_got_them():
+    from monitor.control import HookMailbox
+
+    mailbox = HookMailbox("s")
+    for text in ("a", "b"):
+        await mailbox.send({"type": "inject", "text": text})
+    seen = mailbox.pending()
+    assert len(mailbox) == 2  # looking takes nothing
+    await mailbox.send({"type": "kill"})
+    mailbox.taken(seen)
+    assert mailbox.pending() == [{"type": "kill"}]  # what came meanwhile stays

@@ -540,18 +540,12 @@ def running_monitor_state() -> dict[str, Any]:
 
 def write_monitor_state(**fields: Any) -> Path | None:
     """A running monitor notes its pid, socket, database and OTLP endpoint for ``doctor``."""
-    from monitor.hooks import state_dir
+    from monitor.hooks import state_dir, write_state
 
-    directory = state_dir()
-    path = directory / "monitor.json"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = directory / f".monitor.{os.getpid()}.tmp"
-        temp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), **fields}))
-        os.replace(temp, path)
-        return path
-    except OSError:
-        return None
+    path = state_dir() / "monitor.json"
+    # Checked like the hook's own files: a private directory, no link followed.
+    data = json.dumps({"pid": os.getpid(), "started": time.time(), **fields}).encode()
+    return path if write_state(path, data) else None
 
 
 def clear_monitor_state() -> None:

@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         announce=announce_to_doctor,
     )
-    problem = _listener_problem(args, token) or _watch_problem(args, config, paths, directories)
+    problem = _listener_problem(args, token, config) or _watch_problem(args, config, paths, directories)
     if problem:
         return fail(problem)
     try:
@@ -397,20 +397,21 @@ def _start_policy(args: argparse.Namespace, config: Config) -> StartPolicy:
     return StartPolicy(mode=mode, recent_seconds=args.recent * 60.0)
 
 
-def _listener_problem(args: argparse.Namespace, token: str | None) -> str | None:
-    """Why --otlp, --metrics or --listen cannot listen where asked (a non-loopback address needs a token)."""
+def _listener_problem(args: argparse.Namespace, token: str | None, config: Config) -> str | None:
+    """Why --otlp, --metrics or --listen cannot listen where asked (OTLP needs the token, on loopback too
+    unless the config opts out; a non-loopback --metrics needs one)."""
     if args.otlp:
-        from monitor.sources.otlp import OtlpError, is_loopback, parse_address
+        from monitor.sources.otlp import OtlpError, parse_address, token_problem
 
         try:
-            host, _port = parse_address(args.otlp)
+            host, port = parse_address(args.otlp)
         except OtlpError as exc:
             return str(exc)
-        if not is_loopback(host) and not token:
-            return (
-                f"--otlp {args.otlp}: a non-loopback address needs a token: use --token-file PATH or "
-                "set LOOPWATCH_TOKEN (senders add 'Authorization: Bearer <token>')"
-            )
+        problem = token_problem(
+            host, port, token or os.environ.get("LOOPWATCH_TOKEN"), config.sources.otlp_loopback_needs_token
+        )
+        if problem:
+            return problem
     if args.metrics:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 

@@ -31,8 +31,11 @@ touches the network (see :mod:`monitor.sources.otlp`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -44,6 +47,8 @@ from monitor.formats.native import NativeDecoder
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 #: Sessions whose ``session_start`` was sent (least recently seen dropped first).
 MAX_KNOWN_SESSIONS = 10_000
+#: Records remembered per generation to drop resent ones (see RecentIds).
+RECENT_RECORDS = 100_000
 #: Characters kept of one argument or output value.
 MAX_VALUE = 100_000
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -81,6 +86,8 @@ def _arguments(value: Any) -> dict[str, Any]:
             value = json.loads(value)
         except ValueError:
             return {"input": _text(value)}
+        except RecursionError:
+            raise RecordError("tool arguments nested too deep") from None
     if isinstance(value, dict):
         return value
     return {} if value is None else {"input": value}
@@ -95,10 +102,15 @@ def _truthy(value: Any) -> bool | None:
 
 
 def _number(value: Any) -> float | None:
+    """A number attribute; None when absent or not numeric.  ``"inf"``/``"nan"``
+    make the record bad (a count or a price that is no number)."""
     try:
-        return float(value) if value is not None and value != "" else None
-    except (TypeError, ValueError):
+        number = float(value) if value is not None and value != "" else None
+    except (TypeError, ValueError, OverflowError):
         return None
+    if number is not None and not math.isfinite(number):
+        raise RecordError(f"not a finite number: {value!r}")
+    return number
 
 
 class Where:
@@ -179,13 +191,37 @@ def _tool_records(attrs: dict[str, Any], base: dict[str, Any], nanos: int) -> li
 _Keyed = tuple[tuple[Any, ...], list[dict[str, Any]], Where]
 
 
+class RecentIds:
+    """The records taken lately, to drop an exporter's resend of a batch it
+    saw no answer for: between ``size`` and ``2 × size`` of the latest kept
+    (two generations of 8-byte digests: ~15 MB at the default)."""
+
+    def __init__(self, size: int = RECENT_RECORDS):
+        self.size = size
+        self.current: set[int] = set()
+        self.previous: set[int] = set()
+
+    def seen(self, key: bytes) -> bool:
+        """Whether ``key`` was seen lately; remembers it either way."""
+        digest = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+        if digest in self.current or digest in self.previous:
+            return True
+        if len(self.current) >= self.size:
+            self.previous, self.current = self.current, set()
+        self.current.add(digest)
+        return False
+
+
 class OtlpAdapter:
-    """Turns export requests into events; remembers which sessions it announced."""
+    """Turns export requests into events; remembers which sessions it announced
+    and which records it took lately (a resent batch is taken once)."""
 
     def __init__(self, peer: str = "unknown"):
         self.peer = peer
         self.known: OrderedDict[str, None] = OrderedDict()
         self.ignored = 0  # records that were no agent event
+        self.duplicates = 0  # records resent: taken the first time only
+        self.recent = RecentIds()
 
     # -- logs -----------------------------------------------------------------------------
 
@@ -198,33 +234,39 @@ class OtlpAdapter:
             where = Where(attributes(resource_logs.resource.attributes), self.peer)
             for scope_logs in resource_logs.scope_logs:
                 for record in scope_logs.log_records:
-                    attrs = attributes(record.attributes)
-                    name = (
-                        attrs.get("event.name")
-                        or record.event_name
-                        or (
-                            record.body.string_value
-                            if record.body.WhichOneof("value") == "string_value"
-                            else ""
-                        )
-                    )
+                    name = ""
                     try:
+                        attrs = attributes(record.attributes)
+                        name = (
+                            attrs.get("event.name")
+                            or record.event_name
+                            or (
+                                record.body.string_value
+                                if record.body.WhichOneof("value") == "string_value"
+                                else ""
+                            )
+                        )
                         native = self._log_record(str(name), attrs, record, where)
-                    except RecordError as exc:
+                        if native:
+                            order = (
+                                native[0]["session"],
+                                _number(attrs.get("event.sequence")) or 0.0,
+                                record.time_unix_nano or record.observed_time_unix_nano,
+                            )
+                    except BAD_RECORD as exc:
                         rejected += 1
-                        problems.append(Problem(where.source, None, f"{name}: {exc}"))
+                        problems.append(Problem(where.source, None, f"{name or 'log record'}: {_why(exc)}"))
                         continue
                     if not native:
                         self.ignored += 1
                         continue
-                    order = (
-                        native[0]["session"],
-                        _number(attrs.get("event.sequence")) or 0.0,
-                        record.time_unix_nano or record.observed_time_unix_nano,
-                    )
+                    if self.recent.seen(where.source.encode() + record.SerializeToString()):
+                        self.duplicates += 1
+                        continue
                     records.append((order, native, where))
         records.sort(key=lambda item: item[0])
-        return self._decode(records, problems) + (rejected, problems)
+        events, bad = self._decode(records, problems)
+        return events, rejected + bad, problems
 
     def _log_record(
         self, name: str, attrs: dict[str, Any], record: Any, where: Where
@@ -276,92 +318,120 @@ class OtlpAdapter:
             where = Where(attributes(resource_spans.resource.attributes), self.peer)
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    attrs = attributes(span.attributes)
-                    if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
-                        span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs
-                    ):
+                    try:
+                        native = self._span(span, where)
+                    except BAD_RECORD as exc:
+                        rejected += 1
+                        problems.append(Problem(where.source, None, f"span {span.name[:80]!r}: {_why(exc)}"))
+                        continue
+                    if not native:
                         self.ignored += 1
                         continue
-                    tool = attrs.get("gen_ai.tool.name")
-                    if not isinstance(tool, str) or not tool:
-                        rejected += 1
-                        problems.append(
-                            Problem(where.source, None, f"span {span.name!r}: no gen_ai.tool.name")
-                        )
+                    ids = span.trace_id + span.span_id  # unique per span, by the specification
+                    if self.recent.seen(b"span:" + ids if len(ids) == 24 else span.SerializeToString()):
+                        self.duplicates += 1
                         continue
-                    session = where.session(attrs.get("gen_ai.conversation.id") or span.trace_id.hex())
-                    call_id = str(attrs.get("gen_ai.tool.call.id") or span.span_id.hex())
-                    start = span.start_time_unix_nano / 1e9
-                    end = (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9
-                    failed = span.status.code == _STATUS_ERROR or bool(attrs.get("error.type"))
-                    result = attrs.get("gen_ai.tool.call.result")
-                    content = (
-                        _text(result)
-                        if result is not None
-                        else (span.status.message or _text(attrs.get("error.type")))
-                    )
-                    native = [
-                        {
-                            "type": "tool_call",
-                            "session": session,
-                            "ts": start,
-                            "id": call_id,
-                            "name": tool,
-                            "args": _arguments(attrs.get("gen_ai.tool.call.arguments")),
-                        },
-                        {
-                            "type": "tool_result",
-                            "session": session,
-                            "ts": end,
-                            "id": call_id,
-                            "content": content,
-                            "is_error": failed,
-                        },
-                    ]
-                    records.append(((session, start), native, where))
+                    records.append(((native[0]["session"], native[0]["ts"]), native, where))
         records.sort(key=lambda item: item[0])
-        return self._decode(records, problems) + (rejected, problems)
+        events, bad = self._decode(records, problems)
+        return events, rejected + bad, problems
+
+    def _span(self, span: Any, where: Where) -> list[dict[str, Any]]:
+        """A GenAI ``execute_tool`` span as a call and its result; [] for other spans."""
+        attrs = attributes(span.attributes)
+        if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
+            span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs
+        ):
+            return []
+        tool = attrs.get("gen_ai.tool.name")
+        if not isinstance(tool, str) or not tool:
+            raise RecordError("no gen_ai.tool.name")
+        session = where.session(attrs.get("gen_ai.conversation.id") or span.trace_id.hex())
+        call_id = str(attrs.get("gen_ai.tool.call.id") or span.span_id.hex())
+        start = span.start_time_unix_nano / 1e9
+        end = (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9
+        failed = span.status.code == _STATUS_ERROR or bool(attrs.get("error.type"))
+        result = attrs.get("gen_ai.tool.call.result")
+        content = (
+            _text(result) if result is not None else (span.status.message or _text(attrs.get("error.type")))
+        )
+        common = {"session": session, "id": call_id}
+        return [
+            {
+                "type": "tool_call",
+                **common,
+                "ts": start,
+                "name": tool,
+                "args": _arguments(attrs.get("gen_ai.tool.call.arguments")),
+            },
+            {"type": "tool_result", **common, "ts": end, "content": content, "is_error": failed},
+        ]
 
     # -- shared ------------------------------------------------------------------------------
 
-    def _decode(self, records: list[_Keyed], problems: list[Problem]) -> tuple[list[Event]]:
+    def _decode(self, records: list[_Keyed], problems: list[Problem]) -> tuple[list[Event], int]:
+        """Native records → events, a record (a call and its result) at a time:
+        one that does not decode is dropped whole and counted, its neighbours kept."""
         events: list[Event] = []
+        bad = 0
         decoders: dict[str, NativeDecoder] = {}
-        import time
-
         now = time.time()
         for _order, native, where in records:
             decoder = decoders.get(where.source)
             if decoder is None:
                 decoder = decoders[where.source] = NativeDecoder(where.source, "otlp")
             session = native[0]["session"]
+            decoded: list[Event] = []
+            try:
+                for item in native:
+                    decoded.extend(decoder.decode(item, None, now))
+            except BAD_RECORD as exc:
+                bad += 1
+                problems.append(Problem(where.source, None, f"{item.get('type')}: {_why(exc)}"))
+                continue
             if session not in self.known:
-                self.known[session] = None
-                if len(self.known) > MAX_KNOWN_SESSIONS:
-                    self.known.popitem(last=False)
-                agent = (
-                    "codex"
-                    if where.service.startswith("codex")
-                    else ("claude-code" if where.service.startswith("claude") else where.service)
-                )
-                native = [
-                    {
-                        "type": "session_start",
-                        "session": session,
-                        "ts": native[0]["ts"],
-                        "agent": agent,
-                        "meta": {"origin": "otlp", "service": where.service, "host": where.host},
-                    },
-                    *native,
-                ]
+                decoded[:0] = self._announce(session, native[0]["ts"], where, decoder, now)
             else:
                 self.known.move_to_end(session)
-            for record in native:
-                try:
-                    events.extend(decoder.decode(record, None, now))
-                except RecordError as exc:
-                    problems.append(Problem(where.source, None, f"{record.get('type')}: {exc}"))
-        return (events,)
+            events.extend(decoded)
+        return events, bad
+
+    def _announce(
+        self, session: str, ts: Any, where: Where, decoder: NativeDecoder, now: float
+    ) -> list[Event]:
+        """The ``session_start`` of a session this adapter has not announced yet."""
+        self.known[session] = None
+        if len(self.known) > MAX_KNOWN_SESSIONS:
+            self.known.popitem(last=False)
+        service = where.service
+        agent = (
+            "codex"
+            if service.startswith("codex")
+            else ("claude-code" if service.startswith("claude") else service)
+        )
+        start = {
+            "type": "session_start",
+            "session": session,
+            "ts": ts,
+            "agent": agent,
+            "meta": {"origin": "otlp", "service": service, "host": where.host},
+        }
+        try:
+            return decoder.decode(start, None, now)
+        except BAD_RECORD:
+            return []
+
+
+#: What one bad record may raise while it is read (never the whole request's loss).
+BAD_RECORD = (RecordError, ValueError, TypeError, OverflowError, RecursionError, KeyError)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    if isinstance(exc, RecordError):
+        return str(exc)
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _int(value: Any) -> int | None:

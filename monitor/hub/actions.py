@@ -56,6 +56,9 @@ AUTO_WHO = "loopwatch (auto)"
 AUTO_MAX_AGE_SECONDS = 60.0
 #: Calls or assistant replies in a row, after a nudge, without a warning: the loop stopped.
 RECOVERY_STEPS = 5
+#: Events before a detection's first cited one that still count as part of
+#: what it saw (detectors' windows are longer than the evidence they cite).
+OTLP_MARGIN = 64
 
 
 class Actions:
@@ -293,6 +296,9 @@ class Actions:
         state = hub.lifecycle.sessions.get(detection.session)
         if state is None or state.status != "live":
             return
+        if _from_otlp(detection, state):
+            self._skip_otlp(state)
+            return
         if control.auto_kill and detection.level >= Level.TERMINATE:
             key: tuple = ("kill",)
             if key not in state.auto_done:
@@ -318,7 +324,46 @@ class Actions:
                     )
                 )
 
+    def _skip_otlp(self, state: HubSession) -> None:
+        """Say once per session that its automatic actions were skipped, and why."""
+        if state.auto_skipped:
+            return
+        state.auto_skipped = True
+        from monitor.formats.base import Problem
+        from monitor.updates import ProblemReported
+
+        self.hub.problems_total += 1
+        self.hub.publish(
+            ProblemReported(
+                Problem(
+                    state.source,
+                    None,
+                    f"session {state.id}: no automatic action: the loop's evidence includes OTLP "
+                    "records, which do not prove who sent them (act from the dashboard if it is real)",
+                )
+            )
+        )
+
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self.running.add(task)
         task.add_done_callback(self.running.discard)
+
+
+def _from_otlp(detection: Detection, state: HubSession) -> bool:
+    """Whether OTLP records are part of what ``detection`` saw.
+
+    OTLP carries no proof of who sent a record: any local user (or anyone
+    holding the token) can post records for any session id, a hook- or
+    socket-proven one included.  So a detection citing an OTLP event, or
+    whose cited span comes within :data:`OTLP_MARGIN` events of the latest
+    OTLP event the session kept (a detector counts more than it cites),
+    never drives an automatic action; with no evidence cited, any OTLP
+    event in the session is enough."""
+    cited = detection.evidence
+    if any(ref.source.startswith("otlp:") for ref in cited):
+        return True
+    if not state.otlp_seq:
+        return False
+    first = min((ref.seq for ref in cited if ref.seq), default=0)
+    return state.otlp_seq >= first - OTLP_MARGIN

@@ -73,6 +73,8 @@ class Hub:
         self.snapshots = Snapshots(self.engine)
         self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.touch)
         self.recorder = Recorder(store, self.engine)
+        if self.recorder.on:
+            self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
@@ -333,6 +335,8 @@ class Hub:
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
             lifecycle.observe(state, event, arrival)
+            if event.source.startswith("otlp:"):
+                state.otlp_seq = event.seq or state.otlp_seq
             kind = event.kind
             if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
                 recent = state.recent

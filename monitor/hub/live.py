@@ -121,7 +121,12 @@ class LiveMonitor:
         if self.otlp_address:
             from monitor.sources.otlp import OtlpReceiver
 
-            self.otlp = OtlpReceiver(hub, self.otlp_address, token=token)
+            self.otlp = OtlpReceiver(
+                hub,
+                self.otlp_address,
+                token=token,
+                loopback_needs_token=self.config.sources.otlp_loopback_needs_token,
+            )
             await self.otlp.start()
         if self.metrics_address:
             from monitor.metrics import Metrics, MetricsServer

@@ -11,6 +11,7 @@ timeouts) goes idle a few seconds after its source went quiet.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,6 +23,8 @@ from monitor.detect.engine import Engine
 from monitor.events import Event
 from monitor.hub.snapshots import Snapshots
 from monitor.hub.state import HubSession
+
+log = logging.getLogger("loopwatch.hub")
 
 #: Closed (ended or idle) sessions remembered for the UI and history.
 MAX_CLOSED_SESSIONS = 2000
@@ -70,6 +73,12 @@ class Lifecycle:
         self.proofs: OrderedDict[str, tuple[ProcessIdentity, str]] = OrderedDict()
         self.seen = 0
         self.closed_count = 0  # sessions not live (bounded by MAX_CLOSED_SESSIONS)
+        #: Live sessions, least recently active first: in all, and by the source first seen from.
+        self.live: OrderedDict[str, None] = OrderedDict()
+        self.live_by_source: dict[str, OrderedDict[str, None]] = {}
+        self.evicted = 0  # live sessions closed to stay within the bounds
+        #: Called with a session about to be forgotten whose row the store has not had yet.
+        self.on_forget: Callable[[HubSession], None] | None = None
 
     def register_channel(self, session: str, channel: Any) -> None:
         state = self.sessions.get(session)
@@ -114,19 +123,63 @@ class Lifecycle:
             channel=channel,
             order=self.seen,
         )
+        state.home = event.source
         self.sessions[event.session] = state
+        self._went_live(state)
         self.forget_old()
         return state
+
+    def _went_live(self, state: HubSession) -> None:
+        """Count ``state`` as live; close the least recently active beyond the bounds."""
+        self.live[state.id] = None
+        mine = self.live_by_source.setdefault(state.home, OrderedDict())
+        mine[state.id] = None
+        settings = self.config.sources
+        per_source = max(1, settings.max_live_sessions_per_source)
+        while len(mine) > per_source:
+            self._evict(next(iter(mine)))
+        limit = max(1, settings.max_live_sessions)
+        while len(self.live) > limit:
+            self._evict(next(iter(self.live)))
+
+    def _evict(self, session: str) -> None:
+        victim = self.sessions.get(session)
+        if victim is None or victim.status != "live":  # not ours to count (a bug): drop the entry
+            self._left_live(session, victim.home if victim is not None else "")
+            return
+        if not self.evicted or self.evicted % 1000 == 0:
+            log.warning(
+                "more live sessions than [sources] max_live_sessions(_per_source) allow: closing the "
+                "least recently active (%s; %d so far)",
+                session,
+                self.evicted + 1,
+            )
+        self.evicted += 1
+        self.close(victim, "idle")
+
+    def _left_live(self, session: str, home: str) -> None:
+        self.live.pop(session, None)
+        mine = self.live_by_source.get(home)
+        if mine is not None:
+            mine.pop(session, None)
+            if not mine:
+                del self.live_by_source[home]
 
     def revive(self, state: HubSession, event: Event) -> None:
         """A closed session speaks again: fresh detector state, same mutes."""
         state.status = "live"
         self.closed_count -= 1
         state.recent.clear()  # the engine starts the session afresh
+        state.otlp_seq = 0
         engine_state = self.engine.session(event.session, event)
         engine_state.muted |= state.muted
+        self._went_live(state)
 
     def observe(self, state: HubSession, event: Event, arrival: float) -> None:
+        live = self.live
+        if state.id in live:  # most recently active last: the first is the one to evict
+            live.move_to_end(state.id)
+            self.live_by_source[state.home].move_to_end(state.id)
         state.events += 1
         state.last_ts = event.ts
         state.last_activity = min(event.ts, arrival)
@@ -165,6 +218,7 @@ class Lifecycle:
         info.window  # noqa: B018  built now: the records it was made from must not outlive the session
         if state.status == "live":
             self.closed_count += 1
+            self._left_live(state.id, state.home)
         state.status = status
         self.engine.close(state.id)
         state.recent.clear()
@@ -173,11 +227,15 @@ class Lifecycle:
         self.touch(state)
 
     def forget_old(self) -> None:
-        if self.closed_count <= MAX_CLOSED_SESSIONS:
+        # With some slack: sessions closed one at a time (evicted) must not sort
+        # every closed session each time.
+        if self.closed_count <= MAX_CLOSED_SESSIONS + MAX_CLOSED_SESSIONS // 10:
             return
         closed = [s for s in self.sessions.values() if s.status != "live"]
         closed.sort(key=lambda s: s.last_activity)
         for state in closed[: len(closed) - MAX_CLOSED_SESSIONS]:
+            if state.store_dirty and self.on_forget is not None:
+                self.on_forget(state)  # its last row (closed, its level) reaches the store first
             del self.sessions[state.id]
             self.engine.policy.reset(state.id)
             self.closed_count -= 1

@@ -55,3 +55,8 @@ class HubSession:
     stored_level: Level = Level.NONE  # the level its latest session row said
     steps_since_nudge: int = 0
     order: int = 0  # first-seen position: updates are published in this order
+    #: seq of the latest OTLP event the engine kept: OTLP proves no identity, so
+    #: a detection whose span reaches it drives no automatic action.
+    otlp_seq: int = 0
+    auto_skipped: bool = False  # the operator was told automatic actions were skipped
+    home: str = ""  # the source it was first seen from: what its live-session share counts against

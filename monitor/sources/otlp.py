@@ -19,8 +19,11 @@ Responses follow the OTLP/HTTP specification:
   too many requests are in flight, so exporters back off and retry instead of
   losing data.
 
-A bind to anything but a loopback address needs the token (as ``--listen``
-does): ``Authorization: Bearer <token>`` on every request.
+Every request needs the token (``Authorization: Bearer <token>``), checked on
+the headers before the body is read; on a loopback address the operator may
+opt out (``[sources] otlp_loopback_needs_token = false``).  OTLP proves no
+identity: its records never drive an automatic action (see
+:mod:`monitor.hub.actions`).
 """
 
 from __future__ import annotations
@@ -31,12 +34,29 @@ import ipaddress
 import json
 import logging
 import zlib
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from monitor.formats.base import Problem
 from monitor.formats.otlp import OtlpAdapter
 from monitor.sources import LiveSink
+from monitor.sources.otlp_http import (
+    BODY_SECONDS,
+    HEAD_SECONDS,
+    IDLE_SECONDS,
+    MAX_CONNECTIONS,
+    MAX_PER_PEER,
+    REASONS,
+    BodyBudget,
+    Gate,
+    HttpError,
+    Reply,
+    Request,
+    Slot,
+    read_body,
+    read_head,
+)
 
 log = logging.getLogger("loopwatch.otlp")
 
@@ -45,22 +65,13 @@ DEFAULT_ADDRESS = ("127.0.0.1", 4318)
 MAX_BODY = 16 * 1024 * 1024
 #: Requests decoded and submitted at the same time before 503 is answered.
 MAX_IN_FLIGHT = 8
+#: Events accepted (answered 200) but not yet handed to the hub before new
+#: requests are answered 503: a request is answered once decoded, and its
+#: events reach the hub behind it (an exporter's timeout is 10 s).
+MAX_BACKLOG_EVENTS = 50_000
+#: A batch this small goes to the hub before the answer when nothing waits.
+INLINE_EVENTS = 512
 RETRY_AFTER_SECONDS = 2
-#: A connection that sends no complete request for this long is closed.
-IDLE_SECONDS = 60.0
-MAX_HEADER_LINES = 100
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    503: "Service Unavailable",
-}
 
 
 class OtlpError(RuntimeError):
@@ -92,6 +103,25 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def token_problem(host: str, port: int | str, token: str | None, loopback_needs_token: bool = True) -> str:
+    """Why ``--otlp HOST:PORT`` may not listen without a token ("" when it may).
+
+    A loopback port is no boundary between local users: OTLP records name
+    any session, so token-less OTLP is only for an operator who opts out
+    (``[sources] otlp_loopback_needs_token = false``)."""
+    if token:
+        return ""
+    how = "(--token-file PATH or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'"
+    if not is_loopback(host):
+        return f"--otlp {host}:{port} is not a loopback address: it needs a token {how}"
+    if loopback_needs_token:
+        return (
+            f"--otlp {host}:{port} needs a token {how}: any local user can reach a loopback port; "
+            "to accept token-less OTLP on loopback set [sources] otlp_loopback_needs_token = false"
+        )
+    return ""
 
 
 def _messages(signal: str) -> tuple[type, type]:
@@ -139,10 +169,14 @@ def parse_body(signal: str, body: bytes, json_encoded: bool) -> Any:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"not JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError("not an OTLP request: JSON nested too deep") from None
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
         except json_format.ParseError as exc:
             raise ValueError(f"not an OTLP {signal} request: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"not an OTLP {signal} request: nested too deep") from None
     else:
         from google.protobuf.message import DecodeError
 
@@ -164,22 +198,6 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return data
 
 
-class _Reply:
-    __slots__ = ("status", "body", "content_type", "headers")
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes = b"",
-        content_type: str = "text/plain",
-        headers: dict[str, str] | None = None,
-    ):
-        self.status = status
-        self.body = body
-        self.content_type = content_type
-        self.headers = headers or {}
-
-
 class OtlpReceiver:
     """OTLP/HTTP in: ``/v1/logs`` and ``/v1/traces`` → the hub."""
 
@@ -191,6 +209,10 @@ class OtlpReceiver:
         token: str | None = None,
         max_body: int = MAX_BODY,
         max_in_flight: int = MAX_IN_FLIGHT,
+        loopback_needs_token: bool = True,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_peer: int = MAX_PER_PEER,
+        max_backlog: int = MAX_BACKLOG_EVENTS,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -205,12 +227,15 @@ class OtlpReceiver:
         self.rejected = 0  # agent records that could not be read
         self.refused = 0  # requests answered 4xx
         self.throttled = 0  # requests answered 503
-        self._connections: set[asyncio.Task] = set()
-        if not is_loopback(self.host) and not token:
-            raise OtlpError(
-                f"--otlp {self.host}:{self.port} is not a loopback address: it needs a token "
-                "(--token-file or $LOOPWATCH_TOKEN), sent as 'Authorization: Bearer <token>'"
-            )
+        self.gate = Gate(max_connections, max_per_peer)
+        self.max_backlog = max_backlog
+        self.backlog: deque[tuple[list[Any], list[Problem]]] = deque()
+        self.backlog_events = 0
+        self._feeder: asyncio.Task | None = None
+        self.budget = BodyBudget()
+        problem = token_problem(self.host, self.port, token, loopback_needs_token)
+        if problem:
+            raise OtlpError(problem)
         self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwatch-otlp")
 
     @property
@@ -235,11 +260,12 @@ class OtlpReceiver:
     async def stop(self) -> None:
         if self.server is not None:
             self.server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            tasks = [slot.task for slot in self.gate.slots if slot.task is not None]
+            self.gate.close_all()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
+        await self.flushed()  # answered 200: the exporter will not send them again
         self._decoder.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> OtlpReceiver:
@@ -252,30 +278,28 @@ class OtlpReceiver:
     # -- HTTP ------------------------------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
         peer = writer.get_extra_info("peername")
-        peer_name = str(peer[0]) if isinstance(peer, tuple) else "local"
+        slot = Slot(str(peer[0]) if isinstance(peer, tuple) else "local", asyncio.current_task(), writer)
         try:
-            while True:
-                async with asyncio.timeout(IDLE_SECONDS):
-                    keep = await self._one_request(reader, writer, peer_name)
-                if not keep:
-                    break
-        except (
-            asyncio.IncompleteReadError,
-            ConnectionError,
-            asyncio.LimitOverrunError,
-            ValueError,
-            TimeoutError,
-        ):
+            if not self.gate.admit(slot):
+                self.throttled += 1
+                busy = "too many connections; retry later"
+                await self._send(writer, Reply(503, busy.encode(), headers={"Retry-After": "2"}), close=True)
+                return
+            while await self._one_request(reader, writer, slot):
+                pass
+        except HttpError as exc:
+            self.refused += 1
+            try:
+                await self._send(writer, exc.reply, close=True)
+            except (ConnectionError, RuntimeError):
+                pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
             pass
-        except asyncio.CancelledError:
-            pass
+        except (TimeoutError, asyncio.CancelledError):
+            pass  # too slow, evicted to make room, or the receiver stops
         finally:
-            if task is not None:
-                self._connections.discard(task)
+            self.gate.leave(slot)
             writer.close()
             try:
                 await writer.wait_closed()
@@ -283,72 +307,61 @@ class OtlpReceiver:
                 pass
 
     async def _one_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slot: Slot
     ) -> bool:
-        line = await reader.readline()
-        if not line:
-            return False
-        parts = line.decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            await self._send(writer, _Reply(400, b"bad request line"), close=True)
-            return False
-        method, target, version = parts
-        headers: dict[str, str] = {}
-        for _ in range(MAX_HEADER_LINES):
-            raw = await reader.readline()
-            if raw in (b"\r\n", b"\n", b""):
-                break
-            name, _, value = raw.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        else:
-            await self._send(writer, _Reply(400, b"too many header lines"), close=True)
-            return False
-        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-        body = await self._read_body(reader, writer, headers)
-        if body is None:
+        """Read, check and answer one request; False when the connection is done.
+
+        The head is checked before a byte of the body is read: a stranger
+        without the token costs one short head, never a body."""
+        async with asyncio.timeout(IDLE_SECONDS if slot.authorized else HEAD_SECONDS):
+            request = await read_head(reader)
+        if request is None:
             return False
         self.requests += 1
-        reply = await self._answer(method, target.split("?", 1)[0], headers, body, peer)
+        refusal = self._check_head(request)
+        if refusal is not None:
+            self.refused += 1
+            await self._send(writer, refusal, close=True)  # its body is never read
+            return False
+        slot.authorized = True
+        try:
+            async with asyncio.timeout(BODY_SECONDS):
+                body = await read_body(reader, request, self.max_body, self.budget)
+        except TimeoutError:
+            raise HttpError(
+                Reply(408, f"the body did not arrive within {BODY_SECONDS:g}s".encode())
+            ) from None
+        try:
+            reply = await self._answer(request, body, slot.peer)
+        finally:
+            self.budget.give(len(body))
+            del body
         if 400 <= reply.status < 500:
             self.refused += 1
-        await self._send(writer, reply, close=close)
-        return not close
+        await self._send(writer, reply, close=request.close)
+        return not request.close
 
-    async def _read_body(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
-    ) -> bytes | None:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                length = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-                if length == 0:
-                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                size += length
-                if size > self.max_body:
-                    await self._send(writer, _Reply(413, b"body too large"), close=True)
-                    return None
-                chunks.append(await reader.readexactly(length))
-                await reader.readline()
-        length_text = headers.get("content-length")
-        if length_text is None:
-            await self._send(writer, _Reply(411, b"Content-Length required"), close=True)
-            return None
-        try:
-            length = int(length_text)
-        except ValueError:
-            await self._send(writer, _Reply(400, b"bad Content-Length"), close=True)
-            return None
-        if length > self.max_body:
-            await self._send(writer, _Reply(413, f"body over {self.max_body:,} bytes".encode()), close=True)
-            return None
-        return await reader.readexactly(length) if length else b""
+    def _check_head(self, request: Request) -> Reply | None:
+        """The answer for a request refused on its head (path, method, token, type)."""
+        path = request.path
+        if path not in ("/v1/logs", "/v1/traces"):
+            return Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
+        if request.method != "POST":
+            return Reply(405, b"POST only", headers={"Allow": "POST"})
+        if self.token is not None and not self._authorized(request.headers):
+            return Reply(
+                401,
+                b"missing or invalid token (Authorization: Bearer <token>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type not in ("application/x-protobuf", "application/json"):
+            return Reply(415, b"expected application/x-protobuf or application/json")
+        return None
 
-    async def _send(self, writer: asyncio.StreamWriter, reply: _Reply, *, close: bool = False) -> None:
+    async def _send(self, writer: asyncio.StreamWriter, reply: Reply, *, close: bool = False) -> None:
         head = [
-            f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
+            f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Error')}",
             f"Content-Type: {reply.content_type}",
             f"Content-Length: {len(reply.body)}",
         ]
@@ -360,27 +373,14 @@ class OtlpReceiver:
 
     # -- OTLP --------------------------------------------------------------------------------
 
-    async def _answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
-    ) -> _Reply:
-        signal = {"/v1/logs": "logs", "/v1/traces": "traces"}.get(path)
-        if signal is None:
-            return _Reply(404, f"{path}: loopwatch receives /v1/logs and /v1/traces".encode())
-        if method != "POST":
-            return _Reply(405, b"POST only", headers={"Allow": "POST"})
-        if self.token is not None and not self._authorized(headers):
-            return _Reply(
-                401,
-                b"missing or invalid token (Authorization: Bearer <token>)",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+    async def _answer(self, request: Request, body: bytes, peer: str) -> Reply:
+        signal = "logs" if request.path == "/v1/logs" else "traces"
+        headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type not in ("application/x-protobuf", "application/json"):
-            return _Reply(415, b"expected application/x-protobuf or application/json")
         json_encoded = content_type == "application/json"
-        if self.in_flight >= self.max_in_flight or self.hub.saturated():
+        if self.in_flight >= self.max_in_flight or self.backlog_events >= self.max_backlog:
             # Both are retryable in OTLP/HTTP: too many requests at once is the
-            # sender's doing (429), a full queue is ours (503).
+            # sender's doing (429), a backlog behind a full hub is ours (503).
             self.throttled += 1
             code = 429 if self.in_flight >= self.max_in_flight else 503
             return self._status(
@@ -404,7 +404,7 @@ class OtlpReceiver:
 
     async def _export(
         self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool, peer: str
-    ) -> _Reply:
+    ) -> Reply:
         encoding = headers.get("content-encoding", "identity").lower()
         if encoding not in ("gzip", "identity", ""):
             return self._status(
@@ -422,10 +422,15 @@ class OtlpReceiver:
         except ValueError as exc:
             await self.hub.submit([], [Problem(f"otlp:{peer}", None, str(exc))])
             return self._status(400, str(exc), json_encoded)
+        except Exception as exc:  # a bug costs this request an answer, never the connection silently
+            log.exception("OTLP %s request from %s could not be read", signal, peer)
+            return self._status(
+                500, f"loopwatch could not read this request: {type(exc).__name__}", json_encoded
+            )
         self.accepted += len(events)
         self.rejected += rejected
         if events or problems:
-            await self.hub.submit(events, problems)
+            await self._hand_over(events, problems)
         _, response_type = _messages(signal)
         response = response_type()
         if rejected:
@@ -435,6 +440,36 @@ class OtlpReceiver:
                 response.partial_success.rejected_spans = rejected
             response.partial_success.error_message = "; ".join(p.reason for p in problems[:5])
         return self._encode(200, response, json_encoded)
+
+    async def _hand_over(self, events: list[Any], problems: list[Problem]) -> None:
+        """Give a decoded request's events to the hub, or queue them behind what
+        waits: the request is answered now, not once the hub has room (a big
+        batch answered late is resent by its exporter)."""
+        if not self.backlog and len(events) <= INLINE_EVENTS and not self.hub.saturated():
+            await self.hub.submit(events, problems)  # room for it: queued without waiting
+            return
+        self.backlog.append((events, problems))
+        self.backlog_events += len(events)
+        if self._feeder is None or self._feeder.done():
+            self._feeder = asyncio.get_running_loop().create_task(self._feed(), name="loopwatch-otlp-feed")
+
+    async def _feed(self) -> None:
+        while self.backlog:
+            events, problems = self.backlog[0]
+            try:
+                await self.hub.submit(events, problems)  # waits for the hub's room (back-pressure)
+            except RuntimeError:  # the hub stopped first (a bug in the stopping order)
+                log.error("OTLP: %d accepted events not processed: the hub stopped", self.backlog_events)
+                self.backlog.clear()
+                self.backlog_events = 0
+                return
+            self.backlog.popleft()
+            self.backlog_events -= len(events)
+
+    async def flushed(self) -> None:
+        """Wait until every accepted request's events were handed to the hub."""
+        while self._feeder is not None and not self._feeder.done():
+            await asyncio.shield(self._feeder)
 
     def _decode(
         self, signal: str, encoding: str, body: bytes, json_encoded: bool, peer: str
@@ -449,7 +484,7 @@ class OtlpReceiver:
 
     def _status(
         self, code: int, message: str, json_encoded: bool, headers: dict[str, str] | None = None
-    ) -> _Reply:
+    ) -> Reply:
         from google.rpc import status_pb2
 
         # google.rpc.Code: INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED, else UNKNOWN.
@@ -458,17 +493,30 @@ class OtlpReceiver:
         return self._encode(code, status, json_encoded, headers)
 
     @staticmethod
-    def _encode(code: int, message: Any, json_encoded: bool, headers: dict[str, str] | None = None) -> _Reply:
+    def _encode(code: int, message: Any, json_encoded: bool, headers: dict[str, str] | None = None) -> Reply:
         if json_encoded:
             from google.protobuf import json_format
 
-            return _Reply(
+            return Reply(
                 code, json_format.MessageToJson(message, indent=None).encode(), "application/json", headers
             )
-        return _Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
+        return Reply(code, message.SerializeToString(), "application/x-protobuf", headers)
+
+    @property
+    def duplicates(self) -> int:
+        """Records of a resent batch, taken the first time only."""
+        return self.adapter.duplicates
 
     def describe(self) -> str:
         return f"OTLP/HTTP on {self.endpoint} (/v1/logs, /v1/traces)"
 
 
-__all__ = ["DEFAULT_ADDRESS", "OtlpError", "OtlpReceiver", "is_loopback", "parse_address", "parse_body"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "OtlpError",
+    "OtlpReceiver",
+    "is_loopback",
+    "parse_address",
+    "parse_body",
+    "token_problem",
+]

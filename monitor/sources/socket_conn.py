@@ -47,6 +47,9 @@ log = logging.getLogger("loopwatch.sockets")
 
 #: Lines the server answers itself instead of decoding them as events.
 PROTOCOL_TYPES = frozenset({"hello", "poll", "ping"})
+#: How long a poll's answer may take to leave our buffer before its messages
+#: are kept for the hook's next call instead (a hook waits 0.5 s in all).
+POLL_DRAIN_SECONDS = 0.25
 #: Bytes read per turn: bounds the decoding one connection does before others get a turn.
 READ_CHUNK = 16 * 1024
 
@@ -130,11 +133,14 @@ class Connection:
         self.sessions: set[str] = set()
         self.peer_pid: int | None = None
         peer_uid: int | None = None
+        self.host = ""  # a TCP peer's address (its pre-hello share, and whether it authenticated before)
+        self.task: asyncio.Task | None = None  # set by the server: how it is evicted
         if tcp:
             try:
                 host, port = sock.getpeername()[:2]
             except OSError:
                 host, port = "?", 0
+            self.host = str(host)
             self.source = f"socket:{host}:{port}"
         else:
             self.peer_pid, peer_uid = peer_credentials(sock) or (None, None)
@@ -204,7 +210,8 @@ class Connection:
                     await self.refuse(self.splitter.lineno, self._preauth_failure())
                     return
             size = READ_CHUNK if self.authed else server.preauth_bytes - self.preauth_read
-            await mux.turn(self.lane)
+            if self.authed:  # before its hello: read at once (a few bytes), so a waiting
+                await mux.turn(self.lane)  # agent's hello is taken before newcomers need its slot
             try:
                 chunk = self._recv(size)
                 if chunk is None:  # nothing there yet: wait, then take a turn to read
@@ -379,6 +386,7 @@ class Connection:
                 await self.refuse(lineno, "missing or invalid token")
                 return False
             self.authed = True
+            self.server.authenticated(self.host)
         if record.get("origin") == "hook":
             self.hook = True
         session = record.get("session")
@@ -403,9 +411,16 @@ class Connection:
         # Let the hub finish this hook's events first, so an automatic nudge
         # they trigger is in the mailbox when it is drained.
         await self.server.settle(self.lane)
-        for message in mailbox.drain():
-            self.out.write(encode_line(message))  # never dropped: the hook is waiting for them
+        # A message leaves the mailbox only once it left for the hook: one the
+        # socket could not take waits for the next hook call, never lost.
+        written = []
+        for message in mailbox.pending():
+            if not self.out.write(encode_line(message)):  # never dropped: the hook is waiting for them
+                break
+            written.append(message)
         self.out.write(encode_line({"type": "poll_done", "session": session}))
+        if written and await self.out.drain(POLL_DRAIN_SECONDS):
+            mailbox.taken(written)
 
     async def refuse(self, lineno: int, why: str) -> None:
         reason = f"connection refused: {why}"

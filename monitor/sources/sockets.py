@@ -25,6 +25,7 @@ session's connection as ``{"type":"detection",…}``.  A malformed line gets
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import socket
@@ -40,7 +41,7 @@ from monitor.formats.base import Problem
 from monitor.localsock import ensure_private_dir, in_shared_dir
 from monitor.sources import LiveSink
 from monitor.sources.fair import IngestMux, Lane
-from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel
+from monitor.sources.socket_conn import PROTOCOL_TYPES, Connection, SocketChannel, quiet_refusal
 from monitor.updates import DetectionRaised
 
 __all__ = ["PROTOCOL_TYPES", "SocketChannel", "SocketError", "SocketServer", "parse_listen"]
@@ -101,6 +102,10 @@ class SocketServer:
         self.max_connections = settings.max_connections
         self.hello_timeout = settings.hello_timeout_seconds
         self.max_unauthenticated = settings.max_unauthenticated
+        self.per_address = max(1, settings.max_unauthenticated_per_address)
+        #: Addresses whose clients sent a valid token before (most recent last).
+        self.known_hosts: OrderedDict[str, None] = OrderedDict()
+        self.evicted = 0
         self.preauth_bytes = max(256, settings.preauth_bytes)
         self.idle_timeout = settings.idle_timeout_seconds
         self.tcp_address: tuple[str, int] | None = None
@@ -250,8 +255,9 @@ class SocketServer:
     async def _handle(self, sock: socket.socket, tcp: bool) -> None:
         self._numbers += 1
         connection = Connection(self, sock, self._numbers, tcp)
+        connection.task = asyncio.current_task()
         try:
-            refusal = self._over_limit(tcp)
+            refusal = self._over_limit(tcp) or (self._make_room(connection) if tcp else "")
             if refusal:
                 await connection.refuse(0, refusal)
                 return
@@ -278,11 +284,70 @@ class SocketServer:
         if same >= self.max_connections:
             kind = "TCP" if tcp else "Unix-socket"
             return f"too many connections (the limit is {self.max_connections} {kind} connections)"
-        if tcp:
-            waiting = sum(1 for c in self.connections if c.tcp and not c.authed)
-            if waiting >= self.max_unauthenticated:
-                return f"too many TCP connections without a hello (the limit is {self.max_unauthenticated})"
         return ""
+
+    def _make_room(self, new: Connection) -> str:
+        """Room among the TCP connections waiting for their hello, or why not.
+
+        A full waiting room closes its oldest stranger's connection rather
+        than turning the newcomer away: an agent says hello at once, so
+        clients that hold a slot without one (and reconnect when closed) can
+        no longer keep every agent out.  One address holds at most
+        ``per_address`` waiting slots, and addresses that never sent a valid
+        token at most three quarters of them: the rest stays for addresses
+        that authenticated before."""
+        # Oldest first; but one whose next bytes (its hello, likely) are already
+        # waiting to be read goes last: it is not the idle one.
+        waiting = sorted(
+            (c for c in self.connections if c.tcp and not c.authed),
+            key=lambda c: (_has_input(c.sock), c.number),
+        )
+        # Loopback peers cannot be told apart (every local user is 127.0.0.1):
+        # for them only the oldest-stranger rule below applies.
+        same = [] if _loopback(new.host) else [c for c in waiting if c.host == new.host]
+        if len(same) >= self.per_address:
+            self._evict(same[0], f"more than {self.per_address} connections from {new.host} without a hello")
+            waiting.remove(same[0])
+        known = new.host in self.known_hosts
+        strangers = [c for c in waiting if c.host not in self.known_hosts]
+        stranger_share = self.max_unauthenticated - self.max_unauthenticated // 4
+        if not waiting and self.max_unauthenticated < 1:
+            return "TCP connections without a hello are not accepted (max_unauthenticated = 0)"
+        if strangers and not known and len(strangers) >= stranger_share:
+            self._evict(strangers[0], "too many TCP connections without a hello from new addresses")
+            return ""
+        if len(waiting) >= self.max_unauthenticated:
+            if strangers or (known and waiting):
+                victim = strangers[0] if strangers else waiting[0]
+                self._evict(victim, "too many TCP connections without a hello")
+                return ""
+            return f"too many TCP connections without a hello (the limit is {self.max_unauthenticated})"
+        return ""
+
+    def _evict(self, connection: Connection, why: str) -> None:
+        """Close a connection still waiting for its hello, to make room for a newer one."""
+        self.connections.discard(connection)
+        self.evicted += 1
+        self.refused += 1
+        reason = f"connection refused: {why}"
+        connection.error(connection.splitter.lineno, reason)
+        if connection.task is not None:
+            connection.task.cancel()
+        said = quiet_refusal(self, why)
+        if said is not None:  # else the same refusal was reported moments ago: counted only
+            log.warning("%s: %s%s", connection.source, reason, said)
+            task = asyncio.get_running_loop().create_task(
+                self.report([Problem(connection.source, 0, reason + said)])
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def authenticated(self, host: str) -> None:
+        """A client at ``host`` sent a valid token: its address gets the reserved share."""
+        self.known_hosts[host] = None
+        self.known_hosts.move_to_end(host)
+        while len(self.known_hosts) > 4096:
+            self.known_hosts.popitem(last=False)
 
     # -- channels -----------------------------------------------------------------------
 
@@ -330,6 +395,23 @@ class SocketServer:
         fields.pop("session", None)
         fields["event_ts"] = detection.ts
         channel.connection.push(control_message("detection", detection.session, **fields))
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _has_input(sock: socket.socket) -> bool:
+    """Bytes are waiting to be read on ``sock`` (or it was closed)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
 
 
 def _listening(path: Path) -> bool:
