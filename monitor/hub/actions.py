@@ -42,6 +42,7 @@ class ActionsHub(Protocol):
     lifecycle: Lifecycle
     snapshots: Snapshots
     recorder: Recorder
+    problems_total: int
 
     def wants_sessions(self) -> bool: ...
 

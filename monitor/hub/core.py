@@ -335,21 +335,12 @@ class Hub:
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
             lifecycle.observe(state, event, arrival)
-            if event.source.startswith("otlp:"):
-                state.otlp_seq = event.seq or state.otlp_seq
-            kind = event.kind
-            if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
-                recent = state.recent
-                if not recent or recent[-1].seq < event.seq:  # not a duplicate the engine dropped
-                    recent.append(window_copy(event))
+            remember(state, event, detections)
             if state.nudged:
                 self.actions.follow_nudge(state, event, detections)
             if detections:
                 found.extend(detections)
                 self._detections.extend(detections)
-                for detection in detections:
-                    state.last_detection = detection
-                    state.latest[detection.detector] = detection
             if event.kind is Kind.SESSION_END:
                 lifecycle.close(state, "ended")
         if duplicates != self._duplicates_seen:
@@ -428,3 +419,18 @@ async def _flush(store: Any) -> None:
             await asyncio.to_thread(store.flush)
         except Exception:
             log.exception("store flush failed")
+
+
+def remember(state: HubSession, event: Event, detections: list[Detection]) -> None:
+    """What a session keeps of an event the engine took: where OTLP reached it (no automatic action
+    on what OTLP alone says), a copy for its window, its latest detections."""
+    if event.source.startswith("otlp:"):
+        state.otlp_seq = event.seq or state.otlp_seq
+    kind = event.kind
+    if (kind is Kind.TOOL_CALL or kind is Kind.MESSAGE) and event.seq:
+        recent = state.recent
+        if not recent or recent[-1].seq < event.seq:  # not a duplicate the engine dropped
+            recent.append(window_copy(event))
+    for detection in detections:
+        state.last_detection = detection
+        state.latest[detection.detector] = detection

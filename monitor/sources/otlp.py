@@ -158,7 +158,7 @@ def _hex_ids_to_base64(value: Any) -> Any:
     return value
 
 
-def parse_body(signal: str, body: bytes, json_encoded: bool) -> Any:
+def parse_body(signal: str, body: bytes | bytearray, json_encoded: bool) -> Any:
     """The export request in ``body``; raises ValueError saying why it is not one."""
     request_type, _ = _messages(signal)
     request = request_type()
@@ -187,7 +187,7 @@ def parse_body(signal: str, body: bytes, json_encoded: bool) -> Any:
     return request
 
 
-def _gunzip(body: bytes, limit: int) -> bytes:
+def _gunzip(body: bytes | bytearray, limit: int) -> bytes:
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         data = inflater.decompress(body, limit + 1)
@@ -373,7 +373,7 @@ class OtlpReceiver:
 
     # -- OTLP --------------------------------------------------------------------------------
 
-    async def _answer(self, request: Request, body: bytes, peer: str) -> Reply:
+    async def _answer(self, request: Request, body: bytes | bytearray, peer: str) -> Reply:
         signal = "logs" if request.path == "/v1/logs" else "traces"
         headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -403,7 +403,7 @@ class OtlpReceiver:
         return hmac.compare_digest(value.strip().encode(), (self.token or "").encode())
 
     async def _export(
-        self, signal: str, headers: dict[str, str], body: bytes, json_encoded: bool, peer: str
+        self, signal: str, headers: dict[str, str], body: bytes | bytearray, json_encoded: bool, peer: str
     ) -> Reply:
         encoding = headers.get("content-encoding", "identity").lower()
         if encoding not in ("gzip", "identity", ""):
@@ -472,7 +472,7 @@ class OtlpReceiver:
             await asyncio.shield(self._feeder)
 
     def _decode(
-        self, signal: str, encoding: str, body: bytes, json_encoded: bool, peer: str
+        self, signal: str, encoding: str, body: bytes | bytearray, json_encoded: bool, peer: str
     ) -> tuple[list[Any], int, list[Problem]]:
         """Body → events, in the decoder thread; raises ValueError / OverflowError."""
         if encoding == "gzip":
