@@ -338,9 +338,12 @@ def _scan_line_file(
     tell = stream.tell if progress is not None and path != STDIN and stream.seekable() else None
     try:
         mine, reporter = (None, True) if shard is None else (shard.mine, shard.reporter)
+        steps = 0  # a format whose lines hold whole runs counts in steps (openhands-eval: history[])
         for events in read_event_batches(path, decoder, stream, head, mine, reporter):
             report.events += len(events)
             feed(events)
+            if decoder.format in _STEP_UNITS:
+                steps = max(steps, max((e.line or 0 for e in events), default=0))
             if tell is not None:  # (with records left to other workers: as one process counts)
                 progress.update(index, count, before + tell(), total, report.events + passed + decoder.passed)
     finally:
@@ -359,8 +362,12 @@ def _scan_line_file(
     report.problem_count += decoder.problem_count
     _damaged(report, stream, source)
     report.formats[source] = decoder.format or "unknown"
-    report.units[source] = decoder.lines
+    report.units[source] = steps or decoder.lines
     return decoder.passed
+
+
+#: Line formats whose events' ``line`` is a step of the run a line holds, not the file's line.
+_STEP_UNITS = frozenset({"openhands-eval"})
 
 
 def _damaged(report: ScanReport, stream: Any, source: str) -> None:
@@ -397,12 +404,22 @@ def _read_document(
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
     report.formats[str(path)] = kind
-    report.units[str(path)] = max((e.line for e in events if e.line is not None), default=0)
+    report.units[str(path)] = _units(path, kind, events)
     report.problems.extend(problems)
     report.problem_count += len(problems)
     report.events += len(events)
     feed(events)
     return True
+
+
+def _units(path: Path, kind: str, events: list[Event]) -> int:
+    """How far a document's unit goes: its last line for a Markdown history (a label may end on a line
+    no event starts on), else the last step an event came from."""
+    last = max((e.line for e in events if e.line is not None), default=0)
+    if kind == "aider":
+        raw, _damage = read_all(path)
+        last = max(last, raw.count(b"\n") + (not raw.endswith(b"\n")))
+    return last
 
 
 def _chat_document(path: Path) -> bool:

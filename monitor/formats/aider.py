@@ -80,7 +80,9 @@ def _blocks(text: str) -> list[_Block | tuple[int, str]]:
     """The file cut into blocks, a ``(line, start time text)`` at each run's start."""
     out: list[_Block | tuple[int, str]] = []
     block: _Block | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Lines as an editor numbers them: only a newline ends one (str.splitlines also
+    # splits at form feeds and other separators that agents' output carries).
+    for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.rstrip()
         if line.startswith(_START):
             out.append((number, line[len(_START) :].strip()))

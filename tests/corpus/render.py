@@ -308,7 +308,9 @@ def render_info(info: Any) -> None:
 
 def render_markdown(text: str) -> None:
     """Every line with its number; long runs of quoted output keep their head and tail."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # numbered as an editor (and loopwatch) numbers them
+    if lines and lines[-1] == "":
+        lines.pop()
     number = 0
     while number < len(lines):
         block = list(_quoted_block(lines, number))
