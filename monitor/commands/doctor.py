@@ -352,6 +352,7 @@ def _contact(path: Path) -> dict[str, Any]:
 def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     """{format: files} among the ``limit`` most recent ``*.jsonl`` files under ``path``."""
     from monitor.formats import sniff
+    from monitor.safeopen import open_regular_stream
 
     if path.is_file():
         files = [path]
@@ -370,7 +371,7 @@ def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     for file in files:
         name = "unknown"
         try:
-            with file.open("rb") as stream:
+            with open_regular_stream(file, follow=file == path) as stream:
                 for _ in range(SNIFF_LINES):
                     raw = stream.readline(1 << 20)
                     if not raw:

@@ -51,6 +51,7 @@ from monitor.events import Event, Kind
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.native import parse_ts
+from monitor.safeopen import open_input, open_regular_stream
 
 #: Bytes read to decide whether a ``.json`` file is an OpenHands trajectory.
 _PEEK_BYTES = 64 * 1024
@@ -122,14 +123,21 @@ def _looks_like_chat(head: bytes) -> bool:
 DOCUMENT_FORMATS = ("chat", "openhands", "swe-agent")
 
 
-def kind_of(path: Path) -> str | None:
-    """The document format of ``path`` (from its name and first bytes), or ``None``."""
+def read_whole(path: Path, named: bool = True) -> bytes:
+    """The whole file (``named``: as for :func:`monitor.safeopen.open_input`)."""
+    with open_input(path, named=named) as stream:
+        return stream.read()
+
+
+def kind_of(path: Path, named: bool = True) -> str | None:
+    """The document format of ``path`` (from its name and first bytes), or ``None``.
+    A pipe is not peeked at (its bytes would be gone): it is read as lines."""
     if path.suffix == ".traj":
         return "swe-agent"
     if path.suffix != ".json":
         return None
     try:
-        with open(path, "rb") as stream:
+        with open_regular_stream(path, follow=named) as stream:
             head = stream.read(_PEEK_BYTES)
     except OSError:
         return None
@@ -158,13 +166,15 @@ def session_of(path: Path) -> str:
     return name or "trajectory"
 
 
-def load(path: Path, session: str | None = None, fmt: str | None = None) -> tuple[list[Event], list[Problem]]:
+def load(
+    path: Path, session: str | None = None, fmt: str | None = None, named: bool = True
+) -> tuple[list[Event], list[Problem]]:
     """Every event of a trajectory document, and what was wrong with it.
 
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
     session (default: :func:`session_of`)."""
     source = str(path)
-    raw = path.read_bytes()  # OSError propagates: the caller reports unreadable paths
+    raw = read_whole(path, named)  # OSError propagates: the caller reports unreadable paths
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

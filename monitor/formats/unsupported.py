@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from monitor.formats.base import Problem
+from monitor.safeopen import open_regular_stream
 
 #: What ``scan`` reads, as the one-line refusal lists it.
 SUPPORTED = (
@@ -57,7 +58,7 @@ def describe(path: Path, first_problem: str | None = None) -> str:
     """What ``path`` holds, in a phrase (``a JSON document with keys info, …``)."""
     try:
         size = path.stat().st_size
-        with open(path, "rb") as stream:
+        with open_regular_stream(path, follow=True) as stream:  # (never blocks: monitor/safeopen.py)
             head = stream.read(PEEK_BYTES)
             if is_binary(head):
                 return f"binary data ({size:,} bytes), not a text log"

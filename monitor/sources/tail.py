@@ -22,6 +22,7 @@ from monitor.events import Event
 from monitor.formats.base import Problem
 from monitor.formats.lines import LineDecoder
 from monitor.framing import Line, LineSplitter
+from monitor.safeopen import open_regular
 from monitor.sources import Sink
 from monitor.sources.resume import position, resume
 from monitor.sources.tailed import MARK_BYTES, TailedFile
@@ -113,7 +114,9 @@ class Tailer:
             self.open.move_to_end(tf)
             return tf.fd
         try:
-            fd = os.open(tf.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # Never blocks (a FIFO swapped in under the name), never follows a
+            # link planted in a watched directory: monitor/safeopen.py.
+            fd = open_regular(tf.path, follow=tf.follow)
         except FileNotFoundError:
             return None
         except OSError as exc:
