@@ -70,6 +70,22 @@ def _not_a_command(word: str) -> str | None:
     )
 
 
+def escape_output(*, as_json: bool) -> None:
+    """Every text the commands write shows agent data literally: session ids,
+    tool names, content and file names can hold terminal escapes (OSC 52 sets
+    the clipboard) and bidi overrides.  JSON keeps its values, escaped further
+    (:func:`monitor.text.json_printable`).  The TUI writes to the terminal
+    through its own driver (``sys.__stderr__``), not through these."""
+    from monitor.text import PrintableStream
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            continue
+        stream = getattr(stream, "unescaped", stream)
+        setattr(sys, name, PrintableStream(stream, as_json=as_json and name == "stdout"))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
@@ -77,6 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         from monitor.commands.hook import main as hook_main
 
         return hook_main(argv[1:])
+    streams = sys.stdout, sys.stderr
+    escape_output(as_json=False)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -86,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         argv = ["watch", *argv]
     args = parser.parse_args(argv)
+    escape_output(as_json=bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json")
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()
