@@ -21,6 +21,7 @@ Channel  # control: the protocol every channel follows (documentation for implem
 UNSUPPORTED  # control: one of the outcome statuses, spelled as callers compare it
 _.sync  # FileSource.sync: check now instead of waiting for the next rescan
 _.process_many, _.unmute  # Engine: a batch at once; the operator's unmute
+_.writelines  # text.PrintableStream: the file protocol (else __getattr__ would pass it through unescaped)
 
 # -- counters and state read by tests, benchmarks and doctor ----------------------------------
 _.connects  # client
