@@ -400,7 +400,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless:
         from monitor.ui.app import run_app
 
-        return int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+        status = int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+        return incomplete(live.store, sys.stderr) or status
 
     from monitor.sources.otlp import OtlpError
     from monitor.sources.sockets import SocketError
@@ -413,4 +414,17 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot watch: {exc.strerror or exc}")
     except (SocketError, StoreError, OtlpError) as exc:
         return fail(str(exc))
-    return 0
+    return EXIT_INCOMPLETE if live.store is not None and live.store.losses() else 0
+
+
+#: Exit status of a watch that lost rows (a full disk, a stopped writer): its database is incomplete.
+EXIT_INCOMPLETE = 3
+
+
+def incomplete(store: Any, err: TextIO) -> int:
+    """After the TUI: say once on stderr what the store lost; EXIT_INCOMPLETE if anything."""
+    lost = store.losses() if store is not None else None
+    if not lost:
+        return 0
+    err.write(f"loopwatch: DATABASE INCOMPLETE: {lost}\n")
+    return EXIT_INCOMPLETE

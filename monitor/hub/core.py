@@ -280,6 +280,7 @@ class Hub:
             live,
             warnings,
             self.engine.costs.day(self.clock()),
+            self.recorder.banner(),
         )
 
     def describe_kill(self, session: str) -> str:

@@ -224,8 +224,12 @@ class Store(StoreReader):
         parts = []
         if failure is not None:
             parts.append(f"the store writer STOPPED ({failure!r}); nothing after it was recorded")
-        if stats.dropped:
-            parts.append(f"{stats.dropped:,} rows dropped (the queue and its spill file were full)")
+        if stats.lost_full:
+            parts.append(f"{stats.lost_full:,} rows lost to a full disk (the memory queue was full)")
+        if stats.dropped - stats.lost_full:
+            parts.append(
+                f"{stats.dropped - stats.lost_full:,} rows dropped (the queue and its spill file were full)"
+            )
         if stats.failed:
             parts.append(f"{stats.failed:,} rows refused by SQLite (last: {stats.last_error})")
         return "; ".join(parts) or None
