@@ -31,6 +31,7 @@ time, at start and hourly; sessions, detections and actions are kept.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -54,6 +55,8 @@ from monitor.store.sessions import session_update
 from monitor.store.spill import SPILL_BYTES, Spill
 from monitor.store.stats import StoreStats
 from monitor.store.writer import Writer, WriterStopped
+
+log = logging.getLogger("loopwatch.store")
 
 #: How long begin_action/finish_action/prune wait for the writer.
 REQUEST_TIMEOUT = 30.0
@@ -177,6 +180,12 @@ class Store(StoreReader):
         if writer is not None:
             writer.close()
             unused = self.discard_if_unused and self._created and _recorded_nothing(writer.db)
+            # Our reader would keep the WAL alive past the writer (it cannot
+            # checkpoint: it is read-only), so it goes first; then the WAL is
+            # folded into the .db and emptied, so the .db alone holds everything.
+            self.close_reader()
+            if not unused:
+                checkpoint(writer.db)
             writer.db.close()
             self._final_stats = writer.stats
             self._final_failure = writer.failure
@@ -330,6 +339,19 @@ class Store(StoreReader):
             raise StoreError(str(exc)) from None
         except (TimeoutError, sqlite3.Error) as exc:
             raise StoreError(f"{kind}: {exc}") from exc
+
+
+def checkpoint(db: Database) -> bool:
+    """Fold the WAL into the database file and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).
+
+    True when it completed; another process reading or writing the database
+    may hold it back (it then stays in the WAL, as SQLite would leave it)."""
+    try:
+        busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        log.warning("could not checkpoint the database at close: %s", exc)
+        return False
+    return not busy
 
 
 def _recorded_nothing(db: Database) -> bool:
