@@ -476,12 +476,25 @@ def check_db(path: Path) -> list[Check]:
     try:
         connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=CONNECT_TIMEOUT)
         try:
+            damage = [
+                " ".join(str(row[0]).split())
+                for row in connection.execute("PRAGMA quick_check(3)").fetchall()
+            ]
+            if damage != ["ok"]:
+                raise sqlite3.DatabaseError(f"damaged (quick_check: {'; '.join(damage)[:200]})")
             sessions = connection.execute("SELECT count(*) FROM sessions").fetchone()[0]
             losses = _losses(connection)
         finally:
             connection.close()
     except sqlite3.Error as exc:
-        return [Check("FIX", "database", f"{path}: {exc}: move it away (a new one is made) or pass --db")]
+        return [
+            Check(
+                "FIX",
+                "database",
+                f"{path}: {exc}: move it away (a new one is made) or pass --db; "
+                f"`sqlite3 {path} .recover | sqlite3 recovered.db` saves what it can",
+            )
+        ]
     checks = [Check("OK", "database", f"{path}: writable, {_size(size)}, {sessions:,} sessions")]
     return checks + _disk_space(path) + losses
 

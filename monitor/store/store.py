@@ -47,7 +47,7 @@ from monitor.detect.base import Detection
 from monitor.events import Event
 from monitor.identity import current_user, owner_stamp
 from monitor.store.paths import resolve_db_path
-from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader
+from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader, check_integrity, damaged_advice
 from monitor.store.recovery import reconcile_pending, reconcile_sessions
 from monitor.store.rows import detection_row, event_row, safe_text
 from monitor.store.schema import SchemaError, migrate
@@ -148,15 +148,25 @@ class Store(StoreReader):
     def _open_writer(self) -> Database:
         if not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+        if self.path.is_symlink() and not self.path.exists():
+            # SQLite would create the link's target, wherever it points.
+            raise StoreError(
+                f"{self.path} is a symbolic link to {os.readlink(self.path)}, which does not exist: "
+                "remove the link or pass --db with a real path"
+            )
         if not self.path.exists():
             self._created = True
             # Transcripts can hold secrets: the file (and its -wal/-shm, which
             # SQLite creates with the same mode) is private to the user.
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            try:
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot create the database: {exc.strerror or exc}") from None
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         db = Database(conn, execute_plugins=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            check_integrity(db, self.path)
             db.enable_wal()
             # In WAL mode NORMAL survives a crash of the process (kill -9) with
             # every committed row; action commits switch to FULL for power loss.
@@ -169,7 +179,12 @@ class Store(StoreReader):
             raise StoreError(f"{self.path}: {exc}") from None
         except sqlite3.Error as exc:
             db.close()
-            raise StoreError(f"{self.path}: cannot open the database: {exc}") from None
+            raise StoreError(
+                f"{self.path}: cannot open the database: {exc}{damaged_advice(exc, self.path)}"
+            ) from None
+        except StoreError:
+            db.close()
+            raise
         return db
 
     def close(self) -> None:
