@@ -176,8 +176,8 @@ class HeadlessPrinter:
 
     With a store (:meth:`hold_until_stored`), a detection is printed only once
     its row is committed, so whatever a consumer read is in the database even
-    after a SIGKILL; the delay is at most the store's ``flush_ms`` (200 ms by
-    default) plus one transaction.
+    after a SIGKILL; the delay is one transaction while the store's writer is
+    idle, at most its ``flush_ms`` (200 ms by default) plus one under load.
     """
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):

@@ -4,7 +4,10 @@ Producers (any thread) queue rows and session updates; synchronous requests
 (actions, flush, prune) wait for their result.  The thread owns the only
 writing connection and commits:
 
-* queued rows every ``batch_size`` rows, or ``flush_ms`` after the oldest one;
+* queued rows at once while it is idle (fewer than ``EAGER_COMMITS`` commits in
+  the last ``flush_ms``), else every ``batch_size`` rows or ``flush_ms`` after
+  the oldest one (group commit under load);
+* a batch the disk is too full to take: kept and retried (:mod:`monitor.store.fullness`);
 * session rows at most every ``session_seconds`` (``SESSION_SECONDS``, or
   ``flush_ms`` if longer), one row per session with what its committed rows
   and the hub's updates said (coalesced: with 1,000 live sessions, upserting
@@ -41,6 +44,9 @@ PRUNE_INTERVAL = 3600.0
 #: is longer), and on flush and close: each is an upsert as costly as a few
 #: event rows, and a fleet of live sessions would otherwise keep the writer busy.
 SESSION_SECONDS = 1.0
+#: Group commit: rows are committed at once while the writer made fewer than this many
+#: commits in the last ``flush_ms``; beyond (under load) they wait for a batch or the window.
+EAGER_COMMITS = 5
 
 
 class WriterStopped(RuntimeError):
@@ -100,6 +106,7 @@ class Writer:
         self._warned_drop = -1e9  # monotonic time of the last drop warning
         self._warned_spill = False
         self._full = DiskFull(max_pending)
+        self._commits: deque[float] = deque(maxlen=EAGER_COMMITS)  # when recent row commits ended
         self._torn_seen = 0
         self._tx = Transactions(
             db,
@@ -295,7 +302,12 @@ class Writer:
                     closing = self.state != "running"
                     oldest = self._oldest_at if self._oldest_at is not None else now
                     queued = self._queued()
-                    rows_due = queued > 0 and (closing or queued >= self.batch_size or now >= oldest + flush)
+                    # Idle, a row is committed at once (a printed detection is durable
+                    # within a transaction); busy, rows wait for a batch or the window.
+                    eager_at = self._commits[0] + flush if len(self._commits) == EAGER_COMMITS else now
+                    rows_due = queued > 0 and (
+                        closing or queued >= self.batch_size or now >= min(oldest + flush, eager_at)
+                    )
                     sessions_waiting = bool(self._dirty or self._tx.derived)
                     sessions_due = sessions_waiting and (closing or now >= self._tx.sessions_at + every)
                     if self._full.waiting(now):
@@ -312,7 +324,7 @@ class Writer:
                     if self._full.full:
                         waits.append(self._full.retry_at - now)
                     if queued:
-                        waits.append(oldest + flush - now)
+                        waits.append(min(oldest + flush, eager_at) - now)
                     if sessions_waiting:
                         waits.append(self._tx.sessions_at + every - now)
                     self._cond.wait(min(waits) if waits else None)
@@ -395,6 +407,8 @@ class Writer:
         if self._full.full:
             with self._cond:
                 self._full.resumed(self._stats.dropped)
+        if rows:
+            self._commits.append(time.monotonic())
         self._written(len(rows))
 
     # -- a full disk -------------------------------------------------------------------
