@@ -70,6 +70,29 @@ def _not_a_command(word: str) -> str | None:
     )
 
 
+#: Options whose value is free text a user may start with '-' (``history --search -error``):
+#: argparse would take it for an option.
+FREE_TEXT_OPTIONS = ("--search",)
+
+
+def free_text(argv: list[str]) -> list[str]:
+    """``--search -error`` as ``--search=-error``, which argparse reads as the value."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            out += argv[index:]
+            break
+        if word in FREE_TEXT_OPTIONS and index + 1 < len(argv):
+            out.append(f"{word}={argv[index + 1]}")
+            index += 2
+            continue
+        out.append(word)
+        index += 1
+    return out
+
+
 def escape_output(*, as_json: bool) -> None:
     """Every text the commands write shows agent data literally: session ids,
     tool names, content and file names can hold terminal escapes (OSC 52 sets
@@ -110,7 +133,7 @@ def _main(argv: list[str]) -> int:
             print(f"loopwatch: {problem}", file=sys.stderr)
             return EXIT_USAGE
         argv = ["watch", *argv]
-    args = parser.parse_args(argv)
+    args = parser.parse_args(free_text(argv))
     escape_output(as_json=bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json")
     run = getattr(args, "_run", None)
     if run is None:
