@@ -103,6 +103,8 @@ class Tailer:
         self.notice = notice
         #: The sink records read positions (the hub, when it has a store).
         self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
+        #: Awaited before each batch: returns once the sink has room for what can wait (files).
+        self.room: Callable[[], Any] | None = getattr(sink, "room_for_files", None)
         self.open: OrderedDict[TailedFile, None] = OrderedDict()  # LRU of open descriptors
         self.max_open = 1024
         self.bytes_read = 0
@@ -304,6 +306,11 @@ class Tailer:
                 if event.session not in tf.sessions and len(tf.sessions) < 1024:
                     tf.sessions.add(event.session)
                     self.sink.register_channel(event.session, InboxChannel(tf.decoder.source))
+        if events and self.room is not None:
+            # A file can be read later: while the store is behind, reading
+            # pauses here instead of filling the store's queue (what sockets
+            # send cannot wait, and would be dropped behind a flood).
+            await self.room()
         if where_read is not None:
             await self.sink.submit(events, problems, position=where_read)  # type: ignore[call-arg]
         else:

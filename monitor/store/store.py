@@ -222,6 +222,12 @@ class Store(StoreReader):
         writer = self._writer
         return writer.stats if writer is not None else self._final_stats
 
+    def backlogged(self) -> bool:
+        """Rows wait beyond half the memory queue (or in the spill file): what can
+        be read again later (a file) should wait (``Hub.room_for_files``)."""
+        writer = self._writer
+        return writer is not None and writer.backlog() >= self.max_pending // 2
+
     def position(self) -> int:
         """How many rows were given to the store so far (see :meth:`on_written`)."""
         writer = self._writer

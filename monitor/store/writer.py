@@ -155,6 +155,11 @@ class Writer:
                 disk_full=self._full.full,
             )
 
+    def backlog(self) -> int:
+        """Rows waiting (read without the lock: a hint, for pacing)."""
+        spill = self._spill
+        return len(self._pending) + (spill.count if spill is not None else 0)
+
     def _queued(self) -> int:
         """Rows waiting, in memory and in the spill file (lock held)."""
         return len(self._pending) + (self._spill.count if self._spill is not None else 0)
