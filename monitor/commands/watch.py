@@ -272,12 +272,12 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
     if live.store is not None:
         printer.hold_until_stored(live.store, loop)
     try:
-        await live.start()
-        for note in live.notes:
-            printer.err.write(f"loopwatch: {note}\n")
-        printer.err.write(f"loopwatch: {live.describe()}; Ctrl-C to stop\n")
-        printer.err.flush()
-        await stopping.wait()
+        if await _started(live, stopping):
+            for note in live.notes:
+                printer.err.write(f"loopwatch: {note}\n")
+            printer.err.write(f"loopwatch: {live.describe()}; Ctrl-C to stop\n")
+            printer.err.flush()
+            await stopping.wait()
     finally:
         await live.stop()
         printer.release()  # the store is closed: whatever is still held
@@ -287,6 +287,22 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
         f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
     )
     printer.err.flush()
+
+
+async def _started(live: LiveMonitor, stopping: asyncio.Event) -> bool:
+    """Start ``live``; False when a signal came first.  Starting reads existing
+    files (``--from-start``), which pauses while the store is behind -- for as
+    long as a full disk lasts -- and SIGTERM must not wait for it."""
+    start = asyncio.ensure_future(live.start())
+    signalled = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({start, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    if not start.done():
+        start.cancel()
+        await asyncio.gather(start, return_exceptions=True)
+        return False
+    start.result()  # (its errors are the command's)
+    return True
 
 
 def store_outcome(store: Any) -> str:
