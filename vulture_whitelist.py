@@ -21,9 +21,11 @@ Channel  # control: the protocol every channel follows (documentation for implem
 UNSUPPORTED  # control: one of the outcome statuses, spelled as callers compare it
 _.sync  # FileSource.sync: check now instead of waiting for the next rescan
 _.process_many, _.unmute  # Engine: a batch at once; the operator's unmute
+_.writelines  # text.PrintableStream: the file protocol (else __getattr__ would pass it through unescaped)
 
 # -- counters and state read by tests, benchmarks and doctor ----------------------------------
 _.connects  # client
+_.file_pauses  # hub: times a file source waited for the store (tests/test_file_flood.py)
 _.events_processed, _.detections_total  # engine, hub
 _.by_kind  # engine.SessionState: every detector of a session by kind, unrouted (test_hot_paths)
 _.ignored  # formats.otlp: records a request carried that are not agent telemetry

@@ -72,6 +72,45 @@ def _not_a_command(word: str) -> str | None:
     )
 
 
+#: Options whose value is free text a user may start with '-' (``history --search -error``):
+#: argparse would take it for an option.
+FREE_TEXT_OPTIONS = ("--search",)
+
+
+def free_text(argv: list[str]) -> list[str]:
+    """``--search -error`` as ``--search=-error``, which argparse reads as the value."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            out += argv[index:]
+            break
+        if word in FREE_TEXT_OPTIONS and index + 1 < len(argv):
+            out.append(f"{word}={argv[index + 1]}")
+            index += 2
+            continue
+        out.append(word)
+        index += 1
+    return out
+
+
+def escape_output(*, as_json: bool) -> None:
+    """Every text the commands write shows agent data literally: session ids,
+    tool names, content and file names can hold terminal escapes (OSC 52 sets
+    the clipboard) and bidi overrides.  JSON keeps its values, escaped further
+    (:func:`monitor.text.json_printable`).  The TUI writes to the terminal
+    through its own driver (``sys.__stderr__``), not through these."""
+    from monitor.text import PrintableStream
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            continue
+        stream = getattr(stream, "unescaped", stream)
+        setattr(sys, name, PrintableStream(stream, as_json=as_json and name == "stdout"))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
@@ -79,6 +118,15 @@ def main(argv: list[str] | None = None) -> int:
         from monitor.commands.hook import main as hook_main
 
         return hook_main(argv[1:])
+    streams = sys.stdout, sys.stderr
+    escape_output(as_json=False)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     # Bare ``loopwatch`` (or ``loopwatch PATH…``) opens the live monitor.
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -87,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"loopwatch: {problem}", file=sys.stderr)
             return EXIT_USAGE
         argv = ["watch", *argv]
-    args = parser.parse_args(argv)
+    args = parser.parse_args(free_text(argv))
+    escape_output(as_json=bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json")
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.config_bounds import BoundsError, check_number, check_template
 from monitor.cost import PriceError, PriceTable, default_prices, parse_prices
 from monitor.detect.base import Detector, DetectorSettings, ToolOverride
 from monitor.detect.escalation import DEFAULT_NUDGES, PRESET_LADDERS, EscalationSettings
@@ -159,12 +160,14 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
             raise ConfigError(f"{key}: expected an integer, got {value!r}")
         if value < 0:
             raise ConfigError(f"{key}: must not be negative, got {value!r}")
+        _bounded(key, value)
         return value
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
         if value < 0:
             raise ConfigError(f"{key}: must not be negative, got {value!r}")
+        _bounded(key, value)
         return float(value)
     if isinstance(default, str):
         if not isinstance(value, str):
@@ -186,6 +189,13 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
                 raise ConfigError(f"{key}.{k}: expected a string, got {v!r}")
         return dict(value)
     return value
+
+
+def _bounded(key: str, value: float) -> None:
+    try:
+        check_number(key, value)
+    except BoundsError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> Any:
@@ -274,6 +284,10 @@ def _escalation(data: dict[str, Any], preset: str) -> EscalationSettings:
                 )
             if not isinstance(text, str):
                 raise ConfigError(f"escalation.nudges.{level}: expected a string, got {text!r}")
+            try:
+                check_template(f"escalation.nudges.{level}", text)
+            except BoundsError as exc:
+                raise ConfigError(str(exc)) from None
             merged[level] = text
         escalation = dataclasses.replace(escalation, nudges=merged)
     return escalation
@@ -295,6 +309,8 @@ def load_config(path: str | Path | None = None, preset: str | None = None) -> Co
         raise ConfigError(f"{file}: cannot read config: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: invalid TOML: nested too deeply") from None
     try:
         return build_config(data, preset=preset, path=file)
     except ConfigError as exc:

@@ -24,16 +24,15 @@ from typing import Any
 import orjson
 
 from monitor.cost import spend_text, stored_loop_cost
+from monitor.text import printable
 
 #: Evidence events quoted per detection in the Markdown report (the JSON has all).
 EVIDENCE_SHOWN = 12
-_CONTROLS = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x0A, 0x09)}
-_CONTROLS.update({0x7F: "␡", **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)}})
 
 
 def visible(text: Any) -> str:
-    """``text`` with control characters (ESC, BEL, …) shown as pictures; newlines kept."""
-    return str(text or "").translate(_CONTROLS)
+    """``text`` with control characters (ESC, BEL, …) and bidi controls shown as pictures; newlines kept."""
+    return printable(text or "")
 
 
 def when(ts: float | None) -> str:

@@ -36,6 +36,9 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
     ):
         self.stream = stream if stream is not None else sys.stderr
+        # The bar's own codes (\r, erase to the end of the line) are written as
+        # such; its text holds no agent data (monitor.text.PrintableStream).
+        self.stream = getattr(self.stream, "unescaped", self.stream)
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
             enabled = bool(isatty and isatty())

@@ -37,6 +37,7 @@ from monitor.formats.compressed import Decompressed, is_damage, open_log, plain_
 from monitor.formats.lines import LineDecoder
 from monitor.formats.unsupported import PEEK_BYTES, describe, is_binary, refusal
 from monitor.framing import LineSplitter
+from monitor.safeopen import open_input, open_regular
 
 if TYPE_CHECKING:
     from monitor.scan_jobs import WorkerResult
@@ -148,13 +149,17 @@ def _found(folder: Path) -> list[str]:
     return found
 
 
+def named_paths(paths: Iterable[str]) -> set[str]:
+    """The paths of :func:`expand_paths` named as such, not found in a directory."""
+    return {raw if raw == STDIN else str(Path(raw).expanduser()) for raw in paths}
+
+
 def unreadable(path: str) -> str | None:
     """Why ``path`` cannot be scanned, or None.  A pipe or FIFO is not
     opened to find out: its writer would see the test open and close it."""
     try:
         if stat.S_ISREG(os.stat(path).st_mode):
-            with open(path, "rb"):
-                pass
+            os.close(open_regular(path, follow=True))
         elif not os.access(path, os.R_OK):
             return os.strerror(errno.EACCES)
     except OSError as exc:
@@ -176,7 +181,7 @@ def read_event_batches(
     ``head``: what was already read of ``stream``; ``mine`` and ``reporter``
     as for :meth:`LineDecoder.feed_lines`."""
     opened = stream is None
-    stream = stream if stream is not None else open(path, "rb")
+    stream = stream if stream is not None else open_input(path, named=True)
     splitter = LineSplitter(decoder.max_line_bytes, newlines=True)
     feed_lines, read = decoder.feed_lines, stream.read
     try:
@@ -288,7 +293,9 @@ def _scan(
     report = ScanReport(engine=engine)
     #: Document sessions named so far, by file: two runs of one task stay two sessions.
     named: dict[str, str] = {}
+    paths = list(paths)
     files = expand_paths(paths)
+    direct = named_paths(paths)
     sizes = _sizes(files) if progress is not None else []
     total, before = sum(sizes), 0
     passed = 0  # records other workers decode (a sharded scan), for the progress line
@@ -298,11 +305,18 @@ def _scan(
             before = sum(sizes[:index])
             progress.update(index, len(files), before, total, report.events + passed)
         if path != STDIN and _read_document(
-            report, _feed(engine, report, shard, path, False), Path(path), fmt, named
+            report, _feed(engine, report, shard, path, False), Path(path), fmt, named, path in direct
         ):
             continue
         passed += _scan_line_file(
-            report, engine, shard, path, fmt, progress, (index, len(files), before, total, passed)
+            report,
+            engine,
+            shard,
+            path,
+            fmt,
+            progress,
+            (index, len(files), before, total, passed),
+            path in direct,
         )
     return report
 
@@ -315,14 +329,20 @@ def _scan_line_file(
     fmt: str | None,
     progress: Any,
     at: tuple[int, int, int, int, int],
+    named: bool = True,
 ) -> int:
     """Scan one file of lines (or standard input) into ``report``; the number of
     records it passed over for other workers (a sharded scan).  ``at`` is where
-    the progress line stands: (file index, files, bytes before, bytes in all, records passed)."""
+    the progress line stands: (file index, files, bytes before, bytes in all, records passed).
+    ``named``: the operator named the path (a link is followed, a pipe read)."""
     index, count, before, total, passed = at
     # One open, the head peeked from it: a FIFO or a shell's <(...)
     # can be read only once.
-    stream = sys.stdin.buffer if path == STDIN else open_log(path)
+    try:
+        stream = sys.stdin.buffer if path == STDIN else open_log(path, named)
+    except OSError as exc:
+        _refuse(report, path, f"cannot be read ({exc.strerror or exc})")
+        return 0
     head = b""
     if path != STDIN:
         head = stream.read(PEEK_BYTES)
@@ -384,13 +404,15 @@ def _read_document(
     path: Path,
     fmt: str | None,
     named: dict[str, str],
+    direct: bool,
 ) -> bool:
     """Scan ``path`` if it is a whole-document trajectory (or ``fmt`` forces
-    one); False when it is to be read as lines."""
-    kind = documents.kind_of(path) if fmt is None else fmt
+    one); False when it is to be read as lines.  ``direct``: named on the
+    command line, not found in a directory (monitor/safeopen.py)."""
+    kind = documents.kind_of(path, named=direct) if fmt is None else fmt
     if kind not in documents.DOCUMENT_FORMATS:
         return False
-    if fmt is not None and fmt in LINE_FORMAT_NAMES and not _chat_document(path):
+    if fmt is not None and fmt in LINE_FORMAT_NAMES and not _chat_document(path, direct):
         return False  # --format chat on JSONL: one message a line
     session = documents.session_of(path)
     if session in named.values():
@@ -399,7 +421,11 @@ def _read_document(
             number += 1
         session = f"{session}~{number}"
     named[str(path)] = session
-    events, problems = documents.load(path, session=session, fmt=fmt)
+    try:
+        events, problems = documents.load(path, session=session, fmt=fmt, named=direct)
+    except OSError as exc:
+        _refuse(report, str(path), f"cannot be read ({exc.strerror or exc})")
+        return True
     if not any(e.kind in _WORK for e in events) and problems and not is_damage(problems[0].reason):
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
@@ -422,10 +448,10 @@ def _units(path: Path, kind: str, events: list[Event]) -> int:
     return last
 
 
-def _chat_document(path: Path) -> bool:
+def _chat_document(path: Path, direct: bool) -> bool:
     """True when the whole file is one chat document (not JSON lines)."""
     try:
-        return documents.chat_messages(orjson.loads(read_all(path)[0])) is not None
+        return documents.chat_messages(orjson.loads(read_all(path, direct)[0])) is not None
     except (OSError, ValueError):
         return False
 

@@ -292,3 +292,64 @@ def outcome_key(event: Any) -> str:
         text = " ".join(text.translate(_DROP_DIGITS).split())
         key = event.cache["outcome_key"] = ("E:" if event.is_error else "R:") + text
     return key
+
+
+# -- showing untrusted text on a terminal ---------------------------------------------------------
+
+#: Bidirectional overrides, embeddings, isolates and marks: they reorder what a
+#: terminal shows (``U+202E`` makes ``txt.exe`` of ``exe.txt``).
+BIDI_CONTROLS = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+
+def _picture(code: int) -> str:
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␀ … ␟ (␛ for ESC)
+    if code == 0x7F:
+        return "␡"
+    if code < 0xA0:
+        return f"\\x{code:02x}"  # C1 controls (0x9b is CSI to some terminals)
+    return f"\\u{code:04x}"  # bidi controls
+
+
+#: Every C0/C1 control character, DEL and bidi control to a visible picture.
+CONTROL_PICTURES = {code: _picture(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0), *BIDI_CONTROLS]}
+#: Text of many lines: newlines and tabs kept.
+_PRINTABLE = {code: shown for code, shown in CONTROL_PICTURES.items() if code not in (0x0A, 0x09)}
+#: JSON already escapes C0; the rest become ``\uXXXX`` escapes (the parsed value is unchanged).
+_JSON_SAFE = {code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0), *BIDI_CONTROLS]}
+
+
+def printable(text: Any) -> str:
+    """``text`` safe to write to a terminal: every control character but newline and
+    tab, and every bidi control, shown as a picture (ESC as ``␛``, U+202E as ``\\u202e``).
+    What every text output of the CLI goes through (:class:`PrintableStream`)."""
+    return str(text if text is not None else "").translate(_PRINTABLE)
+
+
+def json_printable(text: str) -> str:
+    """JSON text (controls in it already escaped by the encoder) with DEL, C1 and
+    bidi controls escaped too, so a terminal showing it is not steered: the
+    same JSON values, other bytes only where such a character was."""
+    return text.translate(_JSON_SAFE)
+
+
+class PrintableStream:
+    """A text stream that writes everything through :func:`printable` (or, with
+    ``as_json``, :func:`json_printable`); anything else goes to the stream it wraps.
+    ``unescaped`` is the wrapped stream, for the few writers of terminal codes of
+    our own (the scan's progress bar)."""
+
+    def __init__(self, stream: Any, *, as_json: bool = False):
+        self.unescaped = stream
+        self._shown = json_printable if as_json else printable
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(self._shown(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unescaped, name)

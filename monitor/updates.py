@@ -108,6 +108,8 @@ class Stats:
     warnings_open: int
     #: What loop episodes cost today (a cost.Spend), measured so far.
     loop_cost_today: Any = None
+    #: What is wrong with recording ("" when nothing): a full disk, rows lost.
+    store: str = ""
 
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.config import build_config
+from monitor.config import ConfigError, build_config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import PRESET_LADDERS, EscalationPolicy, EscalationSettings
@@ -141,11 +141,14 @@ def test_nudges_about_replies_name_no_internal_pattern_key():
     assert not any("output:" in nudge for nudge in nudges)
 
 
-def test_custom_nudge_templates_keep_unknown_placeholders():
-    """A hand-written template uses {tool} and {count}; an unknown {placeholder} is left as text."""
-    config = build_config({"escalation": {"nudges": {"warn": "Stop calling {tool} ({count}x) {nope}"}}})
+def test_custom_nudge_templates_use_the_documented_fields():
+    """A hand-written template uses {tool} and {count} (braces doubled); an unknown
+    {placeholder} is a config error (issue 32, item 13; tests/test_config_bounds.py)."""
+    config = build_config({"escalation": {"nudges": {"warn": "Stop calling {tool} ({count}x) {{nope}}"}}})
     d = EscalationPolicy(config.escalation).apply(detection())
     assert d.nudge == "Stop calling bash (3x) {nope}"
+    with pytest.raises(ConfigError, match="nope"):
+        build_config({"escalation": {"nudges": {"warn": "Stop calling {tool} {nope}"}}})
 
 
 def test_acknowledge_returns_to_watching_with_a_cooldown():

@@ -359,6 +359,7 @@ def _contact(path: Path) -> dict[str, Any]:
 def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     """{format: files} among the ``limit`` most recent ``*.jsonl`` files under ``path``."""
     from monitor.formats import sniff
+    from monitor.safeopen import open_regular_stream
 
     if path.is_file():
         files = [path]
@@ -377,7 +378,7 @@ def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     for file in files:
         name = "unknown"
         try:
-            with file.open("rb") as stream:
+            with open_regular_stream(file, follow=file == path) as stream:
                 for _ in range(SNIFF_LINES):
                     raw = stream.readline(1 << 20)
                     if not raw:
@@ -482,12 +483,72 @@ def check_db(path: Path) -> list[Check]:
     try:
         connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=CONNECT_TIMEOUT)
         try:
+            damage = [
+                " ".join(str(row[0]).split())
+                for row in connection.execute("PRAGMA quick_check(3)").fetchall()
+            ]
+            if damage != ["ok"]:
+                raise sqlite3.DatabaseError(f"damaged (quick_check: {'; '.join(damage)[:200]})")
             sessions = connection.execute("SELECT count(*) FROM sessions").fetchone()[0]
+            losses = _losses(connection)
         finally:
             connection.close()
     except sqlite3.Error as exc:
-        return [Check("FIX", "database", f"{path}: {exc}: move it away (a new one is made) or pass --db")]
-    return [Check("OK", "database", f"{path}: writable, {_size(size)}, {sessions:,} sessions")]
+        return [
+            Check(
+                "FIX",
+                "database",
+                f"{path}: {exc}: move it away (a new one is made) or pass --db; "
+                f"`sqlite3 {path} .recover | sqlite3 recovered.db` saves what it can",
+            )
+        ]
+    checks = [Check("OK", "database", f"{path}: writable, {_size(size)}, {sessions:,} sessions")]
+    return checks + _disk_space(path) + losses
+
+
+#: Free space below which the database's disk is reported (the store keeps rows in memory when it is full).
+LOW_DISK_BYTES = 16 * 1024 * 1024
+
+
+def _disk_space(path: Path) -> list[Check]:
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return []
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_DISK_BYTES:
+        return []
+    return [
+        Check(
+            "FIX",
+            "database disk",
+            f"only {_size(free)} free where {path.name} is: a monitor keeps rows in memory while "
+            "the disk is full and loses what does not fit; free some space or move the database (--db)",
+        )
+    ]
+
+
+def _losses(connection: Any) -> list[Check]:
+    """The last run that lost rows, from ``store_losses`` (a full disk, a full queue)."""
+    import sqlite3
+
+    try:
+        row = connection.execute(
+            "SELECT ts, dropped, failed, reason FROM store_losses ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    except sqlite3.Error:  # a database from before the table
+        return []
+    if row is None:
+        return []
+    ts, dropped, failed, reason = row
+    return [
+        Check(
+            "--",
+            "database losses",
+            f"a run at {time.strftime('%Y-%m-%d %H:%M', time.localtime(ts))} lost "
+            f"{(dropped or 0) + (failed or 0):,} rows (last: {reason or '-'}); `loopwatch history` lists them",
+        )
+    ]
 
 
 # -- OTLP ----------------------------------------------------------------------------------------------

@@ -71,6 +71,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from monitor.store import StoreError
+
+    try:
+        return _run(args)
+    except StoreError as exc:  # a damaged database found while reading: what to do, no traceback
+        return fail(str(exc))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:

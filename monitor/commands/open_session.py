@@ -22,6 +22,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from monitor.store import StoreError
+
+    try:
+        return _run(args)
+    except StoreError as exc:  # a damaged database found while reading: what to do, no traceback
+        return fail(str(exc))
+
+
+def _run(args: argparse.Namespace) -> int:
     from monitor.config import load_config
 
     try:

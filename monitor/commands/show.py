@@ -42,6 +42,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from monitor.store import StoreError
+
+    try:
+        return _run(args)
+    except StoreError as exc:  # a damaged database found while reading: what to do, no traceback
+        return fail(str(exc))
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.events < 0:
         return fail("--events: must not be negative")
     store = open_store(args)

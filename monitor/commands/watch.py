@@ -183,8 +183,8 @@ class HeadlessPrinter:
 
     With a store (:meth:`hold_until_stored`), a detection is printed only once
     its row is committed, so whatever a consumer read is in the database even
-    after a SIGKILL; the delay is at most the store's ``flush_ms`` (200 ms by
-    default) plus one transaction.
+    after a SIGKILL; the delay is one transaction while the store's writer is
+    idle, at most its ``flush_ms`` (200 ms by default) plus one under load.
     """
 
     def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
@@ -279,12 +279,12 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
     if live.store is not None:
         printer.hold_until_stored(live.store, loop)
     try:
-        await live.start()
-        for note in live.notes:
-            printer.err.write(f"loopwatch: {note}\n")
-        printer.err.write(f"loopwatch: {live.describe()}; Ctrl-C to stop\n")
-        printer.err.flush()
-        await stopping.wait()
+        if await _started(live, stopping):
+            for note in live.notes:
+                printer.err.write(f"loopwatch: {note}\n")
+            printer.err.write(f"loopwatch: {live.describe()}; Ctrl-C to stop\n")
+            printer.err.flush()
+            await stopping.wait()
     finally:
         await live.stop()
         printer.release()  # the store is closed: whatever is still held
@@ -294,6 +294,22 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
         f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
     )
     printer.err.flush()
+
+
+async def _started(live: LiveMonitor, stopping: asyncio.Event) -> bool:
+    """Start ``live``; False when a signal came first.  Starting reads existing
+    files (``--from-start``), which pauses while the store is behind -- for as
+    long as a full disk lasts -- and SIGTERM must not wait for it."""
+    start = asyncio.ensure_future(live.start())
+    signalled = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({start, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    if not start.done():
+        start.cancel()
+        await asyncio.gather(start, return_exceptions=True)
+        return False
+    start.result()  # (its errors are the command's)
+    return True
 
 
 def store_outcome(store: Any) -> str:
@@ -367,7 +383,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless:
         from monitor.ui.app import run_app
 
-        return int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+        status = int(run_app(config, live.running, theme=args.theme, notes=live.notes) or 0)
+        return incomplete(live.store, sys.stderr) or status
     return _watch_headless(args, live, min_level)
 
 
@@ -450,4 +467,17 @@ def _watch_headless(args: argparse.Namespace, live: LiveMonitor, min_level: Leve
         return fail(f"cannot watch: {exc.strerror or exc}")
     except (SocketError, StoreError, OtlpError) as exc:
         return fail(str(exc))
-    return 0
+    return EXIT_INCOMPLETE if live.store is not None and live.store.losses() else 0
+
+
+#: Exit status of a watch that lost rows (a full disk, a stopped writer): its database is incomplete.
+EXIT_INCOMPLETE = 3
+
+
+def incomplete(store: Any, err: TextIO) -> int:
+    """After the TUI: say once on stderr what the store lost; EXIT_INCOMPLETE if anything."""
+    lost = store.losses() if store is not None else None
+    if not lost:
+        return 0
+    err.write(f"loopwatch: DATABASE INCOMPLETE: {lost}\n")
+    return EXIT_INCOMPLETE

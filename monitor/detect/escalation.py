@@ -349,7 +349,11 @@ class EscalationPolicy:
             detector=detection.detector,
             message=detection.message,
         )
-        return template.format_map(values).strip()
+        try:
+            return template.format_map(values).strip()
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            # (a template the config did not check: never lose the session's events over it)
+            return DEFAULT_NUDGES.get(detection.level.label, "").format_map(values).strip()
 
     def acknowledge(self, session: str, now: float) -> None:
         """The operator has seen it: back to watching, with a cool-down."""

@@ -21,6 +21,8 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from monitor.safeopen import open_input, open_regular_stream
+
 if TYPE_CHECKING:
     import zstandard
 
@@ -92,7 +94,7 @@ class Decompressed:
         self.size = 0
         self.error: str | None = None
         # OSError propagates: the caller reports it.  ``fileobj``: already open (it is closed here).
-        self._raw: BinaryIO = fileobj if fileobj is not None else open(path, "rb")
+        self._raw: BinaryIO = fileobj if fileobj is not None else open_regular_stream(path, follow=True)
         self._gzip = gzip.GzipFile(fileobj=self._raw, mode="rb") if self.codec == "gzip" else None
         self._zstd = _zstd_decompressor() if self._gzip is None else None
         self._ended = False
@@ -172,22 +174,23 @@ class Decompressed:
         self.close()
 
 
-def open_log(path: str | Path) -> BinaryIO | Decompressed:
-    """``path`` opened for reading its (decompressed) bytes."""
+def open_log(path: str | Path, named: bool = True) -> BinaryIO | Decompressed:
+    """``path`` opened for reading its (decompressed) bytes, as :func:`monitor.safeopen.open_input`
+    opens it (``named``: the operator named it, so a link is followed and a pipe is theirs to give;
+    a file found in a directory must be a regular file, opened without blocking)."""
+    raw = open_input(path, named=named)
     if codec_of(path) is not None:
-        return Decompressed(path)
-    return open(path, "rb")
+        return Decompressed(path, fileobj=raw)
+    return raw
 
 
-def read_head(path: str | Path, size: int) -> bytes:
+def read_head(path: str | Path, size: int, named: bool = True) -> bytes:
     """The first ``size`` (decompressed) bytes of ``path``; OSError when it cannot be opened."""
-    with open_log(path) as stream:
+    with open_log(path, named) as stream:
         return stream.read(size)
 
 
-def read_all(path: str | Path) -> tuple[bytes, str | None]:
+def read_all(path: str | Path, named: bool = True) -> tuple[bytes, str | None]:
     """The whole (decompressed) content of ``path`` and what was wrong with it, if anything."""
-    if codec_of(path) is None:
-        return Path(path).read_bytes(), None
-    with Decompressed(path) as stream:
-        return stream.read(), stream.error
+    with open_log(path, named) as stream:
+        return stream.read(), getattr(stream, "error", None)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,10 +165,16 @@ def _looks_like_chat(head: bytes) -> bool:
 DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent")
 
 
-def kind_of(path: Path) -> str | None:
+def read_whole(path: Path, named: bool = True) -> bytes:
+    """The whole (decompressed) file (``named``: as for :func:`monitor.safeopen.open_input`)."""
+    return read_all(path, named)[0]
+
+
+def kind_of(path: Path, named: bool = True) -> str | None:
     """The document format of ``path`` (from its name and first bytes), or
     ``None``; a compressed file by its decompressed bytes and its name
-    without the compression suffix."""
+    without the compression suffix.  A pipe is not peeked at (its bytes
+    would be gone): it is read as lines."""
     suffix = plain_path(path).suffix
     if suffix == ".traj":
         return "swe-agent"
@@ -176,7 +183,7 @@ def kind_of(path: Path) -> str | None:
     if suffix != ".json":
         return "openhands" if events_dir(path) is not None else None
     try:
-        head = read_head(path, _PEEK_BYTES)
+        head = read_head(path, _PEEK_BYTES, named) if _regular(path) or not named else b""
     except OSError:
         return None
     if cline.is_history(path) or cline.looks_like_cline(head):
@@ -188,6 +195,14 @@ def kind_of(path: Path) -> str | None:
     if _looks_like_openhands(head):
         return "openhands"
     return "chat" if _looks_like_chat(head) else None
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (a pipe named on the command line is not peeked at)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _aider(path: Path) -> bool:
@@ -224,7 +239,9 @@ def session_of(path: Path) -> str:
     return name or "trajectory"
 
 
-def load(path: Path, session: str | None = None, fmt: str | None = None) -> tuple[list[Event], list[Problem]]:
+def load(
+    path: Path, session: str | None = None, fmt: str | None = None, named: bool = True
+) -> tuple[list[Event], list[Problem]]:
     """Every event of a trajectory document, and what was wrong with it.
 
     ``fmt`` forces one of :data:`DOCUMENT_FORMATS`; ``session`` names the
@@ -238,7 +255,7 @@ def load(path: Path, session: str | None = None, fmt: str | None = None) -> tupl
             return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
     source = str(path)
     folder = events_dir(path) if plain_path(path).suffix != ".json" else None
-    read = _read_document(path, folder, source)
+    read = _read_document(path, folder, source, named)
     if isinstance(read, Problem):
         return [], [read]
     document, raw, early = read
@@ -266,7 +283,7 @@ def _read_document(
     if folder is not None:
         document, early = _read_events_dir(folder, source)
         return document, b"", early
-    raw, damage = read_all(path)
+    raw, damage = read_all(path, named)
     if damage is not None:  # a compressed document cut short cannot be parsed
         return Problem(source, None, damage)
     try:

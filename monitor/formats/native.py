@@ -69,6 +69,10 @@ _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind}
 _ALLOWED: dict[str, frozenset[str]] = {name: frozenset(_COMMON | fields) for name, fields in _FIELDS.items()}
 
 
+#: Milliseconds of 3000-01-01 UTC: above it a number is no epoch time in any unit.
+MAX_EPOCH_MS = 32_503_680_000_000
+
+
 def parse_ts(value: Any, now: float, where: str = "ts") -> float:
     """Epoch seconds from ISO 8601 text or a number; ``now`` when absent."""
     if value is None:
@@ -77,7 +81,9 @@ def parse_ts(value: Any, now: float, where: str = "ts") -> float:
         raise RecordError(f"{where}: expected ISO 8601 text or epoch seconds, got {value!r}")
     if isinstance(value, (int, float)):
         # Epoch milliseconds are common too; nothing real is dated after 5138.
-        return float(value) / 1000.0 if value > 1e11 else float(value)
+        # Beyond the milliseconds of year 3000 it is neither: kept as given, so
+        # the out-of-range report quotes the record's own value (1e300, not 1e297).
+        return float(value) / 1000.0 if 1e11 < value <= MAX_EPOCH_MS else float(value)
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())

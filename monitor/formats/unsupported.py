@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from monitor.formats.base import Problem
-from monitor.formats.compressed import codec_of, open_log
+from monitor.formats.compressed import Decompressed, codec_of
+from monitor.safeopen import open_regular_stream
 
 #: What ``scan`` reads, as the one-line refusal lists it.
 SUPPORTED = (
@@ -59,7 +60,8 @@ def describe(path: Path, first_problem: str | None = None) -> str:
     """What ``path`` holds, in a phrase (``a JSON document with keys info, …``)."""
     try:
         size = path.stat().st_size
-        with open_log(path) as stream:
+        raw_file = open_regular_stream(path, follow=True)  # (never blocks: monitor/safeopen.py)
+        with Decompressed(path, fileobj=raw_file) if codec_of(path) else raw_file as stream:
             head = stream.read(PEEK_BYTES)
             if is_binary(head):
                 packed = f" once decompressed ({codec_of(path)})" if codec_of(path) else ""

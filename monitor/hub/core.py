@@ -44,6 +44,8 @@ log = logging.getLogger("loopwatch.hub")
 
 #: Subscribers get coalesced SessionChanged updates at most this often under load.
 PUBLISH_INTERVAL = 0.05
+#: How often a file source paused behind a busy store looks again.
+FILE_PAUSE_SECONDS = 0.02
 #: Every this many ticks, live sessions with a known process are checked for its exit.
 EXIT_CHECK_TICKS = 5
 #: Detections kept for a UI that subscribes late, and per session of them.
@@ -93,6 +95,7 @@ class Hub:
         self.problems_total = 0
         self.started = False
         self.stopped = False
+        self.file_pauses = 0  # times a file source waited for the store (room_for_files)
         self._collects_rarely = False
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -164,6 +167,18 @@ class Hub:
         if not events and not problems and position is None:
             return
         await self.intake.put(events, problems, self.clock(), position)
+
+    async def room_for_files(self) -> None:
+        """Wait while the store is behind (``Store.backlogged``).  A file source
+        awaits this before each batch: a file is read later, not dropped, while
+        events that cannot wait (sockets, OTLP) keep the store's queue to themselves."""
+        store = self.store
+        backlogged = getattr(store, "backlogged", None)
+        if backlogged is None or not backlogged():
+            return
+        self.file_pauses += 1
+        while not self.stopped and backlogged():
+            await asyncio.sleep(FILE_PAUSE_SECONDS)
 
     def saturated(self) -> bool:
         """The queue is full: a source that can ask its sender to retry later should."""
@@ -253,6 +268,7 @@ class Hub:
             live,
             warnings,
             self.engine.costs.day(self.clock()),
+            self.recorder.banner(),
         )
 
     def describe_kill(self, session: str) -> str:

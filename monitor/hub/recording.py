@@ -127,6 +127,17 @@ class Recorder:
         if self.on:
             self.session(state)
 
+    def banner(self) -> str:
+        """What the TUI shows while recording is in trouble ("" when it is not)."""
+        stats = getattr(self.store, "stats", None) if self.on else None
+        if stats is None:
+            return ""
+        lost = stats.dropped + stats.failed
+        tail = f", {lost:,} rows lost" if lost else ""
+        if getattr(stats, "disk_full", False):
+            return f"DISK FULL: {stats.pending:,} rows waiting to be recorded{tail}"
+        return f"DATABASE INCOMPLETE{tail}" if lost else ""
+
     def losses(self) -> Iterable[Problem]:
         """A problem when the store dropped or refused rows since last asked,
         with the exact running count."""
@@ -135,6 +146,8 @@ class Recorder:
             return ()
         stats = self.store.stats
         counts = (stats.dropped, stats.failed)
+        if getattr(stats, "disk_full", False):
+            return ()  # said once when the disk filled; the count follows when it is written again
         if counts != self._losses_seen and any(counts):
             self._losses_seen = counts
             return (Problem("store", None, losses() or ""),)

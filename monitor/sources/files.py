@@ -75,6 +75,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from monitor.formats.base import Problem
 from monitor.formats.lines import DEFAULT_MAX_LINE_BYTES
+from monitor.safeopen import kind_of
 from monitor.sources import Sink
 from monitor.sources.documents import DocumentFollower
 from monitor.sources.paths import StartPolicy, WatchSpec
@@ -92,6 +93,8 @@ ROTATE_GRACE_SECONDS = 5.0
 DELETED_FOLLOW_SECONDS = 3600.0
 #: How often the holders of retired files are looked up in ``/proc``.
 HOLDERS_CHECK_SECONDS = 2.0
+#: Paths reported as not regular files (FIFOs, devices) that are remembered, so each is said once.
+ODD_REPORTED = 1024
 #: Descriptors of files quiet for this long are closed (they stay tracked).
 IDLE_CLOSE_SECONDS = 120.0
 
@@ -154,6 +157,7 @@ class FileSource:
         self._stopping = False
         self._scan_cost = 0.0
         self._missing_reported: set[str] = set()
+        self._odd_reported: set[str] = set()
 
     @property
     def bytes_read(self) -> int:
@@ -321,6 +325,7 @@ class FileSource:
                 await self._retire(tf, "deleted; read to its end")
             return
         if not statmod.S_ISREG(st.st_mode):
+            self._not_regular(path, st.st_mode)
             return
         ident = (st.st_dev, st.st_ino)
         if tf is not None:
@@ -344,18 +349,32 @@ class FileSource:
             self.retiring.pop(ident, None)
             known.retired_at = None
             known.path = path
+            known.follow = self._named(path)
             self.by_path[path] = known
             await self._read(known, st)
             return
         if not any(spec.matches(path) for spec in self.specs):
             return
         tf = self.starts.new_file(path, st, initial)
+        tf.follow = self._named(path)
         self.by_path[path] = tf
         self.by_ident[ident] = tf
         if not initial or tf.offset < st.st_size or self.documents.kind(tf) is not None:
             await self._read(tf, st)  # also opens it, so the fast re-check covers it
         else:
             tf.mtime_ns = st.st_mtime_ns
+
+    def _named(self, path: str) -> bool:
+        """The operator named ``path`` itself: a symbolic link there is followed."""
+        return any(spec.kind == "file" and spec.path == path for spec in self.specs)
+
+    def _not_regular(self, path: str, mode: int) -> None:
+        """A FIFO, device or socket under a log's name is never opened: said once."""
+        if path in self._odd_reported or not any(spec.matches(path) for spec in self.specs):
+            return
+        if len(self._odd_reported) < ODD_REPORTED:
+            self._odd_reported.add(path)
+            self._notice(Problem(path, None, f"{kind_of(mode)}, not a regular file: not read"))
 
     # -- files that go away ------------------------------------------------------------
 

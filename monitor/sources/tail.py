@@ -23,6 +23,7 @@ from monitor.formats.base import Problem
 from monitor.formats.compressed import Decompressed, codec_of
 from monitor.formats.lines import LineDecoder
 from monitor.framing import Line, LineSplitter
+from monitor.safeopen import open_regular
 from monitor.sources import Sink
 from monitor.sources.resume import position, resume
 from monitor.sources.tailed import MARK_BYTES, TailedFile
@@ -103,6 +104,8 @@ class Tailer:
         self.notice = notice
         #: The sink records read positions (the hub, when it has a store).
         self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
+        #: Awaited before each batch: returns once the sink has room for what can wait (files).
+        self.room: Callable[[], Any] | None = getattr(sink, "room_for_files", None)
         self.open: OrderedDict[TailedFile, None] = OrderedDict()  # LRU of open descriptors
         self.max_open = 1024
         self.bytes_read = 0
@@ -114,7 +117,9 @@ class Tailer:
             self.open.move_to_end(tf)
             return tf.fd
         try:
-            fd = os.open(tf.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # Never blocks (a FIFO swapped in under the name), never follows a
+            # link planted in a watched directory: monitor/safeopen.py.
+            fd = open_regular(tf.path, follow=tf.follow)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -345,6 +350,11 @@ class Tailer:
                 if event.session not in tf.sessions and len(tf.sessions) < 1024:
                     tf.sessions.add(event.session)
                     self.sink.register_channel(event.session, InboxChannel(tf.decoder.source))
+        if events and self.room is not None:
+            # A file can be read later: while the store is behind, reading
+            # pauses here instead of filling the store's queue (what sockets
+            # send cannot wait, and would be dropped behind a flood).
+            await self.room()
         if where_read is not None:
             await self.sink.submit(events, problems, position=where_read)  # type: ignore[call-arg]
         else:

@@ -26,6 +26,39 @@ from monitor.store.sessions import shown_status
 BUSY_TIMEOUT_MS = 5000
 
 
+#: Problems ``PRAGMA quick_check`` lists at most (the first says enough).
+CHECK_PROBLEMS = 3
+
+
+def damaged_advice(exc: BaseException, path: Path) -> str:
+    """What to do about a damaged database, for an error message ("" for other errors)."""
+    text = str(exc)
+    if "malformed" not in text and "not a database" not in text and "damaged" not in text:
+        return ""
+    return (
+        f". The file is damaged: move it away (`mv {path} {path}.damaged`; a new one is made), "
+        f"or recover what it holds with `sqlite3 {path} .recover | sqlite3 recovered.db`"
+    )
+
+
+def check_integrity(db: Database, path: Path) -> None:
+    """Refuse a damaged database (``PRAGMA quick_check``: every page, no index contents)."""
+    try:
+        rows = db.execute(f"PRAGMA quick_check({CHECK_PROBLEMS})").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and not damaged_advice(exc, path):
+            raise  # locked, read-only directory…: the caller's to handle
+        raise StoreError(
+            f"{path}: not a readable SQLite database: {exc}{damaged_advice(exc, path)}"
+        ) from None
+    problems = [" ".join(str(row[0]).split()) for row in rows]
+    if problems != ["ok"]:
+        raise StoreError(
+            f"{path}: the database is damaged (quick_check: {'; '.join(problems)[:300]})"
+            + damaged_advice(Exception("damaged"), path)
+        )
+
+
 class StoreError(RuntimeError):
     """The store cannot do what was asked (not started, closed, unreadable…)."""
 
@@ -89,13 +122,15 @@ class StoreReader:
             try:
                 return list(self._reader.query(sql, list(params)))
             except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: {exc}") from None
+                raise StoreError(f"{self.path}: {exc}{damaged_advice(exc, self.path)}") from None
 
     def _open_reader(self, upgraded: bool = False) -> Database:
         if not self.path.exists():
             raise StoreError(f"no loopwatch database at {self.path}")
         db = self._connect_reader("mode=ro")
         try:
+            if not upgraded:
+                check_integrity(db, self.path)
             version = current_version(db)
         except sqlite3.OperationalError as exc:
             db.close()
@@ -106,6 +141,9 @@ class StoreReader:
                 raise StoreError(f"{self.path}: not a readable SQLite database: {exc}") from None
             db = self._connect_reader("immutable=1")
             version = self._version(db)
+        except StoreError:
+            db.close()
+            raise
         except (SchemaError, sqlite3.DatabaseError):
             version = self._version(db)  # closes it and says why
         if version > latest_version():

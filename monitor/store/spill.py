@@ -13,6 +13,7 @@ written as one JSON line each.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -23,6 +24,8 @@ import orjson
 
 #: Default bound of the spill file: about 250,000 typical rows.
 SPILL_BYTES = 512 * 1024 * 1024
+#: Bytes read back at a time.
+READ_BYTES = 1 << 20
 
 
 def _encode(kind: str, row: list[Any]) -> bytes:
@@ -35,6 +38,13 @@ def _encode(kind: str, row: list[Any]) -> bytes:
 class Spill:
     """An append-only file of queued rows, read back first-in first-out.
 
+    Rows are written whole or not at all: an append goes at the file's logical
+    end with one ``pwrite``; a short or failed write (a full disk) leaves the
+    end where it was, so the torn bytes are overwritten by the next append and
+    never read.  Reading stops at the logical end and checks every line; one
+    that does not decode (it cannot happen, but a disk can lie) is skipped and
+    counted in ``torn``, never raised to the writer.
+
     Not thread-safe: the writer calls it with its queue lock held."""
 
     def __init__(self, directory: Path, max_bytes: int = SPILL_BYTES):
@@ -42,13 +52,14 @@ class Spill:
         self.max_bytes = max_bytes
         self.count = 0  # rows in the file not read back yet
         self.total = 0  # rows ever spilled
+        self.torn = 0  # rows read back that did not decode (skipped)
         self._file: Any = None
         self._read_at = 0
-        self._size = 0
+        self._size = 0  # the logical end: everything before it was written whole
 
     def _open(self) -> Any:
         if self._file is None:
-            self._file = tempfile.TemporaryFile(dir=self.directory, prefix=".loopwatch-spill-")
+            self._file = tempfile.TemporaryFile(dir=self.directory, prefix=".loopwatch-spill-", buffering=0)
         return self._file
 
     def room(self, rows: list[tuple[str, list[Any]]]) -> list[bytes] | None:
@@ -59,10 +70,23 @@ class Spill:
         return lines
 
     def append(self, lines: list[bytes]) -> None:
-        file = self._open()
-        file.seek(0, os.SEEK_END)
-        file.write(b"".join(lines))
-        self._size += sum(map(len, lines))
+        """Write ``lines`` whole, or raise OSError having kept none of them."""
+        fd = self._open().fileno()
+        data = b"".join(lines)
+        written = 0
+        try:
+            while written < len(data):
+                n = os.pwrite(fd, data[written:] if written else data, self._size + written)
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += n
+        except OSError:
+            try:
+                os.ftruncate(fd, self._size)  # give the torn bytes back to the disk
+            except OSError:
+                pass
+            raise
+        self._size += len(data)
         self.count += len(lines)
         self.total += len(lines)
 
@@ -70,25 +94,39 @@ class Spill:
         """Up to ``limit`` rows, oldest first."""
         if not self.count or limit <= 0:
             return []
-        file = self._file
-        file.flush()
-        file.seek(self._read_at)
+        fd = self._file.fileno()
         out: list[tuple[str, list[Any]]] = []
-        while len(out) < limit:
-            line = file.readline()
-            if not line:
+        taken = 0
+        while taken < limit and self._read_at < self._size:
+            block = os.pread(fd, min(READ_BYTES, self._size - self._read_at), self._read_at)
+            if not block:
                 break
-            try:
-                kind, row = orjson.loads(line)
-            except orjson.JSONDecodeError:  # what _encode wrote with json
-                kind, row = json.loads(line)
-            out.append((kind, row))
-        self._read_at = file.tell()
-        self.count -= len(out)
-        if self.count <= 0:  # all read back: start the file over
+            end = block.rfind(b"\n")
+            if end < 0:
+                if len(block) < self._size - self._read_at:  # a line longer than a block
+                    block = os.pread(fd, self._size - self._read_at, self._read_at)
+                    end = block.rfind(b"\n")
+                if end < 0:  # no newline before the logical end: a torn tail
+                    self.torn += 1
+                    self._read_at = self._size
+                    break
+            lines = block[: end + 1].splitlines()
+            used = 0
+            for line in lines:
+                if taken >= limit:
+                    break
+                used += len(line) + 1
+                taken += 1
+                row = _decode(line)
+                if row is None:
+                    self.torn += 1
+                else:
+                    out.append(row)
+            self._read_at += used
+        self.count -= taken
+        if self.count <= 0 or self._read_at >= self._size:  # all read back: start the file over
             self.count = 0
-            file.seek(0)
-            file.truncate()
+            os.ftruncate(fd, 0)
             self._read_at = self._size = 0
         return out
 
@@ -96,3 +134,16 @@ class Spill:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _decode(line: bytes) -> tuple[str, list[Any]] | None:
+    try:
+        try:
+            kind, row = orjson.loads(line)
+        except orjson.JSONDecodeError:  # what _encode wrote with json
+            kind, row = json.loads(line)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(kind, str) or not isinstance(row, list):
+        return None
+    return kind, row

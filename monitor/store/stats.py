@@ -19,4 +19,6 @@ class StoreStats:
     failed: int = 0  # rows SQLite refused
     pruned: int = 0  # event rows deleted by retention
     pending: int = 0  # rows queued right now
+    lost_full: int = 0  # of ``dropped``: rows lost while the disk was full
+    disk_full: bool = False  # the disk holding the database is full right now (rows wait in memory)
     last_error: str = ""

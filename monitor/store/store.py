@@ -31,6 +31,7 @@ time, at start and hourly; sessions, detections and actions are kept.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -46,7 +47,7 @@ from monitor.detect.base import Detection
 from monitor.events import Event
 from monitor.identity import current_user, owner_stamp
 from monitor.store.paths import resolve_db_path
-from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader
+from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader, check_integrity, damaged_advice
 from monitor.store.recovery import reconcile_pending, reconcile_sessions
 from monitor.store.rows import detection_row, event_row, safe_text
 from monitor.store.schema import SchemaError, migrate
@@ -54,6 +55,8 @@ from monitor.store.sessions import session_update
 from monitor.store.spill import SPILL_BYTES, Spill
 from monitor.store.stats import StoreStats
 from monitor.store.writer import Writer, WriterStopped
+
+log = logging.getLogger("loopwatch.store")
 
 #: How long begin_action/finish_action/prune wait for the writer.
 REQUEST_TIMEOUT = 30.0
@@ -145,15 +148,25 @@ class Store(StoreReader):
     def _open_writer(self) -> Database:
         if not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+        if self.path.is_symlink() and not self.path.exists():
+            # SQLite would create the link's target, wherever it points.
+            raise StoreError(
+                f"{self.path} is a symbolic link to {os.readlink(self.path)}, which does not exist: "
+                "remove the link or pass --db with a real path"
+            )
         if not self.path.exists():
             self._created = True
             # Transcripts can hold secrets: the file (and its -wal/-shm, which
             # SQLite creates with the same mode) is private to the user.
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            try:
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot create the database: {exc.strerror or exc}") from None
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         db = Database(conn, execute_plugins=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            check_integrity(db, self.path)
             db.enable_wal()
             # In WAL mode NORMAL survives a crash of the process (kill -9) with
             # every committed row; action commits switch to FULL for power loss.
@@ -166,7 +179,12 @@ class Store(StoreReader):
             raise StoreError(f"{self.path}: {exc}") from None
         except sqlite3.Error as exc:
             db.close()
-            raise StoreError(f"{self.path}: cannot open the database: {exc}") from None
+            raise StoreError(
+                f"{self.path}: cannot open the database: {exc}{damaged_advice(exc, self.path)}"
+            ) from None
+        except StoreError:
+            db.close()
+            raise
         return db
 
     def close(self) -> None:
@@ -177,6 +195,12 @@ class Store(StoreReader):
         if writer is not None:
             writer.close()
             unused = self.discard_if_unused and self._created and _recorded_nothing(writer.db)
+            # Our reader would keep the WAL alive past the writer (it cannot
+            # checkpoint: it is read-only), so it goes first; then the WAL is
+            # folded into the .db and emptied, so the .db alone holds everything.
+            self.close_reader()
+            if not unused:
+                checkpoint(writer.db)
             writer.db.close()
             self._final_stats = writer.stats
             self._final_failure = writer.failure
@@ -197,6 +221,12 @@ class Store(StoreReader):
     def stats(self) -> StoreStats:
         writer = self._writer
         return writer.stats if writer is not None else self._final_stats
+
+    def backlogged(self) -> bool:
+        """Rows wait beyond half the memory queue (or in the spill file): what can
+        be read again later (a file) should wait (``Hub.room_for_files``)."""
+        writer = self._writer
+        return writer is not None and writer.backlog() >= self.max_pending // 2
 
     def position(self) -> int:
         """How many rows were given to the store so far (see :meth:`on_written`)."""
@@ -224,8 +254,12 @@ class Store(StoreReader):
         parts = []
         if failure is not None:
             parts.append(f"the store writer STOPPED ({failure!r}); nothing after it was recorded")
-        if stats.dropped:
-            parts.append(f"{stats.dropped:,} rows dropped (the queue and its spill file were full)")
+        if stats.lost_full:
+            parts.append(f"{stats.lost_full:,} rows lost to a full disk (the memory queue was full)")
+        if stats.dropped - stats.lost_full:
+            parts.append(
+                f"{stats.dropped - stats.lost_full:,} rows dropped (the queue and its spill file were full)"
+            )
         if stats.failed:
             parts.append(f"{stats.failed:,} rows refused by SQLite (last: {stats.last_error})")
         return "; ".join(parts) or None
@@ -326,6 +360,19 @@ class Store(StoreReader):
             raise StoreError(str(exc)) from None
         except (TimeoutError, sqlite3.Error) as exc:
             raise StoreError(f"{kind}: {exc}") from exc
+
+
+def checkpoint(db: Database) -> bool:
+    """Fold the WAL into the database file and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).
+
+    True when it completed; another process reading or writing the database
+    may hold it back (it then stays in the WAL, as SQLite would leave it)."""
+    try:
+        busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        log.warning("could not checkpoint the database at close: %s", exc)
+        return False
+    return not busy
 
 
 def _recorded_nothing(db: Database) -> bool:

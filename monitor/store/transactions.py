@@ -10,6 +10,7 @@ the bad rows counted (``store_losses``).  Only the writer thread calls it.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 import threading
@@ -60,6 +61,27 @@ ACTION_FINISH = (
     "UPDATE actions SET outcome = ?, detail = CASE WHEN ? = '' THEN detail "
     "ELSE ? END, finished_ts = ? WHERE id = ?"
 )
+
+
+class NoSpace(Exception):
+    """The disk holding the database is full: the batch's first ``committed``
+    rows were committed, the rest (and its session rows) were not."""
+
+    def __init__(self, message: str, committed: int = 0):
+        super().__init__(message)
+        self.committed = committed
+
+
+def is_full(exc: BaseException) -> bool:
+    """A full disk (or quota) rather than a bad row: the batch is to be kept and retried."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+            return True
+        return "disk is full" in str(exc) or "No space left" in str(exc)
+    return False
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -233,12 +255,16 @@ class Transactions:
                 self._record_losses()
             return
         except Exception as exc:
+            if is_full(exc):
+                raise NoSpace(str(exc)) from exc
             log.warning("store batch of %d rows failed (%s); retrying row by row", len(rows), exc)
             self._stats.last_error = str(exc)
-        for row in rows:
+        for index, row in enumerate(rows):
             try:
                 self._commit([row], None)
             except Exception as exc:
+                if is_full(exc):  # the disk filled up meanwhile: the rest is kept, not refused
+                    raise NoSpace(str(exc), committed=index) from exc
                 self._stats.failed += 1
                 self._stats.last_error = f"{_where(row)}: {type(exc).__name__}: {exc}"
                 log.warning("store refused a row (%s); it is not recorded", self._stats.last_error)

@@ -4,7 +4,10 @@ Producers (any thread) queue rows and session updates; synchronous requests
 (actions, flush, prune) wait for their result.  The thread owns the only
 writing connection and commits:
 
-* queued rows every ``batch_size`` rows, or ``flush_ms`` after the oldest one;
+* queued rows at once while it is idle (fewer than ``EAGER_COMMITS`` commits in
+  the last ``flush_ms``), else every ``batch_size`` rows or ``flush_ms`` after
+  the oldest one (group commit under load);
+* a batch the disk is too full to take: kept and retried (:mod:`monitor.store.fullness`);
 * session rows at most every ``session_seconds`` (``SESSION_SECONDS``, or
   ``flush_ms`` if longer), one row per session with what its committed rows
   and the hub's updates said (coalesced: with 1,000 live sessions, upserting
@@ -28,10 +31,11 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from monitor.store.fullness import CLOSE_SECONDS, DiskFull, no_space
 from monitor.store.sessions import merge_update
 from monitor.store.spill import Spill
 from monitor.store.stats import StoreStats
-from monitor.store.transactions import Rows, Sessions, Transactions
+from monitor.store.transactions import NoSpace, Rows, Sessions, Transactions
 
 log = logging.getLogger("loopwatch.store")
 
@@ -40,6 +44,9 @@ PRUNE_INTERVAL = 3600.0
 #: is longer), and on flush and close: each is an upsert as costly as a few
 #: event rows, and a fleet of live sessions would otherwise keep the writer busy.
 SESSION_SECONDS = 1.0
+#: Group commit: rows are committed at once while the writer made fewer than this many
+#: commits in the last ``flush_ms``; beyond (under load) they wait for a batch or the window.
+EAGER_COMMITS = 5
 
 
 class WriterStopped(RuntimeError):
@@ -98,6 +105,9 @@ class Writer:
         self._spill = spill
         self._warned_drop = -1e9  # monotonic time of the last drop warning
         self._warned_spill = False
+        self._full = DiskFull(max_pending)
+        self._commits: deque[float] = deque(maxlen=EAGER_COMMITS)  # when recent row commits ended
+        self._torn_seen = 0
         self._tx = Transactions(
             db,
             self._stats,
@@ -142,7 +152,13 @@ class Writer:
                 self._stats,
                 pending=self._queued(),
                 spilled=self._spill.total if self._spill is not None else 0,
+                disk_full=self._full.full,
             )
+
+    def backlog(self) -> int:
+        """Rows waiting (read without the lock: a hint, for pacing)."""
+        spill = self._spill
+        return len(self._pending) + (spill.count if spill is not None else 0)
 
     def _queued(self) -> int:
         """Rows waiting, in memory and in the spill file (lock held)."""
@@ -189,7 +205,10 @@ class Writer:
             spill.append(lines)
         except OSError as exc:  # a full or failing disk: count the rows, never raise
             self._stats.last_error = f"spill file: {exc}"
-            self._drop(len(lines))
+            full = no_space(exc)
+            if full:
+                self._full.spill_failed()
+            self._drop(len(lines), full=full)
             return
         if self._oldest_at is None:
             self._oldest_at = time.monotonic()
@@ -201,11 +220,14 @@ class Writer:
                 "disk): rows wait in a spill file; nothing is dropped"
             )
 
-    def _drop(self, count: int) -> None:
+    def _drop(self, count: int, *, full: bool = False) -> None:
         self._stats.dropped += count
+        full = full or self._full.full
+        if full:
+            self._stats.lost_full += count
         self.done += count
         now = time.monotonic()
-        if now - self._warned_drop >= 5.0:
+        if not full and now - self._warned_drop >= 5.0:
             self._warned_drop = now
             log.warning(
                 "store queue and spill file full: %d rows dropped so far this run "
@@ -285,17 +307,29 @@ class Writer:
                     closing = self.state != "running"
                     oldest = self._oldest_at if self._oldest_at is not None else now
                     queued = self._queued()
-                    rows_due = queued > 0 and (closing or queued >= self.batch_size or now >= oldest + flush)
+                    # Idle, a row is committed at once (a printed detection is durable
+                    # within a transaction); busy, rows wait for a batch or the window.
+                    eager_at = self._commits[0] + flush if len(self._commits) == EAGER_COMMITS else now
+                    rows_due = queued > 0 and (
+                        closing or queued >= self.batch_size or now >= min(oldest + flush, eager_at)
+                    )
                     sessions_waiting = bool(self._dirty or self._tx.derived)
                     sessions_due = sessions_waiting and (closing or now >= self._tx.sessions_at + every)
+                    if self._full.waiting(now):
+                        rows_due = sessions_due = False  # the disk is full: wait for the retry
+                        if closing and not self._requests and now - self._closing_since > CLOSE_SECONDS:
+                            self._give_up_full()
+                            return
                     prune_due = self.retention_days > 0 and now >= next_prune
                     if self._requests or rows_due or sessions_due or prune_due:
                         break
                     if closing:  # and everything is written
                         return
                     waits = [next_prune - now] if self.retention_days > 0 else []
+                    if self._full.full:
+                        waits.append(self._full.retry_at - now)
                     if queued:
-                        waits.append(oldest + flush - now)
+                        waits.append(min(oldest + flush, eager_at) - now)
                     if sessions_waiting:
                         waits.append(self._tx.sessions_at + every - now)
                     self._cond.wait(min(waits) if waits else None)
@@ -317,6 +351,9 @@ class Writer:
         if spill is not None and spill.count and len(self._pending) < max(limit, 1):
             # The oldest rows on disk come back behind what is in memory.
             self._pending.extend(spill.take(self.max_pending // 2))
+            if spill.torn != self._torn_seen:  # lines that did not decode: lost, counted
+                self._drop(spill.torn - self._torn_seen)
+                self._torn_seen = spill.torn
         count = min(limit, len(self._pending))
         rows = [self._pending.popleft() for _ in range(count)]
         if not self._pending and not (spill is not None and spill.count):
@@ -366,8 +403,48 @@ class Writer:
             self._write([], sessions)
 
     def _write(self, rows: Rows, sessions: Sessions | None) -> None:
-        self._tx.write(rows, sessions)
+        try:
+            self._tx.write(rows, sessions)
+        except NoSpace as full:
+            self._written(full.committed)
+            self._keep(rows[full.committed :], sessions, str(full))
+            return
+        if self._full.full:
+            with self._cond:
+                self._full.resumed(self._stats.dropped)
+        if rows:
+            self._commits.append(time.monotonic())
         self._written(len(rows))
+
+    # -- a full disk -------------------------------------------------------------------
+
+    def _keep(self, rows: Rows, sessions: Sessions | None, error: str) -> None:
+        """The disk is full: put the batch back at the head of the queue (in
+        memory, bounded by ``max_pending`` with what producers add: beyond it
+        rows go to the spill file or are counted lost) and retry later."""
+        now = time.monotonic()
+        with self._cond:
+            self._pending.extendleft(reversed(rows))
+            if rows and self._oldest_at is None:
+                self._oldest_at = now
+            if sessions:
+                for session, info in self._dirty.items():  # newer updates merged into the kept ones
+                    if session in sessions:
+                        merge_update(sessions[session], info)
+                    else:
+                        sessions[session] = info
+                self._dirty = sessions
+            self._stats.last_error = f"disk full: {error}"
+            self._full.failed(error)
+
+    def _give_up_full(self) -> None:
+        """Closing on a disk still full: what is queued is lost, counted (lock held)."""
+        lost = len(self._pending) + (self._spill.count if self._spill is not None else 0)
+        self._pending.clear()
+        if self._spill is not None:
+            self._spill.count = 0
+        self._dirty = {}
+        self._drop(lost)
 
     def add_listener(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(done)`` (on the writer thread) after each write."""

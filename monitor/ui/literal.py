@@ -13,17 +13,10 @@ from rich.markup import escape
 from rich.style import Style
 from rich.text import Text
 
+from monitor.text import CONTROL_PICTURES
 
-def _picture(code: int) -> str:
-    if code < 0x20:
-        return chr(0x2400 + code)  # ␀ … ␟ (␛ for ESC)
-    if code == 0x7F:
-        return "␡"
-    return f"\\x{code:02x}"  # C1 controls
-
-
-#: Translation table: every C0/C1 control character to a visible picture.
-_CONTROLS = {code: _picture(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+#: Translation table: every C0/C1 control character (and bidi control) to a visible picture.
+_CONTROLS = dict(CONTROL_PICTURES)
 _ONE_LINE = dict(_CONTROLS)
 _ONE_LINE[ord("\n")] = "⏎"
 _ONE_LINE[ord("\t")] = " "

@@ -153,6 +153,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             title=self.app.title,
             palette=self.app.palette,
             loop_cost=getattr(stats, "loop_cost_today", None),
+            store=getattr(stats, "store", ""),
         )
 
     def pin_selection(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 
 from monitor.cost import Spend
@@ -24,6 +25,7 @@ class CountsBar(TextPanel):
         title: str = "loopwatch",
         palette: Palette = DEFAULT_PALETTE,
         loop_cost: Spend | None = None,
+        store: str = "",
     ) -> None:
         text = Text()
         text.append(f" {title} ", style="bold reverse")
@@ -42,4 +44,7 @@ class CountsBar(TextPanel):
         if problems:
             text.append(SEP)
             text.append(plural(problems, "bad line"), style=palette.fg("level-critical"))
+        if store:  # a full disk, rows lost: the operator must know the record is incomplete
+            text.append(SEP)
+            text.append(f" {store} ", style=palette.fg("level-critical", bold=True) + Style(reverse=True))
         self.show_renderable(text)

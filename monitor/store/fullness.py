@@ -1,0 +1,85 @@
+"""A full disk under the store: when to retry, and saying so once.
+
+The writer keeps a batch it could not commit because the disk is full (in
+memory, bounded) and retries it after a back-off; :class:`DiskFull` is that
+state, and the one warning a run gives when the disk fills, when the spill
+file cannot grow, and when writing resumes.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+
+log = logging.getLogger("loopwatch.store")
+
+#: A full disk is retried after this, doubling up to RETRY_MAX seconds.
+RETRY_MIN = 0.1
+RETRY_MAX = 2.0
+#: While closing, give up on a disk that stays full after this (what is queued is counted lost).
+CLOSE_SECONDS = 5.0
+
+
+def no_space(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull:
+    """Whether the disk is full now, when to try again, what was said (the writer's lock held)."""
+
+    def __init__(self, max_pending: int):
+        self.max_pending = max_pending
+        self.since: float | None = None  # monotonic time the disk was found full
+        self.retry_at = 0.0
+        self._delay = RETRY_MIN
+        self._said: set[str] = set()  # each message once a run
+
+    @property
+    def full(self) -> bool:
+        return self.since is not None
+
+    def waiting(self, now: float) -> bool:
+        """Full, and not yet time to try again."""
+        return self.since is not None and now < self.retry_at
+
+    def failed(self, error: str) -> None:
+        """A batch failed on a full disk: back off (doubling) before the next try."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+            self._delay = RETRY_MIN
+        else:
+            self._delay = min(self._delay * 2, RETRY_MAX)
+        self.retry_at = now + self._delay
+        self._once(
+            "full",
+            "the disk holding the database is full (%s): keeping up to %d rows in memory "
+            "and retrying; rows beyond that are counted as lost",
+            error,
+            self.max_pending,
+        )
+
+    def spill_failed(self) -> None:
+        self._once(
+            "spill",
+            "the disk holding the spill file is full: rows beyond the %d kept in memory "
+            "are counted as lost until it has room",
+            self.max_pending,
+        )
+
+    def resumed(self, dropped: int) -> None:
+        """A batch was committed: the disk has room again."""
+        since, self.since = self.since, None
+        if since is not None:
+            self._once(
+                "resumed",
+                "the database is being written again after %.1f s of a full disk; %d rows lost this run",
+                time.monotonic() - since,
+                dropped,
+            )
+
+    def _once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            log.warning(message, *args)

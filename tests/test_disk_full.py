@@ -1,0 +1,179 @@
+"""The store survives a full disk (issue 32, item 4).
+
+On a real 2 MiB tmpfs (``mount -t tmpfs -o size=2m``, as root; the tests
+skip, saying so, where mounting is not possible): the writer keeps what it
+can in memory, retries, resumes when the disk is grown
+(``mount -o remount,size=…``), counts every row it could not keep
+(``store_losses``, ``Store.losses()``), says so once, and ``watch`` exits
+non-zero.  The spill file is written whole or not at all: a short write on a
+full disk never makes it unreadable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from monitor.store import Store
+from monitor.store.spill import Spill
+from tests.test_data_loss import burst
+from tests.test_watch_headless import ROOT, env_for, loop_lines
+
+DEADLINE = 30.0
+
+
+def poll(predicate, what: str, deadline: float = DEADLINE) -> None:
+    end = time.monotonic() + deadline
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Tmpfs:
+    """A real tmpfs of a given size, grown on demand, unmounted at the end."""
+
+    def __init__(self, path: Path, size: str):
+        self.path = path
+        path.mkdir()
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            pytest.skip("mounting a small tmpfs needs root and mount(8)")
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+    def grow(self, size: str) -> None:
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(self.path)], check=True)
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    disk = Tmpfs(tmp_path / "small", "2m")
+    yield disk
+    disk.unmount()
+
+
+def test_the_store_keeps_rows_in_memory_and_resumes_when_space_returns(tmpfs):
+    db = tmpfs.path / "lw.db"
+    store = Store(db, max_pending=5000, block_seconds=0.01)
+    store.start()
+    try:
+        store.upsert_session({"id": "b"})
+        events = burst(20_000)
+        for start in range(0, len(events), 500):
+            store.add_events(events[start : start + 500])
+        poll(lambda: store.stats.disk_full, "the writer to find the disk full")
+        full = store.stats
+        assert full.pending > 0 and full.failed == 0  # kept, not refused row by row
+        tmpfs.grow("64m")
+        more = burst(20_100)[20_000:]  # 100 more, seq 20,001 …
+        store.add_events(more)
+        poll(lambda: not store.stats.disk_full and store.stats.pending == 0, "the writer to resume")
+        store.flush()
+        stats = store.stats
+        stored = store.count_events("b")
+        assert stored + stats.dropped == 20_100 and stats.failed == 0
+        assert stored >= 100 + 5000  # at least the memory queue and the later events were kept
+        if stats.dropped:
+            assert "rows lost to a full disk" in (store.losses() or "")
+            assert store.lost_rows() and store.lost_rows()[-1]["dropped"] == stats.dropped
+        seqs = [row["seq"] for row in store.events("b", limit=30_000)]
+        assert seqs == sorted(seqs) and seqs[-1] == stored
+    finally:
+        store.close()
+
+
+def test_a_spill_file_on_a_full_disk_stays_readable(tmpfs):
+    """Appends until ENOSPC: the failed append keeps none of its rows, every earlier row
+    reads back whole, and the file takes appends again once there is room."""
+    spill = Spill(tmpfs.path, max_bytes=1 << 30)
+    rows = [("e", [f"s{n}", n, "x" * 200]) for n in range(400)]
+    kept = 0
+    with pytest.raises(OSError) as failure:
+        while True:
+            spill.append(spill.room(rows))
+            kept += len(rows)
+    assert failure.value.errno == 28 and kept > 0 and spill.count == kept
+    taken = []
+    while spill.count:
+        taken += spill.take(1000)
+    assert len(taken) == kept and spill.torn == 0
+    assert [row for _kind, row in taken[:400]] == [row for _kind, row in rows]
+    spill.append(spill.room(rows[:3]))
+    assert spill.take(10) == [(kind, row) for kind, row in rows[:3]]
+    spill.close()
+
+
+def test_a_torn_spill_line_is_skipped_and_counted(tmp_path):
+    """A line cut before its newline (what a lying disk could leave) is skipped and
+    counted in ``torn``, never raised to the writer."""
+    spill = Spill(tmp_path)
+    spill.append(spill.room([("e", ["a", 1]), ("e", ["b", 2])]))
+    fd = spill._file.fileno()
+    os.pwrite(fd, b'["e",["c"', spill._size)  # a tail without its end …
+    spill._size += 9  # … inside the logical end
+    spill.count += 1
+    assert spill.take(10) == [("e", ["a", 1]), ("e", ["b", 2])]
+    assert spill.torn == 1 and spill.count == 0
+    spill.close()
+
+
+def test_watch_on_a_full_disk_says_so_once_and_exits_non_zero(tmp_path, tmpfs):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "agent.jsonl"
+    session = uuid.uuid4().hex[:8]
+    with open(log, "w") as out:
+        for start in range(0, 30_000, 1000):
+            out.write(loop_lines(f"{session}-{start}", 500, start=start))
+    db = tmpfs.path / "lw.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--from-start", "--no-socket"]
+        + ["--db", str(db), str(logs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env_for(tmp_path),
+        text=True,
+    )
+    try:
+        lines = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if "disk holding the database is full" in line:
+                break
+        else:
+            raise AssertionError("no disk-full line: " + "".join(lines))
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(lines) + rest
+    assert proc.returncode == 3, err
+    assert err.count("disk holding the database is full") == 1, err
+    assert "DATABASE INCOMPLETE" in err and "rows lost to a full disk" in err
+    assert len(err.splitlines()) < 20, err
+    assert "Traceback" not in err
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] > 0
