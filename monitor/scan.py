@@ -336,20 +336,10 @@ def _scan_line_file(
     the progress line stands: (file index, files, bytes before, bytes in all, records passed).
     ``named``: the operator named the path (a link is followed, a pipe read)."""
     index, count, before, total, passed = at
-    # One open, the head peeked from it: a FIFO or a shell's <(...)
-    # can be read only once.
-    try:
-        stream = sys.stdin.buffer if path == STDIN else open_log(path, named)
-    except OSError as exc:
-        _refuse(report, path, f"cannot be read ({exc.strerror or exc})")
+    opened = _open_lines(report, path, named)
+    if opened is None:
         return 0
-    head = b""
-    if path != STDIN:
-        head = stream.read(PEEK_BYTES)
-        if is_binary(head):
-            stream.close()
-            _refuse(report, path, describe(Path(path)))
-            return 0
+    stream, head = opened
     source = "<stdin>" if path == STDIN else path
     decoder = LineDecoder(
         source, fmt=fmt if fmt in LINE_FORMAT_NAMES else None, session="stdin" if path == STDIN else None
@@ -388,6 +378,24 @@ def _scan_line_file(
 
 #: Line formats whose events' ``line`` is a step of the run a line holds, not the file's line.
 _STEP_UNITS = frozenset({"openhands-eval"})
+
+
+def _open_lines(report: ScanReport, path: str, named: bool) -> tuple[Any, bytes] | None:
+    """A file of lines opened once, its head peeked from it (a FIFO or a shell's <(...) can be read
+    only once); None, and the file refused, when it cannot be read or is binary."""
+    if path == STDIN:
+        return sys.stdin.buffer, b""
+    try:
+        stream = open_log(path, named)
+    except OSError as exc:
+        _refuse(report, path, f"cannot be read ({exc.strerror or exc})")
+        return None
+    head = stream.read(PEEK_BYTES)
+    if is_binary(head):
+        stream.close()
+        _refuse(report, path, describe(Path(path)))
+        return None
+    return stream, head
 
 
 def _damaged(report: ScanReport, stream: Any, source: str) -> None:

@@ -347,11 +347,8 @@ def run(args: argparse.Namespace) -> int:
     directories = _agent_directories(args)
     policy = _start_policy(args, config)
     if args.socket or args.listen:
-        config.sources = dataclasses.replace(
-            config.sources,
-            socket=args.socket or config.sources.socket,
-            listen=args.listen or config.sources.listen,
-        )
+        socket, listen = args.socket or config.sources.socket, args.listen or config.sources.listen
+        config.sources = dataclasses.replace(config.sources, socket=socket, listen=listen)
     try:
         token = resolve_token(args.token, args.token_file, sys.stderr)
     except TokenError as exc:

@@ -178,7 +178,7 @@ def open_log(path: str | Path, named: bool = True) -> BinaryIO | Decompressed:
     """``path`` opened for reading its (decompressed) bytes, as :func:`monitor.safeopen.open_input`
     opens it (``named``: the operator named it, so a link is followed and a pipe is theirs to give;
     a file found in a directory must be a regular file, opened without blocking)."""
-    raw = open_input(path, named=named)
+    raw: BinaryIO = open_input(path, named=named)
     if codec_of(path) is not None:
         return Decompressed(path, fileobj=raw)
     return raw

@@ -165,11 +165,6 @@ def _looks_like_chat(head: bytes) -> bool:
 DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent")
 
 
-def read_whole(path: Path, named: bool = True) -> bytes:
-    """The whole (decompressed) file (``named``: as for :func:`monitor.safeopen.open_input`)."""
-    return read_all(path, named)[0]
-
-
 def kind_of(path: Path, named: bool = True) -> str | None:
     """The document format of ``path`` (from its name and first bytes), or
     ``None``; a compressed file by its decompressed bytes and its name
@@ -275,7 +270,7 @@ def load(
 
 
 def _read_document(
-    path: Path, folder: Path | None, source: str
+    path: Path, folder: Path | None, source: str, named: bool = True
 ) -> tuple[Any, bytes, list[Problem]] | Problem:
     """The parsed document (an OpenHands conversation folder's events, or the file's JSON), its raw
     bytes and the problems met on the way; a :class:`Problem` when it cannot be parsed at all.
