@@ -342,7 +342,25 @@ def _write_vorflux(path: Path, records: list) -> Path:
     return path
 
 
+def _pi_records() -> list:
+    path = (
+        Path(__file__).parent
+        / "corpus"
+        / "openclaw-glm5"
+        / "Run1-43__0337b31e-2580-4d91-aafd-5abff8d60d2b.jsonl.gz"
+    )
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
+
+
+def _write_pi(path: Path, records: list) -> Path:
+    path = path.with_suffix(".jsonl.gz")
+    text = "".join(json.dumps(r, default=str) + "\n" for r in records)
+    path.write_bytes(gzip.compress(text.encode(errors="surrogatepass")))
+    return path
+
+
 READERS = {
+    "pi-agent": (_pi_records, _write_pi),
     "vorflux": (_vorflux_entries, _write_vorflux),
     "gemini": (_gemini_messages, _write_gemini),
     "gemini-lines": (_gemini_messages, _write_gemini_lines),
