@@ -359,7 +359,18 @@ def _write_pi(path: Path, records: list) -> Path:
     return path
 
 
+def _managed_records() -> list:
+    path = (
+        Path(__file__).parent
+        / "corpus"
+        / "managed-agents-openhai"
+        / "there-is-more-to-context-than-location-s6c6.jsonl.gz"
+    )
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
+
+
 READERS = {
+    "managed-agents": (_managed_records, _write_pi),
     "pi-agent": (_pi_records, _write_pi),
     "vorflux": (_vorflux_entries, _write_vorflux),
     "gemini": (_gemini_messages, _write_gemini),
