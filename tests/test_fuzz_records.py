@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gzip
 import json
 import shutil
 from collections import Counter
@@ -323,7 +324,55 @@ def _write_gemini_lines(path: Path, records: list) -> Path:
     return path
 
 
+def _vorflux_entries() -> list:
+    path = Path(__file__).parent / "corpus" / "vorflux-opus46" / "astropy__astropy-13398.json.gz"
+    return json.loads(gzip.decompress(path.read_bytes()))["trajectory"][:40]
+
+
+def _write_vorflux(path: Path, records: list) -> Path:
+    path = path.with_suffix(".json.gz")
+    export = {
+        "instance_id": "i",
+        "session_id": "s",
+        "total_spans": 1,
+        "trajectory_entries": 1,
+        "trajectory": records,
+    }
+    path.write_bytes(gzip.compress(json.dumps(export, default=str).encode(errors="surrogatepass")))
+    return path
+
+
+def _pi_records() -> list:
+    path = (
+        Path(__file__).parent
+        / "corpus"
+        / "openclaw-glm5"
+        / "Run1-43__0337b31e-2580-4d91-aafd-5abff8d60d2b.jsonl.gz"
+    )
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
+
+
+def _write_pi(path: Path, records: list) -> Path:
+    path = path.with_suffix(".jsonl.gz")
+    text = "".join(json.dumps(r, default=str) + "\n" for r in records)
+    path.write_bytes(gzip.compress(text.encode(errors="surrogatepass")))
+    return path
+
+
+def _managed_records() -> list:
+    path = (
+        Path(__file__).parent
+        / "corpus"
+        / "managed-agents-openhai"
+        / "there-is-more-to-context-than-location-s6c6.jsonl.gz"
+    )
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
+
+
 READERS = {
+    "managed-agents": (_managed_records, _write_pi),
+    "pi-agent": (_pi_records, _write_pi),
+    "vorflux": (_vorflux_entries, _write_vorflux),
     "gemini": (_gemini_messages, _write_gemini),
     "gemini-lines": (_gemini_messages, _write_gemini_lines),
     "aider": (_aider_lines, _write_aider),

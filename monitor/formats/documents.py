@@ -38,6 +38,8 @@ start, the task statement) have no step and carry ``line`` ``None``.
 * **Cline / Roo Code** ``api_conversation_history.json`` (with
   ``ui_messages.json`` beside it): :mod:`monitor.formats.cline`.
 * **Gemini CLI** chat documents: :mod:`monitor.formats.gemini`.
+* **Vorflux** span exports (``{instance_id, total_spans, trajectory: [...]}``;
+  the line is the entry's place in ``trajectory[]``): :mod:`monitor.formats.vorflux`.
 * **Aider** ``.aider.chat.history.md`` (Markdown; the line is the file's):
   :mod:`monitor.formats.aider`.
 
@@ -60,7 +62,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import aider, cline, gemini
+from monitor.formats import aider, cline, gemini, vorflux
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.compressed import plain_path, read_all, read_head
@@ -162,7 +164,7 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent")
+DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent", "vorflux")
 
 
 def kind_of(path: Path, named: bool = True) -> str | None:
@@ -181,6 +183,8 @@ def kind_of(path: Path, named: bool = True) -> str | None:
         head = read_head(path, _PEEK_BYTES, named) if _regular(path) or not named else b""
     except OSError:
         return None
+    if vorflux.looks_like_export(head):
+        return "vorflux"
     if cline.is_history(path) or cline.looks_like_cline(head):
         return "cline"
     if head.lstrip().startswith(b"{") and b'"projectHash"' in head and b'"messages"' in head:
@@ -207,6 +211,14 @@ def _aider(path: Path) -> bool:
         return False
 
 
+def _vorflux_instance(path: Path) -> str | None:
+    """The ``instance_id`` of a Vorflux span export (its session), else None."""
+    try:
+        return vorflux.instance_of(read_head(path, 1024))
+    except OSError:
+        return None
+
+
 def claims(path: Path) -> bool:
     """True when ``path`` is a whole-document trajectory this module reads."""
     return kind_of(path) is not None
@@ -227,6 +239,9 @@ def session_of(path: Path) -> str:
         return aider.session_base(plain)
     if cline.is_history(plain) and path.parent.name:
         return path.parent.name  # tasks/<id>/api_conversation_history.json: the task's id
+    instance = _vorflux_instance(path) if plain.suffix == ".json" else None
+    if instance is not None:
+        return instance
     name = plain.name
     for suffix in (".traj.json", ".json", ".traj"):
         if name.endswith(suffix) and len(name) > len(suffix):
@@ -293,6 +308,8 @@ def _loader_for(
     """Which reader a document goes to: the one ``fmt`` names, else the one its name and shape say."""
     plain = plain_path(path)
     traj = plain.suffix == ".traj"
+    if fmt == "vorflux" or (fmt is None and vorflux.is_export(document)):
+        return vorflux.load
     if fmt == "cline" or (
         fmt is None
         and folder is None

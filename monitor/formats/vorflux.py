@@ -1,0 +1,267 @@
+"""Vorflux span exports: one run's spans as one JSON document (``<instance_id>.json[.gz]``).
+
+The Vorflux agent's SWE-bench runs are published as one document a run::
+
+    {"instance_id", "session_id", "total_spans", "trajectory_entries",
+     "trajectory": [
+        {"type": "llm_call", "timestamp", "task_prompt"?: [{role, content}],
+         "output": {"content", "tool_calls": [{"id", "type": "function",
+                    "function": {"name", "arguments"}}]}},
+        {"type": "tool_call", "timestamp", "tool", "arguments",
+         "result": {"stdout", "stderr", "exitCode", …} | "text" | {…}},
+        {"type": "judge_call", …}, …]}
+
+A ``tool_call`` entry is a tool that ran: a call and its result (an error when
+``exitCode`` is not 0, or the text result begins ``Error:``).  Spans of parallel
+subagents interleave, and the executed tool's name and argument keys may differ
+from what the model asked for (``read`` {file_path} runs as ``read_text_file``
+{filePath}), so an ``llm_call``'s requested call is matched to the first later,
+unclaimed ``tool_call`` entry with the same argument values; only a request no
+entry answers (``add_task``, ``mark_todo_done`` …: tools the harness handles
+itself) is a call of its own, without a result.  Each call is counted once.
+An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
+its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
+the harness grading replies and are skipped (counted).  The ``line`` of an event
+is the **1-based position of its entry in** ``trajectory[]``; its time the
+entry's ``timestamp``.  The session is the run's ``instance_id``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from monitor.events import Event, Kind
+from monitor.formats.base import Problem, RecordError
+from monitor.formats.native import parse_ts
+
+AGENT = "vorflux"
+#: The top-level keys of a span export's first bytes (``instance_id`` … ``trajectory``).
+_HEAD = re.compile(rb'\A\s*\{\s*"instance_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"[^\[]*?"total_spans"')
+#: The text of a tool's error result.
+_ERROR_TEXT = ("Error:", "error:")
+
+
+def looks_like_export(head: bytes) -> bool:
+    """True when a document's first bytes are a Vorflux span export's."""
+    return _HEAD.match(head) is not None and b'"trajectory"' in head
+
+
+def instance_of(head: bytes) -> str | None:
+    """The ``instance_id`` a span export's first bytes name, if they do."""
+    match = _HEAD.match(head)
+    if match is None:
+        return None
+    try:
+        value = orjson.loads(b'"' + match.group(1) + b'"')
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def is_export(document: Any) -> bool:
+    """True for a parsed Vorflux span export."""
+    return (
+        isinstance(document, dict)
+        and "total_spans" in document
+        and "instance_id" in document
+        and isinstance(document.get("trajectory"), list)
+    )
+
+
+def _values(args: Any) -> tuple[str, ...] | None:
+    """What a requested and an executed call share: their argument values (keys are renamed)."""
+    if not isinstance(args, dict):
+        return None
+    try:
+        return tuple(sorted(orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in args.values()))
+    except TypeError:
+        return None
+
+
+def _arguments(function: dict[str, Any]) -> dict[str, Any]:
+    raw = function.get("arguments")
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {"arguments": raw}
+        return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+    return {} if raw is None else {"arguments": raw}
+
+
+def _requests(entry: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """An ``llm_call``'s requested tool calls: (id, name, arguments)."""
+    output = entry.get("output")
+    calls = output.get("tool_calls") if isinstance(output, dict) else None
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+            ident = call.get("id") if isinstance(call.get("id"), str) else ""
+            found.append((ident, function["name"], _arguments(function)))
+    return found
+
+
+def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
+    """Which ``tool_call`` entries answer which requests: the request's id by
+    entry index, and the (llm entry, request) places no entry answers."""
+    waiting: dict[tuple[str, ...], list[int]] = {}
+    for index, entry in enumerate(trajectory, start=1):
+        if isinstance(entry, dict) and entry.get("type") == "tool_call":
+            key = _values(entry.get("arguments"))
+            if key is not None:
+                waiting.setdefault(key, []).append(index)
+    answered: dict[int, str] = {}
+    alone: set[tuple[int, int]] = set()
+    for index, entry in enumerate(trajectory, start=1):
+        if not isinstance(entry, dict) or entry.get("type") != "llm_call":
+            continue
+        for place, (ident, _name, args) in enumerate(_requests(entry)):
+            queue = waiting.get(_values(args) or ())
+            hit = next((i for i in queue or () if i > index and i not in answered), None)
+            if hit is None:
+                alone.add((index, place))
+            else:
+                answered[hit] = ident or f"span-{hit}"
+    return answered, alone
+
+
+def _result(value: Any) -> tuple[str, bool, dict[str, Any]]:
+    """A tool's output, whether it failed, and its exit code as meta."""
+    if isinstance(value, str):
+        return value, value.lstrip().startswith(_ERROR_TEXT), {}
+    if not isinstance(value, dict):
+        return ("" if value is None else orjson.dumps(value).decode()), False, {}
+    code = value.get("exitCode")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    meta: dict[str, Any] = {} if code is None else {"exit_code": code}
+    if "stdout" in value or "stderr" in value:
+        parts = [value.get(k) for k in ("stdout", "stderr", "output")]
+        text = "\n".join(p for p in parts if isinstance(p, str) and p)
+    elif isinstance(value.get("output"), str):
+        text = value["output"]
+    else:
+        text = orjson.dumps(value, default=str).decode()
+    failed = (code is not None and code != 0) or value.get("status") in ("failed", "error")
+    return text, failed, meta
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _task(entry: dict[str, Any], event: Callable[..., Event]) -> list[Event]:
+    """The task: the ``user`` messages of a ``task_prompt`` before its first reply."""
+    prompt = entry.get("task_prompt")
+    found: list[Event] = []
+    for message in prompt if isinstance(prompt, list) else ():
+        if not isinstance(message, dict) or message.get("role") not in ("user", "system"):
+            break
+        text = _text(message.get("content"))
+        if message.get("role") == "user" and text.strip():
+            found.append(event(Kind.MESSAGE, role="user", content=text))
+    return found
+
+
+class _Run:
+    """The state of reading one export: its session, clock and pairing."""
+
+    def __init__(self, source: str, session: str, trajectory: list[Any], base: float):
+        self.source = source
+        self.session = session
+        self.ts = base
+        self.answered, self.alone = _pair(trajectory)
+        self.told = False
+        self.skipped: dict[str, int] = {}
+
+    def event(self, kind: Kind, line: int | None, **fields: Any) -> Event:
+        return Event(kind=kind, session=self.session, ts=self.ts, source=self.source, line=line, **fields)
+
+    def entry(self, entry: dict[str, Any], index: int) -> list[Event]:
+        """The events of one trajectory entry."""
+        kind = entry.get("type")
+        if not isinstance(kind, str):
+            raise RecordError(f"trajectory entry: expected a type, got {type(kind).__name__}")
+        if entry.get("timestamp") is not None:
+            self.ts = parse_ts(entry["timestamp"], self.ts, "timestamp")
+
+        def event(kind: Kind, **fields: Any) -> Event:
+            return self.event(kind, index, **fields)
+
+        if kind == "tool_call":
+            return self._tool(entry, index, event)
+        if kind != "llm_call":
+            self.skipped[kind] = self.skipped.get(kind, 0) + 1
+            return []
+        out = [] if self.told else _task(entry, event)
+        self.told = self.told or bool(out)
+        output = entry.get("output")
+        text = _text(output.get("content")) if isinstance(output, dict) else ""
+        if text.strip():
+            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip()))
+        for place, (ident, name, args) in enumerate(_requests(entry)):
+            if (index, place) in self.alone:
+                out.append(
+                    event(Kind.TOOL_CALL, tool=name, args=args, call_id=ident or f"llm-{index}-{place}")
+                )
+        return out
+
+    def _tool(self, entry: dict[str, Any], index: int, event: Callable[..., Event]) -> list[Event]:
+        tool = entry.get("tool")
+        if not isinstance(tool, str) or not tool:
+            raise RecordError(f"tool_call: expected a tool name, got {type(tool).__name__}")
+        args = entry.get("arguments")
+        args = args if isinstance(args, dict) else ({} if args is None else {"arguments": args})
+        call_id = self.answered.get(index, f"span-{index}")
+        content, failed, meta = _result(entry.get("result"))
+        return [
+            event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id),
+            event(Kind.TOOL_RESULT, tool=tool, call_id=call_id, content=content, is_error=failed, meta=meta),
+        ]
+
+
+def load(document: Any, source: str, session: str, base: float) -> tuple[list[Event], list[Problem]]:
+    """Every event of a span export, and what was wrong with it."""
+    if not is_export(document):
+        return [], [
+            Problem(
+                source,
+                None,
+                'not a Vorflux span export (expected {"instance_id", "total_spans", "trajectory": [...]})',
+            )
+        ]
+    trajectory: list[Any] = document["trajectory"]
+    first = next((e.get("timestamp") for e in trajectory if isinstance(e, dict) and e.get("timestamp")), None)
+    run = _Run(source, session, trajectory, base)
+    try:
+        run.ts = parse_ts(first, base, "timestamp")
+    except RecordError:
+        pass
+    meta = {
+        k: document[k]
+        for k in ("instance_id", "session_id", "total_spans")
+        if isinstance(document.get(k), (str, int))
+    }
+    events = [run.event(Kind.SESSION_START, None, agent=AGENT, meta=meta)]
+    problems: list[Problem] = []
+    for index, entry in enumerate(trajectory, start=1):
+        if not isinstance(entry, dict):
+            problems.append(
+                Problem(source, index, f"trajectory entry: expected an object, got {type(entry).__name__}")
+            )
+            continue
+        try:
+            events.extend(run.entry(entry, index))
+        except RecordError as exc:
+            problems.append(Problem(source, index, str(exc)))
+    return events, problems

@@ -1,0 +1,113 @@
+"""Vorflux span exports: a real run from tests/corpus/vorflux-opus46, and hand-made bad ones."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from monitor.events import Kind
+from monitor.formats import documents
+from monitor.scan import scan
+from tests.formatkit import counts
+from tests.watchkit import scanned, watched
+
+CORPUS = Path(__file__).parent / "corpus" / "vorflux-opus46"
+REAL = CORPUS / "astropy__astropy-13398.json.gz"
+
+
+def _trajectory() -> list[dict]:
+    return json.loads(gzip.decompress(REAL.read_bytes()))["trajectory"]
+
+
+def test_the_real_run_each_span_a_call_and_its_result():
+    assert documents.kind_of(REAL) == "vorflux"
+    assert documents.session_of(REAL) == "astropy__astropy-13398"
+    events, problems = documents.load(REAL)
+    assert problems == []
+    # 221 tool_call spans, each a call and its result; 14 requests the harness answered
+    # itself (add_task, add_todos, wait_any_task_result, …) are calls without a span.
+    assert counts(events) == {
+        "session_start": 1,
+        "user_messages": 1,
+        "assistant_messages": 119,
+        "tool_calls": 235,
+        "tool_results": 221,
+    }
+    assert events[0].agent == "vorflux"
+    assert events[0].meta["session_id"] == "ba953ab1-5b19-4139-9417-b9739704e6b5"
+    errors = [e for e in events if e.kind is Kind.TOOL_RESULT and e.is_error]
+    assert len(errors) == 64
+
+
+def test_the_line_is_the_place_in_the_trajectory():
+    trajectory = _trajectory()
+    events, _ = documents.load(REAL)
+    for event in events:
+        if event.kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE):
+            entry = trajectory[event.line - 1]
+            if event.kind is Kind.TOOL_RESULT:
+                assert entry["type"] == "tool_call" and entry["tool"] == event.tool
+    first_call = next(e for e in events if e.kind is Kind.TOOL_CALL)
+    first_result = next(e for e in events if e.kind is Kind.TOOL_RESULT)
+    # entry 1 is the llm_call asking for bash_execute, entry 2 the span that ran it
+    assert (first_call.line, first_result.line) == (2, 2)
+    assert first_call.call_id == first_result.call_id == "toolu_01JLgZmtnfjTjNHv9bH84oR6"
+    assert first_result.content == "Need to clone" and first_result.meta == {"exit_code": 0}
+    # entry 25: read_text_file of a missing file, asked for as `read` by the llm_call at 24
+    missing = next(e for e in events if e.kind is Kind.TOOL_RESULT and e.line == 25)
+    assert missing.is_error and missing.content.startswith("Error: file not found")
+    asked = [e for e in events if e.kind is Kind.TOOL_CALL and e.line == 21]
+    assert [e.tool for e in asked] == ["add_todos"]  # no span ran it: the request is the call
+    assert max(e.line for e in events if e.line) == len(trajectory)
+
+
+def test_every_corpus_run_reads_without_problems():
+    runs = sorted(CORPUS.glob("*.json.gz"))
+    assert len(runs) >= 37
+    for run in runs:
+        events, problems = documents.load(run)
+        assert problems == [], run
+        assert any(e.kind is Kind.TOOL_RESULT for e in events), run
+
+
+def test_scan_and_watch_agree(tmp_path: Path):
+    assert watched(REAL, tmp_path) == scanned(REAL)
+
+
+def _export(path: Path, trajectory: object) -> Path:
+    document = {"instance_id": "x__y-1", "session_id": "s", "total_spans": 3, "trajectory": trajectory}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_bad_entries_are_one_problem_each(tmp_path: Path):
+    path = _export(
+        tmp_path / "run.json",
+        [
+            "not an entry",
+            {"type": "tool_call", "tool": 7, "arguments": {}, "result": ""},
+            {"type": "tool_call", "tool": "bash", "timestamp": "yesterday", "result": ""},
+            {"type": "tool_call", "tool": "bash", "arguments": {"command": "ls"}, "result": {"exitCode": 2}},
+            {"type": 3},
+        ],
+    )
+    assert documents.session_of(path) == "x__y-1"
+    events, problems = documents.load(path)
+    assert [p.line for p in problems] == [1, 2, 3, 5]
+    assert all("\n" not in str(p) for p in problems)
+    results = [e for e in events if e.kind is Kind.TOOL_RESULT]
+    assert [(e.line, e.is_error, e.meta) for e in results] == [(4, True, {"exit_code": 2})]
+
+
+def test_a_broken_export_is_one_clear_problem(tmp_path: Path):
+    path = _export(tmp_path / "run.json", {"not": "a list"})
+    report = scan([str(path)])
+    assert report.files == 1 and len(report.problems) == 1
+    assert "Traceback" not in str(report.problems[0])
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(
+        gzip.compress(json.dumps({"instance_id": "a", "total_spans": 1, "trajectory": []}).encode())[:30]
+    )
+    report = scan([str(cut)])
+    assert len(report.problems) == 1 and "Traceback" not in str(report.problems[0])
