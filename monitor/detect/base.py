@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from monitor.detect.analysis.turns import TurnTracker
 from monitor.events import Event, EventRef, Kind, Level
@@ -207,8 +207,20 @@ class DetectorSettings:
     enabled: bool = True
 
 
-class Detector:
-    """Base class: subclass, set ``name``, ``Settings`` and implement ``observe``."""
+@dataclass(frozen=True)
+class TurnSettings(DetectorSettings):
+    """Settings of a :class:`TurnDetector`: how the session's events are grouped into turns."""
+
+    same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
+
+
+S = TypeVar("S", bound=DetectorSettings)
+TS = TypeVar("TS", bound=TurnSettings)
+
+
+class Detector(Generic[S]):
+    """Base class: subclass as ``Detector[MySettings]``, set ``name``,
+    ``Settings = MySettings`` and implement ``observe``."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -232,8 +244,8 @@ class Detector:
     #: compared (the first enabled detector that says so provides it).
     provides_window: ClassVar[bool] = False
 
-    def __init__(self, settings: DetectorSettings | None = None):
-        self.settings = settings if settings is not None else self.Settings()
+    def __init__(self, settings: S | None = None):
+        self.settings: S = settings if settings is not None else cast(S, self.Settings())
 
     def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
         """Look at one event; return detections it triggers (or ``None``)."""
@@ -252,7 +264,7 @@ class Detector:
         return ()
 
 
-class ShardableDetector(Detector):
+class ShardableDetector(Detector[S]):
     """A global detector that a sharded scan (``scan --jobs``) can split in two.
 
     :meth:`sight` takes from one event what the detector needs of it (a small,
@@ -276,7 +288,7 @@ class ShardableDetector(Detector):
         raise NotImplementedError
 
 
-class TurnDetector(Detector):
+class TurnDetector(Detector[TS]):
     """Base class of detectors that judge whole assistant turns (output
     similarity, turn similarity, monologue): subclass, give ``Settings`` a
     ``same_turn_seconds`` field, and implement :meth:`judge` -- or, as the

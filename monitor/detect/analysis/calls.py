@@ -65,12 +65,27 @@ class CallRecord:
         "failure",
         "io",
     )
+    seq: int
+    ts: float
+    tool: str | None
+    hash: int
+    key: str
+    source: str
+    line: int | None
+    _ref: EventRef | tuple[Any, ...]
+    text: str | None
+    error: bool
+    long: bool
+    _outcome: int | None
+    _marks: int | None
+    failure: Any
+    io: CallIO
 
     @property
     def ref(self) -> EventRef:
         """The call's evidence reference, made when first asked for."""
         found = self._ref
-        if found.__class__ is tuple:
+        if isinstance(found, tuple):
             found = self._ref = EventRef.of_call(self.seq, self.source, self.line, found)
         return found
 

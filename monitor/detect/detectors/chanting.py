@@ -249,7 +249,7 @@ class _Region(NamedTuple):
 _NO_CARRY = _Region("", False, None, 0)
 
 
-class Chanting(Detector):
+class Chanting(Detector[ChantingSettings]):
     name = "chanting"
     title = "Chanting"
     Settings = ChantingSettings

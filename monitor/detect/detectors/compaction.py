@@ -32,7 +32,7 @@ class CompactionSettings(DetectorSettings):
     min_calls: int = 1  # tool calls between two compactions that count as work
 
 
-class CompactionLoop(Detector):
+class CompactionLoop(Detector[CompactionSettings]):
     name = "compaction"
     title = "Compaction loop"
     Settings = CompactionSettings

@@ -30,7 +30,7 @@ def _same(a: CallRecord, b: CallRecord) -> bool:
     return a.same_call(b) and a.same_outcome(b)
 
 
-class Cycle(Detector):
+class Cycle(Detector[CycleSettings]):
     name = "cycle"
     title = "Cycle"
     Settings = CycleSettings

@@ -48,7 +48,7 @@ class ExactRepeatSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth identical call
 
 
-class ExactRepeat(Detector, AwaitsRepeats):
+class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings

@@ -55,7 +55,7 @@ class FailureCascadeSettings(DetectorSettings):
     long_threshold: int = 5  # warn at the Nth consecutive failure, however different
 
 
-class FailureCascade(Detector):
+class FailureCascade(Detector[FailureCascadeSettings]):
     name = "failure_cascade"
     title = "Failure cascade"
     Settings = FailureCascadeSettings

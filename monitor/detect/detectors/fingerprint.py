@@ -65,7 +65,7 @@ class FingerprintSettings(DetectorSettings):
     fuzzy_threshold: int = 4  # same fingerprint in a row
 
 
-class Fingerprint(Detector, AwaitsRepeats):
+class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings

@@ -87,7 +87,7 @@ class _Limit:
         return Level.NONE
 
 
-class Limits(Detector):
+class Limits(Detector[LimitsSettings]):
     name = "limits"
     title = "Limits"
     Settings = LimitsSettings

@@ -18,18 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
-class MonologueSettings(DetectorSettings):
+class MonologueSettings(TurnSettings):
     threshold: int = 3  # text-only turns in a row that warn
     empty_threshold: int = 3  # empty replies in a row that warn
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-class Monologue(TurnDetector):
+class Monologue(TurnDetector[MonologueSettings]):
     name = "monologue"
     title = "Monologue"
     Settings = MonologueSettings

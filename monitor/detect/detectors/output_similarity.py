@@ -48,7 +48,7 @@ from rapidfuzz import fuzz
 
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Turn, held_outcome
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squashed
 
@@ -99,7 +99,7 @@ _RECENT_WORK = 4
 
 
 @dataclass(frozen=True)
-class OutputSimilaritySettings(DetectorSettings):
+class OutputSimilaritySettings(TurnSettings):
     window: int = 5  # compare with the last N outputs
     similarity: float = 0.90  # fuzz.ratio (0..1) from which an output is a repeat
     threshold: int = 2  # repeats of one output, with nothing new between, that warn
@@ -128,7 +128,7 @@ def _anchor(output: _Output) -> str:
     return output[_ANCHOR]
 
 
-class OutputSimilarity(TurnDetector):
+class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
     name = "output_similarity"
     title = "Output similarity"
     Settings = OutputSimilaritySettings

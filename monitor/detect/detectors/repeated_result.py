@@ -52,7 +52,7 @@ class RepeatedResultSettings(DetectorSettings):
     empty_handed_threshold: int = 8
 
 
-class RepeatedResult(Detector):
+class RepeatedResult(Detector[RepeatedResultSettings]):
     name = "repeated_result"
     title = "Repeated results"
     Settings = RepeatedResultSettings

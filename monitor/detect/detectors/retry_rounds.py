@@ -92,7 +92,7 @@ class RetryRoundsSettings(DetectorSettings):
     max_rounds: int = 6  # restores of one thing, whatever happens between them
 
 
-class RetryRounds(Detector):
+class RetryRounds(Detector[RetryRoundsSettings]):
     name = "retry_rounds"
     title = "Retry rounds"
     Settings = RetryRoundsSettings

@@ -86,7 +86,7 @@ class _Tool:
         self.pattern: str | None = None
 
 
-class SimilarArgs(Detector):
+class SimilarArgs(Detector[SimilarArgsSettings]):
     name = "similar_args"
     title = "Similar arguments"
     Settings = SimilarArgsSettings

@@ -91,7 +91,7 @@ class _Entry:
             del self.per_session[session]
 
 
-class Swarm(ShardableDetector):
+class Swarm(ShardableDetector[SwarmSettings]):
     name = "swarm"
     title = "Swarm-wide loop"
     Settings = SwarmSettings

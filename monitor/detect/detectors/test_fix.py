@@ -43,7 +43,7 @@ class TestFixSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth consecutive failing run with the same failure
 
 
-class TestFix(Detector):
+class TestFix(Detector[TestFixSettings]):
     name = "test_fix"
     title = "Test-fix cycle"
     Settings = TestFixSettings

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from monitor.detect.analysis.calls import CallRecord
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Call, Outcome, Turn, held_outcome
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level, new_event
 from monitor.text import SIMILARITY_CHARS, clip
 
 
 @dataclass(frozen=True)
-class TurnSimilaritySettings(DetectorSettings):
+class TurnSimilaritySettings(TurnSettings):
     window: int = 5  # compare with the last N turns
     similarity: float = 0.85  # Jaccard from which a turn is similar
     warn_after: int = 3  # consecutive similar turns that warn
@@ -156,7 +156,7 @@ def _events(seen: _Seen) -> tuple[EventRef, ...]:
     return events
 
 
-class TurnSimilarity(TurnDetector):
+class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
     name = "turn_similarity"
     title = "Turn similarity"
     Settings = TurnSimilaritySettings

@@ -154,7 +154,7 @@ class WaitingSettings(DetectorSettings):
     budget_seconds: float = 1800.0  # waiting on the same unchanged answer: notice at half, warn when spent
 
 
-class Waiting(Detector):
+class Waiting(Detector[WaitingSettings]):
     name = "waiting"
     title = "Waiting"
     Settings = WaitingSettings
