@@ -15,7 +15,7 @@ from monitor.demo.synthetic import records
 from monitor.detect import REGISTRY
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.events import Event, EventRef, Kind, Level
+from monitor.events import Event, EventRef, Facts, Kind, Level
 from monitor.formats.lines import LineDecoder
 from tests.footprint import session_footprint
 
@@ -153,7 +153,7 @@ def test_random_streams_and_operator_actions_never_crash(preset, operations):
     for operation in operations:
         kind = operation[0]
         if kind == "event":
-            event = dataclasses.replace(operation[1], cache={})
+            event = dataclasses.replace(operation[1], facts=Facts())
             for detection in engine.process(event):
                 check(detection, event)
                 seen.append(detection)

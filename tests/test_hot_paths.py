@@ -16,7 +16,6 @@ import pytest
 
 from monitor.config import build_config
 from monitor.demo.synthetic import records
-from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import EMPTY_HANDED, PRIMARY_KEYS, _empty_handed, fingerprint
 from monitor.detect.engine import Engine
 from monitor.events import Event, EventRef, Kind
@@ -403,56 +402,6 @@ class _Unlearned(dict):
         return False
 
 
-def test_marking_waits_skips_plain_calls_with_the_same_marks(monkeypatch):
-    """``waiting.mark`` returns at once for a call of a plain tool with no
-    command or wait argument, after no wait and no long gap: the marks it
-    leaves (and what it remembers for the next call) are the full path's."""
-    from monitor.detect import base
-    from monitor.detect.detectors import waiting
-
-    rng = random.Random(7)
-    tools = ["read_file", "Read", "bash", "sleep", "Wait", "check_job", "grep", None]
-    argses = [
-        {},
-        None,
-        {"path": "a.py"},
-        {"command": "sleep 30"},
-        {"command": "ls"},
-        {"timeout": 40},
-        {"job": 3, "wait_ms": 5000},
-        {"seconds": 2},
-        {"input": "sleep 5"},
-        {"cmd": ["sleep", "1"]},
-    ]
-
-    def run(memo):
-        monkeypatch.setattr(waiting, "_PLAIN_TOOLS", memo)
-        view, ts, marks = base.SessionView("s"), 1.0, []
-        view.last_call_key = "grep:{}"
-        for _ in range(4000):
-            ts += rng.choice((0.0, 1.0, 5.0, 19.9, 20.0, 45.0, -3.0))
-            call = Event(Kind.TOOL_CALL, "s", ts, tool=rng.choice(tools), args=rng.choice(argses))
-            waiting.mark(call, view)
-            marks.append(
-                (
-                    call.cache.get("waited"),
-                    call.cache.get("wait_only"),
-                    view.last_wait,
-                    view.last_call_ts,
-                    "shell_command" in call.cache,
-                )
-            )
-        return marks
-
-    state = rng.getstate()
-    fast = run(TextMemo(256, 4096, waiting._plain_tool))
-    rng.setstate(state)
-    full = run(_Unlearned())
-    assert [m[:4] for m in fast] == [m[:4] for m in full]
-    skipped = sum(1 for m in fast if not m[4])
-    assert all(m[4] for m in full) and skipped > 300  # the shortcut was taken
-
-
 def test_the_id_ring_holds_any_64_bit_hash_and_its_token_is_the_items_bytes():
     """The duplicate-id ring's item type (a C ``long`` where it has 64 bits)
     holds every hash, and ``_token`` packs one as the ring's bytes hold it
@@ -601,40 +550,6 @@ def _io(io) -> tuple:
     return io.writes, io.blind, io.broad, io.reads, io.waited
 
 
-def test_call_io_reading_the_command_memo_inline_agrees_with_shell_command():
-    """call_io reads shell_command's memo itself (waiting.mark has filled it
-    for every call): the same answer with the memo filled or not."""
-    from monitor.detect.analysis.failures import shell_command
-    from monitor.detect.analysis.inputs import call_io, command_io
-
-    for tool, args in CALLS:
-        fresh = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
-        marked = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
-        command = shell_command(marked)
-        assert "shell_command" in marked.cache
-        assert _io(call_io(fresh)) == _io(call_io(marked))
-        if command is not None:
-            assert _io(call_io(marked)) == _io(command_io(command))
-
-
-def test_a_record_keeps_what_kept_gives():
-    """A record reads ``CallIO.kept()``'s memo itself: what it keeps is what
-    ``kept()`` gives, after a wait or not."""
-    from monitor.detect.analysis.calls import call_record
-    from monitor.detect.analysis.failures import shell_command
-    from monitor.detect.analysis.inputs import call_io
-
-    for waited in (None, 0.0, 30.0):
-        for marked in (False, True):  # new_record reads call_io's tables inline once waiting.mark has run
-            for tool, args in CALLS * 2:  # the second time, the memos are there
-                event = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args)
-                if marked:
-                    shell_command(event)
-                if waited is not None:
-                    event.cache["waited"] = waited
-                assert _io(call_record(event).io) == _io(call_io(event).kept(bool(waited)))
-
-
 def test_a_record_snapshots_its_call_as_call_snapshot_does():
     """A record keeps the snapshot call_snapshot makes (a call of one argument with a short key as it is)."""
     from monitor.detect.analysis.calls import new_record
@@ -666,35 +581,6 @@ def test_a_new_record_fills_every_slot_but_the_results():
         assert (record.seq, record.text, record.failure, record.done) == (3, None, None, False)
         record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content="ok"))
         assert all(hasattr(record, name) for name in CallRecord.__slots__)
-
-
-def test_call_detectors_share_one_record_per_call(monkeypatch):
-    """cycle, exact_repeat, fingerprint and similar_args make a call's record
-    inline (call_record's memo): whichever sees the call first makes it, once,
-    and it is what call_record gives for the call."""
-    import monitor.detect.analysis.calls as calls
-    from monitor.detect.detectors import cycle, exact_repeat, fingerprint, similar_args
-
-    made = []
-
-    def counted(event):
-        made.append(event)
-        return calls.new_record(event)
-
-    for module in (cycle, exact_repeat, fingerprint, similar_args):
-        monkeypatch.setattr(module, "new_record", counted)
-    engine = Engine(build_config({}, preset="aggressive"))
-    decoder = LineDecoder("trace.jsonl")
-    seen = []
-    for line, record in enumerate(records(3000, sessions=4, seed=5, loop_rate=0.2), 1):
-        for event in decoder.feed(orjson.dumps(record), line, now=0.0)[0]:
-            engine.session(event.session, event)
-            engine.process(event)
-            if event.kind is Kind.TOOL_CALL:
-                seen.append(event)
-    assert seen and len(made) == len(seen) and all(a is b for a, b in zip(made, seen))
-    for event in seen:
-        assert calls.call_record(event) is event.cache["record"]
 
 
 def test_attach_keeps_what_clip_keeps():
@@ -730,7 +616,7 @@ def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
             call = Event(Kind.TOOL_CALL, "s", 1.0, tool="grep", args={"pattern": f"p{seq}"}, seq=seq)
             detector.observe(call, view)
         result = Event(Kind.TOOL_RESULT, "s", 2.0, content=content, seq=3, call=call)
-        record = call.cache["record"]
+        record = call.facts.record
         detector.observe(result, view)
         assert record.failure == _failure(result)
 
@@ -767,90 +653,6 @@ def test_retry_rounds_judges_a_write_tool_once_per_name():
     }
 
 
-@pytest.mark.parametrize("failures_only", [True, False])
-def test_swarm_skips_results_with_no_outcome_without_changing_a_detection(failures_only, monkeypatch):
-    """Swarm.observe returns at once for a result whose ``comparable_failure``
-    the session's detectors found to be ``None`` (most results, when only
-    failures count); :meth:`ShardableDetector.observe` (``sight``, then
-    ``count``) finds the same, over swarm loops of failures and of successes."""
-    from monitor.detect.base import ShardableDetector
-    from monitor.detect.detectors.swarm import Swarm
-    from tests.streams import Stream
-
-    streams = []
-    for worker in range(6):
-        s = Stream(session=f"w{worker}", start=1000.0 + worker, step=5.0)
-        for n in range(3):
-            s.call(
-                "web_fetch",
-                "HTTP 503 Service Unavailable",
-                error=True,
-                url="https://api.example.com/v1/items",
-            )
-            s.call("bash", "On branch main\nnothing to commit, working tree clean", command="git status")
-            s.call("read_file", f"part {n} of {worker}", path=f"docs/{worker}_{n}.md")
-        streams.append(s)
-    events = sorted((e for s in streams for e in s.events), key=lambda e: e.ts)
-    scenarios = sorted(SCENARIOS.glob("*swarm*.jsonl"))
-    sights = []
-    sight = Swarm.sight
-    monkeypatch.setattr(
-        Swarm, "sight", lambda self, event, view: sights.append(1) or sight(self, event, view)
-    )
-
-    def run():
-        engine = Engine(build_config({"detectors": {"swarm": {"failures_only": failures_only}}}))
-        found = [d for event in events for d in engine.process(event)]
-        for path in scenarios:
-            decoder = LineDecoder(path.name)
-            for line, raw in enumerate(path.read_bytes().splitlines(), 1):
-                for event in decoder.feed(raw, line, now=0.0)[0]:
-                    found += engine.process(event)
-        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "swarm"], len(
-            sights
-        )
-
-    skipping, skipping_sights = run()
-    sights.clear()
-    monkeypatch.setattr(Swarm, "observe", ShardableDetector.observe)
-    plain, plain_sights = run()
-    assert plain == skipping and skipping
-    if failures_only:  # the skip happened (the other results are no failures)
-        assert skipping_sights < plain_sights / 2
-    else:
-        assert skipping_sights == plain_sights
-
-
-@pytest.mark.parametrize(
-    ("tool", "args"),
-    [
-        ("read_file", {"path": "a.py"}),
-        ("run_tests", {"path": "tests/"}),
-        ("pytest", {}),
-        ("bash", {}),
-        ("bash", {"input": "pytest -q"}),
-        ("bash", {"command": "pytest -q"}),
-        ("bash", {"command": ""}),
-        ("shell", {"commands": ["ls", "-l"]}),
-        ("run_tests", {"command": "ls"}),
-        (None, {"script": "npm test"}),
-    ],
-)
-def test_shell_command_answers_is_test_run_for_calls_without_a_command(tool, args):
-    """shell_command() leaves is_test_run()'s answer for a call without a
-    command (most calls), the one is_test_run() works out on its own."""
-    from monitor.detect.analysis.failures import is_test_run, shell_command
-
-    def call():
-        return Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args))
-
-    first, fresh = call(), call()
-    command = shell_command(first)
-    assert ("is_test_run" in first.cache) == (command is None)
-    assert is_test_run(first) == is_test_run(fresh)
-    assert shell_command(fresh) == command
-
-
 _OUTPUTS = [
     "",
     "ok",
@@ -875,30 +677,6 @@ _CALLS = [
     ("Grep", {"pattern": "foo"}),
     ("bash", {"command": "python check.py"}),
 ]
-
-
-@pytest.mark.parametrize(("tool", "args"), _CALLS)
-def test_failed_and_comparable_failure_read_their_memos_as_the_functions_answer(tool, args):
-    """failed() reads shell_command()'s and is_test_run()'s memos inline,
-    comparable_failure() failure_signature()'s: with those memos filled
-    first, or not at all, they answer the same."""
-    from monitor.detect.analysis.failures import comparable_failure, failed, is_test_run, shell_command
-    from monitor.detect.analysis.signatures import failure_signature
-
-    def result(content, is_error):
-        call = Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=dict(args), call_id="c")
-        return Event(
-            Kind.TOOL_RESULT, "s", 2.0, tool=tool, call_id="c", call=call, content=content, is_error=is_error
-        )
-
-    for content in _OUTPUTS:
-        for is_error in (False, True):
-            plain, primed = result(content, is_error), result(content, is_error)
-            shell_command(primed.call), is_test_run(primed.call), failure_signature(primed)
-            assert "failure_signature" in primed.cache and "failed" not in primed.cache
-            assert failed(primed) == failed(plain), (content, is_error)
-            plain = result(content, is_error)
-            assert comparable_failure(primed) == comparable_failure(plain), (content, is_error)
 
 
 def test_normalize_failure_skips_only_texts_without_noise():

@@ -344,13 +344,13 @@ def ref(event: Event | EventRef) -> EventRef:
     on the event: several detectors keep the same events, and a loop's
     detections repeat, each citing the same events plus one (and a summary
     costs microseconds to write)."""
-    if event.__class__ is EventRef:
+    if isinstance(event, EventRef):
         return event
-    cache = event.cache
-    made = cache.get("ref")
+    facts = event.facts
+    made = facts.ref
     if made is None or made.seq != event.seq:
-        record = cache.get("record")  # a call's record (analysis/calls.py) holds its reference
+        record = facts.record  # a call's record (analysis/calls.py) holds its reference
         if record is not None and record.seq == event.seq:
             return record.ref
-        made = cache["ref"] = EventRef.of(event)
+        made = facts.ref = EventRef.of(event)
     return made

@@ -17,12 +17,14 @@ from typing import Any
 
 from monitor.config import Config
 from monitor.cost import LoopCosts
+from monitor.detect.analysis.calls import attach_result
+from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView
 from monitor.detect.detectors import REGISTRY
-from monitor.detect.detectors.waiting import mark as mark_waited
 from monitor.detect.escalation import EscalationPolicy
 from monitor.detect.routing import Plan, Router
 from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
+from monitor.text import known_call_key
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
 #: arrive must not grow memory.
@@ -158,7 +160,9 @@ def _step(
     1.0 alone drew honest polling as a loop).  Each detector's bar is capped
     by the step's: none draws a repeat the step does not have."""
     call = result.call
-    noted = call.cache.pop("spark", None) if call is not None else None
+    noted = None
+    if call is not None:
+        noted, call.facts.spark = call.facts.spark, None
     if noted is None:
         return overall, scores, set()
     call_overall, call_scores, flagged = noted
@@ -362,11 +366,7 @@ class Engine:
                     event.call = call
                     event.tool = event.tool or call.tool
                     event.args = event.args if event.args is not None else call.args
-                    # The call's record, if a call detector made one, learns its
-                    # result here, once, before any detector looks at it.
-                    record = call.cache.get("record")
-                    if record is not None and record.text is None and record.seq == call.seq:
-                        record.attach(event)
+                    attach_result(call, event)
             elif kind is _MESSAGE:
                 if event.role == "user":
                     for detector in state.detectors:
@@ -413,7 +413,7 @@ class Engine:
             if gate is not None:
                 view.completed = None
             if kind is _TOOL_CALL:
-                view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
+                view.last_call_key = known_call_key(event)  # (for waiting.mark's gap rule)
             if found is not None or sparklines:  # (the common case: nothing more to do)
                 out.extend(self._conclude(state, event, found or []))
         return out
@@ -433,7 +433,7 @@ class Engine:
             bar = view.similarity
             if kind is _TOOL_CALL and event.call_id:
                 # One bar per step: the call waits for its result (see _step).
-                waiting = event.cache["spark"] = [bar, dict(scores) if scores else None, flagged]
+                waiting = event.facts.spark = [bar, dict(scores) if scores else None, flagged]
                 bar = -1.0
             elif kind is _TOOL_RESULT:
                 bar, scores, flagged = _step(event, bar, scores)

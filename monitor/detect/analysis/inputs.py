@@ -200,7 +200,6 @@ class CallIO:
 
 
 _EMPTY: frozenset[int] = frozenset()
-_UNSET = object()
 NO_IO = CallIO((), False, False, _EMPTY)
 _SHARED = {
     (blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)
@@ -232,9 +231,7 @@ def call_io(call: Event | None) -> CallIO:
     by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    command = call.cache.get("shell_command", _UNSET)  # shell_command(), its memo read inline
-    if command is _UNSET:
-        command = shell_command(call)
+    command = shell_command(call)
     if command is None:
         io = (
             _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO

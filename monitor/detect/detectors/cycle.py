@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, events, new_record
+from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -72,8 +72,8 @@ class Cycle(Detector[CycleSettings]):
             call = event.call
             if call is None:
                 return None
-            record = call.cache.get("record")  # its result attached by the engine
-            if record is None or record.seq != call.seq:
+            record = made_record(call)  # its result attached by the engine
+            if record is None:
                 return None
             history = self.calls
             if not history or record is not history[-1]:
@@ -91,10 +91,7 @@ class Cycle(Detector[CycleSettings]):
             return self._check(list(history), view, confirmed=True) if pending else None
         if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        cache = event.cache
-        last = cache.get("record")
-        if last is None or last.seq != event.seq:
-            last = cache["record"] = new_record(event)  # call_record(), inline
+        last = call_record(event)
         history = self.calls
         history.append(last)
         if len(history) > self._size:

@@ -31,8 +31,8 @@ from monitor.detect.analysis.calls import (
     AwaitsRepeats,
     CallRecord,
     CallWindow,
+    call_record,
     events,
-    new_record,
 )
 from monitor.detect.analysis.inputs import call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
@@ -92,10 +92,7 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
         if view.tool_overrides and view.exempt(event.tool):
             return None
 
-        cache = event.cache
-        record = cache.get("record")
-        if record is None or record.seq != event.seq:
-            record = cache["record"] = new_record(event)  # call_record(), inline
+        record = call_record(event)
         counts = self._counts
         digest = record.hash
         records = self._records

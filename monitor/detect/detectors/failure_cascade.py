@@ -86,10 +86,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is not TOOL_RESULT:
             return None
-        failure = event.cache.get("failed")  # failed(), its memo read inline: this runs for every result
-        if failure is None:
-            failure = failed(event)
-        if not failure:
+        if not failed(event):
             if self.count:
                 self.reset()  # any successful tool call ends the cascade
             return None

@@ -23,8 +23,8 @@ from monitor.detect.analysis.calls import (
     AwaitedRepeat,
     AwaitsRepeats,
     CallRecord,
+    call_record,
     events,
-    new_record,
 )
 from monitor.detect.analysis.signatures import fingerprint
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
@@ -118,10 +118,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
             return self._detection("exact", key, proven.records, fuzzy_needed)
         if view.tool_overrides and view.exempt(event.tool):
             return None
-        cache = event.cache
-        current = cache.get("record")
-        if current is None or current.seq != event.seq:
-            current = cache["record"] = new_record(event)  # call_record(), inline
+        current = call_record(event)
         history = self.streak
         tool = event.tool or "?"
         plain = ":" not in tool and len(tool) < _PLAIN_TOOL
@@ -136,9 +133,9 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         first = self.first
         if first is not None:
             self.first = None
-            made = first.cache.get("fingerprint") or fingerprint(first)
+            made = fingerprint(first)
             self.print_hash, self.print_key = hash(made), made if len(made) <= KEY_CHARS else made[:KEY_CHARS]
-        key = cache.get("fingerprint") or fingerprint(event)
+        key = fingerprint(event)
         key_hash = hash(key)
         bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
         if key_hash != self.print_hash or bounded != self.print_key:

@@ -137,12 +137,8 @@ class Limits(Detector[LimitsSettings]):
             self.first_ts = event.ts
         kind = event.kind
         if kind is _TOOL_RESULT and not self.totals:
-            # The common case, written flat: only the failure streak to follow
-            # (failed(), its memo read inline).
-            failure = event.cache.get("failed")
-            if failure is None:
-                failure = failed(event)
-            if failure:
+            # The common case: only the failure streak to follow.
+            if failed(event):
                 return self._failed(event)
             if self.failures:
                 self.reset()

@@ -59,8 +59,6 @@ MAX_RESTORES = 4
 _BITS = 0x7FFFFFFF  # what the log keeps of a seq or a hash
 _EDIT = _BITS & ~1
 EVIDENCE = 5
-#: Not in an event's cache (``None`` is a value there).
-_UNSET = object()
 
 
 def _writes_whole_files(tool: str) -> bool:
@@ -135,15 +133,8 @@ class RetryRounds(Detector[RetryRoundsSettings]):
             call = event.call
             if call is None:
                 return None
-            # failed() and failure_signature(), their memos read inline: most results are neither.
-            cache = event.cache
-            failure = cache.get("failed")
-            if failure is None:
-                failure = failed(event)
-            if not failure:
-                signature = cache.get("failure_signature")
-                if not (failure_signature(event) is not None if signature is None else signature):
-                    return None
+            if not failed(event) and failure_signature(event) is None:
+                return None
             if not_an_outcome(event):
                 return None
             # A test run's failure is its failing tests, names whole
@@ -157,12 +148,9 @@ class RetryRounds(Detector[RetryRoundsSettings]):
         if view.tool_overrides and view.exempt(event.tool):
             return None
         self.calls += 1
-        cache = event.cache
-        record = cache.get("record") or call_record(event)
+        record = call_record(event)
         io = record.io
-        command = cache.get("shell_command", _UNSET)  # shell_command(), its memo read inline
-        if command is _UNSET:
-            command = shell_command(event)
+        command = shell_command(event)
         if command is not None:
             restore = False
             if io.writes or "git" in command:

@@ -19,7 +19,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.analysis.calls import CallRecord, events, new_record
+from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
 from monitor.detect.analysis.failures import failed, output_body
 from monitor.detect.analysis.signatures import (
     arg_similarity,
@@ -121,7 +121,7 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
             state = self.tools.get(call.tool or "")
             if state is None:
                 return None
-            record = call.cache.get("record")
+            record = made_record(call)
             if record is None or record.failure is not None:
                 return None
             error = event.is_error
@@ -138,10 +138,7 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
             return None
         calls = self.calls = self.calls + 1
         tool = self.last_tool = event.tool or ""
-        cache = event.cache
-        record = cache.get("record")
-        if record is None or record.seq != event.seq:
-            record = cache["record"] = new_record(event)  # call_record(), inline
+        record = call_record(event)
         tools = self.tools
         state = tools.get(tool)
         if state is None:

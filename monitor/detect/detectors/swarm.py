@@ -37,8 +37,6 @@ from monitor.text import outcome_key
 #: Calls kept per entry as evidence.
 EVIDENCE_CALLS = 12
 _TOOL_RESULT = Kind.TOOL_RESULT
-#: Not in a result's cache (``None`` is a value there).
-_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -113,14 +111,6 @@ class Swarm(ShardableDetector[SwarmSettings]):
     def window(self) -> list[Event]:
         return []  # the calls compared are summarized (see ``table``), not kept
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # ShardableDetector.observe, after the test sight() starts with, on
-        # the memo the session's detectors left: most results have no outcome.
-        if event.cache.get("comparable_failure", _UNKNOWN) is None and self.settings.failures_only:
-            return None
-        sighting = self.sight(event, view)
-        return None if sighting is None else self.count(sighting, view)
-
     def _outcome(self, event: Event) -> str | None:
         """The result's key among the swarm's: the same key, the same result."""
         signature = comparable_failure(event)
@@ -142,9 +132,7 @@ class Swarm(ShardableDetector[SwarmSettings]):
         call = event.call
         if call is None or event.kind is not _TOOL_RESULT:
             return None
-        outcome = event.cache.get("comparable_failure", _UNKNOWN)
-        if outcome is _UNKNOWN:
-            outcome = comparable_failure(event)
+        outcome = comparable_failure(event)
         if outcome is None:
             if self.settings.failures_only:
                 return None

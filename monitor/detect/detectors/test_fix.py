@@ -83,13 +83,9 @@ class TestFix(Detector[TestFixSettings]):
         call = event.call
         if call is None:
             return None
-        # is_test_run() and run_outcome(), their memos read inline: this runs for every result.
-        test_run = call.cache.get("is_test_run")
-        if test_run is None:
-            test_run = is_test_run(call)
-        if not test_run or (view.tool_overrides and view.exempt(call.tool)):
+        if not is_test_run(call) or (view.tool_overrides and view.exempt(call.tool)):
             return None
-        outcome = event.cache.get("run_outcome") or run_outcome(event)
+        outcome = run_outcome(event)
         if not outcome.failing:
             if self.count:  # (without a streak there is nothing to forget)
                 self.reset()

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord
+from monitor.detect.analysis.calls import CallRecord, made_record
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Call, Outcome, Turn, held_outcome
+from monitor.detect.analysis.waits import waited
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import Event, EventRef, Kind, Level, new_event
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
 
@@ -101,8 +102,8 @@ def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
                 kept.append((event.seq, event.source, event.line, event.is_error, content))
                 continue
         elif event.kind is _TOOL_CALL:
-            record = event.cache.get("record")
-            if record is not None and record.seq == event.seq:
+            record = made_record(event)
+            if record is not None:
                 kept.append(record)  # (the record makes its reference when cited: CallRecord.ref)
                 continue
         kept.append(ref(event))
@@ -116,7 +117,7 @@ def _cite(item: EventRef | _Cited) -> EventRef:
     if item.__class__ is CallRecord:
         return item.ref  # type: ignore[union-attr]
     seq, source, line, is_error, content = item
-    result = new_event(_TOOL_RESULT, "", 0.0, source, line, None, content, None, None, None, is_error, {})
+    result = Event(_TOOL_RESULT, "", 0.0, source, line, content=content, is_error=is_error)
     result.seq = seq
     return EventRef.of(result)
 
@@ -192,7 +193,7 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
             calls = [call for call in calls if not view.exempt(call[0])]
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
-        if not turn.has_text and turn.first.cache.get("waited"):
+        if not turn.has_text and waited(turn.first):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         s = self.settings
         if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
