@@ -25,7 +25,6 @@ _.process_many, _.unmute  # Engine: a batch at once; the operator's unmute
 # -- counters and state read by tests, benchmarks and doctor ----------------------------------
 _.connects  # client
 _.events_processed, _.detections_total  # engine, hub
-_.by_kind  # engine.SessionState: every detector of a session by kind, unrouted (test_hot_paths)
 _.ignored  # formats.otlp: records a request carried that are not agent telemetry
 _.requests, _.accepted, _.refused, _.pushes_dropped, _.batches, _.submitted  # sources: otlp, sockets, ingest
 _.transactions, _.pruned, transactions, spilled, pruned, _.stopped_sessions  # store statistics

@@ -247,41 +247,6 @@ def test_flat_json_columns_skip_the_clipping_with_the_same_text(value):
         assert bounded_json(value, chars) == careful(value, chars)
 
 
-@pytest.mark.parametrize("preset", ["balanced", "aggressive"])
-def test_skipping_turn_detectors_between_turns_changes_nothing(preset):
-    """The engine skips the turn detectors for events that complete no turn,
-    and detectors for the kinds they do not listen to (routing.py); with
-    both shortcuts off, every detection and sparkline is the same."""
-
-    def run(gated: bool):
-        engine = Engine(build_config({}, preset=preset), sparklines=True)
-        decoder = LineDecoder("trace.jsonl")
-        found = []
-        for line, record in enumerate(records(6000, sessions=6, seed=3, loop_rate=0.1), 1):
-            events, _ = decoder.feed(orjson.dumps(record), line, now=0.0)
-            for event in events:
-                state = engine.session(event.session, event)
-                if not gated and state.turn_gate is not None:
-                    state.turn_gate = None  # every detector's observe, for every event
-                    state.observers = {
-                        kind: tuple(
-                            d.observe for d in [*state.by_kind[kind], *state.global_by_kind.get(kind, ())]
-                        )
-                        for kind in Kind
-                    }
-                found += [(d.detector, d.seq, d.session, d.level, d.message) for d in engine.process(event)]
-        sparks = {
-            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-            for sid, s in engine.sessions.items()
-        }
-        return found, sparks
-
-    gated, ungated = run(True), run(False)
-    assert gated == ungated
-    # The turn detectors did judge something.
-    assert any(any(scores.get("turn_similarity", ())) for _, scores in gated[1].values())
-
-
 @pytest.mark.parametrize("preset", ["conservative", "balanced", "aggressive"])
 def test_keeping_sparklines_changes_no_detection(preset):
     """A scan keeps no sparkline histories and may skip comparisons that only
@@ -311,7 +276,7 @@ def test_keeping_sparklines_changes_no_detection(preset):
                             d.pattern,
                             tuple(ref.seq for ref in d.evidence),
                         )
-                        for d in engine.process(event)
+                        for d in engine.process(event).detections
                     ]
         return found
 
@@ -402,23 +367,6 @@ class _Unlearned(dict):
         return False
 
 
-def test_the_id_ring_holds_any_64_bit_hash_and_its_token_is_the_items_bytes():
-    """The duplicate-id ring's item type (a C ``long`` where it has 64 bits)
-    holds every hash, and ``_token`` packs one as the ring's bytes hold it
-    (the ring is searched as bytes)."""
-    from array import array
-
-    from monitor.detect.engine import _SEEN_SLOT, _SEEN_TYPE, _token
-
-    digests = [-(1 << 63), (1 << 63) - 1, -1, 0, 1 << 40, hash("toolu_0001"), ~hash("toolu_0001")]
-    ring = array(_SEEN_TYPE, digests)
-    assert ring.itemsize == _SEEN_SLOT
-    data = ring.tobytes()
-    for at, digest in enumerate(digests):
-        assert data[at * _SEEN_SLOT : (at + 1) * _SEEN_SLOT] == _token(digest)
-        assert ring[at] == digest
-
-
 def test_events_processed_counts_each_event_but_duplicates_closed_sessions_included():
     """The engine counts processed events per session (not once more per
     event): the total is what counting each call of ``process`` gives."""
@@ -434,28 +382,11 @@ def test_events_processed_counts_each_event_but_duplicates_closed_sessions_inclu
             Event(Kind.MESSAGE, session, float(n), role="assistant", content="hm"),
         ):
             before = engine.duplicates
-            engine.process(event)
+            engine.process(event).detections
             counted += engine.duplicates == before
         if n == 150:
             engine.close("s1")
     assert engine.duplicates > 0 and engine.events_processed == counted
-
-
-def test_the_engine_keeps_the_turn_trackers_entry_and_drops_it_on_a_new_dispatch():
-    """The engine feeds the session's turn tracker through the entry it kept
-    (not a lookup per event): the view's own, forgotten when a mute changes
-    the dispatch (and so perhaps the gate)."""
-    engine = Engine()
-    for n in range(3):
-        engine.process(Event(Kind.MESSAGE, "s", float(n), role="assistant", content=f"m{n}"))
-    state = engine.sessions["s"]
-    assert state.turn_gate is not None
-    entry = state.view.turns[state.turn_gate]
-    assert state.turn_entry is entry and entry[2] == 3  # fed the latest event
-    engine.mute("s", "monologue")
-    assert state.turn_entry is None
-    engine.process(Event(Kind.MESSAGE, "s", 9.0, role="assistant", content="m9"))
-    assert state.turn_entry is state.view.turns[state.turn_gate]
 
 
 class _RecentHashes(list):
@@ -1023,7 +954,7 @@ def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
         return [d.to_dict() for d in found], engine.duplicates, sparks
 
     one = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
-    by_event = [d for event in events() for d in one.process(event)]
+    by_event = [d for event in events() for d in one.process(event).detections]
     batched = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
     stream = events()
     by_batch = []
@@ -1087,7 +1018,9 @@ def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(spar
     engine = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
     for n in range(12):
         args = {"command": "pytest -q"} if n < 6 else {"command": f"ls dir{n}"}
-        engine.process(Event(Kind.TOOL_CALL, "s", float(2 * n), tool="bash", args=args, call_id=f"c{n}"))
+        engine.process(
+            Event(Kind.TOOL_CALL, "s", float(2 * n), tool="bash", args=args, call_id=f"c{n}")
+        ).detections
         engine.process(
             Event(
                 Kind.TOOL_RESULT,
@@ -1097,7 +1030,7 @@ def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(spar
                 call_id=f"c{n}",
                 is_error=n < 6,
             )
-        )
+        ).detections
     state = engine.sessions["s"]
     assert state.view.similarity == 0.0 or sparklines
     bars = list(state.similarity)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
-from monitor.detect.analysis.turns import TurnTracker
+from monitor.detect.analysis.turns import Turn
 from monitor.events import Event, EventRef, Kind, Level
 
 
@@ -111,14 +111,10 @@ class SessionView:
         "detector_similarity",
         "keeps_similarity",
         "started_ts",
-        "events_seen",
         "tool_calls_seen",
-        "turns",
-        "completed",
         "last_wait",
         "last_call_key",
         "last_call_ts",
-        "router",
     )
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
@@ -130,57 +126,18 @@ class SessionView:
         #: Whether the engine keeps similarity histories (else reports are dropped).
         self.keeps_similarity = True
         self.started_ts: float | None = None
-        self.events_seen = 0
         self.tool_calls_seen = 0
-        #: same_turn_seconds -> [tracker, last event fed, its position, the turn it
-        #: completed]: :meth:`turn` keeps it; the engine reads it to feed the tracker once per event.
-        self.turns: dict[float, list[Any]] = {}
-        #: The turn the current event completed, while the engine runs the
-        #: turn detectors on it (see :meth:`TurnDetector.observe_completed`).
-        self.completed: Any = None
         #: Seconds the latest tool call did nothing but wait (``sleep 60``), for the next one.
         self.last_wait = 0.0
         #: The latest tool call's key and time (a poll repeated 20 s later waited).
         self.last_call_key: str | None = None
         self.last_call_ts = 0.0
-        #: The engine's dispatch of this session (monitor/detect/routing.py), if any.
-        self.router: Any = None
-
-    def listen(self, detector: str, kinds: frozenset[Kind]) -> None:
-        """Detector ``detector`` (its name) needs ``observe`` for ``kinds`` of
-        its own only, from the next event on (see ``Detector.listening``)."""
-        router = self.router
-        if router is not None:
-            router.listen(detector, kinds)
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:
             return False  # the common case: no [tools.*] overrides at all
         override = self.tool_overrides.get(tool or "")
         return bool(override and override.exempt)
-
-    def turn(self, event: Event, same_turn_seconds: float) -> Any:
-        """The assistant turn (:class:`~monitor.detect.analysis.turns.Turn`) that
-        ``event`` completes, or ``None``.
-
-        The turn detectors (output similarity, turn similarity, monologue) all
-        group the session's events into turns the same way; one shared
-        :class:`~monitor.detect.analysis.turns.TurnTracker` per ``same_turn_seconds``
-        does it once per event instead of once per detector.  The tracker
-        resets itself on a user turn, as the detectors do."""
-        entry = self.turns.get(same_turn_seconds)
-        if entry is None:
-            entry = self.turns[same_turn_seconds] = [
-                TurnTracker(same_turn_seconds=same_turn_seconds),
-                None,
-                0,
-                None,
-            ]
-        elif entry[1] is event and entry[2] == self.events_seen:
-            return entry[3]  # another turn detector already fed this event
-        turn = entry[0].feed(event)
-        entry[1], entry[2], entry[3] = event, self.events_seen, turn
-        return turn
 
     def threshold(self, tool: str | None, default: int) -> int:
         if not self.tool_overrides:
@@ -232,14 +189,8 @@ class Detector(Generic[S]):
     #: ``"session"``: one instance per session; ``"global"``: one for all.
     scope: ClassVar[str] = "session"
     #: The event kinds ``observe`` cares about; the engine only calls it for
-    #: these (the hot path: most detectors skip most events).
-    kinds: ClassVar[frozenset[Kind]] = frozenset(Kind)
-    #: The kinds a new instance needs ``observe`` for (``None``: all of
-    #: ``kinds``).  A detector that may do nothing with some kinds for a while
-    #: gives them up and asks for them again with :meth:`SessionView.listen`:
-    #: it must ask before it has work for them (from the next event on), and
-    #: may give them up late (being called for nothing is only slower).
-    listening: ClassVar[frozenset[Kind] | None] = None
+    #: these (most detectors skip most events).
+    kinds: frozenset[Kind] = frozenset(Kind)
     #: Its :meth:`window` is the session's: what the UI shows as the calls being
     #: compared (the first enabled detector that says so provides it).
     provides_window: ClassVar[bool] = False
@@ -290,40 +241,21 @@ class ShardableDetector(Detector[S]):
 
 class TurnDetector(Detector[TS]):
     """Base class of detectors that judge whole assistant turns (output
-    similarity, turn similarity, monologue): subclass, give ``Settings`` a
-    ``same_turn_seconds`` field, and implement :meth:`judge` -- or, as the
-    built-in ones do, :meth:`observe_completed` (the same work, reading the
-    turn from ``view.completed``: the engine calls it for every completed
-    turn, and judging there saves a call per turn and detector).
+    similarity, turn similarity, monologue): subclass as
+    ``TurnDetector[MySettings]`` with settings derived from
+    :class:`TurnSettings`, and implement :meth:`judge`.
 
-    :meth:`observe` groups the session's events into turns through the
-    view's shared tracker (:meth:`SessionView.turn`) and calls :meth:`judge`
-    with each completed turn.  Since that is all it does, the engine asks the
-    tracker once per event and skips these detectors for the events that
-    complete no turn (most of them); a subclass that overrides ``observe``
-    opts out of that."""
+    The engine groups the session's events into turns (one
+    :class:`~monitor.detect.analysis.turns.TurnTracker` per
+    ``same_turn_seconds``, shared by the turn detectors) and calls
+    :meth:`judge` with each completed turn; ``observe`` is not called."""
 
     def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
-        turn = view.turn(event, self.settings.same_turn_seconds)
-        if turn is None:
-            return None
-        return self.judge(turn, view)
+        raise TypeError("the engine judges a turn detector's turns (TurnDetector.judge)")
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> Iterable[Detection] | None:
-        """:meth:`observe` when the engine has fed the tracker itself and the
-        event completed ``view.completed``."""
-        return self.judge(view.completed, view)
-
-    def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
+    def judge(self, turn: Turn, view: SessionView) -> Iterable[Detection] | None:
         """Look at one completed :class:`~monitor.detect.analysis.turns.Turn`."""
-        if type(self).observe_completed is TurnDetector.observe_completed:
-            raise NotImplementedError
-        # A subclass that judges in observe_completed: hand it the turn there.
-        completed, view.completed = view.completed, turn
-        try:
-            return self.observe_completed(None, view)
-        finally:
-            view.completed = completed
+        raise NotImplementedError
 
 
 def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from monitor.detect.analysis.failures import _COMMAND_KEY_SET, _segments, _tool_kind, shell_command
 from monitor.detect.analysis.memo import TextMemo
-from monitor.events import Event, Kind
+from monitor.events import Event
 from monitor.text import call_key
 
 if TYPE_CHECKING:
@@ -74,7 +74,6 @@ def only_waits(call: Event) -> float:
 
 
 _WAIT_KEY_SET = frozenset(WAIT_KEYS)
-_RESULTS = frozenset({Kind.TOOL_RESULT})
 #: Arguments that give a call a command line (see ``shell_command``) or a wait.
 _MARKING_KEYS = _WAIT_KEY_SET | _COMMAND_KEY_SET
 
@@ -133,7 +132,6 @@ def mark(call: Event, view: SessionView) -> None:
     if gap >= WAIT_GAP:
         waited = max(waited, gap)
     if waited or pure:
-        view.listen("waiting", _RESULTS)  # (the detector needs results from now on)
         call.facts.waited = waited or pure
         if pure:
             call.facts.wait_only = True

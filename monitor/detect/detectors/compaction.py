@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import COMPACTION, TOOL_CALL, Event, EventRef, Kind, Level
 
-_COMPACTIONS = frozenset({Kind.COMPACTION})
-
 ADVICE = (
     "Compacting again will not free enough context. Write down the essential state "
     "(what is done, what is next) in a file, finish or hand off the current step with "
@@ -39,7 +37,6 @@ class CompactionLoop(Detector[CompactionSettings]):
     presets = {"conservative": {"threshold": 3}, "aggressive": {"threshold": 2, "min_calls": 2}}
     resets_on_user_turn = False
     kinds = frozenset({Kind.TOOL_CALL, Kind.COMPACTION})
-    listening = _COMPACTIONS  # calls only until a run has seen min_calls of them
 
     def __init__(self, settings: CompactionSettings | None = None):
         super().__init__(settings)
@@ -59,8 +56,6 @@ class CompactionLoop(Detector[CompactionSettings]):
         kind = event.kind
         if kind is TOOL_CALL:
             self.calls_since += 1
-            if self.calls_since >= self.settings.min_calls:
-                view.listen(self.name, _COMPACTIONS)  # enough: its count is only compared with min_calls
             return None
         if kind is not COMPACTION:
             return None
@@ -70,8 +65,6 @@ class CompactionLoop(Detector[CompactionSettings]):
             self.count = 1
             self.events.clear()
         self.calls_since = 0
-        if self.settings.min_calls > 0:
-            view.listen(self.name, self.kinds)
         events = self.events
         events.append(ref(event))
         if len(events) > 8:

@@ -39,7 +39,6 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,6 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
     title = "Exact repeat"
     Settings = ExactRepeatSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _CALLS  # results only while a repeat awaits them
     provides_window = True
     presets = {
         "conservative": {"window": 15, "threshold": 4},
@@ -83,7 +81,6 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
         # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
             if self.awaited is None:
-                view.listen(self.name, _CALLS)
                 return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
@@ -197,7 +194,6 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
             # at a differing result is a poll that moved: it needs two
             # results in a row that agree before it is flagged again.)
             self.awaited = AwaitedRepeat(records, count, threshold, len(calls))
-            view.listen(self.name, self.kinds)
             return None
         self.awaited = None
         return self._detection(records, count, threshold, len(calls))

@@ -31,7 +31,6 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 #: A tool name shorter than this, without a colon, makes the first KEY_CHARS
 #: characters of its fingerprints ("tool:…") differ from any other tool's.
 _PLAIN_TOOL = KEY_CHARS - 1
@@ -70,7 +69,6 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
     title = "Fingerprint"
     Settings = FingerprintSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _CALLS  # results only while a run awaits them
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -109,7 +107,6 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         # reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
             if self.awaited is None:
-                view.listen(self.name, _CALLS)
                 return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
@@ -183,7 +180,6 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
             return self._detection("fuzzy", key, fuzzy, fuzzy_needed)
         if awaited is not None:
             self.awaited = awaited
-            view.listen(self.name, self.kinds)
         return None
 
     def _detection(

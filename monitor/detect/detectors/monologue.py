@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import Event, EventRef, Level
+from monitor.events import EventRef, Level
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,7 @@ class Monologue(TurnDetector[MonologueSettings]):
     def window(self) -> list[EventRef]:
         return list(self.recent)
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         if turn.calls or turn.open_calls:  # not turn.text_only
             if self.talking:
                 self.talking = 0

@@ -49,7 +49,7 @@ from rapidfuzz import fuzz
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Turn, held_outcome
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import Event, EventRef, Level
+from monitor.events import EventRef, Level
 from monitor.text import clip, squashed
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
@@ -176,9 +176,7 @@ class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
     def window(self) -> list[EventRef]:
         return [output[_EVENT] for output in self.outputs]
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         s = self.settings
         bounded = turn.text
         # Normalizing never lengthens a text: a turn with less raw text than

@@ -47,7 +47,6 @@ from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
@@ -98,9 +97,6 @@ class RetryRounds(Detector[RetryRoundsSettings]):
     #: Rounds run across user turns: mini-swe-agent's "format your action"
     #: replies are user messages, and a round redone after one is still redone.
     resets_on_user_turn = False
-    #: Results only once a restore has happened: a round starts at one, so
-    #: no failure before the first is ever read.
-    listening = _CALLS
     presets = {
         "conservative": {"attempts": 3, "outcomes": 4, "max_rounds": 8},
         "aggressive": {"outcomes": 2, "max_rounds": 4},
@@ -128,7 +124,6 @@ class RetryRounds(Detector[RetryRoundsSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
             if not self.restores:
-                view.listen(self.name, _CALLS)
                 return None
             call = event.call
             if call is None:
@@ -174,8 +169,6 @@ class RetryRounds(Detector[RetryRoundsSettings]):
                 # The oldest that never came back goes first (most writes are made once).
                 old = next((k for k, r in self.restores.items() if not r.rounds), None)
                 del self.restores[old if old is not None else next(iter(self.restores))]
-            elif not self.restores:
-                view.listen(self.name, self.kinds)  # the failures of its rounds from now on
             self.restores[record.hash] = _Restore(event.seq, self.calls)
             return None
         if self.calls - known.calls <= 1:

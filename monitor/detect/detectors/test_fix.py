@@ -23,8 +23,6 @@ from monitor.detect.analysis.failures import is_edit, is_test_run, run_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
-_RESULTS = frozenset({Kind.TOOL_RESULT})
-
 #: Events kept as evidence per streak (calls and results), as references:
 #: a test report may be megabytes.
 EVIDENCE = 12
@@ -49,7 +47,6 @@ class TestFix(Detector[TestFixSettings]):
     Settings = TestFixSettings
     presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _RESULTS  # calls only while a streak counts the edits between runs
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -73,9 +70,7 @@ class TestFix(Detector[TestFixSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         kind = event.kind
         if kind is TOOL_CALL:
-            if not self.count:
-                view.listen(self.name, _RESULTS)
-            elif is_edit(event):
+            if self.count and is_edit(event):
                 self.edits_since_run += 1
             return None
         if kind is not TOOL_RESULT:
@@ -100,8 +95,6 @@ class TestFix(Detector[TestFixSettings]):
             view.note_similarity(self.name, 1.0)
         else:
             # First failure, or the failure changed: a new streak starts here.
-            if not self.count:
-                view.listen(self.name, self.kinds)
             self.count = 1
             self.signature = outcome.signature
             self.edits_in_streak = 0

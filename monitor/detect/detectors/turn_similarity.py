@@ -183,9 +183,7 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
     def window(self) -> list[EventRef]:
         return [events[0] for events in map(_events, self.history) if events]
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         # Runs for every completed turn (most are one tool call and its
         # result): flat, with the common case decided before any set is built.
         calls = turn.calls

@@ -29,8 +29,6 @@ from monitor.detect.analysis.waits import wait_only, waited
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
-_RESULTS = frozenset({Kind.TOOL_RESULT})
-
 
 @dataclass(frozen=True)
 class WaitingSettings(DetectorSettings):
@@ -42,8 +40,6 @@ class Waiting(Detector[WaitingSettings]):
     title = "Waiting"
     Settings = WaitingSettings
     kinds = frozenset({Kind.TOOL_RESULT})
-    #: Results only from the session's first waited call on (``mark`` asks for them).
-    listening = frozenset()
     presets = {"conservative": {"budget_seconds": 3600.0}, "aggressive": {"budget_seconds": 900.0}}
 
     def __init__(self, settings: WaitingSettings | None = None):
