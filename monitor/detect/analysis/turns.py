@@ -156,16 +156,6 @@ class Outcome:
 _NO_RESULTS = Outcome(())
 
 
-def held_outcome(held: list, index: int) -> Outcome:
-    """The :class:`Outcome` of the results (``Turn.results``) a detector holds
-    at ``held[index]``, made when first compared and kept there: most
-    remembered turns are never compared."""
-    results = held[index]
-    if results.__class__ is not Outcome:
-        results = held[index] = Outcome(results)
-    return results
-
-
 #: A tool call made in a turn: ``(tool name, canonical key)``.  A plain
 #: tuple: one is built per call, and a NamedTuple's (even through
 #: ``tuple.__new__``) cost a third of the turn.

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import is_edit, is_test_run, run_outcome
+from monitor.detect.analysis.failures import RunOutcome, is_edit, is_test_run, run_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
@@ -86,6 +86,17 @@ class TestFix(Detector[TestFixSettings]):
                 self.reset()
             return None
 
+        self._follow(outcome, view)
+        self.events.append(ref(call))
+        self.events.append(ref(event))
+
+        threshold = view.threshold(call.tool, self.settings.threshold)
+        if self.count < threshold:
+            return None
+        return [self._detection(call, outcome, threshold)]
+
+    def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
+        """Extend the streak with a failing run, or start a new one."""
         progress = (
             outcome.failures is not None and self.failures is not None and outcome.failures < self.failures
         ) or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
@@ -102,12 +113,8 @@ class TestFix(Detector[TestFixSettings]):
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.edits_since_run = 0
-        self.events.append(ref(call))
-        self.events.append(ref(event))
 
-        threshold = view.threshold(call.tool, self.settings.threshold)
-        if self.count < threshold:
-            return None
+    def _detection(self, call: Event, outcome: RunOutcome, threshold: int) -> Detection:
         what = outcome.headline or "the same error"
         if outcome.failures:
             what = f"{outcome.failures} failing: {what}"
@@ -117,17 +124,15 @@ class TestFix(Detector[TestFixSettings]):
             if edits
             else " with no edit in between"
         )
-        return [
-            Detection(
-                detector=self.name,
-                level=Level.WARN,
-                score=min(1.0, self.count / (threshold + 2)),
-                message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
-                pattern=f"tests:{self.signature}",
-                count=self.count,
-                tool=call.tool,
-                summary=f"had {self.count} consecutive test failures with the same failure{edited}",
-                advice=RETHINK if edits else RERUN + "\n" + RETHINK,
-                evidence=evidence(self.events),
-            )
-        ]
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=min(1.0, self.count / (threshold + 2)),
+            message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
+            pattern=f"tests:{self.signature}",
+            count=self.count,
+            tool=call.tool,
+            summary=f"had {self.count} consecutive test failures with the same failure{edited}",
+            advice=RETHINK if edits else RERUN + "\n" + RETHINK,
+            evidence=evidence(self.events),
+        )
