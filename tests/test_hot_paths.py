@@ -290,51 +290,6 @@ def test_keeping_sparklines_changes_no_detection(preset):
     }
 
 
-def _moved_by_definition(records, start):
-    """exact_repeat's "did a poll move?" per record, written as its definition."""
-    return [
-        record.done
-        and any(
-            earlier.done and earlier.same_call(record) and not record.same_outcome(earlier)
-            for earlier in records[:index]
-        )
-        for index, record in enumerate(records)
-        if index >= start
-    ]
-
-
-def test_grouped_moved_check_matches_its_definition():
-    """exact_repeat compares each record only with earlier records of its own
-    call; over random windows (few calls, few results, some still running, a
-    forced hash collision) that gives what comparing with every earlier record gives."""
-    from monitor.detect.analysis.calls import new_record
-    from monitor.detect.detectors.exact_repeat import _moved
-
-    rng = random.Random(3)
-    for _ in range(3_000):
-        records = []
-        for seq in range(1, rng.randrange(1, 12)):
-            call = Event(
-                Kind.TOOL_CALL, "s", float(seq), tool="poll", args={"job": rng.choice("abc")}, seq=seq
-            )
-            record = new_record(call)
-            if rng.random() < 0.2:
-                record.hash = 42  # a collision: equal hashes, different keys
-            if rng.random() < 0.85:
-                record.attach(
-                    Event(
-                        Kind.TOOL_RESULT,
-                        "s",
-                        float(seq),
-                        content=rng.choice(("1%", "2%", "done")),
-                        is_error=rng.random() < 0.1,
-                    )
-                )
-            records.append(record)
-        start = rng.randrange(len(records) + 1)
-        assert _moved(records, start) == _moved_by_definition(records, start)
-
-
 def test_a_scan_makes_no_reference_cycles(tmp_path):
     """scan() runs the cyclic garbage collector rarely because scanning makes
     no reference cycles: with the collector off, a scan of a synthetic trace,
@@ -389,78 +344,6 @@ def test_events_processed_counts_each_event_but_duplicates_closed_sessions_inclu
     assert engine.duplicates > 0 and engine.events_processed == counted
 
 
-class _RecentHashes(list):
-    """cycle's window of recent call hashes, counting the calls found in none
-    of them (those skip the loop over periods); ``every`` claims each hash is
-    there, so that every call takes the loop."""
-
-    def __init__(self, items, every: bool):
-        super().__init__(items)
-        self.every = every
-        self.skipped = 0
-
-    def __contains__(self, digest) -> bool:
-        if list.__contains__(self, digest):
-            return True
-        self.skipped += 1
-        return self.every
-
-
-def _cycling_streams(seed: int) -> list:
-    """Two sessions of random calls with cycles of 2 to 5 calls mixed in,
-    their results now and then different (a cycle that moves)."""
-    from tests.streams import Stream
-
-    rng = random.Random(seed)
-    streams = [Stream("s1"), Stream("s2")]
-    for _ in range(400):
-        stream = rng.choice(streams)
-        if rng.random() < 0.5:
-            stream.call("bash", rng.choice("xy"), command=f"cmd {rng.randrange(6)}")
-            continue
-        block = rng.sample(range(8), rng.randrange(2, 6))
-        for _ in range(rng.randrange(1, 5)):
-            for call in block:
-                stream.call("read", "v2" if rng.random() < 0.05 else "v1", path=f"f{call}")
-    return streams
-
-
-@pytest.mark.parametrize("preset", ["conservative", "balanced", "aggressive"])
-def test_cycle_skipping_calls_that_repeat_no_recent_call_changes_nothing(preset):
-    """cycle skips its loop over periods for a call that is none of the last
-    ``max_period`` calls; making every call take the loop changes no
-    detection and no sparkline."""
-    from tests.streams import run
-
-    def scan(every: bool):
-        engine = Engine(build_config({}, preset=preset), sparklines=True)
-        streams = _cycling_streams(11)
-        windows = []
-        for stream in streams:
-            state = engine.session(stream.session, stream.events[0])
-            cycle = next(d for d in state.detectors if d.name == "cycle")
-            cycle._recent = _RecentHashes(cycle._recent, every)
-            windows.append(cycle._recent)
-        _, found = run(*streams, engine=engine, interleave=True)
-        sparks = {
-            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-            for sid, s in engine.sessions.items()
-        }
-        return (
-            [
-                (d.detector, d.session, d.seq, d.count, d.message, tuple(r.seq for r in d.evidence))
-                for d in found
-            ],
-            sparks,
-            sum(w.skipped for w in windows),
-        )
-
-    skipping, skipped_none = scan(False), scan(True)
-    assert skipping[:2] == skipped_none[:2]
-    assert sum(1 for d in skipping[0] if d[0] == "cycle") >= 10
-    assert skipping[2] > 100  # the skip did happen
-
-
 CALLS = [
     ("bash", {"command": "sed -i 's/a/b/' models.py"}),
     ("bash", {"command": "python fix.py"}),
@@ -499,21 +382,6 @@ def test_a_record_snapshots_its_call_as_call_snapshot_does():
         assert record.ref == EventRef.of(event)
 
 
-def test_a_new_record_fills_every_slot_but_the_results():
-    """new_record fills the slots itself (no constructor): all of them but
-    those ``attach`` fills, which it then fills."""
-    from monitor.detect.analysis.calls import CallRecord, new_record
-
-    by_result = {"error", "long", "_outcome", "_marks"}
-    for tool, args in CALLS:
-        record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool=tool, args=args, seq=3))
-        filled = {name for name in CallRecord.__slots__ if hasattr(record, name)}
-        assert filled == set(CallRecord.__slots__) - by_result
-        assert (record.seq, record.text, record.failure, record.done) == (3, None, None, False)
-        record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content="ok"))
-        assert all(hasattr(record, name) for name in CallRecord.__slots__)
-
-
 def test_attach_keeps_what_clip_keeps():
     """attach clips only a long result (a short one is kept as it is, as clip() would)."""
     from monitor.detect.analysis.calls import new_record
@@ -525,63 +393,6 @@ def test_attach_keeps_what_clip_keeps():
             record = new_record(Event(Kind.TOOL_CALL, "s", 1.0, tool="bash", args={"command": "ls"}))
             record.attach(Event(Kind.TOOL_RESULT, "s", 2.0, content=content, is_error=error))
             assert (record.text, record.long, record.error) == (clip(content), size > 400, error)
-
-
-def test_similar_args_failure_of_a_result_that_is_no_error_is_failures():
-    """similar_args works out the failure of a result that is no error inline:
-    what _failure gives."""
-    from monitor.detect.detectors.similar_args import SimilarArgs, _failure
-
-    detector = SimilarArgs()
-    view = Engine(build_config({})).session("s", Event(Kind.SESSION_START, "s", 0.0)).view
-    for content in (
-        "",
-        "No matches found",
-        "grep: foo: No such file or directory",
-        "ok",
-        "x" * 3000,
-        'Traceback (most recent call last):\n  File "a.py"\nValueError: bad',
-        "0 results",
-    ):
-        for seq in (1, 2):
-            call = Event(Kind.TOOL_CALL, "s", 1.0, tool="grep", args={"pattern": f"p{seq}"}, seq=seq)
-            detector.observe(call, view)
-        result = Event(Kind.TOOL_RESULT, "s", 2.0, content=content, seq=3, call=call)
-        record = call.facts.record
-        detector.observe(result, view)
-        assert record.failure == _failure(result)
-
-
-def test_retry_rounds_judges_a_write_tool_once_per_name():
-    """retry_rounds asks by tool name whether a write replaces a whole file
-    (a restore): each name's answer is the regex's, remembered after its first call."""
-    from monitor.detect.detectors import retry_rounds
-    from tests.streams import Stream, run
-
-    names = [
-        "Write",
-        "create_file",
-        "Edit",
-        "MultiEdit",
-        "str_replace_editor",
-        "write_to_file",
-        "NotebookEdit",
-    ]
-    retry_rounds._WHOLE_FILE_TOOL_NAMES.clear()
-    s = Stream()
-    for name in names:
-        s.call(name, "ok", file_path="app.py", path="app.py", content="x = 1", old_string="a", new_string="b")
-    run(s)
-    for name in names:
-        assert name in retry_rounds._WHOLE_FILE_TOOL_NAMES  # the run asked, and the answer was kept
-        assert retry_rounds._WHOLE_FILE_TOOL_NAMES[name] == (
-            retry_rounds._WHOLE_FILE_TOOLS.search(name) is not None
-        )
-    assert {name for name in names if retry_rounds._WHOLE_FILE_TOOL_NAMES[name]} == {
-        "Write",
-        "create_file",
-        "write_to_file",
-    }
 
 
 _OUTPUTS = [
@@ -773,19 +584,6 @@ def test_summary_lines_memo_gives_the_plain_counts():
         failures._SUMMARY_LINES.clear()
 
 
-def test_summary_lines_of_repeated_runs_are_parsed_once(monkeypatch):
-    """A summary line seen in an earlier run is not parsed again."""
-    from monitor.detect.analysis import failures
-
-    parsed = []
-    real = failures._line_counts
-    monkeypatch.setattr(failures._SUMMARY_LINES, "work", lambda line: parsed.append(line) or real(line))
-    failures._SUMMARY_LINES.clear()
-    assert failures._summary_counts("FAILED t.py::test_1\n1 failed, 2 passed") == (1, 2)
-    assert failures._summary_counts("FAILED t.py::test_2\n1 failed, 2 passed") == (1, 2)
-    assert parsed == ["1 failed, 2 passed"]
-
-
 def _plain_error_lines(text):
     """_run_outcome()'s error lines as judged before the per-line memo."""
     from monitor.detect.analysis import failures
@@ -825,18 +623,6 @@ def test_error_lines_memo_gives_the_plain_judgement():
             if normalized and normalized not in errors and len(errors) < failures.MAX_ERROR_LINES:
                 errors.append(normalized)
         assert errors == _plain_error_lines(text), text
-
-
-def test_error_lines_of_repeated_runs_are_judged_once(monkeypatch):
-    """A line seen in an earlier run ("Exit code 1") is not judged again."""
-    from monitor.detect.analysis import failures
-
-    judged = []
-    monkeypatch.setattr(failures._ERROR_LINES, "work", lambda line: judged.append(line) or "")
-    failures._ERROR_LINES.clear()
-    failures._run_outcome("Exit code 1\nFAILED t.py::test_1 - assert 1 == 0\n1 failed in 0.1s", True)
-    failures._run_outcome("Exit code 1\nFAILED t.py::test_2 - assert 2 == 0\n1 failed in 0.1s", True)
-    assert judged.count("Exit code 1") == 1 and judged.count("1 failed in 0.1s") == 1
 
 
 def test_may_count_holds_for_every_printable_ascii_count_line():
@@ -927,87 +713,6 @@ def test_tool_kinds_are_judged_once_per_name_and_as_the_plain_judgement(monkeypa
     for n in range(5_000):
         assert failures._tool_kind(f"tool_{n}") == (False, False, False)
     assert 0 < len(table) <= 4096
-
-
-@pytest.mark.parametrize("sparklines", [False, True])
-def test_processing_a_batch_gives_what_processing_each_event_gives(sparklines):
-    """A scan feeds the engine a batch at a time (``process_many``, one loop);
-    the same events one by one (``process``, as the hub and a sharded scan's
-    workers feed them) give the same detections, duplicates dropped alike,
-    and the same sparklines."""
-
-    def events():
-        decoder = LineDecoder("trace.jsonl")
-        out = []
-        for line, record in enumerate(records(4000, sessions=5, seed=7, loop_rate=0.1), 1):
-            new, _ = decoder.feed(orjson.dumps(record), line, now=0.0)
-            out += new
-            if line % 97 == 0:
-                out += decoder.feed(orjson.dumps(record), line, now=0.0)[0]  # a second channel's copy
-        return out
-
-    def shown(engine, found):
-        sparks = {
-            sid: (list(s.similarity), {k: list(v) for k, v in s.detector_similarity.items()})
-            for sid, s in engine.sessions.items()
-        }
-        return [d.to_dict() for d in found], engine.duplicates, sparks
-
-    one = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
-    by_event = [d for event in events() for d in one.process(event).detections]
-    batched = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
-    stream = events()
-    by_batch = []
-    for start in range(0, len(stream), 64):
-        by_batch += batched.process_many(stream[start : start + 64])
-    assert by_batch and batched.duplicates > 0
-    assert shown(batched, by_batch) == shown(one, by_event)
-
-
-def test_the_loop_for_one_event_a_record_gives_what_the_general_loop_gives():
-    """``feed_lines`` has a loop of its own for a decoder of one event a
-    record read by one reader (the native format in a scan); the general
-    loop (here, with every record its reader's) gives the same events,
-    problems and counts, for good lines and every kind of bad one."""
-    call = {
-        "type": "tool_call",
-        "session": "s",
-        "id": "c1",
-        "name": "bash",
-        "args": {"command": "ls"},
-        "ts": 5.0,
-    }
-    records_ = [
-        call,
-        {**call, "id": "c2", "ts": -5.0},  # out of range: replaced and reported
-        {**call, "id": "c3", "name": 7},  # refused
-        {**call, "id": "c4", "extra": 1},  # decoded carefully (meta)
-        {"type": "tool_result", "session": "s", "id": "c1", "content": "ok", "is_error": False, "ts": 6.0},
-        {"type": "message", "session": "s", "role": "user", "content": "hi", "ts": 7.0},
-        {"type": "nonsense", "session": "s"},  # skipped
-        [1, 2],  # not an object
-    ]
-    raw = b"".join(orjson.dumps(r) + b"\n" for r in records_)
-    raw += b'{"type": "message", "session": "s", "role": "user", "content": "caf\xe9"}\n'  # invalid UTF-8
-    raw += (
-        b"{not json\n"
-        + b"  \n"
-        + b'{"type": "message", "session": "s", "role": "user", "content": "'
-        + b"x" * 300
-        + b'"}\n'
-    )
-
-    def run(general: bool):
-        decoder = LineDecoder("t.jsonl", max_line_bytes=200)
-        splitter = LineSplitter(200, newlines=True)
-        lines = splitter.feed(raw) + splitter.flush()
-        mine = (lambda session: True) if general else None
-        events = decoder.feed_lines(lines[:1], 0.0, mine) + decoder.feed_lines(lines[1:], 0.0, mine)
-        return events, decoder.problems, decoder.problem_count, decoder.lines, decoder.events, decoder.passed
-
-    fast, general = run(False), run(True)
-    assert fast == general
-    assert len(fast[0]) == 6 and fast[0][1].ts == 0.0 and len(fast[1]) == 6
 
 
 @pytest.mark.parametrize("sparklines", [False, True])

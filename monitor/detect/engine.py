@@ -39,7 +39,17 @@ from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.escalation import EscalationPolicy
-from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
+from monitor.events import (
+    MESSAGE,
+    SESSION_END,
+    SESSION_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USAGE,
+    Event,
+    Kind,
+    Level,
+)
 from monitor.text import known_call_key
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
@@ -80,14 +90,20 @@ class SeenIds:
 
 
 class Processed(NamedTuple):
-    """What :meth:`Engine.process` did with one event."""
+    """What :meth:`Engine.process` did with one event (immutable: the
+    results of events that found nothing are shared)."""
 
     #: The event was a duplicate and went no further.
     dropped: bool
     #: Its detections, after escalation.
-    detections: list[Detection]
+    detections: tuple[Detection, ...]
     #: The session's escalation level after it.
     level: Level
+
+
+#: By level, the result of an event that found nothing, and of a dropped one.
+_QUIET = tuple(Processed(False, (), level) for level in Level)
+_DROPPED = tuple(Processed(True, (), level) for level in Level)
 
 
 #: The step of one detector for one kind of event: the detector, and for a
@@ -184,7 +200,6 @@ class SessionState:
 _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Kinds whose per-event similarity goes into the sparkline histories.
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
-_TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 
 def _step(
@@ -318,14 +333,16 @@ class Engine:
             state = self.session(event.session, event)
         if not self._admit(state, event):
             self.duplicates += 1
-            return Processed(True, [], self.level(event.session))
+            return _DROPPED[self.level(event.session)]
         self._enrich(state, event)
         found = self._observe(state, event)
-        if event.kind is Kind.TOOL_CALL:
+        if event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
         if found or self.sparklines:
             found = self._conclude(state, event, found)
-        return Processed(False, found, self.level(event.session))
+        escalation = self.policy.sessions.get(event.session)
+        level = escalation.level if escalation is not None else Level.NONE
+        return Processed(False, tuple(found), level) if found else _QUIET[level]
 
     def process_many(self, events: Iterable[Event]) -> list[Detection]:
         """:meth:`process` each event in order; their detections."""
@@ -342,7 +359,7 @@ class Engine:
         if not call_id or event.kind not in _ID_KINDS:
             return True
         key = hash(call_id)
-        if event.kind is Kind.TOOL_RESULT:
+        if event.kind is TOOL_RESULT:
             key = ~key  # a call and its result have one id
         if state.seen is None:
             state.seen = SeenIds(MAX_SEEN_IDS)
@@ -358,21 +375,21 @@ class Engine:
             view.similarity = 0.0
             view.detector_similarity.clear()
         kind = event.kind
-        if kind is Kind.TOOL_CALL:
+        if kind is TOOL_CALL:
             view.tool_calls_seen += 1
             mark_waited(event, view)  # waiting is not looping (analysis/waits.py)
             if event.call_id:
                 state.pending[event.call_id] = event
                 if len(state.pending) > MAX_PENDING_CALLS:
                     del state.pending[next(iter(state.pending))]
-        elif kind is Kind.TOOL_RESULT:
+        elif kind is TOOL_RESULT:
             call = state.pending.pop(event.call_id, None) if event.call_id else None
             if call is not None:
                 event.call = call
                 event.tool = event.tool or call.tool
                 event.args = event.args if event.args is not None else call.args
                 attach_result(call, event)
-        elif kind is Kind.MESSAGE:
+        elif kind is MESSAGE:
             if event.role == "user":
                 for detector in state.detectors:
                     if detector.resets_on_user_turn:
@@ -400,13 +417,13 @@ class Engine:
     def _observe(self, state: SessionState, event: Event) -> list[Detection]:
         """Run the detectors of the event's kind; what they find."""
         view = state.view
-        turns = state.turns(event) if state.turn_seconds else {}
+        turns = state.turns(event) if state.turn_seconds else None
         found: list[Detection] = []
         for detector, seconds in state.steps[event.kind]:
             if seconds is None:
                 result = detector.observe(event, view)
             else:
-                turn = turns.get(seconds)
+                turn = turns.get(seconds) if turns else None
                 if turn is None:
                     continue
                 result = detector.judge(turn, view)  # type: ignore[attr-defined]
@@ -427,11 +444,11 @@ class Engine:
             flagged: set[str] = set()  # (read below only when bar >= 0 or waiting)
             scores = view.detector_similarity
             bar = view.similarity
-            if kind is _TOOL_CALL and event.call_id:
+            if kind is TOOL_CALL and event.call_id:
                 # One bar per step: the call waits for its result (see _step).
                 waiting = event.facts.spark = [bar, dict(scores) if scores else None, flagged]
                 bar = -1.0
-            elif kind is _TOOL_RESULT:
+            elif kind is TOOL_RESULT:
                 bar, scores, flagged = _step(event, bar, scores)
 
         if not found:

@@ -191,19 +191,7 @@ class NativeDecoder(RecordDecoder):
                 return self.decode_carefully(record, line, now)
         except KeyError:
             return self.decode_carefully(record, line, now)
-        return Event(
-            kind,
-            session,
-            ts,
-            self.source,
-            line,
-            role=role,
-            content=content,
-            call_id=call_id,
-            tool=tool,
-            args=args,
-            is_error=is_error,
-        )
+        return Event(kind, session, ts, self.source, line, None, role, content, call_id, tool, args, is_error)
 
     def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """:meth:`decode_event` for any record: every check, conversion and

@@ -470,15 +470,22 @@ def failed(result: Event) -> bool:
     cached = result.facts.failed
     if cached is not None:
         return cached
+    command = shell_command(result.call)
+    code = _exit_code(result, command)
+    if code is None or code == 0:
+        outcome = result.is_error
+    else:
+        outcome = not (command and "||" not in command and _answered_no(result, command, code))
+    result.facts.failed = outcome
+    return outcome
+
+
+def _exit_code(result: Event, command: str | None) -> int | None:
+    """The exit code a result reports: read from a shell's output, else kept by its adapter."""
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"
     # does not make read_file fail (and most results are spared the search).
     call = result.call
-    if call is None:
-        command = None
-        shellish = _tool_kind(result.tool)[2]
-    else:
-        command = shell_command(call)
-        shellish = command is not None or _tool_kind(result.tool)[2] or is_test_run(call)
+    shellish = command is not None or _tool_kind(result.tool)[2] or (call is not None and is_test_run(call))
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta
@@ -486,31 +493,27 @@ def failed(result: Event) -> bool:
         found = result.meta.get("exit_code")
         if isinstance(found, int) and not isinstance(found, bool):
             code = found
-    if code is None:
-        outcome = result.is_error
-    elif code == 0:
-        outcome = result.is_error
-    else:
-        outcome = True
-        if command and "||" not in command:
-            segments = _segments(command)
-            last = _program(segments[-1]) if segments else ""
-            if code == 1:
-                if segments and _benign_one(segments[-1], last):
-                    outcome = False
-                elif (
-                    len(result.content) <= 300
-                    and len(segments) > 1
-                    and any(_benign_one(segment) for segment in segments[:-1])
-                    and not output_body(result.content)
-                ):
-                    # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
-                    # 1 with nothing to say: the search said "no".
-                    outcome = False
-            if outcome and _reported_findings(last, code, result.content):
-                outcome = False
-    result.facts.failed = outcome
-    return outcome
+    return code
+
+
+def _answered_no(result: Event, command: str, code: int) -> bool:
+    """Whether a nonzero exit of ``command`` is an answer, not a failure: a
+    search or comparison that said "no", or a checker that reported findings."""
+    segments = _segments(command)
+    last = _program(segments[-1]) if segments else ""
+    if code == 1:
+        if segments and _benign_one(segments[-1], last):
+            return True
+        if (
+            len(result.content) <= 300
+            and len(segments) > 1
+            and any(_benign_one(segment) for segment in segments[:-1])
+            and not output_body(result.content)
+        ):
+            # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
+            # 1 with nothing to say: the search said "no".
+            return True
+    return _reported_findings(last, code, result.content)
 
 
 #: Lines that wrap a command's output without being part of it: exit-code
@@ -667,27 +670,8 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
     # Each distinct line once (a report of 10,000 identical failures is three lines).
     lines = list(dict.fromkeys((head + ("\n" + tail if tail else "")).splitlines()))
     text = "\n".join(lines)
-    names: list[str] = []
-    seen: set[str] = set()
-    for hint, pattern in _FAILING_NAMES:
-        if hint not in text:
-            continue
-        for match in pattern.finditer(text):
-            # Names carry no timings; only a file:line in them moves with edits (rspec).
-            name = _LINE_REF.sub(":<n>", ".".join(filter(None, match.groups()))).strip()[:200]
-            if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
-                seen.add(name)
-                names.append(name)
-                if len(names) >= MAX_FAILING_TESTS:
-                    break
-    errors: list[str] = []
-    error_line = _ERROR_LINES.__getitem__
-    for line in lines:
-        normalized = error_line(line)
-        if normalized and normalized not in errors:
-            errors.append(normalized)
-            if len(errors) >= MAX_ERROR_LINES:
-                break
+    names = _failing_names(text)
+    errors = _error_lines(lines)
     is_failing = fails or bool(failures) or (failures is None and bool(names) and not passed)
     if failures is None and names and is_failing:
         failures = len(names)
@@ -697,6 +681,34 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     return RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
+
+
+def _failing_names(text: str) -> list[str]:
+    """The names of the failing tests a run's output lists (each once, at most MAX_FAILING_TESTS)."""
+    names: list[str] = []
+    for hint, pattern in _FAILING_NAMES:
+        if hint not in text:
+            continue
+        for match in pattern.finditer(text):
+            # Names carry no timings; only a file:line in them moves with edits (rspec).
+            name = _LINE_REF.sub(":<n>", ".".join(filter(None, match.groups()))).strip()[:200]
+            if name and name not in names and not name.lower().startswith(("passed", "skipped")):
+                names.append(name)
+                if len(names) >= MAX_FAILING_TESTS:
+                    break
+    return names
+
+
+def _error_lines(lines: list[str]) -> list[str]:
+    """The distinct error lines of a run's output, normalized (at most MAX_ERROR_LINES)."""
+    errors: list[str] = []
+    for line in lines:
+        normalized = _ERROR_LINES[line]
+        if normalized and normalized not in errors:
+            errors.append(normalized)
+            if len(errors) >= MAX_ERROR_LINES:
+                break
+    return errors
 
 
 def _error_line(line: str) -> str:

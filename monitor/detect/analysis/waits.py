@@ -89,14 +89,13 @@ _PLAIN_TOOLS = TextMemo(256, 4096, _plain_tool)
 
 
 def mark(call: Event, view: SessionView) -> None:
-    """Mark ``call`` as waited (``cache.waited``: the seconds) when it comes
+    """Mark ``call`` as waited (its ``waited`` fact: the seconds) when it comes
     after an explicit wait or only waits; remember a call that only waits, and
     the call's time, for the next one.  Run by the engine on every call,
     before the detectors."""
-    ts = call.ts
     last = view.last_call_ts
-    view.last_call_ts = ts
-    elapsed = ts - last if last else 0.0
+    view.last_call_ts = call.ts
+    elapsed = call.ts - last if last else 0.0
     args = call.args
     if (
         elapsed < WAIT_GAP
@@ -107,6 +106,16 @@ def mark(call: Event, view: SessionView) -> None:
         # Most calls: no command line, no wait argument, no wait before it
         # and no long gap, so nothing to mark (and ``last_wait`` stays 0).
         return
+    waited, pure = _waits(call, view, elapsed)
+    if waited or pure:
+        call.facts.waited = waited or pure
+        if pure:
+            call.facts.wait_only = True
+    view.last_wait = pure
+
+
+def _waits(call: Event, view: SessionView, elapsed: float) -> tuple[float, float]:
+    """The seconds waited before ``call``, and those it does nothing but wait."""
     # (The previous call's key is the one the call detectors computed; the
     # engine keeps it after they ran.  Computed here only for a long gap.)
     gap = (
@@ -131,11 +140,7 @@ def mark(call: Event, view: SessionView) -> None:
         waited += min(wait, elapsed) if elapsed > 0 else wait
     if gap >= WAIT_GAP:
         waited = max(waited, gap)
-    if waited or pure:
-        call.facts.waited = waited or pure
-        if pure:
-            call.facts.wait_only = True
-    view.last_wait = pure
+    return waited, pure
 
 
 def waited(call: Event) -> float:

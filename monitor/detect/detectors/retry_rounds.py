@@ -89,6 +89,21 @@ class RetryRoundsSettings(DetectorSettings):
     max_rounds: int = 6  # restores of one thing, whatever happens between them
 
 
+def _restores(event: Event, writes: tuple[int, ...]) -> bool:
+    """Whether the call puts a file back as it was (a backup copied over it,
+    ``git checkout``/``restore``, a whole-file write)."""
+    command = shell_command(event)
+    if command is None:
+        return bool(writes) and _WHOLE_FILE_TOOL_NAMES[event.tool or ""]
+    if not writes and "git" not in command:
+        return False
+    end = command.find("\n", 0, 4000)
+    line = command[: end if end >= 0 else 4000]  # (a heredoc's body is content)
+    return (bool(writes) and _REPLACES.search(line) is not None) or (
+        "git" in line and _REVERT.search(line) is not None
+    )
+
+
 class RetryRounds(Detector[RetryRoundsSettings]):
     name = "retry_rounds"
     title = "Retry rounds"
@@ -123,43 +138,15 @@ class RetryRounds(Detector[RetryRoundsSettings]):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
-            if not self.restores:
-                return None
-            call = event.call
-            if call is None:
-                return None
-            if not failed(event) and failure_signature(event) is None:
-                return None
-            if not_an_outcome(event):
-                return None
-            # A test run's failure is its failing tests, names whole
-            # (test_key[0] and test_key[1] are not the same failure).
-            kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
-            if kind:
-                self._log(call.seq, hash(kind) & _BITS | 1)
-                if self.restores:  # (only a round's failure is ever quoted)
-                    self.last_failure = shown_failure(kind)[:80]
+            if self.restores and event.call is not None:  # a round starts at a restore
+                self._result(event, event.call)
             return None
         if view.tool_overrides and view.exempt(event.tool):
             return None
         self.calls += 1
         record = call_record(event)
-        io = record.io
-        command = shell_command(event)
-        if command is not None:
-            restore = False
-            if io.writes or "git" in command:
-                end = command.find("\n", 0, 4000)
-                line = command[: end if end >= 0 else 4000]  # (a heredoc's body is content)
-                restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
-                    "git" in line and _REVERT.search(line) is not None
-                )
-        else:
-            restore = False
-            if io.writes:
-                tool = event.tool or ""
-                restore = _WHOLE_FILE_TOOL_NAMES[tool]
-        if io.writes or restore:  # edits it names (running a script is not one)
+        restore = _restores(event, record.io.writes)
+        if record.io.writes or restore:  # edits it names (running a script is not one)
             self._log(event.seq, record.hash & _EDIT)
         if not restore:
             return None
@@ -178,6 +165,19 @@ class RetryRounds(Detector[RetryRoundsSettings]):
         now = event.seq & _BITS
         round_ = [log[i + 1] for i in range(0, len(log), 2) if since < log[i] < now]
         return self._close(known, record.hash & _EDIT, round_, event, view)
+
+    def _result(self, event: Event, call: Event) -> None:
+        """Log the kind of a failed result."""
+        if not failed(event) and failure_signature(event) is None:
+            return
+        if not_an_outcome(event):
+            return
+        # A test run's failure is its failing tests, names whole
+        # (test_key[0] and test_key[1] are not the same failure).
+        kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
+        if kind:
+            self._log(call.seq, hash(kind) & _BITS | 1)
+            self.last_failure = shown_failure(kind)[:80]  # (only a round's failure is ever quoted)
 
     def _log(self, seq: int, value: int) -> None:
         log = self.log
