@@ -17,7 +17,7 @@ builds a detection's evidence with :func:`evidence` from what it kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -205,7 +205,7 @@ class Detector(Generic[S]):
     def reset(self) -> None:
         """Forget the session's streaks (a user turn, an operator reset)."""
 
-    def window(self) -> list[Event]:
+    def window(self) -> Sequence[Event | EventRef]:
         """The events this detector is currently comparing (for the UI)."""
         return []
 
@@ -231,10 +231,10 @@ class ShardableDetector(Detector[S]):
         sighting = self.sight(event, view)
         return None if sighting is None else self.count(sighting, view)
 
-    def sight(self, event: Event, view: SessionView) -> tuple | None:
+    def sight(self, event: Event, view: SessionView) -> tuple[Any, ...] | None:
         raise NotImplementedError
 
-    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+    def count(self, sighting: tuple[Any, ...], view: SessionView | None) -> list[Detection] | None:
         """Count one sighting; ``view`` is ``None`` where no session view is at hand."""
         raise NotImplementedError
 
@@ -283,6 +283,7 @@ def ref(event: Event | EventRef) -> EventRef:
     if made is None or made.seq != event.seq:
         record = facts.record  # a call's record (analysis/calls.py) holds its reference
         if record is not None and record.seq == event.seq:
-            return record.ref
+            made_ref: EventRef = record.ref
+            return made_ref
         made = facts.ref = EventRef.of(event)
     return made

@@ -47,6 +47,7 @@ from monitor.events import (
     TOOL_RESULT,
     USAGE,
     Event,
+    EventRef,
     Kind,
     Level,
 )
@@ -178,7 +179,7 @@ class SessionState:
                 completed[seconds] = turn
         return completed
 
-    def window(self) -> list[Event]:
+    def window(self) -> list[Event | EventRef]:
         """The events the call detectors are comparing right now (what a
         detector keeps as :class:`~monitor.events.EventRef` is left to the
         caller, which may hold copies of recent events: see the hub)."""

@@ -169,7 +169,7 @@ class AwaitedRepeat:
 
     __slots__ = ("records", "count", "threshold", "extra")
 
-    def __init__(self, records: list[CallRecord], count: int, threshold: int, extra: object = None):
+    def __init__(self, records: list[CallRecord], count: int, threshold: int, extra: Any = None):
         self.records = records
         self.count = count
         self.threshold = threshold
@@ -241,7 +241,7 @@ def new_record(event: Event) -> CallRecord:
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
     facts = event.facts
-    record = facts.record
+    record: CallRecord | None = facts.record
     if record is None or record.seq != event.seq:
         record = facts.record = new_record(event)
     return record

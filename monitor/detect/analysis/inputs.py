@@ -21,6 +21,7 @@ Bounded: the command is looked at up to 4,000 characters, once per call.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from monitor.detect.analysis.failures import _program, _segments, _tool_kind, shell_command
 from monitor.detect.analysis.memo import TextMemo
@@ -241,7 +242,7 @@ def call_io(call: Event | None) -> CallIO:
     return io
 
 
-def _edit_io(args: dict | None) -> CallIO:
+def _edit_io(args: dict[str, Any] | None) -> CallIO:
     """What an edit tool's call writes: the file its arguments name."""
     target = None
     if args:

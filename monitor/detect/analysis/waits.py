@@ -13,7 +13,7 @@ the repeat detectors and the waiting budget do with it).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monitor.detect.analysis.failures import _COMMAND_KEY_SET, _segments, _tool_kind, shell_command
 from monitor.detect.analysis.memo import TextMemo
@@ -50,7 +50,7 @@ def _sleeps(command: str) -> float:
     return sum(float(n) * _UNITS[unit] for n, unit in _SLEEP.findall(command[:4000]))
 
 
-def _arg_wait(args: dict | None) -> float:
+def _arg_wait(args: dict[str, Any] | None) -> float:
     if not args:
         return 0.0
     for key in WAIT_KEYS:

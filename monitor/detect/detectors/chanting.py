@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -289,7 +290,7 @@ class Chanting(Detector[ChantingSettings]):
         self.reported.clear()
         self.messages.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

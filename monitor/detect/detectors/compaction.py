@@ -12,6 +12,7 @@ is not work either.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -49,7 +50,7 @@ class CompactionLoop(Detector[CompactionSettings]):
         # still holds a block of 64 slots).
         self.events: list[EventRef] = []
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

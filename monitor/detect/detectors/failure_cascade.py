@@ -20,6 +20,7 @@ limit of 5 (design note 000, the ``limits`` detector).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import (
@@ -80,7 +81,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         self.pattern = ""  # fixed when the streak first crosses the threshold
         self.events.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

@@ -15,11 +15,12 @@ both counts; a user turn resets everything (the engine calls :meth:`reset`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import EventRef, Level
+from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Monologue(TurnDetector[MonologueSettings]):
         self.silent = 0
         self.recent.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.recent)
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:

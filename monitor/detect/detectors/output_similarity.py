@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ from rapidfuzz import fuzz
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.turns import Outcome, Turn
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import EventRef, Level
+from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squashed
 
 #: Narration openers that carry no content ("Let me check X" = "Checking X").
@@ -184,7 +185,7 @@ class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
         if len(recent) > _RECENT_WORK:
             del recent[0]
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return [output.event for output in self.outputs]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:

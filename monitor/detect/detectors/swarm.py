@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 from monitor.detect.analysis.failures import comparable_failure, shown_failure
 from monitor.detect.analysis.signatures import fingerprint, is_acknowledgement
@@ -120,7 +121,7 @@ class Swarm(ShardableDetector[SwarmSettings]):
             return None
         return outcome_key(event)
 
-    def sight(self, event: Event, view: SessionView) -> tuple | None:
+    def sight(self, event: Event, view: SessionView) -> tuple[Any, ...] | None:
         """What a result adds to the table: its session, time, the call's
         fingerprint and tool, the result's outcome, and a ref to the call.
 
@@ -143,7 +144,7 @@ class Swarm(ShardableDetector[SwarmSettings]):
             return None
         return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
 
-    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+    def count(self, sighting: tuple[Any, ...], view: SessionView | None) -> list[Detection] | None:
         session, ts, print_, outcome, tool, call_ref = sighting
         s = self.settings
         key = f"{print_}\x00{outcome}"

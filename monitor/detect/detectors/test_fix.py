@@ -17,6 +17,7 @@ Failing commands that are not test runs are ``failure_cascade``'s.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import RunOutcome, is_edit, is_test_run, run_outcome
@@ -64,7 +65,7 @@ class TestFix(Detector[TestFixSettings]):
         self.edits_in_streak = 0
         self.events.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

@@ -26,6 +26,7 @@ a word, no Python object per word.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +65,7 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 #: A result cited later: (seq, source, line, is_error, content), or a call's record -- see :func:`_kept`.
-_Cited = tuple | CallRecord
+_Cited = tuple[int, str, int | None, bool, str] | CallRecord
 
 
 def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
@@ -95,10 +96,10 @@ def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
 
 def _cite(item: EventRef | _Cited) -> EventRef:
     """The reference of what :func:`_kept` kept: ``EventRef.of`` the result as it was."""
-    if item.__class__ is EventRef:
-        return item  # type: ignore[return-value]
-    if item.__class__ is CallRecord:
-        return item.ref  # type: ignore[union-attr]
+    if isinstance(item, EventRef):
+        return item
+    if isinstance(item, CallRecord):
+        return item.ref
     seq, source, line, is_error, content = item
     result = Event(_TOOL_RESULT, "", 0.0, source, line, content=content, is_error=is_error)
     result.seq = seq
@@ -178,7 +179,7 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
         self.consecutive = 0
         self.streak.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return [events[0] for events in (seen.events() for seen in self.history) if events]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
@@ -230,10 +231,19 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
         """The best score and remembered turn this one repeats (at or above the
         cut-off, its results not moved on); the closest score goes to the sparkline."""
         cutoff = self.settings.similarity
-        closest, best, match = 0.0, 0.0, None
+        # Only scores above the closest so far (the sparkline's; without one,
+        # the cut-off) or at the cut-off matter, and the Jaccard index is at
+        # most the ratio of the two sizes: most pairs are settled by that.
+        closest = 0.0 if view.keeps_similarity else cutoff
+        best, match = 0.0, None
+        size = len(tokens)
         for seen in self.history:
-            if not seen.tokens:
+            other = len(seen.tokens)
+            if not other:
                 continue  # (score 0)
+            bound = other / size if other < size else size / other
+            if bound <= closest and bound < cutoff:
+                continue
             score = _jaccard(tokens, seen.tokens)
             closest = max(closest, score)
             # (The same words that got new results made progress: no repeat.)
