@@ -30,8 +30,17 @@ LINES = 30_000
 
 
 def flood_lines(start: int, count: int, session: str = "flood") -> str:
+    """Honest work at flood rate: a person and the agent taking turns, no two alike (so the rows
+    counted are the events, not a detection per line as a monologue would give)."""
     return "".join(
-        json.dumps({"type": "message", "session": session, "role": "assistant", "content": f"line {n}"})
+        json.dumps(
+            {
+                "type": "message",
+                "session": session,
+                "role": "user" if n % 2 else "assistant",
+                "content": f"step {n}: {'why' if n % 2 else 'because'} {n * 7919 % 10007}",
+            }
+        )
         + "\n"
         for n in range(start, start + count)
     )
