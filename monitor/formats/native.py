@@ -252,10 +252,23 @@ class NativeDecoder(RecordDecoder):
             content = ""
             is_error = False
         elif kind is TOOL_RESULT:
-            call_id, content, is_error = _careful_result(record, get, kind_name)
+            call_id = get("id")
+            if call_id.__class__ is not str and call_id is not None:
+                call_id = str(call_id)
+            content = get("content")
+            if content.__class__ is not str:
+                content = _text(record, "content", kind_name)
+            is_error = get("is_error", False)
+            if is_error.__class__ is not bool:
+                raise RecordError(f"tool_result.is_error: expected true or false, got {is_error!r}")
             role = tool = args = None
         elif kind is MESSAGE:
-            role, content = _careful_message(record, get, kind_name)
+            role = get("role")
+            if role not in ROLES:
+                raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
+            content = get("content")
+            if content.__class__ is not str:
+                content = _text(record, "content", kind_name)
             call_id = tool = args = None
             is_error = False
             if "ts" not in record and "continues" not in record:
@@ -314,31 +327,6 @@ class NativeDecoder(RecordDecoder):
             status = get("status")
             event.status = None if status is None else str(status)
         return event
-
-
-def _careful_result(record: dict[str, Any], get: Callable[..., Any], kind_name: str) -> tuple[Any, str, bool]:
-    """A ``tool_result``'s call id, content and error flag, each checked."""
-    call_id = get("id")
-    if call_id.__class__ is not str and call_id is not None:
-        call_id = str(call_id)
-    content = get("content")
-    if content.__class__ is not str:
-        content = _text(record, "content", kind_name)
-    is_error = get("is_error", False)
-    if is_error.__class__ is not bool:
-        raise RecordError(f"tool_result.is_error: expected true or false, got {is_error!r}")
-    return call_id, content, is_error
-
-
-def _careful_message(record: dict[str, Any], get: Callable[..., Any], kind_name: str) -> tuple[Any, str]:
-    """A ``message``'s role and content, each checked."""
-    role = get("role")
-    if role not in ROLES:
-        raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
-    content = get("content")
-    if content.__class__ is not str:
-        content = _text(record, "content", kind_name)
-    return role, content
 
 
 def _session(session: Any, kind_name: str) -> str:

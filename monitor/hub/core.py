@@ -346,7 +346,7 @@ class Hub:
                 # the hook): counted once, stored once.
                 dropped.add(id(event))
                 continue
-            detections: Sequence[Detection] = processed.detections
+            detections = processed.detections
             if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]

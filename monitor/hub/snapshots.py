@@ -99,9 +99,8 @@ def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tupl
     among the session's last ``RECENT_EVENTS`` events."""
     compared = engine_state.window()
     if compared:
-        events = [item for item in compared if isinstance(item, Event)]
-        if len(events) == len(compared):
-            return tuple(events)
+        if all(isinstance(item, Event) for item in compared):
+            return tuple(compared)
         copies = {event.seq: event for event in recent}
         matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
         if matched:
