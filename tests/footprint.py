@@ -61,8 +61,9 @@ def session_footprint(engine: Any, session: str) -> dict[str, int]:
         engine.config,
         engine.config.tool_overrides,
         *engine.global_detectors,
-        state.global_detectors,
-    ]
+        state.global_by_kind,
+        engine._plan,
+    ]  # (the dispatch plan of every unmuted session)
     out: dict[str, int] = {}
     for detector in state.detectors:
         out[f"detector:{detector.name}"] = deep_size(detector, exclude=shared)

@@ -43,6 +43,7 @@ from monitor.events import (
     USAGE,
     Event,
     Kind,
+    new_event,
 )
 from monitor.formats.base import RecordDecoder, RecordError
 
@@ -62,6 +63,7 @@ _FIELDS: dict[str, set[str]] = {
 #: The integers SQLite can store.
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
+_new = object.__new__
 _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind}
 #: Per type, the fields that are not ``meta``.
 _ALLOWED: dict[str, frozenset[str]] = {name: frozenset(_COMMON | fields) for name, fields in _FIELDS.items()}
@@ -224,7 +226,9 @@ class NativeDecoder(RecordDecoder):
         if fields is None:
             return self.decode_carefully(record, line, now)
         kind, role, content, call_id, tool, args, is_error = fields
-        return Event(kind, session, ts, self.source, line, None, role, content, call_id, tool, args, is_error)
+        return new_event(
+            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, {}
+        )
 
     def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """:meth:`decode_event` for any record: every check, conversion and
@@ -277,19 +281,8 @@ class NativeDecoder(RecordDecoder):
                 meta = {**meta, "untimed": True}
         else:
             return self._decode_other(record, kind, kind_name, session, ts, line, meta)
-        return Event(
-            kind,
-            session,
-            ts,
-            self.source,
-            line,
-            role=role,
-            content=content,
-            call_id=call_id,
-            tool=tool,
-            args=args,
-            is_error=is_error,
-            meta=meta,
+        return new_event(
+            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta
         )
 
     def _decode_other(
@@ -305,7 +298,7 @@ class NativeDecoder(RecordDecoder):
         """Session start and end, usage and compaction: rare, so built plainly."""
         get = record.get
         source = self.source
-        event = Event(kind, session, ts, source, line, meta=meta)
+        event = new_event(kind, session, ts, source, line, None, "", None, None, None, False, meta)
         if kind is SESSION_START:
             agent = get("agent")
             if agent is not None and not isinstance(agent, str):

@@ -156,10 +156,10 @@ def window_copy(event: Event) -> Event:
         meta=meta,
         seq=event.seq,
     )
-    key = event.facts.call_key
+    key = event.cache.get("call_key")
     if key is not None:
         # Equal keys stay equal and different ones differ (but for a hash collision).
-        copy.facts.call_key = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
+        copy.cache["call_key"] = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
     return copy
 
 

@@ -7,8 +7,6 @@ analysis they build on (call records, turns, failures, signatures) is in
 
 from __future__ import annotations
 
-from typing import Any
-
 from monitor.detect.base import Detector
 from monitor.detect.detectors.chanting import Chanting
 from monitor.detect.detectors.compaction import CompactionLoop
@@ -28,7 +26,7 @@ from monitor.detect.detectors.turn_similarity import TurnSimilarity
 from monitor.detect.detectors.waiting import Waiting
 
 #: Every detector, in the order they run (and report) for each event.
-DETECTORS: tuple[type[Detector[Any]], ...] = (
+DETECTORS: tuple[type[Detector], ...] = (
     ExactRepeat,
     Cycle,
     Fingerprint,
@@ -48,4 +46,4 @@ DETECTORS: tuple[type[Detector[Any]], ...] = (
 )
 
 #: Detector name (its ``[detectors.<name>]`` table) -> class, in run order.
-REGISTRY: dict[str, type[Detector[Any]]] = {cls.name: cls for cls in DETECTORS}
+REGISTRY: dict[str, type[Detector]] = {cls.name: cls for cls in DETECTORS}

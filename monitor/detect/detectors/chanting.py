@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -250,7 +249,7 @@ class _Region(NamedTuple):
 _NO_CARRY = _Region("", False, None, 0)
 
 
-class Chanting(Detector[ChantingSettings]):
+class Chanting(Detector):
     name = "chanting"
     title = "Chanting"
     Settings = ChantingSettings
@@ -290,7 +289,7 @@ class Chanting(Detector[ChantingSettings]):
         self.reported.clear()
         self.messages.clear()
 
-    def window(self) -> Sequence[Event | EventRef]:
+    def window(self) -> list[EventRef]:
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

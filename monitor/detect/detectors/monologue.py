@@ -15,22 +15,21 @@ both counts; a user turn resets everything (the engine calls :meth:`reset`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
-from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
+from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
 from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
-class MonologueSettings(TurnSettings):
+class MonologueSettings(DetectorSettings):
     threshold: int = 3  # text-only turns in a row that warn
     empty_threshold: int = 3  # empty replies in a row that warn
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-class Monologue(TurnDetector[MonologueSettings]):
+class Monologue(TurnDetector):
     name = "monologue"
     title = "Monologue"
     Settings = MonologueSettings
@@ -52,10 +51,12 @@ class Monologue(TurnDetector[MonologueSettings]):
         self.silent = 0
         self.recent.clear()
 
-    def window(self) -> Sequence[Event | EventRef]:
+    def window(self) -> list[EventRef]:
         return list(self.recent)
 
-    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
+        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
+        turn: Turn = view.completed
         if turn.calls or turn.open_calls:  # not turn.text_only
             if self.talking:
                 self.talking = 0
