@@ -71,7 +71,7 @@ def _dict(value: Any, default: dict[str, Any] | None = None) -> dict[str, Any]:
 _MakeEvent = Callable[..., Event]
 
 
-def _blocks_text(value: Any) -> str:
+def content_text(value: Any) -> str:
     """The text of a message's content: a string, or the ``text`` of its blocks."""
     if value is None:
         return ""
@@ -164,7 +164,7 @@ class ChatDecoder(RecordDecoder):
                 call_id = f"function:{record['name']}"  # the legacy function_call's answer
             if not isinstance(call_id, str) or not call_id:
                 raise RecordError("tool message without tool_call_id")
-            return [self._result(event, call_id, _blocks_text(content), record.get("is_error"))]
+            return [self._result(event, call_id, content_text(content), record.get("is_error"))]
         if role == "assistant":
             return self._assistant(event, record, content, line)
         return self._user(event, role, content)
@@ -212,7 +212,7 @@ class ChatDecoder(RecordDecoder):
                 else:
                     self.skip(f"assistant:{kind}")  # thinking, images, unknown blocks
         else:
-            texts.append(_blocks_text(content))
+            texts.append(content_text(content))
         text = "\n".join(t for t in texts if t)
         if not calls and not tool_calls and self.fenced_actions:
             actions = _BASH_BLOCK.findall(text)
@@ -299,7 +299,7 @@ class ChatDecoder(RecordDecoder):
                         self._result(
                             event,
                             str(block["tool_use_id"]),
-                            _blocks_text(block.get("content")),
+                            content_text(block.get("content")),
                             block.get("is_error"),
                         )
                     )
@@ -308,7 +308,7 @@ class ChatDecoder(RecordDecoder):
                 elif isinstance(block, str):
                     texts.append(block)
         else:
-            texts.append(_blocks_text(content))
+            texts.append(content_text(content))
         text = "\n".join(t for t in texts if t)
         if self.pending is not None and role == "user" and not out:
             if _RETURNCODE.match(text):

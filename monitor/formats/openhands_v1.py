@@ -27,6 +27,7 @@ from typing import Any
 
 from monitor.events import Event, Kind
 from monitor.formats.base import RecordError
+from monitor.formats.chat import content_text
 from monitor.formats.native import parse_ts
 
 AGENT = "openhands"
@@ -59,22 +60,10 @@ def is_v1_event(item: Any) -> bool:
 
 
 def blocks_text(value: Any) -> str:
-    """The text of V1 content: a string, or the ``text`` of its blocks."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for block in value:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
+    """The text of V1 content: a string, the ``text`` of its blocks, or of a content object."""
     if isinstance(value, dict):
         return blocks_text(value.get("content", value.get("text")))
-    return str(value)
+    return content_text(value)
 
 
 def _positive_code(observation: dict[str, Any]) -> int | None:
