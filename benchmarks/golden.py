@@ -48,6 +48,10 @@ def _jobs(trace: Path) -> list[tuple[str, list[str]]]:
         for preset in PRESETS:
             name = f"{rel}.{preset}".replace(os.sep, "__")
             jobs.append((name, ["--preset", preset, "--jobs", "1", str(rel)]))
+    # the real runs of tests/corpus, all in one scan per preset (303 files: one process each would be slow)
+    corpus = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests" / "corpus").rglob("*.gz"))]
+    for preset in PRESETS:
+        jobs.append((f"corpus.{preset}", ["--preset", preset, "--jobs", "1", *corpus]))
     for n in ("1", "2"):
         jobs.append((f"trace100k.jobs{n}", ["--jobs", n, str(trace)]))
     return jobs
