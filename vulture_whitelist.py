@@ -27,7 +27,6 @@ _.writelines  # text.PrintableStream: the file protocol (else __getattr__ would 
 _.connects  # client
 _.file_pauses  # hub: times a file source waited for the store (tests/test_file_flood.py)
 _.events_processed, _.detections_total  # engine, hub
-_.by_kind  # engine.SessionState: every detector of a session by kind, unrouted (test_hot_paths)
 _.ignored  # formats.otlp: records a request carried that are not agent telemetry
 _.requests, _.accepted, _.refused, _.pushes_dropped, _.batches, _.submitted  # sources: otlp, sockets, ingest
 _.transactions, _.pruned, transactions, spilled, pruned, _.stopped_sessions  # store statistics

@@ -8,8 +8,8 @@ rollout, a socket).  Detectors only ever see these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
-from typing import Any
+from enum import Enum, IntEnum, StrEnum
+from typing import Any, Literal
 
 from orjson import dumps as _dumps
 
@@ -70,6 +70,65 @@ class Level(IntEnum):
             ) from None
 
 
+class _Unknown(Enum):
+    UNKNOWN = 0
+
+
+#: "Not worked out yet", for a fact whose value may be ``None``.
+UNKNOWN: Literal[_Unknown.UNKNOWN] = _Unknown.UNKNOWN
+
+
+class Facts:
+    """What the pipeline has worked out about one event, each fact at most once.
+
+    One per event (``Event.facts``), typed, every fact at its class default
+    until it is first asked for.  Each fact has one owner that computes and
+    reads it (tests/test_facts.py checks that no other module touches it):
+
+    * ``call_key``, ``args_rewritten``, ``result_key``, ``outcome_key``:
+      :mod:`monitor.text`'s keys;
+    * everything else: its module in :mod:`monitor.detect.analysis`
+      (``failures``, ``signatures``, ``calls``, ``waits``), which the
+      detectors ask (``failed(result)``, ``call_record(call)``…); the
+      engine's enrichment stage marks waits and attaches results first.
+
+    Loops repeat their calls and outputs, and a dozen detectors look at
+    each: working a fact out once per event is the saving."""
+
+    call_key: str | None = None
+    #: ``call_key`` had to rewrite the arguments (a short key then proves nothing).
+    args_rewritten: bool = False
+    result_key: str | None = None
+    outcome_key: str | None = None
+    #: The event's evidence reference (monitor.detect.base.ref).
+    ref: EventRef | None = None
+    #: A call's record (monitor.detect.analysis.calls.CallRecord).
+    record: Any = None
+    #: The command line a shell-like call runs (``None``: none).
+    shell_command: str | None | Literal[_Unknown.UNKNOWN] = UNKNOWN
+    is_test_run: bool | None = None
+    #: A result is a failure (``failures.failed``).
+    failed: bool | None = None
+    failure_kind: str | None = None
+    run_outcome: Any = None
+    #: A result's failure signature ("" for none), and its comparable failure.
+    failure_signature: str | None = None
+    comparable_failure: Any = UNKNOWN
+    fingerprint: str | None = None
+    primary_args: Any = None
+    ack: bool | None = None
+    not_an_outcome: bool | None = None
+    #: A call made after a wait: the seconds waited (or True for a call that only waits).
+    waited: float | bool | None = None
+    wait_only: bool | None = None
+    #: A call's sparkline bar, until its result draws the step's (monitor.detect.engine).
+    spark: Any = None
+
+    def __repr__(self) -> str:
+        known = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"Facts({known})"
+
+
 @dataclass(slots=True)
 class Event:
     """One normalized agent event.
@@ -102,9 +161,8 @@ class Event:
     # the call it answers (so detectors can reason about call + result).
     seq: int = 0
     call: Event | None = None
-    #: Per-event memo of derived keys (canonical args, normalized result) so
-    #: that several detectors do not recompute them.
-    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: What the pipeline works out about the event, once (see :class:`Facts`).
+    facts: Facts = field(default_factory=Facts, repr=False, compare=False)
 
     @property
     def where(self) -> str:
@@ -146,51 +204,6 @@ def _finish(text: str, width: int) -> str:
 
 
 _new = object.__new__
-
-
-def new_event(
-    kind: Kind,
-    session: str,
-    ts: float,
-    source: str,
-    line: int | None,
-    role: str | None,
-    content: str,
-    call_id: str | None,
-    tool: str | None,
-    args: dict[str, Any] | None,
-    is_error: bool,
-    meta: dict[str, Any],
-) -> Event:
-    """An :class:`Event` with the fields decoders set for calls, results and
-    messages, the others at their defaults: what ``Event(...)`` makes, at
-    about half the cost.  Decoders build one per line; the dataclass
-    ``__init__`` (22 arguments, two default factories) was most of decoding.
-    tests/test_events.py checks it sets every field ``Event(...)`` does."""
-    event = _new(Event)
-    event.kind = kind
-    event.session = session
-    event.ts = ts
-    event.source = source
-    event.line = line
-    event.agent = None
-    event.role = role
-    event.content = content
-    event.call_id = call_id
-    event.tool = tool
-    event.args = args
-    event.is_error = is_error
-    event.input_tokens = None
-    event.output_tokens = None
-    event.cost_usd = None
-    event.status = None
-    event.pid = None
-    event.parent = None
-    event.meta = meta
-    event.seq = 0
-    event.call = None
-    event.cache = {}
-    return event
 
 
 #: ``Event.summary()``'s default width, which ``EventRef.summary`` has.
@@ -358,10 +371,10 @@ def call_snapshot(event: Event) -> tuple | None:
     """What a reference to the call ``event`` keeps to write its summary
     later, bounded: ``(tool, key, ..., value, ...)``; None when the summary
     must be written at once."""
-    cache = event.cache
-    key = cache.get("call_key")
+    facts = event.facts
+    key = facts.call_key
     args = event.args
-    if key is not None and len(key) <= _SMALL_CALL_KEY and "args_rewritten" not in cache:
+    if key is not None and len(key) <= _SMALL_CALL_KEY and not facts.args_rewritten:
         # Its arguments' JSON is the short key (monitor.text.call_key): they
         # are small, keep them as they are (the summary from them is the
         # event's by construction).

@@ -255,15 +255,21 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def call_key(event: Any) -> str:
     """``tool:canonical args`` of a tool call, memoized on the event.  When
     the arguments had to be rewritten (``_canonical_text`` says so), the
-    event's cache says so too (``args_rewritten``): a short key of arguments
+    event's facts say so too (``args_rewritten``): a short key of arguments
     kept as they are proves them small (``EventRef`` relies on it)."""
-    cache = event.cache
-    key = cache.get("call_key")
+    facts = event.facts
+    key = facts.call_key
     if key is None:
         text, rewritten = _canonical_text(event.args)
         if rewritten:
-            cache["args_rewritten"] = True
-        key = cache["call_key"] = f"{event.tool}:{text}"
+            facts.args_rewritten = True
+        key = facts.call_key = f"{event.tool}:{text}"
+    return key
+
+
+def known_call_key(event: Any) -> str | None:
+    """:func:`call_key` if something has asked for it already, else ``None``."""
+    key: str | None = event.facts.call_key
     return key
 
 
@@ -271,10 +277,10 @@ def result_key(event: Any) -> str:
     """What a tool result said, for "did anything move?" checks: timestamps,
     durations and ids removed, but counts kept — "5 failed" then "3 failed"
     is progress, and so is a poll whose percentage climbs."""
-    key = event.cache.get("result_key")
+    key = event.facts.result_key
     if key is None:
         prefix = "E:" if event.is_error else "R:"
-        key = event.cache["result_key"] = prefix + normalize_result(event.content)
+        key = event.facts.result_key = prefix + normalize_result(event.content)
     return key
 
 
@@ -282,7 +288,7 @@ def outcome_key(event: Any) -> str:
     """The kind of outcome of a tool result, for "same error again" checks:
     like :func:`result_key` with every counter removed too (line numbers in a
     traceback, pids, retry counts)."""
-    key = event.cache.get("outcome_key")
+    key = event.facts.outcome_key
     if key is None:
         # Dropping every digit takes timestamps, durations and counters in
         # one C-speed pass; hex addresses need the regex only when present.
@@ -290,7 +296,7 @@ def outcome_key(event: Any) -> str:
         if "0x" in text:
             text = _HEX_ADDRESS.sub("<addr>", text)
         text = " ".join(text.translate(_DROP_DIGITS).split())
-        key = event.cache["outcome_key"] = ("E:" if event.is_error else "R:") + text
+        key = event.facts.outcome_key = ("E:" if event.is_error else "R:") + text
     return key
 
 

@@ -61,9 +61,8 @@ def session_footprint(engine: Any, session: str) -> dict[str, int]:
         engine.config,
         engine.config.tool_overrides,
         *engine.global_detectors,
-        state.global_by_kind,
-        engine._plan,
-    ]  # (the dispatch plan of every unmuted session)
+        state.global_detectors,
+    ]
     out: dict[str, int] = {}
     for detector in state.detectors:
         out[f"detector:{detector.name}"] = deep_size(detector, exclude=shared)

@@ -49,7 +49,7 @@ def run(*streams: Stream, engine: Engine | None = None, interleave: bool = False
         events.sort(key=lambda e: e.ts)
     found = []
     for event in events:
-        found.extend(engine.process(event))
+        found.extend(engine.process(event).detections)
     return engine, found
 
 

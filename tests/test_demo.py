@@ -56,7 +56,7 @@ class LogFollower:
             assert problem is None, str(problem)
             for event in events:
                 self.events.append(event)
-                self.detections.extend(self.engine.process(event))
+                self.detections.extend(self.engine.process(event).detections)
 
     def until(self, predicate, what: str) -> None:
         """Process the log as it grows until ``predicate(self)`` holds (or fail at the deadline).

@@ -149,12 +149,12 @@ def test_the_same_call_reported_twice_counts_once():
                     args={"command": "ls"},
                     call_id=f"toolu_{i}",
                 )
-            )
+            ).detections
             found += engine.process(
                 Event(
                     kind=Kind.TOOL_RESULT, session="s", ts=float(i), call_id=f"toolu_{i}", content="nothing"
                 )
-            )
+            ).detections
     assert engine.duplicates == 6
     assert engine.sessions["s"].events == 6
     assert [d.count for d in found if d.detector == "exact_repeat"] == [3]

@@ -10,8 +10,6 @@ from rapidfuzz import fuzz
 from monitor.detect.analysis.turns import Outcome
 from monitor.detect.detectors import output_similarity as mod
 from monitor.detect.detectors.output_similarity import (
-    _RESULTS,
-    _TEXT,
     OutputSimilarity,
     normalize_output,
     similarity,
@@ -194,7 +192,7 @@ def test_huge_outputs_compare_bounded_text(monkeypatch):
     assert not calls  # length bound and equality settled every pair
     assert hits and hits[0].count == 3
     kept = engine.sessions["s1"].detectors[0].outputs
-    assert len(kept) == 4 and all(len(o[_TEXT]) <= 2000 for o in kept)
+    assert len(kept) == 4 and all(len(o.text) <= 2000 for o in kept)
 
 
 def test_memory_is_bounded_by_the_window():
@@ -228,7 +226,7 @@ def test_a_turns_compared_text_is_normalize_output_of_its_text():
     engine = Engine(only("output_similarity"))
     engine.process_many(s.events())
     kept = engine.sessions["s1"].detectors[0].outputs
-    assert [output[_TEXT] for output in kept] == [normalize_output(text) for text in texts]
+    assert [output.text for output in kept] == [normalize_output(text) for text in texts]
 
 
 #: Pieces of texts that start with an opener, or nearly do.
@@ -324,5 +322,5 @@ def test_remembered_results_are_made_comparable_only_when_compared():
     engine = Engine(only("output_similarity"))
     engine.process_many(s.events())
     first, other, again = engine.sessions["s1"].detectors[0].outputs
-    assert first[_RESULTS].__class__ is Outcome  # compared: its repeat had the same calls
-    assert other[_RESULTS] == ((False, "nothing"),) and again[_RESULTS].__class__ is tuple
+    assert first.results.__class__ is Outcome  # compared: its repeat had the same calls
+    assert other.results == ((False, "nothing"),) and again.results.__class__ is tuple

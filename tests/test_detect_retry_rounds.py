@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from monitor.events import Kind
 from tests.eventkit import Script
 from tests.streams import Stream, by, run
 
@@ -97,59 +96,3 @@ def test_the_pattern_is_the_same_in_every_process(tmp_path: Path):
         patterns.append([d["pattern"] for d in found if d["detector"] == "retry_rounds"])
     assert patterns[0] and patterns[0][0].startswith("rounds:")
     assert patterns[0] == patterns[1]
-
-
-def _listens_to_results(engine, session: str = "s1") -> bool:
-    state = engine.sessions[session]
-    rounds = next(d for d in state.detectors if d.name == "retry_rounds")
-    return rounds.observe in state.observers[Kind.TOOL_RESULT]
-
-
-def test_results_are_observed_only_from_the_first_restore_on():
-    """No round starts before a restore, so the failures before the first one
-    are never read: the engine does not call the detector for those results."""
-    s = Stream()
-    s.call("bash", "Traceback\nKeyError: 'user_id'", error=True, command="python check.py")
-    s.call("bash", "Traceback\nKeyError: 'user_id'", error=True, command="python check.py")
-    engine, _ = run(s)
-    assert not _listens_to_results(engine)
-    s.events.clear()
-    s.call("bash", "", command=BACKUP)
-    run(s, engine=engine)
-    assert _listens_to_results(engine)
-
-
-def test_skipping_results_before_the_first_restore_changes_no_detection(monkeypatch):
-    """The rounds, with and without the routing's skips, over streams that
-    fail before, between and after restores (and the labelled corpus)."""
-    from monitor.config import build_config
-    from monitor.detect.detectors.retry_rounds import RetryRounds
-    from monitor.detect.engine import Engine
-    from monitor.formats.lines import LineDecoder
-    from tests.conftest import SCENARIOS
-
-    streams = []
-    for n in range(4):
-        s = Stream(session=f"s{n}")
-        for k in range(n + 2):
-            s.call("bash", "Traceback\nKeyError: 'user_id'", error=True, command="python check.py")
-            _round(s, f"sed -i 's/v{k % (n + 1)}/w/' app.py", "Traceback\nKeyError: 'user_id'")
-        streams.append(s)
-
-    def detections(preset: str):
-        engine = Engine(build_config({}, preset=preset))
-        _, found = run(*streams, engine=engine)
-        for path in sorted(SCENARIOS.glob("*.jsonl")):
-            decoder = LineDecoder(path.name)
-            for line, raw in enumerate(path.read_bytes().splitlines(), 1):
-                for event in decoder.feed(raw, line, now=0.0)[0]:
-                    found += engine.process(event)
-        return [(d.detector, d.session, d.seq, d.message) for d in found if d.detector == "retry_rounds"]
-
-    for preset in ("balanced", "aggressive"):
-        skipping = detections(preset)
-        with monkeypatch.context() as patched:
-            patched.setattr(RetryRounds, "listening", None)
-            patched.setattr("monitor.detect.base.SessionView.listen", lambda self, detector, kinds: None)
-            assert detections(preset) == skipping
-        assert skipping

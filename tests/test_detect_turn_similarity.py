@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.detect.detectors.turn_similarity import _RESULTS, _SIZE, _TOKENS, TurnSimilarity, _outcome
+from monitor.detect.detectors.turn_similarity import TurnSimilarity
 from monitor.detect.engine import Engine
 from monitor.events import Level
 from monitor.text import SIMILARITY_CHARS, jaccard, tokens
@@ -106,13 +106,13 @@ def test_remembered_results_are_compared_only_once_a_turn_resembles_them():
     assert not by(engine.process_many(s.events()), "turn_similarity")
     detector = engine.sessions["s1"].detectors[0]
     assert len(detector.history) == 3
-    assert all(type(seen[_RESULTS]) is tuple for seen in detector.history)
+    assert all(type(seen.results) is tuple for seen in detector.history)
     # The same call and result again: the repeat compares results (and the loop is caught).
     for _ in range(4):
         s.call("deploy", {"target": "region 2 of the fleet", "wave": 2, "dry run": False}, "rolled out")
     engine = Engine(only("turn_similarity"))
     assert by(engine.process_many(s.events()), "turn_similarity")
-    assert type(_outcome(engine.sessions["s1"].detectors[0].history[-1]).items) is tuple
+    assert type(engine.sessions["s1"].detectors[0].history[-1].outcome().items) is tuple
 
 
 def test_trivially_short_turns_do_not_count():
@@ -166,9 +166,9 @@ def test_huge_turns_are_tokenized_from_clipped_text():
     hits = by(engine.process_many(s.events()), "turn_similarity")
     assert hits  # four identical huge turns are still a loop
     detector = engine.sessions["s1"].detectors[0]
-    assert all(seen[_SIZE] < 400 for seen in detector.history)
     # What is kept is bounded by the clipped text, not the turn's megabyte.
-    assert all(len(seen[_TOKENS]) <= SIMILARITY_CHARS + 2 for seen in detector.history)
+    assert all(len(seen.tokens) < 400 for seen in detector.history)
+    assert all(sum(map(len, seen.tokens)) <= SIMILARITY_CHARS for seen in detector.history)
 
 
 def test_termination_survives_the_engines_deduplication():
@@ -184,10 +184,8 @@ def test_termination_survives_the_engines_deduplication():
     assert last_line[0].proposed is Level.TERMINATE
 
 
-def test_a_turn_is_remembered_by_its_words_each_between_spaces():
-    """A remembered turn is looked up in its lower-cased words, text then
-    calls, each between two spaces: for squashed text that is the text
-    itself (no join of its tokens); its size counts distinct words."""
+def test_a_turn_is_remembered_by_its_distinct_words():
+    """A remembered turn is compared by its distinct lower-cased words, text then calls."""
     text = "Checking  the\tBuild output AGAIN,\nthen the build output again"
     s = Script(step=5)
     s.say(text).call("bash", {"command": "make  all -j 4"}, "ok").usage(0.01)
@@ -195,4 +193,4 @@ def test_a_turn_is_remembered_by_its_words_each_between_spaces():
     engine.process_many(s.events())
     (seen,) = engine.sessions["s1"].detectors[0].history
     words = text.lower().split() + 'bash bash:{"command":"make all -j 4"}'.lower().split()
-    assert seen[_TOKENS] == f" {' '.join(words)} " and seen[_SIZE] == len(set(words))
+    assert seen.tokens == frozenset(words)

@@ -15,7 +15,7 @@ from monitor.demo.synthetic import records
 from monitor.detect import REGISTRY
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.events import Event, EventRef, Kind, Level
+from monitor.events import Event, EventRef, Facts, Kind, Level
 from monitor.formats.lines import LineDecoder
 from tests.footprint import session_footprint
 
@@ -153,8 +153,8 @@ def test_random_streams_and_operator_actions_never_crash(preset, operations):
     for operation in operations:
         kind = operation[0]
         if kind == "event":
-            event = dataclasses.replace(operation[1], cache={})
-            for detection in engine.process(event):
+            event = dataclasses.replace(operation[1], facts=Facts())
+            for detection in engine.process(event).detections:
                 check(detection, event)
                 seen.append(detection)
         elif kind == "ack":
@@ -209,7 +209,7 @@ def test_decoded_streams_never_crash(lines):
     for n, raw in enumerate(lines, 1):
         events_, _ = decoder.feed(raw, n, now=float(n))
         for event in events_:
-            for detection in engine.process(event):
+            for detection in engine.process(event).detections:
                 check(detection, event)
 
 
@@ -219,7 +219,7 @@ def feed(engine: Engine, decoder: LineDecoder, stream, count: int, start: int) -
         n += 1
         events_, _ = decoder.feed(orjson.dumps(next(stream)), n, now=0.0)
         for event in events_:
-            engine.process(event)
+            engine.process(event).detections
     return n
 
 
@@ -268,7 +268,7 @@ def test_global_detector_state_is_bounded():
                     args={"url": f"u{n}"},
                     call_id=f"{session}{n}",
                 )
-            )
+            ).detections
             engine.process(
                 Event(
                     Kind.TOOL_RESULT,
@@ -278,7 +278,7 @@ def test_global_detector_state_is_bounded():
                     is_error=True,
                     call_id=f"{session}{n}",
                 )
-            )
+            ).detections
     for detector in engine.global_detectors:
         table = getattr(detector, "table", None)
         if table is not None:
@@ -311,8 +311,8 @@ def test_many_distinct_loops_do_not_grow_the_escalation_state():
 
 def test_duplicate_ids_are_those_among_the_last_remembered():
     """A call or result is dropped exactly when the same kind and id is among
-    the session's last MAX_SEEN_IDS ones kept (the ring and its filter, over
-    wrap-around and ids repeated near and far, against a plain deque)."""
+    the session's last MAX_SEEN_IDS ones kept (over wrap-around and ids
+    repeated near and far, against a plain deque), and ``process`` says so."""
     import random
     from collections import deque
 
@@ -326,13 +326,9 @@ def test_duplicate_ids_are_those_among_the_last_remembered():
         kind = rng.choice([Kind.TOOL_CALL, Kind.TOOL_RESULT])
         call_id = ids[rng.randrange(len(ids)) if rng.random() < 0.5 else min(step // 8, len(ids) - 1)]
         before = engine.duplicates
-        engine.process(Event(kind, "s", float(step), tool="t", call_id=call_id, content=""))
+        processed = engine.process(Event(kind, "s", float(step), tool="t", call_id=call_id, content=""))
         duplicate = (kind, call_id) in kept
-        assert (engine.duplicates > before) == duplicate, step
+        assert processed.dropped == duplicate == (engine.duplicates > before), step
         if not duplicate:
             kept.append((kind, call_id))
     assert engine.duplicates > 1_000
-    # Its filter counts exactly the ids in the ring (none saturates here).
-    state = engine.sessions["s"]
-    ring = [digest & 1023 for digest in state.seen]
-    assert list(state.seen_counts) == [ring.count(slot) for slot in range(1024)]

@@ -1,4 +1,4 @@
-"""The event model's cheap paths: ``new_event`` and the lazy ``EventRef``.
+"""The event model: its facts, and the lazy ``EventRef``.
 
 ``EventRef.of`` keeps a bounded snapshot and writes the summary when it is
 read; whatever the event, that summary (and ``to_dict()``) must be exactly
@@ -7,7 +7,6 @@ what ``Event.summary()`` gives.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 
@@ -22,12 +21,12 @@ from monitor.events import (
     SESSION_START,
     TOOL_CALL,
     TOOL_RESULT,
+    UNKNOWN,
     USAGE,
     Event,
     EventRef,
     Kind,
     call_snapshot,
-    new_event,
 )
 from monitor.text import call_key
 from tests.footprint import deep_size
@@ -35,28 +34,11 @@ from tests.footprint import deep_size
 MB = 1024 * 1024
 
 
-def test_new_event_sets_every_field_as_the_dataclass_does():
-    made = new_event(
-        Kind.TOOL_CALL, "s", 1.5, "log.jsonl", 3, "user", "text", "c1", "bash", {"a": 1}, True, {"x": 1}
-    )
-    want = Event(
-        Kind.TOOL_CALL,
-        "s",
-        1.5,
-        "log.jsonl",
-        3,
-        role="user",
-        content="text",
-        call_id="c1",
-        tool="bash",
-        args={"a": 1},
-        is_error=True,
-        meta={"x": 1},
-    )
-    for f in dataclasses.fields(Event):
-        assert getattr(made, f.name) == getattr(want, f.name), f.name
-    assert made == want and repr(made) == repr(want)
-    assert made.cache == {} and made.cache is not new_event(*[None] * 11, {}).cache
+def test_each_event_has_its_own_facts():
+    made = Event(Kind.TOOL_CALL, "s", 1.5)
+    other = Event(Kind.TOOL_CALL, "s", 1.5)
+    assert made.facts is not other.facts and made == other
+    assert made.facts.call_key is None and made.facts.shell_command is UNKNOWN
 
 
 def test_kind_constants_are_the_members():

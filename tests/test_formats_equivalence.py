@@ -347,7 +347,7 @@ def _detections(paths: list[Path]) -> Counter:
     engine = Engine()
     found: Counter = Counter()
     for _, _, _, event in heapq.merge(*streams, key=lambda t: t[:3]):
-        for detection in engine.process(event):
+        for detection in engine.process(event).detections:
             found[(detection.detector, detection.level.label, detection.count)] += 1
     return found
 
@@ -380,7 +380,7 @@ def test_the_inline_loops_are_caught():
     for name in ("same_call", "same_error_with_chatter", "cycle"):
         records = _load_scenario(name)
         engine = Engine()
-        levels = [d.level for r in records for d in engine.process(_native_event(r))]
+        levels = [d.level for r in records for d in engine.process(_native_event(r)).detections]
         assert max(levels, default=Level.NONE) >= Level.WARN, name
 
 

@@ -146,7 +146,7 @@ def test_typical_and_unusual_records():
     assert fast == Event(
         "tool_call", "s", 1.5, "log.jsonl", 1, call_id="c1", tool="bash", args={"command": "ls"}
     )
-    assert fast.cache == {} and fast.meta == {} and fast.meta is not fast.cache
+    assert fast.meta == {} and fast.facts.call_key is None
 
 
 def feed_one_by_one(data: bytes, limit: int):

@@ -66,7 +66,7 @@ def record(db: Path, logs: list[Path], preset: str = "balanced") -> Store:
     for log in logs:
         decoder = LineDecoder(str(log))
         for event in read_events(str(log), decoder):
-            detections = engine.process(event)
+            detections = engine.process(event).detections
             store.add_events([event])
             store.add_detections(detections)
     for session, state in engine.sessions.items():

@@ -268,7 +268,7 @@ def sparklines_of(name: str) -> tuple[tuple[float, ...], dict[str, tuple[float, 
     for number, raw in enumerate(path.read_bytes().splitlines(), 1):
         events, _problem = decoder.feed(raw, number, 0.0)
         for event in events:
-            engine.process(event)
+            engine.process(event).detections
     (state,) = engine.sessions.values()
     return state.similarity_history(), state.detector_similarity_history()
 

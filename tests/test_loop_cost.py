@@ -208,7 +208,7 @@ def test_a_loop_on_real_records_costs_what_its_responses_cost(tmp_path):
     engine = Engine()
     detections = []
     for event in events:
-        detections += engine.process(event)
+        detections += engine.process(event).detections
     assert detections and all(d.cost is not None for d in detections)
     tokens, dollars = priced(message["usage"], default_prices().price(message["model"]))
     first = detections[0]
@@ -236,14 +236,14 @@ def test_an_acknowledgement_ends_the_episode_and_a_relapse_starts_anew(tmp_path)
     )
     engine = Engine()
     for event in events[:half]:
-        engine.process(event)
+        engine.process(event).detections
     session = events[0].session
     looped = engine.costs.loops(session)
     engine.policy.acknowledge(session, events[half].ts)
     assert engine.costs.episode(session, engine.policy.sessions[session]) is None
     relapse = []
     for event in events[half:]:
-        relapse += engine.process(event)
+        relapse += engine.process(event).detections
     # Quieted detections are notices: the session left watching again, a new episode.
     assert relapse and relapse[0].cost["since"] == relapse[0].ts
     assert relapse[0].cost["tokens"] < looped.tokens + tokens
@@ -267,7 +267,7 @@ def test_a_session_without_usage_says_nothing_about_money(tmp_path):
             {"type": "tool_result", "session": "p", "id": f"c{n}", "content": "", "ts": 2.5 + n},
         ]
     log.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    found = [d for e in decode_file(log)[0] for d in engine.process(e)]
+    found = [d for e in decode_file(log)[0] for d in engine.process(e).detections]
     assert found and all(d.cost is None and "cost" not in d.to_dict() for d in found)
     assert engine.costs.loops("p") is None
 

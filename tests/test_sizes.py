@@ -22,19 +22,6 @@ EXCEPTIONS = frozenset(
     {
         "monitor/hub/core.py::Hub",  # 359 lines after issue 32 (OTLP bounds, file pauses)
         "monitor/store/writer.py::Writer",  # 395 lines after issue 32 (full disk, eager commits)
-        "monitor/detect/analysis/turns.py::TurnTracker.feed",
-        "monitor/detect/detectors/cycle.py::Cycle.observe",
-        "monitor/detect/detectors/exact_repeat.py::ExactRepeat._repeat",
-        "monitor/detect/detectors/failure_cascade.py::FailureCascade.observe",
-        "monitor/detect/detectors/fingerprint.py::Fingerprint.observe",
-        "monitor/detect/detectors/limits.py::Limits.observe",
-        "monitor/detect/detectors/output_similarity.py::OutputSimilarity.observe_completed",
-        "monitor/detect/detectors/retry_rounds.py::RetryRounds.observe",
-        "monitor/detect/detectors/similar_args.py::SimilarArgs.observe",
-        "monitor/detect/detectors/test_fix.py::TestFix.observe",
-        "monitor/detect/detectors/turn_similarity.py::TurnSimilarity.observe_completed",
-        "monitor/detect/engine.py::Engine.process_many",
-        "monitor/detect/routing.py::Plan.__init__",
     }
 )
 

@@ -17,11 +17,11 @@ builds a detection's evidence with :func:`evidence` from what it kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
-from monitor.detect.analysis.turns import TurnTracker
+from monitor.detect.analysis.turns import Turn
 from monitor.events import Event, EventRef, Kind, Level
 
 
@@ -111,14 +111,10 @@ class SessionView:
         "detector_similarity",
         "keeps_similarity",
         "started_ts",
-        "events_seen",
         "tool_calls_seen",
-        "turns",
-        "completed",
         "last_wait",
         "last_call_key",
         "last_call_ts",
-        "router",
     )
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
@@ -130,57 +126,18 @@ class SessionView:
         #: Whether the engine keeps similarity histories (else reports are dropped).
         self.keeps_similarity = True
         self.started_ts: float | None = None
-        self.events_seen = 0
         self.tool_calls_seen = 0
-        #: same_turn_seconds -> [tracker, last event fed, its position, the turn it
-        #: completed]: :meth:`turn` keeps it; the engine reads it to feed the tracker once per event.
-        self.turns: dict[float, list[Any]] = {}
-        #: The turn the current event completed, while the engine runs the
-        #: turn detectors on it (see :meth:`TurnDetector.observe_completed`).
-        self.completed: Any = None
         #: Seconds the latest tool call did nothing but wait (``sleep 60``), for the next one.
         self.last_wait = 0.0
         #: The latest tool call's key and time (a poll repeated 20 s later waited).
         self.last_call_key: str | None = None
         self.last_call_ts = 0.0
-        #: The engine's dispatch of this session (monitor/detect/routing.py), if any.
-        self.router: Any = None
-
-    def listen(self, detector: str, kinds: frozenset[Kind]) -> None:
-        """Detector ``detector`` (its name) needs ``observe`` for ``kinds`` of
-        its own only, from the next event on (see ``Detector.listening``)."""
-        router = self.router
-        if router is not None:
-            router.listen(detector, kinds)
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:
             return False  # the common case: no [tools.*] overrides at all
         override = self.tool_overrides.get(tool or "")
         return bool(override and override.exempt)
-
-    def turn(self, event: Event, same_turn_seconds: float) -> Any:
-        """The assistant turn (:class:`~monitor.detect.analysis.turns.Turn`) that
-        ``event`` completes, or ``None``.
-
-        The turn detectors (output similarity, turn similarity, monologue) all
-        group the session's events into turns the same way; one shared
-        :class:`~monitor.detect.analysis.turns.TurnTracker` per ``same_turn_seconds``
-        does it once per event instead of once per detector.  The tracker
-        resets itself on a user turn, as the detectors do."""
-        entry = self.turns.get(same_turn_seconds)
-        if entry is None:
-            entry = self.turns[same_turn_seconds] = [
-                TurnTracker(same_turn_seconds=same_turn_seconds),
-                None,
-                0,
-                None,
-            ]
-        elif entry[1] is event and entry[2] == self.events_seen:
-            return entry[3]  # another turn detector already fed this event
-        turn = entry[0].feed(event)
-        entry[1], entry[2], entry[3] = event, self.events_seen, turn
-        return turn
 
     def threshold(self, tool: str | None, default: int) -> int:
         if not self.tool_overrides:
@@ -207,8 +164,20 @@ class DetectorSettings:
     enabled: bool = True
 
 
-class Detector:
-    """Base class: subclass, set ``name``, ``Settings`` and implement ``observe``."""
+@dataclass(frozen=True)
+class TurnSettings(DetectorSettings):
+    """Settings of a :class:`TurnDetector`: how the session's events are grouped into turns."""
+
+    same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
+
+
+S = TypeVar("S", bound=DetectorSettings)
+TS = TypeVar("TS", bound=TurnSettings)
+
+
+class Detector(Generic[S]):
+    """Base class: subclass as ``Detector[MySettings]``, set ``name``,
+    ``Settings = MySettings`` and implement ``observe``."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -220,20 +189,14 @@ class Detector:
     #: ``"session"``: one instance per session; ``"global"``: one for all.
     scope: ClassVar[str] = "session"
     #: The event kinds ``observe`` cares about; the engine only calls it for
-    #: these (the hot path: most detectors skip most events).
-    kinds: ClassVar[frozenset[Kind]] = frozenset(Kind)
-    #: The kinds a new instance needs ``observe`` for (``None``: all of
-    #: ``kinds``).  A detector that may do nothing with some kinds for a while
-    #: gives them up and asks for them again with :meth:`SessionView.listen`:
-    #: it must ask before it has work for them (from the next event on), and
-    #: may give them up late (being called for nothing is only slower).
-    listening: ClassVar[frozenset[Kind] | None] = None
+    #: these (most detectors skip most events).
+    kinds: frozenset[Kind] = frozenset(Kind)
     #: Its :meth:`window` is the session's: what the UI shows as the calls being
     #: compared (the first enabled detector that says so provides it).
     provides_window: ClassVar[bool] = False
 
-    def __init__(self, settings: DetectorSettings | None = None):
-        self.settings = settings if settings is not None else self.Settings()
+    def __init__(self, settings: S | None = None):
+        self.settings: S = settings if settings is not None else cast(S, self.Settings())
 
     def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
         """Look at one event; return detections it triggers (or ``None``)."""
@@ -242,7 +205,7 @@ class Detector:
     def reset(self) -> None:
         """Forget the session's streaks (a user turn, an operator reset)."""
 
-    def window(self) -> list[Event]:
+    def window(self) -> Sequence[Event | EventRef]:
         """The events this detector is currently comparing (for the UI)."""
         return []
 
@@ -252,7 +215,7 @@ class Detector:
         return ()
 
 
-class ShardableDetector(Detector):
+class ShardableDetector(Detector[S]):
     """A global detector that a sharded scan (``scan --jobs``) can split in two.
 
     :meth:`sight` takes from one event what the detector needs of it (a small,
@@ -268,50 +231,31 @@ class ShardableDetector(Detector):
         sighting = self.sight(event, view)
         return None if sighting is None else self.count(sighting, view)
 
-    def sight(self, event: Event, view: SessionView) -> tuple | None:
+    def sight(self, event: Event, view: SessionView) -> tuple[Any, ...] | None:
         raise NotImplementedError
 
-    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+    def count(self, sighting: tuple[Any, ...], view: SessionView | None) -> list[Detection] | None:
         """Count one sighting; ``view`` is ``None`` where no session view is at hand."""
         raise NotImplementedError
 
 
-class TurnDetector(Detector):
+class TurnDetector(Detector[TS]):
     """Base class of detectors that judge whole assistant turns (output
-    similarity, turn similarity, monologue): subclass, give ``Settings`` a
-    ``same_turn_seconds`` field, and implement :meth:`judge` -- or, as the
-    built-in ones do, :meth:`observe_completed` (the same work, reading the
-    turn from ``view.completed``: the engine calls it for every completed
-    turn, and judging there saves a call per turn and detector).
+    similarity, turn similarity, monologue): subclass as
+    ``TurnDetector[MySettings]`` with settings derived from
+    :class:`TurnSettings`, and implement :meth:`judge`.
 
-    :meth:`observe` groups the session's events into turns through the
-    view's shared tracker (:meth:`SessionView.turn`) and calls :meth:`judge`
-    with each completed turn.  Since that is all it does, the engine asks the
-    tracker once per event and skips these detectors for the events that
-    complete no turn (most of them); a subclass that overrides ``observe``
-    opts out of that."""
+    The engine groups the session's events into turns (one
+    :class:`~monitor.detect.analysis.turns.TurnTracker` per
+    ``same_turn_seconds``, shared by the turn detectors) and calls
+    :meth:`judge` with each completed turn; ``observe`` is not called."""
 
     def observe(self, event: Event, view: SessionView) -> Iterable[Detection] | None:
-        turn = view.turn(event, self.settings.same_turn_seconds)
-        if turn is None:
-            return None
-        return self.judge(turn, view)
+        raise TypeError("the engine judges a turn detector's turns (TurnDetector.judge)")
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> Iterable[Detection] | None:
-        """:meth:`observe` when the engine has fed the tracker itself and the
-        event completed ``view.completed``."""
-        return self.judge(view.completed, view)
-
-    def judge(self, turn: Any, view: SessionView) -> Iterable[Detection] | None:
+    def judge(self, turn: Turn, view: SessionView) -> Iterable[Detection] | None:
         """Look at one completed :class:`~monitor.detect.analysis.turns.Turn`."""
-        if type(self).observe_completed is TurnDetector.observe_completed:
-            raise NotImplementedError
-        # A subclass that judges in observe_completed: hand it the turn there.
-        completed, view.completed = view.completed, turn
-        try:
-            return self.observe_completed(None, view)
-        finally:
-            view.completed = completed
+        raise NotImplementedError
 
 
 def evidence(events: Iterable[Event | EventRef], limit: int = 12) -> tuple[EventRef, ...]:
@@ -332,13 +276,14 @@ def ref(event: Event | EventRef) -> EventRef:
     on the event: several detectors keep the same events, and a loop's
     detections repeat, each citing the same events plus one (and a summary
     costs microseconds to write)."""
-    if event.__class__ is EventRef:
+    if isinstance(event, EventRef):
         return event
-    cache = event.cache
-    made = cache.get("ref")
+    facts = event.facts
+    made = facts.ref
     if made is None or made.seq != event.seq:
-        record = cache.get("record")  # a call's record (analysis/calls.py) holds its reference
+        record = facts.record  # a call's record (analysis/calls.py) holds its reference
         if record is not None and record.seq == event.seq:
-            return record.ref
-        made = cache["ref"] = EventRef.of(event)
+            made_ref: EventRef = record.ref
+            return made_ref
+        made = facts.ref = EventRef.of(event)
     return made

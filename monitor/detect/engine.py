@@ -1,9 +1,26 @@
 """The detection engine: the one pipeline ``scan``, ``watch`` and the TUI share.
 
-:class:`Engine` takes normalized events in any order of sessions, keeps one
-:class:`SessionState` per session (created on first sight), pairs each tool
-result with its call, runs every enabled detector, and passes what they find
-through the :class:`~monitor.detect.escalation.EscalationPolicy`.
+:class:`Engine` takes normalized events in any order of sessions and keeps one
+:class:`SessionState` per session (created on first sight).  For each event,
+:meth:`Engine.process` runs four steps in a row:
+
+1. **drop a duplicate**: a tool call or result whose call id the session
+   reported lately (:class:`SeenIds`) -- a hook and a transcript of one
+   session both report every call;
+2. **enrich**: number the event, pair a result with its call (and the call's
+   record with its result), mark a call made after a wait
+   (:mod:`~monitor.detect.analysis.waits`), follow the session's lifecycle
+   and usage;
+3. **observe**: call ``observe`` of every detector whose ``kinds`` hold the
+   event's kind, in run order, and ``judge`` of each turn detector when the
+   event completed an assistant turn (one tracker per session does the
+   grouping);
+4. **conclude**: drop detections of one event that cite the same evidence,
+   pass the rest through the :class:`~monitor.detect.escalation.EscalationPolicy`,
+   charge their cost, and note the event's sparkline bar.
+
+It returns a :class:`Processed`: whether the event was dropped, its
+detections, and the session's level after it.
 """
 
 from __future__ import annotations
@@ -12,17 +29,29 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from struct import Struct
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.config import Config
 from monitor.cost import LoopCosts
-from monitor.detect.base import Detection, Detector, SessionView
+from monitor.detect.analysis.calls import attach_result
+from monitor.detect.analysis.turns import Turn, TurnTracker
+from monitor.detect.analysis.waits import mark as mark_waited
+from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
-from monitor.detect.detectors.waiting import mark as mark_waited
 from monitor.detect.escalation import EscalationPolicy
-from monitor.detect.routing import Plan, Router
-from monitor.events import SESSION_END, SESSION_START, USAGE, Event, Kind, Level
+from monitor.events import (
+    MESSAGE,
+    SESSION_END,
+    SESSION_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USAGE,
+    Event,
+    EventRef,
+    Kind,
+    Level,
+)
+from monitor.text import known_call_key
 
 #: Tool calls awaiting their result, per session.  Calls whose results never
 #: arrive must not grow memory.
@@ -36,28 +65,60 @@ SIMILARITY_HISTORY = 60
 #: the UI's feed and the store keep their own history).
 RECENT_DETECTIONS = 1
 
-#: The ring's item type: a C ``long`` where it has 64 bits (an ``array``
-#: converts a ``long`` without the general byte-by-byte path of a ``long long``).
-_SEEN_TYPE = "l" if array("l").itemsize == 8 else "q"
-#: A remembered call id's hash as the bytes of a ring item (to search the ring's bytes).
-_SEEN_SLOT = 8
-_token = Struct(_SEEN_TYPE).pack
-#: Counters of the filter in front of that ring (one byte each).
-_FILTER_SLOTS = 1024
-_FILTER_MASK = _FILTER_SLOTS - 1
+
+class SeenIds:
+    """The last ``size`` ids added, as a set: "seen lately?" is one lookup.
+
+    Holds the ids' hashes (a call's and its result's apart), not the
+    strings: a session keeps hundreds of them."""
+
+    __slots__ = ("order", "ids", "size")
+
+    def __init__(self, size: int):
+        self.order: deque[int] = deque()
+        self.ids: set[int] = set()
+        self.size = size
+
+    def add(self, key: int) -> bool:
+        """Remember ``key``; False when it was already there (a duplicate)."""
+        if key in self.ids:
+            return False
+        self.ids.add(key)
+        self.order.append(key)
+        if len(self.order) > self.size:
+            self.ids.discard(self.order.popleft())
+        return True
+
+
+class Processed(NamedTuple):
+    """What :meth:`Engine.process` did with one event (immutable: the
+    results of events that found nothing are shared)."""
+
+    #: The event was a duplicate and went no further.
+    dropped: bool
+    #: Its detections, after escalation.
+    detections: tuple[Detection, ...]
+    #: The session's escalation level after it.
+    level: Level
+
+
+#: By level, the result of an event that found nothing, and of a dropped one.
+_QUIET = tuple(Processed(False, (), level) for level in Level)
+_DROPPED = tuple(Processed(True, (), level) for level in Level)
+
+
+#: The step of one detector for one kind of event: the detector, and for a
+#: turn detector the ``same_turn_seconds`` of the tracker whose turns it judges.
+Step = tuple[Detector[Any], float | None]
 
 
 @dataclass
 class SessionState:
-    """Everything the engine holds for one session; bounded in size.
-
-    The per-session structures are kept compact because there may be
-    thousands of sessions: call ids as 64-bit hashes in one ring of bytes,
-    similarity histories as arrays, only the last few detections."""
+    """Everything the engine holds for one session; bounded in size."""
 
     id: str
     view: SessionView
-    detectors: list[Detector]
+    detectors: list[Detector[Any]]
     agent: str | None = None
     source: str = ""
     pid: int | None = None
@@ -70,61 +131,55 @@ class SessionState:
     muted: set[str] = field(default_factory=set)
     #: Calls awaiting their result by call id (insertion order: oldest first).
     pending: dict[str, Event] = field(default_factory=dict)
-    #: Hashes of the call ids seen lately (a ring of 64-bit ints written at
-    #: ``seen_at``); grows only once the session has call ids.
-    seen: array = field(default_factory=lambda: array(_SEEN_TYPE))
-    seen_at: int = 0
-    #: How many ids in ``seen`` have each hash slot (see ``process``).
-    seen_counts: bytearray = field(default_factory=bytearray)
+    #: The call ids seen lately (made at the session's first call id).
+    seen: SeenIds | None = None
     #: Overall per-event similarity, the oldest first (when the engine keeps
     #: sparklines).  Flat arrays of doubles: smaller than a deque of floats, and
     #: unrounded (even single precision changes the sparklines' colours).
-    similarity: array = field(default_factory=lambda: array("d"))
+    similarity: array[float] = field(default_factory=lambda: array("d"))
     #: Per detector, its non-zero per-event similarity scores.
-    detector_similarity: dict[str, array] = field(default_factory=dict)
+    detector_similarity: dict[str, array[float]] = field(default_factory=dict)
     detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=RECENT_DETECTIONS))
-    #: The engine's global detectors by kind (shared by every session).
-    global_by_kind: dict[Kind, list[Detector]] = field(default_factory=dict)
-    #: Per kind, the bound ``observe`` methods to call: this session's
-    #: detectors listening to it, then the global ones.  Precomputed (and
-    #: kept by ``view.router``) so that the hot loop is one dict lookup and plain calls.
-    observers: dict[Kind, tuple] = field(default_factory=dict)
-    #: The ``same_turn_seconds`` of this session's turn detectors when they
-    #: can be skipped for events that complete no turn (see ``route``).
-    turn_gate: float | None = None
-    #: ``view.turns[turn_gate]`` once the tracker exists (it stays: saves a
-    #: dict lookup per event).
-    turn_entry: list | None = None
-    #: ``observers`` without those turn detectors.
-    quiet_observers: dict[Kind, tuple] = field(default_factory=dict)
+    #: The engine's global detectors (shared by every session).
+    global_detectors: list[Detector[Any]] = field(default_factory=list)
+    #: Per kind, the steps to run: this session's unmuted detectors that
+    #: observe the kind, in run order, then the global ones (see :meth:`route`).
+    steps: dict[Kind, tuple[Step, ...]] = field(default_factory=dict)
+    #: The assistant turns, one tracker per ``same_turn_seconds`` of an unmuted turn detector.
+    trackers: dict[float, TurnTracker] = field(default_factory=dict)
+    #: The ``same_turn_seconds`` the trackers are fed for.
+    turn_seconds: tuple[float, ...] = ()
 
-    @property
-    def by_kind(self) -> dict[Kind, list[Detector]]:
-        """This session's detectors by the event kinds they observe (muted ones left out)."""
-        return {
-            kind: [d for d in self.detectors if kind in d.kinds and d.name not in self.muted] for kind in Kind
+    def route(self) -> None:
+        """Work out the steps of each kind (after creation or a mute)."""
+        active = [d for d in self.detectors if d.name not in self.muted]
+        seconds: list[float] = []
+        for detector in active:
+            if isinstance(detector, TurnDetector) and detector.settings.same_turn_seconds not in seconds:
+                seconds.append(detector.settings.same_turn_seconds)
+        self.turn_seconds = tuple(seconds)
+        self.steps = {
+            kind: tuple(
+                (d, d.settings.same_turn_seconds if isinstance(d, TurnDetector) else None)
+                for d in (*active, *self.global_detectors)
+                if kind in d.kinds
+            )
+            for kind in Kind
         }
 
-    def route(self, plan: Plan | None = None) -> None:
-        """Rebuild the per-kind dispatch (after creation or a mute).
+    def turns(self, event: Event) -> dict[float, Turn]:
+        """Feed ``event`` to the session's turn trackers: the turns it completes."""
+        completed: dict[float, Turn] = {}
+        for seconds in self.turn_seconds:
+            tracker = self.trackers.get(seconds)
+            if tracker is None:
+                tracker = self.trackers[seconds] = TurnTracker(same_turn_seconds=seconds)
+            turn = tracker.feed(event)
+            if turn is not None:
+                completed[seconds] = turn
+        return completed
 
-        ``plan`` is what :meth:`plan` gives for another session with the
-        same detectors and mutes (the engine reuses it for new sessions,
-        which start with each detector's ``listening`` kinds).  A rebuilt
-        dispatch starts with every detector listening to all of its kinds
-        (those with nothing to do give them up again)."""
-        new = plan is not None
-        plan = plan if new else self.plan()
-        self.turn_gate = plan.turn_gate
-        self.turn_entry = None
-        router = self.view.router = Router(plan, self.detectors, plan.start if new else 0)
-        self.observers, self.quiet_observers = router.observers, router.quiet
-
-    def plan(self) -> Plan:
-        """The dispatch of this session's detectors and mutes (see :class:`~monitor.detect.routing.Plan`)."""
-        return Plan(self.detectors, self.muted, self.global_by_kind)
-
-    def window(self) -> list[Event]:
+    def window(self) -> list[Event | EventRef]:
         """The events the call detectors are comparing right now (what a
         detector keeps as :class:`~monitor.events.EventRef` is left to the
         caller, which may hold copies of recent events: see the hub)."""
@@ -146,7 +201,6 @@ class SessionState:
 _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Kinds whose per-event similarity goes into the sparkline histories.
 _SIMILARITY_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE})
-_TOOL_CALL, _TOOL_RESULT, _MESSAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE
 
 
 def _step(
@@ -158,7 +212,9 @@ def _step(
     1.0 alone drew honest polling as a loop).  Each detector's bar is capped
     by the step's: none draws a repeat the step does not have."""
     call = result.call
-    noted = call.cache.pop("spark", None) if call is not None else None
+    noted = None
+    if call is not None:
+        noted, call.facts.spark = call.facts.spark, None
     if noted is None:
         return overall, scores, set()
     call_overall, call_scores, flagged = noted
@@ -210,7 +266,7 @@ class Engine:
         config: Config | None = None,
         *,
         sparklines: bool = False,
-        global_wrapper: Callable[[Detector], Detector] | None = None,
+        global_wrapper: Callable[[Detector[Any]], Detector[Any]] | None = None,
     ):
         """``global_wrapper``, if given, stands in for each global detector
         (a sharded scan's worker records sightings with it: see
@@ -223,8 +279,8 @@ class Engine:
         #: What usage and loop episodes cost (monitor/cost.py).
         self.costs = LoopCosts(self.config.prices)
         self.sessions: dict[str, SessionState] = {}
-        self._session_classes = []
-        self.global_detectors: list[Detector] = []
+        self._session_classes: list[tuple[type[Detector[Any]], Any]] = []
+        self.global_detectors: list[Detector[Any]] = []
         for name, cls in REGISTRY.items():
             settings = self.config.detector_settings(name)
             if not settings.enabled:
@@ -234,15 +290,13 @@ class Engine:
                 self.global_detectors.append(global_wrapper(detector) if global_wrapper else detector)
             else:
                 self._session_classes.append((cls, settings))
-        self._global_by_kind = {kind: [d for d in self.global_detectors if kind in d.kinds] for kind in Kind}
-        self._plan: Plan | None = None
         self._closed_events = 0  # events of the sessions closed so far
+        #: Events dropped as duplicates (see :class:`SeenIds`).
         self.duplicates = 0
 
     @property
     def events_processed(self) -> int:
-        """Events processed (duplicates left out), counted per session rather
-        than once more per event on the hot path."""
+        """Events processed (duplicates left out), counted per session."""
         return self._closed_events + sum(state.events for state in self.sessions.values())
 
     # -- sessions -----------------------------------------------------------
@@ -254,12 +308,9 @@ class Engine:
             view.keeps_similarity = self.sparklines
             detectors = [cls(settings) for cls, settings in self._session_classes]
             state = SessionState(
-                id=session_id, view=view, detectors=detectors, global_by_kind=self._global_by_kind
+                id=session_id, view=view, detectors=detectors, global_detectors=self.global_detectors
             )
-            # Every new session has the same detectors, unmuted: one plan.
-            if self._plan is None:
-                self._plan = state.plan()
-            state.route(self._plan)
+            state.route()
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
@@ -276,147 +327,110 @@ class Engine:
 
     # -- processing ---------------------------------------------------------
 
-    def process(self, event: Event) -> list[Detection]:
-        """Feed one event; return its detections after escalation (see :meth:`process_many`)."""
-        return self.process_many((event,))
+    def process(self, event: Event) -> Processed:
+        """Feed one event: drop a duplicate, enrich, observe, conclude."""
+        state = self.sessions.get(event.session)
+        if state is None:
+            state = self.session(event.session, event)
+        if not self._admit(state, event):
+            self.duplicates += 1
+            return _DROPPED[self.level(event.session)]
+        self._enrich(state, event)
+        found = self._observe(state, event)
+        if event.kind is TOOL_CALL:
+            state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
+        if found or self.sparklines:
+            found = self._conclude(state, event, found)
+        escalation = self.policy.sessions.get(event.session)
+        level = escalation.level if escalation is not None else Level.NONE
+        return Processed(False, tuple(found), level) if found else _QUIET[level]
 
     def process_many(self, events: Iterable[Event]) -> list[Detection]:
-        """Feed events in order; return their detections after escalation.
-
-        A tool call or result whose call id the session already reported is
-        dropped (counted in ``duplicates``): two sources for one session must
-        not make one call look like a repeat.
-
-        This runs for every event of every session: it is one flat loop (no
-        helper calls, locals for what is used twice) on purpose, and a scan
-        feeds it a batch of events at a time (a call an event costs more
-        than the loop's step)."""
+        """:meth:`process` each event in order; their detections."""
         out: list[Detection] = []
-        sessions = self.sessions
-        sparklines = self.sparklines
         for event in events:
-            state = sessions.get(event.session)
-            if state is None:
-                state = self.session(event.session, event)
-            kind = event.kind
-            call_id = event.call_id
-            if call_id and kind in _ID_KINDS:
-                # The id's 64-bit hash (a result's inverted, so that a call and
-                # its result differ), kept in a ring of ints instead of a dict of
-                # strings.  A counting filter indexed by the hash's low bits says
-                # when it cannot be in the ring (most ids), so the ring is
-                # searched (as bytes, by memchr) only when it may.  Flat on
-                # purpose: this runs for most events.
-                digest = hash(call_id)
-                if kind is _TOOL_RESULT:
-                    digest = ~digest
-                slot = digest & _FILTER_MASK
-                counts = state.seen_counts
-                seen = state.seen
-                if not counts:
-                    counts = state.seen_counts = bytearray(_FILTER_SLOTS)
-                    count = 0
-                elif count := counts[slot]:
-                    ring = seen.tobytes()
-                    token = _token(digest)
-                    at = ring.find(token)
-                    while at > 0 and at % _SEEN_SLOT:
-                        at = ring.find(token, at + 1)
-                    if at >= 0:
-                        self.duplicates += 1
-                        continue
-                if len(seen) < MAX_SEEN_IDS:
-                    seen.append(digest)  # (seen_at stays 0 while the ring fills: where it wraps to)
-                else:
-                    at = state.seen_at
-                    old = seen[at] & _FILTER_MASK  # the oldest id's filter slot
-                    left = counts[old]
-                    if left < 255:  # a saturated counter stays: it never undercounts
-                        counts[old] = left - 1
-                        if old == slot:
-                            count = left - 1
-                    seen[at] = digest
-                    state.seen_at = (at + 1) % MAX_SEEN_IDS
-                if count < 255:
-                    counts[slot] = count + 1
-            seq = event.seq = state.events = state.events + 1
-            state.last_ts = event.ts
-            view = state.view
-            view.events_seen = seq
-            if sparklines and view.similarity:  # reported since the last event (only with sparklines)
-                view.similarity = 0.0
-                view.detector_similarity.clear()
-
-            if kind is _TOOL_CALL:
-                view.tool_calls_seen += 1
-                # Waiting is not looping: mark calls made after a wait (waiting.py).
-                mark_waited(event, view)
-                if call_id:
-                    pending = state.pending
-                    pending[call_id] = event
-                    if len(pending) > MAX_PENDING_CALLS:
-                        del pending[next(iter(pending))]
-            elif kind is _TOOL_RESULT:
-                call = state.pending.pop(call_id, None) if call_id else None
-                if call is not None:
-                    event.call = call
-                    event.tool = event.tool or call.tool
-                    event.args = event.args if event.args is not None else call.args
-                    # The call's record, if a call detector made one, learns its
-                    # result here, once, before any detector looks at it.
-                    record = call.cache.get("record")
-                    if record is not None and record.text is None and record.seq == call.seq:
-                        record.attach(event)
-            elif kind is _MESSAGE:
-                if event.role == "user":
-                    for detector in state.detectors:
-                        if detector.resets_on_user_turn:
-                            detector.reset()
-            elif kind is SESSION_START:
-                state.agent = event.agent or state.agent
-                view.agent = state.agent
-                state.pid = event.pid if event.pid is not None else state.pid
-                state.parent = event.parent or state.parent
-                state.ended = False
-                if event.meta:
-                    self.costs.start(event)  # the model it names, if any
-            elif kind is SESSION_END:
-                state.ended = True
-                state.status = event.status or "ended"
-            elif kind is USAGE:
-                self.costs.usage(event, self.policy.sessions.get(event.session))
-
-            found: list[Detection] | None = None  # (made for the rare event that finds something)
-            gate = state.turn_gate
-            if gate is None:
-                observers = state.observers[kind]
-            else:
-                # Feed the session's turn tracker once; the turn detectors only
-                # run when the event completed a turn (and judge it directly).
-                entry = state.turn_entry
-                if entry is None or (entry[1] is event and entry[2] == seq):
-                    completed = view.turn(event, gate)
-                    state.turn_entry = view.turns[gate]
-                else:  # SessionView.turn(), inlined: this runs for every event
-                    completed = entry[0].feed(event)
-                    entry[1] = event
-                    entry[2] = seq
-                    entry[3] = completed
-                view.completed = completed
-                observers = (state.quiet_observers if completed is None else state.observers)[kind]
-            for observe in observers:
-                result = observe(event, view)
-                if result:
-                    if found is None:
-                        found = []
-                    found.extend(result)
-            if gate is not None:
-                view.completed = None
-            if kind is _TOOL_CALL:
-                view.last_call_key = event.cache.get("call_key")  # (for waiting.mark's gap rule)
-            if found is not None or sparklines:  # (the common case: nothing more to do)
-                out.extend(self._conclude(state, event, found or []))
+            out.extend(self.process(event).detections)
         return out
+
+    def _admit(self, state: SessionState, event: Event) -> bool:
+        """False for a tool call or result whose call id the session
+        reported lately: two sources for one session must not make one call
+        look like a repeat."""
+        call_id = event.call_id
+        if not call_id or event.kind not in _ID_KINDS:
+            return True
+        key = hash(call_id)
+        if event.kind is TOOL_RESULT:
+            key = ~key  # a call and its result have one id
+        if state.seen is None:
+            state.seen = SeenIds(MAX_SEEN_IDS)
+        return state.seen.add(key)
+
+    def _enrich(self, state: SessionState, event: Event) -> None:
+        """Number the event and work out what it means for its session
+        before any detector sees it."""
+        event.seq = state.events = state.events + 1
+        state.last_ts = event.ts
+        view = state.view
+        if self.sparklines and view.similarity:  # reported since the last event
+            view.similarity = 0.0
+            view.detector_similarity.clear()
+        kind = event.kind
+        if kind is TOOL_CALL:
+            view.tool_calls_seen += 1
+            mark_waited(event, view)  # waiting is not looping (analysis/waits.py)
+            if event.call_id:
+                state.pending[event.call_id] = event
+                if len(state.pending) > MAX_PENDING_CALLS:
+                    del state.pending[next(iter(state.pending))]
+        elif kind is TOOL_RESULT:
+            call = state.pending.pop(event.call_id, None) if event.call_id else None
+            if call is not None:
+                event.call = call
+                event.tool = event.tool or call.tool
+                event.args = event.args if event.args is not None else call.args
+                attach_result(call, event)
+        elif kind is MESSAGE:
+            if event.role == "user":
+                for detector in state.detectors:
+                    if detector.resets_on_user_turn:
+                        detector.reset()
+        else:
+            self._follow_session(state, event)
+
+    def _follow_session(self, state: SessionState, event: Event) -> None:
+        """Session start and end, and usage."""
+        kind = event.kind
+        if kind is SESSION_START:
+            state.agent = event.agent or state.agent
+            state.view.agent = state.agent
+            state.pid = event.pid if event.pid is not None else state.pid
+            state.parent = event.parent or state.parent
+            state.ended = False
+            if event.meta:
+                self.costs.start(event)  # the model it names, if any
+        elif kind is SESSION_END:
+            state.ended = True
+            state.status = event.status or "ended"
+        elif kind is USAGE:
+            self.costs.usage(event, self.policy.sessions.get(event.session))
+
+    def _observe(self, state: SessionState, event: Event) -> list[Detection]:
+        """Run the detectors of the event's kind; what they find."""
+        view = state.view
+        turns = state.turns(event) if state.turn_seconds else None
+        found: list[Detection] = []
+        for detector, seconds in state.steps[event.kind]:
+            if seconds is None:
+                result = detector.observe(event, view)
+            else:
+                turn = turns.get(seconds) if turns else None
+                if turn is None:
+                    continue
+                result = detector.judge(turn, view)  # type: ignore[attr-defined]
+            if result:
+                found.extend(result)
+        return found
 
     def _conclude(self, state: SessionState, event: Event, found: list[Detection]) -> list[Detection]:
         """The end of an event's processing when it found something or the
@@ -431,11 +445,11 @@ class Engine:
             flagged: set[str] = set()  # (read below only when bar >= 0 or waiting)
             scores = view.detector_similarity
             bar = view.similarity
-            if kind is _TOOL_CALL and event.call_id:
+            if kind is TOOL_CALL and event.call_id:
                 # One bar per step: the call waits for its result (see _step).
-                waiting = event.cache["spark"] = [bar, dict(scores) if scores else None, flagged]
+                waiting = event.facts.spark = [bar, dict(scores) if scores else None, flagged]
                 bar = -1.0
-            elif kind is _TOOL_RESULT:
+            elif kind is TOOL_RESULT:
                 bar, scores, flagged = _step(event, bar, scores)
 
         if not found:
@@ -472,7 +486,9 @@ class Engine:
         state.route()
 
     def level(self, session_id: str) -> Level:
-        return self.policy.state(session_id).level
+        """The session's escalation level."""
+        escalation = self.policy.sessions.get(session_id)
+        return escalation.level if escalation is not None else Level.NONE
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:

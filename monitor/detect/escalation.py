@@ -32,6 +32,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -101,7 +102,7 @@ def pattern_key(detector: str, pattern: str) -> int:
     return hash((detector, pattern))
 
 
-def _bound(table: dict, limit: int = MAX_PATTERNS) -> None:
+def _bound(table: dict[Any, Any], limit: int = MAX_PATTERNS) -> None:
     """Forget the oldest entries beyond ``limit`` (dicts keep insertion order)."""
     while len(table) > limit:
         del table[next(iter(table))]
@@ -202,7 +203,7 @@ def continues(detection: Detection, latest: tuple[int, int]) -> bool:
     return False
 
 
-class _SafeDict(dict):
+class _SafeDict(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 

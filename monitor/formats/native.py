@@ -43,7 +43,6 @@ from monitor.events import (
     USAGE,
     Event,
     Kind,
-    new_event,
 )
 from monitor.formats.base import RecordDecoder, RecordError
 
@@ -63,7 +62,6 @@ _FIELDS: dict[str, set[str]] = {
 #: The integers SQLite can store.
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-_new = object.__new__
 _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind}
 #: Per type, the fields that are not ``meta``.
 _ALLOWED: dict[str, frozenset[str]] = {name: frozenset(_COMMON | fields) for name, fields in _FIELDS.items()}
@@ -226,9 +224,7 @@ class NativeDecoder(RecordDecoder):
         if fields is None:
             return self.decode_carefully(record, line, now)
         kind, role, content, call_id, tool, args, is_error = fields
-        return new_event(
-            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, {}
-        )
+        return Event(kind, session, ts, self.source, line, None, role, content, call_id, tool, args, is_error)
 
     def decode_carefully(self, record: dict[str, Any], line: int | None, now: float) -> Event | None:
         """:meth:`decode_event` for any record: every check, conversion and
@@ -256,23 +252,10 @@ class NativeDecoder(RecordDecoder):
             content = ""
             is_error = False
         elif kind is TOOL_RESULT:
-            call_id = get("id")
-            if call_id.__class__ is not str and call_id is not None:
-                call_id = str(call_id)
-            content = get("content")
-            if content.__class__ is not str:
-                content = _text(record, "content", kind_name)
-            is_error = get("is_error", False)
-            if is_error.__class__ is not bool:
-                raise RecordError(f"tool_result.is_error: expected true or false, got {is_error!r}")
+            call_id, content, is_error = _careful_result(record, get, kind_name)
             role = tool = args = None
         elif kind is MESSAGE:
-            role = get("role")
-            if role not in ROLES:
-                raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
-            content = get("content")
-            if content.__class__ is not str:
-                content = _text(record, "content", kind_name)
+            role, content = _careful_message(record, get, kind_name)
             call_id = tool = args = None
             is_error = False
             if "ts" not in record and "continues" not in record:
@@ -281,8 +264,19 @@ class NativeDecoder(RecordDecoder):
                 meta = {**meta, "untimed": True}
         else:
             return self._decode_other(record, kind, kind_name, session, ts, line, meta)
-        return new_event(
-            kind, session, ts, self.source, line, role, content, call_id, tool, args, is_error, meta
+        return Event(
+            kind,
+            session,
+            ts,
+            self.source,
+            line,
+            role=role,
+            content=content,
+            call_id=call_id,
+            tool=tool,
+            args=args,
+            is_error=is_error,
+            meta=meta,
         )
 
     def _decode_other(
@@ -298,7 +292,7 @@ class NativeDecoder(RecordDecoder):
         """Session start and end, usage and compaction: rare, so built plainly."""
         get = record.get
         source = self.source
-        event = new_event(kind, session, ts, source, line, None, "", None, None, None, False, meta)
+        event = Event(kind, session, ts, source, line, meta=meta)
         if kind is SESSION_START:
             agent = get("agent")
             if agent is not None and not isinstance(agent, str):
@@ -320,6 +314,31 @@ class NativeDecoder(RecordDecoder):
             status = get("status")
             event.status = None if status is None else str(status)
         return event
+
+
+def _careful_result(record: dict[str, Any], get: Callable[..., Any], kind_name: str) -> tuple[Any, str, bool]:
+    """A ``tool_result``'s call id, content and error flag, each checked."""
+    call_id = get("id")
+    if call_id.__class__ is not str and call_id is not None:
+        call_id = str(call_id)
+    content = get("content")
+    if content.__class__ is not str:
+        content = _text(record, "content", kind_name)
+    is_error = get("is_error", False)
+    if is_error.__class__ is not bool:
+        raise RecordError(f"tool_result.is_error: expected true or false, got {is_error!r}")
+    return call_id, content, is_error
+
+
+def _careful_message(record: dict[str, Any], get: Callable[..., Any], kind_name: str) -> tuple[Any, str]:
+    """A ``message``'s role and content, each checked."""
+    role = get("role")
+    if role not in ROLES:
+        raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
+    content = get("content")
+    if content.__class__ is not str:
+        content = _text(record, "content", kind_name)
+    return role, content
 
 
 def _session(session: Any, kind_name: str) -> str:

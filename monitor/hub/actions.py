@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import control_message, terminate
@@ -273,7 +273,7 @@ class Actions:
             )
         return state.kill_reason
 
-    def follow_nudge(self, state: HubSession, event: Event, detections: list[Detection]) -> None:
+    def follow_nudge(self, state: HubSession, event: Event, detections: Sequence[Detection]) -> None:
         """Count the agent's steps since a nudge; enough without a warning: it recovered."""
         if any(d.level >= Level.WARN and not d.suppressed for d in detections):
             state.steps_since_nudge = 0  # still looping

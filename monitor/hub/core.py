@@ -90,7 +90,6 @@ class Hub:
         #: more often than PUBLISH_INTERVAL): one build per changed session per flush.
         self.publish_interval = PUBLISH_INTERVAL
         self.events_total = 0
-        self._duplicates_seen = 0  # engine.duplicates when last accounted for
         self.detections_total = 0
         self.problems_total = 0
         self.started = False
@@ -334,19 +333,20 @@ class Hub:
         lifecycle = self.lifecycle
         sessions = lifecycle.sessions
         self.intake.count(arrival, len(events))
-        duplicates = engine.duplicates
+        dropped: set[int] = set()  # the events the engine dropped (by id)
         for event in events:
             state = sessions.get(event.session)
             if state is None:
                 state = lifecycle.new_session(event)
             elif state.status != "live":
                 lifecycle.revive(state, event)
-            detections = engine.process(event)
-            if engine.duplicates != duplicates:
+            processed = engine.process(event)
+            if processed.dropped:
                 # The same call from a second channel (a tailed transcript and
                 # the hook): counted once, stored once.
-                duplicates = engine.duplicates
+                dropped.add(id(event))
                 continue
+            detections: Sequence[Detection] = processed.detections
             if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
@@ -359,13 +359,8 @@ class Hub:
                 self._detections.extend(detections)
             if event.kind is Kind.SESSION_END:
                 lifecycle.close(state, "ended")
-        if duplicates != self._duplicates_seen:
-            self._duplicates_seen = duplicates
-            events = [
-                event
-                for event in events
-                if event.seq or (event.kind is not Kind.TOOL_CALL and event.kind is not Kind.TOOL_RESULT)
-            ]
+        if dropped:
+            events = [event for event in events if id(event) not in dropped]
         self.events_total += len(events)
         self.recorder.add(events, found, position, sessions)
         auto_respond = self.actions.auto_respond
@@ -437,7 +432,7 @@ async def _flush(store: Any) -> None:
             log.exception("store flush failed")
 
 
-def remember(state: HubSession, event: Event, detections: list[Detection]) -> None:
+def remember(state: HubSession, event: Event, detections: Sequence[Detection]) -> None:
     """What a session keeps of an event the engine took: where OTLP reached it (no automatic action
     on what OTLP alone says), a copy for its window, its latest detections."""
     if event.source.startswith("otlp:"):

@@ -99,8 +99,9 @@ def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tupl
     among the session's last ``RECENT_EVENTS`` events."""
     compared = engine_state.window()
     if compared:
-        if all(isinstance(item, Event) for item in compared):
-            return tuple(compared)
+        events = [item for item in compared if isinstance(item, Event)]
+        if len(events) == len(compared):
+            return tuple(events)
         copies = {event.seq: event for event in recent}
         matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
         if matched:
@@ -156,10 +157,10 @@ def window_copy(event: Event) -> Event:
         meta=meta,
         seq=event.seq,
     )
-    key = event.cache.get("call_key")
+    key = event.facts.call_key
     if key is not None:
         # Equal keys stay equal and different ones differ (but for a hash collision).
-        copy.cache["call_key"] = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
+        copy.facts.call_key = key if len(key) <= WINDOW_CHARS else f"{key[:WINDOW_CHARS]}#{hash(key):x}"
     return copy
 
 

@@ -19,18 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from monitor.detect.analysis.failures import _TOOL_KINDS, output_body
-from monitor.detect.analysis.inputs import _BY_COMMAND, NO_IO, CallIO, call_io
+from monitor.detect.analysis.failures import output_body
+from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
+from monitor.detect.analysis.waits import waited
 from monitor.events import Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
 _TOOL_CALL = Kind.TOOL_CALL
-_new = object.__new__
-_UNSET = object()
 
 
 class CallRecord:
@@ -65,12 +64,27 @@ class CallRecord:
         "failure",
         "io",
     )
+    seq: int
+    ts: float
+    tool: str | None
+    hash: int
+    key: str
+    source: str
+    line: int | None
+    _ref: EventRef | tuple[Any, ...]
+    text: str | None
+    error: bool
+    long: bool
+    _outcome: int | None
+    _marks: int | None
+    failure: Any
+    io: CallIO
 
     @property
     def ref(self) -> EventRef:
         """The call's evidence reference, made when first asked for."""
         found = self._ref
-        if found.__class__ is tuple:
+        if isinstance(found, tuple):
             found = self._ref = EventRef.of_call(self.seq, self.source, self.line, found)
         return found
 
@@ -155,7 +169,7 @@ class AwaitedRepeat:
 
     __slots__ = ("records", "count", "threshold", "extra")
 
-    def __init__(self, records: list[CallRecord], count: int, threshold: int, extra: object = None):
+    def __init__(self, records: list[CallRecord], count: int, threshold: int, extra: Any = None):
         self.records = records
         self.count = count
         self.threshold = threshold
@@ -166,7 +180,7 @@ class AwaitedRepeat:
         call = result.call
         if call is None:
             return False
-        record = call.cache.get("record")
+        record = made_record(call)
         return record is not None and any(r is record for r in self.records)
 
     def verdict(self) -> bool | None:
@@ -201,12 +215,10 @@ class AwaitsRepeats:
 
 
 def new_record(event: Event) -> CallRecord:
-    """A new record of the tool call ``event`` (:func:`call_record` memoizes
-    it): a plain function filling the slots, cheaper than a constructor."""
-    record = _new(CallRecord)
-    cache = event.cache
-    record.tool = tool = event.tool
-    key = cache.get("call_key") or call_key(event)
+    """A new record of the tool call ``event`` (:func:`call_record` memoizes it)."""
+    record = CallRecord()
+    record.tool = event.tool
+    key = call_key(event)
     record.seq = seq = event.seq
     record.ts = event.ts
     record.hash = hash(key)
@@ -214,37 +226,40 @@ def new_record(event: Event) -> CallRecord:
     record.source = event.source
     record.line = event.line
     # The evidence reference, or what makes it (most records are never
-    # cited): see ``ref``.  (Kept here, not in the event's cache too:
-    # ``base.ref`` finds it here, and a call's cache stays small.)
-    found = cache.get("ref")
+    # cited): see ``ref``.  (Kept here, not in the event's facts too:
+    # ``base.ref`` finds it here.)
+    found = event.facts.ref
     if found is None or found.seq != seq:
         found = call_snapshot(event) or EventRef.of(event)
     record._ref = found
     record.text = None
     record.failure = None
-    # call_io(), its tables read inline: a call that runs no command and
-    # edits nothing (most) does no I/O, a command's answer is remembered.
-    command = cache.get("shell_command", _UNSET)
-    if command is None:
-        io = call_io(event) if _TOOL_KINDS[tool][1] else NO_IO
-    elif command is _UNSET:
-        io = call_io(event)
-    else:
-        io = _BY_COMMAND[command]
-    if cache.get("waited"):
-        record.io = io.kept(True)
-    else:
-        record.io = io._kept or io.kept()  # (made once per command: read it without the call)
+    record.io = call_io(event).kept(bool(waited(event)))
     return record
 
 
 def call_record(event: Event) -> CallRecord:
     """The record of a tool call, made once per event and shared."""
-    cache = event.cache
-    record = cache.get("record")
+    facts = event.facts
+    record: CallRecord | None = facts.record
     if record is None or record.seq != event.seq:
-        record = cache["record"] = new_record(event)
+        record = facts.record = new_record(event)
     return record
+
+
+def made_record(call: Event) -> CallRecord | None:
+    """The record of a tool call if a detector has made it, else ``None``
+    (a result is only worth comparing with a call some detector kept)."""
+    record: CallRecord | None = call.facts.record
+    return record if record is not None and record.seq == call.seq else None
+
+
+def attach_result(call: Event, result: Event) -> None:
+    """Give the call's record, if made, its result: once, when the engine
+    pairs them, before any detector sees the result."""
+    record = made_record(call)
+    if record is not None and record.text is None:
+        record.attach(result)
 
 
 class RecalledCall(Event):
@@ -263,8 +278,8 @@ class RecalledCall(Event):
             line=record.line,
             tool=record.tool,
             seq=record.seq,
-            cache={"call_key": f"{record.key}#{record.hash:x}"},
         )
+        self.facts.call_key = f"{record.key}#{record.hash:x}"
         self._summary = found.summary
 
     def summary(self, width: int = 80) -> str:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from monitor.detect.analysis.memo import TextMemo
 from monitor.detect.analysis.signatures import LinePattern, failure_signature
-from monitor.events import Event
+from monitor.events import UNKNOWN, Event
 from monitor.text import byte_classes, squash_ws
 
 #: Tools whose calls are shell commands even when the command key is unusual.
@@ -273,8 +273,8 @@ def shell_command(call: Event | None) -> str | None:
     """The command line a shell-like tool call runs, or ``None``."""
     if call is None:
         return None
-    cached = call.cache.get("shell_command", 0)
-    if cached != 0:
+    cached = call.facts.shell_command
+    if cached is not UNKNOWN:
         return cached
     args = call.args or {}
     command = None
@@ -286,8 +286,8 @@ def shell_command(call: Event | None) -> str | None:
             command = _first_command(args, _SHELL_STRING_KEYS)
         if command is None:
             # is_test_run()'s answer too, now at hand: without a command, whether it is a test tool.
-            call.cache["is_test_run"] = kind[0]
-    call.cache["shell_command"] = command
+            call.facts.is_test_run = kind[0]
+    call.facts.shell_command = command
     return command
 
 
@@ -403,7 +403,7 @@ def is_test_run(call: Event | None) -> bool:
     """True when the call runs tests: a test tool, or a shell command starting a test runner."""
     if call is None:
         return False
-    cached = call.cache.get("is_test_run")
+    cached = call.facts.is_test_run
     if cached is not None:
         return cached
     if _tool_kind(call.tool)[0]:
@@ -411,7 +411,7 @@ def is_test_run(call: Event | None) -> bool:
     else:
         command = shell_command(call)
         result = bool(command) and _RUNS_TESTS[command]
-    call.cache["is_test_run"] = result
+    call.facts.is_test_run = result
     return result
 
 
@@ -467,25 +467,25 @@ def failed(result: Event) -> bool:
     """True when a tool result is a failure: ``is_error``, or a nonzero exit code in
     a shell command's output (or a test tool's).  Exit status 1 of ``grep``/``diff``/
     ``test`` means "no", not failure."""
-    cached = result.cache.get("failed")
+    cached = result.facts.failed
     if cached is not None:
         return cached
+    command = shell_command(result.call)
+    code = _exit_code(result, command)
+    if code is None or code == 0:
+        outcome = result.is_error
+    else:
+        outcome = not (command and "||" not in command and _answered_no(result, command, code))
+    result.facts.failed = outcome
+    return outcome
+
+
+def _exit_code(result: Event, command: str | None) -> int | None:
+    """The exit code a result reports: read from a shell's output, else kept by its adapter."""
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"
     # does not make read_file fail (and most results are spared the search).
     call = result.call
-    if call is None:
-        command = None
-        shellish = _tool_kind(result.tool)[2]
-    else:
-        # shell_command() and is_test_run(), their memos read inline: the call has them by now.
-        call_cache = call.cache
-        command = call_cache.get("shell_command", 0)
-        if command == 0:
-            command = shell_command(call)
-        shellish = command is not None or _tool_kind(result.tool)[2]
-        if not shellish:
-            test_run = call_cache.get("is_test_run")
-            shellish = is_test_run(call) if test_run is None else test_run
+    shellish = command is not None or _tool_kind(result.tool)[2] or (call is not None and is_test_run(call))
     code = exit_code(result.content) if shellish and result.content else None
     if code is None and result.meta:
         # Adapters that read the status from the log keep it as meta
@@ -493,31 +493,27 @@ def failed(result: Event) -> bool:
         found = result.meta.get("exit_code")
         if isinstance(found, int) and not isinstance(found, bool):
             code = found
-    if code is None:
-        outcome = result.is_error
-    elif code == 0:
-        outcome = result.is_error
-    else:
-        outcome = True
-        if command and "||" not in command:
-            segments = _segments(command)
-            last = _program(segments[-1]) if segments else ""
-            if code == 1:
-                if segments and _benign_one(segments[-1], last):
-                    outcome = False
-                elif (
-                    len(result.content) <= 300
-                    and len(segments) > 1
-                    and any(_benign_one(segment) for segment in segments[:-1])
-                    and not output_body(result.content)
-                ):
-                    # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
-                    # 1 with nothing to say: the search said "no".
-                    outcome = False
-            if outcome and _reported_findings(last, code, result.content):
-                outcome = False
-    result.cache["failed"] = outcome
-    return outcome
+    return code
+
+
+def _answered_no(result: Event, command: str, code: int) -> bool:
+    """Whether a nonzero exit of ``command`` is an answer, not a failure: a
+    search or comparison that said "no", or a checker that reported findings."""
+    segments = _segments(command)
+    last = _program(segments[-1]) if segments else ""
+    if code == 1:
+        if segments and _benign_one(segments[-1], last):
+            return True
+        if (
+            len(result.content) <= 300
+            and len(segments) > 1
+            and any(_benign_one(segment) for segment in segments[:-1])
+            and not output_body(result.content)
+        ):
+            # ``grep X f | head`` or ``grep -q X f && echo found`` exiting
+            # 1 with nothing to say: the search said "no".
+            return True
+    return _reported_findings(last, code, result.content)
 
 
 #: Lines that wrap a command's output without being part of it: exit-code
@@ -643,7 +639,7 @@ _SUMMARY_LINES = TextMemo(300, 2048, _line_counts)
 
 def run_outcome(result: Event) -> RunOutcome:
     """Parse a test run's output (bounded to its head and tail)."""
-    cached = result.cache.get("run_outcome")
+    cached = result.facts.run_outcome
     if cached is not None:
         return cached
     # What a run reported depends on its output and on whether it failed
@@ -656,7 +652,7 @@ def run_outcome(result: Event) -> RunOutcome:
         outcome = _run_outcome(content, key[1])
         if memo:
             _RUNS.remember(key, outcome)
-    result.cache["run_outcome"] = outcome
+    result.facts.run_outcome = outcome
     return outcome
 
 
@@ -674,27 +670,8 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
     # Each distinct line once (a report of 10,000 identical failures is three lines).
     lines = list(dict.fromkeys((head + ("\n" + tail if tail else "")).splitlines()))
     text = "\n".join(lines)
-    names: list[str] = []
-    seen: set[str] = set()
-    for hint, pattern in _FAILING_NAMES:
-        if hint not in text:
-            continue
-        for match in pattern.finditer(text):
-            # Names carry no timings; only a file:line in them moves with edits (rspec).
-            name = _LINE_REF.sub(":<n>", ".".join(filter(None, match.groups()))).strip()[:200]
-            if name and name not in seen and not name.lower().startswith(("passed", "skipped")):
-                seen.add(name)
-                names.append(name)
-                if len(names) >= MAX_FAILING_TESTS:
-                    break
-    errors: list[str] = []
-    error_line = _ERROR_LINES.__getitem__
-    for line in lines:
-        normalized = error_line(line)
-        if normalized and normalized not in errors:
-            errors.append(normalized)
-            if len(errors) >= MAX_ERROR_LINES:
-                break
+    names = _failing_names(text)
+    errors = _error_lines(lines)
     is_failing = fails or bool(failures) or (failures is None and bool(names) and not passed)
     if failures is None and names and is_failing:
         failures = len(names)
@@ -704,6 +681,34 @@ def _run_outcome(content: str, fails: bool) -> RunOutcome:
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     return RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
+
+
+def _failing_names(text: str) -> list[str]:
+    """The names of the failing tests a run's output lists (each once, at most MAX_FAILING_TESTS)."""
+    names: list[str] = []
+    for hint, pattern in _FAILING_NAMES:
+        if hint not in text:
+            continue
+        for match in pattern.finditer(text):
+            # Names carry no timings; only a file:line in them moves with edits (rspec).
+            name = _LINE_REF.sub(":<n>", ".".join(filter(None, match.groups()))).strip()[:200]
+            if name and name not in names and not name.lower().startswith(("passed", "skipped")):
+                names.append(name)
+                if len(names) >= MAX_FAILING_TESTS:
+                    break
+    return names
+
+
+def _error_lines(lines: list[str]) -> list[str]:
+    """The distinct error lines of a run's output, normalized (at most MAX_ERROR_LINES)."""
+    errors: list[str] = []
+    for line in lines:
+        normalized = _ERROR_LINES[line]
+        if normalized and normalized not in errors:
+            errors.append(normalized)
+            if len(errors) >= MAX_ERROR_LINES:
+                break
+    return errors
 
 
 def _error_line(line: str) -> str:
@@ -751,25 +756,20 @@ def comparable_failure(result: Event) -> str | None:
     and ``test_parse[case4]``, or 3 failures and then 2, the same failure).
     Quote it with :func:`shown_failure`."""
     # Memoized on the result: several detectors ask for every result.
-    cache = result.cache
-    cached = cache.get("comparable_failure", _UNKNOWN)
-    if cached is not _UNKNOWN:
+    facts = result.facts
+    cached = facts.comparable_failure
+    if cached is not UNKNOWN:
         return cached
     if result.is_error and not failed(result):
         found = None  # exit status 1 of a search or a comparison: "no", not a failure
     else:
-        signature = cache.get("failure_signature")  # failure_signature(), its memo read inline
-        found = signature = failure_signature(result) if signature is None else signature or None
+        found = signature = failure_signature(result)
         if signature is not None and is_test_run(result.call):
             run = run_outcome(result)
             if run.failing:
                 found = f"T:{run.signature}:{run.failures}\x00{run.headline or signature[2:]}"
-    cache["comparable_failure"] = found
+    facts.comparable_failure = found
     return found
-
-
-#: ``comparable_failure`` not computed yet (``None`` is an answer).
-_UNKNOWN = object()
 
 
 _QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
@@ -783,7 +783,7 @@ def failure_kind(result: Event) -> str:
     different commands failing the same way (``brew``, then ``conda``: "command
     not found"; ``cat``, then ``sed``: "No such file or directory") share it;
     ``No matching distribution found for erfa`` and ``… for pyerfa`` do not."""
-    cached = result.cache.get("failure_kind")
+    cached = result.facts.failure_kind
     if cached is not None:
         return cached
     signature = failure_signature(result)
@@ -801,7 +801,7 @@ def failure_kind(result: Event) -> str:
     if len(parts) > 1 and " " not in kind:
         kind = parts[-2] + ": " + kind
     kind = kind[:200]
-    result.cache["failure_kind"] = kind
+    result.facts.failure_kind = kind
     return kind
 
 

@@ -21,6 +21,7 @@ Bounded: the command is looked at up to 4,000 characters, once per call.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from monitor.detect.analysis.failures import _program, _segments, _tool_kind, shell_command
 from monitor.detect.analysis.memo import TextMemo
@@ -200,7 +201,6 @@ class CallIO:
 
 
 _EMPTY: frozenset[int] = frozenset()
-_UNSET = object()
 NO_IO = CallIO((), False, False, _EMPTY)
 _SHARED = {
     (blind, broad): CallIO((), blind, broad, _EMPTY) for blind in (False, True) for broad in (False, True)
@@ -232,9 +232,7 @@ def call_io(call: Event | None) -> CallIO:
     by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    command = call.cache.get("shell_command", _UNSET)  # shell_command(), its memo read inline
-    if command is _UNSET:
-        command = shell_command(call)
+    command = shell_command(call)
     if command is None:
         io = (
             _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO
@@ -244,7 +242,7 @@ def call_io(call: Event | None) -> CallIO:
     return io
 
 
-def _edit_io(args: dict | None) -> CallIO:
+def _edit_io(args: dict[str, Any] | None) -> CallIO:
     """What an edit tool's call writes: the file its arguments name."""
     target = None
     if args:
@@ -280,38 +278,52 @@ def command_io(command: str) -> CallIO:
     else:
         segments = [command.strip()]  # one simple command (most): no split needed
     for segment in segments:
-        program = _program(segment)
-        words = segment.split()
-        if ">" in segment:
-            for target in _REDIRECT_TARGET.findall(segment):
-                if target != "/dev/null":
-                    writes.add(_base(target))
-            segment_words = [w for w in words if ">" not in w]
-        else:
-            segment_words = words
-        names = _names(segment_words[1:])
-        if program in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:3]):
-            writes.update(names)
-        elif program in ("cp", "mv", "install", "ln", "rsync") and len(segment_words) >= 3:
-            writes.add(_base(segment_words[-1]))
-        elif program in ("tee", "touch", "rm", "truncate"):
-            writes.update(names)
-        elif program == "patch":
-            blind = True
-        elif program == "git":
-            sub = next((w for w in words[1:] if not w.startswith("-")), "")
-            if sub in _GIT_WRITES:
-                blind = True
-            elif sub in _GIT_BROAD:
-                broad = True
-        elif program in _RUNS or program.startswith(("python", "./")) or program.endswith((".py", ".sh")):
-            blind = broad = True
-        elif program not in _PURE:
-            blind = broad = True  # what it reads and writes is not known
+        written, names, runs_blind, runs_broad = _segment_io(segment)
+        writes.update(written)
+        blind = blind or runs_blind
+        broad = broad or runs_broad
         reads.update(names)
         if len(reads) > _MAX_NAMES:
             break
     return CallIO(tuple(sorted(writes)[:_MAX_NAMES]), blind, broad, frozenset(list(reads)[:_MAX_NAMES]))
+
+
+def _segment_io(segment: str) -> tuple[list[int], set[int], bool, bool]:
+    """What one simple command writes, the names it mentions, and whether it
+    may write what it does not name (``blind``) or depend on anything (``broad``)."""
+    program = _program(segment)
+    words = segment.split()
+    writes: list[int] = []
+    if ">" in segment:
+        writes += [_base(target) for target in _REDIRECT_TARGET.findall(segment) if target != "/dev/null"]
+        segment_words = [w for w in words if ">" not in w]
+    else:
+        segment_words = words
+    names = _names(segment_words[1:])
+    if program in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:3]):
+        writes += names
+    elif program in ("cp", "mv", "install", "ln", "rsync") and len(segment_words) >= 3:
+        writes.append(_base(segment_words[-1]))
+    elif program in ("tee", "touch", "rm", "truncate"):
+        writes += names
+    else:
+        blind, broad = _runs(program, words)
+        return writes, names, blind, broad
+    return writes, names, False, False
+
+
+def _runs(program: str, words: list[str]) -> tuple[bool, bool]:
+    """``(blind, broad)`` of a program that names no file it writes."""
+    if program == "patch":
+        return True, False
+    if program == "git":
+        sub = next((w for w in words[1:] if not w.startswith("-")), "")
+        return sub in _GIT_WRITES, sub not in _GIT_WRITES and sub in _GIT_BROAD
+    if program in _RUNS or program.startswith(("python", "./")) or program.endswith((".py", ".sh")):
+        return True, True
+    if program not in _PURE:
+        return True, True  # what it reads and writes is not known
+    return False, False
 
 
 #: call_io's answers by command line and by edited path: they depend on the

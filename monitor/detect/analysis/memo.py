@@ -13,7 +13,7 @@ from typing import Any
 from monitor.text import SIMILARITY_CHARS, normalize_result
 
 
-class TextMemo(dict):
+class TextMemo(dict[Any, Any]):
     """``work``'s answers by text (or by a key made of one), for texts up to
     ``max_chars`` long, at most ``max_size`` of them.  A dict that works out
     what it is missing: ``memo[text]`` is the answer, and a hit is one

@@ -119,8 +119,8 @@ def shell_file_read(command: str) -> str | None:
 
 def fingerprint(event: Event) -> str:
     """The loose key of a tool call, memoized on the event."""
-    cache = event.cache
-    cached = cache.get("fingerprint")
+    facts = event.facts
+    cached = facts.fingerprint
     if cached is not None:
         return cached
     args = event.args or {}
@@ -144,10 +144,10 @@ def fingerprint(event: Event) -> str:
             # Every argument is primary, or none is: the fingerprint is the
             # exact call key (same tool, same canonical arguments), which the
             # other call detectors compute anyway.
-            result = cache.get("call_key") or call_key(event)
+            result = call_key(event)
         else:
             result = f"{tool}:{canonical_args(args)}"
-    cache["fingerprint"] = result
+    facts.fingerprint = result
     return result
 
 
@@ -155,9 +155,9 @@ def is_acknowledgement(result: Event) -> bool:
     """A result that only says "it worked" (or nothing at all)."""
     if result.is_error or len(result.content) > 400:
         return False
-    cached = result.cache.get("ack")
+    cached = result.facts.ack
     if cached is None:
-        cached = result.cache["ack"] = text_is_acknowledgement(result.content)
+        cached = result.facts.ack = text_is_acknowledgement(result.content)
     return cached
 
 
@@ -330,7 +330,7 @@ def not_an_outcome(result: Event) -> bool:
     Agents report those as errors, which keeps the common case one attribute read."""
     if not result.is_error or len(result.content) > 600:
         return False
-    cached = result.cache.get("not_an_outcome")
+    cached = result.facts.not_an_outcome
     if cached is None:
         low = result.content.lower()
         cached = False
@@ -338,7 +338,7 @@ def not_an_outcome(result: Event) -> bool:
             if marker in low:
                 cached = True
                 break
-        result.cache["not_an_outcome"] = cached
+        result.facts.not_an_outcome = cached
     return cached
 
 
@@ -381,7 +381,7 @@ def failure_signature(result: Event) -> str | None:
     A non-error result counts only when it is short and empty-handed ("No
     matches found") or ends in a traceback: a file that mentions "error" is not
     a failure."""
-    cached = result.cache.get("failure_signature")
+    cached = result.facts.failure_signature
     if cached is not None:
         return cached or None
     signature = ""
@@ -398,7 +398,7 @@ def failure_signature(result: Event) -> str | None:
         candidate = _FAILURES[text]
         if len(candidate) >= MIN_SIGNATURE_CHARS:
             signature = ("E:" if result.is_error else "R:") + candidate
-    result.cache["failure_signature"] = signature
+    result.facts.failure_signature = signature
     return signature or None
 
 
@@ -490,9 +490,9 @@ def primary_args(call: Event) -> dict[str, Any]:
     """The primary arguments of a call, or all of them when it has none
     (Claude's ``description`` of a Bash call says nothing about what runs);
     memoized on the event."""
-    cached = call.cache.get("primary_args")
+    cached = call.facts.primary_args
     if cached is None:
-        cached = call.cache["primary_args"] = primary_of(call.args or {})
+        cached = call.facts.primary_args = primary_of(call.args or {})
     return cached
 
 

@@ -156,16 +156,6 @@ class Outcome:
 _NO_RESULTS = Outcome(())
 
 
-def held_outcome(held: list, index: int) -> Outcome:
-    """The :class:`Outcome` of the results (``Turn.results``) a detector holds
-    at ``held[index]``, made when first compared and kept there: most
-    remembered turns are never compared."""
-    results = held[index]
-    if results.__class__ is not Outcome:
-        results = held[index] = Outcome(results)
-    return results
-
-
 #: A tool call made in a turn: ``(tool name, canonical key)``.  A plain
 #: tuple: one is built per call, and a NamedTuple's (even through
 #: ``tuple.__new__``) cost a third of the turn.
@@ -285,8 +275,19 @@ class Turn:
             self.calls += ((event.tool, call_key(event) if self.keep_keys else ""),)
         if self.response is None and event.meta:
             self.response = response_id(event)
-        # _remember(), inlined: one call per tool call saved
-        self.last = event
+        self._remember(event)
+
+    def add_result(self, event: Event) -> None:
+        """A result of one of its calls: it ends the response."""
+        self._undo = None
+        if self.open_calls > 0:
+            self.open_calls -= 1
+        self.answered = self.ended = True
+        if len(self.results) < MAX_CALLS and self.keep_keys:
+            content = event.content
+            if len(content) > SIMILARITY_CHARS:
+                content = clip(content)
+            self.results += ((event.is_error, content),)
         if len(self.events) < MAX_EVIDENCE:
             self.events.append(event)
 
@@ -366,71 +367,67 @@ class TurnTracker:
         return message.ts - turn.last.ts < self.same_turn_seconds
 
     def feed(self, event: Event) -> Turn | None:
-        """The turn ``event`` completes, if any.
-
-        Runs for every event of every session: the common paths (a tool call
-        opening a turn, its result closing it) are written flat on purpose."""
+        """The turn ``event`` completes, if any."""
         kind = event.kind
-        turn = self.current
         if kind is _TOOL_CALL:
-            if turn is not None and not turn.answered:
-                # No result back yet: the call joins this response if the
-                # response ids agree or, without ids, while it has not ended.
-                ours = turn.response
-                theirs = response_id(event) if event.meta else None
-                if (ours == theirs) if (ours is not None and theirs is not None) else not turn.ended:
-                    turn.add_call(event)
-                    return None
-            # _close() and _start(), inlined: most tool calls start a turn
-            self.current = Turn(event, self.keep_text, self._announced)  # with the call added
-            self._announced = None
-            return turn
+            return self._call(event)
         if kind is _TOOL_RESULT:
-            if turn is None:
-                return None
-            call_id = event.call_id
-            ours = turn.call_id
-            if call_id and ours is not None and call_id != ours:
-                others = turn.call_ids
-                if others is None or call_id not in others:
-                    return None  # not an answer to this turn's calls
-            # The result joins the turn (here, not in a Turn method: this
-            # runs for every tool result).
-            turn._undo = None
-            if turn.open_calls > 0:
-                turn.open_calls -= 1
-            turn.answered = turn.ended = True
-            if len(turn.results) < MAX_CALLS and turn.keep_keys:
-                content = event.content
-                if len(content) > SIMILARITY_CHARS:
-                    content = clip(content)
-                turn.results += ((event.is_error, content),)
-            if len(turn.events) < MAX_EVIDENCE:
-                turn.events.append(event)
-            if turn.open_calls == 0:  # turn.complete: the result ended it
-                self.current = None
-                return turn
-            return None
+            return self._result(event)
         if kind is _MESSAGE:
-            if event.role == "assistant":
-                if turn is not None and self._continues(turn, event):
-                    turn.add_message(event)
-                    return None
-                closed = self._close()
-                self._start(event)
-                self.current.add_message(event)
-                return closed
-            if event.role == "user":
-                self.reset()  # the engine resets detectors too; be safe on our own
-                return None
-            return self._end_response()
+            return self._message(event)
         if kind is _USAGE:
             return self._usage(event)
         # compaction, session start/end: whatever was in progress is over
-        if turn is not None:
-            turn.ended = True
-            turn.open_calls = 0
+        if self.current is not None:
+            self.current.ended = True
+            self.current.open_calls = 0
         return self._close()
+
+    def _call(self, event: Event) -> Turn | None:
+        turn = self.current
+        if turn is not None and not turn.answered:
+            # No result back yet: the call joins this response if the
+            # response ids agree or, without ids, while it has not ended.
+            ours = turn.response
+            theirs = response_id(event) if event.meta else None
+            if (ours == theirs) if (ours is not None and theirs is not None) else not turn.ended:
+                turn.add_call(event)
+                return None
+        closed = self._close()
+        self._start(event)  # (a turn started by a call has it added)
+        return closed
+
+    def _result(self, event: Event) -> Turn | None:
+        turn = self.current
+        if turn is None:
+            return None
+        call_id = event.call_id
+        ours = turn.call_id
+        if call_id and ours is not None and call_id != ours:
+            others = turn.call_ids
+            if others is None or call_id not in others:
+                return None  # not an answer to this turn's calls
+        turn.add_result(event)
+        if turn.open_calls == 0:  # turn.complete: the result ended it
+            self.current = None
+            return turn
+        return None
+
+    def _message(self, event: Event) -> Turn | None:
+        turn = self.current
+        if event.role == "assistant":
+            if turn is not None and self._continues(turn, event):
+                turn.add_message(event)
+                return None
+            closed = self._close()
+            self._start(event)
+            if self.current is not None:
+                self.current.add_message(event)
+            return closed
+        if event.role == "user":
+            self.reset()  # the engine resets detectors too; be safe on our own
+            return None
+        return self._end_response()
 
     def _usage(self, event: Event) -> Turn | None:
         """A usage report ends the response in progress, unless it belongs to it."""

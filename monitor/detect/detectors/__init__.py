@@ -7,6 +7,8 @@ analysis they build on (call records, turns, failures, signatures) is in
 
 from __future__ import annotations
 
+from typing import Any
+
 from monitor.detect.base import Detector
 from monitor.detect.detectors.chanting import Chanting
 from monitor.detect.detectors.compaction import CompactionLoop
@@ -26,7 +28,7 @@ from monitor.detect.detectors.turn_similarity import TurnSimilarity
 from monitor.detect.detectors.waiting import Waiting
 
 #: Every detector, in the order they run (and report) for each event.
-DETECTORS: tuple[type[Detector], ...] = (
+DETECTORS: tuple[type[Detector[Any]], ...] = (
     ExactRepeat,
     Cycle,
     Fingerprint,
@@ -46,4 +48,4 @@ DETECTORS: tuple[type[Detector], ...] = (
 )
 
 #: Detector name (its ``[detectors.<name>]`` table) -> class, in run order.
-REGISTRY: dict[str, type[Detector]] = {cls.name: cls for cls in DETECTORS}
+REGISTRY: dict[str, type[Detector[Any]]] = {cls.name: cls for cls in DETECTORS}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -249,7 +250,7 @@ class _Region(NamedTuple):
 _NO_CARRY = _Region("", False, None, 0)
 
 
-class Chanting(Detector):
+class Chanting(Detector[ChantingSettings]):
     name = "chanting"
     title = "Chanting"
     Settings = ChantingSettings
@@ -289,7 +290,7 @@ class Chanting(Detector):
         self.reported.clear()
         self.messages.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:

@@ -12,12 +12,11 @@ is not work either.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import COMPACTION, TOOL_CALL, Event, EventRef, Kind, Level
-
-_COMPACTIONS = frozenset({Kind.COMPACTION})
 
 ADVICE = (
     "Compacting again will not free enough context. Write down the essential state "
@@ -32,14 +31,13 @@ class CompactionSettings(DetectorSettings):
     min_calls: int = 1  # tool calls between two compactions that count as work
 
 
-class CompactionLoop(Detector):
+class CompactionLoop(Detector[CompactionSettings]):
     name = "compaction"
     title = "Compaction loop"
     Settings = CompactionSettings
     presets = {"conservative": {"threshold": 3}, "aggressive": {"threshold": 2, "min_calls": 2}}
     resets_on_user_turn = False
     kinds = frozenset({Kind.TOOL_CALL, Kind.COMPACTION})
-    listening = _COMPACTIONS  # calls only until a run has seen min_calls of them
 
     def __init__(self, settings: CompactionSettings | None = None):
         super().__init__(settings)
@@ -52,15 +50,13 @@ class CompactionLoop(Detector):
         # still holds a block of 64 slots).
         self.events: list[EventRef] = []
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         kind = event.kind
         if kind is TOOL_CALL:
             self.calls_since += 1
-            if self.calls_since >= self.settings.min_calls:
-                view.listen(self.name, _COMPACTIONS)  # enough: its count is only compared with min_calls
             return None
         if kind is not COMPACTION:
             return None
@@ -70,8 +66,6 @@ class CompactionLoop(Detector):
             self.count = 1
             self.events.clear()
         self.calls_since = 0
-        if self.settings.min_calls > 0:
-            view.listen(self.name, self.kinds)
         events = self.events
         events.append(ref(event))
         if len(events) > 8:

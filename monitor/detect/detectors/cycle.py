@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, events, new_record
+from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -30,7 +30,7 @@ def _same(a: CallRecord, b: CallRecord) -> bool:
     return a.same_call(b) and a.same_outcome(b)
 
 
-class Cycle(Detector):
+class Cycle(Detector[CycleSettings]):
     name = "cycle"
     title = "Cycle"
     Settings = CycleSettings
@@ -64,45 +64,39 @@ class Cycle(Detector):
         return events(self.calls)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call and result of every session: written flat.
-        kind = event.kind
-        if kind is _TOOL_RESULT:
-            if not self._running:
-                return None  # no run to confirm or break
-            call = event.call
-            if call is None:
-                return None
-            record = call.cache.get("record")  # its result attached by the engine
-            if record is None or record.seq != call.seq:
-                return None
-            history = self.calls
-            if not history or record is not history[-1]:
-                return None
-            # The latest call's result arrived: confirm or break its cycles.
-            runs = self._runs
-            pending = False
-            for period, run in runs.items():
-                if run:
-                    if not _same(record, history[-1 - period]):
-                        runs[period] = 0
-                    elif run >= period:
-                        pending = True
-            self._running = any(runs.values())
-            return self._check(list(history), view, confirmed=True) if pending else None
-        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
+        if event.kind is _TOOL_RESULT:
+            return self._result(event, view)
+        if event.kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        cache = event.cache
-        last = cache.get("record")
-        if last is None or last.seq != event.seq:
-            last = cache["record"] = new_record(event)  # call_record(), inline
+        return self._call(call_record(event), view)
+
+    def _result(self, event: Event, view: SessionView) -> list[Detection] | None:
+        """The latest call's result arrived: confirm or break its cycles."""
+        if not self._running or event.call is None:
+            return None  # no run to confirm or break
+        record = made_record(event.call)  # its result attached by the engine
+        history = self.calls
+        if record is None or not history or record is not history[-1]:
+            return None
+        pending = False
+        for period, run in self._runs.items():
+            if run:
+                if not _same(record, history[-1 - period]):
+                    self._runs[period] = 0
+                elif run >= period:
+                    pending = True
+        self._running = any(self._runs.values())
+        return self._check(list(history), view, confirmed=True) if pending else None
+
+    def _call(self, last: CallRecord, view: SessionView) -> list[Detection] | None:
+        """A call: extend or break the run at each period."""
         history = self.calls
         history.append(last)
         if len(history) > self._size:
             del history[0]
         recent = self._recent
-        digest = last.hash
-        repeats = digest in recent
-        recent.append(digest)
+        repeats = last.hash in recent
+        recent.append(last.hash)
         del recent[0]
         if not repeats:
             # None of the last max_period calls: every run breaks.
@@ -110,23 +104,15 @@ class Cycle(Detector):
                 self._runs = dict.fromkeys(self._runs, 0)
                 self._running = False
             return None
-        runs = self._runs
         n = len(history)
-        key = last.key
-        pending = False
-        running = False
-        for period, run in runs.items():
-            if n > period:
-                earlier = history[-1 - period]
-                # _same(), the keys compared inline: most repeats are at other distances
-                if earlier.hash == digest and earlier.key == key and last.same_outcome(earlier):
-                    runs[period] = run = run + 1
-                    running = True
-                    if run >= period:
-                        pending = True
-                    continue
-            if run:
-                runs[period] = 0
+        pending = running = False
+        for period, run in self._runs.items():
+            if n > period and _same(last, history[-1 - period]):
+                self._runs[period] = run = run + 1
+                running = True
+                pending = pending or run >= period
+            elif run:
+                self._runs[period] = 0
         self._running = running
         # _check finds nothing (and notes nothing) unless a run spans its period.
         return self._check(list(history), view, confirmed=False) if pending else None

@@ -31,15 +31,14 @@ from monitor.detect.analysis.calls import (
     AwaitsRepeats,
     CallRecord,
     CallWindow,
+    call_record,
     events,
-    new_record,
 )
-from monitor.detect.analysis.inputs import call_io
+from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 
 
 @dataclass(frozen=True)
@@ -48,12 +47,11 @@ class ExactRepeatSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth identical call
 
 
-class ExactRepeat(Detector, AwaitsRepeats):
+class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
     name = "exact_repeat"
     title = "Exact repeat"
     Settings = ExactRepeatSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _CALLS  # results only while a repeat awaits them
     provides_window = True
     presets = {
         "conservative": {"window": 15, "threshold": 4},
@@ -63,8 +61,6 @@ class ExactRepeat(Detector, AwaitsRepeats):
     def __init__(self, settings: ExactRepeatSettings | None = None):
         super().__init__(settings)
         self.calls = CallWindow(self.settings.window)
-        # The window's parts, for the per-call path (cleared in place, never replaced).
-        self._records, self._counts, self._size = self.calls.records, self.calls.counts, self.calls.size
         #: A repeat at its threshold waiting for its results (see calls.py).
         self.awaited: AwaitedRepeat | None = None
 
@@ -79,51 +75,24 @@ class ExactRepeat(Detector, AwaitsRepeats):
         return tuple(self.calls.records)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call and result of every session: written flat.
         # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
-            if self.awaited is None:
-                view.listen(self.name, _CALLS)
-                return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
             return self._detection(proven.records, proven.count, proven.threshold, proven.extra)
         if view.tool_overrides and view.exempt(event.tool):
             return None
-
-        cache = event.cache
-        record = cache.get("record")
-        if record is None or record.seq != event.seq:
-            record = cache["record"] = new_record(event)  # call_record(), inline
-        counts = self._counts
-        digest = record.hash
-        records = self._records
-        if digest not in counts:
-            # The common case: nothing repeats.  CallWindow.push, inlined.
-            if len(records) >= self._size:
-                if not records:
-                    return None
-                old = records.pop(0).hash
-                left = counts[old] - 1
-                if left:
-                    counts[old] = left
-                else:
-                    del counts[old]
-            records.append(record)
-            counts[digest] = 1
-            return None
-        if counts[digest] + 1 < (
-            self.settings.threshold
-            if not view.tool_overrides
-            else view.threshold(event.tool, self.settings.threshold)
-        ):
+        record = call_record(event)
+        seen = self.calls.counts.get(record.hash, 0)
+        if seen + 1 < view.threshold(event.tool, self.settings.threshold):
             # Too few occurrences in the window to reach the threshold,
             # however the streak would count: only the similarity to note.
             noted = (
-                view.keeps_similarity
+                seen
+                and view.keeps_similarity
                 and not record.waited
-                and record.key in [earlier.key for earlier in records if earlier.hash == digest]
+                and any(earlier.same_call(record) for earlier in self.calls)
             )
             self.calls.push(record)
             if noted:
@@ -135,8 +104,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
         """A call whose key is in the window often enough to reach the threshold."""
         calls = self.calls
         records = list(calls.records)
-        digest, key = record.hash, record.key
-        positions = [i for i, earlier in enumerate(records) if earlier.hash == digest and earlier.key == key]
+        positions = [i for i, earlier in enumerate(records) if earlier.same_call(record)]
         calls.push(record)
         if not positions or record.waited:
             return None  # a hash collision, or a poll after a wait (the waiting budget's)
@@ -144,42 +112,7 @@ class ExactRepeat(Detector, AwaitsRepeats):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if _alike(records, positions) + 1 < threshold:
             return None  # the outcomes alone end the streak short of the threshold
-
-        # Count back from the latest repeat while outcomes stay identical and
-        # nothing in between moved: a different outcome, or a poll between
-        # the repeats whose output changed (sleep → status → sleep → status),
-        # means the repeats are getting somewhere.
-        # (``moved`` is made only once calls between repeats are looked at:
-        # a loop's repeats are often back to back.)
-        first = positions[0] + 1
-        moved: list[bool] | None = None
-        latest = positions[-1]
-        reference = records[latest]
-        # A call whose inputs were rewritten since it last ran (``python
-        # fix.py`` after a new fix.py, a read after ``sed -i`` of its file)
-        # is a new call, not a repeat.
-        io = call_io(event)
-        streak = [reference]
-        if latest + 1 < len(records):
-            moved = _moved(records, first)
-            if True in moved[latest + 1 - first :] or record.changed_since(io, records[latest + 1 :]):
-                streak = []
-        for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
-            if not streak:
-                break
-            earlier = records[earlier_at]
-            if not earlier.same_outcome(reference):
-                break
-            if earlier_at + 1 < later:
-                if moved is None:
-                    moved = _moved(records, first)
-                if True in moved[earlier_at + 1 - first : later - first] or record.changed_since(
-                    io, records[earlier_at + 1 : later]
-                ):
-                    break
-            if not reference.done:
-                reference = earlier
-            streak.append(earlier)
+        streak, reference = _streak(record, records, positions, call_io(event))
         if not streak:
             return None
         if reference.done and reference.acknowledged():
@@ -200,7 +133,6 @@ class ExactRepeat(Detector, AwaitsRepeats):
             # at a differing result is a poll that moved: it needs two
             # results in a row that agree before it is flagged again.)
             self.awaited = AwaitedRepeat(records, count, threshold, len(calls))
-            view.listen(self.name, self.kinds)
             return None
         self.awaited = None
         return self._detection(records, count, threshold, len(calls))
@@ -247,6 +179,46 @@ def _alike(records: list[CallRecord], positions: list[int]) -> int:
             reference = earlier
         alike += 1
     return alike
+
+
+def _streak(
+    record: CallRecord, records: list[CallRecord], positions: list[int], io: CallIO
+) -> tuple[list[CallRecord], CallRecord]:
+    """The repeats of ``record`` at ``positions`` of the window that make its
+    streak (the latest first), and the one whose outcome they share.
+
+    Counted back from the latest repeat while outcomes stay identical and
+    nothing in between moved: a different outcome, or a poll between the
+    repeats whose output changed (sleep → status → sleep → status), means
+    the repeats are getting somewhere.  A call whose inputs were rewritten
+    since it last ran (``python fix.py`` after a new fix.py, a read after
+    ``sed -i`` of its file) is a new call, not a repeat.  (``moved`` is made
+    only once calls between repeats are looked at: a loop's repeats are
+    often back to back.)"""
+    first = positions[0] + 1
+    moved: list[bool] | None = None
+    latest = positions[-1]
+    reference = records[latest]
+    if latest + 1 < len(records):
+        moved = _moved(records, first)
+        if True in moved[latest + 1 - first :] or record.changed_since(io, records[latest + 1 :]):
+            return [], reference
+    streak = [reference]
+    for later, earlier_at in zip(reversed(positions), reversed(positions[:-1])):
+        earlier = records[earlier_at]
+        if not earlier.same_outcome(reference):
+            break
+        if earlier_at + 1 < later:
+            if moved is None:
+                moved = _moved(records, first)
+            if True in moved[earlier_at + 1 - first : later - first] or record.changed_since(
+                io, records[earlier_at + 1 : later]
+            ):
+                break
+        if not reference.done:
+            reference = earlier
+        streak.append(earlier)
+    return streak, reference
 
 
 def _moved(records: list[CallRecord], start: int) -> list[bool]:

@@ -20,6 +20,7 @@ limit of 5 (design note 000, the ``limits`` detector).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import (
@@ -55,7 +56,7 @@ class FailureCascadeSettings(DetectorSettings):
     long_threshold: int = 5  # warn at the Nth consecutive failure, however different
 
 
-class FailureCascade(Detector):
+class FailureCascade(Detector[FailureCascadeSettings]):
     name = "failure_cascade"
     title = "Failure cascade"
     Settings = FailureCascadeSettings
@@ -80,30 +81,43 @@ class FailureCascade(Detector):
         self.pattern = ""  # fixed when the streak first crosses the threshold
         self.events.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is not TOOL_RESULT:
             return None
-        failure = event.cache.get("failed")  # failed(), its memo read inline: this runs for every result
-        if failure is None:
-            failure = failed(event)
-        if not failure:
+        if not failed(event):
             if self.count:
                 self.reset()  # any successful tool call ends the cascade
             return None
         call = event.call
         command = shell_command(call)
         tool = event.tool or (call.tool if call is not None else None)
-        if command is None and (tool or "").lower() not in SHELL_TOOLS:
-            return None  # a failing non-shell tool neither extends nor ends it
-        if not_an_outcome(event):
-            return None  # cancelled with a failing sibling: that one counted already
-        if view.tool_overrides and view.exempt(tool):
+        if not self._counts(event, command, tool, view):
             return None
-        if tests_failed(event):
-            return None  # the tests failed, not the command: test_fix's business
+        self._count(event, command)
+        threshold = view.threshold(tool, self.settings.threshold)
+        view.note_similarity(self.name, min(1.0, self.count / threshold))
+        if self.count < threshold:
+            return None
+        long_threshold = max(threshold, self.settings.long_threshold)
+        if self.repeated or self.count >= long_threshold:
+            return [self._failing(tool, threshold)]
+        return [self._adapting(tool, long_threshold)]
+
+    def _counts(self, event: Event, command: str | None, tool: str | None, view: SessionView) -> bool:
+        """Whether a failed result is a shell command failing in its own right."""
+        if command is None and (tool or "").lower() not in SHELL_TOOLS:
+            return False  # a failing non-shell tool neither extends nor ends it
+        if not_an_outcome(event):
+            return False  # cancelled with a failing sibling: that one counted already
+        if view.tool_overrides and view.exempt(tool):
+            return False
+        return not tests_failed(event)  # the tests failed, not the command: test_fix's business
+
+    def _count(self, event: Event, command: str | None) -> None:
+        """Add a failed command to the streak."""
         self.count += 1
         kind = failure_kind(event)
         if kind and kind == self.last_kind:
@@ -111,36 +125,31 @@ class FailureCascade(Detector):
         self.last_kind = kind
         if manual_file_op(command):
             self.file_ops += 1
-            program = (command or "").split(None, 1)[0] if command else ""
+            program = command.split(None, 1)[0] if command else ""
             if program and (len(self.programs) < 8 or program in self.programs):
                 self.programs[program] = self.programs.get(program, 0) + 1
-        if call is not None:
-            self.events.append(ref(call))
+        if event.call is not None:
+            self.events.append(ref(event.call))
         self.events.append(ref(event))
-        threshold = view.threshold(tool, self.settings.threshold)
-        view.note_similarity(self.name, min(1.0, self.count / threshold))
-        if self.count < threshold:
-            return None
-        long_threshold = max(threshold, self.settings.long_threshold)
-        level = Level.WARN if self.repeated or self.count >= long_threshold else Level.NOTICE
 
+    def _adapting(self, tool: str | None, long_threshold: int) -> Detection:
+        """Each command failed differently: a notice (the agent may be adapting)."""
+        return Detection(
+            detector=self.name,
+            level=Level.NOTICE,
+            score=self.count / (long_threshold + 2),
+            message=f"{self.count} consecutive shell commands failed, each differently: adapting, so far",
+            pattern="shell_failures:adapting",
+            count=self.count,
+            tool=tool,
+            summary=f"had {self.count} different shell commands fail in a row",
+            advice=CASCADE,
+            evidence=evidence(self.events),
+        )
+
+    def _failing(self, tool: str | None, threshold: int) -> Detection:
+        """Failing the same way again, or for long: a warning."""
         by_hand = self.file_ops * 2 >= self.count
-        if level is Level.NOTICE:
-            message = f"{self.count} consecutive shell commands failed, each differently: adapting, so far"
-            return [
-                Detection(
-                    detector=self.name,
-                    level=level,
-                    score=self.count / (long_threshold + 2),
-                    message=message,
-                    pattern="shell_failures:adapting",
-                    count=self.count,
-                    tool=tool,
-                    summary=f"had {self.count} different shell commands fail in a row",
-                    advice=CASCADE,
-                    evidence=evidence(self.events),
-                )
-            ]
         if not self.pattern:
             # Stable for the whole streak so that each further failure climbs one ladder.
             self.pattern = "shell_failures:file_ops" if by_hand else "shell_failures"
@@ -150,17 +159,15 @@ class FailureCascade(Detector):
         if self.file_ops:
             shown = ", ".join(sorted(self.programs)[:4])
             message += f" ({self.file_ops} of them file operations done by hand: {shown})"
-        return [
-            Detection(
-                detector=self.name,
-                level=Level.WARN,
-                score=min(1.0, self.count / (threshold + 2)),
-                message=message,
-                pattern=self.pattern,
-                count=self.count,
-                tool=tool,
-                summary=f"had {self.count} shell commands fail in a row",
-                advice=FILE_TOOLS if by_hand else CASCADE,
-                evidence=evidence(self.events),
-            )
-        ]
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=min(1.0, self.count / (threshold + 2)),
+            message=message,
+            pattern=self.pattern,
+            count=self.count,
+            tool=tool,
+            summary=f"had {self.count} shell commands fail in a row",
+            advice=FILE_TOOLS if by_hand else CASCADE,
+            evidence=evidence(self.events),
+        )

@@ -23,15 +23,14 @@ from monitor.detect.analysis.calls import (
     AwaitedRepeat,
     AwaitsRepeats,
     CallRecord,
+    call_record,
     events,
-    new_record,
 )
 from monitor.detect.analysis.signatures import fingerprint
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 #: A tool name shorter than this, without a colon, makes the first KEY_CHARS
 #: characters of its fingerprints ("tool:…") differ from any other tool's.
 _PLAIN_TOOL = KEY_CHARS - 1
@@ -65,12 +64,27 @@ class FingerprintSettings(DetectorSettings):
     fuzzy_threshold: int = 4  # same fingerprint in a row
 
 
-class Fingerprint(Detector, AwaitsRepeats):
+def _exact_streak(current: CallRecord, records: list[CallRecord]) -> list[CallRecord]:
+    """The exact tier: identical calls at the end of the run (the latest
+    first), while their outcomes stay the same (a poll whose output moves is progress)."""
+    streak = [current]
+    reference: CallRecord | None = None
+    for record in reversed(records):
+        if not record.same_call(current):
+            break
+        if reference is not None and not record.same_outcome(reference):
+            break
+        if reference is None or not reference.done:
+            reference = record
+        streak.append(record)
+    return streak
+
+
+class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
     name = "fingerprint"
     title = "Fingerprint"
     Settings = FingerprintSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _CALLS  # results only while a run awaits them
     presets = {
         "conservative": {"threshold": 4, "fuzzy_threshold": 5},
         "aggressive": {"threshold": 2, "fuzzy_threshold": 3},
@@ -105,12 +119,8 @@ class Fingerprint(Detector, AwaitsRepeats):
         return events(self.streak)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call of every session: written flat.  (Results
-        # reach the records through the engine: see calls.py.)
+        # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
-            if self.awaited is None:
-                view.listen(self.name, _CALLS)
-                return None  # (proven_repeat's own first test, without the call)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
@@ -118,10 +128,19 @@ class Fingerprint(Detector, AwaitsRepeats):
             return self._detection("exact", key, proven.records, fuzzy_needed)
         if view.tool_overrides and view.exempt(event.tool):
             return None
-        cache = event.cache
-        current = cache.get("record")
-        if current is None or current.seq != event.seq:
-            current = cache["record"] = new_record(event)  # call_record(), inline
+        current = call_record(event)
+        run = self._extend_run(event, current)
+        if run is None:
+            return None
+        key, records = run
+        if current.waited:
+            return None  # a poll after a wait: the waiting budget's (waiting.py)
+        view.note_similarity(self.name, 0.9)
+        return self._judge(event, view, key, current, records)
+
+    def _extend_run(self, event: Event, current: CallRecord) -> tuple[str, list[CallRecord]] | None:
+        """Add the call to the run of its fingerprint: the fingerprint and the
+        run's calls before it, or ``None`` when it starts a new run."""
         history = self.streak
         tool = event.tool or "?"
         plain = ":" not in tool and len(tool) < _PLAIN_TOOL
@@ -136,57 +155,43 @@ class Fingerprint(Detector, AwaitsRepeats):
         first = self.first
         if first is not None:
             self.first = None
-            made = first.cache.get("fingerprint") or fingerprint(first)
-            self.print_hash, self.print_key = hash(made), made if len(made) <= KEY_CHARS else made[:KEY_CHARS]
-        key = cache.get("fingerprint") or fingerprint(event)
-        key_hash = hash(key)
-        bounded = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
-        if key_hash != self.print_hash or bounded != self.print_key:
+            made = fingerprint(first)
+            self.print_hash, self.print_key = hash(made), made[:KEY_CHARS]
+        key = fingerprint(event)
+        if hash(key) != self.print_hash or key[:KEY_CHARS] != self.print_key:
             # Not the fingerprint of the run: a new run starts.
             self.streak = [current]
-            self.print_hash, self.print_key = key_hash, bounded
+            self.print_hash, self.print_key = hash(key), key[:KEY_CHARS]
             self.print_tool, self.print_plain = tool, plain
             return None
         records = history[:]
         history.append(current)
         if len(history) > self.kept:
             del history[0]
-        if current.waited:
-            return None  # a poll after a wait: the waiting budget's (waiting.py)
-        view.note_similarity(self.name, 0.9)
+        return key, records
 
-        # Exact tier: identical calls at the end of the run, while their
-        # outcomes stay the same (a poll whose output moves is progress).
-        exact_streak: list[CallRecord] = [current]
-        reference: CallRecord | None = None
-        for record in reversed(records):
-            if not record.same_call(current):
-                break
-            if reference is not None and not record.same_outcome(reference):
-                break
-            if reference is None or not reference.done:
-                reference = record
-            exact_streak.append(record)
-        exact = len(exact_streak)
+    def _judge(
+        self, event: Event, view: SessionView, key: str, current: CallRecord, records: list[CallRecord]
+    ) -> list[Detection] | None:
+        """The run's detection, if its exact or its fuzzy tier is long enough."""
+        exact_streak = _exact_streak(current, records)
         fuzzy = [current] + list(reversed(_stale_tail(records)))
         s = self.settings
         exact_needed = view.threshold(event.tool, s.threshold)
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
-        if exact >= exact_needed:
+        awaited = None
+        if len(exact_streak) >= exact_needed:
             if sum(1 for r in exact_streak if r.text is not None) >= 2:
                 self.awaited = None
                 return self._detection("exact", key, exact_streak, fuzzy_needed)
             # Fewer than two results back (or the run broke at a differing
             # result: a poll that moved): judged once they are.
-            awaited = AwaitedRepeat(exact_streak, exact, exact_needed, (key, fuzzy_needed))
-        else:
-            awaited = None
+            awaited = AwaitedRepeat(exact_streak, len(exact_streak), exact_needed, (key, fuzzy_needed))
         if len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.
             return self._detection("fuzzy", key, fuzzy, fuzzy_needed)
         if awaited is not None:
             self.awaited = awaited
-            view.listen(self.name, self.kinds)
         return None
 
     def _detection(

@@ -87,7 +87,7 @@ class _Limit:
         return Level.NONE
 
 
-class Limits(Detector):
+class Limits(Detector[LimitsSettings]):
     name = "limits"
     title = "Limits"
     Settings = LimitsSettings
@@ -135,28 +135,14 @@ class Limits(Detector):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if self.first_ts is None:
             self.first_ts = event.ts
-        kind = event.kind
-        if kind is _TOOL_RESULT and not self.totals:
-            # The common case, written flat: only the failure streak to follow
-            # (failed(), its memo read inline).
-            failure = event.cache.get("failed")
-            if failure is None:
-                failure = failed(event)
-            if failure:
-                return self._failed(event)
-            if self.failures:
-                self.reset()
-            return None
-        if kind is _MESSAGE and not self.totals:
-            # The other common case: a user turn breaks the failure streak.
-            if event.role == "assistant":
-                self.turns += 1
-            elif event.role == "user" and self.failures:
-                self.reset()
-            return None
-        s = self.settings
-        found: list[Detection] = []
+        found = self._tally(event)
+        if self.totals:
+            found += self._totals(event)
+        return found or None
 
+    def _tally(self, event: Event) -> list[Detection]:
+        """Count the event; the failure streak's detection, if it reaches its limit."""
+        kind = event.kind
         if kind is _TOOL_CALL:
             self.tool_calls += 1
         elif kind is _MESSAGE:
@@ -168,27 +154,36 @@ class Limits(Detector):
             self.cost += event.cost_usd
         elif kind is _TOOL_RESULT:
             if failed(event):
-                found += self._failed(event) or ()
-            elif self.failures:
+                return self._failed(event) or []
+            if self.failures:
                 self.reset()
+        return []
 
+    def _totals(self, event: Event) -> list[Detection]:
+        """The iteration, runtime and cost limits' detections for this event."""
+        s = self.settings
+        kind = event.kind
+        found: list[Detection] = []
         if s.max_iterations and (kind is _TOOL_CALL or kind is _MESSAGE):
             iterations = max(self.tool_calls, self.turns)
             level = self.iterations.check(iterations, s, max(1, round(s.max_iterations * s.repeat_fraction)))
             if level:
+                state = (
+                    f"{iterations} iterations ({self.tool_calls} tool calls, {self.turns} assistant turns)"
+                )
                 found.append(
                     self._detection(
                         level,
                         "iterations",
                         iterations,
                         s.max_iterations,
-                        f"{iterations} iterations ({self.tool_calls} tool calls, {self.turns} assistant turns)",
+                        state,
                         f"{s.max_iterations} iterations",
                         event,
                     )
                 )
         if s.max_runtime_seconds:
-            runtime = event.ts - self.first_ts
+            runtime = event.ts - (self.first_ts or 0.0)
             level = self.runtime.check(runtime, s, max(1.0, s.max_runtime_seconds * s.repeat_fraction))
             if level:
                 found.append(
@@ -216,7 +211,7 @@ class Limits(Detector):
                         event,
                     )
                 )
-        return found or None
+        return found
 
     def _failed(self, event: Event) -> list[Detection] | None:
         """Count a failed result; a detection when that reaches the limit."""

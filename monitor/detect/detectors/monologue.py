@@ -15,21 +15,22 @@ both counts; a user turn resets everything (the engine calls :meth:`reset`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.turns import Turn
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
-class MonologueSettings(DetectorSettings):
+class MonologueSettings(TurnSettings):
     threshold: int = 3  # text-only turns in a row that warn
     empty_threshold: int = 3  # empty replies in a row that warn
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-class Monologue(TurnDetector):
+class Monologue(TurnDetector[MonologueSettings]):
     name = "monologue"
     title = "Monologue"
     Settings = MonologueSettings
@@ -51,12 +52,10 @@ class Monologue(TurnDetector):
         self.silent = 0
         self.recent.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.recent)
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
         if turn.calls or turn.open_calls:  # not turn.text_only
             if self.talking:
                 self.talking = 0

@@ -42,13 +42,15 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rapidfuzz import fuzz
 
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Turn, held_outcome
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
+from monitor.detect.analysis.turns import Outcome, Turn
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squashed
 
@@ -99,7 +101,7 @@ _RECENT_WORK = 4
 
 
 @dataclass(frozen=True)
-class OutputSimilaritySettings(DetectorSettings):
+class OutputSimilaritySettings(TurnSettings):
     window: int = 5  # compare with the last N outputs
     similarity: float = 0.90  # fuzz.ratio (0..1) from which an output is a repeat
     threshold: int = 2  # repeats of one output, with nothing new between, that warn
@@ -107,28 +109,38 @@ class OutputSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-#: One remembered output, held as a list: one is made per judged text turn,
-#: and a list costs a fraction of an object's construction.  Its fields, by
-#: index: its compared text; its chain anchor (the digest of the first output
-#: of the chain it repeats; None for an output that repeated nothing until one
-#: repeats it, see :func:`_anchor`); the sorted hashes of its call keys
-#: (compared for equality only); its results (``Turn.results``; their
-#: :class:`Outcome` once compared, see :func:`held_outcome`); the turn's first
-#: event, as evidence (a reference, never the event); the detector's count of
-#: new tool work when it was said.
-_Output = list
-_TEXT, _ANCHOR, _CALLS, _RESULTS, _EVENT, _WORK = range(6)
+@dataclass(slots=True)
+class _Output:
+    """One remembered output: references to its turn's events only, never the events."""
+
+    #: Its compared text.
+    text: str
+    #: The digest of the first output of the chain it repeats; ``None`` for
+    #: an output that repeated nothing until one repeats it (see :meth:`anchor`).
+    chain: str | None
+    #: The sorted hashes of its call keys (compared for equality only).
+    calls: tuple[int, ...]
+    #: Its results (``Turn.results``), made an :class:`Outcome` when first compared.
+    results: Any
+    #: The turn's first event, as evidence.
+    event: EventRef
+    #: The detector's count of new tool work when it was said.
+    work: int
+
+    def anchor(self) -> str:
+        """The chain anchor: the one it was given, else its own digest (written when first needed)."""
+        if self.chain is None:
+            self.chain = digest(self.text)
+        return self.chain
+
+    def outcome(self) -> Outcome:
+        """The results, made comparable when first needed (and kept)."""
+        if not isinstance(self.results, Outcome):
+            self.results = Outcome(self.results)
+        return self.results
 
 
-def _anchor(output: _Output) -> str:
-    """The chain anchor of a remembered output: the one it was given, else
-    its own digest (written when first needed, and kept)."""
-    if output[_ANCHOR] is None:
-        output[_ANCHOR] = digest(output[_TEXT])
-    return output[_ANCHOR]
-
-
-class OutputSimilarity(TurnDetector):
+class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
     name = "output_similarity"
     title = "Output similarity"
     Settings = OutputSimilaritySettings
@@ -173,111 +185,92 @@ class OutputSimilarity(TurnDetector):
         if len(recent) > _RECENT_WORK:
             del recent[0]
 
-    def window(self) -> list[EventRef]:
-        return [output[_EVENT] for output in self.outputs]
+    def window(self) -> Sequence[Event | EventRef]:
+        return [output.event for output in self.outputs]
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
-        s = self.settings
-        bounded = turn.text
-        # Normalizing never lengthens a text: a turn with less raw text than
-        # min_chars (most turns: tool calls only, no text) needs no normalizing.
-        # (The held text is min(length, limit) characters long.)
-        if bounded is None or min(bounded.length, bounded.limit) < s.min_chars:
-            if turn.calls and self.outputs and self.outputs[-1][_WORK] == self.work:
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+        text = self._text(turn)
+        if text is None:
+            if turn.calls and self.outputs and self.outputs[-1].work == self.work:
                 self._note_work(turn, view)
             if self.chains:
                 self.chains.clear()
             return None
-        # normalize_output(bounded.text()): the text is clipped already, and
-        # turn similarity reads the same squashed text.
-        text = _without_opener(bounded.squashed())
-        if len(text) < s.min_chars:
-            if turn.calls and self.outputs and self.outputs[-1][_WORK] == self.work:
-                self._note_work(turn, view)
-            if self.chains:
-                self.chains.clear()
-            return None
-        calls = turn.calls
-        if not calls:
-            calls = ()
-        elif len(calls) == 1 and not view.tool_overrides:  # the common case: no generator, no sort
-            calls = (hash(calls[0][1]),)
-        else:
-            exempt = view.exempt
-            calls = tuple(sorted(hash(key) for tool, key in calls if not exempt(tool)))
-
-        # Scores below the cut-off read as 0 (also on the sparkline): a high
-        # score_cutoff lets rapidfuzz stop early.
-        closest, best, match = 0.0, 0.0, None
-        cutoff = s.similarity
-        work = self.work
-        size = len(text)
-        keep = view.keeps_similarity
-        for earlier in self.outputs:
-            if not keep and (calls != earlier[_CALLS] or earlier[_WORK] != work):
-                continue  # cannot match, and only a sparkline would show its score
-            other = earlier[_TEXT]
-            if other == text:
-                score = 1.0
-            else:
-                # similarity(), inlined: the length bound settles most pairs (score 0).
-                length = len(other)
-                if 2 * (length if length < size else size) / (size + length) < cutoff:
-                    continue
-                score = fuzz.ratio(text, other, score_cutoff=cutoff * 100) / 100.0
-            if score > closest:
-                closest = score
-            if score < cutoff or score <= best:
-                continue
-            if calls != earlier[_CALLS]:
-                continue  # same words, different action
-            if earlier[_WORK] != work:
-                continue  # new work since: a report on something else
-            if turn.outcome().moved(held_outcome(earlier, _RESULTS)):
-                continue  # same words, new results: progress
-            best, match = score, earlier
-        if keep:
-            view.note_similarity(self.name, closest)
-
+        calls = tuple(sorted(hash(key) for tool, key in turn.calls if not view.exempt(tool)))
+        best, match = self._closest(turn, text, calls, view)
         # An output that repeats nothing anchors a chain only once another
-        # repeats it: its digest waits until then (_anchor).
-        anchor = _anchor(match) if match is not None else None
+        # repeats it: its digest waits until then (_Output.anchor).
+        anchor = match.anchor() if match is not None else None
         first = ref(turn.first)
-        outputs = self.outputs
-        outputs.append([text, anchor, calls, turn.results, first, work])
-        if len(outputs) > self.outputs_kept:
-            del outputs[0]
-        if match is None:
+        self.outputs.append(_Output(text, anchor, calls, turn.results, first, self.work))
+        if len(self.outputs) > self.outputs_kept:
+            del self.outputs[0]
+        if match is None or anchor is None:
             self.chains.clear()
             return None
-        repeats, involved = self.chains.get(anchor, (0, None))
-        if involved is None:
-            involved = [match[_EVENT]]
+        repeats, involved = self.chains.get(anchor, (0, [match.event]))
         involved.append(first)
         if len(involved) > 12:
             del involved[0]
         repeats += 1
         self.chains[anchor] = (repeats, involved)
-        if len(self.chains) > s.window:  # bounded: the oldest chain goes
+        if len(self.chains) > self.settings.window:  # bounded: the oldest chain goes
             self.chains.pop(next(iter(self.chains)))
-        if repeats < s.threshold:
+        if repeats < self.settings.threshold:
             return None
-        count = repeats + 1
-        return [
-            Detection(
-                detector=self.name,
-                level=Level.WARN,
-                score=best,
-                message=(
-                    f"assistant output {best:.0%} similar to one of the last {s.window} outputs; "
-                    f"{count} near-identical versions of it, nothing new in between"
-                ),
-                pattern=f"output:{anchor}",
-                count=count,
-                summary=f"produced nearly the same output {count} times",
-                advice="Your replies are not changing, so neither is the outcome.",
-                evidence=evidence(involved),
-            )
-        ]
+        return [self._detection(best, anchor, repeats + 1, involved)]
+
+    def _text(self, turn: Turn) -> str | None:
+        """The turn's text as compared, ``None`` when shorter than ``min_chars``."""
+        bounded = turn.text
+        # Normalizing never lengthens a text: a turn with less raw text than
+        # min_chars (most turns: tool calls only, no text) needs no normalizing.
+        # (The held text is min(length, limit) characters long.)
+        if bounded is None or min(bounded.length, bounded.limit) < self.settings.min_chars:
+            return None
+        # normalize_output(bounded.text()): the text is clipped already, and
+        # turn similarity reads the same squashed text.
+        text = _without_opener(bounded.squashed())
+        return text if len(text) >= self.settings.min_chars else None
+
+    def _closest(
+        self, turn: Turn, text: str, calls: tuple[int, ...], view: SessionView
+    ) -> tuple[float, _Output | None]:
+        """The best score and remembered output this one repeats (same calls,
+        no new work since, results not moved on); the closest score goes to the sparkline."""
+        # Scores below the cut-off read as 0 (also on the sparkline): a high
+        # score_cutoff lets rapidfuzz stop early.
+        closest, best, match = 0.0, 0.0, None
+        cutoff = self.settings.similarity
+        keep = view.keeps_similarity
+        for earlier in self.outputs:
+            same_work = calls == earlier.calls and earlier.work == self.work
+            if not keep and not same_work:
+                continue  # cannot match, and only a sparkline would show its score
+            score = similarity(text, earlier.text, cutoff)
+            closest = max(closest, score)
+            if score < cutoff or score <= best or not same_work:
+                continue  # not as close, or the same words about another action or new work
+            if turn.outcome().moved(earlier.outcome()):
+                continue  # same words, new results: progress
+            best, match = score, earlier
+        if keep:
+            view.note_similarity(self.name, closest)
+        return best, match
+
+    def _detection(self, best: float, anchor: str, count: int, involved: list[EventRef]) -> Detection:
+        s = self.settings
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=best,
+            message=(
+                f"assistant output {best:.0%} similar to one of the last {s.window} outputs; "
+                f"{count} near-identical versions of it, nothing new in between"
+            ),
+            pattern=f"output:{anchor}",
+            count=count,
+            summary=f"produced nearly the same output {count} times",
+            advice="Your replies are not changing, so neither is the outcome.",
+            evidence=evidence(involved),
+        )

@@ -52,7 +52,7 @@ class RepeatedResultSettings(DetectorSettings):
     empty_handed_threshold: int = 8
 
 
-class RepeatedResult(Detector):
+class RepeatedResult(Detector[RepeatedResultSettings]):
     name = "repeated_result"
     title = "Repeated results"
     Settings = RepeatedResultSettings
@@ -91,9 +91,7 @@ class RepeatedResult(Detector):
             or (view.tool_overrides and view.exempt(event.tool))
         ):
             return None
-        outcome = comparable_failure(event)  # _outcome(), inlined for the default
-        if outcome is None and not self.settings.failures_only:
-            outcome = self._outcome(event)
+        outcome = self._outcome(event)
         results = self.results
         if outcome is None:
             # A cancelled sibling or a refused call is not this call's result
@@ -110,6 +108,17 @@ class RepeatedResult(Detector):
         threshold = view.threshold(event.tool, self.settings.threshold)
         if len(same) < threshold or len(calls) < self.settings.min_distinct_calls:
             return None
+        return [self._detection(event, outcome, same, calls, threshold)]
+
+    def _detection(
+        self,
+        event: Event,
+        outcome: str,
+        same: list[tuple[int, EventRef | None]],
+        calls: set[int],
+        threshold: int,
+    ) -> Detection:
+        """The detection of ``same`` results alike after ``calls`` different calls."""
         failure = outcome[:2] != "R:" or failure_signature(event) is not None
         what = "test failure" if outcome[:2] == "T:" else "error" if outcome[:2] == "E:" else "result"
         shown = shown_failure(outcome) if failure else " ".join(event.content.split())
@@ -128,18 +137,16 @@ class RepeatedResult(Detector):
             )
         else:
             advice = f"The {what} is the same whatever you change: read it and fix its cause ({shown[:100]})."
-        return [
-            Detection(
-                detector=self.name,
-                level=level,
-                score=min(1.0, len(same) / (threshold + 2)),
-                message=f"{len(calls)} different calls ended in the same {what} "
-                f"{len(same)} times: {shown[:80]!r}",
-                pattern=f"result:{outcome[:200]}",
-                count=len(same),
-                tool=event.tool,
-                summary=f"tried {len(calls)} different calls that all ended in the same {what}",
-                advice=advice,
-                evidence=evidence(e for _, e in same),
-            )
-        ]
+        return Detection(
+            detector=self.name,
+            level=level,
+            score=min(1.0, len(same) / (threshold + 2)),
+            message=f"{len(calls)} different calls ended in the same {what} "
+            f"{len(same)} times: {shown[:80]!r}",
+            pattern=f"result:{outcome[:200]}",
+            count=len(same),
+            tool=event.tool,
+            summary=f"tried {len(calls)} different calls that all ended in the same {what}",
+            advice=advice,
+            evidence=evidence(e for _, e in same),
+        )

@@ -47,7 +47,6 @@ from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
 _TOOL_RESULT = Kind.TOOL_RESULT
-_CALLS = frozenset({Kind.TOOL_CALL})
 _REVERT = re.compile(r"\bgit\s+(?:checkout|restore|stash)\b")
 #: A shell write that replaces a whole file: ``> file`` (not ``>>``), a copy or a move onto it.
 _REPLACES = re.compile(r"(?:^|[\s;&|(])(?:cp|mv|install)\s|(?<![>0-9&<])>(?!>)\s*(?!/dev/null)[^\s&|;<>()]")
@@ -59,8 +58,6 @@ MAX_RESTORES = 4
 _BITS = 0x7FFFFFFF  # what the log keeps of a seq or a hash
 _EDIT = _BITS & ~1
 EVIDENCE = 5
-#: Not in an event's cache (``None`` is a value there).
-_UNSET = object()
 
 
 def _writes_whole_files(tool: str) -> bool:
@@ -92,7 +89,22 @@ class RetryRoundsSettings(DetectorSettings):
     max_rounds: int = 6  # restores of one thing, whatever happens between them
 
 
-class RetryRounds(Detector):
+def _restores(event: Event, writes: tuple[int, ...]) -> bool:
+    """Whether the call puts a file back as it was (a backup copied over it,
+    ``git checkout``/``restore``, a whole-file write)."""
+    command = shell_command(event)
+    if command is None:
+        return bool(writes) and _WHOLE_FILE_TOOL_NAMES[event.tool or ""]
+    if not writes and "git" not in command:
+        return False
+    end = command.find("\n", 0, 4000)
+    line = command[: end if end >= 0 else 4000]  # (a heredoc's body is content)
+    return (bool(writes) and _REPLACES.search(line) is not None) or (
+        "git" in line and _REVERT.search(line) is not None
+    )
+
+
+class RetryRounds(Detector[RetryRoundsSettings]):
     name = "retry_rounds"
     title = "Retry rounds"
     Settings = RetryRoundsSettings
@@ -100,9 +112,6 @@ class RetryRounds(Detector):
     #: Rounds run across user turns: mini-swe-agent's "format your action"
     #: replies are user messages, and a round redone after one is still redone.
     resets_on_user_turn = False
-    #: Results only once a restore has happened: a round starts at one, so
-    #: no failure before the first is ever read.
-    listening = _CALLS
     presets = {
         "conservative": {"attempts": 3, "outcomes": 4, "max_rounds": 8},
         "aggressive": {"outcomes": 2, "max_rounds": 4},
@@ -129,54 +138,15 @@ class RetryRounds(Detector):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
-            if not self.restores:
-                view.listen(self.name, _CALLS)
-                return None
-            call = event.call
-            if call is None:
-                return None
-            # failed() and failure_signature(), their memos read inline: most results are neither.
-            cache = event.cache
-            failure = cache.get("failed")
-            if failure is None:
-                failure = failed(event)
-            if not failure:
-                signature = cache.get("failure_signature")
-                if not (failure_signature(event) is not None if signature is None else signature):
-                    return None
-            if not_an_outcome(event):
-                return None
-            # A test run's failure is its failing tests, names whole
-            # (test_key[0] and test_key[1] are not the same failure).
-            kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
-            if kind:
-                self._log(call.seq, hash(kind) & _BITS | 1)
-                if self.restores:  # (only a round's failure is ever quoted)
-                    self.last_failure = shown_failure(kind)[:80]
+            if self.restores and event.call is not None:  # a round starts at a restore
+                self._result(event, event.call)
             return None
         if view.tool_overrides and view.exempt(event.tool):
             return None
         self.calls += 1
-        cache = event.cache
-        record = cache.get("record") or call_record(event)
-        io = record.io
-        command = cache.get("shell_command", _UNSET)  # shell_command(), its memo read inline
-        if command is _UNSET:
-            command = shell_command(event)
-        if command is not None:
-            restore = False
-            if io.writes or "git" in command:
-                end = command.find("\n", 0, 4000)
-                line = command[: end if end >= 0 else 4000]  # (a heredoc's body is content)
-                restore = (bool(io.writes) and _REPLACES.search(line) is not None) or (
-                    "git" in line and _REVERT.search(line) is not None
-                )
-        else:
-            restore = False
-            if io.writes:
-                tool = event.tool or ""
-                restore = _WHOLE_FILE_TOOL_NAMES[tool]
-        if io.writes or restore:  # edits it names (running a script is not one)
+        record = call_record(event)
+        restore = _restores(event, record.io.writes)
+        if record.io.writes or restore:  # edits it names (running a script is not one)
             self._log(event.seq, record.hash & _EDIT)
         if not restore:
             return None
@@ -186,8 +156,6 @@ class RetryRounds(Detector):
                 # The oldest that never came back goes first (most writes are made once).
                 old = next((k for k, r in self.restores.items() if not r.rounds), None)
                 del self.restores[old if old is not None else next(iter(self.restores))]
-            elif not self.restores:
-                view.listen(self.name, self.kinds)  # the failures of its rounds from now on
             self.restores[record.hash] = _Restore(event.seq, self.calls)
             return None
         if self.calls - known.calls <= 1:
@@ -197,6 +165,19 @@ class RetryRounds(Detector):
         now = event.seq & _BITS
         round_ = [log[i + 1] for i in range(0, len(log), 2) if since < log[i] < now]
         return self._close(known, record.hash & _EDIT, round_, event, view)
+
+    def _result(self, event: Event, call: Event) -> None:
+        """Log the kind of a failed result."""
+        if not failed(event) and failure_signature(event) is None:
+            return
+        if not_an_outcome(event):
+            return
+        # A test run's failure is its failing tests, names whole
+        # (test_key[0] and test_key[1] are not the same failure).
+        kind = (comparable_failure(event) or "") if is_test_run(call) else failure_kind(event)
+        if kind:
+            self._log(call.seq, hash(kind) & _BITS | 1)
+            self.last_failure = shown_failure(kind)[:80]  # (only a round's failure is ever quoted)
 
     def _log(self, seq: int, value: int) -> None:
         log = self.log

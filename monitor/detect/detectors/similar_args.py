@@ -19,7 +19,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.analysis.calls import CallRecord, events, new_record
+from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
 from monitor.detect.analysis.failures import failed, output_body
 from monitor.detect.analysis.signatures import (
     arg_similarity,
@@ -86,7 +86,7 @@ class _Tool:
         self.pattern: str | None = None
 
 
-class SimilarArgs(Detector):
+class SimilarArgs(Detector[SimilarArgsSettings]):
     name = "similar_args"
     title = "Similar arguments"
     Settings = SimilarArgsSettings
@@ -112,49 +112,53 @@ class SimilarArgs(Detector):
         return events(state.chain) if state else []
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # Runs for every call and result of every session: written flat.
-        kind = event.kind
-        if kind is _TOOL_RESULT:
-            call = event.call
-            if call is None:
-                return None
-            state = self.tools.get(call.tool or "")
-            if state is None:
-                return None
-            record = call.cache.get("record")
-            if record is None or record.failure is not None:
-                return None
-            error = event.is_error
-            if error and not_an_outcome(event):
-                return None
-            # Mostly the chain's latest call; a record not in its chain is not judged.
-            chain = state.chain
-            if chain[-1] is not record and record not in chain:
-                return None
-            # _failure(), its first case inline (most results are no error).
-            record.failure = _failure(event) if error else (failure_signature(event) or "")
+        if event.kind is _TOOL_RESULT:
+            self._result(event)
             return None
-        if kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
+        if event.kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
-        calls = self.calls = self.calls + 1
+        self.calls += 1
         tool = self.last_tool = event.tool or ""
-        cache = event.cache
-        record = cache.get("record")
-        if record is None or record.seq != event.seq:
-            record = cache["record"] = new_record(event)  # call_record(), inline
-        tools = self.tools
-        state = tools.get(tool)
+        record = call_record(event)
+        state = self.tools.get(tool)
         if state is None:
-            if len(tools) >= self.settings.window:
+            if len(self.tools) >= self.settings.window:
                 self._expire()
-            tools[tool] = _Tool(calls, event.args or {}, record)
+            self.tools[tool] = _Tool(self.calls, event.args or {}, record)
             return None  # a chain of one call: nothing to check yet
+        if not self._extends(state, event, record, view):
+            return None
+        threshold = view.threshold(event.tool, self.settings.threshold)
+        chain = state.chain
+        if len(chain) > threshold + CHAIN_SLACK:
+            del chain[0]
+        if len(chain) < threshold or len({r.hash for r in chain}) < 2:
+            return None
+        return self._check(state, event, threshold)
+
+    def _result(self, event: Event) -> None:
+        """Note the comparable failure of a result of a call in its tool's chain."""
+        call = event.call
+        state = self.tools.get(call.tool or "") if call is not None else None
+        if call is None or state is None:
+            return
+        record = made_record(call)
+        if record is None or record.failure is not None:
+            return
+        if event.is_error and not_an_outcome(event):
+            return
+        # Mostly the chain's latest call; a record not in its chain is not judged.
+        if state.chain[-1] is record or record in state.chain:
+            record.failure = _failure(event)
+
+    def _extends(self, state: _Tool, event: Event, record: CallRecord, view: SessionView) -> bool:
+        """Whether the call extends its tool's chain (else it starts a new one)."""
         # The arguments as they are: their primary part is only needed when
         # the next call of the tool is compared with this one (rarely).
-        previous, state.last = state.last, calls
+        previous, state.last = state.last, self.calls
         before, state.args = state.args, event.args or {}
         chain = state.chain
-        if calls - previous >= self.settings.window or chain[-1].failure == "":
+        if self.calls - previous >= self.settings.window or chain[-1].failure == "":
             # Its last call left the window, or the last variant succeeded:
             # what comes next is a new story (the common case).
             state.pattern = None
@@ -162,22 +166,17 @@ class SimilarArgs(Detector):
                 chain[0] = record
             else:
                 state.chain = [record]
-            return None
+            return False
         before, now = primary_of(before), primary_args(event)
         score = arg_similarity(before, now, self.settings.similarity)
         if score < self.settings.similarity or varies_only_in_items(before, now):
             # A different attempt, or the same command on the next item.
             state.pattern = None
             state.chain = [record]
-            return None
+            return False
         view.note_similarity(self.name, score)
         chain.append(record)
-        threshold = view.threshold(event.tool, self.settings.threshold)
-        if len(chain) > threshold + CHAIN_SLACK:
-            del chain[0]
-        if len(chain) < threshold or len({r.hash for r in chain}) < 2:
-            return None
-        return self._check(state, event, threshold)
+        return True
 
     def _expire(self) -> None:
         """Drop every tool whose last call has left the window (bounds memory

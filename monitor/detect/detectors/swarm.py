@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 from monitor.detect.analysis.failures import comparable_failure, shown_failure
 from monitor.detect.analysis.signatures import fingerprint, is_acknowledgement
@@ -37,8 +38,6 @@ from monitor.text import outcome_key
 #: Calls kept per entry as evidence.
 EVIDENCE_CALLS = 12
 _TOOL_RESULT = Kind.TOOL_RESULT
-#: Not in a result's cache (``None`` is a value there).
-_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class _Entry:
             del self.per_session[session]
 
 
-class Swarm(ShardableDetector):
+class Swarm(ShardableDetector[SwarmSettings]):
     name = "swarm"
     title = "Swarm-wide loop"
     Settings = SwarmSettings
@@ -113,14 +112,6 @@ class Swarm(ShardableDetector):
     def window(self) -> list[Event]:
         return []  # the calls compared are summarized (see ``table``), not kept
 
-    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
-        # ShardableDetector.observe, after the test sight() starts with, on
-        # the memo the session's detectors left: most results have no outcome.
-        if event.cache.get("comparable_failure", _UNKNOWN) is None and self.settings.failures_only:
-            return None
-        sighting = self.sight(event, view)
-        return None if sighting is None else self.count(sighting, view)
-
     def _outcome(self, event: Event) -> str | None:
         """The result's key among the swarm's: the same key, the same result."""
         signature = comparable_failure(event)
@@ -130,7 +121,7 @@ class Swarm(ShardableDetector):
             return None
         return outcome_key(event)
 
-    def sight(self, event: Event, view: SessionView) -> tuple | None:
+    def sight(self, event: Event, view: SessionView) -> tuple[Any, ...] | None:
         """What a result adds to the table: its session, time, the call's
         fingerprint and tool, the result's outcome, and a ref to the call.
 
@@ -142,9 +133,7 @@ class Swarm(ShardableDetector):
         call = event.call
         if call is None or event.kind is not _TOOL_RESULT:
             return None
-        outcome = event.cache.get("comparable_failure", _UNKNOWN)
-        if outcome is _UNKNOWN:
-            outcome = comparable_failure(event)
+        outcome = comparable_failure(event)
         if outcome is None:
             if self.settings.failures_only:
                 return None
@@ -155,7 +144,7 @@ class Swarm(ShardableDetector):
             return None
         return (event.session, event.ts, fingerprint(call), outcome, call.tool, ref(call))
 
-    def count(self, sighting: tuple, view: SessionView | None) -> list[Detection] | None:
+    def count(self, sighting: tuple[Any, ...], view: SessionView | None) -> list[Detection] | None:
         session, ts, print_, outcome, tool, call_ref = sighting
         s = self.settings
         key = f"{print_}\x00{outcome}"

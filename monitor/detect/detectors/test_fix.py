@@ -17,13 +17,12 @@ Failing commands that are not test runs are ``failure_cascade``'s.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import is_edit, is_test_run, run_outcome
+from monitor.detect.analysis.failures import RunOutcome, is_edit, is_test_run, run_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
-
-_RESULTS = frozenset({Kind.TOOL_RESULT})
 
 #: Events kept as evidence per streak (calls and results), as references:
 #: a test report may be megabytes.
@@ -43,13 +42,12 @@ class TestFixSettings(DetectorSettings):
     threshold: int = 3  # warn at the Nth consecutive failing run with the same failure
 
 
-class TestFix(Detector):
+class TestFix(Detector[TestFixSettings]):
     name = "test_fix"
     title = "Test-fix cycle"
     Settings = TestFixSettings
     presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 2}}
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
-    listening = _RESULTS  # calls only while a streak counts the edits between runs
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -67,15 +65,13 @@ class TestFix(Detector):
         self.edits_in_streak = 0
         self.events.clear()
 
-    def window(self) -> list[EventRef]:
+    def window(self) -> Sequence[Event | EventRef]:
         return list(self.events)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         kind = event.kind
         if kind is TOOL_CALL:
-            if not self.count:
-                view.listen(self.name, _RESULTS)
-            elif is_edit(event):
+            if self.count and is_edit(event):
                 self.edits_since_run += 1
             return None
         if kind is not TOOL_RESULT:
@@ -83,18 +79,25 @@ class TestFix(Detector):
         call = event.call
         if call is None:
             return None
-        # is_test_run() and run_outcome(), their memos read inline: this runs for every result.
-        test_run = call.cache.get("is_test_run")
-        if test_run is None:
-            test_run = is_test_run(call)
-        if not test_run or (view.tool_overrides and view.exempt(call.tool)):
+        if not is_test_run(call) or (view.tool_overrides and view.exempt(call.tool)):
             return None
-        outcome = event.cache.get("run_outcome") or run_outcome(event)
+        outcome = run_outcome(event)
         if not outcome.failing:
             if self.count:  # (without a streak there is nothing to forget)
                 self.reset()
             return None
 
+        self._follow(outcome, view)
+        self.events.append(ref(call))
+        self.events.append(ref(event))
+
+        threshold = view.threshold(call.tool, self.settings.threshold)
+        if self.count < threshold:
+            return None
+        return [self._detection(call, outcome, threshold)]
+
+    def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
+        """Extend the streak with a failing run, or start a new one."""
         progress = (
             outcome.failures is not None and self.failures is not None and outcome.failures < self.failures
         ) or (outcome.passed is not None and self.passed is not None and outcome.passed > self.passed)
@@ -104,8 +107,6 @@ class TestFix(Detector):
             view.note_similarity(self.name, 1.0)
         else:
             # First failure, or the failure changed: a new streak starts here.
-            if not self.count:
-                view.listen(self.name, self.kinds)
             self.count = 1
             self.signature = outcome.signature
             self.edits_in_streak = 0
@@ -113,12 +114,8 @@ class TestFix(Detector):
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.edits_since_run = 0
-        self.events.append(ref(call))
-        self.events.append(ref(event))
 
-        threshold = view.threshold(call.tool, self.settings.threshold)
-        if self.count < threshold:
-            return None
+    def _detection(self, call: Event, outcome: RunOutcome, threshold: int) -> Detection:
         what = outcome.headline or "the same error"
         if outcome.failures:
             what = f"{outcome.failures} failing: {what}"
@@ -128,17 +125,15 @@ class TestFix(Detector):
             if edits
             else " with no edit in between"
         )
-        return [
-            Detection(
-                detector=self.name,
-                level=Level.WARN,
-                score=min(1.0, self.count / (threshold + 2)),
-                message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
-                pattern=f"tests:{self.signature}",
-                count=self.count,
-                tool=call.tool,
-                summary=f"had {self.count} consecutive test failures with the same failure{edited}",
-                advice=RETHINK if edits else RERUN + "\n" + RETHINK,
-                evidence=evidence(self.events),
-            )
-        ]
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=min(1.0, self.count / (threshold + 2)),
+            message=f"{self.count} consecutive test runs failed the same way ({what[:120]}){edited}",
+            pattern=f"tests:{self.signature}",
+            count=self.count,
+            tool=call.tool,
+            summary=f"had {self.count} consecutive test failures with the same failure{edited}",
+            advice=RETHINK if edits else RERUN + "\n" + RETHINK,
+            evidence=evidence(self.events),
+        )

@@ -26,18 +26,21 @@ a word, no Python object per word.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from monitor.detect.analysis.calls import CallRecord
+from monitor.detect.analysis.calls import CallRecord, made_record
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Call, Outcome, Turn, held_outcome
-from monitor.detect.base import Detection, DetectorSettings, SessionView, TurnDetector, evidence, ref
-from monitor.events import Event, EventRef, Kind, Level, new_event
+from monitor.detect.analysis.turns import Call, Outcome, Turn
+from monitor.detect.analysis.waits import waited
+from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
+from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import SIMILARITY_CHARS, clip
 
 
 @dataclass(frozen=True)
-class TurnSimilaritySettings(DetectorSettings):
+class TurnSimilaritySettings(TurnSettings):
     window: int = 5  # compare with the last N turns
     similarity: float = 0.85  # Jaccard from which a turn is similar
     warn_after: int = 3  # consecutive similar turns that warn
@@ -46,41 +49,23 @@ class TurnSimilaritySettings(DetectorSettings):
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
 
-def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> tuple[list[str], str]:
+def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     """The words of a turn, lower-cased, repeats included: its (clipped) text
-    and ``calls`` (its calls, the exempt ones left out); and the same words
-    each between two " ", as the turn is remembered (see :data:`_Seen`).
-    (:meth:`TurnSimilarity.observe_completed` inlines the case of one call and no text.)"""
+    and ``calls`` (its calls, the exempt ones left out)."""
     text = turn.text
-    if turn.has_text and text is not None:
-        # Squashed, the lower-cased text is its words between single spaces
-        # already: no join (and output similarity squashes the same text).
-        spelled = text.squashed().lower()
-        words = spelled.split()
-    else:
-        spelled, words = "", []
+    words = text.squashed().lower().split() if turn.has_text and text is not None else []
     if calls:
-        if len(calls) == 1:  # most turns make one call: no generator, no join
-            tool, key = calls[0]
-            joined = f"{tool} {key}"
-        else:
-            joined = " ".join(f"{tool} {key}" for tool, key in calls)
+        joined = " ".join(f"{tool} {key}" for tool, key in calls)
         if len(joined) > SIMILARITY_CHARS:
             joined = clip(joined, SIMILARITY_CHARS)
-        called = joined.lower().split()
-        if words:
-            words += called
-            spelled = f"{spelled} {' '.join(called)}"
-        else:
-            words = called
-            spelled = " ".join(called)
-    return words, f" {spelled} "
+        words += joined.lower().split()
+    return words
 
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
 
 #: A result cited later: (seq, source, line, is_error, content), or a call's record -- see :func:`_kept`.
-_Cited = tuple | CallRecord
+_Cited = tuple[int, str, int | None, bool, str] | CallRecord
 
 
 def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
@@ -101,8 +86,8 @@ def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
                 kept.append((event.seq, event.source, event.line, event.is_error, content))
                 continue
         elif event.kind is _TOOL_CALL:
-            record = event.cache.get("record")
-            if record is not None and record.seq == event.seq:
+            record = made_record(event)
+            if record is not None:
                 kept.append(record)  # (the record makes its reference when cited: CallRecord.ref)
                 continue
         kept.append(ref(event))
@@ -111,52 +96,67 @@ def _kept(turn: Turn) -> tuple[EventRef | _Cited, ...]:
 
 def _cite(item: EventRef | _Cited) -> EventRef:
     """The reference of what :func:`_kept` kept: ``EventRef.of`` the result as it was."""
-    if item.__class__ is EventRef:
-        return item  # type: ignore[return-value]
-    if item.__class__ is CallRecord:
-        return item.ref  # type: ignore[union-attr]
+    if isinstance(item, EventRef):
+        return item
+    if isinstance(item, CallRecord):
+        return item.ref
     seq, source, line, is_error, content = item
-    result = new_event(_TOOL_RESULT, "", 0.0, source, line, None, content, None, None, None, is_error, {})
+    result = Event(_TOOL_RESULT, "", 0.0, source, line, content=content, is_error=is_error)
     result.seq = seq
     return EventRef.of(result)
 
 
-#: One remembered turn, held as a list: one is made per compared turn, and a
-#: list costs a fraction of an object's construction.  Its fields, by index:
-#: its words, each between two " " (none holds white space; repeats kept:
-#: its squashed text needs no join); how many distinct ones; its results (``Turn.results``; their :class:`Outcome` once a turn
-#: resembles this one, see :func:`_outcome`); its chain anchor (None for a turn
-#: that repeated nothing until one repeats it, see :func:`_anchor`); the start
-#: of its text and call keys (bounded) that anchor is made of; and what the
-#: turn said, called and got (bounded; see :func:`_kept`, :func:`_events`).
-#: References to its events only, never the events themselves.
-_Seen = list
-_TOKENS, _SIZE, _RESULTS, _ANCHOR, _NAMED, _EVENTS = range(6)
+@dataclass(slots=True)
+class _Seen:
+    """One remembered turn: references to its events only, never the events."""
+
+    #: Its distinct words (text and call keys, lower-cased).
+    tokens: frozenset[str]
+    #: Its results (``Turn.results``), made an :class:`Outcome` when first compared.
+    results: Any
+    #: Its chain anchor: ``None`` for a turn that repeated nothing until one
+    #: repeats it (then the digest of ``named``, see :meth:`anchor`).
+    chain: str | None
+    #: The start of its text and call keys (bounded) that anchor is made of.
+    named: str
+    #: What the turn said, called and got (bounded; see :func:`_kept`).
+    kept: tuple[EventRef | _Cited, ...]
+
+    def anchor(self) -> str:
+        """The chain anchor (its digest written when first needed)."""
+        if self.chain is None:
+            self.chain = digest(self.named)
+            self.named = ""
+        return self.chain
+
+    def outcome(self) -> Outcome:
+        """The results, made comparable when first needed (and kept)."""
+        if not isinstance(self.results, Outcome):
+            self.results = Outcome(self.results)
+        return self.results
+
+    def events(self) -> tuple[EventRef, ...]:
+        """The references of the turn's events (its results' made now, once)."""
+        if any(not isinstance(item, EventRef) for item in self.kept):
+            self.kept = tuple(map(_cite, self.kept))
+        return self.kept  # type: ignore[return-value]
 
 
-def _anchor(seen: _Seen) -> str:
-    """The chain anchor of a remembered turn (its digest written when first needed)."""
-    anchor = seen[_ANCHOR]
-    if anchor is None:
-        anchor = seen[_ANCHOR] = digest(seen[_NAMED])
-        seen[_NAMED] = ""
-    return anchor
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (both non-empty)."""
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)
 
 
-def _outcome(seen: _Seen) -> Outcome:
-    """The results of a remembered turn, made comparable when first needed (and kept)."""
-    return held_outcome(seen, _RESULTS)
+def _named(turn: Turn) -> str:
+    """What names the chain a turn may start: stable across runs (see :meth:`_Seen.anchor`)."""
+    text, made = turn.text, turn.calls
+    head = text.text()[:300] if text is not None else ""
+    keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
+    return head + keys
 
 
-def _events(seen: _Seen) -> tuple[EventRef, ...]:
-    """The references of a remembered turn's events (its results' made now, once)."""
-    events = seen[_EVENTS]
-    if any(item.__class__ is not EventRef for item in events):
-        events = seen[_EVENTS] = tuple(map(_cite, events))
-    return events
-
-
-class TurnSimilarity(TurnDetector):
+class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
     name = "turn_similarity"
     title = "Turn similarity"
     Settings = TurnSimilaritySettings
@@ -179,122 +179,100 @@ class TurnSimilarity(TurnDetector):
         self.consecutive = 0
         self.streak.clear()
 
-    def window(self) -> list[EventRef]:
-        return [events[0] for events in map(_events, self.history) if events]
+    def window(self) -> Sequence[Event | EventRef]:
+        return [events[0] for events in (seen.events() for seen in self.history) if events]
 
-    def observe_completed(self, event: Event | None, view: SessionView) -> list[Detection] | None:
-        # (TurnDetector.judge(turn, view) comes here with view.completed = turn.)
-        turn: Turn = view.completed
-        # Runs for every completed turn (most are one tool call and its
-        # result): flat, with the common case decided before any set is built.
+    def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+        tokens = self._tokens(turn, view)
+        if tokens is None:
+            return None
+        best, match = self._closest(turn, tokens, view)
+        seen = _Seen(tokens, turn.results, None, "", _kept(turn))
+        if match is not None:
+            seen.chain = match.anchor()
+        else:
+            seen.named = _named(turn)
+        self.history.append(seen)
+        if len(self.history) > self.turns_kept:
+            del self.history[0]
+        if match is None:
+            self.consecutive = 0
+            return None
+        if self.consecutive == 0:
+            self.streak.clear()
+            self.streak.append(match.events())
+        self.consecutive += 1
+        self.streak.append(seen.events())
+        if len(self.streak) > 6:
+            del self.streak[0]
+        if self.consecutive < self.settings.warn_after:
+            return None
+        return [self._detection(best, seen.chain or "")]
+
+    def _tokens(self, turn: Turn, view: SessionView) -> frozenset[str] | None:
+        """The turn's distinct words, ``None`` when it is not compared (and ends the streak
+        if it has too few)."""
         calls = turn.calls
         if calls and view.tool_overrides:
             calls = [call for call in calls if not view.exempt(call[0])]
         if not calls and not turn.has_text:
             return None  # nothing of the agent's own to compare
-        if not turn.has_text and turn.first.cache.get("waited"):
+        if not turn.has_text and waited(turn.first):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
-        s = self.settings
-        if len(calls) == 1 and not turn.has_text:  # most turns: _words(), inlined
-            tool, key = calls[0]
-            joined = f"{tool} {key}"
-            if len(joined) > SIMILARITY_CHARS:
-                joined = clip(joined, SIMILARITY_CHARS)
-            elif joined.count(" ") < s.min_tokens - 1 and joined.isprintable():
-                # Printable text has no white space but " ": too few words, no split needed.
-                self.consecutive = 0
-                return None
-            words = joined.lower().split()
-            spelled = f" {' '.join(words)} "
-        else:
-            words, spelled = _words(turn, calls)
-        # Fewer words than min_tokens means fewer distinct tokens too: most tool-only
-        # turns stop here.
-        toks = frozenset(words) if len(words) >= s.min_tokens else ()
-        size = len(toks)
-        if size < s.min_tokens:
+        words = _words(turn, calls)
+        # Fewer words than min_tokens means fewer distinct tokens too.
+        tokens = frozenset(words) if len(words) >= self.settings.min_tokens else frozenset()
+        if len(tokens) < self.settings.min_tokens:
             self.consecutive = 0
             return None
-        # Jaccard is at most min/max of the two sizes: a turn whose size keeps it below
-        # both the closest score (the sparkline's; the cut-off in a scan) and the cut-off is skipped.
-        cutoff = s.similarity
-        keep = view.keeps_similarity
-        closest, best, match = 0.0 if keep else cutoff, 0.0, None
+        return tokens
+
+    def _closest(self, turn: Turn, tokens: frozenset[str], view: SessionView) -> tuple[float, _Seen | None]:
+        """The best score and remembered turn this one repeats (at or above the
+        cut-off, its results not moved on); the closest score goes to the sparkline."""
+        cutoff = self.settings.similarity
+        # Only scores above the closest so far (the sparkline's; without one,
+        # the cut-off) or at the cut-off matter, and the Jaccard index is at
+        # most the ratio of the two sizes: most pairs are settled by that.
+        closest = 0.0 if view.keeps_similarity else cutoff
+        best, match = 0.0, None
+        size = len(tokens)
         for seen in self.history:
-            other = seen[_SIZE]
+            other = len(seen.tokens)
             if not other:
                 continue  # (score 0)
             bound = other / size if other < size else size / other
             if bound <= closest and bound < cutoff:
                 continue
-            # Its tokens are looked up in the other's string one by one; the count
-            # stops once the misses keep the score below both cut-offs (the same
-            # formula over fewer common tokens never rounds higher).
-            earlier, common = seen[_TOKENS], size
-            for word in toks:
-                if f" {word} " not in earlier:
-                    common -= 1
-                    score = common / (size + other - common)
-                    if score <= closest and score < cutoff:
-                        break
-            else:  # every token looked up: ``common`` is exact
-                score = common / (size + other - common)  # Jaccard
-                if score > closest:
-                    closest = score
-                # (The same words that got new results made progress: no repeat.)
-                if score >= cutoff and score > best and not turn.outcome().moved(_outcome(seen)):
-                    best, match = score, seen
-        if keep:
+            score = _jaccard(tokens, seen.tokens)
+            closest = max(closest, score)
+            # (The same words that got new results made progress: no repeat.)
+            if score >= cutoff and score > best and not turn.outcome().moved(seen.outcome()):
+                best, match = score, seen
+        if view.keeps_similarity:
             view.note_similarity(self.name, closest)
+        return best, match
 
-        if match is not None:
-            anchor, named = _anchor(match), ""
-        else:  # names the chain this turn may start: stable across runs (see _anchor)
-            text, made = turn.text, turn.calls
-            head = text.text()[:300] if text is not None else ""
-            keys = made[0][1][:100] if len(made) == 1 else "".join(key[:100] for _, key in made[:3])
-            anchor, named = None, head + keys
-        # Kept as one string: a few bytes a word, and made without a Python
-        # object per word (turning hashes into an array("q") cost more than all the rest).
-        history = self.history
-        seen = [spelled, size, turn.results, anchor, named, _kept(turn)]
-        history.append(seen)
-        if len(history) > self.turns_kept:
-            del history[0]
-        if match is None:
-            self.consecutive = 0
-            return None
-        events = _events(seen)
-        if self.consecutive == 0:
-            self.streak.clear()
-            self.streak.append(_events(match))
-        self.consecutive += 1
-        streak = self.streak
-        streak.append(events)
-        if len(streak) > 6:
-            del streak[0]
-        if self.consecutive < s.warn_after:
-            return None
-        level = Level.TERMINATE if self.consecutive >= s.terminate_after else Level.WARN
+    def _detection(self, best: float, anchor: str) -> Detection:
+        s = self.settings
         n = self.consecutive
-        return [
-            Detection(
-                detector=self.name,
-                level=level,
-                score=best,
-                message=(
-                    f"{n} turns in a row nearly repeat one of the last {s.window} "
-                    f"(words and tool calls {best:.0%} the same)"
-                    + (
-                        "; the agent is not getting anywhere: stop the session"
-                        if level is Level.TERMINATE
-                        else ""
-                    )
-                ),
-                pattern=f"turn:{anchor}",
-                count=n,
-                summary=f"taken {n + 1} turns in a row that say and do nearly the same thing",
-                advice="Rephrasing the same step does not make progress; change what you do.",
-                evidence=evidence(event for turn_events in self.streak for event in turn_events),
-            )
-        ]
+        level = Level.TERMINATE if n >= s.terminate_after else Level.WARN
+        return Detection(
+            detector=self.name,
+            level=level,
+            score=best,
+            message=(
+                f"{n} turns in a row nearly repeat one of the last {s.window} "
+                f"(words and tool calls {best:.0%} the same)"
+                + (
+                    "; the agent is not getting anywhere: stop the session"
+                    if level is Level.TERMINATE
+                    else ""
+                )
+            ),
+            pattern=f"turn:{anchor}",
+            count=n,
+            summary=f"taken {n + 1} turns in a row that say and do nearly the same thing",
+            advice="Rephrasing the same step does not make progress; change what you do.",
+            evidence=evidence(event for turn_events in self.streak for event in turn_events),
+        )
