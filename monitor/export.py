@@ -169,7 +169,18 @@ def markdown_report(document: dict[str, Any]) -> str:
     for n, d in enumerate(document["detections"], 1):
         lines += _detection_lines(n, d)
     lines += _nudge_lines(document["actions"])
+    lines += _last_events_lines(document.get("events") or [])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _last_events_lines(events: list[dict[str, Any]]) -> list[str]:
+    """``show --events N``'s last events, each quoted as the evidence is."""
+    if not events:
+        return []
+    lines = ["", f"## Last {len(events)} events", ""]
+    for event in events:
+        lines += [fenced(event_text(event)), ""]
+    return lines
 
 
 def _detection_lines(n: int, d: dict[str, Any]) -> list[str]:

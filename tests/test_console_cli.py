@@ -35,6 +35,31 @@ def test_show_format_json_has_detections_with_their_evidence(recorded):  # noqa:
         assert [e["seq"] for e in detection["evidence_events"]] == seqs
 
 
+def test_show_export_formats_take_events_and_refuse_json_beside_them(recorded):  # noqa: F811
+    """``--events N`` adds the last N events to the export formats; ``--json`` beside one is refused."""
+    db = str(recorded["db"])
+    out = loopwatch("show", "loop-7f3a", "--db", db, "--format", "markdown", "--events", "3")
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.split("## Last 3 events")[1]
+    assert last.count("```") == 6 and "#14 " in last and "#11 " not in last
+    document = json.loads(
+        loopwatch("show", "loop-7f3a", "--db", db, "--format", "json", "--events", "2").stdout
+    )
+    assert [e["seq"] for e in document["events"]] == [13, 14]
+    both = loopwatch("show", "loop-7f3a", "--db", db, "--json", "--format", "markdown")
+    assert both.returncode == 2 and "choose one" in both.stderr and not both.stdout
+
+
+def test_history_search_lists_a_capped_number_of_matching_events(recorded):  # noqa: F811
+    db = str(recorded["db"])
+    every = loopwatch("history", "--db", db, "--search", "contents", "--matches", "0")
+    found = every.stdout.split("events matching")[1].strip().splitlines()[1:]
+    assert len(found) >= 2, every.stdout
+    capped = loopwatch("history", "--db", db, "--search", "contents", "--matches", "1")
+    assert len(capped.stdout.split("events matching")[1].strip().splitlines()[1:]) == 1
+    assert f"… {len(found) - 1:,} more matching events" in capped.stderr
+
+
 def test_history_search_is_full_text_with_filters(recorded, tmp_path):  # noqa: F811
     """--search finds sessions by what their events say (arguments, output), lists the
     matching events, and combines with --agent/--since/--level; ids still match too."""

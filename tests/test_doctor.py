@@ -198,3 +198,38 @@ def test_codex_hooks_turned_off_in_its_config(homes: dict[str, Path]):
     config.write_text("[features]\ncodex_hooks = true\n")
     seen = _statuses(doctor.check_hooks(homes["project"], now=0.0))
     assert any(line.startswith("--") and "deprecated alias" in line for line in seen["Codex hook"])
+
+
+def test_a_ui_typo_is_found_by_doctor_and_refused_by_headless_watch(tmp_path: Path, homes: dict[str, Path]):
+    """`[ui]` is checked where no TUI opens too: doctor says what to fix, `watch --headless` refuses to start."""
+    config = tmp_path / "config.toml"
+    config.write_text('[ui]\ntheme = "loopwatch-drak"\nkeymap = { kill = "ctrl+kk" }\n')
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOOPWATCH_DATA_DIR=str(tmp_path / "data"))
+    base = [sys.executable, "-m", "monitor"]
+    found = subprocess.run(
+        [*base, "doctor", "--config", str(config), "--socket", str(short_socket_path(tmp_path))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert found.returncode == 1 and "FIX [ui]: ui.theme: unknown theme 'loopwatch-drak'" in found.stdout
+    log = tmp_path / "agent.jsonl"
+    log.write_text("")
+    refused = subprocess.run(
+        [*base, "watch", "--headless", "--no-socket", "--config", str(config), str(log)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "ui.theme: unknown theme" in refused.stderr
+    config.write_text('[ui]\nkeymap = { kill = "ctrl+kk" }\n')
+    found = subprocess.run(
+        [*base, "doctor", "--config", str(config), "--socket", str(short_socket_path(tmp_path))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert "FIX [ui]: ui.keymap.kill: 'ctrl+kk'" in found.stdout

@@ -135,6 +135,22 @@ def test_history_lists_sessions_newest_first_with_filters(recorded):
     assert rows[0]["peak_rank"] >= 2 and rows[0]["events"] == 14
 
 
+def test_history_agent_filter_takes_part_of_the_name_in_any_case(recorded):
+    db = str(recorded["db"])
+    out = loopwatch("history", "--db", db, "--agent", "CLAUDE").stdout
+    assert "loop-7f3a" in out and "honest-1b2c" not in out
+
+
+def test_history_shows_the_final_level_beside_the_peak(recorded):
+    """A session that calmed down after its peak lists both: LEVEL is where it ended."""
+    out = loopwatch("history", "--db", str(recorded["db"])).stdout.splitlines()
+    header = out[0].split()
+    assert header[header.index("LEVEL") + 1] == "PEAK"
+    loop = next(line for line in out if "loop-7f3a" in line)
+    row = json.loads(loopwatch("history", "--db", str(recorded["db"]), "--json", "--agent", "claude").stdout)
+    assert f"{row['level'] or 'watching'}  " in loop and row["peak"] in loop
+
+
 def test_history_reports_bad_options_and_a_missing_database(recorded, tmp_path):
     """Unusable input exits 2 with a message that says what is wrong."""
     missing = loopwatch("history", "--db", str(tmp_path / "nope.db"))

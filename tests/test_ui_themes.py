@@ -68,6 +68,26 @@ def test_unknown_theme_and_keymap_are_config_errors():
     check_keymap({"kill": "ctrl+k", "inject": "I", "quit": "ctrl+q"})
 
 
+@pytest.mark.parametrize(
+    ("keymap", "message"),
+    [
+        ({"kill": "ctrl+kk"}, "ui.keymap.kill: 'ctrl+kk': 'kk' is not a key name"),
+        ({"kill": "foo+x"}, "foo is not a modifier"),
+        ({"kill": "ctrl+k,"}, None),  # an empty part is ignored
+        ({"kill": "a"}, "ui.keymap.kill: 'a' is already ack's key on the dashboard screen"),
+        ({"ack": "ctrl+k", "kill": "a"}, None),  # moved out of the way: fine
+        ({"kill": "f13,question_mark"}, "already help's key"),
+    ],
+)
+def test_keymap_keys_must_exist_and_not_take_another_actions_key(keymap, message):
+    """A typo in a key name or a key that would silently hide another action is an error naming it."""
+    if message is None:
+        check_keymap(keymap)
+        return
+    with pytest.raises(ConfigError, match=message.replace("+", r"\+")):
+        check_keymap(keymap)
+
+
 async def test_theme_switch_recolours_levels(tmp_path, monkeypatch):
     """Setting the theme (as the palette does) swaps the domain palette and restyles the table."""
     monkeypatch.setenv("TZ", "UTC")

@@ -179,3 +179,21 @@ def test_an_openhands_conversation_folder_is_followed_one_event_file_at_a_time(t
     assert store.count_events(session) == expected.engine.sessions[session].events
     stored = [(r["type"], r["line"]) for r in store.events(session, limit=100)]
     assert ("tool_call", 3) in stored and ("tool_result", 4) in stored
+
+
+def test_a_binary_file_is_one_problem_as_scan_says_it_not_one_per_line(tmp_path: Path):
+    """`watch` on a binary file said 100 lines of invalid UTF-8 where `scan` says one; appending more
+    binary data adds nothing; rewriting it as a log is read."""
+    path = tmp_path / "agent.jsonl"
+    path.write_bytes(bytes(range(256)) * 80 + b"\n" * 50)
+
+    def append_more() -> None:
+        with path.open("ab") as out:
+            out.write(bytes(range(256)) * 10)
+
+    store, problems = asyncio.run(_follow([str(path)], tmp_path / "w.db", rewrite=append_more))
+    assert len(problems) == 1, problems
+    assert "binary data (20,530 bytes), not a text log" in problems[0].reason
+    # scan says the same of it (the file has grown since)
+    assert scan([str(path)]).problems[0].reason == problems[0].reason.replace("20,530", "23,090")
+    assert store.session_ids() == []

@@ -57,6 +57,20 @@ def terminal_problem(instead: str) -> str | None:
     )
 
 
+def ui_config_problem(config: Config, theme: str | None = None) -> str | None:
+    """What is wrong in ``[ui]`` (theme name, keymap), checked even where no TUI opens
+    (``doctor``, ``watch --headless``), so a typo is found before the day it matters."""
+    try:
+        from monitor.ui.app import validate_ui
+    except ImportError:
+        return None  # no UI installed: nothing of [ui] will be used
+    try:
+        validate_ui(config, theme)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def ui_problem(config: Config, theme: str | None, instead: str) -> str | None:
     """What stops the TUI from opening (a bad theme or keymap, a missing UI,
     no terminal), as a message for :func:`fail`; None when it can open."""
@@ -78,5 +92,6 @@ __all__ = [
     "config_from_args",
     "fail",
     "terminal_problem",
+    "ui_config_problem",
     "ui_problem",
 ]

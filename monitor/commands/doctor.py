@@ -658,4 +658,13 @@ def run(args: argparse.Namespace) -> int:
     checks = diagnose(
         socket_path=socket_path, db_path=db_path, paths=paths, project=Path(args.project).expanduser()
     )
+    checks += check_ui(config)
     return report(checks, sys.stdout)
+
+
+def check_ui(config: Any) -> list[Check]:
+    """``[ui]``: the theme and keymap the TUI will use."""
+    from monitor.commands.common import ui_config_problem
+
+    problem = ui_config_problem(config)
+    return [Check("FIX", "[ui]", problem) if problem else Check("OK", "[ui]", "theme and keymap valid")]

@@ -20,13 +20,15 @@ from monitor.commands.stored import (
 from monitor.config import load_config
 from monitor.cost import stored_loop_cost
 from monitor.events import Level
-from monitor.store.search import search
+from monitor.store.search import MAX_HITS, search
 
 HELP = "list past sessions recorded in the database (newest first)"
 
 #: Widest session id shown in the table; longer ones end in "…" (``show``
 #: accepts the shortened id as a prefix).
 SESSION_WIDTH = 36
+#: Matching events listed under the table by ``--search`` (``--matches``).
+DEFAULT_MATCHES = 20
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -46,7 +48,9 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_db_options(parser)
-    parser.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
+    parser.add_argument(
+        "--agent", metavar="NAME", help="only sessions of agents whose name contains NAME (any case)"
+    )
     parser.add_argument(
         "--since", metavar="WHEN", help="only sessions seen since WHEN: 2d, 12h, 30m, 1w or an ISO date/time"
     )
@@ -64,6 +68,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--limit", type=int, default=50, metavar="N", help="at most N sessions (default: 50; 0 = all)"
+    )
+    parser.add_argument(
+        "--matches",
+        type=int,
+        default=DEFAULT_MATCHES,
+        metavar="N",
+        help=f"with --search: list at most N matching events (default: {DEFAULT_MATCHES}; "
+        f"0 = all found, up to {MAX_HITS}); --json has them all",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
     parser.add_argument("--tui", action="store_true", help="browse the history in the TUI")
@@ -90,6 +102,8 @@ def _run(args: argparse.Namespace) -> int:
         return fail(f"--level: {exc}")
     if args.limit < 0:
         return fail("--limit: must not be negative")
+    if args.matches < 0:
+        return fail("--matches: must not be negative")
     config = None
     if args.tui:
         try:
@@ -149,7 +163,11 @@ def _print_sessions(args: argparse.Namespace, rows: list[dict], hits: list[dict]
         return 0
     out.write(format_table(rows) + "\n")
     if hits:
-        out.write(f"\nevents matching {args.search!r} (newest first):\n" + format_hits(hits) + "\n")
+        shown = hits[: args.matches] if args.matches else hits
+        out.write(f"\nevents matching {args.search!r} (newest first):\n" + format_hits(shown) + "\n")
+        if len(shown) < len(hits):
+            more = f"{len(hits) - len(shown):,}" + ("+" if len(hits) >= MAX_HITS else "")
+            print(f"(… {more} more matching events; --matches 0 lists all found)", file=sys.stderr)
     if args.limit and len(rows) == args.limit:
         print(f"(the newest {args.limit} sessions; --limit 0 lists all)", file=sys.stderr)
     return 0
@@ -196,6 +214,7 @@ def format_table(rows: list[dict]) -> str:
         "ORIGIN",
         "EVENTS",
         "DURATION",
+        "LEVEL",
         "PEAK",
         "STATUS",
         "LOOP COST",
@@ -212,6 +231,7 @@ def format_table(rows: list[dict]) -> str:
                 row.get("origin") or "-",
                 f"{row.get('events') or 0:,}",
                 fmt_duration(last - first if first is not None and last is not None else None),
+                level_label(row, "level"),
                 level_label(row),
                 row.get("status") or "-",
                 loop_cost.short() if (loop_cost := stored_loop_cost(row)) is not None else "-",
@@ -219,7 +239,7 @@ def format_table(rows: list[dict]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    right = {4, 8}  # numbers line up on the right
+    right = {4, 9}  # numbers line up on the right
     lines = []
     for r in table:
         cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(header))]

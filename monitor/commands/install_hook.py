@@ -271,11 +271,18 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{path}: {exc}; not changed")
     if changed:
         try:
-            write_atomically(path, settings)
+            if args.uninstall and not settings:
+                # Nothing but our hook was in it (often we created it): leave no `{}` behind.
+                path.unlink()
+            else:
+                write_atomically(path, settings)
         except OSError as exc:
             return fail(f"{path}: cannot write: {exc.strerror or exc}")
     if args.uninstall:
-        print(f"{path}: {'removed the loopwatch hook' if changed else 'no loopwatch hook to remove'}")
+        removed = "removed the loopwatch hook" + (
+            "; the file held nothing else, so it is gone" if not settings else ""
+        )
+        print(f"{path}: {removed if changed else 'no loopwatch hook to remove'}")
     else:
         events = AGENT_EVENTS[args.agent]
         print(

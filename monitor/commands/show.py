@@ -53,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.events < 0:
         return fail("--events: must not be negative")
+    if args.json and args.format != "text":
+        return fail(
+            f"--json and --format {args.format}: choose one (--json is the summary as JSON; "
+            "--format json the export document with each detection's evidence)"
+        )
     store = open_store(args)
     if isinstance(store, str):
         return fail(store)
@@ -65,6 +70,11 @@ def _run(args: argparse.Namespace) -> int:
             from monitor.export import json_report, markdown_report, session_document
 
             document = session_document(store, session_id)
+            if args.events:
+                stored = document["events_stored"]
+                document["events"] = store.events(
+                    session_id, offset=max(stored - args.events, 0), limit=args.events
+                )
             report = json_report(document) if args.format == "json" else markdown_report(document)
             sys.stdout.write(report)
             return 0

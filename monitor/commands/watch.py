@@ -29,6 +29,7 @@ from monitor.commands.common import (
     add_ui_options,
     config_from_args,
     fail,
+    ui_config_problem,
     ui_problem,
 )
 from monitor.cost import spend_text
@@ -448,7 +449,7 @@ def _watch_problem(
         return "watch: nothing to watch (name a PATH, or leave the agent socket on)"
     if not args.headless:
         return ui_problem(config, args.theme, "use --headless to watch without one")
-    return None
+    return ui_config_problem(config)
 
 
 def _watch_headless(args: argparse.Namespace, live: LiveMonitor, min_level: Level) -> int:

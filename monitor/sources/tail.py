@@ -22,6 +22,7 @@ from monitor.events import Event
 from monitor.formats.base import Problem
 from monitor.formats.compressed import Decompressed, codec_of
 from monitor.formats.lines import LineDecoder
+from monitor.formats.unsupported import PEEK_BYTES, is_binary, refusal
 from monitor.framing import Line, LineSplitter
 from monitor.safeopen import open_regular
 from monitor.sources import Sink
@@ -179,8 +180,27 @@ class Tailer:
         tf.mark = b""
         tf.head_len, tf.head = 0, ""
         tf.numbered = True
+        tf.binary = False
         tf.splitter = LineSplitter(self.max_line_bytes)
         return Problem(tf.path, None, reason)
+
+    async def _check_truncated(self, tf: TailedFile, size: int) -> None:
+        if size < tf.offset:
+            reason = f"truncated from {tf.offset:,} to {size:,} bytes (copytruncate?); reading it again from the start"
+            await self.report([self._restart(tf, reason)])
+
+    async def _skip_binary(self, tf: TailedFile, fd: int, size: int, chunk: bytes) -> bool:
+        """A file whose start is binary data is one problem, as ``scan`` says it, not one per
+        "line": skip to its end, and keep skipping what is appended until it is rewritten."""
+        if not tf.binary:
+            if tf.offset != 0 or not is_binary(chunk[:PEEK_BYTES]):
+                return False
+            tf.binary = True
+            await self.report([refusal(tf.path, f"binary data ({size:,} bytes), not a text log")])
+        self.bytes_read += max(size - tf.offset, 0)
+        tf.offset = size
+        tf.mark = os.pread(fd, min(MARK_BYTES, size), size - min(MARK_BYTES, size))
+        return True
 
     async def read(self, tf: TailedFile, st: os.stat_result | None = None, *, final: bool = False) -> None:
         """Read what was appended since the offset (at most ROUND_BYTES per
@@ -201,16 +221,7 @@ class Tailer:
         if tf.splitter is None:
             await self._prepare(tf, fd)
         assert tf.splitter is not None
-        if st.st_size < tf.offset:
-            await self.report(
-                [
-                    self._restart(
-                        tf,
-                        f"truncated from {tf.offset:,} to {st.st_size:,} bytes (copytruncate?); "
-                        "reading it again from the start",
-                    )
-                ]
-            )
+        await self._check_truncated(tf, st.st_size)
         tf.mtime_ns = st.st_mtime_ns
         budget = ROUND_BYTES
         verify = bool(tf.mark)
@@ -237,6 +248,8 @@ class Tailer:
             else:
                 chunk = os.pread(fd, want, tf.offset)
             if not chunk:
+                break
+            if await self._skip_binary(tf, fd, st.st_size, chunk):
                 break
             tf.offset += len(chunk)
             budget -= len(chunk)

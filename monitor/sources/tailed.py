@@ -31,6 +31,7 @@ class TailedFile:
     last_data: float = 0.0  # monotonic time data was last read
     retired_at: float | None = None
     open_error: str = ""  # why it cannot be opened, once reported
+    binary: bool = False  # its start is binary data: skipped (one problem) until it is rewritten
     follow: bool = False  # a symbolic link is followed only where the operator named it
     sessions: set[str] = field(default_factory=set)
     #: A stored position to resume from, checked against the file's head first.

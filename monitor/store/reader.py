@@ -78,13 +78,13 @@ def _session_filters(
     prefix: str, time_column: str, agent: str | None, since: float | None, level: str | None
 ) -> tuple[list[str], list[Any]]:
     """The WHERE terms and parameters of the history filters: the session's
-    agent (``prefix`` names the sessions table), ``time_column`` at or after
+    agent's name containing ``agent`` in any case (``prefix`` names the sessions table), ``time_column`` at or after
     ``since``, a peak level at least ``level``."""
     where: list[str] = []
     params: list[Any] = []
-    if agent:
-        where.append(f"{prefix}agent = ?")
-        params.append(agent)
+    if agent:  # a part of the name, in any case: `claude` finds claude-code and Claude
+        where.append(f"instr(lower({prefix}agent), ?) > 0")
+        params.append(agent.lower())
     if since is not None:
         where.append(f"{time_column} >= ?")
         params.append(since)

@@ -28,6 +28,7 @@ from monitor.config import Config, ConfigError
 from monitor.events import Level
 from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.host import HostApp
+from monitor.ui.keymap import check_keymap as check_keys
 from monitor.ui.literal import visible
 from monitor.ui.live import LiveFeed, flush_interval
 from monitor.ui.operator import OPERATOR_COMMANDS
@@ -310,8 +311,8 @@ class LoopwatchApp(HostApp):
             )
 
 
-def all_bindings() -> list[Binding]:
-    """Every binding with an id that loopwatch defines (for help and keymap checks)."""
+def bindings_by_screen() -> dict[str, list[Binding]]:
+    """Each screen's (and widget's) bindings with an id, by its name; the app's own as ``app``."""
     from monitor.ui.screens.dashboard import DashboardScreen
     from monitor.ui.screens.detail import SessionDetailScreen
     from monitor.ui.screens.event_view import EventViewScreen
@@ -324,37 +325,38 @@ def all_bindings() -> list[Binding]:
     from monitor.ui.widgets.detail.event_stream import EventStream
     from monitor.ui.widgets.detail.search import SearchBar
 
+    owners = {
+        "app": LoopwatchApp,
+        "dashboard": DashboardScreen,
+        # the event stream and its search bar are parts of the detail screen
+        "detail": (SessionDetailScreen, EventStream, SearchBar),
+        "history": HistoryScreen,
+        "inject": InjectScreen,
+        "kill": KillScreen,
+        "mute": MuteScreen,
+        "help": HelpScreen,
+        "event": EventViewScreen,
+        "repeat diff": RepeatDiffScreen,
+    }
+    screens: dict[str, list[Binding]] = {}
+    for name, owner in owners.items():
+        classes = owner if isinstance(owner, tuple) else (owner,)
+        screens[name] = [b for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id]
+    return screens
+
+
+def all_bindings() -> list[Binding]:
+    """Every binding with an id that loopwatch defines (for help and keymap checks)."""
     seen: dict[str, Binding] = {}
-    for owner in (
-        LoopwatchApp,
-        DashboardScreen,
-        SessionDetailScreen,
-        HistoryScreen,
-        EventStream,
-        InjectScreen,
-        KillScreen,
-        MuteScreen,
-        HelpScreen,
-        EventViewScreen,
-        RepeatDiffScreen,
-        SearchBar,
-    ):
-        for binding in owner.BINDINGS:
-            if isinstance(binding, Binding) and binding.id and binding.id not in seen:
-                seen[binding.id] = binding
+    for bindings in bindings_by_screen().values():
+        for binding in bindings:
+            seen.setdefault(binding.id or "", binding)
     return list(seen.values())
 
 
 def check_keymap(keymap: dict[str, str]) -> None:
-    """Raise a :class:`ConfigError` naming ``ui.keymap.<id>`` for an unknown id."""
-    known = {b.id for b in all_bindings() if b.id}
-    for binding_id, keys in keymap.items():
-        if binding_id not in known:
-            raise ConfigError(
-                f"ui.keymap.{binding_id}: unknown action (expected one of: {', '.join(sorted(known))})"
-            )
-        if not keys.strip():
-            raise ConfigError(f'ui.keymap.{binding_id}: expected a key such as "ctrl+k"')
+    """Raise a :class:`ConfigError` naming ``ui.keymap.<id>``: unknown action, no such key, a clash."""
+    check_keys(keymap, bindings_by_screen())
 
 
 # -- entry points ----------------------------------------------------------------
