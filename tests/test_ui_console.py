@@ -242,6 +242,23 @@ async def test_help_matches_the_screen(tmp_path):
         assert "kill" not in {row[1] for row in app.screen.rows}
 
 
+async def test_help_scrolls_with_the_vim_keys_when_it_does_not_fit(tmp_path):
+    app = make_app(tmp_path, reader_session())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        dialog = app.screen.query_one("#dialog")
+        assert dialog.max_scroll_y > 0  # at 80x24 the dashboard's keys do not fit
+        await pilot.press("j", "j")
+        assert dialog.scroll_y == 2
+        await pilot.press("G")
+        assert dialog.scroll_y == dialog.max_scroll_y
+        await pilot.press("k")
+        assert dialog.scroll_y == dialog.max_scroll_y - 1
+        await pilot.press("g")
+        assert dialog.scroll_y == 0
+
+
 async def test_history_detail_help_hides_operator_keys(tmp_path):
     """A past session cannot be acted on: its help does not list the operator keys."""
     db = tmp_path / "db.sqlite"
@@ -408,6 +425,52 @@ async def test_history_has_vim_keys(tmp_path):
         assert table.cursor_row == table.row_count - 2
         await pilot.press("g", "j")
         assert table.cursor_row == 1
+        # home/end move the row cursor, not the table sideways
+        await pilot.press("end")
+        assert table.cursor_row == table.row_count - 1 and table.scroll_x == 0
+        await pilot.press("home")
+        assert table.cursor_row == 0 and table.scroll_x == 0
+
+
+async def test_history_level_filter_is_set_from_the_keyboard(tmp_path):
+    """Tab to the level filter, enter opens it, down + enter chooses: enter is not taken by Open."""
+    from textual.widgets import Select
+
+    db = tmp_path / "db.sqlite"
+    async with scripted_hub(Config(), db=db):
+        pass
+    from monitor.store import Store
+
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        level = app.screen.query_one("#level", Select)
+        level.focus()
+        await pilot.press("enter")
+        assert level.expanded
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert not level.expanded and level.value != Select.BLANK
+        status = str(app.screen.query_one("#history-status").render())
+        assert "session" in status
+
+
+async def test_dashboard_home_and_end_move_the_row_cursor(tmp_path):
+    events = []
+    for n in range(3):
+        script = ScriptedSession(f"s{n}", "test-agent", T0 + n, f"/logs/s{n}.jsonl")
+        script.say("hello")
+        events += script.events
+    app = make_app(tmp_path, events)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#sessions")
+        table.focus()
+        assert table.row_count == 3
+        await pilot.press("end")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        assert table.cursor_row == 0
 
 
 async def test_export_key_writes_markdown_and_json(tmp_path, monkeypatch):

@@ -16,6 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
+from monitor.ui.vim_keys import scroll_pane, vim_bindings
+
 #: Screen class name -> the help's title.
 TITLES = {
     "DashboardScreen": "the dashboard",
@@ -55,7 +57,21 @@ def screen_bindings(screen: Screen) -> list[Binding]:
 class HelpScreen(ModalScreen[None]):
     """A table of actions; any of escape, ? or q closes it."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "Close", id="help.close"),
+        *vim_bindings(
+            (
+                "scroll('down')",
+                "scroll('up')",
+                "scroll('home')",
+                "scroll('end')",
+                "scroll('half_down')",
+                "scroll('half_up')",
+            ),
+            ("help.down", "help.up", "help.first", "help.last", "help.half_down", "help.half_up"),
+            "line",
+        ),
+    ]
 
     def __init__(self, rows: list[tuple[str, str, str]], title: str = "loopwatch keys"):
         """``rows``: (key, binding id, what it does)."""
@@ -99,3 +115,7 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_scroll(self, where: str) -> None:
+        """j/k/g/G/ctrl+d/ctrl+u scroll the keys when they do not fit."""
+        scroll_pane(self.query_one("#dialog", VerticalScroll), where)

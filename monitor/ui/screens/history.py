@@ -1,6 +1,6 @@
 """Past sessions from the SQLite store, filterable; enter opens one read-only.
 
-Filters: agent (exact), since (``2026-05-01``, ``2026-05-01 14:00``, or a
+Filters: agent (a part of the name, any case), since (``2026-05-01``, ``2026-05-01 14:00``, or a
 duration back from now: ``90m``, ``12h``, ``3d``), level (reached at least),
 and free text (in id, agent or source).  Filters apply as you type.
 """
@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, Select
+from textual.widgets._select import SelectOverlay
 
 from monitor.cost import stored_loop_cost
 from monitor.events import Level
@@ -21,6 +22,7 @@ from monitor.ui.literal import literal
 from monitor.ui.render import date_time, level_text, plural, short_path
 from monitor.ui.screens.dashboard_console import TABLE_VIM_BINDINGS, TableVimKeys
 from monitor.ui.widgets.common.footer import FittedFooter
+from monitor.ui.widgets.common.row_table import RowTable
 from monitor.ui.widgets.history.filters import HistoryFilters
 
 HISTORY_LIMIT = 500
@@ -48,7 +50,7 @@ class HistoryScreen(TableVimKeys, Screen):
     def compose(self) -> ComposeResult:
         yield Label("History — past sessions (read-only)", classes="panel-title", id="history-title")
         yield HistoryFilters(id="history-filters")
-        yield DataTable(id="history-table", cursor_type="row")
+        yield RowTable(id="history-table", cursor_type="row")
         yield Label("", id="history-status")
         yield FittedFooter()
 
@@ -149,8 +151,12 @@ class HistoryScreen(TableVimKeys, Screen):
 
     def action_open_session(self) -> None:
         table = self.query_one(DataTable)
-        if isinstance(self.focused, Select):
-            self.focused.expanded = True
+        focused = self.focused
+        if isinstance(focused, SelectOverlay):  # enter in an open filter list chooses the option
+            focused.action_select()
+            return
+        if isinstance(focused, Select):
+            focused.expanded = True
             return
         if not table.has_focus:
             table.focus()

@@ -13,7 +13,6 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from monitor.ui.literal import literal
@@ -26,6 +25,7 @@ from monitor.ui.render import (
     short_path,
     spark_text,
 )
+from monitor.ui.widgets.common.row_table import RowTable
 from monitor.ui.widgets.dashboard.columns import COLUMNS, layout
 from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
@@ -82,7 +82,7 @@ def matches(info: Any, needle: str) -> bool:
     return needle.lower() in hay.lower()
 
 
-class SessionsTable(LazyRows, DataTable):
+class SessionsTable(LazyRows, RowTable):
     """One row per session, keyed by its id."""
 
     DEFAULT_CSS = """
