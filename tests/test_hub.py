@@ -280,6 +280,22 @@ async def test_inject_defaults_to_the_current_nudge(config, hub_factory, tmp_pat
     assert json.loads(channel.path.read_text())["text"] == record.text
 
 
+async def test_an_ended_session_refuses_inject_and_kill_and_says_why(config, store, hub_factory, tmp_path):
+    """Its inbox would be written and reported delivered with nobody to read it: refused, recorded."""
+    hub = await hub_factory(config, store)
+    channel = InboxChannel(tmp_path / "run.jsonl")
+    hub.register_channel("s", channel)
+    await hub.submit(loop_events("s", 3) + [Event(Kind.SESSION_END, "s", T0 + 10, status="done")])
+    await hub.join()
+    inject = await hub.act("inject", "s", text="hello?")
+    kill = await hub.act("kill", "s")
+    assert (inject.outcome, kill.outcome) == ("refused", "refused")
+    assert "the session has ended" in inject.detail and hub.actions.kill_refusal("s") == kill.detail
+    assert not channel.path.exists()
+    assert [a["outcome"] for a in store.actions("s")] == ["refused", "refused"]
+    assert hub.actions.unreachable("s") and not hub.actions.unreachable("nobody")
+
+
 async def test_inject_without_a_channel_is_unsupported(config, store, hub_factory):
     """A session with no channel cannot be injected into; the attempt is still recorded."""
     hub = await hub_factory(config, store)

@@ -231,6 +231,46 @@ async def test_kill_refused_explains_why(tmp_path, spawn, utc):
         assert stored_actions(app, "ghost") == []
 
 
+async def test_kill_checks_again_a_process_that_exited_after_it_was_seen(tmp_path, spawn, utc):
+    """The pid was alive and verified when the session was seen; it has exited since: Close only."""
+    victim = spawn("-c", SLEEPER)
+    log = tmp_path / "logs" / "victim.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.touch()
+    app = make_app(tmp_path, looping_session("victim", log, pid=victim.pid, start=time.time()))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        victim.kill()
+        victim.wait()
+        await pilot.press("K")
+        modal = app.screen
+        assert isinstance(modal, KillScreen) and not modal.killable
+        assert f"pid {victim.pid} has already exited" in modal.refusal
+
+
+async def test_an_ended_session_is_not_offered_an_inject_or_a_kill(tmp_path, utc):
+    """i and K on a session that has ended say why instead of opening a dialog; nothing is sent."""
+    log = tmp_path / "logs" / "done.jsonl"
+    script = ScriptedSession("done", "test-agent", T0, str(log))
+    for _ in range(4):
+        script.call("bash", {"command": "ls /nope"}, "ls: cannot access '/nope'", error=True)
+    script.end()
+    app = make_app(tmp_path, script.events)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        assert not isinstance(app.screen, InjectScreen)
+        await pilot.press("K")
+        await settle(pilot)
+        assert not isinstance(app.screen, KillScreen)
+        said = notifications(app)
+        assert any(n.startswith("Nothing to inject into: done: the session has ended") for n in said), said
+        assert any(n.startswith("Nothing to kill: done: the session has ended") for n in said), said
+        assert stored_actions(app, "done") == []
+        assert not (tmp_path / "logs" / "done.jsonl.inbox.jsonl").exists()
+
+
 async def test_ack_false_positive_and_mute(tmp_path, utc):
     """a, f and m change the session's escalation, are recorded, and reach the inbox."""
     log = tmp_path / "logs" / "looper.jsonl"

@@ -185,3 +185,46 @@ def test_feed_line_separates_detector_from_message():
         seq=3,
     )
     assert "limits: approaching the failure limit" in detection_line(detection).plain
+
+
+def test_the_detail_header_says_nothing_of_a_channel_the_session_lacks():
+    """A tailed transcript has no control channel: no `via none` in its header."""
+    from monitor.events import Level
+    from monitor.ui.screens.detail import header_text
+
+    base = {"id": "s", "level": Level.NONE, "agent": "claude-code", "status": "live", "events": 3}
+    assert "via" not in header_text({**base, "channel": "none"}, read_only=False).plain
+    assert "via inbox" in header_text({**base, "channel": "inbox"}, read_only=False).plain
+
+
+def test_the_escalation_panel_never_promises_a_step_down_or_a_future_to_an_ended_session():
+    from types import SimpleNamespace
+
+    from monitor.events import Level
+    from monitor.ui.widgets.dashboard.escalation_view import EscalationFacts, escalation_lines
+
+    ladder = (Level.NOTICE, Level.WARN, Level.CRITICAL, Level.CRITICAL, Level.TERMINATE)
+    info = SimpleNamespace(
+        level=Level.TERMINATE,
+        detector="exact_repeat",
+        last_detection=None,
+        reason="",
+        muted=(),
+        status="live",
+    )
+    facts = EscalationFacts(ladder=ladder, occurrences=2, keys={"ack": "a", "inject": "i", "kill": "K"})
+    text = "\n".join(line.plain for line in escalation_lines(info, facts, 0.0))
+    assert (
+        "next repeat stays at ✖ terminate" in text
+        and "critical (rung" not in text
+        and "a acknowledge" in text
+    )
+    ended = "\n".join(
+        line.plain
+        for line in escalation_lines(SimpleNamespace(**{**vars(info), "status": "ended"}), facts, 0.0)
+    )
+    assert (
+        "nothing: the session has ended" in ended
+        and "next repeat" not in ended
+        and "acknowledge" not in ended
+    )

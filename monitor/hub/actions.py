@@ -178,6 +178,9 @@ class Actions:
     ) -> tuple[str, str]:
         if state is None:
             return "failed", f"unknown session {session!r}"
+        gone = _gone(state)
+        if gone and kind in ("inject", "kill"):
+            return "refused", gone
         hub = self.hub
         policy = hub.engine.policy
         if kind == "ack":
@@ -251,6 +254,23 @@ class Actions:
                 pass
         outcome = await terminate(claim.identity, grace=self.hub.config.control.kill_grace_seconds)
         return outcome.status, outcome.detail
+
+    def unreachable(self, session: str) -> str:
+        """Why nothing sent to this session can reach its agent any more ("" while it can)."""
+        state = self.hub.lifecycle.sessions.get(session)
+        return _gone(state) if state is not None else ""
+
+    def kill_refusal(self, session: str) -> str:
+        """Why a kill cannot be carried out now, checked afresh ("" when it can: a verified
+        process, or an agent that can be asked over its channel)."""
+        state = self.hub.lifecycle.sessions.get(session)
+        if state is None:
+            return f"unknown session {session!r}"
+        if _gone(state):
+            return _gone(state)
+        if state.claim is not None:
+            return state.claim.refusal() or ""
+        return "" if state.channel is not None else state.kill_reason
 
     def describe_kill(self, session: str) -> str:
         state = self.hub.lifecycle.sessions.get(session)
@@ -368,3 +388,12 @@ def _from_otlp(detection: Detection, state: HubSession) -> bool:
         return False
     first = min((ref.seq for ref in cited if ref.seq), default=0)
     return state.otlp_seq >= first - OTLP_MARGIN
+
+
+def _gone(state: HubSession) -> str:
+    """Why nothing sent to ``state``'s session can reach its agent any more ("" while it can)."""
+    if state.status == "ended":
+        return "the session has ended: nobody would read a message, and there is no process to stop"
+    if state.status == "stopped":
+        return "its watcher has stopped: loopwatch no longer hears from this session"
+    return ""

@@ -97,6 +97,10 @@ class OperatorActions(ScreenMixin):
         info = self.selected_info()
         if info is None:
             return
+        if self.app.hub is not None and self._refused_as_gone(
+            self.app.hub, info.id, "Nothing to inject into"
+        ):
+            return
         nudge = info.nudge or (info.last_detection.nudge if info.last_detection else "")
 
         def send(text: str | None) -> None:
@@ -113,14 +117,23 @@ class OperatorActions(ScreenMixin):
         hub = self.app.hub
         if hub is None:  # check_action hides the key then
             return
-        latest = hub.session(info.id) or info
+        if self._refused_as_gone(hub, info.id, "Nothing to kill"):
+            return
         describe = hub.describe_kill(info.id)
+        refusal = hub.actions.kill_refusal(info.id)  # afresh: the process may have exited since
 
         def confirmed(yes: bool | None) -> None:
             if yes:
                 self.app.perform("kill", info.id)
 
-        self.app.push_screen(KillScreen(info.id, describe, latest.kill), confirmed)
+        self.app.push_screen(KillScreen(info.id, describe, refusal), confirmed)
+
+    def _refused_as_gone(self, hub: Any, session: str, title: str) -> bool:
+        """An ended or stopped session cannot be reached: say why instead of opening a dialog."""
+        reason = hub.actions.unreachable(session)
+        if reason:
+            self.app.notify(visible(f"{session}: {reason}."), title=title, markup=False)
+        return bool(reason)
 
     def action_false_positive(self) -> None:
         self.pin_selection()

@@ -60,7 +60,8 @@ def header_text(info: dict[str, Any], read_only: bool, palette: Palette = DEFAUL
         ("status", info.get("status")),
         ("events", f"{info.get('events') or 0:,}"),
         ("pid", info.get("pid")),
-        ("via", info.get("channel")),
+        # "none" is how the snapshot says no channel: say nothing rather than "via none"
+        ("via", info.get("channel") if info.get("channel") != "none" else None),
         ("detector", info.get("detector")),
     ):
         if value not in (None, ""):

@@ -66,7 +66,13 @@ def escalation_lines(
         cost.append(f"{episode[1].text()} since {clock(episode[0])}", style=palette.level(Level.WARN))
         lines.append(cost)
 
-    lines.append(_next_line(facts, level, now, palette))
+    closed = getattr(info, "status", "live") in ("ended", "stopped")
+    if closed:
+        nxt = _label("Next")
+        nxt.append(f"nothing: the session has {info.status}", style="dim")
+        lines.append(nxt)
+    else:
+        lines.append(_next_line(facts, level, now, palette))
 
     auto = _label("")
     auto.append(
@@ -75,7 +81,7 @@ def escalation_lines(
         style="dim",
     )
     lines.append(auto)
-    if level >= Level.WARN and facts.keys:
+    if level >= Level.WARN and facts.keys and not closed:
         hints = _label("You")
         hints.append(
             " · ".join(
@@ -119,10 +125,14 @@ def _next_line(facts: EscalationFacts, level: Level, now: float, palette: Palett
         nxt.append("watching: the first repetition past a threshold warns", style="dim")
     else:
         index = min(max(facts.occurrences, 0), len(facts.ladder) - 1)
-        coming = max(facts.ladder[index], facts.proposed)
-        nxt.append("next repeat → ")
+        rung = max(facts.ladder[index], facts.proposed)
+        # A session never steps down while it repeats: a pattern that came in above its
+        # rung (or another pattern's higher level) stays where it is.
+        coming = max(rung, level)
+        nxt.append("next repeat → " if coming > level else "next repeat stays at ")
         nxt.append(f"{LEVEL_ICONS[coming]} {coming.label}", style=palette.level(coming))
-        nxt.append(f" (rung {index + 1}/{len(facts.ladder)})", style="dim")
+        if coming == rung:
+            nxt.append(f" (rung {index + 1}/{len(facts.ladder)})", style="dim")
     return nxt
 
 
