@@ -344,3 +344,25 @@ def test_bundled_examples_are_reproducible_and_labelled(tmp_path):
         [sys.executable, "-m", "monitor", "scan", str(bundled)], capture_output=True, text=True, env=env
     )
     assert result.returncode == 1 and "loop-exact-repeat" in result.stdout
+
+
+async def test_a_demo_agent_that_is_killed_is_reaped_not_left_a_zombie(tmp_path):
+    """The demo collects its agents' exit status while it runs (a zombie stayed until the demo exited)."""
+    import asyncio
+    import signal
+
+    from monitor.commands.demo import DemoRun
+    from monitor.config import Config
+
+    run = DemoRun(Config(), db=str(tmp_path / "demo.db"))
+    try:
+        async with run.running():
+            victim = run.processes[0]
+            os.kill(victim.pid, signal.SIGKILL)
+            async with asyncio.timeout(30):
+                while Path(f"/proc/{victim.pid}").exists() and victim.returncode is None:
+                    await asyncio.sleep(0.05)  # polling the process table, bounded
+            assert victim.returncode == -signal.SIGKILL
+            assert not Path(f"/proc/{victim.pid}").exists()
+    finally:
+        run.cleanup()

@@ -177,7 +177,8 @@ async def test_history_filters_and_read_only_open(tmp_path):
 
 
 async def test_open_mode_shows_one_stored_session(tmp_path):
-    """`loopwatch open` mode starts on the session, read-only; escape quits."""
+    """`loopwatch open` mode starts on the session, read-only; escape goes back to the history of
+    sessions (the one shown among them), escape there quits."""
     db = tmp_path / "h.sqlite"
     await asyncio.to_thread(record_history, db)
     app = LoopwatchApp(Config(), store=Store(db), mode="open", session="claude-7f3a", clock=frozen_clock())
@@ -185,6 +186,10 @@ async def test_open_mode_shows_one_stored_session(tmp_path):
         await settle(pilot)
         assert isinstance(app.screen, SessionDetailScreen) and app.screen.read_only
         assert app.screen.query_one(EventStream).source.count() == 16
+        await pilot.press("escape")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "HistoryScreen" and app.is_running
+        assert "claude-7f3a" in [key.value for key in app.screen.query_one("#history-table").rows]
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_code == 0

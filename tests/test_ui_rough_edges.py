@@ -228,3 +228,31 @@ def test_the_escalation_panel_never_promises_a_step_down_or_a_future_to_an_ended
         and "next repeat" not in ended
         and "acknowledge" not in ended
     )
+
+
+async def test_the_palette_screenshot_falls_back_to_the_current_directory(tmp_path, monkeypatch):
+    """No ~/Downloads: the screenshot is written to the current directory, and a toast says where."""
+    from monitor.config import Config
+    from monitor.ui.app import LoopwatchApp
+    from tests.scripted import frozen_clock, scripted_hub
+
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(home / "Downloads"))
+    monkeypatch.chdir(work)
+    config = Config()
+    app = LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db")
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.deliver_screenshot(filename="shot.svg")
+        deadline = 200
+        while not (work / "shot.svg").exists() and deadline:
+            await pilot.pause(0.05)
+            deadline -= 1
+        assert (work / "shot.svg").read_text().startswith("<svg")
+        assert not (home / "Downloads").exists()

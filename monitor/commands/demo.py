@@ -69,6 +69,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_ui_options(parser, only_with="the TUI")
 
 
+#: How often ended agent processes are reaped.
+REAP_SECONDS = 1.0
+
+
 class DemoRun:
     """Temporary directory, the live pipeline and the agent processes."""
 
@@ -105,11 +109,23 @@ class DemoRun:
 
         live = self.live or self.build()
         async with live.running() as hub:
+            reaper: asyncio.Task | None = None
             try:
                 self.processes = await asyncio.to_thread(start_agents, self.directory / "agents")
+                reaper = asyncio.create_task(self._reap())
                 yield hub
             finally:
+                if reaper is not None:
+                    reaper.cancel()
                 await asyncio.to_thread(stop_agents, self.processes)
+
+    async def _reap(self, every: float = REAP_SECONDS) -> None:
+        """Collect the exit status of agents that end (a kill from the TUI, or their own end), so
+        none stays a zombie until the demo exits."""
+        while True:
+            for process in self.processes:
+                process.poll()
+            await asyncio.sleep(every)
 
     def abandon(self) -> None:
         """Stop the agents and remove the files without the event loop (it is stuck)."""

@@ -12,9 +12,11 @@ kill's grace period.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import SystemCommand
@@ -216,10 +218,36 @@ class LoopwatchApp(HostApp):
 
         self.push_screen(HistoryScreen())
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """The palette's Screenshot: into ~/Downloads when it exists, else the current directory
+        (Textual's default fails with no reason when ~/Downloads is missing)."""
+        from platformdirs import user_downloads_path
+
+        if path is None:
+            downloads = user_downloads_path()
+            path = str(downloads if downloads.is_dir() else Path.cwd())
+        if not os.access(path, os.W_OK | os.X_OK):
+            self.notify(
+                visible(f"Cannot save a screenshot: {path} is not a writable directory."),
+                title="Screenshot",
+                severity="error",
+                markup=False,
+            )
+            return None
+        return super().deliver_screenshot(filename, path, time_format)
+
     def go_back(self) -> None:
-        """Pop the current screen, or quit if it is the only one."""
+        """Pop the current screen; from the session `loopwatch open` showed, go to the history
+        of sessions (esc is "back", not "quit": q quits); quit from the first screen."""
         if len(self.screen_stack) > 2:
             self.pop_screen()
+        elif self.mode == "open" and self.store is not None:
+            from monitor.ui.screens.history import HistoryScreen
+
+            self.mode = "history"
+            self.switch_screen(HistoryScreen())
         else:
             self.exit(0)
 
