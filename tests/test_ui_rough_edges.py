@@ -256,3 +256,41 @@ async def test_the_palette_screenshot_falls_back_to_the_current_directory(tmp_pa
             deadline -= 1
         assert (work / "shot.svg").read_text().startswith("<svg")
         assert not (home / "Downloads").exists()
+
+
+async def test_at_80x24_the_kill_and_inject_dialogs_keep_their_buttons_and_own_footer(tmp_path, utc):
+    """A verified kill explains itself in many lines: they scroll, the buttons stay inside the dialog,
+    and the footer shows the dialog's keys, not the dashboard's behind it."""
+    import subprocess
+    import sys
+    import time
+
+    from textual.widgets import Button, Footer
+
+    from tests.test_ui_actions import looping_session, make_app
+    from tests.test_ui_actions import settle as settle_actions
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        log = tmp_path / "logs" / "looper.jsonl"
+        log.parent.mkdir(parents=True)
+        log.touch()
+        app = make_app(tmp_path, looping_session("looper", log, pid=sleeper.pid, start=time.time()))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle_actions(pilot)
+            for key, first in (("K", "Kill  y"), ("i", "Send  ctrl+s")):
+                await pilot.press(key)
+                await settle_actions(pilot)
+                dialog = app.screen.query_one("#dialog").region
+                buttons = list(app.screen.query(Button))
+                assert str(buttons[0].label) == first
+                assert all(dialog.contains_region(b.region) for b in buttons), (
+                    dialog,
+                    [b.region for b in buttons],
+                )
+                assert app.screen.query_one(Footer).region.y == 23  # the dialog's own, at the bottom
+                await pilot.press("escape")
+                await settle_actions(pilot)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

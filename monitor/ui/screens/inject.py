@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
 from monitor.ui.literal import literal, visible
+from monitor.ui.widgets.common.footer import FittedFooter
 
 FALLBACK_NUDGE = (
     "[loopwatch] You seem to be repeating yourself without progress. Try a different "
@@ -62,6 +63,7 @@ class InjectScreen(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Send  ctrl+s", variant="primary", id="send")
                 yield Button("Cancel  esc", id="cancel")
+        yield FittedFooter()  # this dialog's keys, not the dashboard's behind it
 
     def on_mount(self) -> None:
         message = self.query_one("#message", TextArea)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from monitor.ui.literal import literal
+from monitor.ui.widgets.common.footer import FittedFooter
 
 
 class KillScreen(ModalScreen[bool]):
@@ -51,13 +52,15 @@ class KillScreen(ModalScreen[bool]):
             else:
                 body = Text("This session cannot be killed:\n")
                 body.append_text(literal(self.refusal or self.describe, style="bold", multiline=True))
-            yield Static(body, id="kill-what")
+            with VerticalScroll(id="kill-body"):  # a long refusal scrolls; the buttons stay
+                yield Static(body, id="kill-what")
             with Horizontal(classes="dialog-buttons"):
                 if self.killable:
                     yield Button("Kill  y", variant="error", id="confirm")
                     yield Button("Cancel  esc", id="cancel")
                 else:
                     yield Button("Close  esc", id="cancel")
+        yield FittedFooter()  # this dialog's keys, not the dashboard's behind it
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
