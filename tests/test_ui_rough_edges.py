@@ -294,3 +294,11 @@ async def test_at_80x24_the_kill_and_inject_dialogs_keep_their_buttons_and_own_f
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_copied_event_says_its_time_to_the_second(utc):
+    """The steps of a loop are seconds apart: the event's header (view and clipboard) keeps the seconds."""
+    from monitor.ui.event_text import event_plain
+
+    text = event_plain({"seq": 4, "type": "tool_result", "tool": "bash", "ts": 1767258007.0})
+    assert text.splitlines()[0] == "#4  tool_result  bash  2026-01-01 09:00:07"

@@ -57,6 +57,11 @@ def terminal_problem(instead: str) -> str | None:
     )
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, ending in "…" when it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def ui_config_problem(config: Config, theme: str | None = None) -> str | None:
     """What is wrong in ``[ui]`` (theme name, keymap), checked even where no TUI opens
     (``doctor``, ``watch --headless``), so a typo is found before the day it matters."""
@@ -91,6 +96,7 @@ __all__ = [
     "add_ui_options",
     "config_from_args",
     "fail",
+    "shorten",
     "terminal_problem",
     "ui_config_problem",
     "ui_problem",

@@ -31,6 +31,7 @@ from monitor.commands.common import (
     add_ui_options,
     config_from_args,
     fail,
+    shorten,
     ui_problem,
 )
 
@@ -184,7 +185,7 @@ async def _headless(run: DemoRun, duration: float) -> int:
     print("\nsession              agent            level      events  status", file=sys.stderr)
     for info in sessions:
         print(
-            f"{info.id[:20]:<20} {(info.agent or '-')[:16]:<16} {info.level.label:<10} "
+            f"{shorten(info.id, 20):<20} {shorten(info.agent or '-', 16):<16} {info.level.label:<10} "
             f"{info.events:>6}  {info.status}",
             file=sys.stderr,
         )

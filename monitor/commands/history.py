@@ -8,7 +8,7 @@ import sys
 import time
 from datetime import datetime
 
-from monitor.commands.common import ConfigError, add_ui_options, fail, ui_problem
+from monitor.commands.common import ConfigError, add_ui_options, fail, shorten, ui_problem
 from monitor.commands.stored import (
     add_db_options,
     dumps,
@@ -195,14 +195,10 @@ def format_hits(hits: list[dict]) -> str:
         what = f"{hit['type']} {hit['tool']}" if hit.get("tool") else hit["type"]
         snippet = " ".join(visible(hit.get("snippet")).split())
         lines.append(
-            f"  {_short(hit['session'], SESSION_WIDTH)}  #{hit['seq']:<5} {fmt_time(hit['ts'])}  "
-            f"{_short(what, 28):<28}  {_short(snippet, 110)}"
+            f"  {shorten(hit['session'], SESSION_WIDTH)}  #{hit['seq']:<5} {fmt_time(hit['ts'])}  "
+            f"{shorten(what, 28):<28}  {shorten(snippet, 110)}"
         )
     return "\n".join(lines)
-
-
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def format_table(rows: list[dict]) -> str:
@@ -226,8 +222,8 @@ def format_table(rows: list[dict]) -> str:
         table.append(
             (
                 fmt_time(last),
-                _short(row["id"], SESSION_WIDTH),
-                _short(row.get("agent") or "-", 16),
+                shorten(row["id"], SESSION_WIDTH),
+                shorten(row.get("agent") or "-", 16),
                 row.get("origin") or "-",
                 f"{row.get('events') or 0:,}",
                 fmt_duration(last - first if first is not None and last is not None else None),
@@ -235,7 +231,7 @@ def format_table(rows: list[dict]) -> str:
                 level_label(row),
                 row.get("status") or "-",
                 loop_cost.short() if (loop_cost := stored_loop_cost(row)) is not None else "-",
-                _short(row.get("detector") or "-", 20),
+                shorten(row.get("detector") or "-", 20),
             )
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

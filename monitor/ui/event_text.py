@@ -91,7 +91,7 @@ def pretty_json(value: Any) -> str:
 
 
 def title_line(record: dict[str, Any]) -> str:
-    """``#12  tool_call  bash  2026-01-01 09:00`` (plain)."""
+    """``#12  tool_call  bash  2026-01-01 09:00:07`` (plain; seconds: steps of a loop are seconds apart)."""
     parts = [f"#{record.get('seq') or 0}", str(record.get("type") or "?")]
     if record.get("tool"):
         parts.append(str(record["tool"]))
@@ -99,7 +99,7 @@ def title_line(record: dict[str, Any]) -> str:
         parts.append(f"({record['role']})")
     if record.get("is_error"):
         parts.append("ERROR")
-    parts.append(date_time(record.get("ts")))
+    parts.append(date_time(record.get("ts"), seconds=True))
     return "  ".join(parts)
 
 

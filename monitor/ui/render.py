@@ -180,10 +180,11 @@ def clock(ts: float | None) -> str:
         return "?"
 
 
-def date_time(ts: float | None) -> str:
+def date_time(ts: float | None, *, seconds: bool = False) -> str:
+    """``2026-01-01 09:00`` local time (``seconds``: ``09:00:07``; ``-`` when unknown)."""
     if not ts:
         return "-"
     try:
-        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):
         return "?"
