@@ -302,3 +302,36 @@ def test_a_copied_event_says_its_time_to_the_second(utc):
 
     text = event_plain({"seq": 4, "type": "tool_result", "tool": "bash", "ts": 1767258007.0})
     assert text.splitlines()[0] == "#4  tool_result  bash  2026-01-01 09:00:07"
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 160, 200])
+def test_the_history_columns_fit_the_width_and_keep_what_tells_most(width):
+    from monitor.ui.widgets.history.columns import EDGE, PAD, history_layout
+
+    columns = history_layout(width)
+    keys = [key for key, _, _ in columns]
+    assert sum(w + PAD for _, _, w in columns) + EDGE <= width
+    assert {"agent", "session", "level", "peak", "events"} <= set(keys)
+    if width >= 160:
+        assert "source" in keys and dict((k, w) for k, _, w in columns)["agent"] >= 18
+
+
+async def test_the_history_table_fits_80_and_160_columns(tmp_path, utc):
+    """At 160 nothing is cut at the edge; at 80 six columns remain; a resize keeps the selection."""
+    from monitor.store import Store
+    from tests.scripted import frozen_clock, scripted_hub
+
+    db = tmp_path / "db.sqlite"
+    async with scripted_hub(Config(), db=db):
+        pass
+    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#history-table")
+        assert table.virtual_size.width <= table.size.width
+        await pilot.press("j", "j")
+        chosen = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert len(table.columns) == 6 and table.virtual_size.width <= table.size.width
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == chosen

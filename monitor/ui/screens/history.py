@@ -23,6 +23,7 @@ from monitor.ui.render import date_time, level_text, plural, short_path
 from monitor.ui.screens.dashboard_console import TABLE_VIM_BINDINGS, TableVimKeys
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.row_table import RowTable
+from monitor.ui.widgets.history.columns import history_layout
 from monitor.ui.widgets.history.filters import HistoryFilters
 
 HISTORY_LIMIT = 500
@@ -35,6 +36,28 @@ def _duration(first: float | None, last: float | None) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def _cells(row: dict[str, Any], widths: dict[str, int], palette: Any) -> dict[str, Text]:
+    """One stored session's cells by column key, each cut (with "…") to its column's width."""
+    level = Level.parse(row.get("level") or "watching")
+    peak = Level.parse(row.get("peak") or row.get("level") or "watching")
+    started = date_time(row.get("first_seen"))
+    if widths.get("started", 16) < len(started):
+        started = started[5:]  # without the year: 05-01 14:00
+    return {
+        "started": Text(started),
+        "agent": literal(row.get("agent") or "-", limit=widths.get("agent", 12)),
+        "session": literal(row["id"], limit=widths.get("session", 24)),
+        "status": Text(row.get("status") or "-"),
+        "level": level_text(level, palette),
+        "peak": level_text(peak, palette),
+        "events": Text(f"{row.get('events') or 0:,}", justify="right"),
+        "duration": Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
+        "loops": Text(loops.short() if (loops := stored_loop_cost(row)) else "-", justify="right"),
+        "detector": literal(row.get("detector") or "", limit=widths.get("detector", 16)),
+        "source": literal(short_path(row.get("source") or "", widths.get("source", 30))),
+    }
 
 
 class HistoryScreen(TableVimKeys, Screen):
@@ -59,29 +82,35 @@ class HistoryScreen(TableVimKeys, Screen):
 
     def on_mount(self) -> None:
         self.ready = True
-        table = self.query_one(DataTable)
-        for key, label, width in (
-            ("started", "Started", 16),
-            ("agent", "Agent", 12),
-            ("session", "Session", 24),
-            ("status", "Status", 7),
-            ("level", "Final", 11),
-            ("peak", "Peak", 11),
-            ("events", "Events", 8),
-            ("duration", "Length", 7),
-            ("loops", "Loop cost", 9),
-            ("detector", "Detector", 16),
-            ("source", "Source", 30),
-        ):
-            table.add_column(label, key=key, width=width)
+        self.history_columns: list[tuple[str, str, int]] = []
         self.query_one(HistoryFilters).prefill(getattr(self.app, "history_filters", {}) or {})
-        self.reload()
-        table.focus()
+        self.fit_columns()
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        if self.ready:
+            self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Columns fitted to the width (monitor/ui/widgets/history/columns.py); rows again if they changed."""
+        columns = history_layout(self.size.width)
+        if columns == self.history_columns:
+            return
+        self.history_columns = columns
+        table = self.query_one(DataTable)
+        keep = (
+            table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
+        )
+        table.clear(columns=True)
+        for key, label, width in columns:
+            table.add_column(label, key=key, width=width)
+        self.reload(keep)
 
     def filters(self) -> dict[str, Any]:
         return self.query_one(HistoryFilters).values(self.app.clock())
 
-    def reload(self) -> None:
+    def reload(self, keep: str | None = None) -> None:
+        """The sessions the filters find; the selected one (or ``keep``) stays selected."""
         status = self.query_one("#history-status", Label)
         try:
             filters = self.filters()
@@ -100,28 +129,15 @@ class HistoryScreen(TableVimKeys, Screen):
         else:
             rows = store.list_sessions(**filters, limit=HISTORY_LIMIT)
         table = self.query_one(DataTable)
-        selected = None
+        selected = keep
         if table.row_count:
             selected = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         table.clear()
         palette = self.app.palette
+        widths = {key: width for key, _, width in self.history_columns}
         for row in rows:
-            level = Level.parse(row.get("level") or "watching")
-            peak = Level.parse(row.get("peak") or row.get("level") or "watching")
-            table.add_row(
-                Text(date_time(row.get("first_seen"))),
-                literal(row.get("agent") or "-", limit=12),
-                literal(row["id"], limit=24),
-                Text(row.get("status") or "-"),
-                level_text(level, palette),
-                level_text(peak, palette),
-                Text(f"{row.get('events') or 0:,}", justify="right"),
-                Text(_duration(row.get("first_seen"), row.get("last_seen")), justify="right"),
-                Text(loops.short() if (loops := stored_loop_cost(row)) else "-", justify="right"),
-                literal(row.get("detector") or "", limit=16),
-                literal(short_path(row.get("source") or "", 30)),
-                key=row["id"],
-            )
+            cells = _cells(row, widths, palette)
+            table.add_row(*(cells[key] for key, _, _ in self.history_columns), key=row["id"])
         if selected is not None:
             try:
                 table.move_cursor(row=table.get_row_index(selected), animate=False)
