@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import socket
+import shlex
 import subprocess
 import sys
 import threading
@@ -635,3 +636,54 @@ async def test_mailbox_messages_stay_until_the_hook_got_them():
     await mailbox.send({"type": "kill"})
     mailbox.taken(seen)
     assert mailbox.pending() == [{"type": "kill"}]  # what came meanwhile stays
+
+
+def test_install_hook_local_and_the_session_end_timeout(tmp_path: Path):
+    """--local writes the project's settings.local.json; SessionEnd gets a short timeout (Claude Code waits
+    for the longest SessionEnd hook on exit), the others 10 s; an old install's 10 s SessionEnd is updated."""
+    result = install_hook("claude", "--local", str(tmp_path), "--command", "loopwatch hook claude")
+    assert result.returncode == 0, result.stderr
+    local = tmp_path / ".claude" / "settings.local.json"
+    ours = _ours(json.loads(local.read_text()), "claude")
+    assert ours["SessionEnd"][0]["timeout"] == 2 and ours["PreToolUse"][0]["timeout"] == 10
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+    data = json.loads(local.read_text())
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 10  # as older loopwatch wrote it
+    local.write_text(json.dumps(data))
+    assert (
+        install_hook("claude", "--local", str(tmp_path), "--command", "loopwatch hook claude").returncode == 0
+    )
+    assert _ours(json.loads(local.read_text()), "claude")["SessionEnd"][0]["timeout"] == 2
+    codex = install_hook("codex", "--local", str(tmp_path))
+    assert codex.returncode == 2 and "only Claude Code" in codex.stderr
+
+
+def test_the_default_hook_command_never_runs_a_projects_own_monitor_package(tmp_path: Path):
+    """Claude Code runs hooks in the project's directory: a project with its own `monitor/` must not
+    get its code run by our hook, whether the command is the console script or `python -P -m monitor`."""
+    from monitor.commands.install_hook import default_command
+
+    project = tmp_path / "project"
+    (project / "monitor").mkdir(parents=True)
+    (project / "monitor" / "__init__.py").write_text("")
+    (project / "monitor" / "__main__.py").write_text("print('ROGUE'); raise SystemExit(7)\n")
+    env = {k: v for k, v in _env(str(tmp_path / "nowhere.sock")).items() if k != "PYTHONPATH"}
+    payload = json.dumps({"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(project)})
+    plain = f"{shlex.quote(sys.executable)} -m monitor hook claude"
+    guarded = f"{shlex.quote(sys.executable)} -P -m monitor hook claude"
+    runs = {}
+    for name, command in (("plain", plain), ("guarded", guarded), ("default", default_command("claude"))):
+        runs[name] = subprocess.run(
+            command,
+            shell=True,
+            cwd=project,
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=PROCESS_DEADLINE,
+        )
+    assert "ROGUE" in runs["plain"].stdout  # what the issue reproduced: the project's code ran
+    for name in ("guarded", "default"):
+        assert "ROGUE" not in runs[name].stdout and runs[name].returncode == 0, (name, runs[name])
+    assert default_command("claude").split()[0].startswith("/")

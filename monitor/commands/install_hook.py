@@ -1,4 +1,4 @@
-"""``loopwatch install-hook claude|codex [--project DIR | --user] [--uninstall]``.
+"""``loopwatch install-hook claude|codex [--project DIR | --local [DIR] | --user] [--uninstall]``.
 
 Adds ``loopwatch hook <agent>`` to the agent's hook configuration for the
 events in :data:`EVENTS` (UserPromptSubmit lets a hook-only session see user
@@ -6,8 +6,9 @@ turns, which reset the detectors' streaks; Claude Code's PostToolUseFailure
 carries every failed call, SessionEnd and StopFailure end the session,
 SubagentStart/SubagentStop delimit its subagents):
 
-* Claude Code: ``~/.claude/settings.json`` (``--user``, the default) or
-  ``DIR/.claude/settings.json`` (``--project DIR``).
+* Claude Code: ``~/.claude/settings.json`` (``--user``, the default),
+  ``DIR/.claude/settings.json`` (``--project DIR``) or the project's own, not shared
+  ``DIR/.claude/settings.local.json`` (``--local``, the current directory by default).
 * Codex: ``$CODEX_HOME/hooks.json`` (``--user``) or ``DIR/.codex/hooks.json``
   (``--project DIR``), in the same Claude-style layout Codex reads.
 
@@ -57,6 +58,9 @@ EVENTS = AGENT_EVENTS["claude"]
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 #: Seconds Claude Code gives the hook (it answers in well under one).
 CLAUDE_TIMEOUT = 10
+#: Claude Code waits for the longest SessionEnd hook when it exits: ours only reports the end,
+#: so it must not raise that budget for every other SessionEnd hook the user has.
+CLAUDE_EVENT_TIMEOUTS = {"SessionEnd": 2}
 #: Recognizes our own entries, whichever way loopwatch was invoked.
 _OURS = re.compile(r"(?:^|[\s/'\"])(?:loopwatch|-m\s+monitor)['\"]?\s+hook\s+(?P<agent>claude|codex)\b")
 CODEX_TRUST_NOTE = (
@@ -87,6 +91,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a project's settings (DIR/.claude/settings.json or DIR/.codex/hooks.json)",
     )
+    where.add_argument(
+        "--local",
+        nargs="?",
+        const=".",
+        metavar="DIR",
+        help="Claude Code only: the project's settings.local.json, kept out of version control "
+        "(DIR/.claude/settings.local.json; DIR defaults to the current directory)",
+    )
     parser.add_argument("--uninstall", action="store_true", help="remove loopwatch's entries instead")
     parser.add_argument(
         "--command",
@@ -96,10 +108,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_path(agent: str, project: str | None) -> Path:
-    """The file ``install-hook`` edits for ``agent``."""
+def settings_path(agent: str, project: str | None, local: bool = False) -> Path:
+    """The file ``install-hook`` edits for ``agent`` (``local``: Claude Code's settings.local.json)."""
     from monitor.formats.locations import claude_home, codex_home
 
+    if local and project is not None:
+        return Path(project).expanduser() / ".claude" / "settings.local.json"
     if project is not None:
         base = Path(project).expanduser()
         return base / ".claude" / "settings.json" if agent == "claude" else base / ".codex" / "hooks.json"
@@ -107,11 +121,22 @@ def settings_path(agent: str, project: str | None) -> Path:
 
 
 def default_command(agent: str) -> str:
-    """How the agent should call this loopwatch: its script if on PATH, else ``python -m monitor``."""
-    script = shutil.which("loopwatch")
+    """How the agent should call this loopwatch, by absolute path: the console script installed with
+    this interpreter (or on PATH), else ``python -P -m monitor`` — the agent runs hooks in the
+    project's directory, and without ``-P`` a project with its own ``monitor/`` would run its code."""
+    script = installed_script()
     if script:
-        return f"{shlex.quote(str(Path(script).resolve()))} hook {agent}"
-    return f"{shlex.quote(sys.executable)} -m monitor hook {agent}"
+        return f"{shlex.quote(script)} hook {agent}"
+    return f"{shlex.quote(sys.executable)} -P -m monitor hook {agent}"
+
+
+def installed_script() -> str | None:
+    """The ``loopwatch`` console script beside this interpreter, else the one on PATH (absolute)."""
+    beside = Path(sys.executable).parent / "loopwatch"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("loopwatch")
+    return str(Path(found).resolve()) if found else None
 
 
 def is_ours(handler: Any, agent: str | None = None) -> bool:
@@ -122,10 +147,10 @@ def is_ours(handler: Any, agent: str | None = None) -> bool:
     return match is not None and (agent is None or match.group("agent") == agent)
 
 
-def _handler(agent: str, command: str) -> dict[str, Any]:
+def _handler(agent: str, command: str, event: str = "") -> dict[str, Any]:
     handler: dict[str, Any] = {"type": "command", "command": command}
     if agent == "claude":
-        handler["timeout"] = CLAUDE_TIMEOUT
+        handler["timeout"] = CLAUDE_EVENT_TIMEOUTS.get(event, CLAUDE_TIMEOUT)
     return handler
 
 
@@ -149,16 +174,20 @@ def install(settings: dict[str, Any], agent: str, command: str) -> bool:
                     if found:
                         continue  # duplicates are removed below
                     found = True
-                    wanted = _handler(agent, command)
+                    wanted = _handler(agent, command, event)
                     # Same command: leave it exactly as it is (a rewrite, even of a
-                    # field the user tuned, would cost it its trust in Codex).
+                    # field the user tuned, would cost it its trust in Codex) -- but
+                    # for a timeout still at an older default of ours.
                     if handler.get("command") != command:
                         handlers[index] = wanted
+                        changed = True
+                    elif handler.get("timeout") == CLAUDE_TIMEOUT != wanted.get("timeout", CLAUDE_TIMEOUT):
+                        handlers[index] = {**handler, "timeout": wanted["timeout"]}
                         changed = True
         if found:
             changed |= _drop_duplicates(groups, agent)
             continue
-        group = {"hooks": [_handler(agent, command)]}
+        group = {"hooks": [_handler(agent, command, event)]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
         groups.append(group)
@@ -253,9 +282,12 @@ def write_atomically(path: Path, data: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from monitor.commands.common import fail
 
-    path = settings_path(args.agent, args.project)
-    if args.project is not None and not Path(args.project).expanduser().is_dir():
-        return fail(f"--project {args.project}: no such directory")
+    if args.local is not None and args.agent != "claude":
+        return fail("--local: only Claude Code has a settings.local.json; use --project DIR for Codex")
+    project = args.local if args.local is not None else args.project
+    path = settings_path(args.agent, project, local=args.local is not None)
+    if project is not None and not Path(project).expanduser().is_dir():
+        return fail(f"--{'local' if args.local is not None else 'project'} {project}: no such directory")
     try:
         settings = load_settings(path)
     except (OSError, UnicodeDecodeError) as exc:
