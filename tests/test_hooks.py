@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import shlex
+import socket
 import subprocess
 import sys
 import threading
