@@ -123,6 +123,14 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
         path = Path(raw).expanduser()
         if path.is_dir() and documents.events_dir(path) is not None:
             out.append(str(path))  # an OpenHands conversation: one document
+        elif (
+            path.is_dir()
+            and documents.opencode_storage(path) is not None
+            and not (path / "opencode.db").exists()
+        ):
+            out.append(
+                str(path)
+            )  # OpenCode's older storage/ folder (the database replaces it where both are)
         elif path.is_dir():
             out.extend(_found(path))
         else:
