@@ -129,7 +129,7 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
             and not (path / "opencode.db").exists()
         ):
             out.append(
-                str(path)
+                str(documents.opencode_storage(path))
             )  # OpenCode's older storage/ folder (the database replaces it where both are)
         elif path.is_dir():
             out.extend(_found(path))
@@ -442,7 +442,13 @@ def _read_document(
     except OSError as exc:
         _refuse(report, str(path), f"cannot be read ({exc.strerror or exc})")
         return True
-    if not any(e.kind in _WORK for e in events) and problems and not is_damage(problems[0].reason):
+    database = kind in documents.DATABASE_FORMATS  # (its problem is its own: locked, torn …)
+    if (
+        not any(e.kind in _WORK for e in events)
+        and problems
+        and not is_damage(problems[0].reason)
+        and not database
+    ):
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
     report.formats[str(path)] = kind

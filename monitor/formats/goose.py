@@ -11,7 +11,7 @@ whole once it is complete, so new rows are new steps.
 | content ``type``                      | events                                   |
 |---------------------------------------|------------------------------------------|
 | ``text``                              | a message of the row's role (a user message the user does not see, ``userVisible: false``, is the harness's: a system message) |
-| ``toolRequest`` / ``frontendToolRequest`` | a tool call: ``toolCall.value`` ``name``, ``arguments``; id ``id`` (a ``toolCall`` with ``status: error`` is a call and its failed result) |
+| ``toolRequest`` / ``frontendToolRequest`` | a tool call: ``toolCall.value`` ``name``, ``arguments``; id ``id`` (a ``toolCall`` with ``status: error``: a call ``invalid_tool_call``, answered by Goose's failed response) |
 | ``toolResponse``                      | the result of call ``id``: the ``text`` of ``toolResult.value`` (``{content, isError}``, or the older content list); ``status: error`` or ``isError`` → an error |
 
 ``thinking``, ``redactedThinking``, ``image``, ``toolConfirmationRequest``,
@@ -153,11 +153,9 @@ def _request(event: Callable[..., Event], item: dict[str, Any]) -> list[Event]:
     call_id = str(item.get("id") or "")
     value = _dict(call.get("value"))
     if call.get("status") == "error" or not isinstance(value.get("name"), str):
+        # A call the model got wrong: Goose answers it with a failed toolResponse of this id.
         error = call.get("error") if isinstance(call.get("error"), str) else "invalid tool call"
-        return [
-            event(Kind.TOOL_CALL, tool="invalid_tool_call", args={}, call_id=call_id),
-            event(Kind.TOOL_RESULT, tool="invalid_tool_call", call_id=call_id, content=error, is_error=True),
-        ]
+        return [event(Kind.TOOL_CALL, tool="invalid_tool_call", args={"error": error}, call_id=call_id)]
     args = value.get("arguments") if isinstance(value.get("arguments"), dict) else {}
     return [event(Kind.TOOL_CALL, tool=value["name"], args=args, call_id=call_id)]
 

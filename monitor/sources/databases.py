@@ -63,6 +63,8 @@ class _Database:
     pending: dict[int, str] = field(default_factory=dict)
     signature: _Signature | None = None
     more: bool = False
+    #: Taken up from a stored position at this id: sessions with rows up to it were started before.
+    resumed_at: int | None = None
     reported: set[tuple[int | None, str]] = field(default_factory=set)
 
 
@@ -122,7 +124,7 @@ class DatabaseFollower:
         state = _Database(kind, reader)
         record, tf.resume = tf.resume, None
         if record is not None and record.get("line") is not None:
-            state.cursor = int(record["line"]) - 1
+            state.cursor = state.resumed_at = int(record["line"]) - 1
             try:
                 stored = orjson.loads(bytes(record.get("mark") or b"[]"))
             except orjson.JSONDecodeError:
@@ -175,12 +177,24 @@ class DatabaseFollower:
             connection.close()
         return events, problems, (state.cursor, len(state.pending)) != before or bool(events)
 
+    def _started_before(self, connection: sqlite3.Connection, state: _Database, sessions: set[str]) -> None:
+        """After a restart: the sessions already begun before the stored position get no second start."""
+        if state.resumed_at is None:
+            return
+        table, column = ("part", "rowid") if state.kind == "opencode" else ("messages", "id")
+        query = f"SELECT 1 FROM {table} WHERE session_id = ? AND {column} <= ? LIMIT 1"  # noqa: S608 (constants)
+        for session in sessions - state.reader.started:
+            if connection.execute(query, (session, state.resumed_at)).fetchone() is not None:
+                state.reader.started.add(session)
+
     def _opencode(
         self, connection: sqlite3.Connection, state: _Database, events: list[Event], problems: list[Problem]
     ) -> None:
         reader: opencode.PartReader = state.reader
         if state.pending:
-            for row in opencode.read_lines(connection, reader, sorted(state.pending)):
+            again = opencode.read_lines(connection, reader, sorted(state.pending))
+            self._started_before(connection, state, {row.session for row in again})
+            for row in again:
                 new, bad = reader.read(row)
                 events.extend(new)
                 problems.extend(bad)
@@ -189,6 +203,7 @@ class DatabaseFollower:
         state.more = False
         for _ in range(BATCHES_PER_POLL):
             found, state.cursor = opencode.read_after(connection, reader, state.cursor)
+            self._started_before(connection, state, {row.session for row in found})
             for row in found:
                 new, bad = reader.read(row)
                 events.extend(new)
@@ -208,6 +223,7 @@ class DatabaseFollower:
         state.more = False
         for _ in range(BATCHES_PER_POLL):
             found, state.cursor = goose.read_after(connection, state.reader, state.cursor)
+            self._started_before(connection, state, {str(row[1]) for row in found})
             for row in found:
                 new, bad = state.reader.read(row)
                 events.extend(new)
