@@ -192,9 +192,10 @@ def goose_copy(folder: Path) -> Path:
 
 
 def storage_from(db: Path, root: Path) -> Path:
-    """OpenCode's older ``storage/`` layout of the same sessions (one JSON file an object, with the ids
-    inside, as ``Storage.write`` kept them: session/<project>/<id>.json, message/<session>/<id>.json,
-    part/<message>/<id>.json)."""
+    """OpenCode's older ``storage/`` layout of the same sessions: one JSON file an object, its ids inside,
+    where pre-1.x OpenCode's ``Session.updateMessage`` / ``updatePart`` (``packages/opencode/src/session/
+    index.ts``) put them with ``Storage.write(["message", sessionID, id])``, ``(["part", messageID, id])``
+    and the session under ``["session", projectID, id]``."""
     uri = f"file:{db}?mode=ro&immutable=1"
     with sqlite3.connect(uri, uri=True) as connection:
         for sid, project, title, directory, version, parent in connection.execute(
