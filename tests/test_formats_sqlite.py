@@ -303,3 +303,154 @@ def test_a_locked_database_is_one_line_and_read_once_it_is_free(tmp_path: Path):
         writer.execute("ROLLBACK")
         writer.close()
     assert scan([str(db)]).problems == []
+
+
+def _homes(tmp_path: Path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_DATA_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def test_the_agent_flags_add_each_default_location(tmp_path: Path, monkeypatch):
+    import argparse
+
+    from monitor.commands.watch import _agent_locations
+
+    home = _homes(tmp_path, monkeypatch)
+    flags = ("claude", "codex", "gemini", "opencode", "goose", "cursor", "copilot", "aider")
+    directories, paths = _agent_locations(argparse.Namespace(**dict.fromkeys(flags, True)))
+    assert directories == [
+        str(home / ".claude" / "projects"),
+        str(home / ".codex" / "sessions"),
+        str(home / ".cursor" / "projects"),
+        str(home / ".copilot" / "session-state"),
+    ]
+    assert paths == [
+        f"{home}/.gemini/tmp/*/chats/session-*.json",
+        f"{home}/.gemini/tmp/*/chats/session-*.jsonl",
+        str(home / ".local" / "share" / "opencode" / "opencode.db"),
+        str(home / ".local" / "share" / "goose" / "sessions" / "sessions.db"),
+        str(tmp_path / ".aider.chat.history.md"),
+    ]
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    _directories, paths = _agent_locations(
+        argparse.Namespace(**dict(dict.fromkeys(flags, False), opencode=True))
+    )
+    assert paths == [str(tmp_path / "data" / "opencode" / "opencode.db")]
+
+
+def test_watch_with_the_flags_reads_what_is_in_their_locations(tmp_path: Path, monkeypatch):
+    """--opencode and --gemini (a format another reader reads) in one watcher, from their default places."""
+    import argparse
+    import shutil
+
+    from monitor.commands.watch import _agent_locations
+
+    home = _homes(tmp_path, monkeypatch)
+    sqlitekit.opencode_copy(home / ".local" / "share" / "opencode")
+    chats = home / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(
+        sqlitekit.FIXTURES / "gemini-cli" / "gemini-cli-pomodoro-timer.json", chats / "session-1.json"
+    )
+    flags = dict.fromkeys(
+        ("claude", "codex", "gemini", "opencode", "goose", "cursor", "copilot", "aider"), False
+    )
+    directories, paths = _agent_locations(argparse.Namespace(**dict(flags, opencode=True, gemini=True)))
+    store = Store(tmp_path / "watch.db")
+    store.start()
+
+    async def run() -> None:
+        hub = Hub(build_config({}), store)
+        await hub.start()
+        files = FileSource(paths, hub, start=StartPolicy("start"), directories=directories)
+        await files.start()
+        try:
+            async with asyncio.timeout(DEADLINE):
+                while len(store.session_ids()) < 2:
+                    await files.sync()
+                    await hub.join()
+                    await asyncio.sleep(0.02)  # polling the store, bounded by the deadline
+        finally:
+            await files.stop()
+            await hub.stop()
+
+    try:
+        asyncio.run(run())
+        assert sorted(store.session_ids()) == sorted(["session-1", SESSION])
+        assert store.count_events(SESSION) == 86
+    finally:
+        store.close()
+
+
+def test_doctor_lists_every_agent_location(tmp_path: Path, monkeypatch):
+    from monitor.commands.doctor import check_paths
+
+    home = _homes(tmp_path, monkeypatch)
+    sqlitekit.opencode_copy(home / ".local" / "share" / "opencode")
+    db = sqlitekit.goose_copy(home / ".local" / "share" / "goose" / "sessions")
+    sqlitekit.goose_session(db)
+    lines = {check.what: [] for check in check_paths([])}
+    for check in check_paths([]):
+        lines[check.what].append(f"{check.status} {check.detail}")
+    assert list(lines) == [
+        "Claude Code transcripts",
+        "Codex rollouts",
+        "Gemini CLI chats",
+        "OpenCode sessions",
+        "Goose sessions",
+        "Cursor agent transcripts",
+        "Copilot CLI sessions",
+        "Aider chat history",
+    ]
+    assert lines["OpenCode sessions"] == [
+        f"OK {home}/.local/share/opencode/opencode.db: opencode (1 session(s), 118 parts) "
+        "(watched with `watch --opencode`)"
+    ]
+    assert (
+        lines["Goose sessions"][0].startswith("OK ")
+        and "goose (1 session(s), 16 messages)" in lines["Goose sessions"][0]
+    )
+    assert lines["Cursor agent transcripts"][0].startswith("-- ")
+
+
+def test_by_default_only_recent_rows_are_read(tmp_path: Path):
+    """The real database's rows are from July 2026: by default (recent) watch starts after them."""
+    db = sqlitekit.opencode_copy(tmp_path / "oc")
+    store = Store(tmp_path / "watch.db")
+    store.start()
+
+    def write() -> None:
+        import time
+
+        with sqlite3.connect(db) as writer:
+            message = "msg_fb357c9b0001vCeyfeGDJFOYFA"
+            at = int(time.time() * 1000)
+            sqlitekit.add_part(
+                writer, SESSION, message, "prt_zzz_now", {"type": "compaction", "auto": True}, at
+            )
+
+    try:
+        asyncio.run(
+            _follow(
+                db,
+                store,
+                lambda: bool(store.file_positions()) or store.count_events(SESSION) > 0,
+                start="recent",
+                then=[(write, lambda: store.count_events(SESSION) > 0)],
+            )
+        )
+        assert _kinds(store, SESSION) == Counter({"session_start": 1, "compaction": 1})
+    finally:
+        store.close()
+
+
+def test_a_folder_holding_a_database_is_scanned(tmp_path: Path):
+    db = sqlitekit.opencode_copy(tmp_path / "share" / "opencode")
+    (db.parent / "log").mkdir()
+    report = scan([str(tmp_path / "share")])
+    assert report.formats == {str(db): "opencode"} and report.events == 86
