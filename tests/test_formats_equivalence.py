@@ -456,7 +456,11 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
     "opencode/opencode.db": (86, 21, 21),
-    "goose/sessions.db": (0, 0, 0),  # a real Goose database with no messages (tests/sqlitekit.py fills copies)
+    "goose/sessions.db": (
+        0,
+        0,
+        0,
+    ),  # a real Goose database with no messages (tests/sqlitekit.py fills copies)
 }
 
 

@@ -454,3 +454,25 @@ def test_a_folder_holding_a_database_is_scanned(tmp_path: Path):
     (db.parent / "log").mkdir()
     report = scan([str(tmp_path / "share")])
     assert report.formats == {str(db): "opencode"} and report.events == 86
+
+
+def test_a_wal_database_in_a_read_only_folder_is_read_without_its_shm(tmp_path: Path):
+    import os
+
+    import pytest
+
+    from monitor.formats.sqlite_db import open_readonly
+
+    if os.geteuid() == 0:
+        pytest.skip("root can write any folder")
+    db = sqlitekit.opencode_copy(tmp_path / "ro")
+    with sqlite3.connect(db) as writer:  # (the last connection closing merges and removes its -wal)
+        writer.execute("SELECT count(*) FROM part").fetchone()
+    db.parent.chmod(0o555)
+    try:
+        connection = open_readonly(db)
+        assert connection.execute("SELECT count(*) FROM part").fetchone() == (118,)
+        connection.close()
+        assert sorted(p.name for p in db.parent.iterdir()) == ["opencode.db"]
+    finally:
+        db.parent.chmod(0o755)
