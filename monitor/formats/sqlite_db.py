@@ -91,7 +91,8 @@ def open_readonly(path: Path, once: bool = False) -> sqlite3.Connection:
         return _connect(path, immutable=False)
     except sqlite3.Error as exc:
         wal = Path(f"{path}-wal")
-        if "unable to open" in str(exc) and not (wal.exists() and wal.stat().st_size > 0):
+        cannot_index = "unable to open" in str(exc) or "readonly" in str(exc)  # (no -shm, none can be made)
+        if cannot_index and not (wal.exists() and wal.stat().st_size > 0):
             try:  # a copy in a read-only folder, its WAL merged: nothing writes it
                 return _connect(path, immutable=True)
             except sqlite3.Error:
