@@ -416,6 +416,12 @@ def test_doctor_lists_every_agent_location(tmp_path: Path, monkeypatch):
         and "goose (1 session(s), 16 messages)" in lines["Goose sessions"][0]
     )
     assert lines["Cursor agent transcripts"][0].startswith("-- ")
+    (named,) = [c for c in check_paths([str(db)]) if c.what == "watched path"]
+    assert (named.status, named.detail) == ("OK", f"{db}: goose (1 session(s), 16 messages)")
+    other = tmp_path / "app.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    (named,) = [c for c in check_paths([str(other)]) if c.what == "watched path"]
+    assert (named.status, named.detail) == ("FIX", f"{other}: not a format loopwatch reads")
 
 
 def test_by_default_only_recent_rows_are_read(tmp_path: Path):

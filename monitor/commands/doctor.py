@@ -482,6 +482,11 @@ def check_paths(paths: list[str]) -> list[Check]:
                 )
             )
             continue
+        if path.is_file() and path.suffix in (".db", ".sqlite", ".sqlite3"):
+            summary = _database_summary(path)
+            status = "OK" if summary.startswith(("opencode (", "goose (")) else "FIX"
+            checks.append(Check(status, "watched path", f"{path}: {summary}"))
+            continue
         formats = detect_formats(path)
         if not formats:
             checks.append(
