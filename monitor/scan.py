@@ -123,6 +123,14 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
         path = Path(raw).expanduser()
         if path.is_dir() and documents.events_dir(path) is not None:
             out.append(str(path))  # an OpenHands conversation: one document
+        elif (
+            path.is_dir()
+            and documents.opencode_storage(path) is not None
+            and not (path / "opencode.db").exists()
+        ):
+            out.append(
+                str(documents.opencode_storage(path))
+            )  # OpenCode's older storage/ folder (the database replaces it where both are)
         elif path.is_dir():
             out.extend(_found(path))
         else:
@@ -434,7 +442,13 @@ def _read_document(
     except OSError as exc:
         _refuse(report, str(path), f"cannot be read ({exc.strerror or exc})")
         return True
-    if not any(e.kind in _WORK for e in events) and problems and not is_damage(problems[0].reason):
+    database = kind in documents.DATABASE_FORMATS  # (its problem is its own: locked, torn …)
+    if (
+        not any(e.kind in _WORK for e in events)
+        and problems
+        and not is_damage(problems[0].reason)
+        and not database
+    ):
         _refuse(report, str(path), describe(path, problems[0].reason))
         return True
     report.formats[str(path)] = kind

@@ -455,6 +455,12 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
     "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
+    "opencode/opencode.db": (86, 21, 21),
+    "goose/sessions.db": (
+        0,
+        0,
+        0,
+    ),  # a real Goose database with no messages (tests/sqlitekit.py fills copies)
 }
 
 

@@ -369,7 +369,91 @@ def _managed_records() -> list:
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
 
 
+def _opencode_parts() -> list:
+    from tests.sqlitekit import opencode_parts
+
+    return opencode_parts()[:40]
+
+
+def _sql_value(value: object) -> object:
+    """A value SQLite can bind: text and numbers as they are, anything else as its JSON."""
+    if isinstance(value, str) or (isinstance(value, float) and value == value):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    return json.dumps(value, default=str)
+
+
+def _write_opencode(path: Path, records: list) -> Path:
+    """The mutated parts (and their messages) in a copy of the real database's schema."""
+    import sqlite3
+
+    from tests.sqlitekit import opencode_copy
+
+    db = opencode_copy(path.parent / "oc")
+    with sqlite3.connect(db) as connection:
+        connection.execute("DELETE FROM part")
+        connection.execute("DELETE FROM message")
+        for index, record in enumerate(records):
+            record = record if isinstance(record, dict) else {"data": record}
+            message = _sql_value(record.get("message_id", f"msg_{index}"))
+            connection.execute(
+                "INSERT OR REPLACE INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, 0, 0, ?)",
+                (
+                    message,
+                    _sql_value(record.get("session_id", "ses")),
+                    json.dumps(record.get("message"), default=str),
+                ),
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO part (id, message_id, session_id, time_created, time_updated, data) "
+                "VALUES (?, ?, ?, ?, 0, ?)",
+                (
+                    _sql_value(record.get("id", f"prt_{index}")),
+                    message,
+                    _sql_value(record.get("session_id", "ses")),
+                    _sql_value(record.get("time", 0)),
+                    json.dumps(record.get("data"), default=str),
+                ),
+            )
+    return db
+
+
+def _goose_records() -> list:
+    from tests.sqlitekit import goose_messages
+
+    return [
+        {"role": role, "content": content, "created": 1_764_694_735 + n}
+        for n, (role, content) in enumerate(goose_messages())
+    ]
+
+
+def _write_goose(path: Path, records: list) -> Path:
+    import sqlite3
+
+    from tests.sqlitekit import goose_copy, goose_session
+
+    db = goose_copy(path.parent / "goose")
+    session = goose_session(db, messages=[])
+    with sqlite3.connect(db) as connection:
+        for record in records:
+            record = record if isinstance(record, dict) else {"content": record}
+            connection.execute(
+                "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) VALUES (?, ?, ?, ?, ?)",
+                (
+                    session,
+                    _sql_value(record.get("role", "user")),
+                    json.dumps(record.get("content"), default=str),
+                    _sql_value(record.get("created", 0)),
+                    json.dumps(record.get("metadata"), default=str),
+                ),
+            )
+    return db
+
+
 READERS = {
+    "opencode": (_opencode_parts, _write_opencode),
+    "goose": (_goose_records, _write_goose),
     "managed-agents": (_managed_records, _write_pi),
     "pi-agent": (_pi_records, _write_pi),
     "vorflux": (_vorflux_entries, _write_vorflux),

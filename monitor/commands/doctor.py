@@ -398,9 +398,74 @@ def detect_formats(path: Path, limit: int = SNIFF_FILES) -> dict[str, int]:
     return found
 
 
-def check_paths(paths: list[str]) -> list[Check]:
-    from monitor.formats.locations import claude_projects_dir, codex_sessions_dir
+def check_location(where: Any) -> Check:
+    """What one agent's default location holds (``watch --<flag>`` watches it)."""
+    flag = f"watch --{where.flag}"
+    if where.kind == "glob":
+        import glob
 
+        matches = sorted(glob.glob(where.path), key=_mtime, reverse=True)
+        if not matches:
+            return Check(
+                "--", where.agent, f"{where.path}: nothing yet (no such agent here, or it has not run yet)"
+            )
+        found = _formats_of([Path(m) for m in matches[:SNIFF_FILES]])
+        return Check(
+            "OK", where.agent, f"{where.path}: {len(matches):,} file(s): {found} (watched with `{flag}`)"
+        )
+    path = Path(where.path)
+    if not path.exists():
+        return Check("--", where.agent, f"{path} does not exist (no such agent here, or it has not run yet)")
+    if where.kind == "file":
+        return Check("OK", where.agent, f"{path}: {_database_summary(path)} (watched with `{flag}`)")
+    formats = detect_formats(path)
+    detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items())) or "no files yet"
+    return Check("OK", where.agent, f"{path}: {detected} (watched with `{flag}`)")
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _formats_of(files: list[Path]) -> str:
+    from monitor.formats import documents
+
+    found: dict[str, int] = {}
+    for file in files:
+        kind = documents.kind_of(file) or next(iter(detect_formats(file)), "unknown")
+        found[kind] = found.get(kind, 0) + 1
+    return ", ".join(f"{name} ({count})" for name, count in sorted(found.items()))
+
+
+def _database_summary(path: Path) -> str:
+    """What an agent's database (or another file) holds: its format, sessions and rows."""
+    import sqlite3
+
+    from monitor.formats import documents, sqlite_db
+
+    kind = documents.kind_of(path)
+    if kind not in documents.DATABASE_FORMATS:
+        return kind or "not a format loopwatch reads"
+    table = "part" if kind == "opencode" else "messages"
+    try:
+        connection = sqlite_db.open_readonly(path, once=True)
+    except sqlite_db.DatabaseError as exc:
+        return f"{kind}: {exc}"
+    try:
+        sessions, rows = connection.execute(
+            f"SELECT count(DISTINCT session_id), count(*) FROM {table}"  # noqa: S608 (a constant)
+        ).fetchone()
+    except sqlite3.Error as exc:
+        return f"{kind}: {sqlite_db.describe(exc)}"
+    finally:
+        connection.close()
+    return f"{kind} ({sessions:,} session(s), {rows:,} {'parts' if kind == 'opencode' else 'messages'})"
+
+
+def check_paths(paths: list[str]) -> list[Check]:
     checks = []
     for raw in paths:
         path = Path(raw).expanduser()
@@ -416,6 +481,11 @@ def check_paths(paths: list[str]) -> list[Check]:
                     "file up when it appears, a directory must exist)",
                 )
             )
+            continue
+        if path.is_file() and path.suffix in (".db", ".sqlite", ".sqlite3"):
+            summary = _database_summary(path)
+            status = "OK" if summary.startswith(("opencode (", "goose (")) else "FIX"
+            checks.append(Check(status, "watched path", f"{path}: {summary}"))
             continue
         formats = detect_formats(path)
         if not formats:
@@ -435,20 +505,10 @@ def check_paths(paths: list[str]) -> list[Check]:
         else:
             detected = ", ".join(f"{name} ({count})" for name, count in sorted(formats.items()))
             checks.append(Check("OK", "watched path", f"{path}: {detected}"))
-    for label, flag, directory in (
-        ("Claude Code transcripts", "--claude", claude_projects_dir()),
-        ("Codex rollouts", "--codex", codex_sessions_dir()),
-    ):
-        if directory.is_dir():
-            formats = detect_formats(directory)
-            detected = (
-                ", ".join(f"{name} ({count})" for name, count in sorted(formats.items())) or "no files yet"
-            )
-            checks.append(Check("OK", label, f"{directory}: {detected} (watched with `watch {flag}`)"))
-        else:
-            checks.append(
-                Check("--", label, f"{directory} does not exist (no such agent here, or it has not run yet)")
-            )
+    from monitor.formats.locations import AGENTS, locations
+
+    for agent in AGENTS:
+        checks += [check_location(where) for where in locations(agent)]
     return checks
 
 

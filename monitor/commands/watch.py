@@ -75,6 +75,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--claude", action="store_true", help="also watch Claude Code's transcripts")
     parser.add_argument("--codex", action="store_true", help="also watch Codex CLI's rollouts")
+    parser.add_argument("--gemini", action="store_true", help="also watch Gemini CLI's chats")
+    parser.add_argument(
+        "--opencode", action="store_true", help="also watch OpenCode's sessions (opencode.db)"
+    )
+    parser.add_argument("--goose", action="store_true", help="also watch Goose's sessions (sessions.db)")
+    parser.add_argument("--cursor", action="store_true", help="also watch Cursor's agent transcripts")
+    parser.add_argument("--copilot", action="store_true", help="also watch GitHub Copilot CLI's sessions")
+    parser.add_argument(
+        "--aider", action="store_true", help="also watch Aider's .aider.chat.history.md in this folder"
+    )
     _add_listener_options(parser)
     parser.add_argument("--db", metavar="PATH", help="SQLite database (default: in the user data dir)")
     parser.add_argument("--no-db", action="store_true", help="record nothing")
@@ -345,7 +355,8 @@ def run(args: argparse.Namespace) -> int:
     paths = list(args.paths) or list(config.sources.paths)
     if "-" in paths:
         return fail("watch: standard input cannot be watched; use 'loopwatch scan -'")
-    directories = _agent_directories(args)
+    directories, agent_paths = _agent_locations(args)
+    paths += [p for p in agent_paths if p not in paths]
     policy = _start_policy(args, config)
     if args.socket or args.listen:
         socket, listen = args.socket or config.sources.socket, args.listen or config.sources.listen
@@ -386,17 +397,17 @@ def run(args: argparse.Namespace) -> int:
     return _watch_headless(args, live, min_level)
 
 
-def _agent_directories(args: argparse.Namespace) -> list[str]:
-    """The agents' own session directories that --claude and --codex name."""
-    directories: list[str] = []
-    if args.claude or args.codex:
-        from monitor.formats import locations
+def _agent_locations(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The agents' own session folders, and files or globs, that --claude, --codex, --opencode … name."""
+    from monitor.formats.locations import AGENTS, locations
 
-        if args.claude:
-            directories.append(str(locations.claude_projects_dir()))
-        if args.codex:
-            directories.append(str(locations.codex_sessions_dir()))
-    return directories
+    directories: list[str] = []
+    paths: list[str] = []
+    for agent in AGENTS:
+        if getattr(args, agent, False):
+            for where in locations(agent):
+                (directories if where.kind == "dir" else paths).append(where.path)
+    return directories, paths
 
 
 def _start_policy(args: argparse.Namespace, config: Config) -> StartPolicy:

@@ -42,6 +42,9 @@ start, the task statement) have no step and carry ``line`` ``None``.
   the line is the entry's place in ``trajectory[]``): :mod:`monitor.formats.vorflux`.
 * **Aider** ``.aider.chat.history.md`` (Markdown; the line is the file's):
   :mod:`monitor.formats.aider`.
+* **OpenCode** ``opencode.db`` and its older ``storage/`` folder, **Goose**
+  ``sessions.db`` (SQLite, read-only; many sessions in one file, the line is
+  the row's id): :mod:`monitor.formats.opencode`, :mod:`monitor.formats.goose`.
 
 One file is one session, named after the file (``scan`` makes the name unique
 when two files share it: two runs of one task are never merged).
@@ -62,7 +65,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import aider, cline, gemini, vorflux
+from monitor.formats import aider, cline, gemini, goose, opencode, sqlite_db, vorflux
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.compressed import plain_path, read_all, read_head
@@ -164,7 +167,21 @@ def _looks_like_chat(head: bytes) -> bool:
 
 
 #: The document formats, as ``--format`` names them.
-DOCUMENT_FORMATS = ("aider", "chat", "cline", "gemini", "openhands", "swe-agent", "vorflux")
+DOCUMENT_FORMATS = (
+    "aider",
+    "chat",
+    "cline",
+    "gemini",
+    "goose",
+    "opencode",
+    "openhands",
+    "swe-agent",
+    "vorflux",
+)
+#: The formats kept in a SQLite database (many sessions a file; ``watch`` polls their rows).
+DATABASE_FORMATS = ("goose", "opencode")
+#: The names a SQLite database of an agent may have.
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def kind_of(path: Path, named: bool = True) -> str | None:
@@ -175,6 +192,10 @@ def kind_of(path: Path, named: bool = True) -> str | None:
     suffix = plain_path(path).suffix
     if suffix == ".traj":
         return "swe-agent"
+    if path.suffix in _DATABASE_SUFFIXES:
+        return sqlite_db.which(path)
+    if path.is_dir() and opencode.storage_root(path) is not None:
+        return "opencode"
     if suffix == ".md":
         return "aider" if _aider(path) else None
     if suffix != ".json":
@@ -235,6 +256,8 @@ def session_of(path: Path) -> str:
     folder = events_dir(path) if plain.suffix != ".json" else None
     if folder is not None:
         return folder.parent.name or "openhands"
+    if plain.suffix in _DATABASE_SUFFIXES:
+        return plain.stem  # (a database's events carry their own sessions)
     if plain.suffix == ".md":
         return aider.session_base(plain)
     if cline.is_history(plain) and path.parent.name:
@@ -263,6 +286,8 @@ def load(
             raise
         except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
             return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
+    if fmt in DATABASE_FORMATS or (fmt is None and _database(path) is not None):
+        return _load_database(path, fmt or _database(path))
     source = str(path)
     folder = events_dir(path) if plain_path(path).suffix != ".json" else None
     read = _read_document(path, folder, source, named)
@@ -282,6 +307,37 @@ def load(
     except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
         return [], [*early, Problem(source, None, f"{type(exc).__name__} while decoding: {exc}")]
     return events, early + problems
+
+
+def opencode_storage(path: Path) -> Path | None:
+    """OpenCode's ``storage/`` folder when ``path`` is it or holds it."""
+    return opencode.storage_root(path) if path.is_dir() else None
+
+
+def _database(path: Path) -> str | None:
+    """The database format of ``path`` (a SQLite file, or OpenCode's ``storage/`` folder), or None."""
+    if path.suffix in _DATABASE_SUFFIXES:
+        return sqlite_db.which(path)
+    return "opencode" if path.is_dir() and opencode.storage_root(path) is not None else None
+
+
+def _load_database(path: Path, fmt: str | None) -> tuple[list[Event], list[Problem]]:
+    """An agent's database: every session in it (the sessions are the database's, not the file's)."""
+    try:
+        if path.is_dir():
+            root = opencode.storage_root(path)
+            if root is None:
+                return [], [
+                    Problem(str(path), None, "not an OpenCode storage/ folder (session/, message/, part/)")
+                ]
+            return opencode.load_storage(root)
+        if not sqlite_db.is_sqlite(sqlite_db.head_of(path)):
+            return [], [Problem(str(path), None, "not a SQLite database")]
+        return goose.load_db(path) if fmt == "goose" else opencode.load_db(path)
+    except OSError:
+        raise
+    except Exception as exc:  # an adapter bug must cost one file, not the scan or the monitor
+        return [], [Problem(str(path), None, f"{type(exc).__name__} while decoding: {exc}")]
 
 
 def _read_document(

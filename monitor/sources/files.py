@@ -74,9 +74,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from monitor.formats.base import Problem
+from monitor.formats.documents import DATABASE_FORMATS
 from monitor.formats.lines import DEFAULT_MAX_LINE_BYTES
 from monitor.safeopen import kind_of
 from monitor.sources import Sink
+from monitor.sources.databases import DatabaseFollower, is_database_name
 from monitor.sources.documents import DocumentFollower
 from monitor.sources.paths import StartPolicy, WatchSpec
 from monitor.sources.resume import KnownPositions, StartPoints
@@ -145,6 +147,8 @@ class FileSource:
         )
         # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
         self.documents = DocumentFollower(sink, self._again, fmt)
+        # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.
+        self.databases = DatabaseFollower(sink, self.start_policy, clock)
         self.watcher = ChangeWatcher(
             self.specs,
             self._wanted,
@@ -161,10 +165,13 @@ class FileSource:
 
     @property
     def bytes_read(self) -> int:
-        return self.tailer.bytes_read + self.documents.bytes_read
+        return self.tailer.bytes_read + self.documents.bytes_read + self.databases.bytes_read
 
     async def _read(self, tf: TailedFile, st: os.stat_result) -> None:
-        if self.documents.kind(tf) is not None:
+        kind = self.documents.kind(tf)
+        if kind in DATABASE_FORMATS or is_database_name(tf.path):
+            await self.databases.read(tf, kind if kind in DATABASE_FORMATS else None)
+        elif kind is not None:
             await self.documents.read(tf, st)
         else:
             await self.tailer.read(tf, st)
@@ -289,6 +296,9 @@ class FileSource:
                     await self._check_path(path)
         for tf in [tf for tf in self.tailer.open if tf.retired_at is None]:
             await self._check_path(tf.path)
+        for tf in self.databases.followed():
+            if self.by_path.get(tf.path) is tf:  # (a WAL database's writes change its -wal, not it)
+                await self.databases.read(tf, None)
         now = time.monotonic()
         for tf in list(self.retiring.values()):
             await self.tailer.drain(tf)
@@ -383,6 +393,7 @@ class FileSource:
         if self.by_path.get(tf.path) is tf:
             del self.by_path[tf.path]
         self.documents.forget(tf)
+        self.databases.forget(tf)
         if tf.fd is None and tf.decoder is None:
             self.by_ident.pop(tf.ident, None)  # never read: nothing to finish
             return

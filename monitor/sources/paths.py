@@ -22,7 +22,14 @@ from monitor.paths import INBOX_SUFFIX
 
 LOG_SUFFIXES = (".jsonl", ".ndjson")
 #: Documents a watched directory yields too (read whole on change, see :mod:`monitor.sources.documents`).
-DOCUMENT_SUFFIXES = (".traj", ".traj.json", ".aider.chat.history.md", "/api_conversation_history.json")
+DOCUMENT_SUFFIXES = (
+    ".traj",
+    ".traj.json",
+    ".aider.chat.history.md",
+    "/api_conversation_history.json",
+    "/opencode.db",  # OpenCode's and Goose's SQLite databases (polled, see monitor/sources/databases.py)
+    "/sessions.db",
+)
 
 
 @dataclass(frozen=True)
