@@ -157,7 +157,7 @@ class ChatDecoder(RecordDecoder):
                 "exit"
             )  # mini-swe-agent 2's last message: the submission (info.exit_status ends the run)
             return []
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise RecordError(f"message: expected a role ({', '.join(sorted(ROLES))}), got {role!r}")
         ts = self._time(record, now)
 

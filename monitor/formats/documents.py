@@ -376,7 +376,9 @@ def chat_messages(document: Any) -> list[Any] | None:
     if not isinstance(messages, list):
         return None
     head = [m for m in messages[:5] if isinstance(m, dict)]
-    if not head or not all(m.get("role") in ROLES and "type" not in m for m in head):
+    if not head or not all(
+        isinstance(m.get("role"), str) and m["role"] in ROLES and "type" not in m for m in head
+    ):
         return None
     return messages
 

@@ -35,7 +35,7 @@ from monitor.events import Event, Kind
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.gemini import AGENT
 
-_ROLES = frozenset({"user", "model"})
+_ROLES = ("user", "model")  # (a tuple: a role may be any JSON value, unhashable too)
 #: A content list's first bytes: ``[{"role": "user", "parts": [`` (or under ``history``).
 _HEAD = re.compile(rb'\A\s*(?:\{\s*"history"\s*:\s*)?\[\s*\{\s*"(?:role|parts)"\s*:')
 #: What Gemini CLI itself puts in the history (environment, its reply to it).
@@ -55,9 +55,9 @@ def contents(document: Any) -> list[Any] | None:
     if not isinstance(document, list) or not document:
         return None
     head = [c for c in document[:5] if isinstance(c, dict)]
-    if not head or not all(c.get("role") in _ROLES and isinstance(c.get("parts"), list) for c in head):
+    if not head or head[0].get("role") not in _ROLES or not isinstance(head[0].get("parts"), list):
         return None
-    return document
+    return document if all("parts" in c and "content" not in c for c in head) else None
 
 
 class _History:

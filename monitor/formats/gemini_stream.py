@@ -28,6 +28,7 @@ a later record shows it (``takes_over_native``), the message read the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -38,7 +39,8 @@ from monitor.formats.gemini import AGENT
 from monitor.formats.native import parse_ts
 from monitor.formats.registry import register_line_format
 
-_ROLES = frozenset({"user", "assistant"})
+_MakeEvent = Callable[..., Event]
+_ROLES = ("user", "assistant")  # (a tuple: a role may be any JSON value, unhashable too)
 
 
 def _int(value: Any) -> int | None:
@@ -113,7 +115,7 @@ class GeminiStreamDecoder(RecordDecoder):
             raise RecordError(f"expected a stream-json event type (init, message, tool_use, …), got {kind!r}")
         return out
 
-    def _message(self, event: Any, record: dict[str, Any], streaming: bool) -> list[Event]:
+    def _message(self, event: _MakeEvent, record: dict[str, Any], streaming: bool) -> list[Event]:
         role = record.get("role")
         if role not in _ROLES:
             raise RecordError(f"message: expected a role of user or assistant, got {role!r}")
@@ -125,7 +127,7 @@ class GeminiStreamDecoder(RecordDecoder):
         meta = {"continues": True} if delta and streaming else {}
         return [event(Kind.MESSAGE, role=role, content=text, meta=meta)]
 
-    def _call(self, event: Any, record: dict[str, Any]) -> Event:
+    def _call(self, event: _MakeEvent, record: dict[str, Any]) -> Event:
         tool, call_id = record.get("tool_name"), record.get("tool_id")
         if not isinstance(tool, str) or not tool or not isinstance(call_id, str) or not call_id:
             raise RecordError("tool_use: expected a tool_name and a tool_id")
@@ -134,7 +136,7 @@ class GeminiStreamDecoder(RecordDecoder):
             self.tools[call_id] = tool
         return event(Kind.TOOL_CALL, tool=tool, args=args if isinstance(args, dict) else {}, call_id=call_id)
 
-    def _result(self, event: Any, record: dict[str, Any]) -> Event:
+    def _result(self, event: _MakeEvent, record: dict[str, Any]) -> Event:
         call_id = record.get("tool_id")
         if not isinstance(call_id, str) or not call_id:
             raise RecordError("tool_result: expected a tool_id")
@@ -150,7 +152,7 @@ class GeminiStreamDecoder(RecordDecoder):
             meta={"status": record["status"]} if isinstance(record.get("status"), str) else {},
         )
 
-    def _end(self, event: Any, record: dict[str, Any]) -> list[Event]:
+    def _end(self, event: _MakeEvent, record: dict[str, Any]) -> list[Event]:
         out: list[Event] = []
         stats = record.get("stats")
         if isinstance(stats, dict) and (_int(stats.get("input_tokens")) or _int(stats.get("output_tokens"))):
