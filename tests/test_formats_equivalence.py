@@ -455,6 +455,8 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
     "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
+    "copilot-cli/session-state/049410b4-c1df-44ee-87a5-caa1c349091e/events.jsonl": (9, 2, 2),
+    "copilot-cli/session-state/f27af309-ccf3-41da-8f07-b3dcbffd4c90/events.jsonl": (7, 1, 1),
 }
 
 

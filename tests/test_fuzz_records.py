@@ -425,7 +425,14 @@ def _stream_events() -> list:
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
 
 
+def _cursor_records() -> list:
+    from tests.test_formats_cursor import TRANSCRIPT  # (no real Cursor transcript is public: see there)
+
+    return TRANSCRIPT
+
+
 READERS = {
+    "cursor": (_cursor_records, _write_lines),
     "trae": (_trae_steps, _write_trae),
     "gemini-history": (_gemini_contents, _write_contents),
     "openhands-resolver": (_resolver_runs, _write_lines),
