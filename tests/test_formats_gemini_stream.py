@@ -14,7 +14,8 @@ from tests.formatkit import counts, decode_file, write_jsonl
 CORPUS = Path(__file__).parent / "corpus" / "gemini-cli-metaphi"
 REAL = CORPUS / "figma-eval-010ac575-1280-41fe-be26-130311bef5ed.jsonl.gz"
 
-#: As packages/core/src/output/stream-json-formatter.ts writes them (types.ts: JsonStreamEvent).
+#: As google-gemini/gemini-cli at commit 5411f113 writes them (packages/core/src/output/
+#: stream-json-formatter.ts; the record types in types.ts, JsonStreamEvent).
 OWN = [
     {"type": "init", "timestamp": "2026-01-30T06:18:17.750Z", "session_id": "abc", "model": "gemini-3-pro"},
     {"type": "message", "timestamp": "2026-01-30T06:18:17.751Z", "role": "user", "content": "fix it"},

@@ -1,5 +1,6 @@
 """Trae Agent trajectories: a real run from tests/corpus/trae-agent-task2money, and hand-made steps
-written as trae_agent/utils/trajectory_recorder.py writes them."""
+written as bytedance/trae-agent at commit e839e559 writes them (trae_agent/utils/trajectory_recorder.py;
+the harness's messages from trae_agent/agent/base_agent.py and trae_agent.py)."""
 
 from __future__ import annotations
 
