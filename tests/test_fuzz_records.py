@@ -369,11 +369,11 @@ def _managed_records() -> list:
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
 
 
-CORPUS = Path(__file__).parent / "corpus"
+RUNS = Path(__file__).parent / "corpus"
 
 
 def _trae_steps() -> list:
-    path = CORPUS / "trae-agent-task2money" / "trajectory_20260118_211615.json.gz"
+    path = RUNS / "trae-agent-task2money" / "trajectory_20260118_211615.json.gz"
     return json.loads(gzip.decompress(path.read_bytes()))["agent_steps"][:12]
 
 
@@ -395,7 +395,7 @@ def _write_trae(path: Path, records: list) -> Path:
 
 
 def _gemini_contents() -> list:
-    path = CORPUS / "gemini-cli-history" / "gemini-cli-2026-04-06-history.json.gz"
+    path = RUNS / "gemini-cli-history" / "gemini-cli-2026-04-06-history.json.gz"
     return json.loads(gzip.decompress(path.read_bytes()))[:30]
 
 
@@ -408,7 +408,7 @@ def _write_contents(path: Path, records: list) -> Path:
 def _resolver_runs() -> list:
     return [
         json.loads(
-            gzip.decompress((CORPUS / "openhands-resolver" / "resolver-output-line2.jsonl.gz").read_bytes())
+            gzip.decompress((RUNS / "openhands-resolver" / "resolver-output-line2.jsonl.gz").read_bytes())
         )
     ]
 
@@ -421,7 +421,7 @@ def _copilot_events() -> list:
 
 
 def _stream_events() -> list:
-    path = CORPUS / "gemini-cli-metaphi" / "figma-eval-65829f23-19f2-4c9a-9dc9-9be934780ffc.jsonl.gz"
+    path = RUNS / "gemini-cli-metaphi" / "figma-eval-65829f23-19f2-4c9a-9dc9-9be934780ffc.jsonl.gz"
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
 
 
