@@ -369,3 +369,25 @@ def test_a_supported_log_beside_an_unsupported_file_is_scanned(tmp_path: Path):
     result = run_cli(str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("not a supported format") == 1
+
+
+def test_a_mini_swe_agent_trajectory_whose_info_fills_the_first_bytes():
+    """live-swe-agent's psf__requests-1142: a 909 KB submission in ``info`` comes before ``messages``
+    (was "not a supported format"); its ``exit`` message is skipped, its FormatError the harness's."""
+    path = Path(__file__).parent / "corpus" / "live-swe-agent-gpt5mini" / "psf__requests-1142.traj.json.gz"
+    assert documents.kind_of(path) == "chat"
+    events, problems = documents.load(path)
+    assert problems == []
+    assert counts(events) == {
+        "session_start": 1,
+        "system_messages": 2,
+        "user_messages": 1,
+        "tool_calls": 12,
+        "usage": 12,
+        "tool_results": 11,
+        "session_end": 1,
+    }
+    assert events[0].agent == "mini-swe-agent"
+    harness = [e for e in events if e.role == "system" and e.line == 3]
+    assert harness and harness[0].content.startswith("No tool calls found")
+    assert events[-1].status == "Submitted"

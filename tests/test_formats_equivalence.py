@@ -461,6 +461,8 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
         0,
         0,
     ),  # a real Goose database with no messages (tests/sqlitekit.py fills copies)
+    "copilot-cli/session-state/049410b4-c1df-44ee-87a5-caa1c349091e/events.jsonl": (9, 2, 2),
+    "copilot-cli/session-state/f27af309-ccf3-41da-8f07-b3dcbffd4c90/events.jsonl": (7, 1, 1),
 }
 
 

@@ -164,3 +164,36 @@ def test_scan_and_watch_agree_on_evaluation_output(tmp_path: Path, real_fixtures
     path = tmp_path / "output.jsonl"
     shutil.copy(real_fixtures / EVAL, path)
     assert watched(path, tmp_path) == scanned(path)
+
+
+RESOLVER = Path(__file__).parent / "corpus" / "openhands-resolver"
+
+
+def test_the_resolver_output_is_a_run_a_line_named_by_its_issue():
+    """The OpenHands resolver's output.jsonl (issue, issue_type, a flat history): was "not supported"."""
+    report = scan([str(RESOLVER / "resolver-output-line2.jsonl.gz")])
+    path = str(RESOLVER / "resolver-output-line2.jsonl.gz")
+    assert report.formats[path] == "openhands-eval" and report.problems == []
+    assert report.units[path] == 44  # the history's 44 entries
+    assert report.engine is not None and list(report.engine.sessions) == ["neubig__pr-viewer-1"]
+
+
+def test_the_flat_history_pairs_each_observation_with_the_action_before_it():
+    import gzip
+
+    from monitor.formats.openhands_eval import OpenHandsEvalDecoder
+
+    record = json.loads(gzip.decompress((RESOLVER / "resolver-output-line1.jsonl.gz").read_bytes()))
+    events = OpenHandsEvalDecoder("r", "r").decode(record, 1, 0.0)
+    assert counts(events) == {
+        "session_start": 1,
+        "user_messages": 1,
+        "assistant_messages": 4,
+        "tool_calls": 3,
+        "tool_results": 3,
+    }
+    calls = [(e.line, e.tool, e.args) for e in events if e.kind is Kind.TOOL_CALL]
+    assert calls[0] == (2, "run", {"command": "touch LICENSE"})
+    results = [(e.line, e.call_id, e.meta) for e in events if e.kind is Kind.TOOL_RESULT]
+    assert results[0] == (3, "oh-2", {"exit_code": 0})
+    assert next(e for e in events if e.role == "user").line == 1  # the task opens the history

@@ -451,9 +451,77 @@ def _write_goose(path: Path, records: list) -> Path:
     return db
 
 
+RUNS = Path(__file__).parent / "corpus"
+
+
+def _trae_steps() -> list:
+    path = RUNS / "trae-agent-task2money" / "trajectory_20260118_211615.json.gz"
+    return json.loads(gzip.decompress(path.read_bytes()))["agent_steps"][:12]
+
+
+def _write_trae(path: Path, records: list) -> Path:
+    path = path.parent / "trajectory_20260118_211615.json"
+    document = {
+        "task": "t",
+        "start_time": "2026-01-18T21:16:34",
+        "end_time": "",
+        "provider": "p",
+        "model": "m",
+        "max_steps": 200,
+        "llm_interactions": [],
+        "agent_steps": records,
+        "success": False,
+    }
+    path.write_text(json.dumps(document, default=str))
+    return path
+
+
+def _gemini_contents() -> list:
+    path = RUNS / "gemini-cli-history" / "gemini-cli-2026-04-06-history.json.gz"
+    return json.loads(gzip.decompress(path.read_bytes()))[:30]
+
+
+def _write_contents(path: Path, records: list) -> Path:
+    path = path.with_suffix(".json")
+    path.write_text(json.dumps(records, default=str))
+    return path
+
+
+def _resolver_runs() -> list:
+    return [
+        json.loads(
+            gzip.decompress((RUNS / "openhands-resolver" / "resolver-output-line2.jsonl.gz").read_bytes())
+        )
+    ]
+
+
+def _copilot_events() -> list:
+    path = (
+        FIXTURES / "copilot-cli" / "session-state" / "049410b4-c1df-44ee-87a5-caa1c349091e" / "events.jsonl"
+    )
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _stream_events() -> list:
+    path = RUNS / "gemini-cli-metaphi" / "figma-eval-65829f23-19f2-4c9a-9dc9-9be934780ffc.jsonl.gz"
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()][:40]
+
+
+def _cursor_records() -> list:
+    from tests.test_formats_cursor import TRANSCRIPT  # (no real Cursor transcript is public: see there)
+
+    return TRANSCRIPT
+
+
 READERS = {
     "opencode": (_opencode_parts, _write_opencode),
     "goose": (_goose_records, _write_goose),
+    "cursor": (_cursor_records, _write_lines),
+    "trae": (_trae_steps, _write_trae),
+    "gemini-history": (_gemini_contents, _write_contents),
+    "openhands-resolver": (_resolver_runs, _write_lines),
+    "copilot": (_copilot_events, _write_lines),
+    "gemini-stream": (_stream_events, _write_lines),
     "managed-agents": (_managed_records, _write_pi),
     "pi-agent": (_pi_records, _write_pi),
     "vorflux": (_vorflux_entries, _write_vorflux),

@@ -60,3 +60,25 @@ def watched(path: Path, tmp_path: Path) -> tuple[list[tuple[str, str, str, int |
         for row in store.detections(session):
             detections.append((session, row["detector"], row["level"], row["line"]))
     return sorted(detections), dict(events)
+
+
+def evaluated(path: Path) -> list[tuple[str, str, int | None]]:
+    """What ``loopwatch eval`` takes from ``path``: its detections at warn and above, as ``scan`` gives them."""
+    from monitor.evaluate import scan_run
+
+    run = scan_run(str(path), None)
+    assert run.unreadable == "", run.unreadable
+    return sorted((hit.detector, hit.level.label, hit.line) for hit in run.hits)
+
+
+def warned(
+    found: tuple[list[tuple[str, str, str, int | None]], dict[str, int]],
+) -> list[tuple[str, str, int | None]]:
+    """The detections at warn and above of :func:`scanned` or :func:`watched`, as :func:`evaluated` has them."""
+    from monitor.events import Level
+
+    return sorted(
+        (d, Level.parse(level).label, line)
+        for _, d, level, line in found[0]
+        if Level.parse(level) >= Level.WARN
+    )

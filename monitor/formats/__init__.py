@@ -13,7 +13,10 @@ from monitor.formats import chat as _chat  # noqa: F401
 # Importing an adapter registers it; this order is the sniffing order after native.
 from monitor.formats import claude as _claude  # noqa: F401
 from monitor.formats import codex as _codex  # noqa: F401
+from monitor.formats import copilot as _copilot  # noqa: F401
+from monitor.formats import cursor as _cursor  # noqa: F401
 from monitor.formats import gemini as _gemini  # noqa: F401
+from monitor.formats import gemini_stream as _gemini_stream  # noqa: F401
 from monitor.formats import managed_agents as _managed_agents  # noqa: F401
 from monitor.formats import openhands_eval as _openhands_eval  # noqa: F401
 from monitor.formats import pi_agent as _pi_agent  # noqa: F401

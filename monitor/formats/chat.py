@@ -31,7 +31,9 @@ become calls (tool ``bash``, args ``{"command": …}``) and results; the exit
 status comes from ``<returncode>`` (``meta["exit_code"]``, ``is_error`` when
 nonzero) and the result's text is what ``<output>`` held.  The harness's own
 later ``user`` messages (format errors, timeouts) are ``system`` messages, not
-the person: a timeout answers the pending call as a failed result.
+the person: a timeout answers the pending call as a failed result.  So are
+``user`` messages with an ``extra.interrupt_type`` (mini-swe-agent 2's
+``FormatError`` …); its final ``exit`` message (the submission) is skipped.
 
 Times come from ``timestamp`` / ``extra.timestamp`` (or the provider's
 ``extra.response.created``); a message without one keeps the previous time (the reader's clock until
@@ -150,7 +152,12 @@ class ChatDecoder(RecordDecoder):
 
     def decode(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
         role = record.get("role")
-        if role not in ROLES:
+        if role == "exit" and "type" not in record:
+            self.skip(
+                "exit"
+            )  # mini-swe-agent 2's last message: the submission (info.exit_status ends the run)
+            return []
+        if not isinstance(role, str) or role not in ROLES:
             raise RecordError(f"message: expected a role ({', '.join(sorted(ROLES))}), got {role!r}")
         ts = self._time(record, now)
 
@@ -167,6 +174,8 @@ class ChatDecoder(RecordDecoder):
             return [self._result(event, call_id, content_text(content), record.get("is_error"))]
         if role == "assistant":
             return self._assistant(event, record, content, line)
+        if role == "user" and _dict(record.get("extra")).get("interrupt_type"):
+            role = "harness"  # mini-swe-agent 2: its format errors and limits, not the person
         return self._user(event, role, content)
 
     def _result(self, event: _MakeEvent, call_id: str, text: str, is_error: Any = None) -> Event:

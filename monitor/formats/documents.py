@@ -65,7 +65,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import aider, cline, gemini, goose, opencode, sqlite_db, vorflux
+from monitor.formats import aider, cline, gemini, gemini_history, goose, opencode, sqlite_db, trae, vorflux
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.chat import ROLES, ChatDecoder
 from monitor.formats.compressed import plain_path, read_all, read_head
@@ -176,6 +176,7 @@ DOCUMENT_FORMATS = (
     "opencode",
     "openhands",
     "swe-agent",
+    "trae",
     "vorflux",
 )
 #: The formats kept in a SQLite database (many sessions a file; ``watch`` polls their rows).
@@ -206,15 +207,28 @@ def kind_of(path: Path, named: bool = True) -> str | None:
         return None
     if vorflux.looks_like_export(head):
         return "vorflux"
+    if trae.looks_like_trajectory(head):
+        return "trae"
     if cline.is_history(path) or cline.looks_like_cline(head):
         return "cline"
     if head.lstrip().startswith(b"{") and b'"projectHash"' in head and b'"messages"' in head:
         return "gemini"
     if head.lstrip().startswith(b"{") and _looks_like_chat(head):
         return "chat"
+    if gemini_history.looks_like_history(head):
+        return "gemini"
+    if _mini_swe_agent(path, head):
+        return "chat"
     if _looks_like_openhands(head):
         return "openhands"
     return "chat" if _looks_like_chat(head) else None
+
+
+def _mini_swe_agent(path: Path, head: bytes) -> bool:
+    """A mini-swe-agent ``<instance>.traj.json`` whose ``info`` (the submission's diff in it)
+    fills the first bytes, so that its ``messages`` come later."""
+    text = head.lstrip()
+    return plain_path(path).name.endswith(".traj.json") and text.startswith(b"{") and b'"info"' in text[:64]
 
 
 def _regular(path: Path) -> bool:
@@ -366,6 +380,10 @@ def _loader_for(
     traj = plain.suffix == ".traj"
     if fmt == "vorflux" or (fmt is None and vorflux.is_export(document)):
         return vorflux.load
+    if fmt == "trae" or (fmt is None and trae.is_trajectory(document)):
+        return trae.load
+    if gemini_history.contents(document) is not None and fmt in (None, "gemini"):
+        return gemini_history.load
     if fmt == "cline" or (
         fmt is None
         and folder is None
@@ -415,7 +433,9 @@ def chat_messages(document: Any) -> list[Any] | None:
     if not isinstance(messages, list):
         return None
     head = [m for m in messages[:5] if isinstance(m, dict)]
-    if not head or not all(m.get("role") in ROLES and "type" not in m for m in head):
+    if not head or not all(
+        isinstance(m.get("role"), str) and m["role"] in ROLES and "type" not in m for m in head
+    ):
         return None
     return messages
 

@@ -55,6 +55,20 @@ def session_from_path(source: str) -> str:
 
 _fast_loads = orjson.loads
 
+#: Records read before a file that began like native (a bare ``message``) is settled as native.
+_UNSETTLED = 64
+#: The fields of a native ``message`` another format's message records also have.
+_MESSAGE_FIELDS = frozenset({"type", "role", "content", "ts", "timestamp", "delta"})
+
+
+def _native_lookalike(cls: type[RecordDecoder], record: dict[str, Any]) -> bool:
+    """A native ``message`` record without a session: Gemini CLI's stream-json starts so too."""
+    return (
+        cls is LINE_FORMATS.get("native")
+        and record.get("type") == "message"
+        and record.keys() <= _MESSAGE_FIELDS
+    )
+
 
 def _loads(raw: bytes) -> tuple[Any, str | None]:
     """Parse one JSON line; return (value, note) where note reports repairs."""
@@ -102,6 +116,8 @@ class LineDecoder:
         self.quiet = False
         #: Records left to another reader (``feed_lines``' ``mine``).
         self.passed = 0
+        #: Records still to look at for a format that starts like native (``_settle``); 0: settled.
+        self.unsettled = 0
 
     @property
     def format(self) -> str | None:
@@ -148,7 +164,7 @@ class LineDecoder:
         if record.__class__ is not dict and not isinstance(record, dict):
             return [], self.problem(line, f"expected a JSON object, got {type(record).__name__}")
         decoder = self.decoder
-        if decoder is None or note is not None:
+        if decoder is None or note is not None or self.unsettled:
             return self.feed_record(record, line, now, note)
         # The common case, as feed_record without the sniffing and the note.
         try:
@@ -193,7 +209,7 @@ class LineDecoder:
             now = time.time()
         out: list[Event] = []
         decode_event = getattr(self.decoder, "decode_event", None)
-        if mine is None and decode_event is not None:
+        if mine is None and decode_event is not None and not self.unsettled:
             careful = self._event_lines(lines, now, decode_event, out)
         else:
             careful = self._any_lines(lines, now, mine, reporter, out)
@@ -245,7 +261,7 @@ class LineDecoder:
         append, extend = out.append, out.extend
         loads, decode_error = _fast_loads, orjson.JSONDecodeError
         decode = decode_event = session_key = None
-        if self.decoder is not None:
+        if self.decoder is not None and not self.unsettled:
             decode = self.decoder.decode
             decode_event = getattr(self.decoder, "decode_event", None)
             session_key = self.decoder.session_key
@@ -287,7 +303,7 @@ class LineDecoder:
             if mine is not None:
                 self.quiet = shared
             self._careful_line(lineno, raw, size, now, out)
-            if decode is None and self.decoder is not None:
+            if decode is None and self.decoder is not None and not self.unsettled:
                 decode = self.decoder.decode
                 decode_event = getattr(self.decoder, "decode_event", None)
                 session_key = self.decoder.session_key
@@ -312,6 +328,19 @@ class LineDecoder:
         self.events -= len(events)
         out.extend(events)
 
+    def _settle(self, record: dict[str, Any]) -> None:
+        """A file sniffed as native from a bare ``message`` record: the first record
+        another format claims (one that ``takes_over_native``, whose messages read
+        the same) hands the file to it; a native-only record, or enough records,
+        settle it as native."""
+        self.unsettled -= 1
+        cls = sniff(record)
+        if cls is not None and getattr(cls, "takes_over_native", False):
+            self.decoder = cls(self.source, self.default_session)
+            self.unsettled = 0
+        elif cls is not None and not _native_lookalike(cls, record):
+            self.unsettled = 0
+
     def feed_record(
         self, record: dict[str, Any], line: int | None, now: float, note: str | None = None
     ) -> tuple[list[Event], Problem | None]:
@@ -321,6 +350,9 @@ class LineDecoder:
                 kind = record.get("type")
                 return [], self.problem(line, f"unrecognized record (type {kind!r}); no known format matches")
             self.decoder = cls(self.source, self.default_session)
+            self.unsettled = _UNSETTLED if _native_lookalike(cls, record) else 0
+        elif self.unsettled:
+            self._settle(record)
         try:
             events = self.decoder.decode(record, line, now)
         except RecordError as exc:

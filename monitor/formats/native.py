@@ -333,7 +333,7 @@ def _careful_result(record: dict[str, Any], get: Callable[..., Any], kind_name: 
 def _careful_message(record: dict[str, Any], get: Callable[..., Any], kind_name: str) -> tuple[Any, str]:
     """A ``message``'s role and content, each checked."""
     role = get("role")
-    if role not in ROLES:
+    if role.__class__ is not str or role not in ROLES:  # (a list or an object: unhashable)
         raise RecordError(f"message.role: expected user, assistant or system, got {role!r}")
     content = get("content")
     if content.__class__ is not str:

@@ -20,6 +20,13 @@ user's message when the history has none (V1 histories start at the first
 action).  A history entry that is not
 an event is counted as skipped (``history:bad entry``).  ``error`` ends the
 session with that status.
+
+The OpenHands resolver (``openhands.resolver``: an agent run on a GitHub issue)
+writes the same, a run a line, as ``{"issue": {"owner", "repo", "number", …},
+"issue_type", "instruction", "base_commit", "git_patch", "history", "metrics",
+"success", "error"}``: its session is ``<owner>__<repo>-<number>``.  Its older
+history is flat (an action's arguments beside ``action``, no ``id`` or
+``cause``): each observation is the result of the action before it.
 """
 
 from __future__ import annotations
@@ -43,6 +50,45 @@ def _model(metadata: Any) -> str | None:
     return None
 
 
+def _issue_name(issue: dict[str, Any]) -> str | None:
+    """A resolver run's name: ``<owner>__<repo>-<number>``, as SWE-bench names its tasks."""
+    owner, repo, number = issue.get("owner"), issue.get("repo"), issue.get("number")
+    if not isinstance(owner, str) or not isinstance(repo, str) or not isinstance(number, (int, str)):
+        return None
+    return f"{owner}__{repo}-{number}"
+
+
+#: Fields of an action the resolver's flat history keeps beside its arguments.
+_FLAT_META = frozenset(
+    {"action", "action_risk", "thought", "keep_prompt", "is_confirmed", "kernel_init_code", "images_urls"}
+)
+
+
+def _unflatten(item: dict[str, Any], index: int, last: list[int | None]) -> dict[str, Any]:
+    """An entry of the resolver's older, flat history (``{"action": "run", "command", "thought"}``,
+    ``{"observation": "run", "content", "exit_code"}``: no ids, args or extras) as a V0 event;
+    an observation answers the action before it.  Others are returned as they are."""
+    if "args" in item or "extras" in item or "id" in item or "cause" in item:
+        return item
+    if "action" in item:
+        last[0] = index
+        args = {k: v for k, v in item.items() if k not in _FLAT_META}
+        if item.get("action") == "message":
+            # The task opens the history; later messages are the agent's.
+            source = "user" if index == 1 else "agent"
+            return {"id": index, "action": "message", "source": source, "args": args}
+        if isinstance(item.get("thought"), str):
+            args["thought"] = item["thought"]
+        return {"id": index, "action": item["action"], "source": "agent", "args": args}
+    if "observation" in item:
+        extras = {k: v for k, v in item.items() if k not in ("observation", "content")}
+        event = {"observation": item["observation"], "content": item.get("content", ""), "extras": extras}
+        if last[0] is not None:
+            event["cause"], last[0] = last[0], None
+        return event
+    return item
+
+
 class OpenHandsEvalDecoder(RecordDecoder):
     """Decoder of OpenHands evaluation output, one run a record."""
 
@@ -55,10 +101,12 @@ class OpenHandsEvalDecoder(RecordDecoder):
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
-        return (
-            isinstance(record.get("instance_id"), str)
-            and isinstance(record.get("history"), list)
-            and ("metadata" in record or "instruction" in record or "test_result" in record)
+        if not isinstance(record.get("history"), list):
+            return False
+        if isinstance(record.get("issue"), dict) and "issue_type" in record:
+            return True  # the resolver's output.jsonl
+        return isinstance(record.get("instance_id"), str) and (
+            "metadata" in record or "instruction" in record or "test_result" in record
         )
 
     def _session(self, instance: str) -> str:
@@ -69,6 +117,8 @@ class OpenHandsEvalDecoder(RecordDecoder):
 
     def decode(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
         instance = record.get("instance_id")
+        if instance is None and isinstance(record.get("issue"), dict):
+            instance = _issue_name(record["issue"])
         history = record.get("history")
         if not isinstance(instance, str) or not instance:
             raise RecordError("OpenHands run: instance_id is not a non-empty string")
@@ -123,6 +173,7 @@ class OpenHandsEvalDecoder(RecordDecoder):
         v1 = V1Reader(self.source, session, self.skipped)
         state: dict[str, Any] = {"ts": now, "tokens_in": 0, "tokens_out": 0, "cost": 0.0}
         events: list[Event] = []
+        last: list[int | None] = [None]  # the flat history's action waiting for its observation
         for index, entry in enumerate(history, start=1):
             # Older V0 runs kept (action, observation) pairs: both are step ``index``.
             for item in entry if isinstance(entry, list) else (entry,):
@@ -134,6 +185,7 @@ class OpenHandsEvalDecoder(RecordDecoder):
                         events.extend(v1.decode(item, index, state["ts"]))
                         state["ts"] = v1.ts if v1.ts is not None else state["ts"]
                     else:
+                        item = _unflatten(item, index, last)
                         events.extend(documents.openhands_event(item, index, self.source, session, state))
                 except RecordError:
                     self.skip("history:bad entry")

@@ -21,7 +21,7 @@ from monitor.safeopen import open_regular_stream
 SUPPORTED = (
     "native loopwatch JSONL, Claude Code transcripts, Codex rollouts, chat messages "
     "(OpenAI / Anthropic, mini-swe-agent .traj.json; a JSON document, array or JSONL), "
-    "SWE-agent .traj, Gemini CLI chats, Aider .aider.chat.history.md, Cline / Roo Code api_conversation_history.json, OpenHands events (V0 or V1 JSON, a V1 conversation folder) and evaluation output.jsonl, Vorflux span exports, pi-agent / OpenClaw sessions, Anthropic managed-agents event logs, OpenCode opencode.db and storage/, Goose sessions.db"
+    "SWE-agent .traj, Gemini CLI chats, saved histories and stream-json, Trae Agent trajectories, GitHub Copilot CLI events.jsonl, Cursor agent transcripts, Aider .aider.chat.history.md, Cline / Roo Code api_conversation_history.json, OpenHands events (V0 or V1 JSON, a V1 conversation folder) and evaluation / resolver output.jsonl, Vorflux span exports, pi-agent / OpenClaw sessions, Anthropic managed-agents event logs, OpenCode opencode.db and storage/, Goose sessions.db"
 )
 #: Bytes looked at to tell binary from text.
 PEEK_BYTES = 8192

@@ -111,6 +111,8 @@ def is_log_name(name: str) -> bool:
         return True
     if name.startswith("event-") and name.endswith(".json") and name[6:7].isdigit():
         return True  # one event of an OpenHands V1 conversation (events/event-00012-<id>.json)
+    if name.startswith("trajectory_") and name.endswith(".json") and name[11:12].isdigit():
+        return True  # a Trae Agent trajectory (trajectories/trajectory_20260118_211615.json)
     return name.endswith(LOG_SUFFIXES) and not name.endswith(INBOX_SUFFIX)
 
 
