@@ -366,3 +366,33 @@ async def test_a_demo_agent_that_is_killed_is_reaped_not_left_a_zombie(tmp_path)
             assert not Path(f"/proc/{victim.pid}").exists()
     finally:
         run.cleanup()
+
+
+async def test_a_demo_recorded_again_into_the_same_database_keeps_its_runs_apart(tmp_path):
+    """`demo --db` twice: the second run's sessions get their own ids instead of joining the first's."""
+    import asyncio
+    import sqlite3
+
+    from monitor.commands.demo import DemoRun
+    from monitor.config import Config
+
+    async def sessions_of(run: DemoRun) -> set[str]:
+        async with run.running() as hub:
+            async with asyncio.timeout(30):
+                while len(hub.sessions()) < len(run.processes):
+                    await asyncio.sleep(0.05)  # polling for the agents' first records, bounded
+            found = {info.id for info in hub.sessions()}
+        run.cleanup()
+        return found
+
+    db = tmp_path / "demo.db"
+    first = DemoRun(Config(), db=str(db))
+    assert first.run_tag == ""
+    ids = await sessions_of(first)
+    second = DemoRun(Config(), db=str(db))
+    assert second.run_tag
+    again = await sessions_of(second)
+    with sqlite3.connect(db) as connection:
+        stored = {row[0] for row in connection.execute("SELECT id FROM sessions")}
+    assert again and not again & ids and again <= stored
+    assert all(name.endswith(f"-{second.run_tag}") for name in again)

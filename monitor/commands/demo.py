@@ -82,6 +82,9 @@ class DemoRun:
         self.directory = Path(tempfile.mkdtemp(prefix="loopwatch-demo-"))
         self.db = db or str(self.directory / "loopwatch.db")
         self.keep = keep
+        # A database kept from an earlier demo: this run's sessions get their own ids (the same
+        # names would join the earlier run's sessions across the gap).
+        self.run_tag = time.strftime("%H%M%S") if db and Path(db).expanduser().exists() else ""
         self.processes: list[Any] = []
         self.live: LiveMonitor | None = None
 
@@ -112,7 +115,9 @@ class DemoRun:
         async with live.running() as hub:
             reaper: asyncio.Task | None = None
             try:
-                self.processes = await asyncio.to_thread(start_agents, self.directory / "agents")
+                self.processes = await asyncio.to_thread(
+                    start_agents, self.directory / "agents", run_tag=self.run_tag
+                )
                 reaper = asyncio.create_task(self._reap())
                 yield hub
             finally:

@@ -42,8 +42,9 @@ def agent_command(
     echo: bool = False,
     parent: int | None = None,
     python: str | None = None,
+    session: str | None = None,
 ) -> list[str]:
-    """The command line that runs one simulated agent."""
+    """The command line that runs one simulated agent (``session``: its id; default the log's stem)."""
     if scenario not in SCENARIOS:
         raise ValueError(
             f"unknown demo scenario {scenario!r} (expected one of: {', '.join(sorted(SCENARIOS))})"
@@ -67,6 +68,8 @@ def agent_command(
         command.append("--echo")
     if parent is not None:
         command += ["--parent", str(parent)]
+    if session is not None:
+        command += ["--session", session]
     return command
 
 
@@ -80,12 +83,14 @@ def start_agents(
     echo: bool = False,
     stdout: int | IO | None = subprocess.DEVNULL,
     stderr: int | IO | None = subprocess.DEVNULL,
+    run_tag: str = "",
 ) -> list[subprocess.Popen]:
     """Start one agent process per scenario, logging to ``<directory>/<scenario>.jsonl``.
 
     With ``socket`` the agents also stream their events to a monitor listening
     there; with ``echo`` they print each record to ``stdout``.  Each process is its own process group (a Ctrl-C in the monitor's
-    terminal does not reach them) and exits by itself if this process dies."""
+    terminal does not reach them) and exits by itself if this process dies.  ``run_tag``: appended to
+    each session id (``exact_repeat-142502``), so that runs recorded in one database stay apart."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     procs = []
@@ -99,6 +104,7 @@ def start_agents(
             seed=None if seed is None else seed + n,
             echo=echo,
             parent=os.getpid(),
+            session=f"{scenario}-{run_tag}" if run_tag else None,
         )
         procs.append(
             subprocess.Popen(
