@@ -335,3 +335,22 @@ async def test_the_history_table_fits_80_and_160_columns(tmp_path, utc):
         await pilot.pause()
         assert len(table.columns) == 6 and table.virtual_size.width <= table.size.width
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == chosen
+
+
+def test_a_narrow_feed_line_keeps_who_and_what_over_the_level_word():
+    from types import SimpleNamespace
+
+    from monitor.events import Level
+    from monitor.ui.widgets.dashboard.detections_feed import detection_line
+
+    detection = SimpleNamespace(
+        level=Level.WARN,
+        ts=0.0,
+        session="claude-7f3a",
+        detector="exact_repeat",
+        message="bash called 3 times",
+        suppressed="",
+    )
+    assert "▲ warn" in detection_line(detection).plain
+    compact = detection_line(detection, compact=True).plain
+    assert "warn" not in compact and "▲ claude-7f3a exact_repeat: bash called 3 times" in compact

@@ -15,11 +15,18 @@ from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, fit_
 FEED_LINES = 300
 
 
-def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE) -> Text:
+#: Narrower than this, a feed line shows the level by its icon alone, leaving room for who and what.
+COMPACT_WIDTH = 60
+
+
+def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE, compact: bool = False) -> Text:
     level: Level = detection.level
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{clock(detection.ts)} ", style="dim")
-    line.append(f"{LEVEL_ICONS[level]} {level.label:<10}", style=palette.level(level))
+    line.append(
+        f"{LEVEL_ICONS[level]} " if compact else f"{LEVEL_ICONS[level]} {level.label:<10}",
+        style=palette.level(level),
+    )
     line.append_text(literal(detection.session, limit=18))
     line.append(" ")
     line.append_text(literal(detection.detector, style="bold"))
@@ -46,5 +53,5 @@ class DetectionsFeed(RichLog):
             self.call_after_refresh(self.add, detections, palette)
             return
         for detection in detections[-FEED_LINES:]:
-            line = detection_line(detection, palette)
+            line = detection_line(detection, palette, compact=0 < width < COMPACT_WIDTH)
             self.write(fit_words(line, width) if width > 0 else line)
