@@ -354,3 +354,19 @@ def test_a_narrow_feed_line_keeps_who_and_what_over_the_level_word():
     assert "▲ warn" in detection_line(detection).plain
     compact = detection_line(detection, compact=True).plain
     assert "warn" not in compact and "▲ claude-7f3a exact_repeat: bash called 3 times" in compact
+
+
+async def test_every_sorted_column_shows_its_arrow_however_narrow(tmp_path):
+    """Status, Events, Last and Similarity are narrow: the label gives way to the arrow, not the reverse."""
+    from textual.widgets.data_table import ColumnKey as Key
+
+    app = live_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(SessionsTable)
+        for key in ("status", "events", "last", "similarity"):
+            table.sort_column, table.sort_reverse = key, False
+            table.show_sort_marker()
+            width = next(w for k, _, w in table._columns if k == key)
+            label = table.columns[Key(key)].label.plain
+            assert label.endswith(" ▼") and len(label) <= width, (key, label, width)

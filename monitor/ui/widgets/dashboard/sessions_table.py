@@ -294,10 +294,12 @@ class SessionsTable(LazyRows, RowTable):
 
     def show_sort_marker(self) -> None:
         """▼/▲ after the label of the column the rows are sorted by."""
-        for key, label, _ in self._columns:
+        for key, label, width in self._columns:
             column = self.columns.get(ColumnKey(key))
             if column is not None:
                 mark = (" ▲" if self.sort_reverse else " ▼") if key == self.sort_column else ""
+                if mark and len(label) + len(mark) > width:  # a narrow column: the arrow must show
+                    label = label[: max(1, width - len(mark))]
                 column.label = Text(label + mark)
         self._require_update_dimensions = True
         self.refresh()
