@@ -8,6 +8,7 @@ hub builds them (:mod:`monitor.hub.snapshots`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ from monitor.events import Event, Level
 
 if TYPE_CHECKING:
     from monitor.detect.base import Detection
+    from monitor.detect.summary import Sparks
     from monitor.formats.base import Problem
 
 
@@ -42,8 +44,9 @@ class SessionInfo:
     detector: str | None
     reason: str
     nudge: str
-    similarity: tuple[float, ...]
-    detector_similarity: dict[str, tuple[float, ...]]
+    #: How much its latest steps repeated, overall and per detector (drawn by monitor/ui/sparks.py).
+    similarity: Sparks
+    detector_similarity: Mapping[str, Sparks]
     #: What :attr:`window` is read from (see :class:`monitor.hub.snapshots.LazyWindow`).
     window_source: WindowSource = field(repr=False, compare=False)
     last_detection: Detection | None

@@ -503,12 +503,31 @@ def _mixed_events(session: str, n: int, *, ts: float = T0) -> list[Event]:
     return out
 
 
+def _window(engine_state, recent) -> tuple[Event, ...]:
+    """What the hub built eagerly at publish time before windows were lazy: the
+    call detectors' window (events, or references matched to ``recent``
+    copies), else the calls and messages among the session's last
+    ``RECENT_EVENTS`` events."""
+    from monitor.hub.state import RECENT_EVENTS
+
+    compared = engine_state.window()
+    if compared:
+        events = [item for item in compared if isinstance(item, Event)]
+        if len(events) == len(compared):
+            return tuple(events)
+        copies = {event.seq: event for event in recent}
+        matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
+        if matched:
+            return matched
+    horizon = engine_state.events - RECENT_EVENTS
+    return tuple(event for event in recent if event.seq > horizon)
+
+
 async def test_a_snapshot_window_is_built_when_read_and_is_the_window_of_its_time(config, hub_factory):
     """SessionInfo.window is made from a snapshot when first read: read long after,
     while the detectors' windows have moved on (or the session ended), it holds
     exactly the events the hub used to build at publish time; a tuple, the same
     object on every read, and as immutable as the rest of the snapshot."""
-    from monitor.hub.snapshots import compared_window as _window
     from monitor.hub.snapshots import replies_window as _replies_window
 
     hub = await hub_factory(config)

@@ -255,12 +255,13 @@ async def test_a_session_flagged_for_its_replies_shows_the_replies_in_its_window
 
 
 def sparklines_of(name: str) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]]:
-    """A scenario of the corpus through the live engine (with sparklines)."""
+    """A scenario of the corpus through the live engine (with sparklines), as the UI draws it."""
     from pathlib import Path
 
     from monitor.config import build_config
     from monitor.detect.engine import Engine
     from monitor.formats.lines import LineDecoder
+    from monitor.ui.sparks import bars
 
     path = Path(__file__).resolve().parent / "scenarios" / f"{name}.jsonl"
     engine = Engine(build_config({}), sparklines=True)
@@ -269,8 +270,9 @@ def sparklines_of(name: str) -> tuple[tuple[float, ...], dict[str, tuple[float, 
         events, _problem = decoder.feed(raw, number, 0.0)
         for event in events:
             engine.process(event).detections
-    (state,) = engine.sessions.values()
-    return state.similarity_history(), state.detector_similarity_history()
+    (session,) = engine.sessions
+    summary = engine.summary(session)
+    return bars(summary.similarity), {name: bars(s) for name, s in summary.detector_similarity.items()}
 
 
 def test_sparklines_keep_honest_polling_low_and_fill_for_a_loop():

@@ -62,7 +62,7 @@ async def test_table_updates_in_place_and_flushes_are_rate_limited(tmp_path):
         table = app.screen.query_one("SessionsTable")
         rebuilds, updates, flushes = table.rebuilds, table.cell_updates, app.flushes
         spark = app.screen.query_one("#spark", SimilaritySparkline)
-        before = spark.data
+        before = spark.sparks
         script = ScriptedSession("claude-7f3a", "claude-code", T0 + 100, "/var/log/agents/claude-7f3a.jsonl")
         started = time.monotonic()
         for _ in range(20):
@@ -82,8 +82,8 @@ async def test_table_updates_in_place_and_flushes_are_rate_limited(tmp_path):
         drawn = "".join(segment.text for segment in table.render_line(row + 1 - table.scroll_offset.y))
         assert f" {events} " in drawn  # the repaint shows the new value, not a cached one
         assert app.flushes - flushes <= elapsed * 5 + 2
-        assert spark.data is app.feed.sessions["claude-7f3a"].similarity
-        assert spark.data is not before and isinstance(spark.data, tuple)
+        assert spark.sparks is app.feed.sessions["claude-7f3a"].similarity
+        assert spark.sparks is not before and isinstance(spark.data, tuple)
 
 
 async def test_event_stream_is_virtualized_and_jumps_to_evidence(tmp_path):

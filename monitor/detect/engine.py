@@ -17,15 +17,16 @@
    grouping);
 4. **conclude**: drop detections of one event that cite the same evidence,
    pass the rest through the :class:`~monitor.detect.escalation.EscalationPolicy`,
-   charge their cost, and note the event's sparkline bar.
+   charge their cost, and note how much the event's step repeated (for the
+   sparklines).
 
 It returns a :class:`Processed`: whether the event was dropped, its
-detections, and the session's level after it.
+detections, and the session's level after it.  What the engine knows of a
+session is read through :meth:`Engine.summary` (:mod:`~monitor.detect.summary`).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.summary import SessionSummary, SparkHistory, summarize
 from monitor.events import (
     MESSAGE,
     SESSION_END,
@@ -59,8 +61,6 @@ MAX_PENDING_CALLS = 64
 #: Call ids remembered per session to drop the same call seen twice (a hook
 #: and the transcript of one Claude Code session both report every call).
 MAX_SEEN_IDS = 256
-#: Per-event similarity scores kept per session for the sparklines.
-SIMILARITY_HISTORY = 60
 #: Detections kept per session: the latest, for operator actions (the hub,
 #: the UI's feed and the store keep their own history).
 RECENT_DETECTIONS = 1
@@ -133,12 +133,10 @@ class SessionState:
     pending: dict[str, Event] = field(default_factory=dict)
     #: The call ids seen lately (made at the session's first call id).
     seen: SeenIds | None = None
-    #: Overall per-event similarity, the oldest first (when the engine keeps
-    #: sparklines).  Flat arrays of doubles: smaller than a deque of floats, and
-    #: unrounded (even single precision changes the sparklines' colours).
-    similarity: array[float] = field(default_factory=lambda: array("d"))
-    #: Per detector, its non-zero per-event similarity scores.
-    detector_similarity: dict[str, array[float]] = field(default_factory=dict)
+    #: Overall per-step similarity, the oldest first (when the engine keeps sparklines).
+    similarity: SparkHistory = field(default_factory=SparkHistory)
+    #: Per detector, its non-zero per-step similarity scores.
+    detector_similarity: dict[str, SparkHistory] = field(default_factory=dict)
     detections: deque[Detection] = field(default_factory=lambda: deque(maxlen=RECENT_DETECTIONS))
     #: The engine's global detectors (shared by every session).
     global_detectors: list[Detector[Any]] = field(default_factory=list)
@@ -188,14 +186,6 @@ class SessionState:
                 return list(detector.window())
         return []
 
-    def similarity_history(self) -> tuple[float, ...]:
-        """The overall per-event similarity (0..1), the oldest first."""
-        return tuple(self.similarity)
-
-    def detector_similarity_history(self) -> dict[str, tuple[float, ...]]:
-        """Per detector, its per-event similarity scores (0..1), the oldest first."""
-        return {name: tuple(scores) for name, scores in self.detector_similarity.items()}
-
 
 #: Kinds whose call ids are checked for duplicates.
 _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
@@ -228,31 +218,16 @@ def _step(
     return step, merged, set(flagged)
 
 
-def _bar(similarity: float, flagged: bool) -> float:
-    """The sparkline scale: the lower half is how much a step repeats earlier
-    ones; the upper half is reserved for steps flagged at warn or above (after
-    acknowledgements and false positives).  Honest work -- polling, similar
-    narration -- stays in the lower half; a loop fills the row."""
-    if flagged:
-        return 0.5 + 0.5 * max(similarity, 0.5)
-    return 0.5 * min(similarity, 1.0)
-
-
-def _record_bars(state: Any, similarity: float, scores: dict[str, float], flagged: set[str]) -> None:
-    """Append the step's bar, and each detector's that scored it or flagged it."""
-    history = state.similarity
-    history.append(_bar(similarity, bool(flagged)))
-    if len(history) > SIMILARITY_HISTORY:
-        del history[0]
+def _record_bars(state: SessionState, similarity: float, scores: dict[str, float], flagged: set[str]) -> None:
+    """Note the step's similarity, and each detector's that scored it or flagged it."""
+    state.similarity.append(similarity, bool(flagged))
     names = set(scores) | flagged if flagged else scores
     histories = state.detector_similarity
     for name in names:
         line = histories.get(name)
         if line is None:
-            line = histories[name] = array("d")
-        line.append(_bar(scores.get(name, 0.0), name in flagged))
-        if len(line) > SIMILARITY_HISTORY:
-            del line[0]
+            line = histories[name] = SparkHistory()
+        line.append(scores.get(name, 0.0), name in flagged)
 
 
 class Engine:
@@ -293,6 +268,8 @@ class Engine:
         self._closed_events = 0  # events of the sessions closed so far
         #: Events dropped as duplicates (see :class:`SeenIds`).
         self.duplicates = 0
+        #: Detectors muted per session: kept when it is closed, until it is forgotten.
+        self._muted: dict[str, set[str]] = {}
 
     @property
     def events_processed(self) -> int:
@@ -302,6 +279,7 @@ class Engine:
     # -- sessions -----------------------------------------------------------
 
     def session(self, session_id: str, event: Event | None = None) -> SessionState:
+        """The session's state (made on first sight, or after :meth:`close`)."""
         state = self.sessions.get(session_id)
         if state is None:
             view = SessionView(session_id, self.config.tool_overrides)
@@ -310,6 +288,9 @@ class Engine:
             state = SessionState(
                 id=session_id, view=view, detectors=detectors, global_detectors=self.global_detectors
             )
+            muted = self._muted.get(session_id)
+            if muted:
+                state.muted |= muted
             state.route()
             if event is not None:
                 state.first_ts = event.ts
@@ -319,7 +300,8 @@ class Engine:
         return state
 
     def close(self, session_id: str) -> SessionState | None:
-        """Drop a finished session's detector state (its escalation remains)."""
+        """Drop a finished session's detector state (its escalation, costs and
+        mutes remain: see :meth:`forget`)."""
         state = self.sessions.pop(session_id, None)
         if state is not None:
             self._closed_events += state.events
@@ -476,14 +458,47 @@ class Engine:
     # -- operator actions -----------------------------------------------------
 
     def mute(self, session_id: str, detector: str) -> None:
-        state = self.session(session_id)
-        state.muted.add(detector)
-        state.route()
+        """Stop running ``detector`` in the session (it stays muted after a close)."""
+        self._muted.setdefault(session_id, set()).add(detector)
+        state = self.sessions.get(session_id)
+        if state is not None:
+            state.muted.add(detector)
+            state.route()
 
     def unmute(self, session_id: str, detector: str) -> None:
-        state = self.session(session_id)
-        state.muted.discard(detector)
-        state.route()
+        muted = self._muted.get(session_id)
+        if muted is not None:
+            muted.discard(detector)
+        state = self.sessions.get(session_id)
+        if state is not None:
+            state.muted.discard(detector)
+            state.route()
+
+    def forget(self, session_id: str) -> None:
+        """Drop all the engine keeps of a closed session: escalation, mutes."""
+        self.close(session_id)
+        self.policy.reset(session_id)
+        self._muted.pop(session_id, None)
+
+    # -- reads ------------------------------------------------------------------
+
+    def summary(self, session_id: str) -> SessionSummary:
+        """What the engine knows of the session now (:mod:`~monitor.detect.summary`)."""
+        return summarize(
+            session_id,
+            self.sessions.get(session_id),
+            self.policy.sessions.get(session_id),
+            self.costs,
+            self._muted.get(session_id, ()),
+        )
+
+    def pattern_history(self, session_id: str, detector: str, pattern: str) -> tuple[int, float | None]:
+        """How often ``detector`` flagged ``pattern`` in the session, and the
+        event time an acknowledgement quiets it until (``None``: not acknowledged)."""
+        escalation = self.policy.sessions.get(session_id)
+        if escalation is None:
+            return 0, None
+        return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
 
     def level(self, session_id: str) -> Level:
         """The session's escalation level."""

@@ -4,7 +4,8 @@ One :class:`Hub` runs on one asyncio loop (the headless watcher's, or
 Textual's); :class:`~monitor.hub.live.LiveMonitor` assembles it with a store
 and its sources.  The package, by responsibility:
 
-* :mod:`~monitor.hub.core` -- the :class:`Hub`: queue, worker, publishing;
+* :mod:`~monitor.hub.core` -- the :class:`Hub`: queue, worker, reads, periodic work;
+* :mod:`~monitor.hub.publishing` -- what subscribers are told, session snapshots coalesced;
 * :mod:`~monitor.hub.intake` -- the bounded input queue (back-pressure);
 * :mod:`~monitor.hub.state` -- what the hub keeps per session (:class:`~monitor.hub.state.HubSession`);
 * :mod:`~monitor.hub.sessions` -- session lifecycle (new, revived, idle, ended, forgotten);

@@ -23,6 +23,7 @@ from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 if TYPE_CHECKING:
     from monitor.config import Config
     from monitor.detect.engine import Engine
+    from monitor.detect.summary import SessionSummary
     from monitor.hub.recording import Recorder
     from monitor.hub.sessions import Lifecycle
     from monitor.hub.snapshots import Snapshots
@@ -85,17 +86,13 @@ class Actions:
         hub = self.hub
         store = hub.store
         state = hub.lifecycle.sessions.get(session)
-        escalation = hub.engine.policy.sessions.get(session)
+        summary = hub.engine.summary(session)
         if kind == "inject" and not text:
-            text = (detection.nudge if detection is not None else "") or (
-                escalation.nudge if escalation else ""
-            )
+            text = (detection.nudge if detection is not None else "") or summary.nudge
         if kind == "false_positive" and detection is None and state is not None:
-            detection = self._pick_detection(state, detector)
+            detection = _pick_detection(state, summary, detector)
         if kind == "mute" and detector is None:
-            detector = (
-                detection.detector if detection is not None else (escalation.detector if escalation else None)
-            )
+            detector = detection.detector if detection is not None else summary.detector
         detail = detector or (detection.detector if detection is not None else "") or ""
         ts = hub.clock()
         # Nothing acknowledged is lost: the action is committed before it is carried out.
@@ -153,19 +150,6 @@ class Actions:
             self._next_id += 1
             return self._next_id
 
-    def _pick_detection(self, state: HubSession, detector: str | None) -> Detection | None:
-        """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""
-        engine = self.hub.engine
-        escalation = engine.policy.sessions.get(state.id)
-        engine_state = engine.sessions.get(state.id)
-        candidates = [escalation.last if escalation else None]
-        candidates += list(reversed(engine_state.detections)) if engine_state else []
-        candidates += [state.latest.get(detector) if detector else None, state.last_detection]
-        for candidate in candidates:
-            if candidate is not None and (detector is None or candidate.detector == detector):
-                return candidate
-        return None
-
     async def _carry_out(
         self,
         kind: str,
@@ -220,9 +204,7 @@ class Actions:
         # mute
         if not detector:
             return "failed", "no detector named to mute"
-        state.muted.add(detector)
-        if state.status == "live":  # a closed session gets its mutes back when it is revived
-            hub.engine.mute(session, detector)
+        hub.engine.mute(session, detector)  # (a closed session keeps it when revived)
         return "delivered", f"{detector} muted for this session"
 
     async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
@@ -369,6 +351,16 @@ class Actions:
         task = asyncio.get_running_loop().create_task(coro)
         self.running.add(task)
         task.add_done_callback(self.running.discard)
+
+
+def _pick_detection(state: HubSession, summary: SessionSummary, detector: str | None) -> Detection | None:
+    """The detection an operator means: the one that set the level, else the latest (of ``detector``)."""
+    candidates = [summary.detection, *reversed(summary.recent)]
+    candidates += [state.latest.get(detector) if detector else None, state.last_detection]
+    for candidate in candidates:
+        if candidate is not None and (detector is None or candidate.detector == detector):
+            return candidate
+    return None
 
 
 def _from_otlp(detection: Detection, state: HubSession) -> bool:

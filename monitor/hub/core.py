@@ -25,25 +25,22 @@ from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
 from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
+from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.hub.state import HubSession
-from monitor.hub.subscribers import Subscribers
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord,
     DetectionRaised,
     ProblemReported,
-    SessionChanged,
     SessionInfo,
     Stats,
 )
 
 log = logging.getLogger("loopwatch.hub")
 
-#: Subscribers get coalesced SessionChanged updates at most this often under load.
-PUBLISH_INTERVAL = 0.05
 #: How often a file source paused behind a busy store looks again.
 FILE_PAUSE_SECONDS = 0.02
 #: Every this many ticks, live sessions with a known process are checked for its exit.
@@ -73,22 +70,18 @@ class Hub:
         self.engine = Engine(config, sparklines=True)
         self.who = current_user()
         self.snapshots = Snapshots(self.engine)
-        self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.touch)
         self.recorder = Recorder(store, self.engine)
+        self.publisher = Publisher(self.snapshots, self.recorder)
+        self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.publisher.touch)
+        self.publisher.sessions = self.lifecycle.sessions
         if self.recorder.on:
             self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
-        self._subscribers = Subscribers()
         self._worker: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
         self._detections: deque[Detection] = deque(maxlen=RECENT_DETECTIONS)
-        self._changed: set[str] = set()  # sessions with a SessionChanged to publish
-        self._publish_handle: asyncio.TimerHandle | None = None
-        #: A UI that flushes less often asks for snapshots as seldom (never
-        #: more often than PUBLISH_INTERVAL): one build per changed session per flush.
-        self.publish_interval = PUBLISH_INTERVAL
         self.events_total = 0
         self.detections_total = 0
         self.problems_total = 0
@@ -132,7 +125,7 @@ class Hub:
         if self.actions.running:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
         self.lifecycle.stop_all()
-        self._publish_dirty()
+        self.publisher.now()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
         self.publish(self.stats())
         await _flush(self.store)
@@ -186,7 +179,7 @@ class Hub:
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
         await self._queue.join()
-        self._publish_dirty()
+        self.publisher.now()
 
     async def processed(self) -> None:
         """Wait until everything submitted so far has been processed; unlike
@@ -208,32 +201,26 @@ class Hub:
         self, callback: Callable[[object], None], kinds: tuple[type, ...] | None = None
     ) -> Callable[[], None]:
         """See :meth:`~monitor.hub.subscribers.Subscribers.subscribe`; returns what unsubscribes."""
-        return self._subscribers.subscribe(callback, kinds)
+        return self.publisher.subscribe(callback, kinds)
 
     def wants_sessions(self) -> bool:
-        return self._subscribers.want_sessions()
+        return self.publisher.subscribers.want_sessions()
 
     def publish(self, update: object) -> None:  # to the subscribers that take its kind
-        self._subscribers.publish(update)
+        self.publisher.publish(update)
 
     def touch(self, state: HubSession) -> None:
-        """The session changed: rebuild its snapshot lazily, publish it and store it soon."""
-        state.dirty = True
-        state.store_dirty = True
-        self._changed.add(state.id)
-        self.recorder.changed.add(state.id)
+        """The session changed: publish it and store it soon (:meth:`Publisher.touch`)."""
+        self.publisher.touch(state)
 
-    def _publish_dirty(self) -> None:
-        if self._publish_handle is not None:
-            self._publish_handle.cancel()
-            self._publish_handle = None
-        changed, self._changed = self._changed, set()
-        if not self.wants_sessions():
-            return  # nobody to tell: snapshots are built when asked for
-        sessions = self.lifecycle.sessions
-        states = [sessions[s] for s in changed if s in sessions]
-        for state in sorted(states, key=lambda state: state.order):  # deterministic, like the UI wants
-            self.publish(SessionChanged(self.snapshots.info(state)))
+    @property
+    def publish_interval(self) -> float:
+        """How often changed sessions are published (a UI that flushes less often raises it)."""
+        return self.publisher.interval
+
+    @publish_interval.setter
+    def publish_interval(self, seconds: float) -> None:
+        self.publisher.interval = seconds
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -254,10 +241,7 @@ class Hub:
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the
         event time an acknowledgement quiets it until (``None``: not acknowledged)."""
-        escalation = self.engine.policy.sessions.get(session)
-        if escalation is None:
-            return 0, None
-        return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
+        return self.engine.pattern_history(session, detector, pattern)
 
     def stats(self) -> Stats:
         live, warnings = _live_and_warning(self.lifecycle.sessions.values(), self.recorder.level)
@@ -313,11 +297,7 @@ class Hub:
                 if budget <= 0 or queue.empty():
                     break
                 item = queue.get_nowait()
-            if self._changed and self._publish_handle is None:
-                # Coalesce: one SessionChanged per session per interval, however many events.
-                self._publish_handle = asyncio.get_running_loop().call_later(
-                    max(PUBLISH_INTERVAL, self.publish_interval), self._publish_dirty
-                )
+            self.publisher.soon()  # coalesced: one SessionChanged per session per interval
             # Let sources, the UI and actions run between batches.
             await asyncio.sleep(0)
 
@@ -339,7 +319,7 @@ class Hub:
             if state is None:
                 state = lifecycle.new_session(event)
             elif state.status != "live":
-                lifecycle.revive(state, event)
+                lifecycle.revive(state)
             processed = engine.process(event)
             if processed.dropped:
                 # The same call from a second channel (a tailed transcript and
@@ -389,7 +369,7 @@ class Hub:
                 if ticks % EXIT_CHECK_TICKS == 0:
                     self.sweep_exited()
                 self.sweep_idle()
-                self._publish_dirty()
+                self.publisher.now()
                 self.recorder.sessions(self.lifecycle.sessions)
                 for problem in self.recorder.losses():
                     self.publish(ProblemReported(problem))
@@ -401,14 +381,14 @@ class Hub:
         """End live sessions whose process (captured when its pid was first seen) has exited."""
         ended = self.lifecycle.sweep_exited()
         if ended:
-            self._publish_dirty()
+            self.publisher.now()
         return ended
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids."""
         closed = self.lifecycle.sweep_idle()
         if closed:
-            self._publish_dirty()
+            self.publisher.now()
         return closed
 
 

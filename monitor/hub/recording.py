@@ -42,8 +42,7 @@ class Recorder:
         return self.store is not None and not self.failed
 
     def level(self, session: str) -> Level:
-        escalation = self.engine.policy.sessions.get(session)
-        return escalation.level if escalation is not None else Level.NONE
+        return self.engine.level(session)
 
     def add(
         self,
@@ -98,8 +97,8 @@ class Recorder:
     def session(self, state: HubSession) -> None:
         state.store_dirty = False
         state.stored_at = time.monotonic()
-        state.stored_level = self.level(state.id)
-        escalation = self.engine.policy.sessions.get(state.id)
+        summary = self.engine.summary(state.id)
+        state.stored_level = summary.level
         try:
             self.store.upsert_session(
                 {
@@ -112,10 +111,10 @@ class Recorder:
                     "first_seen": state.first_ts,
                     "last_seen": state.last_ts,
                     "status": state.status,
-                    "level": self.level(state.id).label,
+                    "level": summary.level.label,
                     "events": state.events,
-                    "detector": escalation.detector if escalation else None,
-                    "reason": escalation.reason if escalation else "",
+                    "detector": summary.detector,
+                    "reason": summary.reason,
                 }
             )
         except Exception:

@@ -9,6 +9,7 @@ from typing import Any
 
 from monitor.config import Config
 from monitor.detect.engine import Engine
+from monitor.detect.summary import Sparks
 from monitor.store.rows import event_from_row
 
 #: Events replayed (the session's last ones) and read from the store at a time.
@@ -23,7 +24,7 @@ def replay_similarity(
     *,
     last: int = REPLAY_EVENTS,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]] | None:
+) -> tuple[Sparks, dict[str, Sparks]] | None:
     """The overall and per-detector similarity histories of ``session`` after
     replaying its ``last`` stored events (``None``: nothing stored).
     ``progress(done, total)`` is called before the first page and after each."""
@@ -40,7 +41,7 @@ def replay_similarity(
         offset += len(rows)
         if progress is not None:
             progress(offset - start, total - start)
-    state = engine.sessions.get(session)
-    if state is None:
+    summary = engine.summary(session)
+    if not summary.live:
         return None
-    return state.similarity_history(), state.detector_similarity_history()
+    return summary.similarity, dict(summary.detector_similarity)

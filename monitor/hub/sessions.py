@@ -165,14 +165,12 @@ class Lifecycle:
             if not mine:
                 del self.live_by_source[home]
 
-    def revive(self, state: HubSession, event: Event) -> None:
-        """A closed session speaks again: fresh detector state, same mutes."""
+    def revive(self, state: HubSession) -> None:
+        """A closed session speaks again: the engine starts it afresh (same mutes)."""
         state.status = "live"
         self.closed_count -= 1
-        state.recent.clear()  # the engine starts the session afresh
+        state.recent.clear()
         state.otlp_seq = 0
-        engine_state = self.engine.session(event.session, event)
-        engine_state.muted |= state.muted
         self._went_live(state)
 
     def observe(self, state: HubSession, event: Event, arrival: float) -> None:
@@ -237,7 +235,7 @@ class Lifecycle:
             if state.store_dirty and self.on_forget is not None:
                 self.on_forget(state)  # its last row (closed, its level) reaches the store first
             del self.sessions[state.id]
-            self.engine.policy.reset(state.id)
+            self.engine.forget(state.id)
             self.closed_count -= 1
 
     def sweep_exited(self) -> list[str]:

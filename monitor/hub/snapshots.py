@@ -13,13 +13,15 @@ from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor.detect.analysis.calls import events as recalled_events
+from monitor.detect.summary import NO_SPARKS
 from monitor.events import Event, Kind, Level
 from monitor.hub.state import RECENT_EVENTS, HubSession
-from monitor.updates import SessionInfo
+from monitor.updates import SessionInfo, WindowSource
 
 if TYPE_CHECKING:
     from monitor.detect.base import Detection
-    from monitor.detect.engine import Engine, SessionState
+    from monitor.detect.engine import Engine
+    from monitor.detect.summary import SessionSummary
 
 #: Characters of content (and of each argument) kept in a window's copies (:func:`window_copy`).
 WINDOW_CHARS = 512
@@ -65,19 +67,14 @@ class LazyWindow:
 EMPTY_WINDOW = LazyWindow.of(())
 
 
-def window_snapshot(engine_state: SessionState, recent: Sequence[Event]) -> LazyWindow:
-    """:func:`compared_window` now, as a :class:`LazyWindow` that builds it when read.
-
-    The window is the one of the detector that provides the session's
-    (:attr:`~monitor.detect.base.Detector.provides_window`): its records are
-    snapshotted as they are.  A session without one gets its window built now."""
-    for detector in engine_state.detectors:
-        if detector.provides_window:
-            records = detector.window_records()
-            if records:
-                return LazyWindow(records)
-            return LazyWindow((), tuple(recent), engine_state.events - RECENT_EVENTS)
-    return LazyWindow.of(compared_window(engine_state, recent))
+def window_snapshot(summary: SessionSummary, recent: Sequence[Event]) -> LazyWindow:
+    """What the detectors compare now, as a :class:`LazyWindow` that builds it when read:
+    the records of the detector that provides the session's window
+    (:attr:`~monitor.detect.base.Detector.provides_window`), as they are, else
+    the calls and messages among the session's last ``RECENT_EVENTS`` events."""
+    if summary.window:
+        return LazyWindow(summary.window)
+    return LazyWindow((), tuple(recent), summary.events - RECENT_EVENTS)
 
 
 def replies_window(state: HubSession, detector: str | None) -> tuple[Event, ...]:
@@ -91,23 +88,6 @@ def replies_window(state: HubSession, detector: str | None) -> tuple[Event, ...]
         return ()
     copies = {event.seq: event for event in state.recent}
     return tuple(copies[ref.seq] for ref in detection.evidence if ref.seq in copies)
-
-
-def compared_window(engine_state: SessionState, recent: Sequence[Event]) -> tuple[Event, ...]:
-    """What the detectors compare now: the call detectors' window (events,
-    or references matched to ``recent`` copies), else the calls and messages
-    among the session's last ``RECENT_EVENTS`` events."""
-    compared = engine_state.window()
-    if compared:
-        events = [item for item in compared if isinstance(item, Event)]
-        if len(events) == len(compared):
-            return tuple(events)
-        copies = {event.seq: event for event in recent}
-        matched = tuple(copies[item.seq] for item in compared if item.seq in copies)
-        if matched:
-            return matched
-    horizon = engine_state.events - RECENT_EVENTS
-    return tuple(event for event in recent if event.seq > horizon)
 
 
 def latest_per_session(
@@ -198,23 +178,19 @@ class Snapshots:
         return state.info
 
     def build(self, state: HubSession) -> SessionInfo:
-        escalation = self.engine.policy.sessions.get(state.id)
-        level = escalation.level if escalation else Level.NONE
-        engine_state = self.engine.sessions.get(state.id) if state.status == "live" else None
+        summary = self.engine.summary(state.id)
+        level = summary.level
         previous = state.info
-        window: LazyWindow
-        if engine_state is not None:
-            similarity = engine_state.similarity_history()
-            by_detector = engine_state.detector_similarity_history()
-            replies = replies_window(state, escalation.detector if escalation and level else None)
-            window = LazyWindow.of(replies) if replies else window_snapshot(engine_state, state.recent)
-            muted = frozenset(engine_state.muted | state.muted)
+        window: WindowSource
+        if summary.live and state.status == "live":
+            similarity, by_detector = summary.similarity, summary.detector_similarity
+            replies = replies_window(state, summary.detector if level else None)
+            window = LazyWindow.of(replies) if replies else window_snapshot(summary, state.recent)
         elif previous is not None:  # the window as it was (the same object, built or not)
             similarity, by_detector = previous.similarity, previous.detector_similarity
-            window = previous.window_source  # type: ignore[assignment]
-            muted = frozenset(state.muted)
+            window = previous.window_source
         else:
-            similarity, by_detector, window, muted = (), {}, EMPTY_WINDOW, frozenset(state.muted)
+            similarity, by_detector, window = NO_SPARKS, {}, EMPTY_WINDOW
         if state.identity is not None and not state.kill_reason:
             kill = ""
         elif state.channel is not None:
@@ -233,18 +209,18 @@ class Snapshots:
             events=state.events,
             status=state.status,
             level=level,
-            detector=escalation.detector if escalation else None,
-            reason=escalation.reason if escalation else "",
-            nudge=escalation.nudge if escalation else "",
+            detector=summary.detector,
+            reason=summary.reason,
+            nudge=summary.nudge,
             similarity=similarity,
             detector_similarity=by_detector,
             window_source=window,
             last_detection=state.last_detection,
-            muted=muted,
+            muted=summary.muted,
             channel=state.channel.name if state.channel is not None else "none",
             kill=kill,
             nudged=state.nudged if state.status == "live" else 0.0,
-            quiet_until=escalation.quiet_until if escalation and level < Level.WARN else 0.0,
-            episode_cost=self.engine.costs.episode(state.id, escalation),
-            loop_cost=self.engine.costs.loops(state.id),
+            quiet_until=summary.quiet_until if level < Level.WARN else 0.0,
+            episode_cost=summary.episode_cost,
+            loop_cost=summary.loop_cost,
         )

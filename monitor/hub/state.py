@@ -40,7 +40,6 @@ class HubSession:
     identity: ProcessIdentity | None = None
     claim: PidClaim | None = None  # the pid, and what backs it
     kill_reason: str = "no process id is known for this session"
-    muted: set[str] = field(default_factory=set)
     last_detection: Detection | None = None
     #: While live: the latest detection of each detector (for operator actions).
     latest: dict[str, Detection] = field(default_factory=dict)

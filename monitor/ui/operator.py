@@ -20,6 +20,7 @@ from monitor.ui.literal import visible
 from monitor.ui.screens.inject import InjectScreen
 from monitor.ui.screens.kill import KillScreen
 from monitor.ui.screens.mute import MuteScreen
+from monitor.ui.sparks import bars
 
 OPERATOR_BINDINGS = [
     Binding("a", "ack", "Ack", id="ack", tooltip="Acknowledge the session's warning"),
@@ -157,7 +158,7 @@ class OperatorActions(ScreenMixin):
         fired = []
         if info.last_detection is not None:
             fired.append(info.last_detection.detector)
-        fired += [name for name, values in info.detector_similarity.items() if any(values)]
+        fired += [name for name, sparks in info.detector_similarity.items() if any(bars(sparks))]
         order: list[tuple[str, str]] = []
         for name in [*fired, *REGISTRY]:
             if name in info.muted or any(name == n for n, _ in order):

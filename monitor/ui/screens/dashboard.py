@@ -171,7 +171,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         if info is None:
             spark_title.show_renderable(Text("Similarity"))
             window_title.show_renderable(Text("Window"))
-            self.query_one(SimilaritySparkline).show(())
+            self.query_one(SimilaritySparkline).show(None)
             self.query_one(WindowView).show(None, palette, force=True)
             self.query_one(EscalationView).show(None, None, self.app.clock(), palette)
         else:

@@ -24,6 +24,7 @@ from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
 from monitor.cost import stored_loop_cost
+from monitor.detect.summary import Sparks
 from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
@@ -237,7 +238,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         if self.stream.search:
             self.show_search_status()
 
-    def initial_series(self) -> dict[str, tuple[float, ...]]:
+    def initial_series(self) -> dict[str, Sparks]:
         info = None if self.read_only else self.app.feed.sessions.get(self.session)
         if info is None:
             return {}
@@ -278,7 +279,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     # -- stored sessions: sparklines by replay -----------------------------------
 
     @work(thread=True, name="replay-sparklines", group="detail", exclusive=True)
-    def replay_sparklines(self) -> dict[str, tuple[float, ...]]:
+    def replay_sparklines(self) -> dict[str, Sparks]:
         from monitor.hub.replay import replay_similarity
 
         replayed = replay_similarity(

@@ -25,6 +25,7 @@ from monitor.ui.render import (
     short_path,
     spark_text,
 )
+from monitor.ui.sparks import bars
 from monitor.ui.widgets.common.row_table import RowTable
 from monitor.ui.widgets.dashboard.columns import COLUMNS, layout
 from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
@@ -186,7 +187,7 @@ class SessionsTable(LazyRows, RowTable):
             elif key == "detector":
                 sig[key] = info.detector or ""
             elif key == "similarity":
-                sig[key] = (tuple(info.similarity[-width[key] :]), palette)
+                sig[key] = (info.similarity.tail(width[key]), palette)
             elif key == "source":
                 sig[key] = info.source
             elif key == "reason":
@@ -205,7 +206,7 @@ class SessionsTable(LazyRows, RowTable):
         if key == "events":
             return Text(f"{value:,}", justify="right")
         if key == "similarity":
-            return spark_text(value[0], width, value[1].palette)
+            return spark_text(bars(value[0]), width, value[1].palette)
         if key == "last":
             return Text(value, justify="right")
         if key == "source":

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from monitor.detect.summary import Sparks
 from monitor.events import Level
+from monitor.ui.sparks import bars
 
 STATUS_RANK = {"live": 0, "idle": 1, "ended": 2}
 
@@ -23,8 +25,8 @@ def attention_key(info: Any) -> tuple:
     return (info.status == "ended", -int(info.level), STATUS_RANK.get(info.status, 3), info.first_ts, info.id)
 
 
-def _peak(values: Any) -> float:
-    return max(values[-16:], default=0.0)
+def _peak(sparks: Sparks) -> float:
+    return max(bars(sparks.tail(16)), default=0.0)
 
 
 #: Column key -> sort key, "most interesting first" (highest level, most events,

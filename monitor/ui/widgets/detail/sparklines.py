@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
+from monitor.detect.summary import Sparks
 from monitor.ui.literal import literal
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 
@@ -19,7 +20,7 @@ class DetectorSparkline(Horizontal):
     DetectorSparkline > Label { width: 18; }
     """
 
-    def __init__(self, detector: str, values: tuple[float, ...]):
+    def __init__(self, detector: str, values: Sparks):
         super().__init__()
         self.detector = detector
         self.values = values
@@ -36,22 +37,22 @@ class DetectorSparklines(Vertical):
     DetectorSparklines { height: auto; }
     """
 
-    def __init__(self, series: Mapping[str, tuple[float, ...]] | None = None, **kwargs):
+    def __init__(self, series: Mapping[str, Sparks] | None = None, **kwargs):
         super().__init__(**kwargs)
         self._initial = dict(series or {})
         self._lines: dict[str, DetectorSparkline] = {}
 
     def compose(self) -> ComposeResult:
         for name in sorted(self._initial):
-            line = self._lines[name] = DetectorSparkline(name, tuple(self._initial[name]))
+            line = self._lines[name] = DetectorSparkline(name, self._initial[name])
             yield line
         if not self._lines:
             yield Label(Text("No similarity reported yet.", style="dim"), id="no-sparklines")
 
-    def show(self, series: Mapping[str, tuple[float, ...]]) -> None:
+    def show(self, series: Mapping[str, Sparks]) -> None:
         added = []
         for name in sorted(series):
-            values = tuple(series[name])
+            values = series[name]
             line = self._lines.get(name)
             if line is None:
                 line = self._lines[name] = DetectorSparkline(name, values)
