@@ -78,3 +78,30 @@ def test_no_module_in_monitor_imports_itself_back():
         ]
         found.append(" <-> ".join(group) + "\n" + "\n".join(lines))
     assert not found, "import cycles in monitor/:\n" + "\n".join(found)
+
+
+#: The circles issue 29 named, each broken by putting the shared piece below
+#: both: the UI's history screen searches through monitor.store.search (not
+#: monitor.commands.history); Actions sees the hub through ActionsHub;
+#: HubSession lives in monitor.hub.state; scan_jobs and socket_conn share
+#: nothing upwards.  Packages count as a whole (monitor.ui, monitor.commands).
+NAMED_CIRCLES = [
+    ("monitor.ui", "monitor.commands"),
+    ("monitor.hub.core", "monitor.hub.actions"),
+    ("monitor.hub.sessions", "monitor.hub.snapshots"),
+    ("monitor.scan", "monitor.scan_jobs"),
+    ("monitor.sources.sockets", "monitor.sources.socket_conn"),
+]
+
+
+def test_the_circles_issue_29_named_stay_broken():
+    graph = grimp.build_graph("monitor", cache_dir=None)
+    both_ways = [
+        f"{a} <-> {b}"
+        for a, b in NAMED_CIRCLES
+        if graph.chain_exists(importer=a, imported=b, as_packages=True)
+        and graph.chain_exists(importer=b, imported=a, as_packages=True)
+    ]
+    assert not both_ways, "these import each other again (directly or through others):\n  " + "\n  ".join(
+        both_ways
+    )
