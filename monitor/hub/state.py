@@ -22,7 +22,12 @@ RECENT_EVENTS = 24
 
 @dataclass(eq=False)
 class HubSession:
-    """The hub's bookkeeping for one session (its snapshot is built from it)."""
+    """The hub's bookkeeping for one session (its snapshot is built from it):
+    how it is reached (channel, identity, claim), when its events arrived,
+    what arrived as the hub saw it across closes and revivals (agent, pid,
+    parent, times, count) and what the hub itself decided (status, nudges,
+    automatic actions).  What the engine knows of it -- level, reason,
+    similarity, window, mutes, costs -- is read from ``Engine.summary``."""
 
     id: str
     origin: str
