@@ -474,6 +474,18 @@ class Engine:
             state.muted.discard(detector)
             state.route()
 
+    def acknowledge(self, session_id: str, now: float) -> None:
+        """The operator has seen it: back to watching, with a cool-down from ``now`` (event time)."""
+        self.policy.acknowledge(session_id, now)
+
+    def recover(self, session_id: str, steps: int) -> None:
+        """The agent stopped looping after a nudge (``steps`` without a warning): back to watching."""
+        self.policy.recover(session_id, steps)
+
+    def mark_false_positive(self, detection: Detection) -> None:
+        """That detection's pattern is no longer flagged in its session."""
+        self.policy.mark_false_positive(detection)
+
     def forget(self, session_id: str) -> None:
         """Drop all the engine keeps of a closed session: escalation, mutes."""
         self.close(session_id)

@@ -166,10 +166,10 @@ class Actions:
         if gone and kind in ("inject", "kill"):
             return "refused", gone
         hub = self.hub
-        policy = hub.engine.policy
+        engine = hub.engine
         if kind == "ack":
             # Escalation runs on event time: the cool-down starts at the session's latest event.
-            policy.acknowledge(session, state.last_ts)
+            engine.acknowledge(session, state.last_ts)
             state.nudged = 0.0
             state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
             if state.channel is None:
@@ -197,14 +197,14 @@ class Actions:
         if kind == "false_positive":
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
-            policy.mark_false_positive(detection)
+            engine.mark_false_positive(detection)
             return "delivered", (
                 f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
             )
         # mute
         if not detector:
             return "failed", "no detector named to mute"
-        hub.engine.mute(session, detector)  # (a closed session keeps it when revived)
+        engine.mute(session, detector)  # (a closed session keeps it when revived)
         return "delivered", f"{detector} muted for this session"
 
     async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
@@ -284,7 +284,7 @@ class Actions:
             state.steps_since_nudge += 1
             if state.steps_since_nudge >= RECOVERY_STEPS:
                 state.nudged = 0.0
-                self.hub.engine.policy.recover(state.id, RECOVERY_STEPS)
+                self.hub.engine.recover(state.id, RECOVERY_STEPS)
                 self.hub.recorder.session_now(state)  # history says so now, not at the next tick
 
     # -- automatic responses ------------------------------------------------------------

@@ -236,7 +236,7 @@ class Hub:
         """Detections raised lately in live sessions (at most
         ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
         subscribes now has missed."""
-        return latest_per_session(self._detections, self.engine.sessions, RECENT_DETECTIONS_PER_SESSION)
+        return latest_per_session(self._detections, self.lifecycle.live, RECENT_DETECTIONS_PER_SESSION)
 
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the
