@@ -19,6 +19,13 @@ each: ``storage/session/<project>/<ses>.json``,
 | ``step-finish``      | usage (``tokens.input``, ``output``, ``cache.read``; ``cost``) |
 | ``compaction``       | a compaction                                           |
 
+An assistant message's own ``error`` (``{name, data: {message, …}}``:
+``APIError``, ``MessageAbortedError``, ``ProviderAuthError``,
+``MessageOutputLengthError``, ``ContextOverflowError``, ``UnknownError``;
+``MessageV2.Assistant`` in OpenCode's ``packages/opencode/src/session/message-v2.ts``)
+is what the agent got back instead of a response: a system message
+(``"APIError: …"``, ``meta.error`` the name) after the message's parts.
+
 ``reasoning``, ``step-start``, ``snapshot``, ``patch``, ``file``, ``agent``,
 ``subtask`` and ``retry`` parts are skipped (counted).  Each session is its
 own session (its ``parent_id``, a subagent's parent, kept).  The "line" of an
@@ -51,7 +58,7 @@ _MEMORY = 50_000
 BATCH = 2000
 
 _PART_QUERY = (
-    "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data FROM part p "
+    "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data, p.message_id FROM part p "
     "LEFT JOIN message m ON m.id = p.message_id "
 )
 
@@ -66,6 +73,7 @@ class Row:
     created_ms: int | None
     data: Any
     message: Any
+    message_id: str = ""
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -99,6 +107,56 @@ class PartReader:
         self.started: set[str] = set()
         self.sessions: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, int] = {}
+        #: Messages whose own error was handed on (by message id).
+        self.errors: set[str] = set()
+        #: The message of the last part read (its error follows its last part) and that part's row.
+        self.current: Row | None = None
+
+    def message_error(
+        self, session: str, message_id: str, message: Any, line: int | None, ts: float
+    ) -> list[Event]:
+        """A system message for the error recorded on the message itself, once per message."""
+        text = error_text(message)
+        if text is None or message_id in self.errors:
+            return []
+        self.errors.add(message_id)
+        if len(self.errors) > _MEMORY:
+            self.errors.pop()
+        out: list[Event] = []
+        if session not in self.started:
+            self.started.add(session)
+            out.append(self._start(session, ts, _dict(message)))
+        name = _dict(_dict(message).get("error")).get("name")
+        when = _number(_dict(_dict(message).get("time")).get("completed"))
+        out.append(
+            Event(
+                kind=Kind.MESSAGE,
+                session=session,
+                ts=ts if when is None else when / 1000.0,
+                source=self.source,
+                line=line or None,
+                role="system",
+                content=text,
+                meta={"error": name} if isinstance(name, str) else {},
+            )
+        )
+        return out
+
+    def read_in_order(self, row: Row) -> tuple[list[Event], list[Problem]]:
+        """:meth:`read` for parts read in their messages' order (the database): the previous
+        message's error, if it had one, comes once its last part has been read."""
+        out = self.flush() if self.current is not None and self.current.message_id != row.message_id else []
+        self.current = row
+        new, bad = self.read(row)
+        return out + new, bad
+
+    def flush(self) -> list[Event]:
+        """The error of the message of the last part read (when it has one)."""
+        row = self.current
+        if row is None or not row.message_id:
+            return []
+        ts = (row.created_ms or 0) / 1000.0
+        return self.message_error(row.session, row.message_id, row.message, row.line, ts)
 
     def finished(self, part_id: str) -> bool:
         """Whether nothing more can come of this part."""
@@ -221,6 +279,20 @@ class PartReader:
         return out
 
 
+def error_text(message: Any) -> str | None:
+    """``"<name>: <message>"`` of a message's own ``error`` (None: it has none)."""
+    error = _dict(message).get("error")
+    if not error:
+        return None
+    if not isinstance(error, dict):
+        return f"error: {error}"
+    name = error.get("name") if isinstance(error.get("name"), str) else "error"
+    detail = _dict(error.get("data")).get("message")
+    if not isinstance(detail, str) or not detail:
+        detail = error.get("message") if isinstance(error.get("message"), str) else ""
+    return f"{name}: {detail}" if detail else name
+
+
 def _usage(event: Callable[..., Event], data: dict[str, Any]) -> Event:
     tokens = _dict(data.get("tokens"))
     cache = _dict(tokens.get("cache"))
@@ -239,8 +311,10 @@ def _usage(event: Callable[..., Event], data: dict[str, Any]) -> Event:
 
 def rows(cursor: Iterable[tuple[Any, ...]]) -> Iterator[Row]:
     """The :class:`Row` of each result row of :data:`_PART_QUERY`."""
-    for line, part_id, session, created, data, message in cursor:
-        yield Row(int(line), str(part_id), str(session), _int(created), _json(data), _json(message))
+    for line, part_id, session, created, data, message, message_id in cursor:
+        yield Row(
+            int(line), str(part_id), str(session), _int(created), _json(data), _json(message), str(message_id)
+        )
 
 
 def session_info(connection: sqlite3.Connection, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -303,9 +377,10 @@ def load_db(path: Path) -> tuple[list[Event], list[Problem]]:
             if not found:
                 break
             for row in found:
-                new, bad = reader.read(row)
+                new, bad = reader.read_in_order(row)
                 events.extend(new)
                 problems.extend(bad)
+        events.extend(reader.flush())
     except sqlite3.Error as exc:
         problems.append(Problem(source, None, describe(exc)))
     finally:
@@ -324,7 +399,8 @@ def storage_root(path: Path) -> Path | None:
     return None
 
 
-def _read_json(file: Path, problems: list[Problem], source: str) -> dict[str, Any] | None:
+def read_json(file: Path, problems: list[Problem], source: str) -> dict[str, Any] | None:
+    """One ``storage/`` object (a problem, and None, when it is not one)."""
     try:
         value = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -336,41 +412,68 @@ def _read_json(file: Path, problems: list[Problem], source: str) -> dict[str, An
     return value
 
 
-def load_storage(root: Path) -> tuple[list[Event], list[Problem]]:
-    """Every event of a ``storage/`` folder: each session's messages and parts in id order
-    (OpenCode's ids ascend with time); the line is the part's place in its session."""
-    source = str(root)
-    problems: list[Problem] = []
-    reader = PartReader(source)
+def session_files(root: Path) -> dict[str, dict[str, Any]]:
+    """Title, folder, version and parent of every session of a ``storage/`` folder, by id."""
+    found: dict[str, dict[str, Any]] = {}
     for file in sorted((root / "session").glob("*/*.json")):
-        info = _read_json(file, problems, source)
+        info = read_json(file, [], str(root))
         if info is not None and isinstance(info.get("id"), str):
-            parent = info.get("parentID")
-            reader.sessions[info["id"]] = {
+            found[info["id"]] = {
                 "title": info.get("title"),
                 "directory": info.get("directory"),
                 "version": info.get("version"),
-                "parent_id": parent,
+                "parent_id": info.get("parentID"),
             }
+    return found
+
+
+def layout(root: Path, session: str) -> list[tuple[Path, list[Path]]]:
+    """A session's message files in id order (OpenCode's ids ascend with time), each with its
+    part files in id order: the n-th part file is the session's line n."""
+    out = []
+    for message_file in sorted((root / "message" / session).glob("*.json")):
+        parts = root / "part" / message_file.stem
+        out.append((message_file, sorted(parts.glob("*.json")) if parts.is_dir() else []))
+    return out
+
+
+def storage_row(
+    part: dict[str, Any], message: dict[str, Any], part_file: Path, session: str, line: int
+) -> Row:
+    """The :class:`Row` of one ``storage/`` part (its time: its own start, else its message's)."""
+    created = _int(_dict(part.get("time")).get("start")) or _int(_dict(message.get("time")).get("created"))
+    return Row(line, part_file.stem, session, created, part, message, part_file.parent.name)
+
+
+def message_time(message: dict[str, Any]) -> float:
+    return (_int(_dict(message.get("time")).get("created")) or 0) / 1000.0
+
+
+def load_storage(root: Path) -> tuple[list[Event], list[Problem]]:
+    """Every event of a ``storage/`` folder: each session's messages and parts in id order;
+    the line is the part's place in its session (see :func:`layout`)."""
+    source = str(root)
+    problems: list[Problem] = []
+    reader = PartReader(source)
+    reader.sessions.update(session_files(root))
     events: list[Event] = []
     for folder in sorted(p for p in (root / "message").iterdir() if p.is_dir()):
         session, line = folder.name, 0
-        for message_file in sorted(folder.glob("*.json")):
-            message = _read_json(message_file, problems, source)
-            if message is None:
+        for message_file, part_files in layout(root, session):
+            message = read_json(message_file, problems, source)
+            if message is None:  # (whose parts they are is not known: not read, but counted)
+                line += len(part_files)
                 continue
-            parts = root / "part" / message_file.stem
-            for part_file in sorted(parts.glob("*.json")) if parts.is_dir() else ():
-                part = _read_json(part_file, problems, source)
-                if part is None:
-                    continue
+            for part_file in part_files:
                 line += 1
-                created = _int(_dict(part.get("time")).get("start")) or _int(
-                    _dict(message.get("time")).get("created")
-                )
-                new, bad = reader.read(Row(line, part_file.stem, session, created, part, message))
-                events.extend(new)
-                problems.extend(bad)
+                part = read_json(part_file, problems, source)
+                if part is not None:
+                    new, bad = reader.read(storage_row(part, message, part_file, session, line))
+                    events.extend(new)
+                    problems.extend(bad)
+            events.extend(
+                reader.message_error(session, message_file.stem, message, line, message_time(message))
+            )
     return events, problems
 
 
@@ -378,6 +481,12 @@ __all__ = [
     "AGENT",
     "PartReader",
     "Row",
+    "error_text",
+    "layout",
+    "message_time",
+    "read_json",
+    "session_files",
+    "storage_row",
     "load_db",
     "load_storage",
     "read_after",

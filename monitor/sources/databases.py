@@ -198,6 +198,12 @@ class DatabaseFollower:
                 new, bad = reader.read(row)
                 events.extend(new)
                 problems.extend(bad)
+                if opencode.error_text(row.message) is not None:
+                    # (the message failed while this part went on: its error, read fresh)
+                    ts = (row.created_ms or 0) / 1000.0
+                    events.extend(
+                        reader.message_error(row.session, row.message_id, row.message, row.line, ts)
+                    )
                 if reader.finished(row.part_id) or bad:
                     state.pending.pop(row.line, None)
         state.more = False
@@ -205,7 +211,7 @@ class DatabaseFollower:
             found, state.cursor = opencode.read_after(connection, reader, state.cursor)
             self._started_before(connection, state, {row.session for row in found})
             for row in found:
-                new, bad = reader.read(row)
+                new, bad = reader.read_in_order(row)
                 events.extend(new)
                 problems.extend(bad)
                 if not bad and not reader.finished(row.part_id):
@@ -214,6 +220,8 @@ class DatabaseFollower:
                 break
         else:
             state.more = True
+        if not state.more:
+            events.extend(reader.flush())
         while len(state.pending) > MAX_PENDING:
             state.pending.pop(next(iter(state.pending)))
 

@@ -40,6 +40,7 @@ from monitor.formats import documents
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.openhands_v1 import AGENT, V1Reader, is_v1_event
 from monitor.sources import Sink
+from monitor.sources.paths import is_storage_file
 from monitor.sources.resume import path_key
 from monitor.sources.tailed import TailedFile
 
@@ -89,6 +90,8 @@ class DocumentFollower:
             forced = self.fmt if self.fmt in documents.DOCUMENT_FORMATS else None
             if documents.is_event_file(Path(tf.path)):
                 forced = "openhands"
+            if is_storage_file(tf.path):
+                forced = "opencode-storage"  # (read by monitor.sources.storage)
             self._kinds[tf.ident] = forced or documents.kind_of(Path(tf.path))
         return self._kinds[tf.ident]
 

@@ -82,6 +82,7 @@ from monitor.sources.databases import DatabaseFollower, is_database_name
 from monitor.sources.documents import DocumentFollower
 from monitor.sources.paths import StartPolicy, WatchSpec
 from monitor.sources.resume import KnownPositions, StartPoints
+from monitor.sources.storage import StorageFollower
 from monitor.sources.tail import Tailer
 from monitor.sources.tailed import TailedFile
 from monitor.sources.watching import ChangeWatcher
@@ -149,6 +150,8 @@ class FileSource:
         self.documents = DocumentFollower(sink, self._again, fmt)
         # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.
         self.databases = DatabaseFollower(sink, self.start_policy, clock)
+        # OpenCode's older storage/ folder: one JSON file a message or part, rewritten in place.
+        self.storage = StorageFollower(sink, self.starts.known)
         self.watcher = ChangeWatcher(
             self.specs,
             self._wanted,
@@ -165,11 +168,18 @@ class FileSource:
 
     @property
     def bytes_read(self) -> int:
-        return self.tailer.bytes_read + self.documents.bytes_read + self.databases.bytes_read
+        return (
+            self.tailer.bytes_read
+            + self.documents.bytes_read
+            + self.databases.bytes_read
+            + self.storage.bytes_read
+        )
 
     async def _read(self, tf: TailedFile, st: os.stat_result) -> None:
         kind = self.documents.kind(tf)
-        if kind in DATABASE_FORMATS or is_database_name(tf.path):
+        if kind == "opencode-storage":
+            await self.storage.read(tf, st)
+        elif kind in DATABASE_FORMATS or is_database_name(tf.path):
             await self.databases.read(tf, kind if kind in DATABASE_FORMATS else None)
         elif kind is not None:
             await self.documents.read(tf, st)

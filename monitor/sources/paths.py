@@ -116,6 +116,18 @@ def is_log_name(name: str) -> bool:
     return name.endswith(LOG_SUFFIXES) and not name.endswith(INBOX_SUFFIX)
 
 
+def is_storage_file(path: str) -> bool:
+    """True for a message or part file of OpenCode's older ``storage/`` folder
+    (``storage/message/<ses>/<msg>.json``, ``storage/part/<msg>/<prt>.json``)."""
+    parts = Path(path).parts
+    return (
+        len(parts) >= 4
+        and parts[-4] == "storage"
+        and parts[-3] in ("message", "part")
+        and parts[-1].endswith(".json")
+    )
+
+
 @dataclass(frozen=True)
 class WatchSpec:
     """One ``PATH`` argument: a file, a directory or a glob."""
@@ -152,7 +164,9 @@ class WatchSpec:
         if self.kind == "file":
             return path == self.path
         if self.kind == "dir":
-            return path.startswith(self.path + os.sep) and is_log_name(os.path.basename(path))
+            return path.startswith(self.path + os.sep) and (
+                is_log_name(os.path.basename(path)) or is_storage_file(path)
+            )
         assert self.regex is not None
         return not path.endswith(INBOX_SUFFIX) and self.regex.match(path) is not None
 
@@ -162,10 +176,12 @@ class WatchSpec:
             if os.path.isfile(self.path):
                 yield self.path
         elif self.kind == "dir":
-            for dirpath, _dirs, files in os.walk(self.path):
+            for dirpath, dirs, files in os.walk(self.path):
+                dirs.sort()  # (OpenCode's storage/: message folders first, each session in its order)
                 for name in sorted(files):  # (an OpenHands conversation's events, in their order)
-                    if is_log_name(name):
-                        yield os.path.join(dirpath, name)
+                    path = os.path.join(dirpath, name)
+                    if is_log_name(name) or is_storage_file(path):
+                        yield path
         else:
             for path in glob.iglob(self.path, recursive=True):
                 if not path.endswith(INBOX_SUFFIX) and os.path.isfile(path):
@@ -176,4 +192,12 @@ def is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-__all__ = ["INBOX_SUFFIX", "LOG_SUFFIXES", "StartPolicy", "WatchSpec", "is_log_name", "is_under"]
+__all__ = [
+    "INBOX_SUFFIX",
+    "LOG_SUFFIXES",
+    "StartPolicy",
+    "WatchSpec",
+    "is_log_name",
+    "is_storage_file",
+    "is_under",
+]
