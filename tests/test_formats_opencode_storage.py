@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -298,3 +299,57 @@ def test_odd_message_errors_are_read_without_a_traceback(tmp_path: Path):
     )
     assert error_text({"error": {"data": "x"}}) == "error"
     assert error_text({"error": None}) is None and error_text([1]) is None
+
+
+class _Sink:
+    """Collects what the source submits (no positions kept)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.problems: list[Any] = []
+
+    async def submit(self, events, problems=()) -> None:
+        self.events.extend(events)
+        self.problems.extend(problems)
+
+
+def test_bad_storage_files_are_one_line_each_and_never_stop_the_watch(tmp_path: Path):
+    root = _storage(tmp_path)
+    (root / "part" / MESSAGE / "prt_zzz_torn.json").write_text('{"id": "prt_zzz_torn", "type": "to')
+    (root / "part" / MESSAGE / "prt_zzz_list.json").write_text("[1, 2]")
+    _write(root / "part" / MESSAGE / "prt_zzz_nosession.json", {"id": "x", "type": "text", "text": "hi"})
+    _write(root / "part" / MESSAGE / "prt_zzz_escape.json", {"id": "y", "sessionID": "../..", "type": "text"})
+    (root / "part" / MESSAGE / "prt_zzz_bytes.json").write_bytes(b"\xff\xfe{")
+    old = 1_700_000_000
+    for path in (root / "part" / MESSAGE).glob("prt_zzz_*.json"):
+        os.utime(path, (old, old))  # (left so: no writer is still at them)
+
+    async def run() -> _Sink:
+        sink = _Sink()
+        files = FileSource([str(root)], sink, start=StartPolicy("start"))
+        await files.start()
+        try:
+            await files.sync()
+        finally:
+            await files.stop()
+        return sink
+
+    sink = asyncio.run(run())
+    reasons = sorted(p.reason.split(":")[0] for p in sink.problems)
+    assert reasons == sorted(
+        [
+            "prt_zzz_torn.json",
+            "prt_zzz_list.json",
+            "prt_zzz_nosession.json",
+            "prt_zzz_escape.json",
+            "prt_zzz_bytes.json",
+        ]
+        + [
+            "prt_zzz_torn.json",
+            "prt_zzz_list.json",
+            "prt_zzz_bytes.json",
+        ]  # (read with their message, and alone)
+    ), reasons
+    seen = [(e.kind.value, e.tool, e.line) for e in sink.events if e.session == SESSION]
+    scanned_ = [(e.kind.value, e.tool, e.line) for e in documents.load(root)[0] if e.session == SESSION]
+    assert seen == scanned_ and len(seen) == 87  # the rest read as scan reads it (the text part too)

@@ -151,7 +151,7 @@ class FileSource:
         # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.
         self.databases = DatabaseFollower(sink, self.start_policy, clock)
         # OpenCode's older storage/ folder: one JSON file a message or part, rewritten in place.
-        self.storage = StorageFollower(sink, self.starts.known)
+        self.storage = StorageFollower(sink, self.starts.known, self._again)
         self.watcher = ChangeWatcher(
             self.specs,
             self._wanted,

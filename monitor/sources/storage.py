@@ -27,6 +27,8 @@ is taken as read.  A ``storage/`` folder beside an ``opencode.db`` is not read
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ from monitor.sources.paths import is_storage_file
 from monitor.sources.resume import KnownPositions, path_key
 from monitor.sources.tailed import TailedFile
 
+#: A file left invalid for this long is reported (one caught as OpenCode rewrites it is read again).
+SETTLE_SECONDS = 2.0
 #: Sessions whose part places are kept per folder (the oldest are counted again when needed).
 MAX_SESSIONS = 1000
 
@@ -64,8 +68,14 @@ class _Folder:
 class StorageFollower:
     """Reads the ``storage/`` files a :class:`~monitor.sources.files.FileSource` follows."""
 
-    def __init__(self, sink: Sink, known: KnownPositions | None = None):
+    def __init__(
+        self,
+        sink: Sink,
+        known: KnownPositions | None = None,
+        again: Callable[[str, bool], None] = lambda path, wake: None,
+    ):
         self.sink = sink
+        self.again = again
         self.known = known or KnownPositions()
         self.keeps_positions = bool(getattr(sink, "keeps_positions", False))
         self._folders: dict[Path, _Folder] = {}
@@ -115,11 +125,19 @@ class StorageFollower:
         quiet, tf.align = tf.align == "back", ""
         problems: list[Problem] = []
         source = str(root)
+        value = opencode.read_json(Path(tf.path), problems, source)
+        if value is None:
+            if st.st_mtime > time.time() - SETTLE_SECONDS:
+                tf.mtime_ns = -1  # perhaps caught as OpenCode rewrites it: read again, said once left so
+                self.again(tf.path, False)
+                return
+            await self.sink.submit([], problems)
+            return
         if kind == "message":
             session = Path(tf.path).parent.name
-            events, read = self._message(folder, root, Path(tf.path), session, problems)
+            events, read = self._message(folder, root, Path(tf.path), value, session, problems)
         else:
-            events, read, session = self._part(folder, root, Path(tf.path), problems)
+            events, read, session = self._part(folder, root, Path(tf.path), value, problems)
         if quiet:  # already there when watching began: taken as read
             if any(e.kind is Kind.SESSION_START for e in events):
                 reader.started.discard(session)
@@ -133,13 +151,16 @@ class StorageFollower:
                 await self.sink.submit(events, problems)
 
     def _message(
-        self, folder: _Folder, root: Path, path: Path, session: str, problems: list[Problem]
+        self,
+        folder: _Folder,
+        root: Path,
+        path: Path,
+        message: dict[str, Any],
+        session: str,
+        problems: list[Problem],
     ) -> tuple[list[Event], list[str]]:
         """A message and its parts, in order, then its own error."""
         source = str(root)
-        message = opencode.read_json(path, problems, source)
-        if message is None:
-            return [], []
         _know(folder.reader, root, session)
         events: list[Event] = []
         read: list[str] = []
@@ -162,14 +183,11 @@ class StorageFollower:
         return events, read
 
     def _part(
-        self, folder: _Folder, root: Path, path: Path, problems: list[Problem]
+        self, folder: _Folder, root: Path, path: Path, part: dict[str, Any], problems: list[Problem]
     ) -> tuple[list[Event], list[str], str]:
         source = str(root)
-        part = opencode.read_json(path, problems, source)
-        if part is None:
-            return [], [], ""
         session, message_id = part.get("sessionID"), path.parent.name
-        if not isinstance(session, str) or not session:
+        if not isinstance(session, str) or not session or "/" in session or session in (".", ".."):
             problems.append(Problem(source, None, f"{path.name}: a part without its sessionID"))
             return [], [], ""
         message = opencode.read_json(root / "message" / session / f"{message_id}.json", [], source)
