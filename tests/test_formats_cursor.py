@@ -92,3 +92,44 @@ def test_bad_records_are_one_problem_each(tmp_path: Path):
     assert counts(events)["assistant_messages"] == 1
     report = scan([str(path)])
     assert all("Traceback" not in str(p) for p in report.problems)
+
+
+#: Records in the shapes public readers quote from real transcripts on their disks: ``[REDACTED]`` text blocks
+#: beside tool calls with no ids (agentgrep's cursor-cli backend notes; a trimmed real transcript quoted in
+#: tests of public readers), and the ``aborted`` turn end a single Escape writes (ctxrs/ctx#56 repro:
+#: ``{"type":"turn_ended","status":"aborted","error":"User aborted/interrupted manually."}``).
+OBSERVED = [
+    {
+        "role": "user",
+        "message": {"content": [{"type": "text", "text": "<user_query>\nfix the build\n</user_query>"}]},
+    },
+    {
+        "role": "assistant",
+        "message": {
+            "content": [
+                {"type": "text", "text": "[REDACTED]"},
+                {"type": "tool_use", "name": "Grep", "input": {"path": "/w/server.js", "pattern": "handle"}},
+                {
+                    "type": "tool_use",
+                    "name": "Shell",
+                    "input": {"command": "node --check /w/server.js", "description": "Verify syntax"},
+                },
+            ]
+        },
+    },
+    {"role": "assistant", "message": {"content": [{"type": "text", "text": "[REDACTED]"}]}},
+    {"type": "turn_ended", "status": "aborted", "error": "User aborted/interrupted manually."},
+]
+
+
+def test_redacted_text_is_no_message_and_an_aborted_turn_is_one(tmp_path: Path):
+    path = write_jsonl(tmp_path / "5e12d300-1f90-4409-b098-1f5da9ca345d.jsonl", OBSERVED)
+    events, decoder = decode_file(path)
+    assert decoder.format == "cursor" and decoder.problems == []
+    assert counts(events) == {"session_start": 1, "user_messages": 1, "tool_calls": 2, "system_messages": 1}
+    assert [e.content for e in events if e.kind is Kind.MESSAGE] == [
+        "fix the build",
+        "User aborted/interrupted manually.",
+    ]
+    # Repeated "[REDACTED]" placeholders are not the agent saying the same thing again and again.
+    assert not any(e.content == "[REDACTED]" for e in events)

@@ -9,15 +9,15 @@ independent public readers of real transcripts describe)::
      "message": {"content": "text" | [{"type": "text", "text"},
                                       {"type": "tool_use", "name", "input", "id"?},
                                       {"type": "tool_result", "tool_use_id", "content"}, …]}}
-    {"type": "turn_ended", "status": "success" | "error", "error"?}
+    {"type": "turn_ended", "status": "success" | "error" | "aborted", "error"?}
 
 | record                                  | events                                   |
 |-----------------------------------------|------------------------------------------|
 | ``user`` text                           | a user message, Cursor's ``<user_query>`` wrapper removed |
-| ``assistant`` text                      | an assistant message (``thinking`` / ``redacted`` blocks are skipped) |
+| ``assistant`` text                      | an assistant message (``thinking`` / ``redacted`` blocks and ``"[REDACTED]"`` text blocks are skipped) |
 | ``tool_use``                            | a tool call                              |
 | ``tool_result`` (when Cursor kept one)  | the result of ``tool_use_id``; an error when ``is_error`` |
-| ``turn_ended`` with ``status: error``   | a system message (``error``, e.g. "User aborted request") |
+| ``turn_ended`` with ``status: error`` or ``aborted`` | a system message (``error``, e.g. "User aborted/interrupted manually.") |
 
 There are no times and no token counts: every record takes the time it is
 read (``now``), and each assistant record is one response.  The session is
@@ -42,6 +42,8 @@ _ROLES = ("user", "assistant")  # (a tuple: a role may be any JSON value, unhash
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 
 _MakeEvent = Callable[..., Event]
+#: The text block Cursor writes in place of what it does not keep (the agent's reasoning).
+_REDACTED = "[REDACTED]"
 
 
 def _text(value: Any) -> str:
@@ -89,9 +91,10 @@ class CursorDecoder(RecordDecoder):
         if "type" in record:
             if record.get("type") != "turn_ended":
                 raise RecordError(f"expected a message or turn_ended record, got type {record.get('type')!r}")
-            if record.get("status") == "error":
+            status = record.get("status")
+            if status in ("error", "aborted"):
                 out.append(
-                    event(Kind.MESSAGE, role="system", content=_text(record.get("error")) or "turn failed")
+                    event(Kind.MESSAGE, role="system", content=_text(record.get("error")) or f"turn {status}")
                 )
             else:
                 self.skip("turn_ended")
@@ -120,7 +123,10 @@ class CursorDecoder(RecordDecoder):
     ) -> list[Event]:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
+            if block["text"].strip() == _REDACTED:
+                self.skip("redacted")  # (what Cursor keeps of the agent's reasoning: nothing to compare)
+            else:
+                texts.append(block["text"])
         elif kind == "tool_use" and isinstance(block.get("name"), str) and block["name"]:
             self.calls += 1
             call_id = (
