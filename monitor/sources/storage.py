@@ -122,7 +122,6 @@ class StorageFollower:
         self.bytes_read += st.st_size
         reader = folder.reader
         tf.resume = None  # (taken up with the folder's others)
-        quiet, tf.align = tf.align == "back", ""
         problems: list[Problem] = []
         source = str(root)
         value = opencode.read_json(Path(tf.path), problems, source)
@@ -133,6 +132,7 @@ class StorageFollower:
                 return
             await self.sink.submit([], problems)
             return
+        quiet, tf.align = tf.align == "back", ""
         if kind == "message":
             session = Path(tf.path).parent.name
             events, read = self._message(folder, root, Path(tf.path), value, session, problems)
