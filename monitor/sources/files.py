@@ -168,12 +168,7 @@ class FileSource:
 
     @property
     def bytes_read(self) -> int:
-        return (
-            self.tailer.bytes_read
-            + self.documents.bytes_read
-            + self.databases.bytes_read
-            + self.storage.bytes_read
-        )
+        return sum(part.bytes_read for part in (self.tailer, self.documents, self.databases, self.storage))
 
     async def _read(self, tf: TailedFile, st: os.stat_result) -> None:
         kind = self.documents.kind(tf)
