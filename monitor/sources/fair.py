@@ -1,6 +1,7 @@
-"""Fair, coalesced hand-over of the socket connections' events to the hub.
+"""Fair, coalesced hand-over of the sources' events to the hub.
 
-Each connection decodes what it reads into its own :class:`Lane`; one pump
+Each socket connection, each followed file and the OTLP receiver decode what
+they read into their own :class:`Lane`; one pump
 (:class:`IngestMux`) gathers what the lanes hold into a single hub submission
 of at most :data:`BATCH_EVENTS` events, and gathers the next only once the hub
 has processed it.  So:
@@ -25,7 +26,11 @@ has processed it.  So:
   then in the client, which blocks (back-pressure); nothing is dropped.
 
 Events of one lane are handed over in the order they were put, so the order
-of each session's events on a connection is kept.
+of each session's events on a connection is kept.  A file's lane carries its
+read position: handed to the hub once every event read before it was, so a
+restart resumes exactly there; and on close what a file's lane still holds is
+left to be read again by the next run (from that position) instead of
+holding the shutdown up (``rereadable``).
 """
 
 from __future__ import annotations
@@ -92,14 +97,34 @@ class Usage:
 class Lane:
     """What one connection decoded and the hub has not been handed yet."""
 
-    __slots__ = ("name", "events", "problems", "usage", "in_flight", "_room", "_flush")
+    __slots__ = (
+        "name",
+        "events",
+        "problems",
+        "position",
+        "rereadable",
+        "apart",
+        "usage",
+        "in_flight",
+        "taken",
+        "_room",
+        "_flush",
+    )
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, *, rereadable: bool = False, apart: bool = False):
         self.name = name
         self.events: list[Event] = []
         self.problems: list[Problem] = []
+        #: A file's read position after the events put so far (the hub records it after them).
+        self.position: dict | None = None
+        #: What it holds can be read again from its source (a file): not flushed on close.
+        self.rereadable = rereadable
+        #: Its source bounds it itself (OTLP answers 503 beyond its backlog): its
+        #: events do not count towards TOTAL_EVENTS, which pauses the other lanes.
+        self.apart = apart
         self.usage = Usage()
         self.in_flight = False  # taken into the batch being submitted
+        self.taken = 0  # how many of its events that batch holds
         self._room: list[asyncio.Future] = []  # the connection, waiting to read again
         self._flush: list[asyncio.Future] = []  # a poll, waiting for what came before it
 
@@ -192,6 +217,8 @@ class IngestMux:
         self.batches = 0  # hub submissions made
         self.submitted = 0  # events handed to the hub
         self.lost = 0  # events the hub refused (it was stopped): logged, never silent
+        self.left = 0  # events of files left on close, to be read again from their positions
+        self.apart = 0  # events waiting in lanes bounded by their source (Lane.apart)
         self.slowest_round = 0.0  # seconds, for benchmarks (reset by them)
         self._wake = asyncio.Event()
         self.turns = ReadTurns(READ_BUDGET_MIN)
@@ -214,8 +241,12 @@ class IngestMux:
 
     # -- the connections' side -----------------------------------------------------------------
 
-    def lane(self, name: str) -> Lane:
-        return Lane(name)
+    def lane(self, name: str, *, rereadable: bool = False, apart: bool = False) -> Lane:
+        return Lane(name, rereadable=rereadable, apart=apart)
+
+    def closing(self) -> bool:
+        """Closing: a source that can read again later should stop putting."""
+        return self._closing
 
     async def turn(self, lane: Lane) -> None:
         """Wait for ``lane``'s connection's turn to read (see :class:`ReadTurns`)."""
@@ -234,20 +265,27 @@ class IngestMux:
         per_event = self._bytes / self._decoded if self._decoded else 256
         return int(min(READ_BUDGET_MAX, max(READ_BUDGET_MIN, 2 * self.batch_size * per_event)))
 
-    def put(self, lane: Lane, events: list[Event], problems: list[Problem]) -> None:
-        """Queue a connection's decoded events (never waits: see :meth:`room`)."""
+    def put(
+        self, lane: Lane, events: list[Event], problems: list[Problem], position: dict | None = None
+    ) -> None:
+        """Queue a source's decoded events (never waits: see :meth:`room`);
+        ``position``: where a file was read to, recorded after these events."""
         self._decoded += len(events)
-        if not events and not problems:
+        if position is not None:
+            lane.position = position
+        elif not events and not problems:
             return
         lane.events.extend(events)
         lane.problems.extend(problems)
         self.pending += len(events)
+        if lane.apart:
+            self.apart += len(events)
         self.ready[lane] = None
         self._wake.set()
 
     def full(self, lane: Lane) -> bool:
         return bool(lane.events) and (
-            len(lane.events) >= self.lane_events or self.pending >= self.total_events
+            len(lane.events) >= self.lane_events or self.pending - self.apart >= self.total_events
         )
 
     async def room(self, lane: Lane) -> None:
@@ -279,6 +317,7 @@ class IngestMux:
             started = time.monotonic()
             try:
                 await self.hub.submit(events, problems)
+                await self._positions(served)
                 self.batches += 1
                 self.submitted += len(events)
             except Exception:  # the hub stopped under us: say how much, never silently
@@ -287,6 +326,7 @@ class IngestMux:
             finally:
                 for lane in served:
                     lane.in_flight = False
+                    lane.taken = 0
                     lane._wake(lane._flush)
                     if lane._room and not self.full(lane):  # not every served lane: 100 wake-ups a round cost
                         lane._wake(lane._room)
@@ -297,6 +337,13 @@ class IngestMux:
                 seconds = time.monotonic() - started
                 self.slowest_round = max(self.slowest_round, seconds)
                 self._adapt(len(events), seconds)
+
+    async def _positions(self, served: list[Lane]) -> None:
+        """The read positions of the files whose lanes were emptied, queued behind their events."""
+        for lane in served:
+            if lane.position is not None and not lane.events:
+                where, lane.position = lane.position, None
+                await self.hub.submit([], [], position=where)  # type: ignore[call-arg]
 
     def _adapt(self, count: int, seconds: float) -> None:
         """Size the next batch so that a round takes about ROUND_SECONDS."""
@@ -309,6 +356,8 @@ class IngestMux:
     def gather(self) -> tuple[list[Event], list[Problem], list[Lane]]:
         """One batch: lanes lightest first, each up to its share, in rounds
         until the batch is full or every lane is empty."""
+        if self._closing:
+            self._leave_rereadable()
         lanes = sorted(self.ready, key=lambda lane: lane.usage.now())
         budget = self.batch_size
         share = max(MIN_SHARE, budget // len(lanes))
@@ -330,6 +379,9 @@ class IngestMux:
                 events.extend(lane.events[:take])
                 del lane.events[:take]
                 lane.usage.add(take)
+                lane.taken += take
+                if lane.apart:
+                    self.apart -= take
                 took += take
             budget -= took
             if not took:
@@ -339,3 +391,15 @@ class IngestMux:
             if not lane.events:
                 del self.ready[lane]
         return events, problems, served
+
+    def _leave_rereadable(self) -> None:
+        """Closing: what files' lanes hold is read again by the next run from
+        their stored position (not yet moved past it), so it does not hold the shutdown up."""
+        for lane in [lane for lane in self.ready if lane.rereadable]:
+            self.pending -= len(lane.events)
+            self.left += len(lane.events)
+            lane.events.clear()
+            lane.position = None
+            if not lane.problems:
+                del self.ready[lane]
+            lane._wake(lane._room)

@@ -80,6 +80,7 @@ from monitor.safeopen import kind_of
 from monitor.sources import Sink
 from monitor.sources.databases import DatabaseFollower, is_database_name
 from monitor.sources.documents import DocumentFollower
+from monitor.sources.fair import IngestMux
 from monitor.sources.paths import StartPolicy, WatchSpec
 from monitor.sources.resume import KnownPositions, StartPoints
 from monitor.sources.tail import Tailer
@@ -125,6 +126,7 @@ class FileSource:
         rotate_grace_seconds: float = ROTATE_GRACE_SECONDS,
         clock: Callable[[], float] = time.time,
         known: KnownPositions | None = None,
+        ingest: IngestMux | None = None,
     ):
         self.specs = [WatchSpec.parse(p) for p in paths]
         self.specs += [WatchSpec.parse(p, directory=True) for p in directories]
@@ -143,7 +145,13 @@ class FileSource:
         self._wake = asyncio.Event()
         self.starts = StartPoints(self.start_policy, known or KnownPositions(), clock, self._notice)
         self.tailer = Tailer(
-            sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
+            sink,
+            fmt=fmt,
+            max_line_bytes=max_line_bytes,
+            clock=clock,
+            again=self._again,
+            notice=self._notice,
+            ingest=ingest,
         )
         # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
         self.documents = DocumentFollower(sink, self._again, fmt)
