@@ -48,7 +48,7 @@ def flood_lines(start: int, count: int, session: str = "flood") -> str:
 
 async def test_a_file_is_paused_not_dropped_while_the_store_is_behind(tmp_path):
     db = tmp_path / "lw.db"
-    store = Store(db, block_seconds=0.01)  # 10,000 rows in memory; files pause at 5,000
+    store = Store(db, block_seconds=0.01)  # 10,000 rows in memory; files pause at 2,000 (4 batches)
     store.start()
     hub = Hub(build_config({}), store)
     await hub.start()

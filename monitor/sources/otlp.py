@@ -15,8 +15,8 @@ Responses follow the OTLP/HTTP specification:
 * 400 for a body that does not parse (a ``google.rpc.Status`` saying why),
   404 / 405 / 411 / 413 / 415 for a wrong path, method, a missing length, a
   body over the limit, another content type; 401 without the token;
-* 503 with ``Retry-After`` while too many accepted events wait for the hub,
-  429 with it while too many requests are in flight, so exporters back off
+* 503 with ``Retry-After`` while too many accepted events wait for the hub
+  or the store is behind (as a file source pauses), 429 with it while too many requests are in flight, so exporters back off
   and retry instead of losing data.
 
 A request is answered once decoded (an exporter's timeout is 10 s, and a big
@@ -386,9 +386,15 @@ class OtlpReceiver:
         headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_encoded = content_type == "application/json"
-        if self.in_flight >= self.max_in_flight or self.backlog_events >= self.max_backlog:
+        if (
+            self.in_flight >= self.max_in_flight
+            or self.backlog_events >= self.max_backlog
+            or self.hub.saturated()
+        ):
             # Both are retryable in OTLP/HTTP: too many requests at once is the
-            # sender's doing (429), a backlog behind a full hub is ours (503).
+            # sender's doing (429), a backlog behind a full hub or a store that
+            # is behind is ours (503): the exporter keeps the batch and resends
+            # it, so the store's queue and spill file stay for what cannot wait.
             self.throttled += 1
             code = 429 if self.in_flight >= self.max_in_flight else 503
             return self._status(
