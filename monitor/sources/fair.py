@@ -23,7 +23,15 @@ has processed it.  So:
 * a connection whose lane is full (:data:`LANE_EVENTS`, or
   :data:`TOTAL_EVENTS` waiting in all) stops reading its socket until the
   pump took from it: the backlog waits in the kernel's socket buffers and
-  then in the client, which blocks (back-pressure); nothing is dropped.
+  then in the client, which blocks (back-pressure); nothing is dropped;
+* while the store is behind but catching up (``Store.backlogged``, its
+  ``written`` count moving) the pump waits before its next batch: what every
+  source sends then waits in its lane and behind it, so what was accepted
+  but not yet stored stays a few batches and a shutdown, which stores all of
+  it, stays short under any flood.  A store that does not move for
+  :data:`STORE_STALL_SECONDS` (locked by another process, a full disk) is not
+  waited for: agents are never held up by it, their events go to the
+  store's memory queue and spill file as they come (counted if lost).
 
 Events of one lane are handed over in the order they were put, so the order
 of each session's events on a connection is kept.  A file's lane carries its
@@ -40,7 +48,7 @@ import heapq
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monitor.events import Event
 from monitor.formats.base import Problem
@@ -67,6 +75,10 @@ MIN_SHARE = 8
 #: Bytes the connections read per round, whatever two batches' worth comes to.
 READ_BUDGET_MIN = 16 * 1024
 READ_BUDGET_MAX = 1 << 20
+#: A store behind that committed nothing for this long is stuck, not slow: not waited for.
+STORE_STALL_SECONDS = 0.5
+#: How often the pump looks at a store that is behind.
+STORE_POLL_SECONDS = 0.02
 #: A connection stops reading while this many of its events wait...
 LANE_EVENTS = 1024
 #: ...or while it has some waiting and this many wait in all lanes.
@@ -226,6 +238,9 @@ class IngestMux:
         self._bytes = self._decoded = 0  # for the bytes an event takes, lately
         self._closing = False
         self._task: asyncio.Task | None = None
+        self.store_waits = 0  # rounds that waited for the store to catch up
+        self._store_done = -1.0  # the store's written count when last looked at...
+        self._store_moved_at = 0.0  # ...and when it last moved
 
     def start(self) -> None:
         if self._task is None:
@@ -313,6 +328,7 @@ class IngestMux:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            await self._store_caught_up()
             events, problems, served = self.gather()
             started = time.monotonic()
             try:
@@ -337,6 +353,25 @@ class IngestMux:
                 seconds = time.monotonic() - started
                 self.slowest_round = max(self.slowest_round, seconds)
                 self._adapt(len(events), seconds)
+
+    async def _store_caught_up(self) -> None:
+        """Wait while the store is behind and catching up (see the module's docstring)."""
+        store: Any = getattr(self.hub, "store", None)
+        backlogged = getattr(store, "backlogged", None)
+        if backlogged is None:
+            return
+        waited = False
+        while not self._closing and backlogged():
+            now = time.monotonic()
+            done = store.written()
+            if done != self._store_done:
+                self._store_done, self._store_moved_at = done, now
+            elif now - self._store_moved_at >= STORE_STALL_SECONDS:
+                return  # stuck: its queue and spill file take what comes
+            if not waited:
+                waited = True
+                self.store_waits += 1
+            await asyncio.sleep(STORE_POLL_SECONDS)
 
     async def _positions(self, served: list[Lane]) -> None:
         """The read positions of the files whose lanes were emptied, queued behind their events."""
