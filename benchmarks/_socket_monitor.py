@@ -102,6 +102,7 @@ async def serve(args: argparse.Namespace) -> None:
                         "slowest_round": round(server.ingest.slowest_round, 4),
                         "file_events": sum(tf.events for tf in files.by_path.values()) if files else 0,
                         "file_pauses": hub.file_pauses,
+                        "store_slices": server.ingest.store_waits,
                         "store_dropped": store.stats.dropped if store is not None else 0,
                         "store_spilled": store.stats.spilled if store is not None else 0,
                         "store_pending": store.stats.pending if store is not None else 0,

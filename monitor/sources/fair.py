@@ -25,13 +25,15 @@ has processed it.  So:
   pump took from it: the backlog waits in the kernel's socket buffers and
   then in the client, which blocks (back-pressure); nothing is dropped;
 * while the store is behind but catching up (``Store.backlogged``, its
-  ``written`` count moving) the pump waits before its next batch: what every
-  source sends then waits in its lane and behind it, so what was accepted
-  but not yet stored stays a few batches and a shutdown, which stores all of
-  it, stays short under any flood.  A store that does not move for
-  :data:`STORE_STALL_SECONDS` (locked by another process, a full disk) is not
-  waited for: agents are never held up by it, their events go to the
-  store's memory queue and spill file as they come (counted if lost).
+  ``written`` count moving) the pump gives each lane a slice of
+  :data:`MIN_SHARE` events every :data:`STORE_POLL_SECONDS` and files none:
+  a quiet agent's few events still go at once, a flood waits in its lane and
+  behind it, so what was accepted but not yet stored stays a few batches and
+  a shutdown, which stores all of it, stays short under any flood.  A store
+  that does not move for :data:`STORE_STALL_SECONDS` (locked by another
+  process, a full disk) is not waited for: agents are never held up by it,
+  their events go to the store's memory queue and spill file as they come
+  (counted if lost).
 
 Events of one lane are handed over in the order they were put, so the order
 of each session's events on a connection is kept.  A file's lane carries its
@@ -76,8 +78,8 @@ MIN_SHARE = 8
 READ_BUDGET_MIN = 16 * 1024
 READ_BUDGET_MAX = 1 << 20
 #: A store behind that committed nothing for this long is stuck, not slow: not waited for.
-STORE_STALL_SECONDS = 0.5
-#: How often the pump looks at a store that is behind.
+STORE_STALL_SECONDS = 2.0
+#: Time between the slices the pump gives while the store is behind.
 STORE_POLL_SECONDS = 0.02
 #: A connection stops reading while this many of its events wait...
 LANE_EVENTS = 1024
@@ -328,8 +330,8 @@ class IngestMux:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            await self._store_caught_up()
-            events, problems, served = self.gather()
+            slow = self._store_slow()
+            events, problems, served = self.gather(MIN_SHARE if slow else None)
             started = time.monotonic()
             try:
                 await self.hub.submit(events, problems)
@@ -353,25 +355,22 @@ class IngestMux:
                 seconds = time.monotonic() - started
                 self.slowest_round = max(self.slowest_round, seconds)
                 self._adapt(len(events), seconds)
+                if slow:
+                    self.store_waits += 1
+                    await asyncio.sleep(STORE_POLL_SECONDS)  # the store's turn
 
-    async def _store_caught_up(self) -> None:
-        """Wait while the store is behind and catching up (see the module's docstring)."""
+    def _store_slow(self) -> bool:
+        """The store is behind and catching up (see the module's docstring)."""
         store: Any = getattr(self.hub, "store", None)
         backlogged = getattr(store, "backlogged", None)
-        if backlogged is None:
-            return
-        waited = False
-        while not self._closing and backlogged():
-            now = time.monotonic()
-            done = store.written()
-            if done != self._store_done:
-                self._store_done, self._store_moved_at = done, now
-            elif now - self._store_moved_at >= STORE_STALL_SECONDS:
-                return  # stuck: its queue and spill file take what comes
-            if not waited:
-                waited = True
-                self.store_waits += 1
-            await asyncio.sleep(STORE_POLL_SECONDS)
+        if backlogged is None or self._closing or not backlogged():
+            return False
+        now = time.monotonic()
+        done = store.written()
+        if done != self._store_done:
+            self._store_done, self._store_moved_at = done, now
+            return True
+        return now - self._store_moved_at < STORE_STALL_SECONDS  # else stuck: not waited for
 
     async def _positions(self, served: list[Lane]) -> None:
         """The read positions of the files whose lanes were emptied, queued behind their events."""
@@ -388,14 +387,19 @@ class IngestMux:
         size = (self.batch_size + fits) / 2  # smoothed: one slow round is not a trend
         self.batch_size = int(min(self.batch_events, max(MIN_BATCH_EVENTS, size)))
 
-    def gather(self) -> tuple[list[Event], list[Problem], list[Lane]]:
+    def gather(self, slice_: int | None = None) -> tuple[list[Event], list[Problem], list[Lane]]:
         """One batch: lanes lightest first, each up to its share, in rounds
-        until the batch is full or every lane is empty."""
+        until the batch is full or every lane is empty.  ``slice_``: the store
+        is behind; each lane gives at most that many, files none (they wait)."""
         if self._closing:
             self._leave_rereadable()
         lanes = sorted(self.ready, key=lambda lane: lane.usage.now())
+        if slice_ is not None:
+            lanes = [lane for lane in lanes if not lane.rereadable]
+            if not lanes:
+                return [], [], []
         budget = self.batch_size
-        share = max(MIN_SHARE, budget // len(lanes))
+        share = max(MIN_SHARE, budget // len(lanes)) if slice_ is None else slice_
         events: list[Event] = []
         problems: list[Problem] = []
         served: list[Lane] = []
@@ -419,7 +423,7 @@ class IngestMux:
                     self.apart -= take
                 took += take
             budget -= took
-            if not took:
+            if not took or slice_ is not None:
                 break
         self.pending -= len(events)
         for lane in lanes:
