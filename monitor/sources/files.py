@@ -145,14 +145,9 @@ class FileSource:
         self._wake = asyncio.Event()
         self.starts = StartPoints(self.start_policy, known or KnownPositions(), clock, self._notice)
         self.tailer = Tailer(
-            sink,
-            fmt=fmt,
-            max_line_bytes=max_line_bytes,
-            clock=clock,
-            again=self._again,
-            notice=self._notice,
-            ingest=ingest,
+            sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
         )
+        self.tailer.ingest = ingest  # a live monitor's pump shared by every source (sources/fair.py)
         # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
         self.documents = DocumentFollower(sink, self._again, fmt)
         # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.
