@@ -29,6 +29,7 @@ _.file_pauses  # hub: times a file source waited for the store (tests/test_file_
 _.events_processed, _.detections_total  # engine, hub
 _.ignored  # formats.otlp: records a request carried that are not agent telemetry
 _.requests, _.accepted, _.refused, _.pushes_dropped, _.batches, _.submitted  # sources: otlp, sockets, ingest
+_.store_waits  # the ingest pump: rounds sliced while the store was behind (bench_overload)
 _.transactions, _.pruned, transactions, spilled, pruned, _.stopped_sessions  # store statistics
 _.flushes, _.cell_updates, _.rebuilds, _.queries, _.lines_rendered  # UI instrumentation
 _.replay_reports, replay_reports  # ui detail screen: what a replay found (tests)

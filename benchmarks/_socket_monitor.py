@@ -3,7 +3,9 @@
     python benchmarks/_socket_monitor.py --socket PATH [--db PATH]
 
 Starts the real pipeline (Hub + SocketServer, and a SQLite Store unless
-``--db ''``), prints ``READY`` once agents may connect, then one JSON line of
+``--db ''``; with ``--otlp-port-file`` an OTLP receiver and with ``--watch``
+a file source too, all sharing the socket server's fair ingest pump as in
+``watch``), prints ``READY`` once agents may connect, then one JSON line of
 counters every ``--every`` seconds, and stops cleanly (everything flushed) when
 its standard input closes.  Running it apart from the load generator keeps the
 two from sharing one interpreter and its GIL, and lets the driver measure the
@@ -43,9 +45,15 @@ async def serve(args: argparse.Namespace) -> None:
     if args.otlp_port_file:  # the OTLP receiver too, on a free loopback port written there
         from monitor.sources.otlp import OtlpReceiver
 
-        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False)
+        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False, ingest=server.ingest)
         await otlp.start()
         Path(args.otlp_port_file).write_text(str(otlp.address[1]))
+    files = None
+    if args.watch:  # a log file followed from its start, as `watch --from-start` would
+        from monitor.sources.files import FileSource, StartPolicy
+
+        files = FileSource([args.watch], hub, start=StartPolicy("start"), ingest=server.ingest)
+        await files.start()
     print("READY", flush=True)
 
     loop = asyncio.get_running_loop()
@@ -92,6 +100,12 @@ async def serve(args: argparse.Namespace) -> None:
                         "lag_cpu": round(lag.pop("cpu", 0.0), 4),
                         "lag_process_cpu": round(lag.pop("pcpu", 0.0), 4),
                         "slowest_round": round(server.ingest.slowest_round, 4),
+                        "file_events": sum(tf.events for tf in files.by_path.values()) if files else 0,
+                        "file_pauses": hub.file_pauses,
+                        "store_slices": server.ingest.store_waits,
+                        "store_dropped": store.stats.dropped if store is not None else 0,
+                        "store_spilled": store.stats.spilled if store is not None else 0,
+                        "store_pending": store.stats.pending if store is not None else 0,
                     }
                 ),
                 flush=True,
@@ -100,12 +114,28 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         lag_task.cancel()
         loop.remove_reader(sys.stdin.fileno())
+        stopping = time.monotonic()
         if otlp is not None:
             await otlp.stop()
+        if files is not None:
+            await files.stop()
         await server.stop()
         await hub.stop()
         if store is not None:
             await asyncio.to_thread(store.close)
+        stats = store.stats if store is not None else None
+        print(
+            json.dumps(
+                {
+                    "final": True,
+                    "stop_seconds": round(time.monotonic() - stopping, 3),
+                    "store_dropped": stats.dropped if stats else 0,
+                    "store_spilled": stats.spilled if stats else 0,
+                    "ingest_left": server.ingest.left,
+                }
+            ),
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -117,6 +147,7 @@ def main() -> None:
     parser.add_argument("--max-connections", type=int, default=1024)
     parser.add_argument("--profile", help="write a cProfile of the monitor to this file")
     parser.add_argument("--otlp-port-file", help="also receive OTLP/HTTP; write its port to this file")
+    parser.add_argument("--watch", help="also follow this log file from its start")
     args = parser.parse_args()
     if args.profile:
         import cProfile

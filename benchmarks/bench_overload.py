@@ -18,7 +18,17 @@ in another):
   ``_otlp_load.py`` posts ``--otlp-rate`` new Claude Code records/s (each a
   call and its result) in protobuf batches of 500 from 4 exporters while
   holding 200 idle connections (strangers taking slots); the probe is a
-  socket agent as in the others.  Not in the default run: ``--scenario otlp``.
+  socket agent as in the others.  Not in the default run: ``--scenario otlp``;
+* ``file-flood`` (issue 32, item 9): the monitor follows a log from its
+  start while ``_file_flood.py`` appends ``--flood-lines`` lines to it as
+  fast as it can (3,000,000 by default, in a few seconds); besides the
+  probe's latency it reports the file's events read and stored, the probe's
+  events stored against those sent, and the store's dropped and spilled rows
+  (a file is paused while the hub or the store is behind, never dropped).
+  Not in the default run: ``--scenario file-flood``.
+
+The monitor's sources share one fair ingest pump as in ``watch``; the time
+its shutdown takes (stdin closed to everything flushed) is reported too.
 
 Under each load a probe agent measures what a quiet session sees:
 send-to-detection latency of a fresh session's loop (the exact-repeat
@@ -55,7 +65,7 @@ from bench_latency_socket import Probe, percentile  # noqa: E402
 
 TARGET_P99_MS = 250.0
 SCENARIOS = ("sustained", "noisy", "noisy+sustained")
-ALL_SCENARIOS = (*SCENARIOS, "otlp")
+ALL_SCENARIOS = (*SCENARIOS, "otlp", "file-flood")
 
 
 def hello_time(path: Path) -> float:
@@ -79,6 +89,7 @@ class Counters:
 
     def __init__(self, stream):
         self.latest: dict = {}
+        self.final: dict = {}  # the line printed once the monitor stopped
         self._stream = stream
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -86,9 +97,13 @@ class Counters:
     def _read(self) -> None:
         for line in self._stream:
             try:
-                self.latest = json.loads(line)
+                data = json.loads(line)
             except ValueError:
-                pass
+                continue
+            if data.get("final"):
+                self.final = data
+            else:
+                self.latest = data
 
     def snapshot(self, after: float) -> dict:
         """The first counters line printed after monotonic time ``after``."""
@@ -143,7 +158,16 @@ def offered(scenario: str, clients: int, rate: float, otlp_rate: float = 0.0) ->
         parts.append("1 flooding + 10 quiet (100 ev/s)")
     if "otlp" in scenario:
         parts.append(f"OTLP {otlp_rate:,.0f} records/s (x2 events) + 200 idle connections")
+    if "file-flood" in scenario:
+        parts.append("one log growing by millions of lines")
     return " + ".join(parts)
+
+
+def stored(db: Path, like: str) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT COUNT(*) FROM events WHERE session LIKE ?", (like,)).fetchone()[0]
 
 
 def measure(scenario: str, args: argparse.Namespace) -> dict:
@@ -164,6 +188,10 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         port_file = Path(tmp) / "otlp.port"
         if "otlp" in scenario:
             command += ["--otlp-port-file", str(port_file)]
+        flood_log = Path(tmp) / "flood.jsonl"
+        if "file-flood" in scenario:
+            flood_log.write_text("")
+            command += ["--watch", str(flood_log)]
         monitor = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         procs: list[subprocess.Popen] = []
         try:
@@ -173,6 +201,14 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
             procs = loaders(path, scenario, args.clients, args.rate)
             if "otlp" in scenario:
                 procs.append(otlp_loader(port_file, args.otlp_rate))
+            if "file-flood" in scenario:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, str(HERE / "_file_flood.py"), "--path", str(flood_log)]
+                        + ["--lines", str(args.flood_lines)],
+                        stdout=subprocess.DEVNULL,
+                    )
+                )
             if args.nice is not None:  # the monitor, its load and the probe (this process) alike
                 for pid in (monitor.pid, os.getpid(), *(p.pid for p in procs)):
                     psutil.Process(pid).nice(args.nice)
@@ -192,6 +228,7 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
             cpu1 = process.cpu_times()
             load1 = os.getloadavg()[0]
             rss = process.memory_info().rss
+            flood_bytes = flood_log.stat().st_size if flood_log.exists() else 0
         finally:
             for proc in procs:
                 proc.terminate()
@@ -199,6 +236,11 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
             if monitor.stdin:
                 monitor.stdin.close()
             monitor.wait(timeout=300)
+        deadline = time.monotonic() + 10
+        while not counters.final and time.monotonic() < deadline:
+            time.sleep(0.05)
+        probe_stored = stored(Path(tmp) / "bench.db", "latency-%")
+        file_stored = stored(Path(tmp) / "bench.db", "flood") if "file-flood" in scenario else 0
     seconds = max(1e-9, last["t"] - first["t"])
     processed = last["events"] - first["events"]
     cpu = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
@@ -226,6 +268,17 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         "load_average": f"{load0:.1f}-{load1:.1f}",
         "cpus": os.cpu_count(),
         "nice": args.nice,
+        "probe_events_sent": 7 * len(ms),
+        "probe_events_stored": probe_stored,
+        "file_bytes": flood_bytes,
+        "file_events_read": last.get("file_events", 0),
+        "file_events_stored": file_stored,
+        "file_pauses": last.get("file_pauses", 0),
+        "otlp_throttled": last.get("otlp_throttled", 0),
+        "store_dropped": counters.final.get("store_dropped", last.get("store_dropped")),
+        "store_spilled": counters.final.get("store_spilled", last.get("store_spilled")),
+        "ingest_left": counters.final.get("ingest_left"),
+        "stop_seconds": counters.final.get("stop_seconds"),
     }
 
 
@@ -254,6 +307,7 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of load before sampling")
     parser.add_argument("--scenario", action="append", choices=ALL_SCENARIOS)
     parser.add_argument("--otlp-rate", type=float, default=5000.0, help="OTLP records/s in the otlp scenario")
+    parser.add_argument("--flood-lines", type=int, default=3_000_000, help="lines in the file-flood scenario")
     parser.add_argument("--profile", help="cProfile the monitor into PATH.<scenario>")
     parser.add_argument(
         "--nice",
@@ -283,7 +337,25 @@ def main() -> int:
     if not args.json:
         print(f"\n{os.cpu_count()} CPUs; the load average includes whatever else runs on the machine.\n")
         print(table(results))
+        print()
+        print(extra_table(results))
     return 0
+
+
+def extra_table(results: list[dict]) -> str:
+    rows = [
+        "| scenario | probe events stored / sent | file events read / stored | file pauses"
+        " | store dropped / spilled | file events left to reread | OTLP 503/429 | shutdown (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        rows.append(
+            f"| {r['scenario']} | {r['probe_events_stored']:,} / {r['probe_events_sent']:,} | "
+            f"{r['file_events_read']:,} / {r['file_events_stored']:,} | {r['file_pauses']:,} | "
+            f"{r['store_dropped']} / {r['store_spilled']} | {r['ingest_left']} | {r['otlp_throttled']} | "
+            f"{r['stop_seconds']} |"
+        )
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ full disk never makes it unreadable.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -195,3 +196,65 @@ def test_watch_on_a_full_disk_says_so_once_and_exits_non_zero(tmp_path, tmpfs):
     assert "Traceback" not in err
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] > 0
+
+
+def test_watch_exits_3_when_a_socket_agents_rows_are_lost_to_a_full_disk(tmp_path, tmpfs):
+    """A file can wait for the disk; a socket agent's events cannot.  Sent while the database's
+    disk (a real 2 MiB tmpfs, the spill file on it too) stays full, the rows beyond the memory
+    queue are lost and counted: ``watch`` says DATABASE INCOMPLETE and exits 3."""
+    import socket as socketlib
+
+    from tests.socketkit import short_socket_path
+
+    sock_path = short_socket_path(tmp_path)
+    db = tmpfs.path / "lw.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "watch", "--headless", "--json", "--socket", str(sock_path)]
+        + ["--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env_for(tmp_path),
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        while "Ctrl-C to stop" not in (line := proc.stderr.readline()):
+            assert line, "watch ended before it started"
+            lines.append(line)
+        agent = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        agent.connect(str(sock_path))
+        agent.sendall(b'{"type": "hello", "agent": "disk-filler"}\n')
+        filler = "x" * 400
+        for start in range(0, 16_000, 1000):  # 16,000 rows: more than the memory queue (10,000)
+            agent.sendall(
+                b"".join(
+                    json.dumps(  # honest turns, no two alike: rows, not a detection each
+                        {
+                            "type": "message",
+                            "session": f"full-{start}",
+                            "role": "user" if n % 2 else "assistant",
+                        }
+                        | {"content": f"step {n}: {n * 7919 % 10007} {filler}"}
+                    ).encode()
+                    + b"\n"
+                    for n in range(start, start + 1000)
+                )
+            )
+            if start == 8_000:
+                fill(tmpfs.path / "filler")  # whatever SQLite freed meanwhile: full again
+        agent.close()
+        while "disk holding the database is full" not in (line := proc.stderr.readline()):
+            assert line, "".join(lines)
+            lines.append(line)
+        lines.append(line)
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(lines) + rest
+    assert proc.returncode == 3, err
+    assert "DATABASE INCOMPLETE" in err and "rows lost to a full disk" in err, err
+    assert "Traceback" not in err and len(err.splitlines()) < 20, err

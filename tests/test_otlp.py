@@ -260,26 +260,34 @@ async def test_unreadable_agent_records_are_a_partial_success():
 
 
 async def test_pressure_is_answered_503_with_retry_after():
-    """A request is answered once decoded, its events queued behind a full hub; while that
-    backlog is at its limit the receiver asks the exporter to retry later."""
-    hub = Hub(build_config({}), queue_items=1)  # not started: nothing drains the queue
-    otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False, max_backlog=10)
+    """A request is answered once decoded, its events queued behind a busy hub; while that
+    backlog is at its limit, or the hub itself is saturated, the receiver asks the exporter
+    to retry later."""
+    from monitor.sources.fair import IngestMux
+
+    hub = Hub(build_config({}), queue_items=2)  # not started: nothing drains the queue
+    ingest = IngestMux(hub, batch_events=2)  # the hub takes 2 events, the rest wait in the lane
+    otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False, max_backlog=5, ingest=ingest)
     await otlp.start()
     try:
-        await hub.submit([], [__import__("monitor.formats.base", fromlist=["Problem"]).Problem("x", 1, "y")])
-        assert hub.saturated()
         body = (FIXTURES / "claude-code-logs.json").read_bytes()
         status, _headers, _ = await post(otlp, "/v1/logs", body)
-        assert status == 200 and otlp.backlog_events >= 10  # accepted, waiting for the hub
+        assert status == 200 and otlp.backlog_events >= 5  # accepted, waiting for the hub
         status, headers, _ = await post(otlp, "/v1/logs", b"{}")
         assert status == 503 and headers["Retry-After"] == "2"
         assert otlp.throttled == 1
         otlp.in_flight = otlp.max_in_flight  # as if that many requests were being decoded
         status, headers, body = await post(otlp, "/v1/logs", b"{}")
         assert status == 429 and headers["Retry-After"] == "2" and b"busy" in body
+        otlp.in_flight, otlp.max_backlog = 0, 10**6
+        await hub.submit([], [__import__("monitor.formats.base", fromlist=["Problem"]).Problem("x", 1, "y")])
+        assert hub.saturated()  # the pump's batch and this problem fill its queue
+        status, headers, _ = await post(otlp, "/v1/logs", b"{}")
+        assert status == 503 and otlp.throttled == 3  # (the 429 counted too)
     finally:
-        await hub.start()  # the backlog drains once the hub runs; stop() waits for it
+        await hub.start()  # the backlog drains once the hub runs; the pump's close waits for it
         await otlp.stop()
+        await ingest.close()
         await hub.stop()
     assert otlp.backlog_events == 0 and hub.session(CLAUDE_SESSION).events > 10
 

@@ -173,8 +173,10 @@ class Hub:
             await asyncio.sleep(FILE_PAUSE_SECONDS)
 
     def saturated(self) -> bool:
-        """The queue is full: a source that can ask its sender to retry later should."""
-        return self.intake.saturated()
+        """The queue is full or the store is behind (``Store.backlogged``): a source
+        that can ask its sender to retry later should (OTLP answers 503), as files pause."""
+        backlogged = getattr(self.store, "backlogged", None)
+        return self.intake.saturated() or (backlogged is not None and backlogged())
 
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from monitor.config import Config
 from monitor.hub.core import Hub
+from monitor.sources.fair import IngestMux
 
 if TYPE_CHECKING:
     from monitor.metrics import MetricsServer
@@ -69,6 +70,8 @@ class LiveMonitor:
         self.announce = announce
         self.store: Store | None = None
         self.hub: Hub | None = None
+        #: One fair pump for every source's events (files, sockets, OTLP): sources/fair.py.
+        self.ingest: IngestMux | None = None
         self.files: FileSource | None = None
         self.sockets: SocketServer | None = None
         self.otlp: OtlpReceiver | None = None
@@ -103,6 +106,8 @@ class LiveMonitor:
             self.open_store()
         hub = self.build_hub()
         await hub.start()
+        self.ingest = IngestMux(hub)
+        self.ingest.start()
         token = self.token or os.environ.get("LOOPWATCH_TOKEN") or None
         if self.paths or self.directories:
             from monitor.sources.files import FileSource, KnownPositions
@@ -116,6 +121,7 @@ class LiveMonitor:
                 start=self.start_policy,
                 directories=self.directories,
                 known=known,
+                ingest=self.ingest,
             )
             await self.files.start()
         if self.otlp_address:
@@ -126,6 +132,7 @@ class LiveMonitor:
                 self.otlp_address,
                 token=token,
                 loopback_needs_token=self.config.sources.otlp_loopback_needs_token,
+                ingest=self.ingest,
             )
             await self.otlp.start()
         if self.metrics_address:
@@ -137,7 +144,12 @@ class LiveMonitor:
             from monitor.sources.sockets import SocketServer
 
             self.sockets = SocketServer(
-                hub, self.config, unix_path=self.socket_path, listen=self.listen, token=self.token
+                hub,
+                self.config,
+                unix_path=self.socket_path,
+                listen=self.listen,
+                token=self.token,
+                ingest=self.ingest,
             )
             await self.sockets.start()
         if self.announce is not None:
@@ -161,6 +173,10 @@ class LiveMonitor:
             await self.sockets.stop()
         if self.files is not None:
             await self.files.stop()
+        if self.ingest is not None:
+            # What sockets and OTLP sent reaches the hub; what files' lanes hold
+            # is read again by the next run, from the position stored before it.
+            await self.ingest.close()
         if self.hub is not None:
             await self.hub.stop()
         if self.store is not None:

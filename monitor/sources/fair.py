@@ -1,6 +1,7 @@
-"""Fair, coalesced hand-over of the socket connections' events to the hub.
+"""Fair, coalesced hand-over of the sources' events to the hub.
 
-Each connection decodes what it reads into its own :class:`Lane`; one pump
+Each socket connection, each followed file and the OTLP receiver decode what
+they read into their own :class:`Lane`; one pump
 (:class:`IngestMux`) gathers what the lanes hold into a single hub submission
 of at most :data:`BATCH_EVENTS` events, and gathers the next only once the hub
 has processed it.  So:
@@ -22,10 +23,24 @@ has processed it.  So:
 * a connection whose lane is full (:data:`LANE_EVENTS`, or
   :data:`TOTAL_EVENTS` waiting in all) stops reading its socket until the
   pump took from it: the backlog waits in the kernel's socket buffers and
-  then in the client, which blocks (back-pressure); nothing is dropped.
+  then in the client, which blocks (back-pressure); nothing is dropped;
+* while the store is behind but catching up (``Store.backlogged``, its
+  ``written`` count moving) the pump gives each lane a slice of
+  :data:`MIN_SHARE` events every :data:`STORE_POLL_SECONDS` and files none:
+  a quiet agent's few events still go at once, a flood waits in its lane and
+  behind it, so what was accepted but not yet stored stays a few batches and
+  a shutdown, which stores all of it, stays short under any flood.  A store
+  that does not move for :data:`STORE_STALL_SECONDS` (locked by another
+  process, a full disk) is not waited for: agents are never held up by it,
+  their events go to the store's memory queue and spill file as they come
+  (counted if lost).
 
 Events of one lane are handed over in the order they were put, so the order
-of each session's events on a connection is kept.
+of each session's events on a connection is kept.  A file's lane carries its
+read position: handed to the hub once every event read before it was, so a
+restart resumes exactly there; and on close what a file's lane still holds is
+left to be read again by the next run (from that position) instead of
+holding the shutdown up (``rereadable``).
 """
 
 from __future__ import annotations
@@ -35,7 +50,7 @@ import heapq
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monitor.events import Event
 from monitor.formats.base import Problem
@@ -62,6 +77,10 @@ MIN_SHARE = 8
 #: Bytes the connections read per round, whatever two batches' worth comes to.
 READ_BUDGET_MIN = 16 * 1024
 READ_BUDGET_MAX = 1 << 20
+#: A store behind that committed nothing for this long is stuck, not slow: not waited for.
+STORE_STALL_SECONDS = 2.0
+#: Time between the slices the pump gives while the store is behind.
+STORE_POLL_SECONDS = 0.02
 #: A connection stops reading while this many of its events wait...
 LANE_EVENTS = 1024
 #: ...or while it has some waiting and this many wait in all lanes.
@@ -92,14 +111,34 @@ class Usage:
 class Lane:
     """What one connection decoded and the hub has not been handed yet."""
 
-    __slots__ = ("name", "events", "problems", "usage", "in_flight", "_room", "_flush")
+    __slots__ = (
+        "name",
+        "events",
+        "problems",
+        "position",
+        "rereadable",
+        "apart",
+        "usage",
+        "in_flight",
+        "taken",
+        "_room",
+        "_flush",
+    )
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, *, rereadable: bool = False, apart: bool = False):
         self.name = name
         self.events: list[Event] = []
         self.problems: list[Problem] = []
+        #: A file's read position after the events put so far (the hub records it after them).
+        self.position: dict | None = None
+        #: What it holds can be read again from its source (a file): not flushed on close.
+        self.rereadable = rereadable
+        #: Its source bounds it itself (OTLP answers 503 beyond its backlog): its
+        #: events do not count towards TOTAL_EVENTS, which pauses the other lanes.
+        self.apart = apart
         self.usage = Usage()
         self.in_flight = False  # taken into the batch being submitted
+        self.taken = 0  # how many of its events that batch holds
         self._room: list[asyncio.Future] = []  # the connection, waiting to read again
         self._flush: list[asyncio.Future] = []  # a poll, waiting for what came before it
 
@@ -192,6 +231,8 @@ class IngestMux:
         self.batches = 0  # hub submissions made
         self.submitted = 0  # events handed to the hub
         self.lost = 0  # events the hub refused (it was stopped): logged, never silent
+        self.left = 0  # events of files left on close, to be read again from their positions
+        self.apart = 0  # events waiting in lanes bounded by their source (Lane.apart)
         self.slowest_round = 0.0  # seconds, for benchmarks (reset by them)
         self._wake = asyncio.Event()
         self.turns = ReadTurns(READ_BUDGET_MIN)
@@ -199,6 +240,9 @@ class IngestMux:
         self._bytes = self._decoded = 0  # for the bytes an event takes, lately
         self._closing = False
         self._task: asyncio.Task | None = None
+        self.store_waits = 0  # rounds that waited for the store to catch up
+        self._store_done = -1.0  # the store's written count when last looked at...
+        self._store_moved_at = 0.0  # ...and when it last moved
 
     def start(self) -> None:
         if self._task is None:
@@ -214,8 +258,12 @@ class IngestMux:
 
     # -- the connections' side -----------------------------------------------------------------
 
-    def lane(self, name: str) -> Lane:
-        return Lane(name)
+    def lane(self, name: str, *, rereadable: bool = False, apart: bool = False) -> Lane:
+        return Lane(name, rereadable=rereadable, apart=apart)
+
+    def closing(self) -> bool:
+        """Closing: a source that can read again later should stop putting."""
+        return self._closing
 
     async def turn(self, lane: Lane) -> None:
         """Wait for ``lane``'s connection's turn to read (see :class:`ReadTurns`)."""
@@ -234,20 +282,27 @@ class IngestMux:
         per_event = self._bytes / self._decoded if self._decoded else 256
         return int(min(READ_BUDGET_MAX, max(READ_BUDGET_MIN, 2 * self.batch_size * per_event)))
 
-    def put(self, lane: Lane, events: list[Event], problems: list[Problem]) -> None:
-        """Queue a connection's decoded events (never waits: see :meth:`room`)."""
+    def put(
+        self, lane: Lane, events: list[Event], problems: list[Problem], position: dict | None = None
+    ) -> None:
+        """Queue a source's decoded events (never waits: see :meth:`room`);
+        ``position``: where a file was read to, recorded after these events."""
         self._decoded += len(events)
-        if not events and not problems:
+        if position is not None:
+            lane.position = position
+        elif not events and not problems:
             return
         lane.events.extend(events)
         lane.problems.extend(problems)
         self.pending += len(events)
+        if lane.apart:
+            self.apart += len(events)
         self.ready[lane] = None
         self._wake.set()
 
     def full(self, lane: Lane) -> bool:
         return bool(lane.events) and (
-            len(lane.events) >= self.lane_events or self.pending >= self.total_events
+            len(lane.events) >= self.lane_events or self.pending - self.apart >= self.total_events
         )
 
     async def room(self, lane: Lane) -> None:
@@ -275,10 +330,12 @@ class IngestMux:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            events, problems, served = self.gather()
+            slow = self._store_slow()
+            events, problems, served = self.gather(MIN_SHARE if slow else None)
             started = time.monotonic()
             try:
                 await self.hub.submit(events, problems)
+                await self._positions(served)
                 self.batches += 1
                 self.submitted += len(events)
             except Exception:  # the hub stopped under us: say how much, never silently
@@ -287,6 +344,7 @@ class IngestMux:
             finally:
                 for lane in served:
                     lane.in_flight = False
+                    lane.taken = 0
                     lane._wake(lane._flush)
                     if lane._room and not self.full(lane):  # not every served lane: 100 wake-ups a round cost
                         lane._wake(lane._room)
@@ -297,6 +355,29 @@ class IngestMux:
                 seconds = time.monotonic() - started
                 self.slowest_round = max(self.slowest_round, seconds)
                 self._adapt(len(events), seconds)
+                if slow:
+                    self.store_waits += 1
+                    await asyncio.sleep(STORE_POLL_SECONDS)  # the store's turn
+
+    def _store_slow(self) -> bool:
+        """The store is behind and catching up (see the module's docstring)."""
+        store: Any = getattr(self.hub, "store", None)
+        backlogged = getattr(store, "backlogged", None)
+        if backlogged is None or self._closing or not backlogged():
+            return False
+        now = time.monotonic()
+        done = store.written()
+        if done != self._store_done:
+            self._store_done, self._store_moved_at = done, now
+            return True
+        return now - self._store_moved_at < STORE_STALL_SECONDS  # else stuck: not waited for
+
+    async def _positions(self, served: list[Lane]) -> None:
+        """The read positions of the files whose lanes were emptied, queued behind their events."""
+        for lane in served:
+            if lane.position is not None and not lane.events:
+                where, lane.position = lane.position, None
+                await self.hub.submit([], [], position=where)  # type: ignore[call-arg]
 
     def _adapt(self, count: int, seconds: float) -> None:
         """Size the next batch so that a round takes about ROUND_SECONDS."""
@@ -306,12 +387,19 @@ class IngestMux:
         size = (self.batch_size + fits) / 2  # smoothed: one slow round is not a trend
         self.batch_size = int(min(self.batch_events, max(MIN_BATCH_EVENTS, size)))
 
-    def gather(self) -> tuple[list[Event], list[Problem], list[Lane]]:
+    def gather(self, slice_: int | None = None) -> tuple[list[Event], list[Problem], list[Lane]]:
         """One batch: lanes lightest first, each up to its share, in rounds
-        until the batch is full or every lane is empty."""
+        until the batch is full or every lane is empty.  ``slice_``: the store
+        is behind; each lane gives at most that many, files none (they wait)."""
+        if self._closing:
+            self._leave_rereadable()
         lanes = sorted(self.ready, key=lambda lane: lane.usage.now())
+        if slice_ is not None:
+            lanes = [lane for lane in lanes if not lane.rereadable]
+            if not lanes:
+                return [], [], []
         budget = self.batch_size
-        share = max(MIN_SHARE, budget // len(lanes))
+        share = max(MIN_SHARE, budget // len(lanes)) if slice_ is None else slice_
         events: list[Event] = []
         problems: list[Problem] = []
         served: list[Lane] = []
@@ -330,12 +418,27 @@ class IngestMux:
                 events.extend(lane.events[:take])
                 del lane.events[:take]
                 lane.usage.add(take)
+                lane.taken += take
+                if lane.apart:
+                    self.apart -= take
                 took += take
             budget -= took
-            if not took:
+            if not took or slice_ is not None:
                 break
         self.pending -= len(events)
         for lane in lanes:
             if not lane.events:
                 del self.ready[lane]
         return events, problems, served
+
+    def _leave_rereadable(self) -> None:
+        """Closing: what files' lanes hold is read again by the next run from
+        their stored position (not yet moved past it), so it does not hold the shutdown up."""
+        for lane in [lane for lane in self.ready if lane.rereadable]:
+            self.pending -= len(lane.events)
+            self.left += len(lane.events)
+            lane.events.clear()
+            lane.position = None
+            if not lane.problems:
+                del self.ready[lane]
+            lane._wake(lane._room)

@@ -80,6 +80,7 @@ from monitor.safeopen import kind_of
 from monitor.sources import Sink
 from monitor.sources.databases import DatabaseFollower, is_database_name
 from monitor.sources.documents import DocumentFollower
+from monitor.sources.fair import IngestMux
 from monitor.sources.paths import StartPolicy, WatchSpec
 from monitor.sources.resume import KnownPositions, StartPoints
 from monitor.sources.storage import StorageFollower
@@ -126,6 +127,7 @@ class FileSource:
         rotate_grace_seconds: float = ROTATE_GRACE_SECONDS,
         clock: Callable[[], float] = time.time,
         known: KnownPositions | None = None,
+        ingest: IngestMux | None = None,
     ):
         self.specs = [WatchSpec.parse(p) for p in paths]
         self.specs += [WatchSpec.parse(p, directory=True) for p in directories]
@@ -146,6 +148,7 @@ class FileSource:
         self.tailer = Tailer(
             sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
         )
+        self.tailer.ingest = ingest  # a live monitor's pump shared by every source (sources/fair.py)
         # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
         self.documents = DocumentFollower(sink, self._again, fmt)
         # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.

@@ -15,9 +15,15 @@ Responses follow the OTLP/HTTP specification:
 * 400 for a body that does not parse (a ``google.rpc.Status`` saying why),
   404 / 405 / 411 / 413 / 415 for a wrong path, method, a missing length, a
   body over the limit, another content type; 401 without the token;
-* 503 with ``Retry-After`` while the hub's queue is full, 429 with it while
-  too many requests are in flight, so exporters back off and retry instead of
-  losing data.
+* 503 with ``Retry-After`` while too many accepted events wait for the hub
+  or the store is behind (as a file source pauses), 429 with it while too many requests are in flight, so exporters back off
+  and retry instead of losing data.
+
+A request is answered once decoded (an exporter's timeout is 10 s, and a big
+batch answered late is resent); its events wait in the receiver's lane of the
+fair ingest pump (:mod:`monitor.sources.fair`, shared with the socket
+connections and the files when the monitor runs them) and reach the hub in
+slices, behind what quieter sources sent, never as one queue-filling block.
 
 Every request needs the token (``Authorization: Bearer <token>``), checked on
 the headers before the body is read; on a loopback address the operator may
@@ -34,13 +40,13 @@ import ipaddress
 import json
 import logging
 import zlib
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from monitor.formats.base import Problem
 from monitor.formats.otlp import OtlpAdapter
 from monitor.sources import LiveSink
+from monitor.sources.fair import IngestMux
 from monitor.sources.otlp_http import (
     BODY_SECONDS,
     HEAD_SECONDS,
@@ -69,8 +75,6 @@ MAX_IN_FLIGHT = 8
 #: requests are answered 503: a request is answered once decoded, and its
 #: events reach the hub behind it (an exporter's timeout is 10 s).
 MAX_BACKLOG_EVENTS = 50_000
-#: A batch this small goes to the hub before the answer when nothing waits.
-INLINE_EVENTS = 512
 RETRY_AFTER_SECONDS = 2
 
 
@@ -213,6 +217,7 @@ class OtlpReceiver:
         max_connections: int = MAX_CONNECTIONS,
         max_per_peer: int = MAX_PER_PEER,
         max_backlog: int = MAX_BACKLOG_EVENTS,
+        ingest: IngestMux | None = None,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -229,9 +234,10 @@ class OtlpReceiver:
         self.throttled = 0  # requests answered 503
         self.gate = Gate(max_connections, max_per_peer)
         self.max_backlog = max_backlog
-        self.backlog: deque[tuple[list[Any], list[Problem]]] = deque()
-        self.backlog_events = 0
-        self._feeder: asyncio.Task | None = None
+        #: The fair pump to the hub (shared with the other sources when given: its owner closes it).
+        self.ingest = ingest if ingest is not None else IngestMux(hub)
+        self._owns_ingest = ingest is None
+        self.lane = self.ingest.lane("otlp", apart=True)
         self.budget = BodyBudget()
         problem = token_problem(self.host, self.port, token, loopback_needs_token)
         if problem:
@@ -252,6 +258,7 @@ class OtlpReceiver:
 
     async def start(self) -> None:
         _messages("logs")  # fail now, not at the first request, if the package is missing
+        self.ingest.start()
         try:
             self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=64 * 1024)
         except OSError as exc:
@@ -265,7 +272,8 @@ class OtlpReceiver:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
-        await self.flushed()  # answered 200: the exporter will not send them again
+        if self._owns_ingest:
+            await self.ingest.close()  # answered 200: the exporter will not send them again
         self._decoder.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> OtlpReceiver:
@@ -378,9 +386,15 @@ class OtlpReceiver:
         headers = request.headers
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_encoded = content_type == "application/json"
-        if self.in_flight >= self.max_in_flight or self.backlog_events >= self.max_backlog:
+        if (
+            self.in_flight >= self.max_in_flight
+            or self.backlog_events >= self.max_backlog
+            or self.hub.saturated()
+        ):
             # Both are retryable in OTLP/HTTP: too many requests at once is the
-            # sender's doing (429), a backlog behind a full hub is ours (503).
+            # sender's doing (429), a backlog behind a full hub or a store that
+            # is behind is ours (503): the exporter keeps the batch and resends
+            # it, so the store's queue and spill file stay for what cannot wait.
             self.throttled += 1
             code = 429 if self.in_flight >= self.max_in_flight else 503
             return self._status(
@@ -442,34 +456,19 @@ class OtlpReceiver:
         return self._encode(200, response, json_encoded)
 
     async def _hand_over(self, events: list[Any], problems: list[Problem]) -> None:
-        """Give a decoded request's events to the hub, or queue them behind what
-        waits: the request is answered now, not once the hub has room (a big
-        batch answered late is resent by its exporter)."""
-        if not self.backlog and len(events) <= INLINE_EVENTS and not self.hub.saturated():
-            await self.hub.submit(events, problems)  # room for it: queued without waiting
-            return
-        self.backlog.append((events, problems))
-        self.backlog_events += len(events)
-        if self._feeder is None or self._feeder.done():
-            self._feeder = asyncio.get_running_loop().create_task(self._feed(), name="loopwatch-otlp-feed")
+        """Queue a decoded request's events in the receiver's lane: the request is
+        answered now, and the pump hands them to the hub in fair slices."""
+        self.ingest.put(self.lane, events, problems)
 
-    async def _feed(self) -> None:
-        while self.backlog:
-            events, problems = self.backlog[0]
-            try:
-                await self.hub.submit(events, problems)  # waits for the hub's room (back-pressure)
-            except RuntimeError:  # the hub stopped first (a bug in the stopping order)
-                log.error("OTLP: %d accepted events not processed: the hub stopped", self.backlog_events)
-                self.backlog.clear()
-                self.backlog_events = 0
-                return
-            self.backlog.popleft()
-            self.backlog_events -= len(events)
+    @property
+    def backlog_events(self) -> int:
+        """Events accepted (answered 200) and not yet handed to the hub."""
+        lane = self.lane
+        return len(lane.events) + (lane.taken if lane.in_flight else 0)
 
     async def flushed(self) -> None:
         """Wait until every accepted request's events were handed to the hub."""
-        while self._feeder is not None and not self._feeder.done():
-            await asyncio.shield(self._feeder)
+        await self.ingest.flushed(self.lane)
 
     def _decode(
         self, signal: str, encoding: str, body: bytes | bytearray, json_encoded: bool, peer: str

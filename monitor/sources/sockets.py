@@ -89,6 +89,7 @@ class SocketServer:
         unix_path: str | Path | None = None,
         listen: str | None = None,
         token: str | None = None,
+        ingest: IngestMux | None = None,
     ):
         settings = config.sources
         self.hub = hub
@@ -112,7 +113,10 @@ class SocketServer:
         self.mailboxes: OrderedDict[str, HookMailbox] = OrderedDict()
         self.socket_channels: dict[str, SocketChannel] = {}
         self.connections: set[Connection] = set()
-        self.ingest = IngestMux(hub)  # all connections' events to the hub, fairly: see fair.py
+        #: All connections' events to the hub, fairly (fair.py); shared with the
+        #: other sources when given (then its owner closes it).
+        self.ingest = ingest if ingest is not None else IngestMux(hub)
+        self._owns_ingest = ingest is None
         self.lines = self.events = self.refused = 0
         self._listeners: list[socket.socket] = []
         self._acceptors: list[asyncio.Task] = []
@@ -144,7 +148,8 @@ class SocketServer:
             task.cancel()
         await asyncio.gather(*self._acceptors, *self._tasks, return_exceptions=True)
         self._acceptors.clear()
-        await self.ingest.close()  # what the connections decoded still reaches the hub
+        if self._owns_ingest:  # (a shared one is closed by its owner, flushing these lanes too)
+            await self.ingest.close()  # what the connections decoded still reaches the hub
         for listener in self._listeners:
             listener.close()
         self._listeners.clear()

@@ -26,6 +26,7 @@ from monitor.formats.unsupported import PEEK_BYTES, is_binary, refusal
 from monitor.framing import Line, LineSplitter
 from monitor.safeopen import open_regular
 from monitor.sources import Sink
+from monitor.sources.fair import IngestMux, Lane
 from monitor.sources.resume import position, resume
 from monitor.sources.tailed import MARK_BYTES, TailedFile
 
@@ -96,8 +97,12 @@ class Tailer:
         clock: Callable[[], float],
         again: Callable[[str, bool], None],
         notice: Callable[[Problem], None],
+        ingest: IngestMux | None = None,
     ):
         self.sink = sink
+        #: The fair pump shared with the other sources (socket connections, OTLP):
+        #: each file a lane; without it, batches go to the sink directly.
+        self.ingest = ingest
         self.fmt = fmt
         self.max_line_bytes = max_line_bytes
         self.clock = clock
@@ -295,7 +300,7 @@ class Tailer:
         tf.offset = st.st_size
         where = position(tf, packed=True) if self.keeps_positions else None
         if where is not None:
-            await self.sink.submit([], problems, position=where)  # type: ignore[call-arg]
+            await self._hand(tf, [], problems, where)
         elif problems:
             await self.report(problems)
 
@@ -368,10 +373,28 @@ class Tailer:
             # pauses here instead of filling the store's queue (what sockets
             # send cannot wait, and would be dropped behind a flood).
             await self.room()
-        if where_read is not None:
-            await self.sink.submit(events, problems, position=where_read)  # type: ignore[call-arg]
-        else:
-            await self.sink.submit(events, problems)
+        await self._hand(tf, events, problems, where_read)
+
+    async def _hand(
+        self, tf: TailedFile, events: list[Event], problems: list[Problem], where: dict[str, Any] | None
+    ) -> None:
+        """To the file's lane of the shared pump (waiting while the lane is full:
+        the file is paused, never dropped), else straight to the sink."""
+        ingest = self.ingest
+        if ingest is None:
+            if where is not None:
+                await self.sink.submit(events, problems, position=where)  # type: ignore[call-arg]
+            else:
+                await self.sink.submit(events, problems)
+            return
+        lane = self._lane(tf, ingest)
+        await ingest.room(lane)
+        ingest.put(lane, events, problems, where)
+
+    def _lane(self, tf: TailedFile, ingest: IngestMux) -> Lane:
+        if tf.lane is None:
+            tf.lane = ingest.lane(tf.path, rereadable=True)
+        return tf.lane
 
     async def report(self, problems: list[Problem]) -> None:
         await self.sink.submit([], problems)

@@ -41,3 +41,5 @@ class TailedFile:
     lines: int = 0
     events: int = 0
     problems: int = 0
+    #: Its lane of the shared ingest pump (:mod:`monitor.sources.fair`), made on first use.
+    lane: Any = None

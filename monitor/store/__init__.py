@@ -3,7 +3,8 @@
 * :mod:`~monitor.store.store` -- :class:`Store`: opens the file, runs the writer, takes writes;
 * :mod:`~monitor.store.reader` -- :class:`StoreReader`: the read-only queries;
 * :mod:`~monitor.store.search` -- sessions matching a text (history's search);
-* :mod:`~monitor.store.writer` -- the one writer thread and its bounded queue;
+* :mod:`~monitor.store.writer` -- the one writer thread;
+* :mod:`~monitor.store.backlog` -- its bounded queue (memory, then the spill file, then counted drops);
 * :mod:`~monitor.store.transactions` -- what that thread commits, and how it retries;
 * :mod:`~monitor.store.spill` -- the queue's overflow file;
 * :mod:`~monitor.store.rows` / :mod:`~monitor.store.sessions` -- events and

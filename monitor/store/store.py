@@ -58,6 +58,9 @@ from monitor.store.writer import Writer, WriterStopped
 
 log = logging.getLogger("loopwatch.store")
 
+#: Batches waiting in the writer's queue beyond which the store is "backlogged".
+BACKLOG_BATCHES = 4
+
 #: How long begin_action/finish_action/prune wait for the writer.
 REQUEST_TIMEOUT = 30.0
 OUTCOMES = frozenset({"delivered", "failed", "unsupported", "refused"})
@@ -223,10 +226,14 @@ class Store(StoreReader):
         return writer.stats if writer is not None else self._final_stats
 
     def backlogged(self) -> bool:
-        """Rows wait beyond half the memory queue (or in the spill file): what can
-        be read again later (a file) should wait (``Hub.room_for_files``)."""
+        """Rows wait beyond four batches (or half the memory queue if less): what can
+        be read again later (a file) should wait (``Hub.room_for_files``) and what
+        can be resent (OTLP) is refused for now.  Four batches keep the writer busy;
+        more only lengthen the flush a shutdown waits for (benchmarks/README.md)."""
         writer = self._writer
-        return writer is not None and writer.backlog() >= self.max_pending // 2
+        return writer is not None and writer.backlog() >= min(
+            self.max_pending // 2, BACKLOG_BATCHES * self.batch_size
+        )
 
     def position(self) -> int:
         """How many rows were given to the store so far (see :meth:`on_written`)."""

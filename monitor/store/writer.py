@@ -31,7 +31,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from monitor.store.fullness import CLOSE_SECONDS, DiskFull, no_space
+from monitor.store.backlog import Backlog
+from monitor.store.fullness import CLOSE_SECONDS, DiskFull
 from monitor.store.sessions import merge_update
 from monitor.store.spill import Spill
 from monitor.store.stats import StoreStats
@@ -95,19 +96,24 @@ class Writer:
         self.clock = clock
         self.state = "running"  # running | closing | closed | failed
         self._cond = threading.Condition()
-        self._pending: deque[tuple[str, list[Any]]] = deque()
-        self._oldest_at: float | None = None  # monotonic time the oldest queued row came
         self._dirty: Sessions = {}  # the hub's session updates, not yet written
         self._requests: deque[Request] = deque()
         self._stats = StoreStats()
         self._closing_since = 0.0
         self._failure: BaseException | None = None
         self._spill = spill
-        self._warned_drop = -1e9  # monotonic time of the last drop warning
-        self._warned_spill = False
         self._full = DiskFull(max_pending)
+        #: The queued rows (memory, spill file), and how many were given and are done with.
+        self.rows = Backlog(
+            self._cond,
+            self._stats,
+            self._full,
+            max_pending=max_pending,
+            batch_size=batch_size,
+            block_seconds=block_seconds,
+            spill=spill,
+        )
         self._commits: deque[float] = deque(maxlen=EAGER_COMMITS)  # when recent row commits ended
-        self._torn_seen = 0
         self._tx = Transactions(
             db,
             self._stats,
@@ -117,11 +123,6 @@ class Writer:
             owner=owner,
             closing_since=self._closing,
         )
-        #: Rows given to enqueue so far, and how many of them are done with
-        #: (committed, refused or dropped): a caller that noted ``enqueued``
-        #: after adding a row knows it is on disk once ``done`` reaches it.
-        self.enqueued = 0
-        self.done = 0
         self._listeners: list[Callable[[int], None]] = []
         if retention_days > 0:
             self._requests.append(Request("prune"))  # before anything else
@@ -150,90 +151,31 @@ class Writer:
         with self._cond:
             return replace(
                 self._stats,
-                pending=self._queued(),
+                pending=self.rows.queued(),
                 spilled=self._spill.total if self._spill is not None else 0,
                 disk_full=self._full.full,
             )
 
     def backlog(self) -> int:
         """Rows waiting (read without the lock: a hint, for pacing)."""
-        spill = self._spill
-        return len(self._pending) + (spill.count if spill is not None else 0)
+        return self.rows.queued()
 
-    def _queued(self) -> int:
-        """Rows waiting, in memory and in the spill file (lock held)."""
-        return len(self._pending) + (self._spill.count if self._spill is not None else 0)
+    @property
+    def enqueued(self) -> int:
+        """Rows given to :meth:`enqueue` so far (see :class:`~monitor.store.backlog.Backlog`)."""
+        return self.rows.enqueued
+
+    @property
+    def done(self) -> int:
+        """How many of them are committed, refused or dropped."""
+        return self.rows.done
 
     def enqueue(self, kind: str, rows: list[list[Any]]) -> None:
-        """Queue rows.  When the in-memory queue is full they go to the spill
-        file (in order: once rows are on disk, later ones follow them there);
-        only when that is full too, wait up to ``block_seconds`` and then drop
-        the overflow, counting every row."""
-        deadline: float | None = None
+        """Queue rows: in memory, else in the spill file, else (after up to
+        ``block_seconds``) dropped and counted (:meth:`Backlog.enqueue`)."""
         with self._cond:
             self._check_running()
-            self.enqueued += len(rows)
-            index = 0
-            while index < len(rows):
-                spill = self._spill
-                space = self.max_pending - len(self._pending)
-                if spill is not None and (spill.count or space <= 0):
-                    lines = spill.room([(kind, row) for row in rows[index:]])
-                    if lines is not None:
-                        self._to_spill(spill, lines)
-                        return
-                elif space > 0:
-                    chunk = rows[index : index + space]
-                    self._pending.extend((kind, row) for row in chunk)
-                    index += len(chunk)
-                    if self._oldest_at is None:
-                        self._oldest_at = time.monotonic()
-                        self._cond.notify_all()
-                    elif len(self._pending) >= self.batch_size:
-                        self._cond.notify_all()
-                    continue
-                now = time.monotonic()
-                deadline = deadline if deadline is not None else now + self.block_seconds
-                if now >= deadline or self.state != "running":
-                    self._drop(len(rows) - index)
-                    return
-                self._cond.notify_all()
-                self._cond.wait(deadline - now)
-
-    def _to_spill(self, spill: Spill, lines: list[bytes]) -> None:
-        try:
-            spill.append(lines)
-        except OSError as exc:  # a full or failing disk: count the rows, never raise
-            self._stats.last_error = f"spill file: {exc}"
-            full = no_space(exc)
-            if full:
-                self._full.spill_failed()
-            self._drop(len(lines), full=full)
-            return
-        if self._oldest_at is None:
-            self._oldest_at = time.monotonic()
-        self._cond.notify_all()
-        if not self._warned_spill:
-            self._warned_spill = True
-            log.warning(
-                "the database is not keeping up (locked by another process, or a slow "
-                "disk): rows wait in a spill file; nothing is dropped"
-            )
-
-    def _drop(self, count: int, *, full: bool = False) -> None:
-        self._stats.dropped += count
-        full = full or self._full.full
-        if full:
-            self._stats.lost_full += count
-        self.done += count
-        now = time.monotonic()
-        if not full and now - self._warned_drop >= 5.0:
-            self._warned_drop = now
-            log.warning(
-                "store queue and spill file full: %d rows dropped so far this run "
-                "(the disk is slower than the agents; see stats.dropped)",
-                self._stats.dropped,
-            )
+            self.rows.enqueue(kind, rows, lambda: self.state == "running")
 
     def upsert_session(self, update: dict[str, Any]) -> None:
         with self._cond:
@@ -305,8 +247,8 @@ class Writer:
                 while True:
                     now = time.monotonic()
                     closing = self.state != "running"
-                    oldest = self._oldest_at if self._oldest_at is not None else now
-                    queued = self._queued()
+                    oldest = self.rows.oldest_at if self.rows.oldest_at is not None else now
+                    queued = self.rows.queued()
                     # Idle, a row is committed at once (a printed detection is durable
                     # within a transaction); busy, rows wait for a batch or the window.
                     eager_at = self._commits[0] + flush if len(self._commits) == EAGER_COMMITS else now
@@ -318,7 +260,8 @@ class Writer:
                     if self._full.waiting(now):
                         rows_due = sessions_due = False  # the disk is full: wait for the retry
                         if closing and not self._requests and now - self._closing_since > CLOSE_SECONDS:
-                            self._give_up_full()
+                            self._dirty = {}
+                            self.rows.give_up()  # what is queued is lost, counted
                             return
                     prune_due = self.retention_days > 0 and now >= next_prune
                     if self._requests or rows_due or sessions_due or prune_due:
@@ -335,7 +278,7 @@ class Writer:
                     self._cond.wait(min(waits) if waits else None)
                 request = self._requests.popleft() if self._requests else None
                 if request is None and not prune_due:
-                    rows = self._take_rows(self.batch_size if rows_due else 0)
+                    rows = self.rows.take(self.batch_size if rows_due else 0)
                     sessions = self._take_sessions() if sessions_due else None
             if request is not None:
                 self._serve(request)
@@ -344,24 +287,6 @@ class Writer:
                 self._tx.prune()
             else:
                 self._write(rows, sessions)
-
-    def _take_rows(self, limit: int) -> Rows:
-        """Up to ``limit`` queued rows (lock held); wakes producers waiting for space."""
-        spill = self._spill
-        if spill is not None and spill.count and len(self._pending) < max(limit, 1):
-            # The oldest rows on disk come back behind what is in memory.
-            self._pending.extend(spill.take(self.max_pending // 2))
-            if spill.torn != self._torn_seen:  # lines that did not decode: lost, counted
-                self._drop(spill.torn - self._torn_seen)
-                self._torn_seen = spill.torn
-        count = min(limit, len(self._pending))
-        rows = [self._pending.popleft() for _ in range(count)]
-        if not self._pending and not (spill is not None and spill.count):
-            self._oldest_at = None
-        # (otherwise the rest is at least as old: the next batch goes right away)
-        if rows:
-            self._cond.notify_all()
-        return rows
 
     def _take_sessions(self) -> Sessions:
         sessions, self._dirty = self._dirty, {}
@@ -389,10 +314,10 @@ class Writer:
         # Only what was queued before the flush: under a steady stream of new
         # rows "everything" would never end.
         with self._cond:
-            remaining = self._queued()
+            remaining = self.rows.queued()
         while remaining > 0:
             with self._cond:
-                rows = self._take_rows(min(remaining, self.batch_size))
+                rows = self.rows.take(min(remaining, self.batch_size))
             if not rows:
                 break
             remaining -= len(rows)
@@ -424,9 +349,7 @@ class Writer:
         rows go to the spill file or are counted lost) and retry later."""
         now = time.monotonic()
         with self._cond:
-            self._pending.extendleft(reversed(rows))
-            if rows and self._oldest_at is None:
-                self._oldest_at = now
+            self.rows.put_back(rows, now)
             if sessions:
                 for session, info in self._dirty.items():  # newer updates merged into the kept ones
                     if session in sessions:
@@ -437,15 +360,6 @@ class Writer:
             self._stats.last_error = f"disk full: {error}"
             self._full.failed(error)
 
-    def _give_up_full(self) -> None:
-        """Closing on a disk still full: what is queued is lost, counted (lock held)."""
-        lost = len(self._pending) + (self._spill.count if self._spill is not None else 0)
-        self._pending.clear()
-        if self._spill is not None:
-            self._spill.count = 0
-        self._dirty = {}
-        self._drop(lost)
-
     def add_listener(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(done)`` (on the writer thread) after each write."""
         self._listeners.append(callback)
@@ -454,8 +368,8 @@ class Writer:
         if not count:
             return
         with self._cond:
-            self.done += count
-            done = self.done
+            self.rows.done += count
+            done = self.rows.done
         for callback in self._listeners:
             try:
                 callback(done)
