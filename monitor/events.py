@@ -113,9 +113,9 @@ class Facts:
     run_outcome: Any = None
     #: A result's failure signature ("" for none), and its comparable failure.
     failure_signature: str | None = None
-    comparable_failure: Any = UNKNOWN
+    comparable_failure: str | None | Literal[_Unknown.UNKNOWN] = UNKNOWN
     fingerprint: str | None = None
-    primary_args: Any = None
+    primary_args: dict[str, Any] | None = None
     ack: bool | None = None
     not_an_outcome: bool | None = None
     #: A call made after a wait: the seconds waited (or True for a call that only waits).
@@ -220,6 +220,10 @@ _SMALL_CALL_KEY = 256
 _KIND_VALUE: dict[Kind, str] = {k: k.value for k in Kind}
 _CALL_KIND = TOOL_CALL.value
 
+#: What a reference keeps of a call to write its summary later:
+#: ``(tool, key, ..., value, ...)`` (see :func:`call_snapshot`).
+CallSnapshot = tuple[Any, ...]
+
 
 class EventRef:
     """A pointer to an event used as evidence in a detection: ``seq``,
@@ -238,7 +242,15 @@ class EventRef:
     __slots__ = ("seq", "kind", "source", "line", "_summary", "_raw")
     __match_args__ = ("seq", "kind", "source", "line", "summary")
 
-    def __init__(self, seq: int, kind: str, source: str, line: int | None, summary: str):
+    seq: int
+    kind: str
+    source: str
+    line: int | None
+    #: The summary once written; until then ``_raw`` holds what it is made of.
+    _summary: str | None
+    _raw: str | CallSnapshot | None
+
+    def __init__(self, seq: int, kind: str, source: str, line: int | None, summary: str | None):
         self.seq = seq
         self.kind = kind
         self.source = source
@@ -259,6 +271,7 @@ class EventRef:
         ref._summary = None
         if kind is TOOL_RESULT or kind is MESSAGE:
             content = event.content
+            prefix: str | None
             if kind is TOOL_RESULT:
                 prefix = "error: " if event.is_error else "result: "
             else:
@@ -281,10 +294,10 @@ class EventRef:
         return ref
 
     @classmethod
-    def of_call(cls, seq: int, source: str, line: int | None, snapshot: tuple) -> EventRef:
+    def of_call(cls, seq: int, source: str, line: int | None, snapshot: CallSnapshot) -> EventRef:
         """The reference to a call from its :func:`call_snapshot` (what a
         call's record keeps: it makes the reference only when it is cited)."""
-        ref = cls(seq, _CALL_KIND, source, line, None)  # type: ignore[arg-type]
+        ref = cls(seq, _CALL_KIND, source, line, None)
         ref._raw = snapshot
         return ref
 
@@ -293,19 +306,20 @@ class EventRef:
         summary = self._summary
         if summary is None:
             raw = self._raw
-            if raw.__class__ is tuple:
+            if isinstance(raw, tuple):
                 raw = _call_text(raw)
+            assert raw is not None  # (one of _summary and _raw is always set)
             summary = self._summary = _finish(raw, SUMMARY_WIDTH)
             self._raw = None
         return summary
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[int, str, str, int | None, str]:
         return (self.seq, self.kind, self.source, self.line, self.summary)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not EventRef:
             return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -316,7 +330,7 @@ class EventRef:
             f"line={self.line!r}, summary={self.summary!r})"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EventRef], tuple[int, str, str, int | None, str]]:
         return (EventRef, self._key())
 
     def to_dict(self) -> dict[str, Any]:
@@ -348,7 +362,7 @@ def _head(text: str, keep: int, shown: int) -> str | None:
     return None
 
 
-class _Pairs(tuple):
+class _Pairs(tuple[tuple[str, Any], ...]):
     """Key-value pairs that ``compact_args`` reads like a dict's items."""
 
     __slots__ = ()
@@ -357,7 +371,7 @@ class _Pairs(tuple):
         return self
 
 
-def _call_text(snapshot: tuple) -> str:
+def _call_text(snapshot: CallSnapshot) -> str:
     """A call's summary text from a snapshot ``(tool, key, ..., value,
     ...)`` (the keys, then their values), as ``Event._summary_text`` writes it."""
     from monitor.text import compact_args
@@ -367,7 +381,7 @@ def _call_text(snapshot: tuple) -> str:
     return f"{snapshot[0]}({compact_args(pairs)})"
 
 
-def call_snapshot(event: Event) -> tuple | None:
+def call_snapshot(event: Event) -> CallSnapshot | None:
     """What a reference to the call ``event`` keeps to write its summary
     later, bounded: ``(tool, key, ..., value, ...)``; None when the summary
     must be written at once."""
@@ -387,7 +401,7 @@ def call_snapshot(event: Event) -> tuple | None:
     return _call_snapshot(event.tool, args)
 
 
-def _call_snapshot(tool: Any, args: Any) -> tuple | None:
+def _call_snapshot(tool: Any, args: Any) -> CallSnapshot | None:
     """``(tool, key, ..., value, ...)``: what ``compact_args`` can show of
     ``args``, bounded -- the arguments until their text is surely past its
     width, each value as the text it shows (a long one cut by ``_head``, a

@@ -7,7 +7,9 @@ expensive work so that a 1 MB tool result costs no more than a short one.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import orjson
 
@@ -42,20 +44,6 @@ def _needs_squash(text: str) -> bool:
 
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
 _HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_VOLATILE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # ISO timestamps and clock times
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
-    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
-    # UUIDs and long hex (object addresses, hashes, request ids)
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
-    (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>"),
-    # durations: 1.23s, 150ms, 2 seconds.  ``\b\d+`` written as a digit not
-    # after a word character, so that the regex may skip ahead to a digit.
-    (re.compile(r"\d(?<!\w\d)\d*(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"), "<dur>"),
-)
-#: Any remaining number: counters, pids, line numbers in tracebacks.
-_NUMBER = re.compile(r"\d+(\.\d+)?")
 
 
 def byte_classes(classes: dict[str, str]) -> bytes:
@@ -67,34 +55,6 @@ def byte_classes(classes: dict[str, str]) -> bytes:
         for char in chars:
             table[ord(char)] = ord(mark)
     return bytes(table)
-
-
-# Each volatile pattern only matches where the text has a telltale sequence
-# of characters: four digits and a dash, a digit before a unit, eight hex
-# digits and a dash...  The regexes cost about as much per character whether
-# they match or not (no literal prefix to skip ahead with), so an ASCII text is
-# first mapped to character classes with two C-speed ``bytes.translate``
-# calls, and a pattern runs only when its telltale occurs.  A substitution
-# cannot create a telltale where there was none: a match consists of digits,
-# hex letters, separators and units, and the placeholders are fenced by "<"
-# and ">" (so a later pattern's match lies within the original text).
-_DIGITS_AND_UNITS = byte_classes(
-    {"0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":"}
-)
-_HEX_RUNS = byte_classes({"0123456789abcdefABCDEF": "h", "-": "-"})
-# The views are decoded back to ``str`` to be searched: ``in`` on ``bytes``
-# first tries the telltale as an integer and builds a TypeError each time.
-_TEXT_VIEW, _DIGITS_VIEW, _HEX_VIEW = range(3)
-#: Per pattern of _VOLATILE_PATTERNS: (view, telltales); a pattern may match
-#: only when one of its telltales is in that view of the text.
-_TELLTALES: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (_DIGITS_VIEW, ("dddd-dd-dd",)),  # ISO timestamp
-    (_DIGITS_VIEW, ("d:dd:dd",)),  # clock time
-    (_HEX_VIEW, ("hhhhhhhh-hhhh-",)),  # UUID
-    (_TEXT_VIEW, ("0x", "0X")),  # hex address: tested on the text itself
-    (_HEX_VIEW, ("h" * 12,)),  # long hex
-    (_DIGITS_VIEW, ("du", "dsu")),  # duration: a digit, maybe a space, a unit
-)
 
 
 def squash_ws(text: str) -> str:
@@ -119,30 +79,194 @@ def clip(text: str, limit: int = SIMILARITY_CHARS) -> str:
     return text[:half] + text[-half:]
 
 
-def normalize_result(text: str, limit: int = SIMILARITY_CHARS, *, counters: bool = False) -> str:
-    """Strip what changes between identical outcomes: timestamps, durations,
-    addresses and ids — and, with ``counters``, every other number too;
-    collapse white space.  Bounded by ``limit``."""
-    text = clip(text, limit)
-    if text.isascii():
-        raw = text.encode("ascii")
-        views = (
-            text,
-            raw.translate(_DIGITS_AND_UNITS).decode("ascii"),
-            raw.translate(_HEX_RUNS).decode("ascii"),
-        )
-        for (pattern, repl), (view, telltales) in zip(_VOLATILE_PATTERNS, _TELLTALES):
-            classes = views[view]
-            for telltale in telltales:
-                if telltale in classes:
-                    text = pattern.sub(repl, text)
-                    break
-    else:  # \d and \s match more than ASCII digits and spaces: no shortcut
-        for pattern, repl in _VOLATILE_PATTERNS:
-            text = pattern.sub(repl, text)
-    if counters:
-        text = _NUMBER.sub("<n>", text)
-    return squash_ws(text)
+# -- one normaliser, a rule set per purpose -------------------------------------------------------
+#
+# :func:`normalize` strips what changes between identical outcomes by a
+# :class:`Profile`'s rules.  A rule's regex costs about as much per character
+# whether it matches or not, so each rule says when it may match at all: a
+# telltale in the text or in one of two character-class views of it, made
+# of an ASCII text with C-speed ``bytes.translate`` (``d`` digit, ``s`` white
+# space, ``u`` a unit's first letter, ``-``, ``:``, ``%`` themselves; ``h``
+# a hex digit, and ``-``).  A substitution cannot create a telltale where there was
+# none: a match is digits, hex letters, separators and units, and the
+# placeholders are fenced by "<" and ">".  The views are decoded back to
+# ``str``: ``in`` on ``bytes`` first tries its operand as an integer.
+
+_CLASSES = byte_classes(
+    {"0123456789": "d", " \t\n\r\f\v\x1c\x1d\x1e\x1f": "s", "msun": "u", "-": "-", ":": ":", "%": "%"}
+)
+_HEX_CLASSES = byte_classes({"0123456789abcdefABCDEF": "h", "-": "-"})
+
+
+class Views:
+    """The text being normalized (``text``), the text as given (``given``) and,
+    for ASCII text, its character-class views (``classes``, ``hexes``)."""
+
+    __slots__ = ("text", "given", "ascii", "classes", "hexes")
+
+    def __init__(self, text: str):
+        self.text = self.given = text
+        self.ascii = text.isascii()
+        if self.ascii:
+            raw = text.encode("ascii")
+            self.classes = raw.translate(_CLASSES).decode("ascii")
+            self.hexes = raw.translate(_HEX_CLASSES).decode("ascii")
+        else:  # \d and \s match more than ASCII digits and spaces: no views
+            self.classes = self.hexes = ""
+
+    def long_hex(self) -> bool:
+        """Whether the given text may hold a run of 12 hex digits."""
+        return not self.ascii or "h" * 12 in self.hexes
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Replace ``pattern`` by ``replacement`` where ``may_match`` says it may match."""
+
+    pattern: re.Pattern[str]
+    replacement: str | Callable[[re.Match[str]], str]
+    may_match: Callable[[Views], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A rule set of :func:`normalize`, named for what it is for.
+
+    ``gate`` says whether any rule may match at all (asked once, of the text
+    as given); ``clips``: the text is clipped to the limit (head and tail)
+    first and its white space squashed at the end; otherwise it is squashed
+    and cut to the limit at the end (a limit of 0 keeps its lines)."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    gate: Callable[[Views], bool]
+    clips: bool
+
+
+def normalize(text: str, profile: Profile, limit: int) -> str:
+    """``text`` without what changes between identical outcomes, by ``profile``'s
+    rules, bounded by ``limit`` (see :class:`Profile`)."""
+    if profile.clips:
+        text = clip(text, limit)
+    views = Views(text)
+    if profile.gate(views):
+        for rule in profile.rules:
+            if rule.may_match(views):
+                views.text = rule.pattern.sub(rule.replacement, views.text)
+    if profile.clips:
+        return squash_ws(views.text)
+    return squash_ws(views.text)[:limit] if limit else views.text
+
+
+def _classes(*telltales: str) -> Callable[[Views], bool]:
+    """A rule's ``may_match``: one of ``telltales`` is in the class view (non-ASCII: always)."""
+    return lambda views: not views.ascii or any(telltale in views.classes for telltale in telltales)
+
+
+def _always(views: Views) -> bool:
+    return True
+
+
+#: Tool results compared with each other ("the same result again?", "did
+#: anything move?"): timestamps, clock times, UUIDs, addresses, long hex ids
+#: and durations go; counts stay ("5 failed" then "3 failed" is progress).
+RESULT_TEXT = Profile(
+    "result text",
+    (
+        # ISO timestamps and clock times
+        Rule(
+            re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"),
+            "<ts>",
+            _classes("dddd-dd-dd"),
+        ),
+        Rule(re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>", _classes("d:dd:dd")),
+        # UUIDs and long hex (object addresses, hashes, request ids)
+        Rule(
+            re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+            "<uuid>",
+            lambda views: not views.ascii or "hhhhhhhh-hhhh-" in views.hexes,
+        ),
+        Rule(
+            re.compile(r"\b0x[0-9a-f]+\b", re.I),
+            "<addr>",
+            lambda views: not views.ascii or "0x" in views.given or "0X" in views.given,
+        ),
+        Rule(re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<hex>", Views.long_hex),
+        # durations: 1.23s, 150ms, 2 seconds.  ``\b\d+`` written as a digit not
+        # after a word character, so that the regex may skip ahead to a digit.
+        Rule(
+            re.compile(r"\d(?<!\w\d)\d*(\.\d+)?\s?(ms|s|sec|secs|seconds|us|µs|ns|m|min|minutes)\b"),
+            "<dur>",
+            _classes("du", "dsu"),
+        ),
+    ),
+    _always,
+    clips=True,
+)
+
+_NUMERIC_NOISE = re.compile(
+    # One pass over the text for everything that starts with a digit: the shared
+    # leading digit is matched once, so the regex engine skips to digits
+    # (``\d{4}`` is ``\d`` + ``\d{3}``, ``0x`` is ``\d`` + ``(?<=0)x``, …).
+    r"\d(?:(?P<ts>\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
+    r"|(?P<time>\d?:\d{2}:\d{2}(?:\.\d+)?\b)"
+    r"|(?P<addr>(?<=0)x[0-9a-fA-F]+\b)"
+    r"|(?P<dur>\d*+(?:\.\d++)?+\s?+(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
+    r"|(?P<pct>\d*+(?:\.\d++)?+\s?+%))"
+)
+_HAS_DIGIT = re.compile(r"\d")
+#: The line numbers of file:line references (they move with every edit).
+#: ``(?<=[A-Za-z]):\d+`` with the literal first: a literal search, not the
+#: lookbehind tried at every position.
+LINE_REF = re.compile(r":(?<=[A-Za-z]:)\d+(?::\d+)?")
+
+
+def _numeric(match: re.Match[str]) -> str:
+    return f"<{match.lastgroup}>"
+
+
+def _failure_noise(views: Views) -> bool:
+    """Whether a failure's text may hold noise: every kind has a digit in it,
+    and most digits are no noise ("assert 21 == 0"): each other kind needs a
+    time "d:", a duration or percentage "du", "d%" (maybe with a space
+    between), "a:d" of a file:line, "0x", "seed" or "line "."""
+    if not views.ascii:
+        return _HAS_DIGIT.search(views.given) is not None
+    marks = views.classes
+    if "d" not in marks:
+        return False
+    if views.long_hex():
+        return True
+    return (
+        any(telltale in marks for telltale in ("du", "d%", "d:", ":d", "dsu", "ds%"))
+        or "0x" in views.given
+        or "seed" in views.given
+        or "line " in views.given
+    )
+
+
+def _in_text(hint: str) -> Callable[[Views], bool]:
+    """A rule's ``may_match``: ``hint`` is in the text as it is now."""
+    return lambda views: hint in views.text
+
+
+#: A test run's error lines and failure text, for a signature that stays put
+#: while the same tests fail the same way: timestamps, clock times,
+#: addresses, durations and percentages, long hex ids, seeds, "line N" and
+#: file:line numbers go.  Only text with a digit in it is touched.
+FAILURE_TEXT = Profile(
+    "failure text",
+    (
+        Rule(_NUMERIC_NOISE, _numeric, _always),
+        # (No replacement of the numeric noise holds or joins hex runs.)
+        Rule(re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>", Views.long_hex),
+        Rule(re.compile(r"seed:? ?\d+"), "seed <n>", _in_text("seed")),
+        Rule(re.compile(r"line \d+"), "line <n>", _in_text("line ")),
+        Rule(LINE_REF, ":<n>", _in_text(":")),
+    ),
+    _failure_noise,
+    clips=False,
+)
 
 
 def _canonical(value: Any, depth: int = 0) -> Any:
@@ -220,7 +344,13 @@ def _rewritten_args(args: dict[str, Any]) -> str:
     return orjson.dumps(_canonical(args), option=orjson.OPT_SORT_KEYS).decode()
 
 
-def compact_args(args: dict[str, Any] | None, width: int = 60) -> str:
+class Items(Protocol):
+    """Arguments as ``compact_args`` reads them: a dict, or key-value pairs with ``items()``."""
+
+    def items(self) -> Iterable[tuple[str, Any]]: ...
+
+
+def compact_args(args: Items | None, width: int = 60) -> str:
     """A short human rendering of arguments for summaries."""
     if not args:
         return ""
@@ -280,7 +410,7 @@ def result_key(event: Any) -> str:
     key = event.facts.result_key
     if key is None:
         prefix = "E:" if event.is_error else "R:"
-        key = event.facts.result_key = prefix + normalize_result(event.content)
+        key = event.facts.result_key = prefix + normalize(event.content, RESULT_TEXT, SIMILARITY_CHARS)
     return key
 
 

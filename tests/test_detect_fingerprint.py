@@ -1,9 +1,10 @@
 """Fingerprint detector: loose keys, shell file reads, consecutive streaks."""
 
 from monitor.config import build_config
-from monitor.detect.analysis.signatures import fingerprint, shell_file_read
+from monitor.detect.analysis.signatures import PRIMARY_KEYS, fingerprint, shell_file_read
 from monitor.detect.engine import Engine
 from monitor.events import Event, Kind
+from monitor.text import canonical_args
 from tests.streams import Stream, by, run
 
 
@@ -218,3 +219,19 @@ def test_a_new_line_sharing_a_mark_bit_with_an_old_one_still_reads_as_new():
         if zlib.crc32(line.encode()) % LINE_BITS == taken
     )
     assert text_marks(new) & ~text_marks(old)
+
+
+def test_fingerprint_is_the_primary_arguments_key():
+    cases = [
+        ("read_file", {"path": "a.py"}),
+        ("grep", {"pattern": "x", "path": "src", "flags": "-i"}),
+        ("bash", {"command": "pytest -q", "description": "run"}),
+        ("tool", {"a": 1}),
+        (None, {"path": "p"}),
+        ("", {}),
+        ("edit", {"path": "a", "old": "x", "new": "y"}),
+    ]
+    for tool, args in cases:
+        event = Event(Kind.TOOL_CALL, "s", 0.0, tool=tool, args=args)
+        primary = {k: args[k] for k in PRIMARY_KEYS if k in args}
+        assert fingerprint(event) == f"{tool or '?'}:{canonical_args(primary or args)}"

@@ -1,5 +1,8 @@
 """Repeated-results detector: different calls, same error."""
 
+import random
+
+from monitor.detect.analysis.signatures import EMPTY_HANDED, _empty_handed
 from tests.streams import Stream, by, run
 
 TRACE = (
@@ -239,3 +242,19 @@ def test_a_generic_last_error_line_gives_way_to_the_telling_one():
         content="error[E0425]: cannot find value `x`\nerror: Recipe `test` failed with exit code 101",
     )
     assert failure_signature(result) == "E:error[E]: cannot find value `x`"
+
+
+def test_empty_handed_hints_cover_every_phrase():
+    for phrase in EMPTY_HANDED:
+        assert _empty_handed(phrase) and _empty_handed(f"x {phrase.upper().lower()} y")
+    assert not _empty_handed("all good")
+
+
+def test_empty_handed_agrees_with_the_plain_definition_on_random_texts():
+    """The word-gated test says what ``any(phrase in text)`` says, on texts
+    built from the phrases' own words (where a wrong gate would show)."""
+    words = sorted({w for phrase in EMPTY_HANDED for w in phrase.split()} | {"no", "not", "know", "x"})
+    rng = random.Random(19)
+    for _ in range(20_000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        assert _empty_handed(text) == any(phrase in text for phrase in EMPTY_HANDED), text

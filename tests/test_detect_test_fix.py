@@ -8,7 +8,9 @@ import re
 import pytest
 
 from monitor.config import build_config
-from monitor.detect.analysis.failures import exit_code, failed, is_test_run, manual_file_op, run_outcome
+from monitor.detect.analysis.edits import manual_file_op
+from monitor.detect.analysis.failures import exit_code, failed, run_outcome
+from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event, Kind, Level
 from tests.eventkit import Script, by, only
 
@@ -496,36 +498,15 @@ def test_manual_file_op_classification():
     assert not any(manual_file_op(c) for c in ("python x.py", "echo hi", "ls > /dev/null", "make", None))
 
 
-# -- shortcuts in monitor.detect.analysis.failures give what the plain regexes give ------
+# -- the runner hint's shortcut gives what the plain regex gives ------------------------------
 
-_PLAIN_NUMERIC_NOISE = re.compile(
-    r"(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
-    r"|(?P<time>\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b)"
-    r"|(?P<addr>0x[0-9a-fA-F]+\b)"
-    r"|(?P<dur>\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|us|µs|ns|min|minutes)\b)"
-    r"|(?P<pct>\d+(?:\.\d+)?\s?%)"
-)
-_PLAIN_LINE_REF = re.compile(r"(?<=[A-Za-z]):\d+(?::\d+)?")
 _PLAIN_RUNNER_HINT = re.compile(
     r"test|spec|check|jest|mocha|ava|karma|tap|tox|nox|green|ward|pest|busted|prove|cypress|nextest"
 )
 
 
-def test_failure_noise_patterns_match_the_plain_ones():
-    from monitor.detect.analysis import failures
-
-    rng = random.Random(7)
-    alphabet = "0123456789:.-T Zx+abcfmsµ%\nline seed A١"
-    for _ in range(30_000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))
-        assert failures._NUMERIC_NOISE.sub(failures._numeric, text) == _PLAIN_NUMERIC_NOISE.sub(
-            lambda m: failures._NUMERIC_REPL[m.lastgroup], text
-        ), text
-        assert failures._LINE_REF.sub(":<n>", text) == _PLAIN_LINE_REF.sub(":<n>", text), text
-
-
 def test_runner_hint_on_long_commands_matches_the_regex():
-    from monitor.detect.analysis.failures import _runner_hint
+    from monitor.detect.analysis.testruns import _runner_hint
 
     rng = random.Random(8)
     words = ["echo", "x" * 300, "pytest", "npm", " ", "tes", "t", "ch", "eck", "\n", "é" * 50, "tap"]

@@ -17,6 +17,7 @@ from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.events import Event, EventRef, Facts, Kind, Level
 from monitor.formats.lines import LineDecoder
+from tests.conftest import SCENARIOS
 from tests.footprint import session_footprint
 
 SESSIONS = st.sampled_from(["a", "b", "c"])
@@ -332,3 +333,100 @@ def test_duplicate_ids_are_those_among_the_last_remembered():
         if not duplicate:
             kept.append((kind, call_id))
     assert engine.duplicates > 1_000
+
+
+@pytest.mark.parametrize("preset", ["conservative", "balanced", "aggressive"])
+def test_keeping_sparklines_changes_no_detection(preset):
+    """A scan keeps no sparkline histories and may skip comparisons that only
+    feed them; the live monitor's engine keeps them.  Both detect exactly the
+    same things (one pipeline)."""
+
+    # A synthetic mix of honest work and short loops, then the labelled
+    # corpus (which holds every detector's loops and near-misses).
+    streams = [("trace.jsonl", [orjson.dumps(r) for r in records(8000, sessions=8, seed=5, loop_rate=0.1)])]
+    streams += [(path.name, path.read_bytes().splitlines()) for path in sorted(SCENARIOS.glob("*.jsonl"))]
+
+    def run(sparklines: bool):
+        engine = Engine(build_config({}, preset=preset), sparklines=sparklines)
+        found = []
+        for name, lines in streams:
+            decoder = LineDecoder(name)
+            for line, raw in enumerate(lines, 1):
+                for event in decoder.feed(raw, line, now=0.0)[0]:
+                    found += [
+                        (
+                            d.detector,
+                            d.seq,
+                            d.session,
+                            d.level,
+                            d.score,
+                            d.message,
+                            d.pattern,
+                            tuple(ref.seq for ref in d.evidence),
+                        )
+                        for d in engine.process(event).detections
+                    ]
+        return found
+
+    scanned = run(False)
+    assert scanned == run(True)
+    assert {found[0] for found in scanned} >= {
+        "turn_similarity",
+        "output_similarity",
+        "exact_repeat",
+        "cycle",
+    }
+
+
+def test_events_processed_counts_each_event_but_duplicates_closed_sessions_included():
+    """The engine counts processed events per session (not once more per
+    event): the total is what counting each call of ``process`` gives."""
+    engine = Engine()
+    counted = 0
+    for n in range(300):
+        session = f"s{n % 3}"
+        for event in (
+            Event(
+                Kind.TOOL_CALL, session, float(n), call_id=f"c{n % 40}", tool="read_file", args={"path": "a"}
+            ),
+            Event(Kind.TOOL_RESULT, session, float(n), call_id=f"c{n % 40}", content="ok"),
+            Event(Kind.MESSAGE, session, float(n), role="assistant", content="hm"),
+        ):
+            before = engine.duplicates
+            engine.process(event).detections
+            counted += engine.duplicates == before
+        if n == 150:
+            engine.close("s1")
+    assert engine.duplicates > 0 and engine.events_processed == counted
+
+
+@pytest.mark.parametrize("sparklines", [False, True])
+def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(sparklines):
+    """The engine clears what detectors reported of the previous event before
+    the next (the test of it runs only with sparklines: without them nothing
+    is reported), so a loop's bars fall back once the work moves on."""
+    engine = Engine(build_config({}, preset="aggressive"), sparklines=sparklines)
+    for n in range(12):
+        args = {"command": "pytest -q"} if n < 6 else {"command": f"ls dir{n}"}
+        engine.process(
+            Event(Kind.TOOL_CALL, "s", float(2 * n), tool="bash", args=args, call_id=f"c{n}")
+        ).detections
+        engine.process(
+            Event(
+                Kind.TOOL_RESULT,
+                "s",
+                float(2 * n + 1),
+                content="1 failed" if n < 6 else f"file{n}",
+                call_id=f"c{n}",
+                is_error=n < 6,
+            )
+        ).detections
+    state = engine.sessions["s"]
+    assert state.view.similarity == 0.0 or sparklines
+    from monitor.ui.sparks import bars as drawn
+
+    bars = list(drawn(engine.summary("s").similarity))
+    if not sparklines:
+        assert bars == []
+        return
+    assert max(bars[:6]) >= 0.5 > max(bars[-3:])

@@ -23,9 +23,9 @@ OWNERS: dict[str, set[str]] = {
     "detect/base.py": {"ref", "record"},
     "detect/engine.py": {"spark"},
     "detect/analysis/calls.py": {"record", "ref", "call_key"},
+    "detect/analysis/shell.py": {"shell_command"},
+    "detect/analysis/testruns.py": {"is_test_run"},
     "detect/analysis/failures.py": {
-        "shell_command",
-        "is_test_run",
         "failed",
         "run_outcome",
         "comparable_failure",

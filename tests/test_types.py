@@ -1,7 +1,8 @@
 """Types are checked by the suite: `mypy` over monitor/ is clean.
 
 The configuration is `[tool.mypy]` in pyproject.toml: default mode for all of
-monitor/, the strict set of flags for monitor/formats/.
+monitor/, the strict set of flags for monitor/formats/, monitor/detect/ and
+monitor/events.py.
 """
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from monitor.detect.analysis.failures import output_body
 from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
+from monitor.detect.analysis.shell import output_body
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.detect.analysis.waits import waited
-from monitor.events import Event, EventRef, Kind, call_snapshot
+from monitor.events import CallSnapshot, Event, EventRef, Kind, call_snapshot
 from monitor.text import SIMILARITY_CHARS, call_key, clip
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
@@ -113,7 +113,8 @@ class CallRecord:
         """The normalized result (``result_key``), ``None`` until it arrives."""
         if self.text is None:
             return None
-        return ("E:" if self.error else "R:") + NORMALIZED_RESULTS[self.text]
+        normalized: str = NORMALIZED_RESULTS[self.text]
+        return ("E:" if self.error else "R:") + normalized
 
     def outcome(self) -> int:
         """The hash of the normalized result, computed once."""
@@ -136,12 +137,16 @@ class CallRecord:
         if marks is None:
             # What the command printed, not the tags wrapped around it (an
             # empty ``<output>`` shows nothing, not the same thing again).
-            marks = self._marks = text_marks(output_body(self.text) if len(self.text) <= 400 else self.text)
+            text = self.text
+            assert text is not None  # (asked of a record with its result)
+            marks = self._marks = text_marks(output_body(text) if len(text) <= 400 else text)
         return marks
 
     def acknowledged(self) -> bool:
         """:func:`~monitor.detect.analysis.signatures.is_acknowledgement` of the result."""
-        return not self.error and not self.long and text_is_acknowledgement(self.text)
+        text = self.text
+        assert text is not None  # (asked of a record with its result)
+        return not self.error and not self.long and text_is_acknowledgement(text)
 
     def attach(self, result: Event) -> None:
         content = result.content
@@ -228,9 +233,12 @@ def new_record(event: Event) -> CallRecord:
     # The evidence reference, or what makes it (most records are never
     # cited): see ``ref``.  (Kept here, not in the event's facts too:
     # ``base.ref`` finds it here.)
-    found = event.facts.ref
-    if found is None or found.seq != seq:
+    known = event.facts.ref
+    found: EventRef | CallSnapshot
+    if known is None or known.seq != seq:
         found = call_snapshot(event) or EventRef.of(event)
+    else:
+        found = known
     record._ref = found
     record.text = None
     record.failure = None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from monitor.detect.analysis.failures import _program, _segments, _tool_kind, shell_command
+from monitor.detect.analysis import shell
 from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
 
@@ -232,10 +232,10 @@ def call_io(call: Event | None) -> CallIO:
     by edited path, not on the event: a call's record keeps what it needs.)"""
     if call is None:
         return NO_IO
-    command = shell_command(call)
+    command = shell.shell_command(call)
     if command is None:
         io = (
-            _edit_io(call.args) if _tool_kind(call.tool)[1] else NO_IO
+            _edit_io(call.args) if shell.tool_kind(call.tool).edit else NO_IO
         )  # is_edit() of a call that runs no command
     else:
         io = _BY_COMMAND[command]
@@ -254,7 +254,8 @@ def _edit_io(args: dict[str, Any] | None) -> CallIO:
             target = None
     if not target:
         return _BLIND_EDIT if target is None else NO_IO
-    return _BY_TARGET[target]
+    io: CallIO = _BY_TARGET[target]
+    return io
 
 
 def _target_io(target: str) -> CallIO:
@@ -274,7 +275,7 @@ def command_io(command: str) -> CallIO:
         # starts it is (``cat <<'EOF' > fix.py``, ``cat > fix.py << EOF``).
         command = command.split("\n", 1)[0].replace("<<", " ")
     if "&" in command or "|" in command or ";" in command or "\n" in command:
-        segments = _segments(command)
+        segments = shell.segments(command)
     else:
         segments = [command.strip()]  # one simple command (most): no split needed
     for segment in segments:
@@ -291,7 +292,7 @@ def command_io(command: str) -> CallIO:
 def _segment_io(segment: str) -> tuple[list[int], set[int], bool, bool]:
     """What one simple command writes, the names it mentions, and whether it
     may write what it does not name (``blind``) or depend on anything (``broad``)."""
-    program = _program(segment)
+    program = shell.program(segment)
     words = segment.split()
     writes: list[int] = []
     if ">" in segment:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from monitor.text import SIMILARITY_CHARS, normalize_result
+from monitor.text import RESULT_TEXT, SIMILARITY_CHARS, normalize
 
 
 class TextMemo(dict[Any, Any]):
@@ -50,6 +50,10 @@ class TextMemo(dict[Any, Any]):
         return value
 
 
-#: ``normalize_result`` of clipped result texts (what ``CallRecord`` and
-#: ``Outcome`` compare): a loop gets the same output again and again.
-NORMALIZED_RESULTS = TextMemo(SIMILARITY_CHARS, 512, normalize_result)
+def _normalized_result(text: str) -> str:
+    return normalize(text, RESULT_TEXT, SIMILARITY_CHARS)
+
+
+#: Result texts, clipped, by :data:`~monitor.text.RESULT_TEXT` (what
+#: ``CallRecord`` and ``Outcome`` compare): a loop gets the same output again and again.
+NORMALIZED_RESULTS = TextMemo(SIMILARITY_CHARS, 512, _normalized_result)

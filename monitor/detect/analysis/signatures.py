@@ -74,7 +74,8 @@ def _command_text(value: Any) -> str | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         # Codex: ["bash", "-lc", "cat foo"] — the script is the last element.
         if len(value) >= 3 and value[0].endswith("sh") and value[1] in ("-c", "-lc", "-ic"):
-            return value[-1]
+            script: str = value[-1]
+            return script
         return " ".join(value)
     return None
 

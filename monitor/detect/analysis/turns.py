@@ -341,9 +341,11 @@ class TurnTracker:
         turn, self.current = self.current, None
         return turn
 
-    def _start(self, event: Event) -> None:
-        self.current = Turn(event, self.keep_text, self._announced)
+    def _start(self, event: Event) -> Turn:
+        """Start the current turn with ``event``; the turn."""
+        turn = self.current = Turn(event, self.keep_text, self._announced)
         self._announced = None
+        return turn
 
     def _continues(self, turn: Turn, message: Event) -> bool:
         """Does an assistant ``message`` belong to the response ``turn`` is building?"""
@@ -450,8 +452,7 @@ class TurnTracker:
                     turn.ended = True
                     self._announced = rid
                     closed = self._close()
-                    self._start(message)
-                    self.current.add_message(message)
+                    self._start(message).add_message(message)
                     return closed
         closed = self._end_response()
         self._announced = rid

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from monitor.detect.analysis.failures import _COMMAND_KEY_SET, _segments, _tool_kind, shell_command
+from monitor.detect.analysis import shell
 from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
 from monitor.text import call_key
@@ -62,9 +62,9 @@ def _arg_wait(args: dict[str, Any] | None) -> float:
 
 def only_waits(call: Event) -> float:
     """The seconds a call does nothing but wait (``sleep 60``, a wait tool), else 0."""
-    command = shell_command(call)
+    command = shell.shell_command(call)
     if command is not None:
-        segments = _segments(command)
+        segments = shell.segments(command)
         if segments and all(s.split(None, 1)[0] == "sleep" for s in segments):
             return _sleeps(command) or 0.0
         return 0.0
@@ -75,16 +75,16 @@ def only_waits(call: Event) -> float:
 
 _WAIT_KEY_SET = frozenset(WAIT_KEYS)
 #: Arguments that give a call a command line (see ``shell_command``) or a wait.
-_MARKING_KEYS = _WAIT_KEY_SET | _COMMAND_KEY_SET
+_MARKING_KEYS = _WAIT_KEY_SET | shell.COMMAND_KEY_SET
 
 
 def _plain_tool(tool: str | None) -> bool:
     """Whether a tool's calls can only wait by their arguments (neither a
     shell, which runs commands, nor a wait tool)."""
-    return not _tool_kind(tool)[2] and (tool or "").lower() not in _WAIT_TOOLS
+    return not shell.tool_kind(tool).shell and (tool or "").lower() not in _WAIT_TOOLS
 
 
-#: :func:`_plain_tool` by tool name, as ``_TOOL_KINDS``.
+#: :func:`_plain_tool` by tool name (names repeat).
 _PLAIN_TOOLS = TextMemo(256, 4096, _plain_tool)
 
 
@@ -123,7 +123,7 @@ def _waits(call: Event, view: SessionView, elapsed: float) -> tuple[float, float
         if elapsed >= WAIT_GAP and view.last_call_key and call_key(call) == view.last_call_key
         else 0.0
     )
-    command = shell_command(call)
+    command = shell.shell_command(call)
     pure = 0.0
     waited = view.last_wait
     if command is not None:

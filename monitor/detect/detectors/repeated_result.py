@@ -148,5 +148,6 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
             tool=event.tool,
             summary=f"tried {len(calls)} different calls that all ended in the same {what}",
             advice=advice,
-            evidence=evidence(e for _, e in same),
+            # (Only successes keep no evidence, and they have no outcome to be the same.)
+            evidence=evidence(e for _, e in same),  # type: ignore[misc]
         )

@@ -212,7 +212,7 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
     def _tokens(self, turn: Turn, view: SessionView) -> frozenset[str] | None:
         """The turn's distinct words, ``None`` when it is not compared (and ends the streak
         if it has too few)."""
-        calls = turn.calls
+        calls: tuple[Call, ...] | list[Call] = turn.calls
         if calls and view.tool_overrides:
             calls = [call for call in calls if not view.exempt(call[0])]
         if not calls and not turn.has_text:

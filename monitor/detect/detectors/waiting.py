@@ -49,7 +49,7 @@ class Waiting(Detector[WaitingSettings]):
     def reset(self) -> None:
         self.poll: CallRecord | None = None  # the poll being waited on
         self.spent = 0.0  # seconds waited on its unchanged answer
-        self.polls: list[CallRecord] | None = None  # its repeats (the first 6, as evidence)
+        self.polls: list[CallRecord] = []  # its repeats (the first 6, as evidence)
         self.count = 0  # its repeats
         self.stage = 0  # 0: nothing said, 1: notice given, n >= 2: warned for n - 1 budgets
 
