@@ -105,3 +105,22 @@ def test_the_circles_issue_29_named_stay_broken():
     assert not both_ways, "these import each other again (directly or through others):\n  " + "\n  ".join(
         both_ways
     )
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A ``_name`` is its module's own: what another module needs is public (as
+    :mod:`monitor.detect.analysis.shell`'s ``segments`` and ``program``)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for path in sorted((root / "monitor").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("monitor"):
+                found += [
+                    f"{path.relative_to(root)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert not found, found
