@@ -13,7 +13,7 @@ scale) is the UI's business (:mod:`monitor.ui.sparks`).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -114,12 +114,20 @@ class HeldState(Protocol):
     """What :func:`summarize` reads of the engine's
     :class:`~monitor.detect.engine.SessionState` (declared here: the engine imports this module)."""
 
-    detectors: list[Detector[Any]]
-    detections: Iterable[Detection]
-    events: int
-    muted: set[str]
-    similarity: SparkHistory
-    detector_similarity: dict[str, SparkHistory]
+    # (Read-only properties: a protocol's plain attributes would have to match
+    # the engine's types exactly, a deque of detections where Iterable is read.)
+    @property
+    def detectors(self) -> Sequence[Detector[Any]]: ...
+    @property
+    def detections(self) -> Iterable[Detection]: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def muted(self) -> Collection[str]: ...
+    @property
+    def similarity(self) -> SparkHistory: ...
+    @property
+    def detector_similarity(self) -> Mapping[str, SparkHistory]: ...
 
 
 def summarize(
@@ -142,9 +150,11 @@ def summarize(
             "quiet_until": escalation.quiet_until,
             "detection": escalation.last,
         }
-    money = {"episode_cost": costs.episode(session, escalation), "loop_cost": costs.loops(session)}
+    episode_cost, loop_cost = costs.episode(session, escalation), costs.loops(session)
     if state is None:
-        return SessionSummary(session, muted=frozenset(muted), **mood, **money)
+        return SessionSummary(
+            session, muted=frozenset(muted), episode_cost=episode_cost, loop_cost=loop_cost, **mood
+        )
     provider = next((d for d in state.detectors if d.provides_window), None)
     return SessionSummary(
         session,
@@ -155,6 +165,7 @@ def summarize(
         similarity=state.similarity.sparks(),
         detector_similarity={name: line.sparks() for name, line in state.detector_similarity.items()},
         window=provider.window_records() if provider is not None else (),
+        episode_cost=episode_cost,
+        loop_cost=loop_cost,
         **mood,
-        **money,
     )
