@@ -149,11 +149,10 @@ class FileSource:
             sink, fmt=fmt, max_line_bytes=max_line_bytes, clock=clock, again=self._again, notice=self._notice
         )
         self.tailer.ingest = ingest  # a live monitor's pump shared by every source (sources/fair.py)
-        # Whole documents (trajectories, Aider histories) are read whole on change, not tailed.
+        # Not tailed: documents (trajectories, Aider histories) are read whole on change, agents'
+        # SQLite databases (OpenCode, Goose) polled for new rows, OpenCode's storage/ files one by one.
         self.documents = DocumentFollower(sink, self._again, fmt)
-        # Agents' SQLite databases (OpenCode, Goose) are polled for new rows.
         self.databases = DatabaseFollower(sink, self.start_policy, clock)
-        # OpenCode's older storage/ folder: one JSON file a message or part, rewritten in place.
         self.storage = StorageFollower(sink, self.starts.known, self._again)
         self.watcher = ChangeWatcher(
             self.specs,
