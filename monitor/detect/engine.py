@@ -79,8 +79,12 @@ class SeenIds:
         self.ids: set[int] = set()
         self.size = size
 
-    def add(self, key: int) -> bool:
-        """Remember ``key``; False when it was already there (a duplicate)."""
+    def admit(self, event: Event) -> bool:
+        """Remember the call id of the tool call or result ``event``; False
+        when it was there already (a duplicate)."""
+        key = hash(event.call_id)
+        if event.kind is TOOL_RESULT:
+            key = ~key  # a call and its result have one id
         if key in self.ids:
             return False
         self.ids.add(key)
@@ -143,10 +147,14 @@ class SessionState:
     #: Per kind, the steps to run: this session's unmuted detectors that
     #: observe the kind, in run order, then the global ones (see :meth:`route`).
     steps: dict[Kind, tuple[Step, ...]] = field(default_factory=dict)
-    #: The assistant turns, one tracker per ``same_turn_seconds`` of an unmuted turn detector.
+    #: Per kind, the ``observe`` of each of those steps but the turn
+    #: detectors': what runs for an event that completes no turn (most).
+    observers: dict[Kind, tuple[Callable[[Event, SessionView], Any], ...]] = field(default_factory=dict)
+    #: The assistant turns, one tracker per ``same_turn_seconds`` of a turn
+    #: detector (kept while it is muted: unmuted, it goes on where it was).
     trackers: dict[float, TurnTracker] = field(default_factory=dict)
-    #: The ``same_turn_seconds`` the trackers are fed for.
-    turn_seconds: tuple[float, ...] = ()
+    #: The trackers fed, those of the unmuted turn detectors.
+    fed: tuple[tuple[float, TurnTracker], ...] = ()
 
     def route(self) -> None:
         """Work out the steps of each kind (after creation or a mute)."""
@@ -155,7 +163,10 @@ class SessionState:
         for detector in active:
             if isinstance(detector, TurnDetector) and detector.settings.same_turn_seconds not in seconds:
                 seconds.append(detector.settings.same_turn_seconds)
-        self.turn_seconds = tuple(seconds)
+        for each in seconds:
+            if each not in self.trackers:
+                self.trackers[each] = TurnTracker(same_turn_seconds=each)
+        self.fed = tuple((each, self.trackers[each]) for each in seconds)
         self.steps = {
             kind: tuple(
                 (d, d.settings.same_turn_seconds if isinstance(d, TurnDetector) else None)
@@ -164,18 +175,10 @@ class SessionState:
             )
             for kind in Kind
         }
-
-    def turns(self, event: Event) -> dict[float, Turn]:
-        """Feed ``event`` to the session's turn trackers: the turns it completes."""
-        completed: dict[float, Turn] = {}
-        for seconds in self.turn_seconds:
-            tracker = self.trackers.get(seconds)
-            if tracker is None:
-                tracker = self.trackers[seconds] = TurnTracker(same_turn_seconds=seconds)
-            turn = tracker.feed(event)
-            if turn is not None:
-                completed[seconds] = turn
-        return completed
+        self.observers = {
+            kind: tuple(d.observe for d, turn_seconds in steps if turn_seconds is None)
+            for kind, steps in self.steps.items()
+        }
 
     def window(self) -> list[Event | EventRef]:
         """The events the call detectors are comparing right now (what a
@@ -314,9 +317,14 @@ class Engine:
         state = self.sessions.get(event.session)
         if state is None:
             state = self.session(event.session, event)
-        if not self._admit(state, event):
-            self.duplicates += 1
-            return _DROPPED[self.level(event.session)]
+        if event.call_id and event.kind in _ID_KINDS:
+            # Two sources for one session must not make one call look like a repeat.
+            seen = state.seen
+            if seen is None:
+                seen = state.seen = SeenIds(MAX_SEEN_IDS)
+            if not seen.admit(event):
+                self.duplicates += 1
+                return _DROPPED[self.level(event.session)]
         self._enrich(state, event)
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
@@ -331,22 +339,10 @@ class Engine:
         """:meth:`process` each event in order; their detections."""
         out: list[Detection] = []
         for event in events:
-            out.extend(self.process(event).detections)
+            found = self.process(event).detections
+            if found:
+                out.extend(found)
         return out
-
-    def _admit(self, state: SessionState, event: Event) -> bool:
-        """False for a tool call or result whose call id the session
-        reported lately: two sources for one session must not make one call
-        look like a repeat."""
-        call_id = event.call_id
-        if not call_id or event.kind not in _ID_KINDS:
-            return True
-        key = hash(call_id)
-        if event.kind is TOOL_RESULT:
-            key = ~key  # a call and its result have one id
-        if state.seen is None:
-            state.seen = SeenIds(MAX_SEEN_IDS)
-        return state.seen.add(key)
 
     def _enrich(self, state: SessionState, event: Event) -> None:
         """Number the event and work out what it means for its session
@@ -400,13 +396,25 @@ class Engine:
     def _observe(self, state: SessionState, event: Event) -> list[Detection]:
         """Run the detectors of the event's kind; what they find."""
         view = state.view
-        turns = state.turns(event) if state.turn_seconds else None
         found: list[Detection] = []
+        turns: dict[float, Turn] | None = None  # the turns it completes, by same_turn_seconds
+        for seconds, tracker in state.fed:
+            turn = tracker.feed(event)
+            if turn is not None:
+                if turns is None:
+                    turns = {}
+                turns[seconds] = turn
+        if turns is None:  # no turn to judge: the observers alone
+            for observe in state.observers[event.kind]:
+                result = observe(event, view)
+                if result:
+                    found.extend(result)
+            return found
         for detector, seconds in state.steps[event.kind]:
             if seconds is None:
                 result = detector.observe(event, view)
             else:
-                turn = turns.get(seconds) if turns else None
+                turn = turns.get(seconds)
                 if turn is None:
                     continue
                 result = detector.judge(turn, view)  # type: ignore[attr-defined]

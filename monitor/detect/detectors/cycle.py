@@ -65,7 +65,8 @@ class Cycle(Detector[CycleSettings]):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
-            return self._result(event, view)
+            # Only a run in progress has a result to confirm or break.
+            return self._result(event, view) if self._running else None
         if event.kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
         return self._call(call_record(event), view)

@@ -77,6 +77,8 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
+            if self.awaited is None:
+                return None  # no repeat awaits its results (most results)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None
@@ -85,7 +87,8 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
             return None
         record = call_record(event)
         seen = self.calls.counts.get(record.hash, 0)
-        if seen + 1 < view.threshold(event.tool, self.settings.threshold):
+        # (A call not in the window repeats nothing, whatever the threshold.)
+        if not seen or seen + 1 < view.threshold(event.tool, self.settings.threshold):
             # Too few occurrences in the window to reach the threshold,
             # however the streak would count: only the similarity to note.
             noted = (

@@ -121,6 +121,8 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         # (Results reach the records through the engine: see calls.py.)
         if event.kind is _TOOL_RESULT:
+            if self.awaited is None:
+                return None  # no repeat awaits its results (most results)
             proven = self.proven_repeat(event)
             if proven is None:
                 return None

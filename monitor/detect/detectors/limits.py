@@ -133,17 +133,17 @@ class Limits(Detector[LimitsSettings]):
         return []  # the failed results are kept as evidence references only
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        """Count the event; the detections of the limits it reaches."""
         if self.first_ts is None:
             self.first_ts = event.ts
-        found = self._tally(event)
-        if self.totals:
-            found += self._totals(event)
-        return found or None
-
-    def _tally(self, event: Event) -> list[Detection]:
-        """Count the event; the failure streak's detection, if it reaches its limit."""
+        found: list[Detection] | None = None
         kind = event.kind
-        if kind is _TOOL_CALL:
+        if kind is _TOOL_RESULT:  # (by default the most of what it sees)
+            if failed(event):
+                found = self._failed(event)
+            elif self.failures:
+                self.reset()
+        elif kind is _TOOL_CALL:
             self.tool_calls += 1
         elif kind is _MESSAGE:
             if event.role == "assistant":
@@ -152,12 +152,9 @@ class Limits(Detector[LimitsSettings]):
                 self.reset()  # the user stepped in: the failures are no longer "in a row"
         elif kind is _USAGE and event.cost_usd:
             self.cost += event.cost_usd
-        elif kind is _TOOL_RESULT:
-            if failed(event):
-                return self._failed(event) or []
-            if self.failures:
-                self.reset()
-        return []
+        if self.totals:
+            found = (found or []) + self._totals(event)
+        return found or None
 
     def _totals(self, event: Event) -> list[Detection]:
         """The iteration, runtime and cost limits' detections for this event."""

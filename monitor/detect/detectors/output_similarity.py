@@ -189,7 +189,8 @@ class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
         return [output.event for output in self.outputs]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
-        text = self._text(turn)
+        # (A turn of tool calls only -- most -- holds no text to compare.)
+        text = self._text(turn) if turn.text is not None else None
         if text is None:
             if turn.calls and self.outputs and self.outputs[-1].work == self.work:
                 self._note_work(turn, view)

@@ -75,10 +75,8 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
     def window(self) -> list[Event]:
         return []  # the results compared are summarized, not kept
 
-    def _outcome(self, event: Event) -> str | None:
-        signature = comparable_failure(event)
-        if signature is not None or self.settings.failures_only:
-            return signature
+    def _success(self, event: Event) -> str | None:
+        """The outcome of a result that is no failure, when successes count."""
         if event.is_error or is_acknowledgement(event) or len(event.content.strip()) < MIN_SUCCESS_CHARS:
             return None
         return "R:" + clip(event.content)
@@ -91,7 +89,9 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
             or (view.tool_overrides and view.exempt(event.tool))
         ):
             return None
-        outcome = self._outcome(event)
+        outcome = comparable_failure(event)
+        if outcome is None and not self.settings.failures_only:
+            outcome = self._success(event)
         results = self.results
         if outcome is None:
             # A cancelled sibling or a refused call is not this call's result

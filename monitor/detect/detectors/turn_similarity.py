@@ -55,7 +55,7 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
     text = turn.text
     words = text.squashed().lower().split() if turn.has_text and text is not None else []
     if calls:
-        joined = " ".join(f"{tool} {key}" for tool, key in calls)
+        joined = " ".join([f"{tool} {key}" for tool, key in calls])
         if len(joined) > SIMILARITY_CHARS:
             joined = clip(joined, SIMILARITY_CHARS)
         words += joined.lower().split()
@@ -63,6 +63,7 @@ def _words(turn: Turn, calls: tuple[Call, ...] | list[Call]) -> list[str]:
 
 
 _TOOL_CALL, _TOOL_RESULT = Kind.TOOL_CALL, Kind.TOOL_RESULT
+_NO_TOKENS: frozenset[str] = frozenset()
 
 #: A result cited later: (seq, source, line, is_error, content), or a call's record -- see :func:`_kept`.
 _Cited = tuple[int, str, int | None, bool, str] | CallRecord
@@ -221,7 +222,7 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         words = _words(turn, calls)
         # Fewer words than min_tokens means fewer distinct tokens too.
-        tokens = frozenset(words) if len(words) >= self.settings.min_tokens else frozenset()
+        tokens = frozenset(words) if len(words) >= self.settings.min_tokens else _NO_TOKENS
         if len(tokens) < self.settings.min_tokens:
             self.consecutive = 0
             return None
