@@ -359,7 +359,10 @@ def _render_all(records: list[dict], tmp_path: Path) -> dict[str, list[Path]]:
     claude_dir.mkdir()
     codex_dir.mkdir()
     claude, codex = [], []
-    for n, (session, items) in enumerate(_by_session(records).items()):
+    # A call the harness made by itself ("harness": true) has no place in a Claude Code or Codex
+    # transcript; the native log shows it, and no detector counts it (analysis/origin.py).
+    agents = [r for r in records if not r.get("harness")]
+    for n, (session, items) in enumerate(_by_session(agents).items()):
         claude.append(write_jsonl(claude_dir / f"{n:02d}.jsonl", render_claude(items)))
         codex.append(write_jsonl(codex_dir / f"{n:02d}.jsonl", render_codex(items)))
     return {"native": [native], "claude": claude, "codex": codex}

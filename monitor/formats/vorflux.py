@@ -19,6 +19,9 @@ from what the model asked for (``read`` {file_path} runs as ``read_text_file``
 unclaimed ``tool_call`` entry with the same argument values; only a request no
 entry answers (``add_task``, ``mark_todo_done`` …: tools the harness handles
 itself) is a call of its own, without a result.  Each call is counted once.
+A ``tool_call`` entry no reply asked for is the harness's own (a hook it runs
+between the model's steps): its events carry ``meta["harness"] = True``, and
+the detectors do not take it for the agent acting (:func:`_harness`).
 An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
 its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
 the harness grading replies and are skipped (counted).  The ``line`` of an event
@@ -132,6 +135,35 @@ def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
     return answered, alone
 
 
+def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
+    """The ``tool_call`` entries the harness ran by itself, not at a reply's request.
+
+    When the export records the replies' requests, an entry no request
+    matched.  When it records none, only what shows without them: the same
+    call run again with no reply in between (a model asks once per reply; a
+    harness re-runs its hook), the whole burst."""
+    recorded = any(isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory)
+    found: set[int] = set()
+    previous: tuple[int, bytes] | None = None
+    for index, entry in enumerate(trajectory, start=1):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "llm_call":
+            previous = None  # a reply between: the same call again is the model's
+        if kind != "tool_call":
+            continue
+        if recorded:
+            if index not in answered:
+                found.add(index)
+            continue
+        key = orjson.dumps(
+            [entry.get("tool"), entry.get("arguments")], option=orjson.OPT_SORT_KEYS, default=str
+        )
+        if previous is not None and previous[1] == key:
+            found.update((previous[0], index))
+        previous = (index, key)
+    return found
+
+
 def _result(value: Any) -> tuple[str, bool, dict[str, Any]]:
     """A tool's output, whether it failed, and its exit code as meta."""
     if isinstance(value, str):
@@ -181,6 +213,7 @@ class _Run:
         self.session = session
         self.ts = base
         self.answered, self.alone = _pair(trajectory)
+        self.harness = _harness(trajectory, self.answered)
         self.told = False
         self.skipped: dict[str, int] = {}
 
@@ -224,8 +257,11 @@ class _Run:
         args = args if isinstance(args, dict) else ({} if args is None else {"arguments": args})
         call_id = self.answered.get(index, f"span-{index}")
         content, failed, meta = _result(entry.get("result"))
+        mark = {"harness": True} if index in self.harness else {}
+        if mark:
+            meta["harness"] = True
         return [
-            event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id),
+            event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id, meta=mark),
             event(Kind.TOOL_RESULT, tool=tool, call_id=call_id, content=content, is_error=failed, meta=meta),
         ]
 
