@@ -19,6 +19,8 @@ from what the model asked for (``read`` {file_path} runs as ``read_text_file``
 unclaimed ``tool_call`` entry with the same argument values; only a request no
 entry answers (``add_task``, ``mark_todo_done`` …: tools the harness handles
 itself) is a call of its own, without a result.  Each call is counted once.
+A span's call carries the reply it ran for (``meta["reply"]``, that
+``llm_call``'s place): calls one reply made together are one round.
 A ``tool_call`` entry no reply asked for is the harness's own (a hook it runs
 between the model's steps): its events carry ``meta["harness"] = True``, and
 the detectors do not take it for the agent acting (:func:`_harness`).
@@ -111,9 +113,10 @@ def _requests(entry: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
+def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]], dict[int, int]]:
     """Which ``tool_call`` entries answer which requests: the request's id by
-    entry index, and the (llm entry, request) places no entry answers."""
+    entry index, the (llm entry, request) places no entry answers, and the
+    reply (``llm_call`` entry) each entry ran for."""
     waiting: dict[tuple[str, ...], list[int]] = {}
     for index, entry in enumerate(trajectory, start=1):
         if isinstance(entry, dict) and entry.get("type") == "tool_call":
@@ -121,6 +124,7 @@ def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
             if key is not None:
                 waiting.setdefault(key, []).append(index)
     answered: dict[int, str] = {}
+    replies: dict[int, int] = {}
     alone: set[tuple[int, int]] = set()
     for index, entry in enumerate(trajectory, start=1):
         if not isinstance(entry, dict) or entry.get("type") != "llm_call":
@@ -132,7 +136,23 @@ def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
                 alone.add((index, place))
             else:
                 answered[hit] = ident or f"span-{hit}"
-    return answered, alone
+                replies[hit] = index
+    _reply_before(trajectory, replies)
+    return answered, alone, replies
+
+
+def _reply_before(trajectory: list[Any], replies: dict[int, int]) -> None:
+    """In an export whose replies record no requests, each span's reply is the
+    ``llm_call`` before it: the spans between two replies are one reply's calls."""
+    if replies:
+        return
+    reply = 0
+    for index, entry in enumerate(trajectory, start=1):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "llm_call":
+            reply = index
+        elif kind == "tool_call" and reply:
+            replies[index] = reply
 
 
 def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
@@ -212,7 +232,7 @@ class _Run:
         self.source = source
         self.session = session
         self.ts = base
-        self.answered, self.alone = _pair(trajectory)
+        self.answered, self.alone, self.replies = _pair(trajectory)
         self.harness = _harness(trajectory, self.answered)
         self.told = False
         self.skipped: dict[str, int] = {}
@@ -257,9 +277,11 @@ class _Run:
         args = args if isinstance(args, dict) else ({} if args is None else {"arguments": args})
         call_id = self.answered.get(index, f"span-{index}")
         content, failed, meta = _result(entry.get("result"))
-        mark = {"harness": True} if index in self.harness else {}
+        mark: dict[str, Any] = {"harness": True} if index in self.harness else {}
         if mark:
             meta["harness"] = True
+        elif index in self.replies:
+            mark["reply"] = self.replies[index]  # calls of one reply are one round
         return [
             event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id, meta=mark),
             event(Kind.TOOL_RESULT, tool=tool, call_id=call_id, content=content, is_error=failed, meta=meta),
