@@ -58,7 +58,7 @@ _ACK = re.compile(
     r"^(?:ok|okay|done|success(?:ful(?:ly)?)?|true|none|null|\{\}|\[\]|"
     r"(?:the )?file .{0,200}? (?:has been |was )?(?:updated|created|written|saved|edited|modified)"
     r"(?: successfully)?\.?.*|"
-    r"(?:successfully )?(?:wrote|written|saved|updated|created|applied|edited).{0,200}|"
+    r"(?:successfully )?(?:wrote|written|saved|updated|created|applied|edited|replaced|inserted|modified).{0,200}|"
     r"file (?:created|updated|written|saved|edited|modified) successfully.{0,300}|"  # Claude Code Write
     r"todos? (?:have|has) been (?:modified|updated|saved)(?: successfully)?\..*|"  # Claude Code TodoWrite
     r"plan updated|"  # Codex update_plan
