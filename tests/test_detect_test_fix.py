@@ -646,3 +646,21 @@ def test_the_same_failing_test_from_different_commands_is_a_repeated_result():
     hits = by(s.run(only("repeated_result")), "repeated_result")
     assert hits and hits[0].count == 4
     assert "test_parse[case7]" in hits[0].message and "test failure" in hits[0].message
+
+
+def test_test_runs_one_reply_made_together_are_one_run_of_the_cycle():
+    """Two test runs made in parallel by one reply, failing the same way, are one run: with one
+    earlier failing run that is two runs of the cycle, not three (issue 31)."""
+    s = Script()
+    missing = "Exit code 1\n/usr/local/bin/python: No module named pytest"
+    s.bash("python -m pytest tests/test_blockmatrix.py -v", missing, code=1)
+    s.call(
+        "edit_file", {"path": "matexpr.py", "old": "a", "new": "b"}, "Successfully edited file: matexpr.py"
+    )
+    for target in ("tests/test_blockmatrix.py", "tests/"):
+        s.call("bash", {"command": f"python -m pytest {target} -v 2>&1 | tail -30"}, answer=False)
+    for call in s.records[-2:]:
+        s.add({"type": "tool_result", "id": call["id"], "content": missing, "is_error": True})
+    assert not by(s.run(only("test_fix")), "test_fix")
+    s.bash("python -m pytest tests/ -x", missing, code=1)
+    assert by(s.run(only("test_fix")), "test_fix")

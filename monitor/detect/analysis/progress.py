@@ -83,6 +83,23 @@ def _call_text(call: Event | None) -> str:
     return text[:CALL_CHARS]
 
 
+def round_of(result: Event) -> tuple[object, int, int]:
+    """A result's round: its call's reply (``meta["reply"]``, if an adapter
+    knows it), the call's seq and the result's seq."""
+    call = result.call
+    reply = call.meta.get("reply") if call is not None and call.meta else None
+    return (reply, call.seq if call is not None else result.seq, result.seq)
+
+
+def same_round(before: tuple[object, int, int] | None, now: tuple[object, int, int]) -> bool:
+    """Whether the result of round ``now`` came from the same reply as ``before``'s."""
+    if before is None:
+        return False
+    if now[0] is not None and before[0] is not None:
+        return now[0] == before[0]
+    return now[1] < before[2]  # made before the earlier result was back
+
+
 class FailingForward:
     """Per streak: the failure before, and the kinds of failure seen so far."""
 
@@ -103,15 +120,9 @@ class FailingForward:
     def joins_round(self, result: Event) -> bool:
         """Feed each failed result first: True when its call was made in the
         same round as the failure before (one reply's calls, made together)."""
-        call = result.call
-        reply = call.meta.get("reply") if call is not None and call.meta else None
-        now = (reply, call.seq if call is not None else result.seq, result.seq)
+        now = round_of(result)
         before, self.round = self.round, now
-        if before is None:
-            return False
-        if reply is not None and before[0] is not None:
-            return reply == before[0]
-        return now[1] < before[2]  # made before the earlier failure's result was back
+        return same_round(before, now)
 
     def moved_on(self, result: Event) -> bool:
         """Feed each failed result of the streak in order: True when its call
