@@ -180,3 +180,27 @@ def test_without_recorded_requests_only_a_back_to_back_repeat_is_the_harnesss(tm
     assert [(d.detector, d.line) for d in report.detections if d.level.label == "warn"] == [
         ("exact_repeat", 9)
     ]
+
+
+def test_calls_without_arguments_pair_by_tool_name(tmp_path: Path):
+    """`list_tasks` and `list-git-repositories` both take no arguments: a request pairs with a span of
+    its own tool, so each call is counted once (it used to be one call left alone, one mispaired)."""
+    requests = [
+        {"id": "toolu_1", "type": "function", "function": {"name": "list_tasks", "arguments": "{}"}},
+        {
+            "id": "toolu_2",
+            "type": "function",
+            "function": {"name": "list-git-repositories", "arguments": "{}"},
+        },
+    ]
+    trajectory = [
+        {
+            "type": "llm_call",
+            "timestamp": "2026-05-04 23:25:04.5",
+            "output": {"content": "", "tool_calls": requests},
+        },
+        _span({}, {"repos": ["/code/django"]}, tool="list-git-repositories"),
+    ]
+    events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
+    calls = [(e.tool, e.call_id, e.line) for e in events if e.kind is Kind.TOOL_CALL]
+    assert calls == [("list_tasks", "toolu_1", 1), ("list-git-repositories", "toolu_2", 2)]

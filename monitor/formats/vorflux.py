@@ -113,6 +113,16 @@ def _requests(entry: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def _key(tool: Any, args: Any) -> tuple[str, ...] | None:
+    """What pairs a request with the span that ran it: the argument values;
+    for a call without arguments (``list-git-repositories``, ``list_tasks``),
+    the tool's name, which then is all that tells two such calls apart."""
+    values = _values(args)
+    if values == () and isinstance(tool, str):
+        return ("\x00tool", tool)
+    return values
+
+
 def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]], dict[int, int]]:
     """Which ``tool_call`` entries answer which requests: the request's id by
     entry index, the (llm entry, request) places no entry answers, and the
@@ -120,7 +130,7 @@ def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]], 
     waiting: dict[tuple[str, ...], list[int]] = {}
     for index, entry in enumerate(trajectory, start=1):
         if isinstance(entry, dict) and entry.get("type") == "tool_call":
-            key = _values(entry.get("arguments"))
+            key = _key(entry.get("tool"), entry.get("arguments"))
             if key is not None:
                 waiting.setdefault(key, []).append(index)
     answered: dict[int, str] = {}
@@ -129,8 +139,8 @@ def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]], 
     for index, entry in enumerate(trajectory, start=1):
         if not isinstance(entry, dict) or entry.get("type") != "llm_call":
             continue
-        for place, (ident, _name, args) in enumerate(_requests(entry)):
-            queue = waiting.get(_values(args) or ())
+        for place, (ident, name, args) in enumerate(_requests(entry)):
+            queue = waiting.get(_key(name, args) or ())
             hit = next((i for i in queue or () if i > index and i not in answered), None)
             if hit is None:
                 alone.add((index, place))
