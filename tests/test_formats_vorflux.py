@@ -158,11 +158,13 @@ def test_a_span_no_reply_asked_for_is_the_harnesss(tmp_path: Path):
     assert report.detections == []
 
 
-def test_without_recorded_requests_only_a_back_to_back_repeat_is_the_harnesss(tmp_path: Path):
-    """An export whose replies record no requests: the same call again with no reply between is the
-    harness re-running it; the same call after a reply is the model's (and still a loop)."""
+def test_without_recorded_requests_only_a_repeat_within_one_reply_is_the_harnesss(tmp_path: Path):
+    """An export whose replies record no requests: the same call twice after one reply (before the
+    next) is the harness re-running it, with other spans between or not; the same call after another
+    reply is the model's (and still a loop)."""
     plain = {"type": "llm_call", "timestamp": "2026-05-04 23:25:04.5", "output": {"content": ""}}
     step = {"command": "python repro.py"}
+    read = {"filePath": "/code/a.py"}
     trajectory = [
         plain,
         _span(step),
@@ -171,14 +173,17 @@ def test_without_recorded_requests_only_a_back_to_back_repeat_is_the_harnesss(tm
         _span(HOOK),
         plain,
         _span(step),
+        _span(HOOK),
+        _span(read, "x = 1", tool="read_text_file"),
+        _span(HOOK),
         plain,
         _span(step),
     ]
     events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
-    assert {line for _, line in _harness_lines(events)} == {3, 4, 5}
+    assert {line for _, line in _harness_lines(events)} == {3, 4, 5, 8, 10}
     report = scan([str(tmp_path / "run.json")])
     assert [(d.detector, d.line) for d in report.detections if d.level.label == "warn"] == [
-        ("exact_repeat", 9)
+        ("exact_repeat", 12)
     ]
 
 

@@ -170,15 +170,16 @@ def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
 
     When the export records the replies' requests, an entry no request
     matched.  When it records none, only what shows without them: the same
-    call run again with no reply in between (a model asks once per reply; a
-    harness re-runs its hook), the whole burst."""
+    call run twice among the spans after one reply, before the next (a model
+    asks for a call once per reply; a harness re-runs its hook), every one
+    of them."""
     recorded = any(isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory)
     found: set[int] = set()
-    previous: tuple[int, bytes] | None = None
+    since_reply: dict[bytes, int] = {}  # the calls run since the last reply: the first span of each
     for index, entry in enumerate(trajectory, start=1):
         kind = entry.get("type") if isinstance(entry, dict) else None
         if kind == "llm_call":
-            previous = None  # a reply between: the same call again is the model's
+            since_reply.clear()  # a reply between: the same call again is the model's
         if kind != "tool_call":
             continue
         if recorded:
@@ -188,9 +189,9 @@ def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
         key = orjson.dumps(
             [entry.get("tool"), entry.get("arguments")], option=orjson.OPT_SORT_KEYS, default=str
         )
-        if previous is not None and previous[1] == key:
-            found.update((previous[0], index))
-        previous = (index, key)
+        first = since_reply.setdefault(key, index)
+        if first != index:
+            found.update((first, index))
     return found
 
 
