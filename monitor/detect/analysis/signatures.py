@@ -46,6 +46,12 @@ PRIMARY_KEYS = (
     "filename",
     "offset",
     "limit",
+    # Where a search looks is part of what it does: the same pattern in another
+    # directory or files is another search (one search over many places).
+    "dirPath",
+    "dir_path",
+    "directory",
+    "glob",
 )
 _PRIMARY_SET = frozenset(PRIMARY_KEYS)
 COMMAND_KEYS = ("command", "cmd")
