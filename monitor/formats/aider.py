@@ -194,12 +194,12 @@ class _Run:
             self.typed = None
             added = any(line.startswith("Add") and "output to the chat" in line for line in lines)
             self.call(block.line, "shell", {"command": command}, content, kind == "test" and added)
-        added = _added_files(block.lines)
-        if added:
+        files_added = _added_files(block.lines)
+        if files_added:
             # The person said yes to "Add file to the chat?": the model's next reply
             # answers new input (the files), as after a typed message.
             self.event(
-                Kind.MESSAGE, block.line, role="user", content="Added to the chat: " + ", ".join(added)
+                Kind.MESSAGE, block.line, role="user", content="Added to the chat: " + ", ".join(files_added)
             )
         applied: list[str] = []
         failed = [line for line in lines if line.startswith(_FAILED_EDIT) or "failed to match" in line]
