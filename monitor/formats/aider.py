@@ -10,7 +10,10 @@ started at YYYY-MM-DD HH:MM:SS`` (local time) and is one session, named
   ``{"command": …}``) answered by the ``>`` lines after them (a ``/test``
   whose output aider offers to add failed: aider asks only then); other
   ``/commands`` (``/add``, ``/ask`` …) are skipped, and ``<blank>`` too;
-* ``>`` lines are aider's own output: ``Tokens: … sent, … received. Cost:
+  a ``/command`` line's block goes on with what was typed after it (aider
+  repeats an ``/ask`` question as a ``####`` line): that is the message;
+* ``>`` lines are aider's own output: the person answering ``Add file to
+  the chat?`` with yes is a user message (``Added to the chat: F, …``); ``Tokens: … sent, … received. Cost:
   $… message`` is usage; ``Applied edit to F`` and the edit-format failures
   (``The LLM did not conform to the edit format``, ``SEARCH/REPLACE block
   failed to match``, ``Malformed``) and lint / test failures (``Attempt to
@@ -74,6 +77,18 @@ class _Block:
     kind: str  # "user", "tool" (> lines) or "text"
     line: int
     lines: list[str] = field(default_factory=list)
+
+
+def _added_files(lines: list[str]) -> list[str]:
+    """The files the person agreed to add to the chat in a ``>`` block: each
+    ``Add file to the chat? (Y)es/(N)o… [Yes]: y`` (or ``a``, all) after the file's line."""
+    added: list[str] = []
+    for before, line in zip(lines, lines[1:], strict=False):
+        if line.strip().startswith("Add file to the chat?"):
+            answer = line.rsplit(":", 1)[-1].strip().lower()
+            if answer in ("y", "yes", "a", "all") and before.strip():
+                added.append(before.strip())
+    return added[:20]
 
 
 def _blocks(text: str) -> list[_Block | tuple[int, str]]:
@@ -145,7 +160,12 @@ class _Run:
             self.typed = ("test" if text.startswith("/test ") else "run", command.strip())
             return
         if text.startswith("/"):
-            return  # /add, /drop, /ask (aider repeats its question as a #### line) …
+            # /add, /drop, /ask …: the command is skipped, what was typed after it in the
+            # same block is the message (aider repeats an /ask question as a #### line).
+            typed = [line for line in block.lines if line.strip() and not line.startswith("/")]
+            text = "\n".join(typed).strip()
+            if not text or text.startswith(_SHELL_COMMANDS):
+                return
         self.event(Kind.MESSAGE, block.line, role="user", content=text)
 
     def text(self, block: _Block) -> None:
@@ -174,6 +194,13 @@ class _Run:
             self.typed = None
             added = any(line.startswith("Add") and "output to the chat" in line for line in lines)
             self.call(block.line, "shell", {"command": command}, content, kind == "test" and added)
+        files_added = _added_files(block.lines)
+        if files_added:
+            # The person said yes to "Add file to the chat?": the model's next reply
+            # answers new input (the files), as after a typed message.
+            self.event(
+                Kind.MESSAGE, block.line, role="user", content="Added to the chat: " + ", ".join(files_added)
+            )
         applied: list[str] = []
         failed = [line for line in lines if line.startswith(_FAILED_EDIT) or "failed to match" in line]
         for line in lines:
