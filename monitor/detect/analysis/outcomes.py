@@ -1,0 +1,234 @@
+"""What a round ended in, read from the result's text: failure, nothing found, rejection.
+
+Many formats carry no exit codes (SWE-agent, Aider, Trae, a harness's own
+search tool): whether a round failed, found nothing or was refused must be
+read from what came back.  The rules are written once, here, and documented
+in docs/detectors.md (*Stale outcomes*):
+
+* **rejected**: the harness refused the reply or the action ("No tool calls
+  found in the response", "Your patch is empty", "command not found" for a
+  reply in prose, "did not conform to the edit format", "validation failed",
+  "has not been read yet"…).  Read in tool results and in the harness's
+  replies that arrive as user messages.
+* **empty**: a search or lookup that found nothing ("No matches found for
+  …", "0 results", "nothing found").  Only for calls that search.
+* **failure**: the tool said it failed (``is_error``, an exit code, a failed
+  test run), or the output *ends* in an error line (``Error: …``,
+  ``fatal: …``, a traceback's last line, ``bash: …: syntax error``).  An
+  error line in the middle of a file that was read is not an outcome.
+
+:func:`outcome_of` returns an :class:`Outcome` whose ``key`` compares rounds:
+the telling line of the text after :func:`normalise`, which drops what varies
+by accident between two identical outcomes (digits, so counters, pids, line
+numbers and timestamps; hex ids and addresses; terminal colours; temporary
+directories) and, for an empty search, the quoted search term the result
+echoes.  What stays is what went wrong: ``No module named 'pytz'`` and ``No
+module named 'sqlparse'`` are different outcomes, and a test run's outcome
+keeps which tests failed and how many (:func:`~monitor.detect.analysis.failures.run_outcome`).
+
+Pure and bounded: texts are clipped to their head and tail first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from monitor.detect.analysis.failures import (
+    comparable_failure,
+    failed,
+    is_test_run,
+    run_outcome,
+    shell_command,
+)
+from monitor.detect.analysis.signatures import not_an_outcome
+from monitor.events import Event
+from monitor.text import clip
+
+#: How much of a text is read (head and tail).
+OUTCOME_CHARS = 4000
+#: An error line counts as the outcome of a non-error result only among its last lines.
+TAIL_LINES = 4
+#: A key longer than this says no more.
+KEY_CHARS = 240
+
+FAILURE, EMPTY, REJECTED = "failure", "empty", "rejected"
+
+
+class Outcome(NamedTuple):
+    """What one round ended in: its ``kind``, a ``key`` equal for the same
+    outcome (see :func:`normalise`), the line to quote, and the digests of
+    the text's lines (normalised, see :func:`body_lines`): a round with the
+    same key that shows a line no earlier one showed told the agent
+    something new (a debug print, another probe)."""
+
+    kind: str
+    key: str
+    shown: str
+    body: frozenset[int] = frozenset()
+
+
+#: A harness refusing the reply or the action: the round did nothing.
+_REJECTION = re.compile(
+    r"(?i)no tool calls? (?:found|in the response)|must (?:include|contain) (?:at least |exactly )?one"
+    r"|exactly one (?:action|command|tool|bash|code block)|format error|malformed (?:response|action|reply)"
+    r"|your (?:patch|diff|submission) is empty|did not conform to the edit format"
+    r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
+    r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found"
+    r"|has not been read yet|command not found|unexpected eof while looking for matching"
+    r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
+    r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
+)
+#: A search or lookup that found nothing.
+_EMPTY = re.compile(
+    r"(?i)\bno (?:matches|match|results?|files?|entries|items|hits)(?: were)? found\b|\bnothing found\b"
+    r"|\b0 (?:results|matches|hits)\b|\bfound 0\b|\bno matches\b|\bdid not match any\b"
+)
+#: A line saying what went wrong: it starts with an error word (the last line
+#: of a traceback, ``error: …``, ``fatal: …``, ``FAILED …``), is a program's
+#: complaint (``bash: x: command not found``, ``sed: -e expression …``), or
+#: ends in "failed" / "rejected" ("Pre-commit validation failed").
+_ERROR_LINE = re.compile(
+    r"^\W{0,3}(?:[\w.]*(?:Error|Exception)\b|error\b|ERROR\b|Error\b|fatal\b|FATAL\b|Fatal\b|panic\b"
+    r"|FAILED\b|FAIL\b|failed\b|Failed\b)"
+    r"|^[\w-]+: (?:line \d+: )?.*(?i:error|not found|no such file|permission denied|cannot|can't)"
+    r"|\b(?i:failed|rejected)\W*$"
+)
+#: A line that only says that something failed, not why ("Exit code 1",
+#: "(Command exited with code 1)", "make: *** Error 2"): never the telling line.
+_GENERIC = re.compile(
+    r"(?i)exit(?:ed)?(?: with)? (?:code|status)|non-zero|returned (?:non-zero|\d)|^\W*error:? \d+\W*$"
+    r"|\*\*\* .*error \d+|</?(?:returncode|output|tool_use_error)>"
+)
+#: Tools and shell programs that search: their "nothing" is an answer.
+_SEARCH_TOOL = re.compile(r"(?i)search|find|grep|glob|lookup|locate|\bls\b|list")
+_SEARCH_PROGRAM = re.compile(r"(?:^|[\s;&|(])(?:grep|egrep|rg|ag|ack|find|fd|locate|git grep|git log -S)\b")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_TEMP_DIR = re.compile(r"(/(?:tmp|var/folders|private/var)/)[^\s/'\"]+")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_HASH = re.compile(r"\b(?=[a-fA-F]*\d)[0-9a-fA-F]{7,}\b")
+_DIGITS = re.compile(r"\d+")
+_QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’|“[^”\n]{0,200}”")
+_AFTER_FOR = re.compile(r"(?i)(\b(?:for|matching|named|of)\b).*$")
+
+
+def normalise(text: str, *, query: bool = False, limit: int = KEY_CHARS) -> str:
+    """``text`` without what varies by accident between two identical
+    outcomes: terminal colours, temporary directories, hex ids and
+    addresses (``0x`` kept), commit hashes, digits (counters, pids, line numbers, timestamps); white
+    space squashed, lower-cased, clipped.  With ``query`` (an empty search),
+    also the quoted search term and whatever follows "for"/"matching"."""
+    text = _ANSI.sub("", text)
+    if query:
+        text = _AFTER_FOR.sub(r"\1 <q>", _QUOTED.sub("<q>", text))
+    text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    # Digits are dropped, not replaced: the same as a failure signature does
+    # (monitor.detect.analysis.signatures), so the two compare.
+    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
+    return " ".join(text.split()).lower()[:limit]
+
+
+#: At most this many lines of a body are kept (its head and tail are read).
+BODY_LINES = 200
+
+
+def body_lines(text: str) -> frozenset[int]:
+    """Digests of the lines of ``text`` (its head and tail), normalised, without
+    the lines that only say that it failed ("exit code 1")."""
+    lines = [line for line in _lines(clip(text, OUTCOME_CHARS)) if not _GENERIC.search(line)]
+    return frozenset(hash(normalise(line)) for line in lines[:BODY_LINES])
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in (raw.strip() for raw in _ANSI.sub("", text).splitlines()) if line]
+
+
+def _searches(call: Event | None) -> bool:
+    """The call looks for something (a search tool, or a shell search)."""
+    if call is None:
+        return False
+    if call.tool and _SEARCH_TOOL.search(call.tool) and not shell_command(call):
+        return True
+    command = shell_command(call)
+    if command:
+        return _SEARCH_PROGRAM.search(command[:2000]) is not None
+    return bool(call.tool and _SEARCH_TOOL.search(call.tool))
+
+
+def rejection(text: str) -> Outcome | None:
+    """The harness refused the reply or the action (see the module's rules)."""
+    clipped = clip(text, OUTCOME_CHARS)
+    found = _REJECTION.search(clipped)
+    if found is None:
+        return None
+    # The line that says so, as the harness wrote it (digits and all dropped).
+    start = clipped.rfind("\n", 0, found.start()) + 1
+    end = clipped.find("\n", found.end())
+    line = clipped[start : end if end >= 0 else len(clipped)].strip()
+    return Outcome(REJECTED, "J:" + normalise(line), line[:200])
+
+
+def _empty(text: str, call: Event | None) -> Outcome | None:
+    if len(text) > 600 or not _searches(call):
+        return None
+    lines = _lines(text)
+    for line in lines[-TAIL_LINES:]:
+        if _EMPTY.search(line):
+            return Outcome(EMPTY, "N:" + normalise(line, query=True), line[:200])
+    return None
+
+
+def _ending_error(text: str) -> str | None:
+    """The error line among the last lines of ``text``, if it ends in one."""
+    telling = [line for line in _lines(clip(text, OUTCOME_CHARS)) if not _GENERIC.search(line)]
+    for line in reversed(telling[-TAIL_LINES:]):
+        if _ERROR_LINE.search(line):
+            return line
+    return None
+
+
+def outcome_of(result: Event) -> Outcome | None:
+    """What the round of tool result ``result`` ended in; ``None`` for a
+    success (or a result that is not its call's own outcome)."""
+    found = _outcome(result)
+    return None if found is None else found._replace(body=body_lines(result.content))
+
+
+def _outcome(result: Event) -> Outcome | None:
+    text = result.content
+    if not text.strip() or not_an_outcome(result):
+        return None
+    call = result.call
+    if result.is_error and not failed(result):
+        return None  # exit status 1 of a search or a comparison: "no", not a failure
+    if is_test_run(call):
+        run = run_outcome(result)
+        if run.failing:
+            return Outcome(FAILURE, f"T:{run.signature}:{run.failures}", run.headline or "tests failed")
+        return None
+    refused = rejection(text)
+    if refused is not None:
+        return refused
+    empty = _empty(text, call)
+    if empty is not None:
+        return empty
+    known = comparable_failure(result)
+    if known is not None:
+        # The tool said it failed: what its telling error line says (a
+        # failure that says only "exit code 1" has none, and is no outcome).
+        shown = known[2:] if known[:2] in ("E:", "R:") else known
+        return Outcome(FAILURE, "F:" + normalise(shown), shown[:200])
+    line = _ending_error(text)
+    if line is not None:
+        return Outcome(FAILURE, "F:" + normalise(line), line[:200])
+    return None
+
+
+def reply_outcome(message: Event) -> Outcome | None:
+    """What a user-role message says about the round before it: a harness's
+    refusal ("No tool calls found…", a format error) is that round's outcome;
+    anything else a person or harness says is not (``None``)."""
+    if message.role != "user" or not message.content:
+        return None
+    return rejection(message.content)

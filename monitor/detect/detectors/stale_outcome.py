@@ -1,0 +1,173 @@
+"""Stale outcomes: the agent keeps acting, but what comes back is no longer new.
+
+Every round (a tool result, or a harness's refusal sent back as a user
+message) ends in an outcome (:mod:`monitor.detect.analysis.outcomes`): a
+failure, a search that found nothing, a rejection, or a success.  When
+``threshold`` of the last ``window`` rounds end in the *same* failure or
+rejection -- the same after normalising what varies by accident -- the
+outcome has stopped being new, whatever the calls were: the same commit
+retried with small edits between while a hook rejects it, a reply in prose
+answered "command not found" at every step, a patch submitted again to a
+harness that answers "Your patch is empty", a change restored and
+re-applied by different means ending in the same error.
+
+Left alone on purpose: successes (polling whose output moves, paging, one
+command over many items, edits that apply); failures that keep changing (a
+new missing module each time, fewer failing tests, a different error after
+each fix); and searches for different things that each find nothing, until
+``empty_threshold`` of the last ``window`` rounds are such searches (then
+the agent is guessing, not exploring).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.analysis.outcomes import EMPTY, REJECTED, Outcome, outcome_of, reply_outcome
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
+from monitor.events import Event, EventRef, Kind, Level
+from monitor.text import call_key
+
+#: One round: (outcome key or None, its kind, hash of the call key, evidence, body digest).
+_Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
+_NO_LINES: frozenset[int] = frozenset()
+
+
+def _stale(same: list[_Round]) -> int:
+    """How many of ``same`` (rounds with one outcome, oldest first) brought
+    nothing new: the first does, and each later one that shows a line none
+    before it showed (a debug print, a new probe's answer) does."""
+    seen: set[int] = set()
+    stale = 0
+    for round_ in same:
+        lines = round_[4]
+        if not seen or not lines <= seen:
+            seen |= lines
+            stale = max(stale, 1)
+        else:
+            stale += 1
+    return stale
+
+
+_MESSAGE = Kind.MESSAGE
+
+
+@dataclass(frozen=True)
+class StaleOutcomeSettings(DetectorSettings):
+    threshold: int = 4  # rounds ending in the same failure or rejection…
+    window: int = 10  # …among the last N rounds
+    #: Searches that found nothing (each for anything) among the last ``window`` rounds.
+    empty_threshold: int = 8
+
+
+class StaleOutcome(Detector[StaleOutcomeSettings]):
+    name = "stale_outcome"
+    title = "Stale outcomes"
+    Settings = StaleOutcomeSettings
+    kinds = frozenset({Kind.TOOL_RESULT, Kind.MESSAGE})
+    # A harness's refusal arrives as a user message: it is a round, not a
+    # person taking over (and a person repeating the same failing request
+    # is stuck too).
+    resets_on_user_turn = False
+    presets = {
+        "conservative": {"threshold": 5, "empty_threshold": 9},
+        "aggressive": {"threshold": 3, "empty_threshold": 6},
+    }
+
+    def __init__(self, settings: StaleOutcomeSettings | None = None):
+        super().__init__(settings)
+        #: Harness refusals of replies in a row (no tool result between): (key, count, evidence).
+        self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
+        # (outcome key or None, its kind, hash of the call key, evidence,
+        # body digest) of the last N rounds; a success takes a slot as None.
+        self.rounds: deque[_Round] = deque(maxlen=self.settings.window)
+
+    def reset(self) -> None:
+        self.rounds.clear()
+        self.refusals = ("", 0, ())
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        outcome: Outcome | None
+        if event.kind is _MESSAGE:
+            return self._refusal(event)
+        if event.call is None or (view.tool_overrides and view.exempt(event.tool)):
+            return None
+        self.refusals = ("", 0, ())  # the agent acted: a refusal before it was a slip
+        outcome = outcome_of(event)
+        call_hash = hash(call_key(event.call))
+        rounds = self.rounds
+        if outcome is None:
+            rounds.append((None, "", 0, None, _NO_LINES))
+            return None
+        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
+        if outcome.kind == EMPTY:
+            same = [r for r in rounds if r[1] == EMPTY]
+            stale = len(same)
+            threshold = self.settings.empty_threshold
+        else:
+            same = [r for r in rounds if r[0] == outcome.key]
+            stale = _stale(same)
+            threshold = view.threshold(event.tool, self.settings.threshold)
+        if stale > 1:
+            view.note_similarity(self.name, min(1.0, stale / threshold))
+        if stale < threshold:
+            return None
+        return [self._detection(event, outcome, same, threshold)]
+
+    def _refusal(self, message: Event) -> list[Detection] | None:
+        """A harness refusing the reply ("No tool calls found…"): refusals count
+        only in a row -- when the agent acts between them and its actions
+        bring new outcomes, a refusal was a slip, not a loop."""
+        outcome = reply_outcome(message)
+        if outcome is None:
+            return None  # what a person says is not a round
+        key, count, cited = self.refusals
+        if key != outcome.key:
+            count, cited = 0, ()
+        cited = (*cited[-11:], ref(message))
+        count += 1
+        self.refusals = (outcome.key, count, cited)
+        if count < self.settings.threshold:
+            return None
+        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
+        return [self._detection(message, outcome, same, self.settings.threshold, rounds=count)]
+
+    def _detection(
+        self,
+        event: Event,
+        outcome: Outcome,
+        same: list[_Round],
+        threshold: int,
+        rounds: int = 0,
+    ) -> Detection:
+        calls = len({r[2] for r in same})
+        window = rounds or len(self.rounds)
+        count = rounds or len(same)
+        if outcome.kind == EMPTY:
+            what = "searches that found nothing"
+            advice = (
+                "Searching again will not find it: list what is there (ls, find, glob) "
+                "or question the assumption that it exists."
+            )
+            pattern = "stale:empty"
+        else:
+            what = "rejections" if outcome.kind == REJECTED else "the same failure"
+            advice = (
+                "The outcome is the same whatever you change: read it and fix its cause, "
+                f"or stop and say what blocks you ({outcome.shown[:100]})."
+            )
+            pattern = "stale:" + outcome.key[:200]
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=min(1.0, len(same) / (threshold + 2)),
+            message=f"{count} of the last {window} rounds ended in {what} "
+            f"({calls} different calls): {outcome.shown[:80]!r}",
+            pattern=pattern,
+            count=count,
+            tool=event.tool,
+            summary=f"ended {count} of your last {window} rounds in {what}",
+            advice=advice,
+            evidence=evidence(r[3] for r in same),
+        )
