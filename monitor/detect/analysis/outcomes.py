@@ -14,8 +14,10 @@ in docs/detectors.md (*Stale outcomes*):
   …", "0 results", "nothing found").  Only for calls that search.
 * **failure**: the tool said it failed (``is_error``, an exit code, a failed
   test run), or the output *ends* in an error line (``Error: …``,
-  ``fatal: …``, a traceback's last line, ``bash: …: syntax error``).  An
-  error line in the middle of a file that was read is not an outcome.
+  ``fatal: …``, a traceback's last line, ``bash: …: syntax error``, a line
+  ending "failed"), or the whole output is a short "not there" ("No session
+  found for 2327", "does not exist").  An error line in the middle of a
+  file that was read is not an outcome.
 
 :func:`outcome_of` returns an :class:`Outcome` whose ``key`` compares rounds:
 the telling line of the text after :func:`normalise`, which drops what varies
@@ -74,7 +76,8 @@ _REJECTION = re.compile(
     r"|exactly one (?:action|command|tool|bash|code block)|format error|malformed (?:response|action|reply)"
     r"|your (?:patch|diff|submission) is empty|did not conform to the edit format"
     r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
-    r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found"
+    r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found|no replacement was performed"
+    r"|did not appear verbatim|string to replace not found"
     r"|has not been read yet|command not found|unexpected eof while looking for matching"
     r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
     r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
@@ -84,6 +87,11 @@ _EMPTY = re.compile(
     r"(?i)\bno (?:matches|match|results?|files?|entries|items|hits)(?: were)? found\b|\bnothing found\b"
     r"|\b0 (?:results|matches|hits)\b|\bfound 0\b|\bno matches\b|\bdid not match any\b"
 )
+#: A short answer that something looked up is not there ("No session found
+#: for 2327", "foo: not found", "… does not exist"): a failed lookup.
+_MISSING = re.compile(r"(?i)\bno (?:\w+ ){1,2}found\b|\bnot found\b|\bdoes(?: not|n't) exist\b|\bno such \w+")
+#: A lookup's answer longer than this is more than "not there".
+MISSING_CHARS = 300
 #: A line saying what went wrong: it starts with an error word (the last line
 #: of a traceback, ``error: …``, ``fatal: …``, ``FAILED …``), is a program's
 #: complaint (``bash: x: command not found``, ``sed: -e expression …``), or
@@ -98,7 +106,7 @@ _ERROR_LINE = re.compile(
 #: "(Command exited with code 1)", "make: *** Error 2"): never the telling line.
 _GENERIC = re.compile(
     r"(?i)exit(?:ed)?(?: with)? (?:code|status)|non-zero|returned (?:non-zero|\d)|^\W*error:? \d+\W*$"
-    r"|\*\*\* .*error \d+|</?(?:returncode|output|tool_use_error)>"
+    r"|\*\*\* .*error \d+|</?(?:returncode|output|tool_use_error)>|^\W*(?:error|fatal|failed|failure)\W*$"
 )
 #: Tools and shell programs that search: their "nothing" is an answer.
 _SEARCH_TOOL = re.compile(r"(?i)search|find|grep|glob|lookup|locate|\bls\b|list")
@@ -162,11 +170,14 @@ def rejection(text: str) -> Outcome | None:
     found = _REJECTION.search(clipped)
     if found is None:
         return None
-    # The line that says so, as the harness wrote it (digits and all dropped).
+    # The refusal is what its first phrase says; what it quotes (the agent's
+    # own input echoed back) and the details after it vary with each attempt
+    # while the refusal stays.
+    phrase = " ".join(found.group().lower().split())
     start = clipped.rfind("\n", 0, found.start()) + 1
     end = clipped.find("\n", found.end())
     line = clipped[start : end if end >= 0 else len(clipped)].strip()
-    return Outcome(REJECTED, "J:" + normalise(line), line[:200])
+    return Outcome(REJECTED, "J:" + phrase, line[:200])
 
 
 def _empty(text: str, call: Event | None) -> Outcome | None:
@@ -192,7 +203,11 @@ def outcome_of(result: Event) -> Outcome | None:
     """What the round of tool result ``result`` ended in; ``None`` for a
     success (or a result that is not its call's own outcome)."""
     found = _outcome(result)
-    return None if found is None else found._replace(body=body_lines(result.content))
+    if found is None or found.kind == REJECTED or found.key[:2] == "T:":
+        # A test run is judged by its verdict, not the text around it; a
+        # refusal by what it refuses, not the input it echoes.
+        return found
+    return found._replace(body=body_lines(result.content))
 
 
 def _outcome(result: Event) -> Outcome | None:
@@ -220,6 +235,8 @@ def _outcome(result: Event) -> Outcome | None:
         shown = known[2:] if known[:2] in ("E:", "R:") else known
         return Outcome(FAILURE, "F:" + normalise(shown), shown[:200])
     line = _ending_error(text)
+    if line is None and len(text) <= MISSING_CHARS and _MISSING.search(text):
+        line = " ".join(text.split())
     if line is not None:
         return Outcome(FAILURE, "F:" + normalise(line), line[:200])
     return None

@@ -29,28 +29,28 @@ from monitor.detect.base import Detection, Detector, DetectorSettings, SessionVi
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
-#: One round: (outcome key or None, its kind, hash of the call key, evidence, body digest).
+_MESSAGE = Kind.MESSAGE
+#: One round: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines).
 _Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
 _NO_LINES: frozenset[int] = frozenset()
 
 
 def _stale(same: list[_Round]) -> int:
     """How many of ``same`` (rounds with one outcome, oldest first) brought
-    nothing new: the first does, and each later one that shows a line none
-    before it showed (a debug print, a new probe's answer) does."""
+    nothing new: the first, and each later one that shows no line that none
+    before it showed (a round that does -- a debug print, a new probe's
+    answer -- is new).  A round without lines (a test run, judged by its
+    verdict) is never new."""
     seen: set[int] = set()
     stale = 0
     for round_ in same:
         lines = round_[4]
-        if not seen or not lines <= seen:
+        if stale and lines and not lines <= seen:
             seen |= lines
-            stale = max(stale, 1)
-        else:
-            stale += 1
+            continue
+        seen |= lines
+        stale += 1
     return stale
-
-
-_MESSAGE = Kind.MESSAGE
 
 
 @dataclass(frozen=True)
