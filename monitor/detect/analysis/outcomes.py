@@ -203,10 +203,8 @@ def outcome_of(result: Event) -> Outcome | None:
     """What the round of tool result ``result`` ended in; ``None`` for a
     success (or a result that is not its call's own outcome)."""
     found = _outcome(result)
-    if found is None or found.kind == REJECTED or found.key[:2] == "T:":
-        # A test run is judged by its verdict, not the text around it; a
-        # refusal by what it refuses, not the input it echoes.
-        return found
+    if found is None or found.kind == REJECTED:
+        return found  # a refusal is judged by what it refuses, not the input it echoes
     return found._replace(body=body_lines(result.content))
 
 

@@ -39,8 +39,8 @@ def _stale(same: list[_Round]) -> int:
     """How many of ``same`` (rounds with one outcome, oldest first) brought
     nothing new: the first, and each later one that shows no line that none
     before it showed (a round that does -- a debug print, a new probe's
-    answer -- is new).  A round without lines (a test run, judged by its
-    verdict) is never new."""
+    answer -- is new).  A round without lines (a refusal, judged by what it
+    refuses) is never new."""
     seen: set[int] = set()
     stale = 0
     for round_ in same:
