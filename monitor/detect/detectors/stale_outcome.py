@@ -162,8 +162,9 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             detector=self.name,
             level=Level.WARN,
             score=min(1.0, len(same) / (threshold + 2)),
-            message=f"{count} of the last {window} rounds ended in {what} "
-            f"({calls} different calls): {outcome.shown[:80]!r}",
+            message=f"{count} of the last {window} rounds ended in {what}"
+            + (f" ({calls} different calls)" if calls > 1 else "")
+            + f": {outcome.shown[:80]!r}",
             pattern=pattern,
             count=count,
             tool=event.tool,
