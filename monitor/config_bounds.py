@@ -31,6 +31,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "detectors.stale_outcome.threshold": (2, 1000),
     "detectors.stale_outcome.window": (2, 1000),
     "detectors.stale_outcome.empty_threshold": (2, 1000),
+    "detectors.stale_outcome.answer_threshold": (0, 1000),
 }
 #: The fields a nudge template may name (docs/detectors.md, "Nudges").
 NUDGE_FIELDS = ("summary", "advice", "tool", "count", "pattern", "pattern_short", "detector", "message")

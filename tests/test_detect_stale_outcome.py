@@ -184,7 +184,7 @@ def test_searches_for_different_things_that_find_nothing():
     assert by(found, NAME)
 
 
-def test_successes_never_count():
+def test_short_successes_never_count():
     s = Stream()
     for i in range(10):
         s.call("bash", "Build succeeded.\n0 warnings", command=f"make target{i}")
@@ -215,3 +215,32 @@ def test_presets_order_their_thresholds():
     aggressive = build_config({}, preset="aggressive").detector_settings(NAME)
     assert conservative.threshold > balanced.threshold > aggressive.threshold
     assert conservative.empty_threshold > balanced.empty_threshold > aggressive.empty_threshold
+
+
+def test_the_same_answer_to_different_questions_with_nothing_edited_warns():
+    s = Stream()
+    answer = "ea8da15 Add EGL robustness support and reset-notification strategy to the GL context"
+    for spelling in ["-5", "--all", "-3 --follow x.cpp", "--grep=EGL"]:
+        s.call("exec", answer, command=f"git log --oneline {spelling}")
+    _, found = run(s)
+    assert by(found, NAME) and "same answer" in by(found, NAME)[0].message
+
+
+def test_the_same_answer_after_each_edit_is_the_work():
+    s = Stream()
+    for i in range(6):
+        s.call("Edit", "The file src/p.py has been updated successfully.", file_path="src/p.py", old=f"a{i}")
+        s.call(
+            "Bash", "........................................\n40 passed in 0.52s", command=f"pytest -q # {i}"
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_pages_whose_numbers_differ_are_different_answers():
+    s = Stream()
+    for page in range(6):
+        lines = "\n".join(f"{page * 40 + k}: line of code number {page * 40 + k}" for k in range(5))
+        s.call("Read", lines, file_path="a.py", offset=page * 40)
+    _, found = run(s)
+    assert not by(found, NAME)

@@ -43,9 +43,9 @@ from monitor.detect.analysis.failures import (
     run_outcome,
     shell_command,
 )
-from monitor.detect.analysis.signatures import not_an_outcome
+from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
 from monitor.events import Event
-from monitor.text import clip
+from monitor.text import clip, normalize_result
 
 #: How much of a text is read (head and tail).
 OUTCOME_CHARS = 4000
@@ -54,7 +54,9 @@ TAIL_LINES = 4
 #: A key longer than this says no more.
 KEY_CHARS = 240
 
-FAILURE, EMPTY, REJECTED = "failure", "empty", "rejected"
+FAILURE, EMPTY, REJECTED, ANSWER = "failure", "empty", "rejected", "answer"
+#: A success shorter than this (normalised) says too little to be "the same answer".
+MIN_ANSWER_CHARS = 40
 
 
 class Outcome(NamedTuple):
@@ -238,6 +240,21 @@ def _outcome(result: Event) -> Outcome | None:
     if line is not None:
         return Outcome(FAILURE, "F:" + normalise(line), line[:200])
     return None
+
+
+def answer_of(result: Event) -> Outcome | None:
+    """A success that says something (not an acknowledgement, not a few words):
+    its whole text (timestamps, durations, ids and addresses aside) is its key, so that the same answer from
+    different questions ("006da4c chore(release): …" from five ``git log``
+    spellings) is recognised.  ``None`` for a failure or a bare "done"."""
+    if result.is_error or is_acknowledgement(result):
+        return None
+    # Numbers stay (they are what a page, a count or a line number answers);
+    # only timestamps, durations, ids and addresses go.
+    text = normalize_result(_ANSI.sub("", result.content), OUTCOME_CHARS)
+    if len(text) < MIN_ANSWER_CHARS:
+        return None
+    return Outcome(ANSWER, f"A:{hash(text):x}", result.content.strip().split("\n", 1)[0][:200])
 
 
 def reply_outcome(message: Event) -> Outcome | None:

@@ -11,7 +11,12 @@ answered "command not found" at every step, a patch submitted again to a
 harness that answers "Your patch is empty", a change restored and
 re-applied by different means ending in the same error.
 
-Left alone on purpose: successes (polling whose output moves, paging, one
+The same substantial *answer* (a success that says something: not an
+acknowledgement, at least 40 characters) to ``answer_threshold`` different
+calls among the last ``window``, with nothing edited since, is stale too:
+the history re-checked in six spellings, always the same single commit.
+
+Left alone on purpose: other successes (polling whose output moves, paging, one
 command over many items, edits that apply); failures that keep changing (a
 new missing module each time, fewer failing tests, a different error after
 each fix); and searches for different things that each find nothing, until
@@ -24,7 +29,16 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.analysis.outcomes import EMPTY, REJECTED, Outcome, outcome_of, reply_outcome
+from monitor.detect.analysis.failures import is_edit
+from monitor.detect.analysis.outcomes import (
+    ANSWER,
+    EMPTY,
+    REJECTED,
+    Outcome,
+    answer_of,
+    outcome_of,
+    reply_outcome,
+)
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
@@ -59,6 +73,8 @@ class StaleOutcomeSettings(DetectorSettings):
     window: int = 10  # …among the last N rounds
     #: Searches that found nothing (each for anything) among the last ``window`` rounds.
     empty_threshold: int = 8
+    #: The same substantial answer to different calls, with no edit since the first (0: off).
+    answer_threshold: int = 4
 
 
 class StaleOutcome(Detector[StaleOutcomeSettings]):
@@ -71,7 +87,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
     # is stuck too).
     resets_on_user_turn = False
     presets = {
-        "conservative": {"threshold": 5, "empty_threshold": 9},
+        "conservative": {"threshold": 5, "empty_threshold": 9, "answer_threshold": 6},
         "aggressive": {"threshold": 3, "empty_threshold": 6},
     }
 
@@ -97,6 +113,10 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
         rounds = self.rounds
+        if is_edit(event.call):
+            self._forget_answers()  # after an edit, the same answer may be the work's
+        if outcome is None and self.settings.answer_threshold:
+            outcome = answer_of(event)
         if outcome is None:
             rounds.append((None, "", 0, None, _NO_LINES))
             return None
@@ -105,6 +125,11 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             same = [r for r in rounds if r[1] == EMPTY]
             stale = len(same)
             threshold = self.settings.empty_threshold
+        elif outcome.kind == ANSWER:
+            same = [r for r in rounds if r[0] == outcome.key]
+            # Different questions, one answer: the same call again is exact_repeat's.
+            stale = len(same) if len({r[2] for r in same}) >= 3 else 0
+            threshold = self.settings.answer_threshold
         else:
             same = [r for r in rounds if r[0] == outcome.key]
             stale = _stale(same)
@@ -114,6 +139,12 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if stale < threshold:
             return None
         return [self._detection(event, outcome, same, threshold)]
+
+    def _forget_answers(self) -> None:
+        rounds = self.rounds
+        for index, round_ in enumerate(rounds):
+            if round_[1] == ANSWER:
+                rounds[index] = (None, "", 0, None, _NO_LINES)
 
     def _refusal(self, message: Event) -> list[Detection] | None:
         """A harness refusing the reply ("No tool calls found…"): refusals count
@@ -144,6 +175,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         calls = len({r[2] for r in same})
         window = rounds or len(self.rounds)
         count = rounds or len(same)
+        pattern = "stale:" + outcome.key[:200]
         if outcome.kind == EMPTY:
             what = "searches that found nothing"
             advice = (
@@ -151,13 +183,18 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
                 "or question the assumption that it exists."
             )
             pattern = "stale:empty"
+        elif outcome.kind == ANSWER:
+            what = "the same answer"
+            advice = (
+                "Asking again in other words gets the same answer: act on it "
+                "(edit, decide, or say what you are unsure of) instead of checking again."
+            )
         else:
             what = "rejections" if outcome.kind == REJECTED else "the same failure"
             advice = (
                 "The outcome is the same whatever you change: read it and fix its cause, "
                 f"or stop and say what blocks you ({outcome.shown[:100]})."
             )
-            pattern = "stale:" + outcome.key[:200]
         return Detection(
             detector=self.name,
             level=Level.WARN,
