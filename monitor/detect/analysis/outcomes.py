@@ -8,8 +8,10 @@ in docs/detectors.md (*Stale outcomes*):
 * **rejected**: the harness refused the reply or the action ("No tool calls
   found in the response", "Your patch is empty", "command not found" for a
   reply in prose, "did not conform to the edit format", "validation failed",
-  "has not been read yet"…).  Read in tool results and in the harness's
-  replies that arrive as user messages.
+  "has not been read yet", a model call refused at a token limit…).  Read
+  in tool results and in the harness's messages (user-role or system).
+  A system message ending in an error line (aider's ``litellm.NotFoundError:
+  …``) is a failure of the round too.
 * **empty**: a search or lookup that found nothing ("No matches found for
   …", "0 results", "nothing found").  Only for calls that search.
 * **failure**: the tool said it failed (``is_error``, an exit code, a failed
@@ -83,6 +85,7 @@ _REJECTION = re.compile(
     r"|has not been read yet|command not found|unexpected eof while looking for matching"
     r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
     r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
+    r"|has hit a (?:token|rate) limit|(?:token|context|rate) limit (?:exceeded|reached)|context_length_exceeded"
 )
 #: A search or lookup that found nothing.
 _EMPTY = re.compile(
@@ -258,9 +261,18 @@ def answer_of(result: Event) -> Outcome | None:
 
 
 def reply_outcome(message: Event) -> Outcome | None:
-    """What a user-role message says about the round before it: a harness's
-    refusal ("No tool calls found…", a format error) is that round's outcome;
-    anything else a person or harness says is not (``None``)."""
-    if message.role != "user" or not message.content:
+    """What a message from the harness says about the round before it: a
+    refusal ("No tool calls found…", a format error) in a user-role message
+    (harnesses that speak as the user) or a system one, and a harness error
+    in a system message (aider's "litellm.NotFoundError: …", "has hit a
+    token limit!") are that round's outcome; anything else a person or a
+    harness says is not (``None``)."""
+    role = message.role
+    text = message.content
+    if role not in ("user", "system") or not text:
         return None
-    return rejection(message.content)
+    refused = rejection(text)
+    if refused is not None or role == "user":
+        return refused
+    line = _ending_error(text)
+    return None if line is None else Outcome(FAILURE, "F:" + normalise(line), line[:200])
