@@ -30,6 +30,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # A count of one is every failure; a window past a thousand rounds is no longer "recent".
     "detectors.stale_outcome.threshold": (2, 1000),
     "detectors.stale_outcome.window": (2, 1000),
+    "detectors.stale_outcome.span": (2, 1000),
+    "detectors.stale_outcome.in_a_row": (2, 1000),
     "detectors.stale_outcome.empty_threshold": (2, 1000),
     "detectors.stale_outcome.answer_threshold": (0, 1000),
 }

@@ -111,7 +111,7 @@ def test_the_same_hook_rejection_after_small_edits_warns():
         )
     _, found = run(s)
     hits = by(found, NAME)
-    assert hits and hits[0].line == 16 and hits[0].count == 4
+    assert hits and hits[0].line == 12 and hits[0].count == 3
 
 
 def test_prose_run_as_bash_warns():

@@ -3,7 +3,7 @@
 Every round (a tool result, or a harness's refusal sent back as a user
 message) ends in an outcome (:mod:`monitor.detect.analysis.outcomes`): a
 failure, a search that found nothing, a rejection, or a success.  When
-``threshold`` of the last ``window`` rounds end in the *same* failure or
+``threshold`` of the last ``span`` rounds end in the *same* failure or
 rejection -- the same after normalising what varies by accident -- the
 outcome has stopped being new, whatever the calls were: the same commit
 retried with small edits between while a hook rejects it, a reply in prose
@@ -69,8 +69,11 @@ def _stale(same: list[_Round]) -> int:
 
 @dataclass(frozen=True)
 class StaleOutcomeSettings(DetectorSettings):
-    threshold: int = 4  # rounds ending in the same failure or rejection…
-    window: int = 10  # …among the last N rounds
+    threshold: int = 3  # rounds ending in the same failure or rejection…
+    span: int = 6  # …among the last N rounds
+    window: int = 10  # the rounds kept: searches that found nothing and answers are counted in them
+    #: A harness's refusals of the reply (or its errors) in a row, with no action between.
+    in_a_row: int = 4
     #: Searches that found nothing (each for anything) among the last ``window`` rounds.
     empty_threshold: int = 8
     #: The same substantial answer to different calls, with no edit since the first (0: off).
@@ -87,8 +90,20 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
     # is stuck too).
     resets_on_user_turn = False
     presets = {
-        "conservative": {"threshold": 5, "empty_threshold": 9, "answer_threshold": 6},
-        "aggressive": {"threshold": 3, "empty_threshold": 6},
+        "conservative": {
+            "threshold": 4,
+            "span": 8,
+            "in_a_row": 5,
+            "empty_threshold": 9,
+            "answer_threshold": 6,
+        },
+        "aggressive": {
+            "threshold": 3,
+            "span": 10,
+            "in_a_row": 3,
+            "empty_threshold": 6,
+            "answer_threshold": 3,
+        },
     }
 
     def __init__(self, settings: StaleOutcomeSettings | None = None):
@@ -121,24 +136,32 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             rounds.append((None, "", 0, None, _NO_LINES))
             return None
         rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
-        if outcome.kind == EMPTY:
-            same = [r for r in rounds if r[1] == EMPTY]
-            stale = len(same)
-            threshold = self.settings.empty_threshold
-        elif outcome.kind == ANSWER:
-            same = [r for r in rounds if r[0] == outcome.key]
-            # Different questions, one answer: the same call again is exact_repeat's.
-            stale = len(same) if len({r[2] for r in same}) >= 3 else 0
-            threshold = self.settings.answer_threshold
-        else:
-            same = [r for r in rounds if r[0] == outcome.key]
-            stale = _stale(same)
-            threshold = view.threshold(event.tool, self.settings.threshold)
+        same, stale, threshold, window = self._judge(
+            outcome, view.threshold(event.tool, self.settings.threshold)
+        )
         if stale > 1:
             view.note_similarity(self.name, min(1.0, stale / threshold))
         if stale < threshold:
             return None
-        return [self._detection(event, outcome, same, threshold)]
+        return [self._detection(event, outcome, same, threshold, len(same), window)]
+
+    def _judge(self, outcome: Outcome, threshold: int) -> tuple[list[_Round], int, int, int]:
+        """The rounds alike to the latest (``outcome``), how many of them
+        brought nothing new, the count that warns, and how many rounds back
+        they were looked for."""
+        rounds = self.rounds
+        settings = self.settings
+        if outcome.kind == EMPTY:
+            same = [r for r in rounds if r[1] == EMPTY]
+            return same, len(same), settings.empty_threshold, len(rounds)
+        if outcome.kind == ANSWER:
+            same = [r for r in rounds if r[0] == outcome.key]
+            # Different questions, one answer: the same call again is exact_repeat's.
+            stale = len(same) if len({r[2] for r in same}) >= 3 else 0
+            return same, stale, settings.answer_threshold, len(rounds)
+        recent = rounds if settings.span >= len(rounds) else list(rounds)[-settings.span :]
+        same = [r for r in recent if r[0] == outcome.key]
+        return same, _stale(same), threshold, len(recent)
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
@@ -159,10 +182,10 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         cited = (*cited[-11:], ref(message))
         count += 1
         self.refusals = (outcome.key, count, cited)
-        if count < self.settings.threshold:
+        if count < self.settings.in_a_row:
             return None
         same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
-        return [self._detection(message, outcome, same, self.settings.threshold, rounds=count)]
+        return [self._detection(message, outcome, same, self.settings.in_a_row, count, count)]
 
     def _detection(
         self,
@@ -170,11 +193,11 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome: Outcome,
         same: list[_Round],
         threshold: int,
-        rounds: int = 0,
+        count: int,
+        window: int,
     ) -> Detection:
+        """The detection of ``count`` of the last ``window`` rounds alike (``same``)."""
         calls = len({r[2] for r in same})
-        window = rounds or len(self.rounds)
-        count = rounds or len(same)
         pattern = "stale:" + outcome.key[:200]
         if outcome.kind == EMPTY:
             what = "searches that found nothing"
