@@ -117,7 +117,7 @@ def test_the_same_hook_rejection_after_small_edits_warns():
 def test_prose_run_as_bash_warns():
     """Issue 31 item 1: replies in prose run as commands, the same error at every step."""
     s = Stream()
-    for i, word in enumerate(["DISCUSSION", "First,", "The", "DISCUSSION", "Let"]):
+    for i, word in enumerate(["DISCUSSION", "First,", "DISCUSSION", "The", "DISCUSSION"]):
         s.call(
             "bash",
             f"bash: line {i + 1}: {word}: command not found",
@@ -213,7 +213,9 @@ def test_presets_order_their_thresholds():
     conservative = build_config({}, preset="conservative").detector_settings(NAME)
     balanced = build_config({}, preset="balanced").detector_settings(NAME)
     aggressive = build_config({}, preset="aggressive").detector_settings(NAME)
-    assert conservative.threshold > balanced.threshold > aggressive.threshold
+    # Aggressive looks further back for the same three; conservative needs four.
+    assert conservative.threshold > balanced.threshold == aggressive.threshold
+    assert aggressive.span > balanced.span and conservative.in_a_row > balanced.in_a_row > aggressive.in_a_row
     assert conservative.empty_threshold > balanced.empty_threshold > aggressive.empty_threshold
 
 
@@ -242,5 +244,16 @@ def test_pages_whose_numbers_differ_are_different_answers():
     for page in range(6):
         lines = "\n".join(f"{page * 40 + k}: line of code number {page * 40 + k}" for k in range(5))
         s.call("Read", lines, file_path="a.py", offset=page * 40)
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_a_program_the_shell_cannot_find_stays_in_the_outcome():
+    """`brew`, then `conda`, then `port`: three different programs missing, not one failure."""
+    s = Stream()
+    for program in ["brew", "conda", "port", "apt-get"]:
+        s.call(
+            "bash", f"/bin/bash: line 1: {program}: command not found", command=f"{program} install libffi"
+        )
     _, found = run(s)
     assert not by(found, NAME)

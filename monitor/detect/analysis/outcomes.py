@@ -6,8 +6,7 @@ read from what came back.  The rules are written once, here, and documented
 in docs/detectors.md (*Stale outcomes*):
 
 * **rejected**: the harness refused the reply or the action ("No tool calls
-  found in the response", "Your patch is empty", "command not found" for a
-  reply in prose, "did not conform to the edit format", "validation failed",
+  found in the response", "Your patch is empty", "did not conform to the edit format", "validation failed",
   "has not been read yet", a model call refused at a token limit…).  Read
   in tool results and in the harness's messages (user-role or system).
   A system message ending in an error line (aider's ``litellm.NotFoundError:
@@ -16,7 +15,8 @@ in docs/detectors.md (*Stale outcomes*):
   …", "0 results", "nothing found").  Only for calls that search.
 * **failure**: the tool said it failed (``is_error``, an exit code, a failed
   test run), or the output *ends* in an error line (``Error: …``,
-  ``fatal: …``, a traceback's last line, ``bash: …: syntax error``, a line
+  ``fatal: …``, a traceback's last line, ``bash: x: command not found``
+  -- the program named stays in the key --, a line
   ending "failed"), or the whole output is a short "not there" ("No session
   found for 2327", "does not exist").  An error line in the middle of a
   file that was read is not an outcome.
@@ -82,7 +82,7 @@ _REJECTION = re.compile(
     r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
     r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found|no replacement was performed"
     r"|did not appear verbatim|string to replace not found"
-    r"|has not been read yet|command not found|unexpected eof while looking for matching"
+    r"|has not been read yet"
     r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
     r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
     r"|has hit a (?:token|rate) limit|(?:token|context|rate) limit (?:exceeded|reached)|context_length_exceeded"
@@ -104,7 +104,7 @@ MISSING_CHARS = 300
 _ERROR_LINE = re.compile(
     r"^\W{0,3}(?:[\w.]*(?:Error|Exception)\b|error\b|ERROR\b|Error\b|fatal\b|FATAL\b|Fatal\b|panic\b"
     r"|FAILED\b|FAIL\b|failed\b|Failed\b)"
-    r"|^[\w-]+: (?:line \d+: )?.*(?i:error|not found|no such file|permission denied|cannot|can't)"
+    r"|^[\w./-]+: (?:line \d+: )?.*(?i:error|not found|no such file|permission denied|cannot|can't|unexpected eof)"
     r"|\b(?i:failed|rejected)\W*$"
 )
 #: A line that only says that something failed, not why ("Exit code 1",
@@ -161,8 +161,6 @@ def _searches(call: Event | None) -> bool:
     """The call looks for something (a search tool, or a shell search)."""
     if call is None:
         return False
-    if call.tool and _SEARCH_TOOL.search(call.tool) and not shell_command(call):
-        return True
     command = shell_command(call)
     if command:
         return _SEARCH_PROGRAM.search(command[:2000]) is not None
