@@ -47,12 +47,14 @@ from monitor.detect.analysis.failures import (
 )
 from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
 from monitor.events import Event
-from monitor.text import clip, normalize_result
+from monitor.text import clip
 
 #: How much of a text is read (head and tail).
 OUTCOME_CHARS = 4000
 #: An error line counts as the outcome of a non-error result only among its last lines.
 TAIL_LINES = 4
+#: How much of a text's end is read for its last lines.
+ENDING_CHARS = 1500
 #: A key longer than this says no more.
 KEY_CHARS = 240
 
@@ -75,8 +77,8 @@ class Outcome(NamedTuple):
 
 
 #: A harness refusing the reply or the action: the round did nothing.
-_REJECTION = re.compile(
-    r"(?i)no tool calls? (?:found|in the response)|must (?:include|contain) (?:at least |exactly )?one"
+_REJECTION = re.compile(  # searched in lower-cased text
+    r"no tool calls? (?:found|in the response)|must (?:include|contain) (?:at least |exactly )?one"
     r"|exactly one (?:action|command|tool|bash|code block)|format error|malformed (?:response|action|reply)"
     r"|your (?:patch|diff|submission) is empty|did not conform to the edit format"
     r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
@@ -87,6 +89,17 @@ _REJECTION = re.compile(
     r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
     r"|has hit a (?:token|rate) limit|(?:token|context|rate) limit (?:exceeded|reached)|context_length_exceeded"
 )
+#: Words one of :data:`_REJECTION`'s matches holds (lower case): a text with
+#: none of them is searched no further (a case-blind alternation costs about
+#: a millisecond per 4000 characters; these ``in`` tests, microseconds).
+_REJECTION_WORDS = (
+    "tool call", "must include", "must contain", "exactly one", "format error", "malformed", "is empty",
+    "did not conform", "failed to match", "searchreplace", "exact text", "old_s", "old_t", "oldstr",
+    "oldtext", "to replace not found", "no replacement", "verbatim", "not been read", "validation failed",
+    "hook ", "rejected", "unknown tool", "unknown command", "unknown action", "invalid tool",
+    "invalid action", "invalid command", "hit a token", "hit a rate", "limit exceeded", "limit reached",
+    "context_length",
+)  # fmt: skip
 #: A search or lookup that found nothing.
 _EMPTY = re.compile(
     r"(?i)\bno (?:matches|match|results?|files?|entries|items|hits)(?: were)? found\b|\bnothing found\b"
@@ -147,10 +160,20 @@ BODY_LINES = 200
 
 
 def body_lines(text: str) -> frozenset[int]:
-    """Digests of the lines of ``text`` (its head and tail), normalised, without
-    the lines that only say that it failed ("exit code 1")."""
-    lines = [line for line in _lines(clip(text, OUTCOME_CHARS)) if not _GENERIC.search(line)]
-    return frozenset(hash(normalise(line)) for line in lines[:BODY_LINES])
+    """Digests of the lines of ``text`` (its head and tail), normalised as
+    :func:`normalise` does (the substitutions made once over the whole
+    text), without the lines that only say that it failed ("exit code 1")."""
+    text = _ANSI.sub("", clip(text, OUTCOME_CHARS))
+    text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
+    digests = set()
+    for raw in text.splitlines():
+        line = " ".join(raw.split()).lower()
+        if line and not _generic(line):
+            digests.add(hash(line[:KEY_CHARS]))
+            if len(digests) >= BODY_LINES:
+                break
+    return frozenset(digests)
 
 
 def _lines(text: str) -> list[str]:
@@ -170,13 +193,21 @@ def _searches(call: Event | None) -> bool:
 def rejection(text: str) -> Outcome | None:
     """The harness refused the reply or the action (see the module's rules)."""
     clipped = clip(text, OUTCOME_CHARS)
-    found = _REJECTION.search(clipped)
+    low = clipped.lower()
+    for word in _REJECTION_WORDS:  # (a loop, not any() over a generator: cheaper)
+        if word in low:
+            break
+    else:
+        return None
+    found = _REJECTION.search(low)
     if found is None:
         return None
     # The refusal is what its first phrase says; what it quotes (the agent's
     # own input echoed back) and the details after it vary with each attempt
     # while the refusal stays.
-    phrase = " ".join(found.group().lower().split())
+    phrase = " ".join(found.group().split())
+    if len(low) != len(clipped):
+        clipped = low  # lower-casing moved the offsets (a few non-ASCII letters): quote it lower-cased
     start = clipped.rfind("\n", 0, found.start()) + 1
     end = clipped.find("\n", found.end())
     line = clipped[start : end if end >= 0 else len(clipped)].strip()
@@ -195,11 +226,40 @@ def _empty(text: str, call: Event | None) -> Outcome | None:
 
 def _ending_error(text: str) -> str | None:
     """The error line among the last lines of ``text``, if it ends in one."""
-    telling = [line for line in _lines(clip(text, OUTCOME_CHARS)) if not _GENERIC.search(line)]
+    # The last lines are in the last characters: the rest is not split.
+    tail = text[-ENDING_CHARS:] if len(text) > ENDING_CHARS else text
+    lines = _lines(tail)[-3 * TAIL_LINES :]
+    telling = [line for line in lines if not _generic(line)]
     for line in reversed(telling[-TAIL_LINES:]):
-        if _ERROR_LINE.search(line):
+        if _error_line(line):
             return line
     return None
+
+
+#: Words a match of :data:`_ERROR_LINE` holds (lower case); of :data:`_GENERIC`.
+_ERROR_WORDS = (
+    "error", "exception", "fatal", "panic", "fail", "not found", "no such file", "permission denied",
+    "cannot", "can't", "unexpected eof", "rejected",
+)  # fmt: skip
+_GENERIC_WORDS = ("exit", "non-zero", "returned", "error", "fatal", "fail", "<")
+
+
+def _error_line(line: str) -> bool:
+    """``_ERROR_LINE.search(line)``, after a cheap test for its words."""
+    low = line.lower()
+    for word in _ERROR_WORDS:
+        if word in low:
+            return _ERROR_LINE.search(line) is not None
+    return False
+
+
+def _generic(line: str) -> bool:
+    """``_GENERIC.search(line)``, after a cheap test for its words."""
+    low = line.lower()
+    for word in _GENERIC_WORDS:
+        if word in low:
+            return _GENERIC.search(line) is not None
+    return False
 
 
 def outcome_of(result: Event) -> Outcome | None:
@@ -245,17 +305,18 @@ def _outcome(result: Event) -> Outcome | None:
 
 def answer_of(result: Event) -> Outcome | None:
     """A success that says something (not an acknowledgement, not a few words):
-    its whole text (timestamps, durations, ids and addresses aside) is its key, so that the same answer from
+    its whole text is its key, so that the same answer from
     different questions ("006da4c chore(release): …" from five ``git log``
     spellings) is recognised.  ``None`` for a failure or a bare "done"."""
     if result.is_error or is_acknowledgement(result):
         return None
-    # Numbers stay (they are what a page, a count or a line number answers);
-    # only timestamps, durations, ids and addresses go.
-    text = normalize_result(_ANSI.sub("", result.content), OUTCOME_CHARS)
+    # The text itself, its ends' white space aside: a page, a count or a
+    # line number is what the answer says (and a hash of the clipped text
+    # costs microseconds where normalising it costs a fraction of a millisecond).
+    text = clip(result.content).strip()
     if len(text) < MIN_ANSWER_CHARS:
         return None
-    return Outcome(ANSWER, f"A:{hash(text):x}", result.content.strip().split("\n", 1)[0][:200])
+    return Outcome(ANSWER, f"A:{hash(text):x}", text.split("\n", 1)[0][:200])
 
 
 def reply_outcome(message: Event) -> Outcome | None:
