@@ -193,7 +193,7 @@ def test_short_successes_never_count():
 
 
 def test_state_is_bounded_by_the_window():
-    detector = StaleOutcome(StaleOutcomeSettings(window=5))
+    detector = StaleOutcome(StaleOutcomeSettings(window=5, span=4))
     view = SessionView("s1")
     for i in range(50):
         detector.observe(_result(f"error: thing {i} broke", error=True, command=f"step {i}"), view)

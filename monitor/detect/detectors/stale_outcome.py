@@ -1,7 +1,7 @@
 """Stale outcomes: the agent keeps acting, but what comes back is no longer new.
 
-Every round (a tool result, or a harness's refusal sent back as a user
-message) ends in an outcome (:mod:`monitor.detect.analysis.outcomes`): a
+Every round (a tool result, or a harness's refusal or error sent back as
+a user or system message) ends in an outcome (:mod:`monitor.detect.analysis.outcomes`): a
 failure, a search that found nothing, a rejection, or a success.  When
 ``threshold`` of the last ``span`` rounds end in the *same* failure or
 rejection -- the same after normalising what varies by accident -- the
@@ -85,7 +85,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
     title = "Stale outcomes"
     Settings = StaleOutcomeSettings
     kinds = frozenset({Kind.TOOL_RESULT, Kind.MESSAGE})
-    # A harness's refusal arrives as a user message: it is a round, not a
+    # A harness's refusal may arrive as a user message: it is a round, not a
     # person taking over (and a person repeating the same failing request
     # is stuck too).
     resets_on_user_turn = False
@@ -110,9 +110,8 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         super().__init__(settings)
         #: Harness refusals of replies in a row (no tool result between): (key, count, evidence).
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
-        # (outcome key or None, its kind, hash of the call key, evidence,
-        # body digest) of the last N rounds; a success takes a slot as None.
-        self.rounds: deque[_Round] = deque(maxlen=self.settings.window)
+        # The last rounds (see _Round); a success takes a slot as None.
+        self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
 
     def reset(self) -> None:
         self.rounds.clear()
