@@ -257,3 +257,45 @@ def test_a_program_the_shell_cannot_find_stays_in_the_outcome():
         )
     _, found = run(s)
     assert not by(found, NAME)
+
+
+# A harness's errors as system messages (aider's own errors: formats/aider.py).
+# Unit tests, not scenarios: Claude Code and Codex logs have no system message
+# to carry them (tests/test_formats_equivalence.py renders every scenario so).
+
+NOT_FOUND = (
+    "litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model 'qwen2.5'"
+)
+
+
+def test_the_model_call_failing_after_every_prompt_warns():
+    s = Stream()
+    for prompt in [
+        "Integrate Memgraph.",
+        "why the error?",
+        "try again",
+        "use gpt-3.5 then",
+        "what is wrong?",
+    ]:
+        s.say(prompt, role="user")
+        s.say("Here is the plan: 1. add the client, 2. store the vectors, 3. query them.")
+        s.say(NOT_FOUND, role="system")
+    _, found = run(s)
+    hits = by(found, NAME)
+    assert hits and hits[0].count == 4
+
+
+def test_harness_errors_between_work_that_gets_somewhere_stay_quiet():
+    s = Stream()
+    s.say("Add the endpoint.", role="user")
+    for i in range(4):
+        s.say("Model anthropic/claude-sonnet-4 has hit a token limit!", role="system")
+        s.say(NOT_FOUND, role="system")
+        s.call(
+            "Edit",
+            "The file api/routes.py has been updated successfully.",
+            file_path="api/routes.py",
+            old=f"v{i}",
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
