@@ -121,7 +121,7 @@ def test_prose_run_as_bash_warns():
         s.call(
             "bash",
             f"bash: line {i + 1}: {word}: command not found",
-            command=f"{word} I think the shell is broken",
+            command=f"{word} I think the shell is broken (attempt {i})",
         )
     _, found = run(s)
     assert by(found, NAME)

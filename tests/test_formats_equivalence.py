@@ -453,7 +453,7 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "openhands-v1/cd94562403b9487ebdd4018e3f531dfd": (8, 2, 2),
     "openhands-eval/output.jsonl": (40, 18, 18),
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
-    "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
+    "aider/mozgoslav/.aider.chat.history.md": (59, 2, 2),  # + aider's own error as a system message
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
     "opencode/opencode.db": (86, 21, 21),
     "goose/sessions.db": (

@@ -160,7 +160,9 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             return same, stale, settings.answer_threshold, len(rounds)
         recent = rounds if settings.span >= len(rounds) else list(rounds)[-settings.span :]
         same = [r for r in recent if r[0] == outcome.key]
-        return same, _stale(same), threshold, len(recent)
+        # One call repeated with one failure is exact_repeat's (and nudged there).
+        stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
+        return same, stale, threshold, len(recent)
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
