@@ -29,7 +29,11 @@ def test_the_real_history(real_fixtures: Path):
         "usage": 14,
         "tool_calls": 2,
         "tool_results": 2,
+        "system_messages": 1,
     }
+    # Aider's own error, answering no call, is the harness talking.
+    (error,) = [e for e in events if e.kind is Kind.MESSAGE and e.role == "system"]
+    assert error.line == 19 and error.content.startswith("litellm.AuthenticationError:")
     starts = [e for e in events if e.kind is Kind.SESSION_START]
     assert [s.session for s in starts] == [
         "mozgoslav@2026-04-22T22:40:12",
@@ -209,3 +213,26 @@ def test_an_ask_question_and_files_the_person_adds_are_user_turns(tmp_path: Path
         (21, "Added to the chat: src/styles.css"),
     ]
     assert not [d for d in scan([str(path)]).detections if d.detector == "monologue"]
+
+
+def test_aider_errors_outside_an_edit_are_system_messages(tmp_path: Path):
+    """``litellm.…Error`` and "has hit a token limit" after a prompt: the model call failed."""
+    path = _history(
+        tmp_path,
+        *HEADER,
+        "#### add the endpoint  ",
+        "> litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model  ",
+        "",
+        "#### add the endpoint, please  ",
+        "> Tokens: 498k sent, 0 received.  ",
+        "> Model anthropic/claude-sonnet-4 has hit a token limit!  ",
+        "> Token counts below are approximate.  ",
+        "",
+    )
+    events, problems = documents.load(path)
+    assert problems == []
+    system = [e.content for e in events if e.kind is Kind.MESSAGE and e.role == "system"]
+    assert system == [
+        "litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model",
+        "Model anthropic/claude-sonnet-4 has hit a token limit!",
+    ]

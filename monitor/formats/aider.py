@@ -20,6 +20,8 @@ started at YYYY-MM-DD HH:MM:SS`` (local time) and is one session, named
   fix lint errors?``, ``… test errors?``) are the result of the assistant's
   edit; ``Running cmd`` is a shell call the model suggested (its output is
   not in the file: the result says only how many lines aider added);
+  aider's own errors outside an edit or a command (``litellm.NotFoundError:
+  …``, ``Model … has hit a token limit!``) are a ``system`` message;
 * any other text is the assistant's answer: a message (without the
   ``<thinking-content-…>`` reasoning some models print), and when it holds
   edit blocks (``<<<<<<< SEARCH``) or aider reports an edit, a tool call
@@ -63,6 +65,9 @@ _FAILED_EDIT = (
     "Attempt to fix test errors?",
 )
 _SHELL_COMMANDS = ("/run ", "/test ", "!")
+#: Aider's own errors, outside an edit or a command: the model call failed
+#: (``litellm.NotFoundError: …``, ``Model … has hit a token limit!``).
+_HARNESS_ERROR = re.compile(r"\A(?:litellm\.\w+|[\w.]*(?:Error|Exception)\b|Model .* has hit a token limit)")
 
 
 def is_history(path: Path, head: bytes) -> bool:
@@ -189,6 +194,7 @@ class _Run:
     def tool(self, block: _Block) -> None:
         lines = [line.strip() for line in block.lines if line.strip()]
         content = "\n".join(lines)
+        calls = self.calls
         if self.typed is not None:
             kind, command = self.typed
             self.typed = None
@@ -236,6 +242,10 @@ class _Run:
             running = _RUNNING.match(line)
             if running is not None:
                 self.call(block.line, "shell", {"command": running.group(1)}, "", False)
+        errors = [line for line in lines if _HARNESS_ERROR.match(line)]
+        if errors and self.calls == calls:
+            # Aider's own error, answering no call: the harness talking.
+            self.event(Kind.MESSAGE, block.line, role="system", content="\n".join(errors))
 
 
 def session_base(path: Path) -> str:
