@@ -299,3 +299,11 @@ def test_harness_errors_between_work_that_gets_somewhere_stay_quiet():
         )
     _, found = run(s)
     assert not by(found, NAME)
+
+
+def test_a_failure_that_names_no_cause_is_no_outcome():
+    """A harness's "Error: ripgrep command failed: exit status 2" after different searches says that each
+    failed, not why: no stale outcome is built from it (the same rule as the generic lines above)."""
+    for text in ("Error: ripgrep command failed: exit status 2", "Error: exit code 1"):
+        assert outcome_of(_result(text, error=True)) is None, text
+    assert outcome_of(_result("ModuleNotFoundError: No module named 'pytz'", error=True)) is not None

@@ -456,7 +456,11 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "openhands-v1/cd94562403b9487ebdd4018e3f531dfd": (8, 2, 2),
     "openhands-eval/output.jsonl": (40, 18, 18),
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
-    "aider/mozgoslav/.aider.chat.history.md": (66, 2, 2),  # 7 "Add file to the chat?" answered yes; aider's own error
+    "aider/mozgoslav/.aider.chat.history.md": (
+        66,
+        2,
+        2,
+    ),  # 7 "Add file to the chat?" answered yes; aider's own error
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
     "opencode/opencode.db": (86, 21, 21),
     "goose/sessions.db": (

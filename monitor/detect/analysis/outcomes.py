@@ -253,6 +253,16 @@ def _error_line(line: str) -> bool:
     return False
 
 
+#: What is left of a failure that names no cause once its generic parts are gone ("Error: rg command failed").
+_BARE_FAILURE = re.compile(r"[\W\d_]*(?:error[\W\d_]*)?(?:(?:[\w.-]+\s+)?(?:command\s+)?failed[\W\d_]*)?")
+
+
+def _only_that_it_failed(text: str) -> bool:
+    """The tool's failure text says that it failed and nothing of why ("Error: ripgrep command
+    failed: exit status 2"), so it is no outcome to compare."""
+    return _BARE_FAILURE.fullmatch(_GENERIC.sub(" ", text.lower())) is not None
+
+
 def _generic(line: str) -> bool:
     """``_GENERIC.search(line)``, after a cheap test for its words."""
     low = line.lower()
@@ -294,6 +304,8 @@ def _outcome(result: Event) -> Outcome | None:
         # The tool said it failed: what its telling error line says (a
         # failure that says only "exit code 1" has none, and is no outcome).
         shown = known[2:] if known[:2] in ("E:", "R:") else known
+        if _only_that_it_failed(shown):
+            return None  # "ripgrep command failed: exit status 2" says that, not what: no outcome
         return Outcome(FAILURE, "F:" + normalise(shown), shown[:200])
     line = _ending_error(text)
     if line is None and len(text) <= MISSING_CHARS and _MISSING.search(text):
