@@ -27,6 +27,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "sources.hello_timeout_seconds": (0.1, 3600),
     "ui.refresh_hz": (0.1, 120),
     "control.kill_grace_seconds": (0, 3600),
+    # A count of one is every failure; a window past a thousand rounds is no longer "recent".
+    "detectors.stale_outcome.threshold": (2, 1000),
+    "detectors.stale_outcome.window": (2, 1000),
+    "detectors.stale_outcome.span": (2, 1000),
+    "detectors.stale_outcome.in_a_row": (2, 1000),
+    "detectors.stale_outcome.empty_threshold": (2, 1000),
+    "detectors.stale_outcome.answer_threshold": (0, 1000),
 }
 #: The fields a nudge template may name (docs/detectors.md, "Nudges").
 NUDGE_FIELDS = ("summary", "advice", "tool", "count", "pattern", "pattern_short", "detector", "message")

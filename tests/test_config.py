@@ -48,12 +48,12 @@ def test_every_detector_gets_its_preset(preset):
 
 
 def test_presets_differ_in_the_documented_direction():
-    """conservative waits longer than balanced, aggressive flags sooner (exact repeat: 4 / 3 / 2)."""
+    """conservative waits longer than balanced, aggressive flags sooner (exact repeat: 5 / 3 / 2)."""
     thresholds = [
         build_config({}, preset=p).detector_settings("exact_repeat").threshold
         for p in ("conservative", "balanced", "aggressive")
     ]
-    assert thresholds == [4, 3, 2]
+    assert thresholds == [5, 3, 2]
 
 
 def test_preset_from_file_and_command_line(tmp_path):
@@ -64,7 +64,7 @@ def test_preset_from_file_and_command_line(tmp_path):
     assert from_file.preset == "aggressive"
     overridden = load_config(path, preset="conservative")
     assert overridden.preset == "conservative"
-    assert overridden.detector_settings("exact_repeat").threshold == 4
+    assert overridden.detector_settings("exact_repeat").threshold == 5
     assert overridden.detector_settings("cycle").enabled is False
     assert from_file.with_preset("balanced").detector_settings("cycle").enabled is False
 

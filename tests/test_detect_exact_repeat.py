@@ -27,11 +27,12 @@ TODO_ACK = (
         "File created successfully at: /app/parser.py",
         "Success. Updated the following files:\nM src/parser.rs",
         "The file /app/parser.py has been updated successfully.",
+        "Successfully replaced 1 block(s) in /app/llama.cpp/src/llama-grammar.cpp.",
     ],
 )
 def test_real_agents_acknowledgements_are_recognised(text: str):
-    """What Claude Code's TodoWrite and Write, and Codex's update_plan and
-    apply_patch, answer when they worked."""
+    """What Claude Code's TodoWrite and Write, Codex's update_plan and
+    apply_patch, and OpenClaw's edit answer when they worked."""
     assert text_is_acknowledgement(text)
 
 

@@ -24,17 +24,20 @@ def test_iteration_runtime_and_cost_limits_are_off_by_default():
     assert not labels(s.run(only("limits")))
 
 
-def test_iteration_limit_notice_then_terminate_then_reminders():
-    """max_iterations = 20: notice at 16 (80 %), terminate at 20, reminded every further 2 (10 %)."""
+def test_iteration_limit_climbs_notice_warn_critical_terminate():
+    """max_iterations = 20: notice at 16 (80 %), warn at 20, then one rung a further 2 (10 %):
+    critical at 22, terminate at 24 and reminded after that -- an operator sees it coming."""
     s = Script()
-    for n in range(24):
+    for n in range(28):
         s.call("read_file", {"path": f"f{n}.py"}, "x")
     found = labels(s.run(only("limits", max_iterations=20)))
     assert found == [
         ("limit:iterations", "notice", 16),
-        ("limit:iterations", "terminate", 20),
-        ("limit:iterations", "terminate", 22),
+        ("limit:iterations", "warn", 20),
+        ("limit:iterations", "critical", 22),
         ("limit:iterations", "terminate", 24),
+        ("limit:iterations", "terminate", 26),
+        ("limit:iterations", "terminate", 28),
     ]
 
 
@@ -45,44 +48,103 @@ def test_iterations_count_assistant_turns_in_a_chat_session():
         s.user(f"question {n}")
         s.say(f"answer {n}")
     found = labels(s.run(only("limits", max_iterations=10)))
-    assert ("limit:iterations", "terminate", 10) in found
+    assert ("limit:iterations", "warn", 10) in found
 
 
 def test_runtime_limit_uses_event_time():
-    """max_runtime_seconds = 3600 with events a minute apart: notice at 48 min, terminate at 60 min."""
+    """max_runtime_seconds = 3600 with events a minute apart: notice at 48 min, warn at 60 min."""
     s = Script(step=60.0)
     for n in range(62):
         s.call("check_status", {"job": n}, f"step {n}")
     found = labels(s.run(only("limits", max_runtime_seconds=3600.0)))
     assert found[0][:2] == ("limit:runtime", "notice") and 2880 <= found[0][2] < 3600
-    assert found[1][:2] == ("limit:runtime", "terminate") and 3600 <= found[1][2] < 3700
+    assert found[1][:2] == ("limit:runtime", "warn") and 3600 <= found[1][2] < 3700
 
 
 def test_cost_limit_sums_usage_events():
-    """max_cost_usd = 1: $0.30 a turn notices at $0.90 and terminates at $1.20."""
+    """max_cost_usd = 1: $0.30 a turn notices at $0.90 and warns at $1.20."""
     s = Script()
     for _ in range(4):
         s.say("working")
         s.usage(0.30)
     found = labels(s.run(only("limits", max_cost_usd=1.0)))
-    assert found == [("limit:cost", "notice", 0), ("limit:cost", "terminate", 1)]
+    assert found == [("limit:cost", "notice", 0), ("limit:cost", "warn", 1)]
     detections = s.run(only("limits", max_cost_usd=1.0))
     assert "$1.20" in detections[-1].message
 
 
-def test_five_consecutive_failures_terminate_by_default():
-    """Five failing tool calls in a row: notice at 4, terminate at 5, reminded after 5 more."""
+def test_consecutive_failures_climb_the_ladder_by_default():
+    """Failing tool calls in a row: notice at 4, warn at 5, critical at 10, terminate at 15 --
+    never a jump from nothing to terminate."""
     s = Script()
-    for n in range(11):
+    for n in range(16):
         s.call("web_fetch", {"url": f"https://example.com/{n}"}, f"HTTP error {500 + n}", is_error=True)
     engine = Engine(only("limits"))
     found = labels(s.run(engine=engine))
     assert found == [
         ("limit:failures", "notice", 4),
-        ("limit:failures", "terminate", 5),
-        ("limit:failures", "terminate", 10),
+        ("limit:failures", "warn", 5),
+        ("limit:failures", "critical", 10),
+        ("limit:failures", "terminate", 15),
     ]
     assert engine.level("s1") == Level.TERMINATE
+    s = Script()
+    for n in range(9):
+        s.call("web_fetch", {"url": f"https://example.com/{n}"}, f"HTTP error {500 + n}", is_error=True)
+    engine = Engine(only("limits"))
+    s.run(engine=engine)
+    assert engine.level("s1") < Level.TERMINATE
+
+
+def test_installing_one_missing_module_at_a_time_is_no_failure_streak():
+    """Each failed call installs what the failure before named and meets a new error: it moved
+    on, so the streak starts again at it. Meeting the same error again after acting on it does not."""
+    s = Script()
+    missing = ["asgiref", "pytz", "sqlparse", "tzdata", "jinja2", "yaml", "attrs"]
+    s.call(
+        "bash",
+        {"command": "python repro.py"},
+        f"ModuleNotFoundError: No module named '{missing[0]}'",
+        is_error=True,
+    )
+    for before, now in zip(missing, missing[1:]):
+        s.call(
+            "bash",
+            {"command": f"pip install {before} && python repro.py"},
+            f"Exit code 1\nTraceback (most recent call last):\nModuleNotFoundError: No module named '{now}'",
+            is_error=True,
+        )
+    assert not labels(s.run(only("limits")))
+    s = Script()
+    s.call(
+        "bash", {"command": "python repro.py"}, "ModuleNotFoundError: No module named 'foo'", is_error=True
+    )
+    for n in range(5):
+        s.call(
+            "bash",
+            {"command": f"pip install foo{'=' * n} && python repro.py"},
+            "ModuleNotFoundError: No module named 'foo'",
+            is_error=True,
+        )
+    assert ("limit:failures", "warn", 5) in labels(s.run(only("limits")))
+
+
+def test_calls_one_reply_made_together_fail_as_one():
+    """Three parallel calls of one reply (made before any result was back), all failing, are one
+    failed round; a fifth failed round reaches the limit."""
+    s = Script()
+    for batch in range(4):
+        for n in range(3):
+            s.call("bash", {"command": f"ls /repo/missing{batch}/{n}"}, answer=False)
+        for n, call in enumerate(s.records[-3:]):
+            message = f"ls: cannot access '/repo/missing{batch}/{n}': No such file"
+            s.add({"type": "tool_result", "id": call["id"], "content": message, "is_error": True})
+    assert labels(s.run(only("limits"))) == [("limit:failures", "notice", 4)]  # 12 failures, 4 rounds
+    for n in range(2):
+        s.call(
+            "bash", {"command": f"cat /repo/other{n}"}, "cat: /repo/other: Permission denied", is_error=True
+        )
+    assert labels(s.run(only("limits")))[-1][:2] == ("limit:failures", "warn")
 
 
 def test_a_success_or_a_user_turn_breaks_the_failure_streak():
@@ -106,7 +168,7 @@ def test_user_turn_does_not_reset_the_totals():
         s.user(f"next item {n}")
         s.call("read_file", {"path": f"f{n}.py"}, "x")
     found = labels(s.run(only("limits", max_iterations=12)))
-    assert ("limit:iterations", "terminate", 12) in found
+    assert ("limit:iterations", "warn", 12) in found
 
 
 def test_limits_from_a_config_file_through_scan(tmp_path):
@@ -160,4 +222,4 @@ def test_calls_cancelled_with_a_failing_sibling_are_not_failures_of_their_own():
             "<tool_use_error>Sibling tool call errored</tool_use_error>",
             is_error=True,
         )
-    assert labels(s.run(only("limits", max_consecutive_failures=4)))[-1] == ("limit:failures", "terminate", 4)
+    assert labels(s.run(only("limits", max_consecutive_failures=4)))[-1] == ("limit:failures", "warn", 4)

@@ -1,6 +1,7 @@
 """Similar-arguments detector: small spelling variations, same informative result."""
 
 from monitor.detect.analysis.signatures import arg_similarity, varies_only_in_items
+from tests.eventkit import Script, only
 from tests.streams import Stream, by, run
 
 
@@ -176,3 +177,16 @@ def test_a_long_retry_loop_keeps_one_pattern_and_climbs_the_ladder():
     assert len({d.pattern for d in hits}) == 1
     assert [d.count for d in hits][:3] == [3, 4, 5]
     assert hits[-1].level > hits[0].level
+
+
+def test_one_search_over_many_directories_is_no_retry():
+    """The same pattern searched in one directory after another, each failing (the directory is not
+    there), is one search over many places -- also when a flag is added on the way (issue 31)."""
+    s = Script()
+    base = {"pattern": "__file__", "outputMode": "content", "-n": True}
+    for n, where in enumerate(
+        ("/code/django/db/migrations", "/code/django/core/management", "/code/django/utils")
+    ):
+        args = dict(base, dirPath=where, **({"-C": 10} if n == 2 else {}))
+        s.call("grep_search", args, "Error: ripgrep command failed: exit status 2", is_error=True)
+    assert not [d for d in s.run(only("similar_args")) if d.detector == "similar_args"]

@@ -386,7 +386,7 @@ def test_three_different_failures_are_adapting_a_notice_not_a_loop():
     approach after each failure (issue 13): a notice; failures going on to five in a
     row with no success warn, with the general advice."""
     s = Script()
-    s.bash("python app.py", "ModuleNotFoundError: No module named 'flask'", code=1)
+    s.bash("make deps", "make: *** No rule to make target 'deps'.  Stop.", code=2)
     s.bash("pip install flask", "ERROR: Could not find a version that satisfies the requirement", code=1)
     s.bash("python3 -m pip install --user flask", "error: externally-managed-environment", code=1)
     found = s.run(only("failure_cascade"))
@@ -398,6 +398,44 @@ def test_three_different_failures_are_adapting_a_notice_not_a_loop():
     (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
     assert d.count == 5 and "5 consecutive shell commands failed" in d.message
     assert "write_file" not in d.advice
+
+
+def test_a_failure_that_dealt_with_the_one_before_starts_the_streak_again():
+    """Installing the module the last error named and meeting the next missing one is progress
+    (issue 31): "No module named 'asgiref'", then 'pytz', then 'sqlparse' is not "again the same
+    way", and no count of such steps warns. The same module missing again after installing it is."""
+    s = Script()
+    s.bash("python repro.py", "ModuleNotFoundError: No module named 'asgiref'", code=1)
+    for before, now in (
+        ("asgiref", "pytz"),
+        ("pytz", "sqlparse"),
+        ("sqlparse", "tzdata"),
+        ("tzdata", "yaml"),
+    ):
+        s.bash(
+            f"pip install {before} && python repro.py",
+            f"ModuleNotFoundError: No module named '{now}'",
+            code=1,
+        )
+    assert not by(s.run(only("failure_cascade")), "failure_cascade", Level.NOTICE)
+    s = Script()
+    s.bash("python repro.py", "ModuleNotFoundError: No module named 'foo'", code=1)
+    s.bash("pip install foo && python repro.py", "ModuleNotFoundError: No module named 'foo'", code=1)
+    s.bash("pip install -U foo && python repro.py", "ModuleNotFoundError: No module named 'foo'", code=1)
+    (d,) = by(s.run(only("failure_cascade")), "failure_cascade")
+    assert d.count == 3 and "the same way as the one before" in d.message
+
+
+def test_calls_one_reply_made_together_are_one_failure_of_the_cascade():
+    """Three parallel `ls` of one reply, all "No such file", are one failed attempt, not a
+    cascade failing the same way three times."""
+    s = Script()
+    for n in range(3):
+        s.call("bash", {"command": f"ls /repo/pkg{n}/"}, answer=False)
+    for n, call in enumerate(s.records[-3:]):
+        text = f"Exit code 2\nls: cannot access '/repo/pkg{n}/': No such file or directory"
+        s.add({"type": "tool_result", "id": call["id"], "content": text, "is_error": True})
+    assert not by(s.run(only("failure_cascade")), "failure_cascade", Level.NOTICE)
 
 
 def test_the_same_failure_again_makes_the_cascade_a_loop():
@@ -589,3 +627,21 @@ def test_the_same_failing_test_from_different_commands_is_a_repeated_result():
     hits = by(s.run(only("repeated_result")), "repeated_result")
     assert hits and hits[0].count == 4
     assert "test_parse[case7]" in hits[0].message and "test failure" in hits[0].message
+
+
+def test_test_runs_one_reply_made_together_are_one_run_of_the_cycle():
+    """Two test runs made in parallel by one reply, failing the same way, are one run: with one
+    earlier failing run that is two runs of the cycle, not three (issue 31)."""
+    s = Script()
+    missing = "Exit code 1\n/usr/local/bin/python: No module named pytest"
+    s.bash("python -m pytest tests/test_blockmatrix.py -v", missing, code=1)
+    s.call(
+        "edit_file", {"path": "matexpr.py", "old": "a", "new": "b"}, "Successfully edited file: matexpr.py"
+    )
+    for target in ("tests/test_blockmatrix.py", "tests/"):
+        s.call("bash", {"command": f"python -m pytest {target} -v 2>&1 | tail -30"}, answer=False)
+    for call in s.records[-2:]:
+        s.add({"type": "tool_result", "id": call["id"], "content": missing, "is_error": True})
+    assert not by(s.run(only("test_fix")), "test_fix")
+    s.bash("python -m pytest tests/ -x", missing, code=1)
+    assert by(s.run(only("test_fix")), "test_fix")

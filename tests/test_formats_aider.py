@@ -24,12 +24,16 @@ def test_the_real_history(real_fixtures: Path):
     assert problems == []
     assert counts(events) == {
         "session_start": 3,
-        "user_messages": 21,
+        "user_messages": 28,  # 21 typed, and 7 times the person said yes to "Add file to the chat?"
         "assistant_messages": 16,
         "usage": 14,
         "tool_calls": 2,
         "tool_results": 2,
+        "system_messages": 1,
     }
+    # Aider's own error, answering no call, is the harness talking.
+    (error,) = [e for e in events if e.kind is Kind.MESSAGE and e.role == "system"]
+    assert error.line == 19 and error.content.startswith("litellm.AuthenticationError:")
     starts = [e for e in events if e.kind is Kind.SESSION_START]
     assert [s.session for s in starts] == [
         "mozgoslav@2026-04-22T22:40:12",
@@ -170,3 +174,65 @@ def test_a_markdown_file_that_is_no_history_is_not_claimed(tmp_path: Path):
     bad.write_bytes(b"# aider chat started at someday\n#### caf\xe9  \n")
     events, problems = documents.load(bad)
     assert [p.reason.split(" ")[0] for p in problems] == ["invalid", "start"]
+
+
+def test_an_ask_question_and_files_the_person_adds_are_user_turns(tmp_path: Path):
+    """`/ask q` is repeated by aider as `#### q` after a blank line: that question is the user's
+    message. Saying yes to "Add file to the chat?" gives the model new input: a user turn, so three
+    replies each after the person added files are no monologue (issue 31)."""
+    ask = "Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: "
+    path = _history(
+        tmp_path,
+        *HEADER,
+        "#### /ask what does delta represent in this file?  ",
+        "",
+        "#### what does delta represent in this file?  ",
+        "",
+        "It is the time since the last frame; see src/App.js and src/styles.css.",
+        "",
+        "> Tokens: 3.2k sent, 222 received.  ",
+        "> src/App.js  ",
+        f"> {ask}y  ",
+        "> src/styles.css  ",
+        f"> {ask}n  ",
+        "",
+        "Okay, I see src/App.js. Could you also add src/styles.css to the chat?",
+        "",
+        "> Tokens: 4.6k sent, 99 received.  ",
+        "> src/styles.css  ",
+        f"> {ask}y  ",
+        "",
+        "Okay, I now have every file I need. What would you like to change?",
+        "",
+    )
+    events, problems = documents.load(path)
+    assert problems == []
+    assert [(e.line, e.content) for e in events if e.role == "user"] == [
+        (7, "what does delta represent in this file?"),
+        (13, "Added to the chat: src/App.js"),
+        (21, "Added to the chat: src/styles.css"),
+    ]
+    assert not [d for d in scan([str(path)]).detections if d.detector == "monologue"]
+
+
+def test_aider_errors_outside_an_edit_are_system_messages(tmp_path: Path):
+    """``litellm.…Error`` and "has hit a token limit" after a prompt: the model call failed."""
+    path = _history(
+        tmp_path,
+        *HEADER,
+        "#### add the endpoint  ",
+        "> litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model  ",
+        "",
+        "#### add the endpoint, please  ",
+        "> Tokens: 498k sent, 0 received.  ",
+        "> Model anthropic/claude-sonnet-4 has hit a token limit!  ",
+        "> Token counts below are approximate.  ",
+        "",
+    )
+    events, problems = documents.load(path)
+    assert problems == []
+    system = [e.content for e in events if e.kind is Kind.MESSAGE and e.role == "system"]
+    assert system == [
+        "litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model",
+        "Model anthropic/claude-sonnet-4 has hit a token limit!",
+    ]

@@ -359,7 +359,10 @@ def _render_all(records: list[dict], tmp_path: Path) -> dict[str, list[Path]]:
     claude_dir.mkdir()
     codex_dir.mkdir()
     claude, codex = [], []
-    for n, (session, items) in enumerate(_by_session(records).items()):
+    # A call the harness made by itself ("harness": true) has no place in a Claude Code or Codex
+    # transcript; the native log shows it, and no detector counts it (analysis/origin.py).
+    agents = [r for r in records if not r.get("harness")]
+    for n, (session, items) in enumerate(_by_session(agents).items()):
         claude.append(write_jsonl(claude_dir / f"{n:02d}.jsonl", render_claude(items)))
         codex.append(write_jsonl(codex_dir / f"{n:02d}.jsonl", render_codex(items)))
     return {"native": [native], "claude": claude, "codex": codex}
@@ -453,7 +456,11 @@ REAL_COUNTS: dict[str, tuple[int, int, int]] = {
     "openhands-v1/cd94562403b9487ebdd4018e3f531dfd": (8, 2, 2),
     "openhands-eval/output.jsonl": (40, 18, 18),
     "cline/1769053680585/api_conversation_history.json": (149, 47, 46),
-    "aider/mozgoslav/.aider.chat.history.md": (58, 2, 2),
+    "aider/mozgoslav/.aider.chat.history.md": (
+        66,
+        2,
+        2,
+    ),  # 7 "Add file to the chat?" answered yes; aider's own error
     "gemini-cli/gemini-cli-pomodoro-timer.json": (55, 11, 11),
     "opencode/opencode.db": (86, 21, 21),
     "goose/sessions.db": (

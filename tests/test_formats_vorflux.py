@@ -111,3 +111,101 @@ def test_a_broken_export_is_one_clear_problem(tmp_path: Path):
     )
     report = scan([str(cut)])
     assert len(report.problems) == 1 and "Traceback" not in str(report.problems[0])
+
+
+HOOK = {"command": "test -w /memory && mkdir -p /memory/sessions"}
+NO = {"stdout": "", "stderr": "", "exitCode": 1}
+
+
+def _span(args: dict, result: object = NO, tool: str = "bash_execute") -> dict:
+    return {
+        "type": "tool_call",
+        "tool": tool,
+        "timestamp": "2026-05-04 23:25:04.6",
+        "arguments": args,
+        "result": result,
+    }
+
+
+def _reply(*calls: dict) -> dict:
+    requests = [
+        {"id": f"toolu_{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps(args)}}
+        for i, args in enumerate(calls)
+    ]
+    return {
+        "type": "llm_call",
+        "timestamp": "2026-05-04 23:25:04.5",
+        "output": {"content": "", "tool_calls": requests},
+    }
+
+
+def _harness_lines(events: list) -> list[tuple[str, int]]:
+    return [(e.kind.value, e.line) for e in events if e.meta.get("harness")]
+
+
+def test_a_span_no_reply_asked_for_is_the_harnesss(tmp_path: Path):
+    """The memory hook the harness runs between steps is marked, and no detector counts it."""
+    trajectory: list[dict] = []
+    for n in range(6):
+        step = {"command": f"python -c 'print({n})'"}
+        trajectory += [_reply(step), _span(step, {"stdout": str(n), "exitCode": 0}), _span(HOOK), _span(HOOK)]
+    events, problems = documents.load(_export(tmp_path / "run.json", trajectory))
+    assert problems == []
+    hooks = [4 * n + 3 for n in range(6)] + [4 * n + 4 for n in range(6)]
+    assert sorted(line for kind, line in _harness_lines(events) if kind == "tool_call") == sorted(hooks)
+    assert all(not e.meta.get("harness") for e in events if e.line in (2, 6, 10))
+    report = scan([str(tmp_path / "run.json")])
+    assert report.detections == []
+
+
+def test_without_recorded_requests_only_a_repeat_within_one_reply_is_the_harnesss(tmp_path: Path):
+    """An export whose replies record no requests: the same call twice after one reply (before the
+    next) is the harness re-running it, with other spans between or not; the same call after another
+    reply is the model's (and still a loop)."""
+    plain = {"type": "llm_call", "timestamp": "2026-05-04 23:25:04.5", "output": {"content": ""}}
+    step = {"command": "python repro.py"}
+    read = {"filePath": "/code/a.py"}
+    trajectory = [
+        plain,
+        _span(step),
+        _span(HOOK),
+        _span(HOOK),
+        _span(HOOK),
+        plain,
+        _span(step),
+        _span(HOOK),
+        _span(read, "x = 1", tool="read_text_file"),
+        _span(HOOK),
+        plain,
+        _span(step),
+    ]
+    events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
+    assert {line for _, line in _harness_lines(events)} == {3, 4, 5, 8, 10}
+    report = scan([str(tmp_path / "run.json")])
+    assert [(d.detector, d.line) for d in report.detections if d.level.label == "warn"] == [
+        ("exact_repeat", 12)
+    ]
+
+
+def test_calls_without_arguments_pair_by_tool_name(tmp_path: Path):
+    """`list_tasks` and `list-git-repositories` both take no arguments: a request pairs with a span of
+    its own tool, so each call is counted once (it used to be one call left alone, one mispaired)."""
+    requests = [
+        {"id": "toolu_1", "type": "function", "function": {"name": "list_tasks", "arguments": "{}"}},
+        {
+            "id": "toolu_2",
+            "type": "function",
+            "function": {"name": "list-git-repositories", "arguments": "{}"},
+        },
+    ]
+    trajectory = [
+        {
+            "type": "llm_call",
+            "timestamp": "2026-05-04 23:25:04.5",
+            "output": {"content": "", "tool_calls": requests},
+        },
+        _span({}, {"repos": ["/code/django"]}, tool="list-git-repositories"),
+    ]
+    events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
+    calls = [(e.tool, e.call_id, e.line) for e in events if e.kind is Kind.TOOL_CALL]
+    assert calls == [("list_tasks", "toolu_1", 1), ("list-git-repositories", "toolu_2", 2)]

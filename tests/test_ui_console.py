@@ -293,8 +293,8 @@ async def test_copy_event_detection_and_nudge(tmp_path):
         assert "Copied event #4" in list(app._notifications)[-1].message
         detections = screen.query_one(DetectionsList)
         detections.focus()
-        detections.highlighted = 2  # failure_cascade: the four sed calls and their errors
-        row = detections.rows[2]
+        detections.highlighted = 3  # failure_cascade: the four sed calls and their errors
+        row = detections.rows[3]
         await pilot.press("c")
         copied = app.clipboard
         assert copied.startswith(f"{row.level.label.upper()}  {row.detector}")
@@ -306,7 +306,7 @@ async def test_copy_event_detection_and_nudge(tmp_path):
         assert (
             app.clipboard == row.nudge and "nudge of failure_cascade" in list(app._notifications)[-1].message
         )
-        detections.highlighted = 3  # limits: a notice without a nudge
+        detections.highlighted = 4  # limits: a notice without a nudge
         await pilot.press("y")
         assert app.clipboard == row.nudge and "No nudge" in list(app._notifications)[-1].message
 
@@ -319,7 +319,7 @@ async def test_diff_of_repeats_shows_what_differs(tmp_path):
         detections = screen.query_one(DetectionsList)
         assert detections.rows
         detections.focus()
-        detections.highlighted = 2  # failure_cascade: sed on four files, the same error
+        detections.highlighted = 3  # failure_cascade: sed on four files, the same error
         await pilot.press("d")
         await pilot.pause()
         assert isinstance(app.screen, RepeatDiffScreen)

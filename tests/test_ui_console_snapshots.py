@@ -60,7 +60,7 @@ def test_repeat_diff(snap_compare, tmp_path):
         await settle(pilot)
         detections = pilot.app.screen.query_one("DetectionsList")
         detections.focus()
-        detections.highlighted = 2
+        detections.highlighted = 3  # failure_cascade (after stale_outcome at the same line)
         await pilot.press("d")
         await settle(pilot)
 

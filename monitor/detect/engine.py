@@ -12,7 +12,8 @@
    (:mod:`~monitor.detect.analysis.waits`), follow the session's lifecycle
    and usage;
 3. **observe**: call ``observe`` of every detector whose ``kinds`` hold the
-   event's kind, in run order, and ``judge`` of each turn detector when the
+   event's kind, in run order (none for a call the harness made by itself:
+   :mod:`~monitor.detect.analysis.origin`), and ``judge`` of each turn detector when the
    event completed an assistant turn (one tracker per session does the
    grouping);
 4. **conclude**: drop detections of one event that cite the same evidence,
@@ -35,6 +36,7 @@ from typing import Any, NamedTuple
 from monitor.config import Config
 from monitor.cost import LoopCosts
 from monitor.detect.analysis.calls import attach_result
+from monitor.detect.analysis.origin import by_harness
 from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
@@ -395,6 +397,8 @@ class Engine:
 
     def _observe(self, state: SessionState, event: Event) -> list[Detection]:
         """Run the detectors of the event's kind; what they find."""
+        if event.kind in _ID_KINDS and by_harness(event):
+            return []  # the harness's own call is not the agent acting (analysis/origin.py)
         view = state.view
         found: list[Detection] = []
         turns: dict[float, Turn] | None = None  # the turns it completes, by same_turn_seconds

@@ -10,13 +10,18 @@ started at YYYY-MM-DD HH:MM:SS`` (local time) and is one session, named
   ``{"command": …}``) answered by the ``>`` lines after them (a ``/test``
   whose output aider offers to add failed: aider asks only then); other
   ``/commands`` (``/add``, ``/ask`` …) are skipped, and ``<blank>`` too;
-* ``>`` lines are aider's own output: ``Tokens: … sent, … received. Cost:
+  a ``/command`` line's block goes on with what was typed after it (aider
+  repeats an ``/ask`` question as a ``####`` line): that is the message;
+* ``>`` lines are aider's own output: the person answering ``Add file to
+  the chat?`` with yes is a user message (``Added to the chat: F, …``); ``Tokens: … sent, … received. Cost:
   $… message`` is usage; ``Applied edit to F`` and the edit-format failures
   (``The LLM did not conform to the edit format``, ``SEARCH/REPLACE block
   failed to match``, ``Malformed``) and lint / test failures (``Attempt to
   fix lint errors?``, ``… test errors?``) are the result of the assistant's
   edit; ``Running cmd`` is a shell call the model suggested (its output is
   not in the file: the result says only how many lines aider added);
+  aider's own errors outside an edit or a command (``litellm.NotFoundError:
+  …``, ``Model … has hit a token limit!``) are a ``system`` message;
 * any other text is the assistant's answer: a message (without the
   ``<thinking-content-…>`` reasoning some models print), and when it holds
   edit blocks (``<<<<<<< SEARCH``) or aider reports an edit, a tool call
@@ -60,6 +65,9 @@ _FAILED_EDIT = (
     "Attempt to fix test errors?",
 )
 _SHELL_COMMANDS = ("/run ", "/test ", "!")
+#: Aider's own errors, outside an edit or a command: the model call failed
+#: (``litellm.NotFoundError: …``, ``Model … has hit a token limit!``).
+_HARNESS_ERROR = re.compile(r"\A(?:litellm\.\w+|[\w.]*(?:Error|Exception)\b|Model .* has hit a token limit)")
 
 
 def is_history(path: Path, head: bytes) -> bool:
@@ -74,6 +82,18 @@ class _Block:
     kind: str  # "user", "tool" (> lines) or "text"
     line: int
     lines: list[str] = field(default_factory=list)
+
+
+def _added_files(lines: list[str]) -> list[str]:
+    """The files the person agreed to add to the chat in a ``>`` block: each
+    ``Add file to the chat? (Y)es/(N)o… [Yes]: y`` (or ``a``, all) after the file's line."""
+    added: list[str] = []
+    for before, line in zip(lines, lines[1:], strict=False):
+        if line.strip().startswith("Add file to the chat?"):
+            answer = line.rsplit(":", 1)[-1].strip().lower()
+            if answer in ("y", "yes", "a", "all") and before.strip():
+                added.append(before.strip())
+    return added[:20]
 
 
 def _blocks(text: str) -> list[_Block | tuple[int, str]]:
@@ -145,7 +165,12 @@ class _Run:
             self.typed = ("test" if text.startswith("/test ") else "run", command.strip())
             return
         if text.startswith("/"):
-            return  # /add, /drop, /ask (aider repeats its question as a #### line) …
+            # /add, /drop, /ask …: the command is skipped, what was typed after it in the
+            # same block is the message (aider repeats an /ask question as a #### line).
+            typed = [line for line in block.lines if line.strip() and not line.startswith("/")]
+            text = "\n".join(typed).strip()
+            if not text or text.startswith(_SHELL_COMMANDS):
+                return
         self.event(Kind.MESSAGE, block.line, role="user", content=text)
 
     def text(self, block: _Block) -> None:
@@ -169,11 +194,19 @@ class _Run:
     def tool(self, block: _Block) -> None:
         lines = [line.strip() for line in block.lines if line.strip()]
         content = "\n".join(lines)
+        calls = self.calls
         if self.typed is not None:
             kind, command = self.typed
             self.typed = None
             added = any(line.startswith("Add") and "output to the chat" in line for line in lines)
             self.call(block.line, "shell", {"command": command}, content, kind == "test" and added)
+        files_added = _added_files(block.lines)
+        if files_added:
+            # The person said yes to "Add file to the chat?": the model's next reply
+            # answers new input (the files), as after a typed message.
+            self.event(
+                Kind.MESSAGE, block.line, role="user", content="Added to the chat: " + ", ".join(files_added)
+            )
         applied: list[str] = []
         failed = [line for line in lines if line.startswith(_FAILED_EDIT) or "failed to match" in line]
         for line in lines:
@@ -209,6 +242,10 @@ class _Run:
             running = _RUNNING.match(line)
             if running is not None:
                 self.call(block.line, "shell", {"command": running.group(1)}, "", False)
+        errors = [line for line in lines if _HARNESS_ERROR.match(line)]
+        if errors and self.calls == calls:
+            # Aider's own error, answering no call: the harness talking.
+            self.event(Kind.MESSAGE, block.line, role="system", content="\n".join(errors))
 
 
 def session_base(path: Path) -> str:

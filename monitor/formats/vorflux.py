@@ -19,6 +19,11 @@ from what the model asked for (``read`` {file_path} runs as ``read_text_file``
 unclaimed ``tool_call`` entry with the same argument values; only a request no
 entry answers (``add_task``, ``mark_todo_done`` …: tools the harness handles
 itself) is a call of its own, without a result.  Each call is counted once.
+A span's call carries the reply it ran for (``meta["reply"]``, that
+``llm_call``'s place): calls one reply made together are one round.
+A ``tool_call`` entry no reply asked for is the harness's own (a hook it runs
+between the model's steps): its events carry ``meta["harness"] = True``, and
+the detectors do not take it for the agent acting (:func:`_harness`).
 An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
 its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
 the harness grading replies and are skipped (counted).  The ``line`` of an event
@@ -108,28 +113,86 @@ def _requests(entry: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]]]:
+def _key(tool: Any, args: Any) -> tuple[str, ...] | None:
+    """What pairs a request with the span that ran it: the argument values;
+    for a call without arguments (``list-git-repositories``, ``list_tasks``),
+    the tool's name, which then is all that tells two such calls apart."""
+    values = _values(args)
+    if values == () and isinstance(tool, str):
+        return ("\x00tool", tool)
+    return values
+
+
+def _pair(trajectory: list[Any]) -> tuple[dict[int, str], set[tuple[int, int]], dict[int, int]]:
     """Which ``tool_call`` entries answer which requests: the request's id by
-    entry index, and the (llm entry, request) places no entry answers."""
+    entry index, the (llm entry, request) places no entry answers, and the
+    reply (``llm_call`` entry) each entry ran for."""
     waiting: dict[tuple[str, ...], list[int]] = {}
     for index, entry in enumerate(trajectory, start=1):
         if isinstance(entry, dict) and entry.get("type") == "tool_call":
-            key = _values(entry.get("arguments"))
+            key = _key(entry.get("tool"), entry.get("arguments"))
             if key is not None:
                 waiting.setdefault(key, []).append(index)
     answered: dict[int, str] = {}
+    replies: dict[int, int] = {}
     alone: set[tuple[int, int]] = set()
     for index, entry in enumerate(trajectory, start=1):
         if not isinstance(entry, dict) or entry.get("type") != "llm_call":
             continue
-        for place, (ident, _name, args) in enumerate(_requests(entry)):
-            queue = waiting.get(_values(args) or ())
+        for place, (ident, name, args) in enumerate(_requests(entry)):
+            queue = waiting.get(_key(name, args) or ())
             hit = next((i for i in queue or () if i > index and i not in answered), None)
             if hit is None:
                 alone.add((index, place))
             else:
                 answered[hit] = ident or f"span-{hit}"
-    return answered, alone
+                replies[hit] = index
+    _reply_before(trajectory, replies)
+    return answered, alone, replies
+
+
+def _reply_before(trajectory: list[Any], replies: dict[int, int]) -> None:
+    """In an export whose replies record no requests, each span's reply is the
+    ``llm_call`` before it: the spans between two replies are one reply's calls."""
+    if replies:
+        return
+    reply = 0
+    for index, entry in enumerate(trajectory, start=1):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "llm_call":
+            reply = index
+        elif kind == "tool_call" and reply:
+            replies[index] = reply
+
+
+def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
+    """The ``tool_call`` entries the harness ran by itself, not at a reply's request.
+
+    When the export records the replies' requests, an entry no request
+    matched.  When it records none, only what shows without them: the same
+    call run twice among the spans after one reply, before the next (a model
+    asks for a call once per reply; a harness re-runs its hook), every one
+    of them."""
+    recorded = any(isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory)
+    found: set[int] = set()
+    since_reply: dict[bytes, int] = {}  # the calls run since the last reply: the first span of each
+    for index, entry in enumerate(trajectory, start=1):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "llm_call":
+            since_reply.clear()  # a reply between: the same call again is the model's
+        if kind != "tool_call":
+            continue
+        if recorded:
+            if index not in answered:
+                found.add(index)
+            continue
+        key = orjson.dumps(
+            [entry.get("tool"), entry.get("arguments")], option=orjson.OPT_SORT_KEYS, default=str
+        )
+        first = since_reply.setdefault(key, index)
+        if first != index:
+            found.update((first, index))
+    return found
 
 
 def _result(value: Any) -> tuple[str, bool, dict[str, Any]]:
@@ -180,7 +243,8 @@ class _Run:
         self.source = source
         self.session = session
         self.ts = base
-        self.answered, self.alone = _pair(trajectory)
+        self.answered, self.alone, self.replies = _pair(trajectory)
+        self.harness = _harness(trajectory, self.answered)
         self.told = False
         self.skipped: dict[str, int] = {}
 
@@ -224,8 +288,13 @@ class _Run:
         args = args if isinstance(args, dict) else ({} if args is None else {"arguments": args})
         call_id = self.answered.get(index, f"span-{index}")
         content, failed, meta = _result(entry.get("result"))
+        mark: dict[str, Any] = {"harness": True} if index in self.harness else {}
+        if mark:
+            meta["harness"] = True
+        elif index in self.replies:
+            mark["reply"] = self.replies[index]  # calls of one reply are one round
         return [
-            event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id),
+            event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id, meta=mark),
             event(Kind.TOOL_RESULT, tool=tool, call_id=call_id, content=content, is_error=failed, meta=meta),
         ]
 

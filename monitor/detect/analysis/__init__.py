@@ -18,6 +18,9 @@
 * :mod:`~monitor.detect.analysis.inputs` — what a call reads, runs and writes;
 * :mod:`~monitor.detect.analysis.signatures` — call fingerprints, failure
   signatures and outcome classes (acknowledgements, "not an outcome");
+* :mod:`~monitor.detect.analysis.origin` — whether the harness made a call by itself;
+* :mod:`~monitor.detect.analysis.origin` — whether the harness made a call by
+  itself (not the agent acting);
 * :mod:`~monitor.detect.analysis.digest` — stable digests for pattern keys.
 
 Nothing here is a detector, and nothing here imports one.

@@ -46,6 +46,12 @@ PRIMARY_KEYS = (
     "filename",
     "offset",
     "limit",
+    # Where a search looks is part of what it does: the same pattern in another
+    # directory or files is another search (one search over many places).
+    "dirPath",
+    "dir_path",
+    "directory",
+    "glob",
 )
 _PRIMARY_SET = frozenset(PRIMARY_KEYS)
 COMMAND_KEYS = ("command", "cmd")
@@ -58,7 +64,7 @@ _ACK = re.compile(
     r"^(?:ok|okay|done|success(?:ful(?:ly)?)?|true|none|null|\{\}|\[\]|"
     r"(?:the )?file .{0,200}? (?:has been |was )?(?:updated|created|written|saved|edited|modified)"
     r"(?: successfully)?\.?.*|"
-    r"(?:successfully )?(?:wrote|written|saved|updated|created|applied|edited).{0,200}|"
+    r"(?:successfully )?(?:wrote|written|saved|updated|created|applied|edited|replaced|inserted|modified).{0,200}|"
     r"file (?:created|updated|written|saved|edited|modified) successfully.{0,300}|"  # Claude Code Write
     r"todos? (?:have|has) been (?:modified|updated|saved)(?: successfully)?\..*|"  # Claude Code TodoWrite
     r"plan updated|"  # Codex update_plan

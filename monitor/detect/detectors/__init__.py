@@ -22,6 +22,7 @@ from monitor.detect.detectors.output_similarity import OutputSimilarity
 from monitor.detect.detectors.repeated_result import RepeatedResult
 from monitor.detect.detectors.retry_rounds import RetryRounds
 from monitor.detect.detectors.similar_args import SimilarArgs
+from monitor.detect.detectors.stale_outcome import StaleOutcome
 from monitor.detect.detectors.swarm import Swarm
 from monitor.detect.detectors.test_fix import TestFix
 from monitor.detect.detectors.turn_similarity import TurnSimilarity
@@ -34,6 +35,7 @@ DETECTORS: tuple[type[Detector[Any]], ...] = (
     Fingerprint,
     SimilarArgs,
     RepeatedResult,
+    StaleOutcome,
     OutputSimilarity,
     TurnSimilarity,
     Chanting,

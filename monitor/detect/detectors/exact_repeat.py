@@ -54,7 +54,7 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     provides_window = True
     presets = {
-        "conservative": {"window": 15, "threshold": 4},
+        "conservative": {"window": 15, "threshold": 5},
         "aggressive": {"window": 10, "threshold": 2},
     }
 

@@ -7,7 +7,10 @@ The cascade is a loop -- ``warn`` -- when a failure is the same kind as the
 one just before it (:func:`failure_kind`: ``brew`` then ``conda`` "command not
 found", ``cat`` then ``sed`` "No such file or directory") once the streak
 reaches ``threshold``, or when failures go on to ``long_threshold`` (5, the
-consecutive-failure limit of design note 000) with no success.  When they are
+consecutive-failure limit of design note 000) with no success.  A failure
+whose command acted on what the failure before it named and that fails in a
+new way moved on (:mod:`~monitor.detect.analysis.progress`: installing the
+missing module, then meeting the next one): the streak starts again at it.  When they are
 file operations done by hand (``cat``, ``echo >``, ``sed -i``, ``printf >``)
 the advice is to use the file tools.
 
@@ -31,6 +34,7 @@ from monitor.detect.analysis.failures import (
     shell_command,
     tests_failed,
 )
+from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.signatures import not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
@@ -70,9 +74,15 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         super().__init__(settings)
         self.programs: dict[str, int] = {}
         self.events: deque[EventRef] = deque(maxlen=EVIDENCE)
+        self.forward = FailingForward()
         self.reset()
 
     def reset(self) -> None:
+        self.forward.clear()
+        self._restart()
+
+    def _restart(self) -> None:
+        """A new streak (after a success, or at a failure that moved on)."""
         self.count = 0
         self.file_ops = 0
         self.repeated = 0  # failures of the same kind as the one before
@@ -96,7 +106,8 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         tool = event.tool or (call.tool if call is not None else None)
         if not self._counts(event, command, tool, view):
             return None
-        self._count(event, command)
+        if not self._count(event, command):
+            return None
         threshold = view.threshold(tool, self.settings.threshold)
         view.note_similarity(self.name, min(1.0, self.count / threshold))
         if self.count < threshold:
@@ -116,8 +127,14 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             return False
         return not tests_failed(event)  # the tests failed, not the command: test_fix's business
 
-    def _count(self, event: Event, command: str | None) -> None:
-        """Add a failed command to the streak."""
+    def _count(self, event: Event, command: str | None) -> bool:
+        """Add a failed command to the streak; False when it only joined the
+        failure before (one reply's parallel calls: one attempt)."""
+        if self.forward.joins_round(event):
+            self.events.append(ref(event))
+            return False
+        if self.forward.moved_on(event):
+            self._restart()  # it dealt with the last failure and met a new one: progress
         self.count += 1
         kind = failure_kind(event)
         if kind and kind == self.last_kind:
@@ -131,6 +148,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         if event.call is not None:
             self.events.append(ref(event.call))
         self.events.append(ref(event))
+        return True
 
     def _adapting(self, tool: str | None, long_threshold: int) -> Detection:
         """Each command failed differently: a notice (the agent may be adapting)."""

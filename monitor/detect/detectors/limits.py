@@ -2,8 +2,10 @@
 
 The orchestrator of design note 000 stops an agent when *any* of these is met:
 max iterations (100), max runtime (4 h), max cost ($10), max consecutive
-failures (5).  Here reaching a limit proposes ``terminate``; getting within
-80 % of it is a ``notice``.  Honest sessions can be long and expensive, so the
+failures (5).  Here a limit climbs the ladder like every other signal:
+getting within 80 % of it is a ``notice``, reaching it a ``warn``, going on
+past it (another N failures, another 10 % of the other limits) ``critical``,
+and once more ``terminate`` -- an operator sees it coming before a stop.  Honest sessions can be long and expensive, so the
 first three are off (0) unless configured, e.g.::
 
     [detectors.limits]
@@ -13,8 +15,12 @@ first three are off (0) unless configured, e.g.::
 
 The consecutive-failure limit is on: 5 failing tool results in a row (a tool
 error or a nonzero exit code, see :mod:`monitor.detect.analysis.failures`) with no
-success and no user turn in between.  Past a limit the detection is repeated
-after every further N failures and every further 10 % of the other limits, so
+success and no user turn in between.  A failure whose call acted on what
+the failure before it named and that fails in a new way moved on
+(:mod:`~monitor.detect.analysis.progress`: installing the module the last
+error said was missing, then meeting the next): the streak starts again at
+it, because a count of failures that keep changing is no evidence of a
+loop.  Past ``terminate`` the detection is repeated at every further step, so
 an acknowledged session is reminded while it keeps going.
 
 The totals are whole-session: a user turn does not reset them
@@ -27,14 +33,18 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import failed, tests_failed
+from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.signatures import not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 
 _TOOL_CALL, _TOOL_RESULT, _MESSAGE, _USAGE = Kind.TOOL_CALL, Kind.TOOL_RESULT, Kind.MESSAGE, Kind.USAGE
 
+#: The levels a limit proposes as it is reached and then passed, step by step.
+CLIMB = (Level.WARN, Level.CRITICAL, Level.TERMINATE)
+
 ADVICE = (
-    "This session has reached a configured limit and is about to be stopped. "
+    "This session has reached a configured limit and will be stopped if it goes on. "
     "Summarise what is done, what remains and what blocks you."
 )
 FAILURE_ADVICE = (
@@ -65,22 +75,26 @@ def _duration(seconds: float) -> str:
 
 
 class _Limit:
-    """One limit's bookkeeping: whether the notice went out and when to remind next."""
+    """One limit's bookkeeping: whether the notice went out, how far up the
+    climb it is, and when the next step is due."""
 
-    __slots__ = ("name", "limit", "noticed", "next_at")
+    __slots__ = ("name", "limit", "noticed", "next_at", "rung")
 
     def __init__(self, name: str, limit: float):
         self.name = name
         self.limit = limit
         self.noticed = False
         self.next_at = limit
+        self.rung = 0
 
     def check(self, value: float, settings: LimitsSettings, step: float) -> Level:
         if self.limit <= 0:
             return Level.NONE
         if value >= self.next_at:
             self.next_at = value + step
-            return Level.TERMINATE
+            level = CLIMB[min(self.rung, len(CLIMB) - 1)]
+            self.rung += 1
+            return level
         if not self.noticed and value >= self.limit * settings.notice_fraction and value < self.limit:
             self.noticed = True
             return Level.NOTICE
@@ -105,6 +119,7 @@ class Limits(Detector[LimitsSettings]):
         #: The failed results in a row (their evidence), and the last one's tool.
         self.failed_events: deque[EventRef] = deque(maxlen=12)
         self.failed_tool: str | None = None
+        self.forward = FailingForward()
         #: Any limit but the failure streak is on (most sessions: none is).
         self.totals = bool(s.max_iterations or s.max_runtime_seconds or s.max_cost_usd)
         self.iterations = _Limit("iterations", s.max_iterations)
@@ -124,6 +139,11 @@ class Limits(Detector[LimitsSettings]):
 
     def reset(self) -> None:
         """An operator reset forgets the failure streak; the totals stay."""
+        self.forward.clear()
+        self._restart_failures()
+
+    def _restart_failures(self) -> None:
+        """A new failure streak (after a success, or at a failure that moved on)."""
         self.failures = 0
         self.failed_events.clear()
         self.failed_tool = None
@@ -221,6 +241,11 @@ class Limits(Detector[LimitsSettings]):
             # cases run one by one are triage, not five failed calls.
             return None
         s = self.settings
+        if self.forward.joins_round(event):
+            self.failed_events.append(ref(event))  # one reply's parallel calls: one failure
+            return None
+        if self.forward.moved_on(event):
+            self._restart_failures()  # it dealt with the last failure and met a new one
         self.failures += 1
         self.failed_events.append(ref(event))  # the failed results are the evidence
         self.failed_tool = event.tool
@@ -230,7 +255,7 @@ class Limits(Detector[LimitsSettings]):
     def _detection(
         self, level: Level, what: str, value: float, limit: float, state: str, limit_text: str, event: Event
     ) -> Detection:
-        reached = level is Level.TERMINATE
+        reached = level >= Level.WARN
         if reached:
             message = f"{what} limit reached: {state} (limit {limit_text})"
             summary = f"reached the {what} limit ({state}; limit {limit_text})"
@@ -251,7 +276,7 @@ class Limits(Detector[LimitsSettings]):
 
     def _failure_detection(self, level: Level) -> Detection:
         limit = self.settings.max_consecutive_failures
-        reached = level is Level.TERMINATE
+        reached = level >= Level.WARN
         tool = self.failed_tool if self.failed_events else None
         state = f"{self.failures} consecutive failed tool calls"
         return Detection(

@@ -92,7 +92,7 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
     Settings = SimilarArgsSettings
     kinds = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
     presets = {
-        "conservative": {"similarity": 0.85, "threshold": 4},
+        "conservative": {"similarity": 0.85, "threshold": 5},
         "aggressive": {"similarity": 0.75},
     }
 

@@ -6,6 +6,8 @@ way* although the agent edits in between — the edits are not working, so the
 nudge is design note 003's "step back and rethink".  An edit-test cycle whose
 failure count falls, whose passing count rises or whose failing tests or
 errors change is progress and starts a new streak; a passing run ends it.
+Runs one reply made together (in parallel, or ``meta["reply"]``:
+:mod:`~monitor.detect.analysis.progress`) failing the same way are one run.
 
 A run fails when its result has ``is_error`` or reports a nonzero exit code
 (see :mod:`monitor.detect.analysis.failures`).  It warns at 3 in a row — design
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import RunOutcome, is_edit, is_test_run, run_outcome
+from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
@@ -63,6 +66,7 @@ class TestFix(Detector[TestFixSettings]):
         self.passed: int | None = None
         self.edits_since_run = 0
         self.edits_in_streak = 0
+        self.round: tuple[object, int, int] | None = None  # the last failing run's (progress.round_of)
         self.events.clear()
 
     def window(self) -> Sequence[Event | EventRef]:
@@ -87,6 +91,12 @@ class TestFix(Detector[TestFixSettings]):
                 self.reset()
             return None
 
+        now = round_of(event)
+        if self.count and outcome.signature == self.signature and same_round(self.round, now):
+            # Runs one reply made together (in parallel) are one run of the cycle.
+            self.events.append(ref(event))
+            return None
+        self.round = now
         self._follow(outcome, view)
         self.events.append(ref(call))
         self.events.append(ref(event))

@@ -1,0 +1,349 @@
+"""What a round ended in, read from the result's text: failure, nothing found, rejection.
+
+Many formats carry no exit codes (SWE-agent, Aider, Trae, a harness's own
+search tool): whether a round failed, found nothing or was refused must be
+read from what came back.  The rules are written once, here, and documented
+in docs/detectors.md (*Stale outcomes*):
+
+* **rejected**: the harness refused the reply or the action ("No tool calls
+  found in the response", "Your patch is empty", "did not conform to the edit format", "validation failed",
+  "has not been read yet", a model call refused at a token limit…).  Read
+  in tool results and in the harness's messages (user-role or system).
+  A system message ending in an error line (aider's ``litellm.NotFoundError:
+  …``) is a failure of the round too.
+* **empty**: a search or lookup that found nothing ("No matches found for
+  …", "0 results", "nothing found").  Only for calls that search.
+* **failure**: the tool said it failed (``is_error``, an exit code, a failed
+  test run), or the output *ends* in an error line (``Error: …``,
+  ``fatal: …``, a traceback's last line, ``bash: x: command not found``
+  -- the program named stays in the key --, a line
+  ending "failed"), or the whole output is a short "not there" ("No session
+  found for 2327", "does not exist").  An error line in the middle of a
+  file that was read is not an outcome.
+
+:func:`outcome_of` returns an :class:`Outcome` whose ``key`` compares rounds:
+the telling line of the text after :func:`normalise`, which drops what varies
+by accident between two identical outcomes (digits, so counters, pids, line
+numbers and timestamps; hex ids and addresses; terminal colours; temporary
+directories) and, for an empty search, the quoted search term the result
+echoes.  What stays is what went wrong: ``No module named 'pytz'`` and ``No
+module named 'sqlparse'`` are different outcomes, and a test run's outcome
+keeps which tests failed and how many (:func:`~monitor.detect.analysis.failures.run_outcome`).
+
+Pure and bounded: texts are clipped to their head and tail first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from monitor.detect.analysis.failures import (
+    comparable_failure,
+    failed,
+    is_test_run,
+    run_outcome,
+    shell_command,
+)
+from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
+from monitor.events import Event
+from monitor.text import clip
+
+#: How much of a text is read (head and tail).
+OUTCOME_CHARS = 4000
+#: An error line counts as the outcome of a non-error result only among its last lines.
+TAIL_LINES = 4
+#: How much of a text's end is read for its last lines.
+ENDING_CHARS = 1500
+#: A key longer than this says no more.
+KEY_CHARS = 240
+
+FAILURE, EMPTY, REJECTED, ANSWER = "failure", "empty", "rejected", "answer"
+#: A success shorter than this (normalised) says too little to be "the same answer".
+MIN_ANSWER_CHARS = 40
+
+
+class Outcome(NamedTuple):
+    """What one round ended in: its ``kind``, a ``key`` equal for the same
+    outcome (see :func:`normalise`), the line to quote, and the digests of
+    the text's lines (normalised, see :func:`body_lines`): a round with the
+    same key that shows a line no earlier one showed told the agent
+    something new (a debug print, another probe)."""
+
+    kind: str
+    key: str
+    shown: str
+    body: frozenset[int] = frozenset()
+
+
+#: A harness refusing the reply or the action: the round did nothing.
+_REJECTION = re.compile(  # searched in lower-cased text
+    r"no tool calls? (?:found|in the response)|must (?:include|contain) (?:at least |exactly )?one"
+    r"|exactly one (?:action|command|tool|bash|code block)|format error|malformed (?:response|action|reply)"
+    r"|your (?:patch|diff|submission) is empty|did not conform to the edit format"
+    r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
+    r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found|no replacement was performed"
+    r"|did not appear verbatim|string to replace not found"
+    r"|has not been read yet"
+    r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
+    r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
+    r"|has hit a (?:token|rate) limit|(?:token|context|rate) limit (?:exceeded|reached)|context_length_exceeded"
+)
+#: Words one of :data:`_REJECTION`'s matches holds (lower case): a text with
+#: none of them is searched no further (a case-blind alternation costs about
+#: a millisecond per 4000 characters; these ``in`` tests, microseconds).
+_REJECTION_WORDS = (
+    "tool call", "must include", "must contain", "exactly one", "format error", "malformed", "is empty",
+    "did not conform", "failed to match", "searchreplace", "exact text", "old_s", "old_t", "oldstr",
+    "oldtext", "to replace not found", "no replacement", "verbatim", "not been read", "validation failed",
+    "hook ", "rejected", "unknown tool", "unknown command", "unknown action", "invalid tool",
+    "invalid action", "invalid command", "hit a token", "hit a rate", "limit exceeded", "limit reached",
+    "context_length",
+)  # fmt: skip
+#: A search or lookup that found nothing.
+_EMPTY = re.compile(
+    r"(?i)\bno (?:matches|match|results?|files?|entries|items|hits)(?: were)? found\b|\bnothing found\b"
+    r"|\b0 (?:results|matches|hits)\b|\bfound 0\b|\bno matches\b|\bdid not match any\b"
+)
+#: A short answer that something looked up is not there ("No session found
+#: for 2327", "foo: not found", "… does not exist"): a failed lookup.
+_MISSING = re.compile(r"(?i)\bno (?:\w+ ){1,2}found\b|\bnot found\b|\bdoes(?: not|n't) exist\b|\bno such \w+")
+#: A lookup's answer longer than this is more than "not there".
+MISSING_CHARS = 300
+#: A line saying what went wrong: it starts with an error word (the last line
+#: of a traceback, ``error: …``, ``fatal: …``, ``FAILED …``), is a program's
+#: complaint (``bash: x: command not found``, ``sed: -e expression …``), or
+#: ends in "failed" / "rejected" ("Pre-commit validation failed").
+_ERROR_LINE = re.compile(
+    r"^\W{0,3}(?:[\w.]*(?:Error|Exception)\b|error\b|ERROR\b|Error\b|fatal\b|FATAL\b|Fatal\b|panic\b"
+    r"|FAILED\b|FAIL\b|failed\b|Failed\b)"
+    r"|^[\w./-]+: (?:line \d+: )?.*(?i:error|not found|no such file|permission denied|cannot|can't|unexpected eof)"
+    r"|\b(?i:failed|rejected)\W*$"
+)
+#: A line that only says that something failed, not why ("Exit code 1",
+#: "(Command exited with code 1)", "make: *** Error 2"): never the telling line.
+_GENERIC = re.compile(
+    r"(?i)exit(?:ed)?(?: with)? (?:code|status)|non-zero|returned (?:non-zero|\d)|^\W*error:? \d+\W*$"
+    r"|\*\*\* .*error \d+|</?(?:returncode|output|tool_use_error)>|^\W*(?:error|fatal|failed|failure)\W*$"
+)
+#: Tools and shell programs that search: their "nothing" is an answer.
+_SEARCH_TOOL = re.compile(r"(?i)search|find|grep|glob|lookup|locate|\bls\b|list")
+_SEARCH_PROGRAM = re.compile(r"(?:^|[\s;&|(])(?:grep|egrep|rg|ag|ack|find|fd|locate|git grep|git log -S)\b")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_TEMP_DIR = re.compile(r"(/(?:tmp|var/folders|private/var)/)[^\s/'\"]+")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_HASH = re.compile(r"\b(?=[a-fA-F]*\d)[0-9a-fA-F]{7,}\b")
+_DIGITS = re.compile(r"\d+")
+_QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’|“[^”\n]{0,200}”")
+_AFTER_FOR = re.compile(r"(?i)(\b(?:for|matching|named|of)\b).*$")
+
+
+def normalise(text: str, *, query: bool = False, limit: int = KEY_CHARS) -> str:
+    """``text`` without what varies by accident between two identical
+    outcomes: terminal colours, temporary directories, hex ids and
+    addresses (``0x`` kept), commit hashes, digits (counters, pids, line numbers, timestamps); white
+    space squashed, lower-cased, clipped.  With ``query`` (an empty search),
+    also the quoted search term and whatever follows "for"/"matching"."""
+    text = _ANSI.sub("", text)
+    if query:
+        text = _AFTER_FOR.sub(r"\1 <q>", _QUOTED.sub("<q>", text))
+    text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    # Digits are dropped, not replaced: the same as a failure signature does
+    # (monitor.detect.analysis.signatures), so the two compare.
+    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
+    return " ".join(text.split()).lower()[:limit]
+
+
+#: At most this many lines of a body are kept (its head and tail are read).
+BODY_LINES = 200
+
+
+def body_lines(text: str) -> frozenset[int]:
+    """Digests of the lines of ``text`` (its head and tail), normalised as
+    :func:`normalise` does (the substitutions made once over the whole
+    text), without the lines that only say that it failed ("exit code 1")."""
+    text = _ANSI.sub("", clip(text, OUTCOME_CHARS))
+    text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
+    digests = set()
+    for raw in text.splitlines():
+        line = " ".join(raw.split()).lower()
+        if line and not _generic(line):
+            digests.add(hash(line[:KEY_CHARS]))
+            if len(digests) >= BODY_LINES:
+                break
+    return frozenset(digests)
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in (raw.strip() for raw in _ANSI.sub("", text).splitlines()) if line]
+
+
+def _searches(call: Event | None) -> bool:
+    """The call looks for something (a search tool, or a shell search)."""
+    if call is None:
+        return False
+    command = shell_command(call)
+    if command:
+        return _SEARCH_PROGRAM.search(command[:2000]) is not None
+    return bool(call.tool and _SEARCH_TOOL.search(call.tool))
+
+
+def rejection(text: str) -> Outcome | None:
+    """The harness refused the reply or the action (see the module's rules)."""
+    clipped = clip(text, OUTCOME_CHARS)
+    low = clipped.lower()
+    for word in _REJECTION_WORDS:  # (a loop, not any() over a generator: cheaper)
+        if word in low:
+            break
+    else:
+        return None
+    found = _REJECTION.search(low)
+    if found is None:
+        return None
+    # The refusal is what its first phrase says; what it quotes (the agent's
+    # own input echoed back) and the details after it vary with each attempt
+    # while the refusal stays.
+    phrase = " ".join(found.group().split())
+    if len(low) != len(clipped):
+        clipped = low  # lower-casing moved the offsets (a few non-ASCII letters): quote it lower-cased
+    start = clipped.rfind("\n", 0, found.start()) + 1
+    end = clipped.find("\n", found.end())
+    line = clipped[start : end if end >= 0 else len(clipped)].strip()
+    return Outcome(REJECTED, "J:" + phrase, line[:200])
+
+
+def _empty(text: str, call: Event | None) -> Outcome | None:
+    if len(text) > 600 or not _searches(call):
+        return None
+    lines = _lines(text)
+    for line in lines[-TAIL_LINES:]:
+        if _EMPTY.search(line):
+            return Outcome(EMPTY, "N:" + normalise(line, query=True), line[:200])
+    return None
+
+
+def _ending_error(text: str) -> str | None:
+    """The error line among the last lines of ``text``, if it ends in one."""
+    # The last lines are in the last characters: the rest is not split.
+    tail = text[-ENDING_CHARS:] if len(text) > ENDING_CHARS else text
+    lines = _lines(tail)[-3 * TAIL_LINES :]
+    telling = [line for line in lines if not _generic(line)]
+    for line in reversed(telling[-TAIL_LINES:]):
+        if _error_line(line):
+            return line
+    return None
+
+
+#: Words a match of :data:`_ERROR_LINE` holds (lower case); of :data:`_GENERIC`.
+_ERROR_WORDS = (
+    "error", "exception", "fatal", "panic", "fail", "not found", "no such file", "permission denied",
+    "cannot", "can't", "unexpected eof", "rejected",
+)  # fmt: skip
+_GENERIC_WORDS = ("exit", "non-zero", "returned", "error", "fatal", "fail", "<")
+
+
+def _error_line(line: str) -> bool:
+    """``_ERROR_LINE.search(line)``, after a cheap test for its words."""
+    low = line.lower()
+    for word in _ERROR_WORDS:
+        if word in low:
+            return _ERROR_LINE.search(line) is not None
+    return False
+
+
+#: What is left of a failure that names no cause once its generic parts are gone ("Error: rg command failed").
+_BARE_FAILURE = re.compile(r"[\W\d_]*(?:error[\W\d_]*)?(?:(?:[\w.-]+\s+)?(?:command\s+)?failed[\W\d_]*)?")
+
+
+def _only_that_it_failed(text: str) -> bool:
+    """The tool's failure text says that it failed and nothing of why ("Error: ripgrep command
+    failed: exit status 2"), so it is no outcome to compare."""
+    return _BARE_FAILURE.fullmatch(_GENERIC.sub(" ", text.lower())) is not None
+
+
+def _generic(line: str) -> bool:
+    """``_GENERIC.search(line)``, after a cheap test for its words."""
+    low = line.lower()
+    for word in _GENERIC_WORDS:
+        if word in low:
+            return _GENERIC.search(line) is not None
+    return False
+
+
+def outcome_of(result: Event) -> Outcome | None:
+    """What the round of tool result ``result`` ended in; ``None`` for a
+    success (or a result that is not its call's own outcome)."""
+    found = _outcome(result)
+    if found is None or found.kind == REJECTED:
+        return found  # a refusal is judged by what it refuses, not the input it echoes
+    return found._replace(body=body_lines(result.content))
+
+
+def _outcome(result: Event) -> Outcome | None:
+    text = result.content
+    if not text.strip() or not_an_outcome(result):
+        return None
+    call = result.call
+    if result.is_error and not failed(result):
+        return None  # exit status 1 of a search or a comparison: "no", not a failure
+    if is_test_run(call):
+        run = run_outcome(result)
+        if run.failing:
+            return Outcome(FAILURE, f"T:{run.signature}:{run.failures}", run.headline or "tests failed")
+        return None
+    refused = rejection(text)
+    if refused is not None:
+        return refused
+    empty = _empty(text, call)
+    if empty is not None:
+        return empty
+    known = comparable_failure(result)
+    if known is not None:
+        # The tool said it failed: what its telling error line says (a
+        # failure that says only "exit code 1" has none, and is no outcome).
+        shown = known[2:] if known[:2] in ("E:", "R:") else known
+        if _only_that_it_failed(shown):
+            return None  # "ripgrep command failed: exit status 2" says that, not what: no outcome
+        return Outcome(FAILURE, "F:" + normalise(shown), shown[:200])
+    line = _ending_error(text)
+    if line is None and len(text) <= MISSING_CHARS and _MISSING.search(text):
+        line = " ".join(text.split())
+    if line is not None:
+        return Outcome(FAILURE, "F:" + normalise(line), line[:200])
+    return None
+
+
+def answer_of(result: Event) -> Outcome | None:
+    """A success that says something (not an acknowledgement, not a few words):
+    its whole text is its key, so that the same answer from
+    different questions ("006da4c chore(release): …" from five ``git log``
+    spellings) is recognised.  ``None`` for a failure or a bare "done"."""
+    if result.is_error or is_acknowledgement(result):
+        return None
+    # The text itself, its ends' white space aside: a page, a count or a
+    # line number is what the answer says (and a hash of the clipped text
+    # costs microseconds where normalising it costs a fraction of a millisecond).
+    text = clip(result.content).strip()
+    if len(text) < MIN_ANSWER_CHARS:
+        return None
+    return Outcome(ANSWER, f"A:{hash(text):x}", text.split("\n", 1)[0][:200])
+
+
+def reply_outcome(message: Event) -> Outcome | None:
+    """What a message from the harness says about the round before it: a
+    refusal ("No tool calls found…", a format error) in a user-role message
+    (harnesses that speak as the user) or a system one, and a harness error
+    in a system message (aider's "litellm.NotFoundError: …", "has hit a
+    token limit!") are that round's outcome; anything else a person or a
+    harness says is not (``None``)."""
+    role = message.role
+    text = message.content
+    if role not in ("user", "system") or not text:
+        return None
+    refused = rejection(text)
+    if refused is not None or role == "user":
+        return refused
+    line = _ending_error(text)
+    return None if line is None else Outcome(FAILURE, "F:" + normalise(line), line[:200])

@@ -1,0 +1,143 @@
+"""Failing forward: a failed call that dealt with what the failure before it named.
+
+An agent installing missing dependencies one at a time meets a new error at
+every step: ``No module named 'pytz'`` → ``pip install pytz && python repro.py``
+→ ``No module named 'sqlparse'`` → …  Each failed call acts on what the
+failure before it *named* (the module, the file, the setting) and then fails
+in a way not seen before in the streak, naming something the call itself did
+not (the next missing thing): it moved on.  A count of such failures
+is no evidence of a loop, so ``failure_cascade`` and ``limits`` start their
+streak again at a failure that moved on (:meth:`FailingForward.moved_on`).
+
+Left alone: the same failure again after acting on it (``No module named
+'foo'`` → ``pip install foo && …`` → ``No module named 'foo'``: not moved on),
+a failure that comes back from earlier in the streak (A, B, A), a failure
+that names only what its own call named (``cat conf/config.yml`` → "No such
+file": looking for one file in several places), and failures
+whose next call does not touch what they named (``brew`` then ``conda``:
+"command not found"; five URLs fetched, five different HTTP errors).
+
+Calls one reply made together are one round: when several of them fail (two
+parallel greps of one missing file), the streak counts one failure
+(:meth:`FailingForward.joins_round`).  A call is of the reply before when an
+adapter says so (``meta["reply"]``, as the Vorflux adapter does) or, without
+that, when it was made before the earlier failure's result was back.
+
+A failure's *names* are the quoted strings, paths, dotted names and
+ALL_CAPS settings on its telling line (the last line that reads like an
+error, else its last line), at most :data:`MAX_NAMES`; what a call *touches*
+is its command line, or its arguments' text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from monitor.detect.analysis.failures import clip_tail, failure_kind, output_body, shell_command
+from monitor.events import Event
+
+#: Names kept from one failure, and failure kinds remembered per streak.
+MAX_NAMES = 8
+MAX_SEEN = 16
+#: How much of a call's text is searched for a name.
+CALL_CHARS = 4000
+
+_NAMES = re.compile(
+    r"'([^'\s]{2,80})'|\"([^\"\s]{2,80})\"|`([^`\s]{2,80})`|‘([^’\s]{2,80})’"
+    r"|((?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*|[\w.@+-]+(?:/[\w.@+-]+)+)"
+    r"|\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b"
+    r"|\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"
+)
+_ERRORISH = re.compile(
+    r"error|exception|not found|no such|cannot|can't|could not|denied|failed|missing", re.I
+)
+
+
+def _telling_line(result: Event) -> str:
+    lines = [ln.strip() for ln in output_body(clip_tail(result.content)).splitlines() if ln.strip()]
+    for line in reversed(lines[-12:]):
+        if _ERRORISH.search(line):
+            return line[:400]
+    return lines[-1][:400] if lines else ""
+
+
+def failure_names(result: Event) -> frozenset[str]:
+    """What a failed result's telling line names (modules, files, settings)."""
+    found: set[str] = set()
+    for match in _NAMES.finditer(_telling_line(result)):
+        name = next(group for group in match.groups() if group)
+        if len(name) >= 2:
+            found.add(name)
+            if len(found) >= MAX_NAMES:
+                break
+    return frozenset(found)
+
+
+def _call_text(call: Event | None) -> str:
+    if call is None:
+        return ""
+    text = shell_command(call)
+    if text is None:
+        args = call.args or {}
+        text = " ".join(str(value) for value in args.values())
+    return text[:CALL_CHARS]
+
+
+def round_of(result: Event) -> tuple[object, int, int]:
+    """A result's round: its call's reply (``meta["reply"]``, if an adapter
+    knows it), the call's seq and the result's seq."""
+    call = result.call
+    reply = call.meta.get("reply") if call is not None and call.meta else None
+    return (reply, call.seq if call is not None else result.seq, result.seq)
+
+
+def same_round(before: tuple[object, int, int] | None, now: tuple[object, int, int]) -> bool:
+    """Whether the result of round ``now`` came from the same reply as ``before``'s."""
+    if before is None:
+        return False
+    if now[0] is not None and before[0] is not None:
+        return now[0] == before[0]
+    return now[1] < before[2]  # made before the earlier result was back
+
+
+class FailingForward:
+    """Per streak: the failure before, and the kinds of failure seen so far."""
+
+    __slots__ = ("names", "seen", "round")
+
+    def __init__(self) -> None:
+        self.names: frozenset[str] = frozenset()
+        self.seen: dict[tuple[str, frozenset[str]], None] = {}
+        #: The last failure's round: its call's reply (if known), the call's and the result's seq.
+        self.round: tuple[object, int, int] | None = None
+
+    def clear(self) -> None:
+        """A success: the next failure starts a new streak."""
+        self.names = frozenset()
+        self.seen.clear()
+        self.round = None
+
+    def joins_round(self, result: Event) -> bool:
+        """Feed each failed result first: True when its call was made in the
+        same round as the failure before (one reply's calls, made together)."""
+        now = round_of(result)
+        before, self.round = self.round, now
+        return same_round(before, now)
+
+    def moved_on(self, result: Event) -> bool:
+        """Feed each failed result of the streak in order: True when its call
+        acted on what the failure before named and it failed in a new way,
+        naming something the call itself did not (the next missing thing)."""
+        names = failure_names(result)
+        key = (failure_kind(result), names)
+        new = key not in self.seen
+        moved = False
+        if new and self.seen and self.names:
+            text = _call_text(result.call)
+            # It acted on what the last failure named, and its own failure names
+            # something the call did not: the next missing thing, found.
+            moved = any(n in text for n in self.names) and any(n not in text for n in names)
+        if new and len(self.seen) < MAX_SEEN:
+            self.seen[key] = None
+        self.names = names
+        return moved

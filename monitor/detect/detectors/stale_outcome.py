@@ -1,0 +1,235 @@
+"""Stale outcomes: the agent keeps acting, but what comes back is no longer new.
+
+Every round (a tool result, or a harness's refusal or error sent back as
+a user or system message) ends in an outcome (:mod:`monitor.detect.analysis.outcomes`): a
+failure, a search that found nothing, a rejection, or a success.  When
+``threshold`` of the last ``span`` rounds end in the *same* failure or
+rejection -- the same after normalising what varies by accident -- the
+outcome has stopped being new, whatever the calls were: the same commit
+retried with small edits between while a hook rejects it, a reply in prose
+answered "command not found" at every step, a patch submitted again to a
+harness that answers "Your patch is empty", a change restored and
+re-applied by different means ending in the same error.
+
+The same substantial *answer* (a success that says something: not an
+acknowledgement, at least 40 characters) to ``answer_threshold`` different
+calls among the last ``window``, with nothing edited since, is stale too:
+the history re-checked in six spellings, always the same single commit.
+
+Left alone on purpose: other successes (polling whose output moves, paging, one
+command over many items, edits that apply); failures that keep changing (a
+new missing module each time, fewer failing tests, a different error after
+each fix); and searches for different things that each find nothing, until
+``empty_threshold`` of the last ``window`` rounds are such searches (then
+the agent is guessing, not exploring).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from monitor.detect.analysis.failures import is_edit
+from monitor.detect.analysis.outcomes import (
+    ANSWER,
+    EMPTY,
+    REJECTED,
+    Outcome,
+    answer_of,
+    outcome_of,
+    reply_outcome,
+)
+from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
+from monitor.events import Event, EventRef, Kind, Level
+from monitor.text import call_key
+
+_MESSAGE = Kind.MESSAGE
+#: One round: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines).
+_Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
+_NO_LINES: frozenset[int] = frozenset()
+
+
+def _stale(same: list[_Round]) -> int:
+    """How many of ``same`` (rounds with one outcome, oldest first) brought
+    nothing new: the first, and each later one that shows no line that none
+    before it showed (a round that does -- a debug print, a new probe's
+    answer -- is new).  A round without lines (a refusal, judged by what it
+    refuses) is never new."""
+    seen: set[int] = set()
+    stale = 0
+    for round_ in same:
+        lines = round_[4]
+        if stale and lines and not lines <= seen:
+            seen |= lines
+            continue
+        seen |= lines
+        stale += 1
+    return stale
+
+
+@dataclass(frozen=True)
+class StaleOutcomeSettings(DetectorSettings):
+    threshold: int = 3  # rounds ending in the same failure or rejection…
+    span: int = 6  # …among the last N rounds
+    window: int = 10  # the rounds kept: searches that found nothing and answers are counted in them
+    #: A harness's refusals of the reply (or its errors) in a row, with no action between.
+    in_a_row: int = 4
+    #: Searches that found nothing (each for anything) among the last ``window`` rounds.
+    empty_threshold: int = 8
+    #: The same substantial answer to different calls, with no edit since the first (0: off).
+    answer_threshold: int = 4
+
+
+class StaleOutcome(Detector[StaleOutcomeSettings]):
+    name = "stale_outcome"
+    title = "Stale outcomes"
+    Settings = StaleOutcomeSettings
+    kinds = frozenset({Kind.TOOL_RESULT, Kind.MESSAGE})
+    # A harness's refusal may arrive as a user message: it is a round, not a
+    # person taking over (and a person repeating the same failing request
+    # is stuck too).
+    resets_on_user_turn = False
+    presets = {
+        "conservative": {
+            "threshold": 4,
+            "span": 8,
+            "in_a_row": 5,
+            "empty_threshold": 9,
+            "answer_threshold": 6,
+        },
+        "aggressive": {
+            "threshold": 3,
+            "span": 10,
+            "in_a_row": 3,
+            "empty_threshold": 6,
+            "answer_threshold": 3,
+        },
+    }
+
+    def __init__(self, settings: StaleOutcomeSettings | None = None):
+        super().__init__(settings)
+        #: Harness refusals of replies in a row (no tool result between): (key, count, evidence).
+        self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
+        # The last rounds (see _Round); a success takes a slot as None.
+        self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
+
+    def reset(self) -> None:
+        self.rounds.clear()
+        self.refusals = ("", 0, ())
+
+    def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        outcome: Outcome | None
+        if event.kind is _MESSAGE:
+            return self._refusal(event)
+        if event.call is None or (view.tool_overrides and view.exempt(event.tool)):
+            return None
+        self.refusals = ("", 0, ())  # the agent acted: a refusal before it was a slip
+        outcome = outcome_of(event)
+        call_hash = hash(call_key(event.call))
+        rounds = self.rounds
+        if is_edit(event.call):
+            self._forget_answers()  # after an edit, the same answer may be the work's
+        if outcome is None and self.settings.answer_threshold:
+            outcome = answer_of(event)
+        if outcome is None:
+            rounds.append((None, "", 0, None, _NO_LINES))
+            return None
+        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
+        same, stale, threshold, window = self._judge(
+            outcome, view.threshold(event.tool, self.settings.threshold)
+        )
+        if stale > 1:
+            view.note_similarity(self.name, min(1.0, stale / threshold))
+        if stale < threshold:
+            return None
+        return [self._detection(event, outcome, same, threshold, len(same), window)]
+
+    def _judge(self, outcome: Outcome, threshold: int) -> tuple[list[_Round], int, int, int]:
+        """The rounds alike to the latest (``outcome``), how many of them
+        brought nothing new, the count that warns, and how many rounds back
+        they were looked for."""
+        rounds = self.rounds
+        settings = self.settings
+        if outcome.kind == EMPTY:
+            same = [r for r in rounds if r[1] == EMPTY]
+            return same, len(same), settings.empty_threshold, len(rounds)
+        if outcome.kind == ANSWER:
+            same = [r for r in rounds if r[0] == outcome.key]
+            # Different questions, one answer: the same call again is exact_repeat's.
+            stale = len(same) if len({r[2] for r in same}) >= 3 else 0
+            return same, stale, settings.answer_threshold, len(rounds)
+        recent = rounds if settings.span >= len(rounds) else list(rounds)[-settings.span :]
+        same = [r for r in recent if r[0] == outcome.key]
+        # One call repeated with one failure is exact_repeat's (and nudged there).
+        stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
+        return same, stale, threshold, len(recent)
+
+    def _forget_answers(self) -> None:
+        rounds = self.rounds
+        for index, round_ in enumerate(rounds):
+            if round_[1] == ANSWER:
+                rounds[index] = (None, "", 0, None, _NO_LINES)
+
+    def _refusal(self, message: Event) -> list[Detection] | None:
+        """A harness refusing the reply ("No tool calls found…"): refusals count
+        only in a row -- when the agent acts between them and its actions
+        bring new outcomes, a refusal was a slip, not a loop."""
+        outcome = reply_outcome(message)
+        if outcome is None:
+            return None  # what a person says is not a round
+        key, count, cited = self.refusals
+        if key != outcome.key:
+            count, cited = 0, ()
+        cited = (*cited[-11:], ref(message))
+        count += 1
+        self.refusals = (outcome.key, count, cited)
+        if count < self.settings.in_a_row:
+            return None
+        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
+        return [self._detection(message, outcome, same, self.settings.in_a_row, count, count)]
+
+    def _detection(
+        self,
+        event: Event,
+        outcome: Outcome,
+        same: list[_Round],
+        threshold: int,
+        count: int,
+        window: int,
+    ) -> Detection:
+        """The detection of ``count`` of the last ``window`` rounds alike (``same``)."""
+        calls = len({r[2] for r in same})
+        pattern = "stale:" + outcome.key[:200]
+        if outcome.kind == EMPTY:
+            what = "searches that found nothing"
+            advice = (
+                "Searching again will not find it: list what is there (ls, find, glob) "
+                "or question the assumption that it exists."
+            )
+            pattern = "stale:empty"
+        elif outcome.kind == ANSWER:
+            what = "the same answer"
+            advice = (
+                "Asking again in other words gets the same answer: act on it "
+                "(edit, decide, or say what you are unsure of) instead of checking again."
+            )
+        else:
+            what = "rejections" if outcome.kind == REJECTED else "the same failure"
+            advice = (
+                "The outcome is the same whatever you change: read it and fix its cause, "
+                f"or stop and say what blocks you ({outcome.shown[:100]})."
+            )
+        return Detection(
+            detector=self.name,
+            level=Level.WARN,
+            score=min(1.0, len(same) / (threshold + 2)),
+            message=f"{count} of the last {window} rounds ended in {what}"
+            + (f" ({calls} different calls)" if calls > 1 else "")
+            + f": {outcome.shown[:80]!r}",
+            pattern=pattern,
+            count=count,
+            tool=event.tool,
+            summary=f"ended {count} of your last {window} rounds in {what}",
+            advice=advice,
+            evidence=evidence(r[3] for r in same),
+        )

@@ -1,0 +1,309 @@
+"""Stale outcomes: the agent keeps acting, the outcome is no longer new (issue 31)."""
+
+import pytest
+
+from monitor.config import ConfigError, build_config
+from monitor.detect.analysis.outcomes import (
+    EMPTY,
+    FAILURE,
+    REJECTED,
+    normalise,
+    outcome_of,
+    reply_outcome,
+)
+from monitor.detect.base import SessionView
+from monitor.detect.detectors.stale_outcome import StaleOutcome, StaleOutcomeSettings
+from monitor.detect.engine import Engine
+from monitor.events import Event, Kind, Level
+from tests.eventkit import only
+from tests.streams import Stream, by
+from tests.streams import run as run_all
+
+NAME = "stale_outcome"
+
+
+def run(*streams: Stream):
+    """The streams through an engine where only this detector runs."""
+    return run_all(*streams, engine=Engine(only(NAME)))
+
+
+def _result(content: str, tool: str = "bash", error: bool = False, **args) -> Event:
+    call = Event(kind=Kind.TOOL_CALL, session="s", ts=1.0, tool=tool, args=args or {"command": "x"})
+    result = Event(kind=Kind.TOOL_RESULT, session="s", ts=2.0, tool=tool, content=content, is_error=error)
+    result.call = call
+    return result
+
+
+# -- reading outcomes from text ---------------------------------------------------
+
+
+def test_normalise_drops_what_varies_by_accident():
+    a = "\x1b[31mERROR\x1b[0m 2026-04-08T20:04:45.443Z /tmp/tmpab12cd/x.py:12 at 0x7f3a2b pid 1858 commit 9f3e2a1b"
+    b = "\x1b[31mERROR\x1b[0m 2026-04-09T21:14:05.003Z /tmp/tmpzz99yy/x.py:40 at 0x7f99aa pid 2327 commit 0c1d2e3f"
+    assert normalise(a) == normalise(b)
+    assert normalise("No module named 'pytz'") != normalise("No module named 'sqlparse'")
+
+
+def test_a_quoted_search_term_is_dropped_only_for_an_empty_search():
+    assert normalise('No matches found for "data classes"', query=True) == normalise(
+        'No matches found for "Kotlin constructors"', query=True
+    )
+    assert normalise('No matches found for "data classes"') != normalise('No matches found for "Kotlin"')
+
+
+def test_failure_from_text_without_an_exit_code():
+    """A non-error result whose output ends in an error line failed (SWE-agent, Aider, piped output)."""
+    found = outcome_of(
+        _result("Compiling...\nError: failed to resolve file: lib/x.sol", command="forge build | tail")
+    )
+    assert found is not None and found.kind == FAILURE
+    assert outcome_of(_result("line one\nValueError: bad\nmore output\nall good now\nfine\nok\nend")) is None
+
+
+def test_an_error_line_inside_a_file_read_is_no_outcome():
+    text = "def f():\n    raise ValueError('x')\n\n# Error handling below\nreturn 1\nx = 2\ny = 3\nz = 4"
+    assert outcome_of(_result(text, tool="read_file", path="a.py")) is None
+
+
+def test_the_generic_line_is_never_the_telling_one():
+    a = outcome_of(_result("foo.go:9: use of internal package\n\n(Command exited with code 1)", error=True))
+    b = outcome_of(
+        _result('foo.go:4: "encoding" imported and not used\n\n(Command exited with code 1)', error=True)
+    )
+    assert a is not None and b is not None and a.key != b.key
+
+
+def test_harness_rejections_and_empty_searches():
+    refused = outcome_of(_result("ERROR! Your Patch is empty. Please check your diff.", tool="submit"))
+    assert refused is not None and refused.kind == REJECTED
+    empty = outcome_of(_result('No matches found for "data classes" in /repo', tool="find_file", name="x"))
+    assert empty is not None and empty.kind == EMPTY
+    # The same words from a call that does not search: a failed lookup, not an empty search.
+    lookup = outcome_of(_result("No session found for 2327", tool="process", action="poll"))
+    assert lookup is not None and lookup.kind == FAILURE
+
+
+def test_a_refusal_in_a_user_message_and_a_person_saying_continue():
+    refusal = Event(
+        kind=Kind.MESSAGE,
+        session="s",
+        ts=1.0,
+        role="user",
+        content="No tool calls found in the response. Every response MUST include at least one tool call.",
+    )
+    assert reply_outcome(refusal) is not None
+    person = Event(kind=Kind.MESSAGE, session="s", ts=1.0, role="user", content="continue")
+    assert reply_outcome(person) is None
+
+
+# -- the detector -----------------------------------------------------------------
+
+
+def test_the_same_hook_rejection_after_small_edits_warns():
+    """Issue 31 item 3: the same commit retried while the hook rejects it, small edits between."""
+    s = Stream()
+    for i in range(5):
+        s.call("edit", "The file lib/app.ex has been updated.", path="lib/app.ex", old=f"a{i}", new=f"b{i}")
+        s.call(
+            "bash",
+            f"Running dialyzer...\ndone in {i + 3}.2s\nPre-commit validation failed",
+            command=f'git add -A && git commit -m "fix {i}"',
+        )
+    _, found = run(s)
+    hits = by(found, NAME)
+    assert hits and hits[0].line == 12 and hits[0].count == 3
+
+
+def test_prose_run_as_bash_warns():
+    """Issue 31 item 1: replies in prose run as commands, the same error at every step."""
+    s = Stream()
+    for i, word in enumerate(["DISCUSSION", "First,", "DISCUSSION", "The", "DISCUSSION"]):
+        s.call(
+            "bash",
+            f"bash: line {i + 1}: {word}: command not found",
+            command=f"{word} I think the shell is broken (attempt {i})",
+        )
+    _, found = run(s)
+    assert by(found, NAME)
+
+
+def test_no_tool_calls_in_a_row_warns_and_scattered_ones_do_not():
+    refusal = "No tool calls found in the response. Every response MUST include at least one tool call."
+    s = Stream()
+    for _ in range(4):
+        s.say(refusal, role="user")
+    _, found = run(s)
+    assert by(found, NAME)
+    s = Stream()
+    for i in range(8):
+        s.say(refusal, role="user")
+        s.say(refusal, role="user")
+        s.call("bash", f"contents of part {i}\n" * 3, command=f"sed -n '{i * 40},{i * 40 + 40}p' a.py")
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_different_errors_after_each_fix_stay_quiet():
+    """Installing missing dependencies one by one: each failure is a different error."""
+    s = Stream()
+    for module in ["asgiref", "pytz", "sqlparse", "django_extensions", "psycopg2"]:
+        s.call(
+            "bash",
+            f"Traceback (most recent call last):\nModuleNotFoundError: No module named '{module}'",
+            error=True,
+            command=f"pip install x && python repro.py # {module}",
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_a_rerun_that_shows_something_new_is_new():
+    """The same final error, but every run prints a new debug probe: learning, not looping."""
+    s = Stream()
+    for i in range(6):
+        s.call(
+            "bash",
+            f"DEBUG probe {'abcdefghij'[i]}: value type str\nsqlite3.InterfaceError: Error binding parameter",
+            error=True,
+            command="python repro.py",
+        )
+        s.call("edit", "ok", path="q.py", old=f"p{i}", new=f"q{i}")
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_searches_for_different_things_that_find_nothing():
+    """Exploring up to seven; eight of the last ten finding nothing is guessing."""
+    s = Stream()
+    for i in range(7):
+        s.call("find_file", f'No matches found for "name{i}" in /repo', name=f"name{i}")
+    _, found = run(s)
+    assert not by(found, NAME)
+    s.call("find_file", 'No matches found for "name7" in /repo', name="name7")
+    _, found = run(s)
+    assert by(found, NAME)
+
+
+def test_short_successes_never_count():
+    s = Stream()
+    for i in range(10):
+        s.call("bash", "Build succeeded.\n0 warnings", command=f"make target{i}")
+    _, found = run(s)
+    assert not by(found, NAME, min_level=Level.NOTICE)
+
+
+def test_state_is_bounded_by_the_window():
+    detector = StaleOutcome(StaleOutcomeSettings(window=5, span=4))
+    view = SessionView("s1")
+    for i in range(50):
+        detector.observe(_result(f"error: thing {i} broke", error=True, command=f"step {i}"), view)
+    assert len(detector.rounds) == 5
+
+
+def test_settings_are_bounded_in_the_config():
+    with pytest.raises(ConfigError):
+        build_config({"detectors": {NAME: {"threshold": 1}}})
+    with pytest.raises(ConfigError):
+        build_config({"detectors": {NAME: {"window": 100_000}}})
+    config = build_config({"detectors": {NAME: {"threshold": 6}}})
+    assert config.detector_settings(NAME).threshold == 6
+
+
+def test_presets_order_their_thresholds():
+    conservative = build_config({}, preset="conservative").detector_settings(NAME)
+    balanced = build_config({}, preset="balanced").detector_settings(NAME)
+    aggressive = build_config({}, preset="aggressive").detector_settings(NAME)
+    # Aggressive looks further back for the same three; conservative needs four.
+    assert conservative.threshold > balanced.threshold == aggressive.threshold
+    assert aggressive.span > balanced.span and conservative.in_a_row > balanced.in_a_row > aggressive.in_a_row
+    assert conservative.empty_threshold > balanced.empty_threshold > aggressive.empty_threshold
+
+
+def test_the_same_answer_to_different_questions_with_nothing_edited_warns():
+    s = Stream()
+    answer = "ea8da15 Add EGL robustness support and reset-notification strategy to the GL context"
+    for spelling in ["-5", "--all", "-3 --follow x.cpp", "--grep=EGL"]:
+        s.call("exec", answer, command=f"git log --oneline {spelling}")
+    _, found = run(s)
+    assert by(found, NAME) and "same answer" in by(found, NAME)[0].message
+
+
+def test_the_same_answer_after_each_edit_is_the_work():
+    s = Stream()
+    for i in range(6):
+        s.call("Edit", "The file src/p.py has been updated successfully.", file_path="src/p.py", old=f"a{i}")
+        s.call(
+            "Bash", "........................................\n40 passed in 0.52s", command=f"pytest -q # {i}"
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_pages_whose_numbers_differ_are_different_answers():
+    s = Stream()
+    for page in range(6):
+        lines = "\n".join(f"{page * 40 + k}: line of code number {page * 40 + k}" for k in range(5))
+        s.call("Read", lines, file_path="a.py", offset=page * 40)
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_a_program_the_shell_cannot_find_stays_in_the_outcome():
+    """`brew`, then `conda`, then `port`: three different programs missing, not one failure."""
+    s = Stream()
+    for program in ["brew", "conda", "port", "apt-get"]:
+        s.call(
+            "bash", f"/bin/bash: line 1: {program}: command not found", command=f"{program} install libffi"
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+# A harness's errors as system messages (aider's own errors: formats/aider.py).
+# Unit tests, not scenarios: Claude Code and Codex logs have no system message
+# to carry them (tests/test_formats_equivalence.py renders every scenario so).
+
+NOT_FOUND = (
+    "litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - Unknown model 'qwen2.5'"
+)
+
+
+def test_the_model_call_failing_after_every_prompt_warns():
+    s = Stream()
+    for prompt in [
+        "Integrate Memgraph.",
+        "why the error?",
+        "try again",
+        "use gpt-3.5 then",
+        "what is wrong?",
+    ]:
+        s.say(prompt, role="user")
+        s.say("Here is the plan: 1. add the client, 2. store the vectors, 3. query them.")
+        s.say(NOT_FOUND, role="system")
+    _, found = run(s)
+    hits = by(found, NAME)
+    assert hits and hits[0].count == 4
+
+
+def test_harness_errors_between_work_that_gets_somewhere_stay_quiet():
+    s = Stream()
+    s.say("Add the endpoint.", role="user")
+    for i in range(4):
+        s.say("Model anthropic/claude-sonnet-4 has hit a token limit!", role="system")
+        s.say(NOT_FOUND, role="system")
+        s.call(
+            "Edit",
+            "The file api/routes.py has been updated successfully.",
+            file_path="api/routes.py",
+            old=f"v{i}",
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_a_failure_that_names_no_cause_is_no_outcome():
+    """A harness's "Error: ripgrep command failed: exit status 2" after different searches says that each
+    failed, not why: no stale outcome is built from it (the same rule as the generic lines above)."""
+    for text in ("Error: ripgrep command failed: exit status 2", "Error: exit code 1"):
+        assert outcome_of(_result(text, error=True)) is None, text
+    assert outcome_of(_result("ModuleNotFoundError: No module named 'pytz'", error=True)) is not None
