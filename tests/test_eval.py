@@ -435,3 +435,20 @@ def test_a_harness_failure_pattern_counts_once(tmp_path: Path, capsys):
     runs[2].pop("pattern")
     total = _json(capsys, _labels(tmp_path, runs))["levels"]["warn"]["total"]
     assert (total["episodes"], total["caught"], total["missed"]) == (2, 1, 1)
+
+
+def test_assign_split_takes_a_path_typed_from_anywhere_and_the_split_written(capsys):
+    """A run's path as typed from the repository root gets the split its label says, not the hash of the
+    typed text (which named another part for a third of the runs)."""
+    from monitor.cli import main
+    from monitor.labels import load_labels
+
+    labels = Path(__file__).parent / "corpus" / "labels.toml"
+    runs = [run for run in load_labels(labels).runs if run.file.exists()][:30]
+    typed = [
+        str(run.file.relative_to(Path.cwd())) if run.file.is_relative_to(Path.cwd()) else str(run.file)
+        for run in runs
+    ]
+    assert main(["eval", str(labels), "--assign-split", *typed]) == 0
+    printed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert printed == [run.split for run in runs]

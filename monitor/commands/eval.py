@@ -68,15 +68,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _print_splits(labels_path: str | None, paths: list[str]) -> int:
+    """``--assign-split``: each PATH's split. With a label file, a run it holds gets the split written
+    there, and a PATH that names a file on disk is taken relative to the label file (a path as typed
+    from the repository root, ``tests/corpus/x.gz``, hashed as typed would get another run's split)."""
+    from monitor.labels import LabelError, load_labels, split_for
+
+    written: dict[str, str] = {}
+    base: Path | None = None
+    if labels_path is not None:
+        try:
+            label_file = load_labels(labels_path)
+        except LabelError as exc:
+            return fail(f"eval: {exc}")
+        base = label_file.path.resolve().parent
+        written = {run.path: run.split for run in label_file.runs}
+    for path in paths:
+        key = path
+        if base is not None and Path(path).exists():
+            try:
+                key = Path(path).resolve().relative_to(base).as_posix()
+            except ValueError:
+                key = path  # outside the label file's folder: as typed
+        print(f"{written.get(key) or split_for(key)}\t{path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from monitor.evaluate import Requirement, evaluate, load_detections
-    from monitor.labels import LabelError, load_labels, split_for
+    from monitor.labels import LabelError, load_labels
     from monitor.scan_jobs import usable_cores
 
     if args.assign_split:
-        for path in args.assign_split:
-            print(f"{split_for(path)}\t{path}")
-        return 0
+        return _print_splits(args.labels, args.assign_split)
     if args.labels is None:
         return fail("eval: name a label file (LABELS.toml), or --assign-split PATH…")
     try:

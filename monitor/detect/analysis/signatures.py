@@ -69,6 +69,8 @@ _ACK = re.compile(
     r"todos? (?:have|has) been (?:modified|updated|saved)(?: successfully)?\..*|"  # Claude Code TodoWrite
     r"plan updated|"  # Codex update_plan
     r"success\. updated the following files:.*|"  # Codex apply_patch
+    # a job only started says that it started, not what it found (Claude Code, Vorflux, …)
+    r"(?:background (?:job|process|task) started|command running in (?:the )?background).*|"
     r"exit code:? 0|process exited with code 0)\.?$",
     re.IGNORECASE | re.DOTALL,
 )
