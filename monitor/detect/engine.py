@@ -402,12 +402,12 @@ class Engine:
         view = state.view
         found: list[Detection] = []
         turns: dict[float, Turn] | None = None  # the turns it completes, by same_turn_seconds
-        for seconds, tracker in state.fed:
+        for fed_seconds, tracker in state.fed:
             turn = tracker.feed(event)
             if turn is not None:
                 if turns is None:
                     turns = {}
-                turns[seconds] = turn
+                turns[fed_seconds] = turn
         if turns is None:  # no turn to judge: the observers alone
             for observe in state.observers[event.kind]:
                 result = observe(event, view)
