@@ -250,7 +250,7 @@ async def test_the_palette_screenshot_falls_back_to_the_current_directory(tmp_pa
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         app.deliver_screenshot(filename="shot.svg")
-        deadline = 200
+        deadline = 600  # polls of 0.05 s: a hang guard, not a timing
         while not (work / "shot.svg").exists() and deadline:
             await pilot.pause(0.05)
             deadline -= 1

@@ -27,6 +27,7 @@ the agent is guessing, not exploring).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import is_edit
@@ -192,7 +193,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self,
         event: Event,
         outcome: Outcome,
-        same: list[_Round],
+        same: Sequence[_Round],
         threshold: int,
         count: int,
         window: int,
@@ -231,5 +232,5 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             tool=event.tool,
             summary=f"ended {count} of your last {window} rounds in {what}",
             advice=advice,
-            evidence=evidence(r[3] for r in same),
+            evidence=evidence(r[3] for r in same if r[3] is not None),  # matching rounds all cite one
         )
