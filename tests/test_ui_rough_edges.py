@@ -250,11 +250,13 @@ async def test_the_palette_screenshot_falls_back_to_the_current_directory(tmp_pa
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         app.deliver_screenshot(filename="shot.svg")
+        shot = work / "shot.svg"
         deadline = 600  # polls of 0.05 s: a hang guard, not a timing
-        while not (work / "shot.svg").exists() and deadline:
+        # the driver writes the file from a thread: wait for the whole document, not the name
+        while not (shot.exists() and shot.read_text().rstrip().endswith("</svg>")) and deadline:
             await pilot.pause(0.05)
             deadline -= 1
-        assert (work / "shot.svg").read_text().startswith("<svg")
+        assert shot.read_text().startswith("<svg")
         assert not (home / "Downloads").exists()
 
 
