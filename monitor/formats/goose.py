@@ -35,7 +35,7 @@ import orjson
 
 from monitor.events import Event, Kind
 from monitor.formats.base import Problem
-from monitor.formats.sqlite_db import DatabaseError, describe, open_readonly
+from monitor.formats.sqlite_db import load_rows
 
 AGENT = "goose"
 _SKIPPED = frozenset(
@@ -206,29 +206,8 @@ def read_after(
 
 def load_db(path: Path) -> tuple[list[Event], list[Problem]]:
     """Every event of a Goose ``sessions.db``, in message id order."""
-    source = str(path)
-    try:
-        connection = open_readonly(path, once=True)
-    except DatabaseError as exc:
-        return [], [Problem(source, None, str(exc))]
-    reader = MessageReader(source)
-    events: list[Event] = []
-    problems: list[Problem] = []
-    try:
-        after = 0
-        while True:
-            found, after = read_after(connection, reader, after)
-            if not found:
-                break
-            for row in found:
-                new, bad = reader.read(row)
-                events.extend(new)
-                problems.extend(bad)
-    except sqlite3.Error as exc:
-        problems.append(Problem(source, None, describe(exc)))
-    finally:
-        connection.close()
-    return events, problems
+    reader = MessageReader(str(path))
+    return load_rows(path, lambda connection, after: read_after(connection, reader, after), reader.read)
 
 
 __all__ = ["AGENT", "MessageReader", "load_db", "read_after"]

@@ -47,7 +47,7 @@ import orjson
 
 from monitor.events import Event, Kind
 from monitor.formats.base import Problem
-from monitor.formats.sqlite_db import DatabaseError, describe, open_readonly
+from monitor.formats.sqlite_db import load_rows
 
 AGENT = "opencode"
 #: Parts that carry nothing to detect.
@@ -362,30 +362,13 @@ def _know_sessions(connection: sqlite3.Connection, reader: PartReader, found: li
 
 def load_db(path: Path) -> tuple[list[Event], list[Problem]]:
     """Every event of an ``opencode.db`` (``scan``: one read of every part, in rowid order)."""
-    source = str(path)
-    try:
-        connection = open_readonly(path, once=True)
-    except DatabaseError as exc:
-        return [], [Problem(source, None, str(exc))]
-    reader = PartReader(source)
-    events: list[Event] = []
-    problems: list[Problem] = []
-    try:
-        after = 0
-        while True:
-            found, after = read_after(connection, reader, after)
-            if not found:
-                break
-            for row in found:
-                new, bad = reader.read_in_order(row)
-                events.extend(new)
-                problems.extend(bad)
-        events.extend(reader.flush())
-    except sqlite3.Error as exc:
-        problems.append(Problem(source, None, describe(exc)))
-    finally:
-        connection.close()
-    return events, problems
+    reader = PartReader(str(path))
+    return load_rows(
+        path,
+        lambda connection, after: read_after(connection, reader, after),
+        reader.read_in_order,
+        reader.flush,
+    )
 
 
 # -- the storage/ JSON files -----------------------------------------------------------

@@ -20,8 +20,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
+
+from monitor.events import Event
+from monitor.formats.base import Problem
 
 #: The first 16 bytes of every SQLite 3 database file.
 MAGIC = b"SQLite format 3\x00"
@@ -159,4 +164,48 @@ def which(path: Path) -> str | None:
         connection.close()
 
 
-__all__ = ["MAGIC", "DatabaseError", "agent_of", "describe", "is_sqlite", "open_readonly", "tables", "which"]
+def load_rows(
+    path: Path,
+    read_after: Callable[[sqlite3.Connection, int], tuple[list[Any], int]],
+    read_row: Callable[[Any], tuple[list[Event], list[Problem]]],
+    finish: Callable[[], list[Event]] | None = None,
+) -> tuple[list[Event], list[Problem]]:
+    """``scan``'s one read of an agent's database: every row ``read_after`` gives, batch after batch
+    from id 0, through ``read_row``, then ``finish()``'s events; one problem if it cannot be read."""
+    source = str(path)
+    try:
+        connection = open_readonly(path, once=True)
+    except DatabaseError as exc:
+        return [], [Problem(source, None, str(exc))]
+    events: list[Event] = []
+    problems: list[Problem] = []
+    try:
+        after = 0
+        while True:
+            found, after = read_after(connection, after)
+            if not found:
+                break
+            for row in found:
+                new, bad = read_row(row)
+                events.extend(new)
+                problems.extend(bad)
+        if finish is not None:
+            events.extend(finish())
+    except sqlite3.Error as exc:
+        problems.append(Problem(source, None, describe(exc)))
+    finally:
+        connection.close()
+    return events, problems
+
+
+__all__ = [
+    "MAGIC",
+    "DatabaseError",
+    "agent_of",
+    "describe",
+    "is_sqlite",
+    "load_rows",
+    "open_readonly",
+    "tables",
+    "which",
+]

@@ -37,6 +37,7 @@ from monitor.formats.base import Problem
 from monitor.formats.sqlite_db import DatabaseError, describe, open_readonly
 from monitor.sources import Sink
 from monitor.sources.paths import StartPolicy
+from monitor.sources.reporting import submit_new
 from monitor.sources.resume import path_key
 from monitor.sources.tailed import TailedFile
 
@@ -266,11 +267,4 @@ class DatabaseFollower:
         events: list[Event] | None = None,
         where_read: dict[str, Any] | None = None,
     ) -> None:
-        new = [p for p in problems if (p.line, p.reason) not in state.reported]
-        state.reported.update((p.line, p.reason) for p in new)
-        if not events and not new and where_read is None:
-            return
-        if where_read is not None:
-            await self.sink.submit(events or [], new, position=where_read)  # type: ignore[call-arg]
-        else:
-            await self.sink.submit(events or [], new)
+        await submit_new(self.sink, state.reported, problems, events, where_read)

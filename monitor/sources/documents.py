@@ -41,6 +41,7 @@ from monitor.formats.base import Problem, RecordError
 from monitor.formats.openhands_v1 import AGENT, V1Reader, is_v1_event
 from monitor.sources import Sink
 from monitor.sources.paths import is_storage_file
+from monitor.sources.reporting import submit_new
 from monitor.sources.resume import path_key
 from monitor.sources.tailed import TailedFile
 
@@ -230,13 +231,4 @@ class DocumentFollower:
         events: list[Event] | None = None,
         where_read: dict[str, Any] | None = None,
     ) -> None:
-        new = [p for p in problems if (p.line, p.reason) not in state.reported]
-        state.reported.update((p.line, p.reason) for p in new)
-        if len(state.reported) > 10_000:
-            state.reported.clear()
-        if not events and not new and where_read is None:
-            return
-        if where_read is not None:
-            await self.sink.submit(events or [], new, position=where_read)  # type: ignore[call-arg]
-        else:
-            await self.sink.submit(events or [], new)
+        await submit_new(self.sink, state.reported, problems, events, where_read)
