@@ -385,8 +385,12 @@ def test_collector_example_forwards_exactly_the_agent_events():
         "claude_code.tool_result",
         "codex.tool_result",
         "codex.user_prompt",
+        "claude_code.assistant_response",
+        "api_error",
+        "claude_code.api_retries_exhausted",
+        "subagent_completed",
     ]
-    drop = ["tool_decision", "claude_code.api_error", "codex.sse_event", "codex.api_request", "http.request"]
+    drop = ["tool_decision", "claude_code.api_refusal", "codex.sse_event", "codex.api_request", "http.request"]
     assert all(re.search(pattern, name) for name in keep)
     assert not any(re.search(pattern, name) for name in drop)
 

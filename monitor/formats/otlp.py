@@ -9,8 +9,13 @@ Three kinds of agent telemetry are recognised; everything else in a request
   a call and its result (arguments from ``tool_input`` / ``tool_parameters``
   with ``OTEL_LOG_TOOL_DETAILS=1``; Claude logs no tool output, so the result
   is the ``error`` text or empty, and ``success`` says whether it failed),
-  ``api_request`` → usage, ``compaction`` → a compaction.  Session:
-  ``session.id``; order: ``event.sequence``.
+  ``api_request`` → usage, ``compaction`` → a compaction; a failed call
+  (``success`` ``"false"``) is a failure even when only ``error_type`` is
+  logged (``error`` needs ``OTEL_LOG_TOOL_DETAILS=1``), its content then the
+  error category; ``assistant_response``, ``api_error``,
+  ``api_retries_exhausted``, ``subagent_completed``: see
+  :mod:`monitor.formats.otlp_claude`.  Session: ``session.id``; order:
+  ``event.sequence``.
 * **Codex log events** (``[otel]`` in its config): ``codex.user_prompt``,
   ``codex.tool_result`` (``tool_name``, ``call_id``, ``arguments``,
   ``output``, ``success``); session: ``conversation.id``.
@@ -18,6 +23,12 @@ Three kinds of agent telemetry are recognised; everything else in a request
   conventions): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, the opt-in
   ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result``, an ERROR
   status as a failed call; session: ``gen_ai.conversation.id`` (else the trace).
+* **Claude Code's ``claude_code.tool`` spans and OpenInference spans**: see
+  :mod:`monitor.formats.otlp_spans`.
+
+The trace a session's records were last seen in is remembered
+(:attr:`OtlpAdapter.traces`, bounded), so a detection exported about that
+session can be put on its trace (:mod:`monitor.otlp_export`).
 
 A session id shaped like a UUID (Claude Code's and Codex's are) is globally
 unique and kept as it is, so a session seen over OTLP, through a hook and in
@@ -41,6 +52,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.events import Event
+from monitor.formats import otlp_claude, otlp_spans
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.native import NativeDecoder
 
@@ -173,7 +185,8 @@ def _tool_records(attrs: dict[str, Any], base: dict[str, Any], nanos: int) -> li
     )
     success = _truthy(attrs.get("success"))
     output = attrs.get("output")
-    error = attrs.get("error")
+    # ``error`` needs OTEL_LOG_TOOL_DETAILS=1; ``error_type`` (the category) is always there.
+    error = attrs.get("error") or attrs.get("error_type")
     content = _text(output) if output not in (None, "") else _text(error)
     return [
         {"type": "tool_call", **base, "id": str(call_id), "name": tool, "args": _arguments(raw_args)},
@@ -222,6 +235,9 @@ class OtlpAdapter:
         self.ignored = 0  # records that were no agent event
         self.duplicates = 0  # records resent: taken the first time only
         self.recent = RecentIds()
+        #: Per session, the (trace id, span id) its records came with lately (hex).
+        self.traces: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.failed = otlp_spans.FailedCalls()
 
     # -- logs -----------------------------------------------------------------------------
 
@@ -248,6 +264,7 @@ class OtlpAdapter:
                         )
                         native = self._log_record(str(name), attrs, record, where)
                         if native:
+                            self._trace(native[0]["session"], record.trace_id, record.span_id)
                             order = (
                                 native[0]["session"],
                                 _number(attrs.get("event.sequence")) or 0.0,
@@ -276,7 +293,7 @@ class OtlpAdapter:
         wanted = (
             ("user_prompt", "tool_result")
             if agent == "codex"
-            else ("user_prompt", "tool_result", "api_request", "compaction")
+            else ("user_prompt", "tool_result", "api_request", "compaction", *otlp_claude.EVENTS)
         )
         if short not in wanted:
             return []
@@ -305,6 +322,8 @@ class OtlpAdapter:
             return [_usage_record(attrs, base)]
         if short == "compaction":
             return [{"type": "compaction", **base}]
+        if short in otlp_claude.EVENTS:
+            return otlp_claude.records(short, attrs, base)
         return _tool_records(attrs, base, nanos)
 
     # -- spans ------------------------------------------------------------------------------
@@ -314,6 +333,7 @@ class OtlpAdapter:
         records: list[_Keyed] = []
         rejected = 0
         problems: list[Problem] = []
+        self._note_failures(request)
         for resource_spans in request.resource_spans:
             where = Where(attributes(resource_spans.resource.attributes), self.peer)
             for scope_spans in resource_spans.scope_spans:
@@ -327,6 +347,7 @@ class OtlpAdapter:
                     if not native:
                         self.ignored += 1
                         continue
+                    self._trace(native[0]["session"], span.trace_id, span.span_id)
                     ids = span.trace_id + span.span_id  # unique per span, by the specification
                     if self.recent.seen(b"span:" + ids if len(ids) == 24 else span.SerializeToString()):
                         self.duplicates += 1
@@ -336,13 +357,48 @@ class OtlpAdapter:
         events, bad = self._decode(records, problems)
         return events, rejected + bad, problems
 
+    def _note_failures(self, request: Any) -> None:
+        """Remember the failed ``claude_code.tool.execution`` spans of a request
+        first: their parent ``claude_code.tool`` span may come before them in it."""
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    if span.name == otlp_spans.CLAUDE_EXECUTION:
+                        try:
+                            self.failed.note(attributes(span.attributes))
+                        except BAD_RECORD:
+                            pass  # its parent then counts as a success: the span is not the call
+
+    def _trace(self, session: str, trace_id: bytes, span_id: bytes) -> None:
+        if len(trace_id) != 16 or not any(trace_id):
+            return
+        self.traces[session] = (trace_id.hex(), span_id.hex() if len(span_id) == 8 else "")
+        self.traces.move_to_end(session)
+        if len(self.traces) > MAX_KNOWN_SESSIONS:
+            self.traces.popitem(last=False)
+
     def _span(self, span: Any, where: Where) -> list[dict[str, Any]]:
-        """A GenAI ``execute_tool`` span as a call and its result; [] for other spans."""
+        """A GenAI ``execute_tool`` span as a call and its result, Claude Code's and
+        OpenInference's spans as :mod:`monitor.formats.otlp_spans` reads them; [] for other spans."""
         attrs = attributes(span.attributes)
         if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
             span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs
         ):
-            return []
+            if not otlp_spans.is_agent_span(span, attrs):
+                return []
+            session = where.session(attrs.get("session.id") or span.trace_id.hex())
+            if session is None:
+                raise RecordError("no session.id and no trace id")
+            if span.name == otlp_spans.CLAUDE_TOOL:
+                native = otlp_spans.claude_tool(span, attrs, session, self.failed, attributes)
+            else:
+                native = otlp_spans.openinference(span, attrs, session)
+            for item in native:
+                if item["type"] == "tool_call":
+                    item["args"] = _arguments(item["args"])
+                elif item["type"] in ("tool_result", "message"):
+                    item["content"] = _text(item["content"])
+            return native
         tool = attrs.get("gen_ai.tool.name")
         if not isinstance(tool, str) or not tool:
             raise RecordError("no gen_ai.tool.name")
