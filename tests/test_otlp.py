@@ -390,7 +390,13 @@ def test_collector_example_forwards_exactly_the_agent_events():
         "claude_code.api_retries_exhausted",
         "subagent_completed",
     ]
-    drop = ["tool_decision", "claude_code.api_refusal", "codex.sse_event", "codex.api_request", "http.request"]
+    drop = [
+        "tool_decision",
+        "claude_code.api_refusal",
+        "codex.sse_event",
+        "codex.api_request",
+        "http.request",
+    ]
     assert all(re.search(pattern, name) for name in keep)
     assert not any(re.search(pattern, name) for name in drop)
 

@@ -642,6 +642,25 @@ def check_otlp(monitor: dict[str, Any]) -> list[Check]:
     return [Check("FIX", "OTLP", f"{endpoint}/v1/logs answered HTTP {status}")]
 
 
+def check_otlp_pending() -> list[Check]:
+    """OTLP records a stopped monitor accepted and left for the next ``watch --otlp``."""
+    from monitor.paths import hook_state_dir
+    from monitor.sources.otlp_pending import waiting
+
+    files = waiting(hook_state_dir())
+    if not files:
+        return []
+    names = ", ".join(str(path) for path in files[:3]) + (" …" if len(files) > 3 else "")
+    return [
+        Check(
+            "--",
+            "OTLP pending",
+            f"{len(files)} file(s) of OTLP records accepted by a stopped monitor ({names}): "
+            "the next `watch --otlp` reads them first",
+        )
+    ]
+
+
 def running_monitor_state() -> dict[str, Any]:
     """What the running monitor wrote about itself (see :func:`write_monitor_state`), if it still runs."""
     from monitor.hooks import state_dir
@@ -692,6 +711,7 @@ def diagnose(
     checks += check_paths(paths)
     checks += check_db(Path(monitor["db"]) if monitor.get("db") else db_path)
     checks += check_otlp(monitor)
+    checks += check_otlp_pending()
     return checks
 
 

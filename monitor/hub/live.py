@@ -11,6 +11,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monitor.config import Config
@@ -24,6 +25,13 @@ if TYPE_CHECKING:
     from monitor.sources.paths import StartPolicy
     from monitor.sources.sockets import SocketServer
     from monitor.store import Store
+
+
+def _state_dir() -> Path:
+    from monitor.paths import hook_state_dir
+
+    return hook_state_dir()
+
 
 #: Told where a started monitor listens and records (``None`` once it stops): see ``doctor``.
 Announce = Callable[["dict[str, str | None] | None"], None]
@@ -53,6 +61,7 @@ class LiveMonitor:
         otlp: str | None = None,
         metrics: str | None = None,
         announce: Announce | None = None,
+        otlp_pending: Path | None = None,
     ):
         self.config = config
         self.paths = list(paths)
@@ -66,6 +75,8 @@ class LiveMonitor:
         self.listen = listen
         self.token = token
         self.otlp_address = otlp
+        #: Where OTLP events accepted but unprocessed at stop wait for the next start.
+        self.otlp_pending = otlp_pending if otlp_pending is not None else _state_dir()
         self.metrics_address = metrics
         self.announce = announce
         self.store: Store | None = None
@@ -133,6 +144,7 @@ class LiveMonitor:
                 token=token,
                 loopback_needs_token=self.config.sources.otlp_loopback_needs_token,
                 ingest=self.ingest,
+                pending=self.otlp_pending,
             )
             await self.otlp.start()
         if self.metrics_address:

@@ -300,6 +300,20 @@ class IngestMux:
         self.ready[lane] = None
         self._wake.set()
 
+    def withdraw(self, lane: Lane) -> list[Event]:
+        """Take back the events ``lane`` holds that the hub was not handed yet
+        (its source keeps them: OTLP writes them to a pending file at stop)."""
+        events, lane.events = lane.events, []
+        self.pending -= len(events)
+        if lane.apart:
+            self.apart -= len(events)
+        if lane in self.ready and not lane.problems:
+            del self.ready[lane]
+        lane._wake(lane._room)
+        if not lane.in_flight:
+            lane._wake(lane._flush)
+        return events
+
     def full(self, lane: Lane) -> bool:
         return bool(lane.events) and (
             len(lane.events) >= self.lane_events or self.pending - self.apart >= self.total_events

@@ -25,6 +25,11 @@ fair ingest pump (:mod:`monitor.sources.fair`, shared with the socket
 connections and the files when the monitor runs them) and reach the hub in
 slices, behind what quieter sources sent, never as one queue-filling block.
 
+At stop, the events accepted (answered 200) but not yet handed to the hub
+are written to a pending file in the state directory and read first by the
+next start (:mod:`monitor.sources.otlp_pending`) when the receiver is given
+``pending``: stopping never waits for a backlog (SIGTERM within 2 s).
+
 Every request needs the token (``Authorization: Bearer <token>``), checked on
 the headers before the body is read; on a loopback address the operator may
 opt out (``[sources] otlp_loopback_needs_token = false``).  OTLP proves no
@@ -41,6 +46,7 @@ import json
 import logging
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from monitor.formats.base import Problem
@@ -218,6 +224,7 @@ class OtlpReceiver:
         max_per_peer: int = MAX_PER_PEER,
         max_backlog: int = MAX_BACKLOG_EVENTS,
         ingest: IngestMux | None = None,
+        pending: Path | None = None,
     ):
         self.hub = hub
         self.host, self.port = address if isinstance(address, tuple) else parse_address(address)
@@ -239,6 +246,9 @@ class OtlpReceiver:
         self._owns_ingest = ingest is None
         self.lane = self.ingest.lane("otlp", apart=True)
         self.budget = BodyBudget()
+        #: Where accepted events left at stop wait for the next start (None: processed at stop).
+        self.pending = pending
+        self.resumed = 0  # events read from pending files at start
         problem = token_problem(self.host, self.port, token, loopback_needs_token)
         if problem:
             raise OtlpError(problem)
@@ -259,6 +269,8 @@ class OtlpReceiver:
     async def start(self) -> None:
         _messages("logs")  # fail now, not at the first request, if the package is missing
         self.ingest.start()
+        if self.pending is not None:
+            await self._resume(self.pending)
         try:
             self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=64 * 1024)
         except OSError as exc:
@@ -272,9 +284,36 @@ class OtlpReceiver:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.server.wait_closed()
             self.server = None
+        if self.pending is not None:
+            await self._park(self.pending)
         if self._owns_ingest:
             await self.ingest.close()  # answered 200: the exporter will not send them again
         self._decoder.shutdown(wait=False, cancel_futures=True)
+
+    async def _resume(self, directory: Path) -> None:
+        """What earlier runs accepted and left (pending files), before any new request."""
+        from monitor.sources import otlp_pending
+
+        events, problems, files = await asyncio.to_thread(otlp_pending.take, directory)
+        if files:
+            self.resumed = len(events)
+            log.warning("OTLP: %d events accepted by an earlier run read from %s", len(events), directory)
+            self.ingest.put(self.lane, events, problems)
+
+    async def _park(self, directory: Path) -> None:
+        """Stopping: what was accepted and not handed to the hub goes to a pending
+        file (processing it could take seconds under a flood); else it is processed."""
+        from monitor.sources import otlp_pending
+
+        events = self.ingest.withdraw(self.lane)
+        if not events:
+            return
+        path, problem = await asyncio.to_thread(otlp_pending.park, directory, events)
+        if path is None:
+            log.warning("OTLP: %s; processing the %d accepted events now", problem, len(events))
+            self.ingest.put(self.lane, events, [])
+            return
+        log.warning("OTLP: %d accepted events left for the next start in %s", len(events), path)
 
     async def __aenter__(self) -> OtlpReceiver:
         await self.start()
