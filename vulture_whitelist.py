@@ -49,6 +49,7 @@ _.with_preset  # Config: the same file on top of another preset
 read_events, write_trace  # scan.read_events; demo.synthetic.write_trace
 plain_markup  # ui.literal: what the widgets show, as tests/test_ui_literal.py checks it
 _.text_only, _.text_value  # detect.analysis.turns: the turn API, as tests/test_detect_turns.py uses it
+_.parent_span_id  # otlp_export: a protobuf Span field, set to put the detection under the session's span
 _.evicted  # otlp_http.Gate: strangers' connections closed to make room, as tests/test_otlp_limits.py counts them
 normalize_output  # output_similarity: what a turn's compared text is, as tests/test_detect_output_similarity.py checks it
 

@@ -22,6 +22,7 @@ e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
     [sources] paths = ["~/agents/logs"], socket = "…", from_start = false
     [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5
     [ui]      theme = "loopwatch-dark", refresh_hz = 10, keymap = { kill = "ctrl+k" }
+    [export]  otlp_url = "http://localhost:4318", otlp_headers = { Authorization = "Bearer …" }
 
     [prices."claude-sonnet-4-5"]   # dollars per million tokens, over monitor/prices.toml
     input = 3.0
@@ -96,6 +97,15 @@ class ControlSettings:
 
 
 @dataclass(frozen=True)
+class ExportSettings:
+    """``[export]``: detections out (monitor/otlp_export.py)."""
+
+    otlp_url: str = ""  # an OTLP/HTTP endpoint; empty: off (``watch --otlp-export URL`` overrides)
+    otlp_headers: dict[str, str] = field(default_factory=dict)  # e.g. {Authorization = "Bearer …"}
+    otlp_queue: int = 1000  # detections waiting to be sent before the oldest is dropped (counted)
+
+
+@dataclass(frozen=True)
 class UISettings:
     theme: str = "loopwatch-dark"
     refresh_hz: float = 10.0
@@ -114,6 +124,7 @@ class Config:
     sources: SourceSettings = field(default_factory=SourceSettings)
     control: ControlSettings = field(default_factory=ControlSettings)
     ui: UISettings = field(default_factory=UISettings)
+    export: ExportSettings = field(default_factory=ExportSettings)
     #: What tokens cost: the shipped table with ``[prices.<model>]`` over it.
     prices: PriceTable = field(default_factory=default_prices)
     path: Path | None = None
@@ -216,7 +227,18 @@ def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> A
 def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
     """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
     registry = _registry()
-    allowed = {"preset", "detectors", "tools", "escalation", "store", "sources", "control", "ui", "prices"}
+    allowed = {
+        "preset",
+        "detectors",
+        "tools",
+        "escalation",
+        "store",
+        "sources",
+        "control",
+        "ui",
+        "prices",
+        "export",
+    }
     for key in data:
         if key not in allowed:
             raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
@@ -253,6 +275,7 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
 
     config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
     config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
+    config.export = _build_dataclass(ExportSettings, "export", data.get("export", {}))
     config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
     config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
     if "prices" in data:

@@ -19,6 +19,7 @@ INT_MAX = 2**31 - 1
 BOUNDS: dict[str, tuple[float, float]] = {
     "store.flush_ms": (0, 60_000),
     "store.batch_size": (1, 100_000),
+    "export.otlp_queue": (1, 100_000),
     "store.content_chars": (0, 10_000_000),
     "sources.max_line_bytes": (1024, 1 << 30),
     "sources.max_connections": (1, 65_536),

@@ -642,6 +642,25 @@ def check_otlp(monitor: dict[str, Any]) -> list[Check]:
     return [Check("FIX", "OTLP", f"{endpoint}/v1/logs answered HTTP {status}")]
 
 
+def check_otlp_export(monitor: dict[str, Any]) -> list[Check]:
+    """Where detections are exported (the running monitor's target, else the config's) and whether it answers."""
+    headers: dict[str, str] = {}
+    try:
+        from monitor.config import load_config
+
+        export = load_config().export
+        headers = export.otlp_headers
+    except Exception:  # a bad config file is reported by `watch`, not here
+        export = None
+    url = monitor.get("otlp_export") or (export.otlp_url if export is not None else "")
+    if not url:
+        return [Check("--", "OTLP export", "off (optional: `watch --otlp-export URL` sends detections out)")]
+    from monitor.otlp_export import check
+
+    ok, said = check(url, headers)
+    return [Check("OK" if ok else "FIX", "OTLP export", said)]
+
+
 def check_otlp_pending() -> list[Check]:
     """OTLP records a stopped monitor accepted and left for the next ``watch --otlp``."""
     from monitor.paths import hook_state_dir
@@ -711,6 +730,7 @@ def diagnose(
     checks += check_paths(paths)
     checks += check_db(Path(monitor["db"]) if monitor.get("db") else db_path)
     checks += check_otlp(monitor)
+    checks += check_otlp_export(monitor)
     checks += check_otlp_pending()
     return checks
 

@@ -124,6 +124,13 @@ def _add_listener_options(parser: argparse.ArgumentParser) -> None:
         metavar="[HOST:]PORT",
         help="serve Prometheus metrics at /metrics (default 127.0.0.1:9464; off unless given)",
     )
+    parser.add_argument(
+        "--otlp-export",
+        metavar="URL",
+        help="send each loop detection as OpenTelemetry (a log event, and a span event on the "
+        "session's trace when known) to this OTLP/HTTP endpoint, e.g. http://localhost:4318 "
+        "(default: [export] otlp_url)",
+    )
 
 
 # -- the TCP token ------------------------------------------------------------------------------
@@ -380,6 +387,7 @@ def run(args: argparse.Namespace) -> int:
         otlp=args.otlp,
         metrics=args.metrics,
         announce=announce_to_doctor,
+        otlp_export=args.otlp_export,
     )
     problem = _listener_problem(args, token, config) or _watch_problem(args, config, paths, directories)
     if problem:
@@ -438,6 +446,14 @@ def _listener_problem(args: argparse.Namespace, token: str | None, config: Confi
         )
         if problem:
             return problem
+    export = args.otlp_export or config.export.otlp_url
+    if export:
+        from monitor.otlp_export import ExportError, base_url
+
+        try:
+            base_url(export)
+        except ExportError as exc:
+            return str(exc)
     if args.metrics:
         from monitor.sources.otlp import OtlpError, is_loopback, parse_address
 

@@ -20,6 +20,7 @@ from monitor.sources.fair import IngestMux
 
 if TYPE_CHECKING:
     from monitor.metrics import MetricsServer
+    from monitor.otlp_export import OtlpExporter
     from monitor.sources.files import FileSource
     from monitor.sources.otlp import OtlpReceiver
     from monitor.sources.paths import StartPolicy
@@ -62,6 +63,7 @@ class LiveMonitor:
         metrics: str | None = None,
         announce: Announce | None = None,
         otlp_pending: Path | None = None,
+        otlp_export: str | None = None,
     ):
         self.config = config
         self.paths = list(paths)
@@ -78,6 +80,9 @@ class LiveMonitor:
         #: Where OTLP events accepted but unprocessed at stop wait for the next start.
         self.otlp_pending = otlp_pending if otlp_pending is not None else _state_dir()
         self.metrics_address = metrics
+        #: Where detections are sent as OpenTelemetry (``--otlp-export``, else ``[export] otlp_url``).
+        self.otlp_export_url = otlp_export or config.export.otlp_url or None
+        self.exporter: OtlpExporter | None = None
         self.announce = announce
         self.store: Store | None = None
         self.hub: Hub | None = None
@@ -117,6 +122,7 @@ class LiveMonitor:
             self.open_store()
         hub = self.build_hub()
         await hub.start()
+        self._start_exporter(hub)  # before any source: no detection is missed
         self.ingest = IngestMux(hub)
         self.ingest.start()
         token = self.token or os.environ.get("LOOPWATCH_TOKEN") or None
@@ -164,14 +170,37 @@ class LiveMonitor:
                 ingest=self.ingest,
             )
             await self.sockets.start()
-        if self.announce is not None:
-            self.announce(
-                {
-                    "socket": str(self.sockets.unix_path) if self.sockets is not None else None,
-                    "otlp": self.otlp.endpoint if self.otlp is not None else None,
-                    "db": str(self.store.path) if self.store is not None else None,
-                }
-            )
+        self._announce_started()
+
+    def _start_exporter(self, hub: Hub) -> None:
+        if not self.otlp_export_url:
+            return
+        from monitor.otlp_export import OtlpExporter
+
+        self.exporter = OtlpExporter(
+            hub,
+            self.otlp_export_url,
+            headers=self.config.export.otlp_headers,
+            traces=self._trace_of,
+            queue=self.config.export.otlp_queue,
+        )
+        self.exporter.start()
+
+    def _announce_started(self) -> None:
+        if self.announce is None:
+            return
+        where: dict[str, str | None] = {
+            "socket": str(self.sockets.unix_path) if self.sockets is not None else None,
+            "otlp": self.otlp.endpoint if self.otlp is not None else None,
+            "db": str(self.store.path) if self.store is not None else None,
+        }
+        if self.otlp_export_url:
+            where["otlp_export"] = self.otlp_export_url  # its headers (a token) are not written
+        self.announce(where)
+
+    def _trace_of(self, session: str) -> tuple[str, str] | None:
+        """The trace a session's OTLP records came with lately (for the exporter)."""
+        return self.otlp.adapter.traces.get(session) if self.otlp is not None else None
 
     async def stop(self) -> None:
         """Stop the sources, process what they queued, flush and close the database."""
@@ -191,6 +220,8 @@ class LiveMonitor:
             await self.ingest.close()
         if self.hub is not None:
             await self.hub.stop()
+        if self.exporter is not None:
+            await self.exporter.stop()  # the hub's last detections, for half a second at most
         if self.store is not None:
             await asyncio.to_thread(self.store.close)
 
@@ -216,5 +247,7 @@ class LiveMonitor:
             parts.append(self.otlp.describe())
         if self.metrics is not None:
             parts.append(f"metrics at {self.metrics.endpoint}")
+        if self.exporter is not None:
+            parts.append(self.exporter.describe())
         parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
         return "; ".join(parts)
