@@ -28,6 +28,15 @@ from monitor.hub import Hub  # noqa: E402
 from monitor.sources.sockets import SocketServer  # noqa: E402
 
 
+def _pending_events(otlp) -> int:
+    """OTLP events left in pending files at stop (what `watch` reads at its next start)."""
+    if otlp is None or otlp.pending is None:
+        return 0
+    from monitor.sources.otlp_pending import waiting
+
+    return sum(sum(1 for _ in open(path, "rb")) for path in waiting(otlp.pending))
+
+
 async def serve(args: argparse.Namespace) -> None:
     overrides = {"sources": {"max_connections": args.max_connections}}
     config = build_config(overrides, preset=args.preset)
@@ -45,7 +54,11 @@ async def serve(args: argparse.Namespace) -> None:
     if args.otlp_port_file:  # the OTLP receiver too, on a free loopback port written there
         from monitor.sources.otlp import OtlpReceiver
 
-        otlp = OtlpReceiver(hub, ("127.0.0.1", 0), loopback_needs_token=False, ingest=server.ingest)
+        # As in `watch`: what is accepted but unprocessed at stop goes to a pending file.
+        pending = Path(args.otlp_port_file).parent / "otlp-state"
+        otlp = OtlpReceiver(
+            hub, ("127.0.0.1", 0), loopback_needs_token=False, ingest=server.ingest, pending=pending
+        )
         await otlp.start()
         Path(args.otlp_port_file).write_text(str(otlp.address[1]))
     files = None
@@ -132,6 +145,7 @@ async def serve(args: argparse.Namespace) -> None:
                     "store_dropped": stats.dropped if stats else 0,
                     "store_spilled": stats.spilled if stats else 0,
                     "ingest_left": server.ingest.left,
+                    "otlp_pending": _pending_events(otlp),
                 }
             ),
             flush=True,

@@ -278,6 +278,7 @@ def measure(scenario: str, args: argparse.Namespace) -> dict:
         "store_dropped": counters.final.get("store_dropped", last.get("store_dropped")),
         "store_spilled": counters.final.get("store_spilled", last.get("store_spilled")),
         "ingest_left": counters.final.get("ingest_left"),
+        "otlp_pending": counters.final.get("otlp_pending"),
         "stop_seconds": counters.final.get("stop_seconds"),
     }
 
