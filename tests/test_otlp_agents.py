@@ -105,7 +105,7 @@ async def test_a_failed_call_without_details_is_a_failure_and_new_events_are_rea
         assert info is not None and info.level >= Level.WARN, info.reason
 
 
-def _send_claude_tool_spans(endpoint: str, failing: int) -> None:
+def _send_claude_tool_spans(endpoint: str, failing: int, headers: dict[str, str] | None = None) -> None:
     """Claude Code's span tree per call: ``claude_code.tool`` with its ``tool.output``
     event (OTEL_LOG_TOOL_CONTENT=1) and a ``claude_code.tool.execution`` child."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -113,7 +113,8 @@ def _send_claude_tool_spans(endpoint: str, failing: int) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=_resource("claude-code"))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    exporter = OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     tracer = provider.get_tracer("com.anthropic.claude_code")
     with tracer.start_as_current_span("claude_code.interaction", attributes={"session.id": SESSION}):
         with tracer.start_as_current_span("claude_code.tool") as tool:
@@ -214,3 +215,30 @@ async def test_openinference_tool_and_llm_spans_are_read():
         assert said == ["I will search the web for the weather."] * 4
         assert hub.session(session).level >= Level.WARN
         assert otlp.adapter.ignored == 4  # the chain spans
+
+
+async def test_a_real_watch_otlp_turns_claude_code_tool_spans_into_a_detection(tmp_path):
+    """The SDK's span exporter → `loopwatch watch --headless --otlp` (a subprocess) → a loop printed."""
+    import re
+
+    from tests.test_watch_headless import Watcher
+
+    watcher = await Watcher.start(
+        tmp_path,
+        "--json",
+        "--no-db",
+        "--no-socket",
+        "--otlp",
+        "127.0.0.1:0",
+        env={"LOOPWATCH_TOKEN": "agents-token", "LOOPWATCH_STATE_DIR": str(tmp_path / "state")},
+    )
+    try:
+        endpoint = re.search(r"OTLP/HTTP on (http://127\.0\.0\.1:\d+)", "".join(watcher.stderr)).group(1)
+        auth = {"Authorization": "Bearer agents-token"}
+        await asyncio.to_thread(_send_claude_tool_spans, endpoint, 5, auth)
+        record = await watcher.json_until(lambda r: r["session"] == SESSION and r["level"] != "notice")
+        assert record["file"].startswith("otlp:claude-code@")
+        assert await watcher.stop() == 0
+    finally:
+        watcher.kill()
+        await watcher.proc.wait()
