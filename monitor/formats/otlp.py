@@ -1,6 +1,6 @@
 """OpenTelemetry records of coding agents → native events.
 
-Three kinds of agent telemetry are recognised; everything else in a request
+These kinds of agent telemetry are recognised; everything else in a request
 (other services' logs and spans, metrics-like events) is ignored, not an error:
 
 * **Claude Code log events** (``CLAUDE_CODE_ENABLE_TELEMETRY=1``,
