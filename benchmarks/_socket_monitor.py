@@ -32,9 +32,9 @@ def _pending_events(otlp) -> int:
     """OTLP events left in pending files at stop (what `watch` reads at its next start)."""
     if otlp is None or otlp.pending is None:
         return 0
-    from monitor.sources.otlp_pending import waiting
+    from monitor.sources.otlp_pending import read, waiting
 
-    return sum(sum(1 for _ in open(path, "rb")) for path in waiting(otlp.pending))
+    return sum(len(read(path)[0]) for path in waiting(otlp.pending))
 
 
 async def serve(args: argparse.Namespace) -> None:
