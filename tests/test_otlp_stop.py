@@ -67,9 +67,11 @@ def _watch(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
-def _endpoint(proc: subprocess.Popen) -> tuple[str, int]:
+def _endpoint(proc: subprocess.Popen, said: list[str] | None = None) -> tuple[str, int]:
     assert proc.stderr is not None
     for line in proc.stderr:
+        if said is not None:
+            said.append(line)
         found = re.search(r"OTLP/HTTP on http://(127\.0\.0\.1):(\d+)", line)
         if found:
             return found.group(1), int(found.group(2))
@@ -146,7 +148,9 @@ def test_sigterm_under_an_otlp_flood_leaves_the_backlog_for_the_next_start(tmp_p
 
     again = _watch(tmp_path, env)
     try:
-        _endpoint(again)
+        said: list[str] = []
+        _endpoint(again, said)  # said after the notes of the start
+        assert any("OTLP events an earlier run accepted" in line for line in said), said
         deadline = time.monotonic() + 120
         while _tool_results(tmp_path / "lw.db") < answered:
             assert time.monotonic() < deadline and again.poll() is None, "pending records not stored"

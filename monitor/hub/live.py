@@ -153,6 +153,11 @@ class LiveMonitor:
                 pending=self.otlp_pending,
             )
             await self.otlp.start()
+            if self.otlp.resumed:
+                self.notes.append(
+                    f"{self.otlp.resumed:,} OTLP events an earlier run accepted and left in "
+                    f"{self.otlp_pending} were read first"
+                )
         if self.metrics_address:
             from monitor.metrics import Metrics, MetricsServer
 

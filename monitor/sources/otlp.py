@@ -297,7 +297,7 @@ class OtlpReceiver:
         events, problems, files = await asyncio.to_thread(otlp_pending.take, directory)
         if files:
             self.resumed = len(events)
-            log.warning("OTLP: %d events accepted by an earlier run read from %s", len(events), directory)
+            log.info("OTLP: %d events accepted by an earlier run read from %s", len(events), directory)
             self.ingest.put(self.lane, events, problems)
 
     async def _park(self, directory: Path) -> None:
