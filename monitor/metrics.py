@@ -12,7 +12,10 @@
   twice, over two channels), ``otlp_rejected`` (agent records in an OTLP
   export that could not be read), ``otlp_throttled`` (OTLP requests
   answered 503 to be retried) and ``otlp_resent`` (records of a batch an
-  exporter sent again, taken the first time only).
+  exporter sent again, taken the first time only);
+* ``loopwatch_otlp_export_total{outcome}`` (with ``--otlp-export``) --
+  detections sent (``sent``), dropped (``lost``: queue full, refused, not
+  accepted after retries) and the retries made (``retry``).
 
 A subscriber of the hub counts detections and actions; the rest is read from
 the hub when scraped.  Like ``--listen`` and ``--otlp``, a bind beyond
@@ -39,9 +42,10 @@ def _label(value: str) -> str:
 class Metrics:
     """Counts what the hub publishes and renders the exposition text."""
 
-    def __init__(self, hub: Any, otlp: Any = None):
+    def __init__(self, hub: Any, otlp: Any = None, exporter: Any = None):
         self.hub = hub
         self.otlp = otlp
+        self.exporter = exporter
         self.detections: Counter[tuple[str, str]] = Counter()
         self.actions: Counter[tuple[str, str]] = Counter()
         self.unsubscribe = hub.subscribe(self._on_update, (DetectionRaised, ActionFinished))
@@ -98,7 +102,22 @@ class Metrics:
             dropped["otlp_resent"] = self.otlp.duplicates
         for reason, count in dropped.items():
             lines.append(f'loopwatch_dropped_events_total{{reason="{reason}"}} {count}')
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + self._exported()) + "\n"
+
+    def _exported(self) -> list[str]:
+        if self.exporter is None:
+            return []
+        lines = [
+            "# HELP loopwatch_otlp_export_total Detections exported as OpenTelemetry, by outcome.",
+            "# TYPE loopwatch_otlp_export_total counter",
+        ]
+        for outcome, count in (
+            ("sent", self.exporter.sent),
+            ("lost", self.exporter.lost),
+            ("retry", self.exporter.retries),
+        ):
+            lines.append(f'loopwatch_otlp_export_total{{outcome="{outcome}"}} {count}')
+        return lines
 
 
 class MetricsServer:

@@ -205,6 +205,11 @@ async def test_the_queue_is_bounded_and_losses_are_counted():
         await exporter.stop()
         await hub.stop()
     assert exporter.lost == 10 and exporter.sent == 0
+    from monitor.metrics import Metrics
+
+    text = Metrics(hub, None, exporter).render()
+    assert 'loopwatch_otlp_export_total{outcome="lost"} 10' in text
+    assert 'loopwatch_otlp_export_total{outcome="sent"} 0' in text
     ok, said = check("http://127.0.0.1:9")
     assert not ok and "does not answer" in said
 

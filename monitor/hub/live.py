@@ -161,7 +161,8 @@ class LiveMonitor:
         if self.metrics_address:
             from monitor.metrics import Metrics, MetricsServer
 
-            self.metrics = MetricsServer(Metrics(hub, self.otlp), self.metrics_address, token=token)
+            metrics = Metrics(hub, self.otlp, self.exporter)
+            self.metrics = MetricsServer(metrics, self.metrics_address, token=token)
             await self.metrics.start()
         if self.use_socket:
             from monitor.sources.sockets import SocketServer
