@@ -41,15 +41,20 @@ from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
+from monitor.detect.echoes import Echoes
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.input_wait import asks_the_person, unhold
+from monitor.detect.input_wait import follow as follow_wait
 from monitor.detect.summary import SessionSummary, SparkHistory, summarize
 from monitor.events import (
+    COMPACTION,
     MESSAGE,
     SESSION_END,
     SESSION_START,
     TOOL_CALL,
     TOOL_RESULT,
     USAGE,
+    WAITING,
     Event,
     EventRef,
     Kind,
@@ -157,6 +162,8 @@ class SessionState:
     trackers: dict[float, TurnTracker] = field(default_factory=dict)
     #: The trackers fed, those of the unmuted turn detectors.
     fed: tuple[tuple[float, TurnTracker], ...] = ()
+    #: Assistant messages lately, to drop the second copy of one (hook and transcript).
+    echoes: Echoes = field(default_factory=Echoes)
 
     def route(self) -> None:
         """Work out the steps of each kind (after creation or a mute)."""
@@ -327,6 +334,21 @@ class Engine:
             if not seen.admit(event):
                 self.duplicates += 1
                 return _DROPPED[self.level(event.session)]
+        if (
+            (event.kind is MESSAGE and event.role == "assistant") or event.kind is COMPACTION
+        ) and state.echoes.repeated(event):
+            # A hook's copy of a message or compaction the transcript gave too (or the other way round).
+            self.duplicates += 1
+            return _DROPPED[self.level(event.session)]
+        view = state.view
+        if view.input_wait is not None or event.kind is WAITING or asks_the_person(event):
+            wait = view.input_wait
+            view.input_wait = follow_wait(wait, event)
+            if wait is not None and view.input_wait is None:
+                unhold(view, wait, event.ts)
+            if event.kind is WAITING:  # no detector sees a wait: it is not the agent acting
+                self._enrich(state, event)
+                return _QUIET[self.level(event.session)]
         self._enrich(state, event)
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
