@@ -71,9 +71,10 @@ def follow(wait: InputWait | None, event: Event) -> InputWait | None:
         why = event.status or "input"
         asks = _asks(event)
         if wait is not None:
-            # Two notices of one wait (a permission prompt reported by two hooks): the
-            # first time stands, the more telling question is kept.
-            return InputWait(wait.since, wait.why if why == "idle" else why, asks or wait.asks)
+            # Two notices of one wait (a permission prompt reported by two hooks): the first
+            # time and question stand (PermissionRequest names the call, its Notification
+            # only the tool), a real reason over "idle".
+            return InputWait(wait.since, wait.why if why == "idle" else why, wait.asks or asks)
         return InputWait(event.ts, why, asks)
     if wait is not None and kind is not USAGE and event.ts >= wait.since:
         wait = None  # the session moved on: the person answered

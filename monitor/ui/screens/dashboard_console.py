@@ -44,7 +44,7 @@ DASHBOARD_CONSOLE_BINDINGS = [
         "next_attention",
         "Next warning",
         id="attention.next",
-        tooltip="Select the next session at warn or above (longest waiting first)",
+        tooltip="Select the next session waiting for input, then at warn or above (longest waiting first)",
     ),
     Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Sort by the next column (attention first)"),
     Binding("S", "reverse_sort", "Reverse", show=False, id="sort.reverse", tooltip="Reverse the sort order"),
@@ -124,7 +124,7 @@ class DashboardConsole(TableVimKeys):
         table = self.table
         target = next_in(self.attention_order(), table.selected_session)
         if target is None:
-            self.app.notify("No session is at warn or above.", markup=False, timeout=3)
+            self.app.notify("No session waits for input or is at warn or above.", markup=False, timeout=3)
             return
         if not table.select_session(target):
             self.app.notify(f"{target} is hidden by the filter.", markup=False, timeout=3)
