@@ -237,3 +237,65 @@ def test_a_question_tool_waits_until_its_answer_and_a_late_copy_does_not_end_a_w
     assert engine.sessions["s"].view.input_wait is not None
     engine.process(Event(Kind.TOOL_RESULT, "s", 90.0, call_id="q1", content="staging"))
     assert engine.sessions["s"].view.input_wait is None
+
+
+# -- the dashboard ---------------------------------------------------------------------------------
+
+
+async def test_the_dashboard_shows_waiting_as_its_own_status_counted_and_first_for_w(tmp_path: Path):
+    """A waiting session: status "waiting" in its own theme colour, counted in the header,
+    and the first session ``w`` visits (before those at warn); its answer clears it all."""
+    from monitor.ui.app import LoopwatchApp
+    from monitor.ui.widgets.dashboard.counts import CountsBar
+    from tests.scripted import T0, frozen_clock, scripted_hub
+    from tests.test_ui_live import settle
+
+    config = build_config({})
+    app = LoopwatchApp(
+        config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite")
+    )
+    asking = Event(Kind.WAITING, "claude-asks", T0 + 500, status="permission", content="Bash: rm -rf dist/")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert any(i.level >= 2 for i in app.feed.sessions.values())  # the script has warnings
+        await app.hub.submit([asking])
+        await app.hub.join()
+        app.hub.publisher.now()
+        await settle(pilot)
+        table = app.screen.query_one("SessionsTable")
+        cell = table.get_cell("claude-asks", "status")
+        assert cell.plain == "waiting"
+        assert str(cell.style) == str(app.palette.fg("status-waiting"))
+        assert "1 waiting for input" in app.screen.query_one(CountsBar)._renderable.plain
+        queue = app.screen.attention_order()
+        assert queue[0] == "claude-asks" and len(queue) > 1  # then the sessions at warn and above
+        table.select_session(queue[-1])
+        await pilot.press("w")  # from the last, round to the first: the waiting session
+        await settle(pilot)
+        assert table.selected_session == "claude-asks"
+        answered = Event(Kind.TOOL_CALL, "claude-asks", T0 + 560, call_id="c1", tool="Bash", args={})
+        await app.hub.submit([answered])
+        await app.hub.join()
+        app.hub.publisher.now()
+        await settle(pilot)
+        assert table.get_cell("claude-asks", "status").plain == "live"
+        assert "waiting for input" not in app.screen.query_one(CountsBar)._renderable.plain
+
+
+async def test_metrics_count_waiting_sessions_by_why(tmp_path: Path):
+    """``loopwatch_sessions_waiting{why}``, from the real hub: an ended session waits for nobody."""
+    from monitor.metrics import Metrics
+
+    async with running_monitor(tmp_path) as (hub, _server):
+        await hub.submit(
+            [
+                _wait(10.0),
+                Event(Kind.WAITING, "t", 11.0, status="permission", content="Edit: a.py"),
+                Event(Kind.WAITING, "u", 12.0, status="idle"),
+                Event(Kind.SESSION_END, "u", 13.0, status="exit"),
+            ]
+        )
+        await hub.join()
+        text = Metrics(hub).render()
+    assert 'loopwatch_sessions_waiting{why="permission"} 2' in text
+    assert 'loopwatch_sessions_waiting{why="idle"} 0' in text
