@@ -10,7 +10,15 @@ pass it the event as JSON on standard input.  This module:
    ``UserPromptSubmit`` → a user message, ``SessionEnd`` and ``StopFailure``
    (a turn ended by an API error) → ``session_end``, ``SubagentStart`` /
    ``SubagentStop`` → the subagent's ``session_start`` / ``session_end``,
-   ``Stop`` → nothing).  A subagent's events (Claude sends the parent's
+   ``Stop`` / ``SubagentStop``'s ``last_assistant_message`` → an assistant
+   message marked ``via: "hook"`` (the engine drops the transcript's copy:
+   :mod:`monitor.detect.echoes`), ``PermissionRequest``, ``Notification``
+   and ``Elicitation`` → ``waiting`` (the agent waits for the person:
+   :mod:`monitor.detect.input_wait`; ``ElicitationResult`` ends it),
+   ``PermissionDenied`` → the denied call's error ``tool_result``,
+   ``PostCompact`` → ``compaction``).  Payloads from Cursor, which runs the
+   Claude Code hooks with third-party hooks on, are labelled ``cursor``.
+   A subagent's events (Claude sends the parent's
    ``session_id`` plus ``agent_id``) go to the session
    ``<session>:agent-<id>``, as the transcript adapter names it, so that
    tailing ``~/.claude/projects`` and the hook together see one session per
