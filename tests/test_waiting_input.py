@@ -299,3 +299,30 @@ async def test_metrics_count_waiting_sessions_by_why(tmp_path: Path):
         text = Metrics(hub).render()
     assert 'loopwatch_sessions_waiting{why="permission"} 2' in text
     assert 'loopwatch_sessions_waiting{why="idle"} 0' in text
+
+
+def test_the_headless_printer_prints_a_notice_literally():
+    """``watch --headless``: a line on stderr (agent text shown literally); ``--json``: an object."""
+    import io
+
+    from monitor.commands.watch import HeadlessPrinter
+    from monitor.events import Level
+
+    notice = WaitingNotice(SESSION, 1000.0, "permission", "Bash: rm -rf build/ \x1b[31m")
+    out, err = io.StringIO(), io.StringIO()
+    printer = HeadlessPrinter(as_json=False, min_level=Level.NOTICE, out=out, err=err)
+    assert WaitingNotice in printer.kinds
+    printer(notice)
+    assert err.getvalue().startswith(
+        f"loopwatch: {SESSION} waits for input (permission): Bash: rm -rf build/"
+    )
+    assert "\x1b" not in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    HeadlessPrinter(as_json=True, min_level=Level.NOTICE, out=out, err=err)(notice)
+    assert json.loads(out.getvalue()) == {
+        "type": "waiting",
+        "session": SESSION,
+        "since": 1000.0,
+        "why": "permission",
+        "asks": "Bash: rm -rf build/ \x1b[31m",
+    }
