@@ -28,7 +28,7 @@ import pytest
 from monitor.config import ConfigError, build_config
 from monitor.detect.analysis.waits import waited
 from monitor.detect.engine import Engine
-from monitor.events import Event, Kind
+from monitor.events import Event, Kind, Level
 from monitor.hooks import parse_hook_input
 from monitor.updates import WaitingNotice
 from tests.socketkit import running_monitor
@@ -326,3 +326,14 @@ def test_the_headless_printer_prints_a_notice_literally():
         "why": "permission",
         "asks": "Bash: rm -rf build/ \x1b[31m",
     }
+
+
+def test_the_filter_finds_a_waiting_session_by_what_it_asks():
+    from monitor.ui.widgets.dashboard.sessions_table import matches, shown_status
+
+    class Info:  # the fields the filter reads, as a SessionInfo has them
+        id, agent, source, status, detector, reason = "s1", "claude-code", "/t/s1.jsonl", "idle", None, ""
+        level, nudged, waiting_since, waiting_for = Level.NONE, 0.0, 5.0, "Bash: rm -rf build/"
+
+    assert shown_status(Info) == "waiting"
+    assert matches(Info, "rm -rf") and matches(Info, "waiting") and not matches(Info, "deploy")

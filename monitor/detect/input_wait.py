@@ -51,8 +51,9 @@ def _asks(event: Event) -> str:
             if isinstance(text, str):
                 return text[:MAX_ASKS]
         for key in ("question", "prompt", "message"):
-            if isinstance(args.get(key), str):
-                return args[key][:MAX_ASKS]
+            value = args.get(key)
+            if isinstance(value, str):
+                return value[:MAX_ASKS]
         return f"{event.tool}"
     return " ".join(event.content.split())[:MAX_ASKS]
 

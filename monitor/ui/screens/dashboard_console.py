@@ -44,7 +44,7 @@ DASHBOARD_CONSOLE_BINDINGS = [
         "next_attention",
         "Next warning",
         id="attention.next",
-        tooltip="Select the next session waiting for input, then at warn or above (longest waiting first)",
+        tooltip="Select the next session at warn or above (longest waiting first)",
     ),
     Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Sort by the next column (attention first)"),
     Binding("S", "reverse_sort", "Reverse", show=False, id="sort.reverse", tooltip="Reverse the sort order"),

@@ -81,6 +81,8 @@ def matches(info: Any, needle: str) -> bool:
             info.level.label,
             info.detector or "",
             info.reason,
+            shown_status(info),
+            getattr(info, "waiting_for", ""),  # what a waiting session asks ("rm -rf")
         )
     )
     return needle.lower() in hay.lower()
