@@ -58,9 +58,22 @@ def _asks(event: Event) -> str:
     return " ".join(event.content.split())[:MAX_ASKS]
 
 
+#: :func:`asks_the_person` by tool name (names repeat; the engine asks for every call).
+_ASKING: dict[str, bool] = {}
+_ASKING_NAMES = 4096
+
+
 def asks_the_person(event: Event) -> bool:
     """Whether ``event`` is a call to a tool that waits for the person's answer."""
-    return event.kind is TOOL_CALL and (event.tool or "").lower() in ASK_TOOLS
+    if event.kind is not TOOL_CALL:
+        return False
+    tool = event.tool or ""
+    asking = _ASKING.get(tool)
+    if asking is None:
+        asking = tool.lower() in ASK_TOOLS
+        if len(_ASKING) < _ASKING_NAMES:
+            _ASKING[tool] = asking
+    return asking
 
 
 def follow(wait: InputWait | None, event: Event) -> InputWait | None:
