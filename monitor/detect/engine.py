@@ -6,7 +6,10 @@
 
 1. **drop a duplicate**: a tool call or result whose call id the session
    reported lately (:class:`SeenIds`) -- a hook and a transcript of one
-   session both report every call;
+   session both report every call -- or an assistant message or compaction
+   both reported (:mod:`~monitor.detect.echoes`); a ``waiting`` event (the agent
+   waits for the person) is followed (:mod:`~monitor.detect.input_wait`),
+   numbered, and seen by no detector;
 2. **enrich**: number the event, pair a result with its call (and the call's
    record with its result), mark a call made after a wait
    (:mod:`~monitor.detect.analysis.waits`), follow the session's lifecycle
@@ -340,15 +343,8 @@ class Engine:
             # A hook's copy of a message or compaction the transcript gave too (or the other way round).
             self.duplicates += 1
             return _DROPPED[self.level(event.session)]
-        view = state.view
-        if view.input_wait is not None or event.kind is WAITING or asks_the_person(event):
-            wait = view.input_wait
-            view.input_wait = follow_wait(wait, event)
-            if wait is not None and view.input_wait is None:
-                unhold(view, wait, event.ts)
-            if event.kind is WAITING:  # no detector sees a wait: it is not the agent acting
-                self._enrich(state, event)
-                return _QUIET[self.level(event.session)]
+        if self._follow_wait(state, event):
+            return _QUIET[self.level(event.session)]
         self._enrich(state, event)
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
@@ -358,6 +354,21 @@ class Engine:
         escalation = self.policy.sessions.get(event.session)
         level = escalation.level if escalation is not None else Level.NONE
         return Processed(False, tuple(found), level) if found else _QUIET[level]
+
+    def _follow_wait(self, state: SessionState, event: Event) -> bool:
+        """Follow the session's wait for the person (:mod:`~monitor.detect.input_wait`);
+        True for a ``waiting`` event, taken here: no detector sees a wait."""
+        view = state.view
+        if view.input_wait is None and event.kind is not WAITING and not asks_the_person(event):
+            return False
+        wait = view.input_wait
+        view.input_wait = follow_wait(wait, event)
+        if wait is not None and view.input_wait is None:
+            unhold(view, wait, event.ts)  # the person's time is not the agent's
+        if event.kind is not WAITING:
+            return False
+        self._enrich(state, event)
+        return True
 
     def process_many(self, events: Iterable[Event]) -> list[Detection]:
         """:meth:`process` each event in order; their detections."""
