@@ -337,3 +337,24 @@ def test_the_filter_finds_a_waiting_session_by_what_it_asks():
 
     assert shown_status(Info) == "waiting"
     assert matches(Info, "rm -rf") and matches(Info, "waiting") and not matches(Info, "deploy")
+
+
+def test_the_native_waiting_record():
+    """``{"type": "waiting", …}`` in a log or over the socket: content and status checked."""
+    from monitor.formats.base import RecordError
+    from monitor.formats.native import NativeDecoder
+
+    decoder = NativeDecoder("log.jsonl", "log")
+    record = {"type": "waiting", "session": "s", "ts": 5, "status": "question", "content": "Which branch?"}
+    (event,) = decoder.decode(record, 1, 0.0)
+    assert (event.kind, event.status, event.content, event.ts) == (
+        Kind.WAITING,
+        "question",
+        "Which branch?",
+        5.0,
+    )
+    assert event.summary() == "waiting for input (question): Which branch?"
+    (bare,) = decoder.decode({"type": "waiting", "session": "s"}, 2, 7.0)
+    assert bare.content == "" and bare.status is None and bare.ts == 7.0
+    with pytest.raises(RecordError, match="waiting.content"):
+        decoder.decode({"type": "waiting", "session": "s", "content": ["not", "text"]}, 3, 0.0)
