@@ -5,8 +5,9 @@ assistant message (``last_assistant_message``), which a hook-only session
 needs to see assistant text at all; the transcript, when it is tailed too,
 has the same message.  The engine drops calls by id, but a message has no id
 both copies share, so the rule is plain: the hook's copy is marked
-``meta["via"] = "hook"`` (:mod:`monitor.hooks`), and a message whose text (its
-whitespace squashed) equals one *from the other path* within
+``meta["via"] = "hook"`` (:mod:`monitor.hooks`; another path that copies
+what a transcript holds, such as OTLP, names itself there too), and a message
+whose text (its whitespace squashed) equals one *from another path* within
 :data:`WINDOW_SECONDS` of event time is the same message, dropped; each copy
 matches once.  Two equal messages from the same path are never merged (an
 agent that says the same thing again is what ``chanting`` looks for).  A
@@ -29,13 +30,14 @@ REMEMBERED = 16
 
 
 class Echoes:
-    """A session's latest assistant messages: (hash of the text, from the hook, event time);
-    a hash, not the text, keeps it small."""
+    """A session's latest assistant messages: (hash of the text, the path it came by
+    -- ``meta["via"]``, None for a transcript --, event time); a hash, not the
+    text, keeps it small."""
 
     __slots__ = ("recent",)
 
     def __init__(self) -> None:
-        self.recent: deque[tuple[int, bool, float]] = deque(maxlen=REMEMBERED)
+        self.recent: deque[tuple[int, str | None, float]] = deque(maxlen=REMEMBERED)
 
     def repeated(self, event: Event) -> bool:
         """Whether ``event`` is the other path's copy of a message already taken
@@ -47,10 +49,10 @@ class Echoes:
             if not text:
                 return False
             key, window = hash(text) or 1, WINDOW_SECONDS
-        final = bool(event.meta) and event.meta.get("via") == "hook"
-        for index, (seen, seen_final, ts) in enumerate(self.recent):
-            if seen_final is not final and seen == key and abs(event.ts - ts) <= window:
+        via = event.meta.get("via") if event.meta else None
+        for index, (seen, seen_via, ts) in enumerate(self.recent):
+            if seen_via != via and seen == key and abs(event.ts - ts) <= window:
                 del self.recent[index]
                 return True
-        self.recent.append((key, final, event.ts))
+        self.recent.append((key, via, event.ts))
         return False
