@@ -7,7 +7,8 @@ has the same message.  The engine drops calls by id, but a message has no id
 both copies share, so the rule is plain: the hook's copy is marked
 ``meta["via"] = "hook"`` (:mod:`monitor.hooks`; another path that copies
 what a transcript holds, such as OTLP, names itself there too), and a message
-whose text (its whitespace squashed) equals one *from another path* within
+whose text (its whitespace squashed, the first :data:`COMPARED` characters)
+equals one *from another path* within
 :data:`WINDOW_SECONDS` of event time is the same message, dropped; each copy
 matches once.  Two equal messages from the same path are never merged (an
 agent that says the same thing again is what ``chanting`` looks for).  A
@@ -27,6 +28,9 @@ WINDOW_SECONDS = 600.0
 COMPACTION_SECONDS = 120.0
 #: Messages remembered per session.
 REMEMBERED = 16
+#: Characters of a message compared (whitespace squashed): bounded work for a 10 MB
+#: message, and the hook's copy of a long one is clipped (head and tail kept) anyway.
+COMPARED = 4000
 
 
 class Echoes:
@@ -45,7 +49,7 @@ class Echoes:
         if event.kind is COMPACTION:
             key, window = 0, COMPACTION_SECONDS
         else:
-            text = " ".join(event.content.split())
+            text = " ".join(event.content[: 2 * COMPARED].split())[:COMPARED]
             if not text:
                 return False
             key, window = hash(text) or 1, WINDOW_SECONDS

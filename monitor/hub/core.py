@@ -392,11 +392,9 @@ class Hub:
         return ended
 
     def notice_waits(self) -> list[WaitingNotice]:
-        """Publish a notice for each session waiting for the person past
-        ``[sources] waiting_notice_seconds`` (once per wait); return them."""
-        notices = overdue_waits(
-            self.lifecycle.sessions.values(), self.clock(), self.config.sources.waiting_notice_seconds
-        )
+        """Publish a notice per session waiting past ``[sources] waiting_notice_seconds`` (once a wait)."""
+        seconds = self.config.sources.waiting_notice_seconds
+        notices = overdue_waits(self.lifecycle.sessions.values(), self.clock(), seconds)
         for notice in notices:
             self.publish(notice)
         return notices
