@@ -243,3 +243,22 @@ def test_codex_install_covers_subagents_failures_compaction_and_a_short_session_
     assert "timeout" not in _handler("codex", "loopwatch hook codex", "PreToolUse")
     claude = {e: _handler("claude", "x", e)["timeout"] for e in AGENT_EVENTS["claude"]}
     assert claude["SessionEnd"] == 2 and claude["PreToolUse"] == 10 and claude["Notification"] == 5
+
+
+async def test_a_cursor_session_through_the_real_hook_is_labelled_cursor(tmp_path: Path):
+    cursor = {
+        "conversation_id": "c0ffee-2",
+        "generation_id": "gen-1",
+        "cursor_version": "1.7.2",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Shell",
+        "tool_use_id": "t1",
+        "tool_input": {"command": "ls"},
+    }
+    async with running_monitor(tmp_path) as (hub, server):
+        for payload in ({**cursor, "hook_event_name": "SessionStart", "source": "startup"}, cursor):
+            code, reply, err = await run_hook_async("claude", payload, server.unix_path)
+            assert code == 0 and reply is None and "ignored" not in err
+        await hub.join()
+        info = hub.session("c0ffee-2")
+        assert info is not None and info.agent == "cursor" and info.events == 2
