@@ -284,7 +284,7 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
     call = HookCall(agent=agent, event=event, session=session, payload=payload)
     base = {"session": session, "ts": ts}
     call.events.extend(_events(event, payload, base, agent, parent, pid))
-    # Stop and anything else: no event, only the poll.
+    # A stop already continuing because of a stop hook: held a bounded number of times.
     if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
         call.quiet = not _may_hold_stop(session)
     return call
