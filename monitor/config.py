@@ -71,6 +71,9 @@ class SourceSettings:
     listen: str = ""  # HOST:PORT for TCP (needs a token)
     from_start: bool = False
     idle_timeout_seconds: float = 1800.0
+    #: A session waiting for the person (a permission prompt, a question) this
+    #: long raises a notice, once per wait; 0: never.
+    waiting_notice_seconds: float = 300.0
     #: Live sessions (their detector state in memory): beyond either bound the
     #: least recently active is closed as idle (kept in the store; revived if it speaks).
     max_live_sessions: int = 8000

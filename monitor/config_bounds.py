@@ -26,6 +26,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "sources.max_unauthenticated": (1, 65_536),
     "sources.preauth_bytes": (1024, 1 << 24),
     "sources.hello_timeout_seconds": (0.1, 3600),
+    # A week: past that a wait is not noticed, it is forgotten.
+    "sources.waiting_notice_seconds": (0, 7 * 86400),
     "ui.refresh_hz": (0.1, 120),
     "control.kill_grace_seconds": (0, 3600),
     # A count of one is every failure; a window past a thousand rounds is no longer "recent".

@@ -24,6 +24,10 @@ class Kind(StrEnum):
     USAGE = "usage"
     COMPACTION = "compaction"
     SESSION_END = "session_end"
+    #: The agent waits for the person: a permission prompt, a question, an
+    #: elicitation (``content``: what it asks; ``status``: why, or
+    #: ``"resolved"`` when the wait is over).  No detector sees it.
+    WAITING = "waiting"
 
 
 KINDS: frozenset[str] = frozenset(k.value for k in Kind)
@@ -38,6 +42,7 @@ TOOL_RESULT = Kind.TOOL_RESULT
 USAGE = Kind.USAGE
 COMPACTION = Kind.COMPACTION
 SESSION_END = Kind.SESSION_END
+WAITING = Kind.WAITING
 
 
 class Level(IntEnum):
@@ -192,6 +197,8 @@ class Event:
             return f"session start ({self.agent or 'agent'})"
         if self.kind is SESSION_END:
             return f"session end ({self.status or 'ended'})"
+        if self.kind is WAITING:
+            return f"waiting for input ({self.status or 'input'}): {self.content[: width * 8]}"
         return self.kind.value
 
 

@@ -10,7 +10,15 @@ pass it the event as JSON on standard input.  This module:
    ``UserPromptSubmit`` → a user message, ``SessionEnd`` and ``StopFailure``
    (a turn ended by an API error) → ``session_end``, ``SubagentStart`` /
    ``SubagentStop`` → the subagent's ``session_start`` / ``session_end``,
-   ``Stop`` → nothing).  A subagent's events (Claude sends the parent's
+   ``Stop`` / ``SubagentStop``'s ``last_assistant_message`` → an assistant
+   message marked ``via: "hook"`` (the engine drops the transcript's copy:
+   :mod:`monitor.detect.echoes`), ``PermissionRequest``, ``Notification``
+   and ``Elicitation`` → ``waiting`` (the agent waits for the person:
+   :mod:`monitor.detect.input_wait`; ``ElicitationResult`` ends it),
+   ``PermissionDenied`` → the denied call's error ``tool_result``,
+   ``PostCompact`` → ``compaction``).  Payloads from Cursor, which runs the
+   Claude Code hooks with third-party hooks on, are labelled ``cursor``.
+   A subagent's events (Claude sends the parent's
    ``session_id`` plus ``agent_id``) go to the session
    ``<session>:agent-<id>``, as the transcript adapter names it, so that
    tailing ``~/.claude/projects`` and the hook together see one session per
@@ -85,14 +93,25 @@ ANSWERABLE = frozenset(
         "PostToolUse",
         "PostToolUseFailure",
         "Stop",
+        "SubagentStart",
         "SubagentStop",
     }
 )
 #: Hook events whose answer may carry ``hookSpecificOutput.additionalContext``
-#: (Claude Code; Codex reads the same shape).
+#: (Claude Code; Codex reads the same shape).  ``SubagentStart``: a subagent
+#: resumed under its agent id gets the nudge queued for it while it was stopped.
 _CONTEXT_EVENTS = frozenset(
-    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart"}
 )
+#: ``Notification.notification_type`` values that mean the agent waits for the person,
+#: and the wait's reason (https://code.claude.com/docs/en/hooks#notification).
+_WAITING_NOTIFICATIONS = {
+    "permission_prompt": "permission",
+    "idle_prompt": "idle",
+    "elicitation_dialog": "elicitation",
+}
+#: What is kept of a wait's question (characters).
+_ASKS = 300
 STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
 #: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
 STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
@@ -250,6 +269,8 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
     if not isinstance(event, str) or not event:
         raise HookInputError("hook_event_name: missing (is this command configured as a hook?)")
     session = payload.get("session_id")
+    if not session and agent == "claude-code" and _from_cursor(payload):
+        session = payload.get("conversation_id")  # Cursor's own id for the chat
     if not isinstance(session, str) or not session:
         raise HookInputError(f"session_id: expected a non-empty string, got {session!r}")
     ts = time.time() if now is None else now
@@ -258,13 +279,24 @@ def parse_hook_input(raw: bytes, agent: str, *, pid: int | None = None, now: flo
     if isinstance(agent_id, str) and agent_id:
         # A subagent's event: its own session, named as the transcript adapter names it.
         parent, session = session, f"{session}:agent-{agent_id}"
+    if agent == "claude-code" and _from_cursor(payload):
+        agent = "cursor"  # Cursor runs ~/.claude/settings.json hooks with third-party hooks on
     call = HookCall(agent=agent, event=event, session=session, payload=payload)
     base = {"session": session, "ts": ts}
     call.events.extend(_events(event, payload, base, agent, parent, pid))
-    # Stop and anything else: no event, only the poll.
+    # A stop already continuing because of a stop hook: held a bounded number of times.
     if event in ("Stop", "SubagentStop") and payload.get("stop_hook_active") is True:
         call.quiet = not _may_hold_stop(session)
     return call
+
+
+def _from_cursor(payload: dict[str, Any]) -> bool:
+    """Whether a hook event in Claude Code's shape comes from Cursor: its payloads
+    carry ``cursor_version`` and ``conversation_id`` / ``generation_id``
+    (https://cursor.com/docs/agent/hooks), which Claude Code never sends."""
+    return isinstance(payload.get("cursor_version"), str) or (
+        isinstance(payload.get("conversation_id"), str) and isinstance(payload.get("generation_id"), str)
+    )
 
 
 def _payload(raw: bytes) -> dict[str, Any]:
@@ -291,7 +323,10 @@ def _events(
             meta["agent_type"] = payload["agent_type"]
         events.append({"type": "session_start", **base, "agent": agent, "parent": parent, "meta": meta})
     elif event == "SubagentStop" and parent is not None:
+        events.extend(_last_message(payload, base))
         events.append({"type": "session_end", **base, "status": "subagent stopped"})
+    elif event == "Stop":
+        events.extend(_last_message(payload, base))
     elif event == "SessionEnd":
         reason = payload.get("reason")
         events.append(
@@ -326,9 +361,95 @@ def _events(
                 "meta": meta,
             }
         )
+    elif event in _WAIT_EVENTS:
+        events.extend(_wait_events(event, payload, base))
     else:
         return _work_events(event, payload, base)
     return events
+
+
+def _last_message(payload: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """``Stop`` / ``SubagentStop``'s ``last_assistant_message``: the turn's last
+    assistant text, which a hook-only session sees nowhere else.  Marked ``via``
+    the hook: the engine drops the transcript's copy of it (monitor/detect/echoes.py)."""
+    text = payload.get("last_assistant_message")
+    if not isinstance(text, str) or not text.strip():
+        return []
+    message: dict[str, Any] = {"type": "message", **base, "role": "assistant", "content": _clip(text)}
+    message["via"] = "hook"
+    tasks = payload.get("background_tasks")
+    if isinstance(tasks, list):
+        # Work still running when the turn ended: the agent is not done, it waits on it.
+        message["background_tasks"] = len(tasks)
+    return [message]
+
+
+def _asked(payload: dict[str, Any]) -> str:
+    """What a permission request asks to run, in one short line."""
+    name = payload.get("tool_name")
+    name = name if isinstance(name, str) and name else "a tool"
+    args = payload.get("tool_input")
+    detail = ""
+    if isinstance(args, dict):
+        for key in ("command", "file_path", "path", "url", "pattern", "description"):
+            if isinstance(args.get(key), str) and args[key]:
+                detail = args[key]
+                break
+    text = f"{name}: {detail}" if detail else name
+    return " ".join(text.split())[:_ASKS]
+
+
+#: Hook events about the person: waits (Notification, PermissionRequest,
+#: Elicitation), their ends (ElicitationResult, PermissionDenied) and compaction.
+_WAIT_EVENTS = frozenset(
+    {
+        "Notification",
+        "PermissionRequest",
+        "PermissionDenied",
+        "Elicitation",
+        "ElicitationResult",
+        "PostCompact",
+    }
+)
+
+
+def _wait_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of the hook events that say the agent waits for the person
+    (``waiting``), that the wait is over, or that its context was compacted."""
+    if event == "Notification":
+        why = _WAITING_NOTIFICATIONS.get(str(payload.get("notification_type") or ""))
+        message = payload.get("message")
+        if why is None and isinstance(message, str) and "waiting for your input" in message.lower():
+            why = "idle"  # versions before notification_type said so in the message only
+        if why is None:
+            return []  # auth_success and the like: nobody is waited for
+        text = message if isinstance(message, str) else ""
+        return [{"type": "waiting", **base, "status": why, "content": " ".join(text.split())[:_ASKS]}]
+    if event == "PermissionRequest":
+        return [{"type": "waiting", **base, "status": "permission", "content": _asked(payload)}]
+    if event == "Elicitation":
+        server = payload.get("mcp_server_name")
+        message = payload.get("message")
+        text = " ".join(str(message if isinstance(message, str) else "").split())
+        if isinstance(server, str) and server:
+            text = f"{server}: {text}" if text else server
+        return [{"type": "waiting", **base, "status": "elicitation", "content": text[:_ASKS]}]
+    if event == "ElicitationResult":
+        return [{"type": "waiting", **base, "status": "resolved", "content": ""}]
+    if event == "PermissionDenied":
+        # The call was refused (a rule, the auto-mode classifier or a hook): its outcome.
+        reason = payload.get("reason")
+        content = (
+            f"Permission denied: {reason}" if isinstance(reason, str) and reason else "Permission denied"
+        )
+        return [
+            {"type": "tool_result", **base, "id": _call_id(payload), "content": content, "is_error": True}
+        ]
+    # PostCompact: the context was compacted (the transcript's compact_boundary is the same one).
+    compaction: dict[str, Any] = {"type": "compaction", **base, "via": "hook"}
+    if isinstance(payload.get("trigger"), str):
+        compaction["trigger"] = payload["trigger"]
+    return [compaction]
 
 
 def _work_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -353,15 +474,17 @@ def _work_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> l
         if payload.get("is_interrupt") is True and "interrupted" not in content.lower():
             # The user stopped the call: not the tool's outcome (detectors skip these).
             content = f"Request interrupted by user: {content}" if content else "Request interrupted by user"
-        events.append(
-            {
-                "type": "tool_result",
-                **base,
-                "id": _call_id(payload),
-                "content": content,
-                "is_error": _response_is_error(payload),
-            }
-        )
+        result = {
+            "type": "tool_result",
+            **base,
+            "id": _call_id(payload),
+            "content": content,
+            "is_error": _response_is_error(payload),
+        }
+        duration = payload.get("duration_ms")
+        if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
+            result["duration_ms"] = duration  # how long the tool ran (Claude Code 2.1.x)
+        events.append(result)
     return events
 
 

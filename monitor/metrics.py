@@ -4,6 +4,8 @@
 
 * ``loopwatch_sessions{status,level}`` -- sessions the monitor holds, by
   status (live / idle / ended) and escalation level;
+* ``loopwatch_sessions_waiting{why}`` -- sessions waiting for the person
+  (permission, question, elicitation, idle, input), not ended;
 * ``loopwatch_detections_total{detector,level}`` -- detections raised;
 * ``loopwatch_actions_total{kind,outcome}`` -- operator and automatic actions;
 * ``loopwatch_events_total``, and what was not counted as an event:
@@ -72,6 +74,13 @@ class Metrics:
                     f'loopwatch_sessions{{status="{status}",level="{level.label}"}} '
                     f"{sessions.get((status, level.label), 0)}"
                 )
+        lines += [
+            "# HELP loopwatch_sessions_waiting Sessions waiting for the person, by why.",
+            "# TYPE loopwatch_sessions_waiting gauge",
+        ]
+        waiting = Counter(info.waiting_why for info in hub.sessions() if info.waiting)
+        for why in ("permission", "question", "elicitation", "idle", "input"):
+            lines.append(f'loopwatch_sessions_waiting{{why="{why}"}} {waiting.get(why, 0)}')
         lines += [
             "# HELP loopwatch_detections_total Detections raised, by detector and level.",
             "# TYPE loopwatch_detections_total counter",

@@ -61,6 +61,17 @@ class SessionInfo:
     #: all (None: no usage reported): monitor/cost.py.
     episode_cost: Any = None
     loop_cost: Any = None
+    #: Waiting for the person (monitor/detect/input_wait.py): since when (event
+    #: time; 0: not waiting), why ("permission", "question", "elicitation",
+    #: "idle", "input") and what it asks.
+    waiting_since: float = 0.0
+    waiting_why: str = ""
+    waiting_for: str = ""
+
+    @property
+    def waiting(self) -> bool:
+        """Waiting for the person, not ended."""
+        return bool(self.waiting_since) and self.status != "ended"
 
     @property
     def window(self) -> tuple[Event, ...]:
@@ -101,6 +112,16 @@ class ActionFinished:
 @dataclass(frozen=True)
 class ProblemReported:
     problem: Problem
+
+
+@dataclass(frozen=True)
+class WaitingNotice:
+    """A session has waited for the person longer than ``[sources] waiting_notice_seconds``."""
+
+    session: str
+    since: float
+    why: str
+    asks: str
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,10 @@ async def test_all_well_with_a_running_monitor(tmp_path: Path, homes: dict[str, 
     seen = _statuses(checks)
     assert [c for c in checks if c.status == "FIX"] == []
     assert seen["monitor"][0].startswith("OK loopwatch") and "mode 0600" in seen["socket"][0]
-    assert "installed in" in seen["Claude Code hook"][0] and "10 events" in seen["Claude Code hook"][0]
+    assert "installed in" in seen["Claude Code hook"][0] and "16 events: " in seen["Claude Code hook"][0]
+    assert (
+        "waiting for input" in seen["Claude Code hook"][0] and "assistant text" in seen["Claude Code hook"][0]
+    )
     assert "reached the monitor" in seen["Codex hook contact"][0]
     assert "claude (1)" in seen["watched path"][0] and "native (1)" in seen["watched path"][0]
     assert "sessions" in seen["database"][0] and seen["OTLP"][0].startswith("OK")

@@ -23,6 +23,7 @@ from monitor.events import (
     TOOL_RESULT,
     UNKNOWN,
     USAGE,
+    WAITING,
     Event,
     EventRef,
     Kind,
@@ -42,7 +43,9 @@ def test_each_event_has_its_own_facts():
 
 
 def test_kind_constants_are_the_members():
-    assert (SESSION_START, MESSAGE, TOOL_CALL, TOOL_RESULT, USAGE, COMPACTION, SESSION_END) == tuple(Kind)
+    assert (SESSION_START, MESSAGE, TOOL_CALL, TOOL_RESULT, USAGE, COMPACTION, SESSION_END, WAITING) == tuple(
+        Kind
+    )
     assert all(constant is Kind(constant.value) for constant in Kind)
 
 

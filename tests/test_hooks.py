@@ -548,7 +548,11 @@ def test_install_hook_codex(tmp_path: Path):
     data = json.loads((tmp_path / "codex" / "hooks.json").read_text())
     ours = _ours(data, "codex")
     assert set(ours) == set(AGENT_EVENTS["codex"])
-    assert all(len(ours[e]) == 1 and "timeout" not in ours[e][0] for e in AGENT_EVENTS["codex"])
+    # Codex's own defaults, but SessionEnd's written out: 1 s (its default; 3 s is the cap).
+    assert all(len(ours[e]) == 1 for e in AGENT_EVENTS["codex"])
+    assert {e: ours[e][0].get("timeout") for e in AGENT_EVENTS["codex"] if "timeout" in ours[e][0]} == {
+        "SessionEnd": 1
+    }
     removed = install_hook("codex", "--uninstall", env=env)
     assert removed.returncode == 0 and "held nothing else" in removed.stdout
     # install-hook created the file; uninstalling leaves no `{}` behind

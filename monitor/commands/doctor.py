@@ -281,8 +281,20 @@ def _installed_checks(agent: str, what: str, installed: list[tuple[Path, dict[st
                 )
             )
         else:
-            found.append(Check("OK", what, f"installed in {path} ({len(events)} events)"))
+            found.append(Check("OK", what, f"installed in {path} ({len(events)} events: {_covers(events)})"))
     return found
+
+
+def _covers(events: dict[str, str]) -> str:
+    """What the installed events give the monitor, in one line ("tool calls, tool results, …")."""
+    from monitor.commands.install_hook import COVERAGE
+
+    covered: list[str] = []
+    for event in events:
+        what = COVERAGE.get(event)
+        if what and what not in covered:
+            covered.append(what)
+    return ", ".join(covered) or "nothing loopwatch reads"
 
 
 def _contact_check(agent: str, label: str, contact: dict[str, Any], now: float) -> Check:

@@ -4,7 +4,9 @@ Adds ``loopwatch hook <agent>`` to the agent's hook configuration for the
 events in :data:`EVENTS` (UserPromptSubmit lets a hook-only session see user
 turns, which reset the detectors' streaks; Claude Code's PostToolUseFailure
 carries every failed call, SessionEnd and StopFailure end the session,
-SubagentStart/SubagentStop delimit its subagents):
+SubagentStart/SubagentStop delimit its subagents, PermissionRequest,
+Notification and Elicitation say it waits for the person, Stop carries the
+turn's last assistant text, PostCompact a compaction):
 
 * Claude Code: ``~/.claude/settings.json`` (``--user``, the default),
   ``DIR/.claude/settings.json`` (``--project DIR``) or the project's own, not shared
@@ -35,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 HELP = "add (or --uninstall) the loopwatch hook in Claude Code's or Codex's hook settings"
-#: The hook events each agent gets.  Codex (0.124.0+) has no PostToolUseFailure,
-#: StopFailure or SubagentStart/Stop payloads of the shape Claude sends; its
-#: SessionEnd does not run for subagents.
+#: The hook events each agent gets (https://code.claude.com/docs/en/hooks,
+#: https://developers.openai.com/codex/hooks).  Codex has no PostToolUseFailure,
+#: Notification or Elicitation; a Codex subagent fires SubagentStop, not Stop, and
+#: its SessionEnd runs for the main thread only.
 AGENT_EVENTS = {
     "claude": (
         "SessionStart",
@@ -45,13 +48,49 @@ AGENT_EVENTS = {
         "PreToolUse",
         "PostToolUse",
         "PostToolUseFailure",
+        "PermissionRequest",
+        "PermissionDenied",
+        "Notification",
+        "Elicitation",
+        "ElicitationResult",
+        "PostCompact",
         "Stop",
         "StopFailure",
         "SubagentStart",
         "SubagentStop",
         "SessionEnd",
     ),
-    "codex": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
+    "codex": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostCompact",
+        "Stop",
+        "StopFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+    ),
+}
+#: What each event gives the monitor (``doctor`` says what the installed hooks cover).
+COVERAGE = {
+    "PreToolUse": "tool calls",
+    "PostToolUse": "tool results",
+    "PostToolUseFailure": "failed calls",
+    "PermissionDenied": "failed calls",
+    "UserPromptSubmit": "user turns",
+    "Stop": "assistant text",
+    "PermissionRequest": "waiting for input",
+    "Notification": "waiting for input",
+    "Elicitation": "waiting for input",
+    "PostCompact": "compaction",
+    "SubagentStart": "subagents",
+    "SubagentStop": "subagents",
+    "SessionStart": "session start and pid",
+    "SessionEnd": "session end",
+    "StopFailure": "session end",
 }
 EVENTS = AGENT_EVENTS["claude"]
 #: Tool events take a matcher; "*" matches every tool in both agents.
@@ -59,8 +98,23 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 #: Seconds Claude Code gives the hook (it answers in well under one).
 CLAUDE_TIMEOUT = 10
 #: Claude Code waits for the longest SessionEnd hook when it exits: ours only reports the end,
-#: so it must not raise that budget for every other SessionEnd hook the user has.
-CLAUDE_EVENT_TIMEOUTS = {"SessionEnd": 2}
+#: so it must not raise that budget for every other SessionEnd hook the user has.  Events
+#: that are only reported (never answered) need no more than the hook's own budget
+#: (0.5 s) and a Python start; a permission or elicitation hook holds its dialog that long.
+CLAUDE_EVENT_TIMEOUTS = {
+    "SessionEnd": 2,
+    "PermissionRequest": 5,
+    "PermissionDenied": 5,
+    "Notification": 5,
+    "Elicitation": 5,
+    "ElicitationResult": 5,
+    "PostCompact": 5,
+    "StopFailure": 5,
+}
+#: Codex: no timeout but where the default does not fit.  Its SessionEnd hooks
+#: get 1 s by default and 3 s at most: ours (0.5 s and a Python start) fits the
+#: default, which is written out so that nobody raises it past the cap.
+CODEX_EVENT_TIMEOUTS = {"SessionEnd": 1}
 #: Recognizes our own entries, whichever way loopwatch was invoked.
 _OURS = re.compile(r"(?:^|[\s/'\"])(?:loopwatch|-m\s+monitor)['\"]?\s+hook\s+(?P<agent>claude|codex)\b")
 CODEX_TRUST_NOTE = (
@@ -151,6 +205,8 @@ def _handler(agent: str, command: str, event: str = "") -> dict[str, Any]:
     handler: dict[str, Any] = {"type": "command", "command": command}
     if agent == "claude":
         handler["timeout"] = CLAUDE_EVENT_TIMEOUTS.get(event, CLAUDE_TIMEOUT)
+    elif event in CODEX_EVENT_TIMEOUTS:
+        handler["timeout"] = CODEX_EVENT_TIMEOUTS[event]
     return handler
 
 

@@ -34,7 +34,8 @@ from monitor.commands.common import (
 )
 from monitor.cost import spend_text
 from monitor.events import Level
-from monitor.updates import ActionFinished, DetectionRaised, ProblemReported
+from monitor.text import printable
+from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, WaitingNotice
 
 if TYPE_CHECKING:
     from monitor.config import Config
@@ -213,7 +214,7 @@ class HeadlessPrinter:
         self.detections = 0
         self.worst = Level.NONE
         #: The updates it prints: subscribe with ``kinds=printer.kinds``.
-        self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished)
+        self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished, WaitingNotice)
         self.store: Any = None
         self._held: deque[tuple[int, Any]] = deque()  # (store position, detection)
 
@@ -241,6 +242,8 @@ class HeadlessPrinter:
         elif isinstance(update, ProblemReported):
             self.err.write(f"loopwatch: {update.problem}\n")
             self.err.flush()
+        elif isinstance(update, WaitingNotice):
+            self.waiting(update)
         elif isinstance(update, ActionFinished):
             a = update.action
             self.err.write(
@@ -249,6 +252,18 @@ class HeadlessPrinter:
                 + "\n"
             )
             self.err.flush()
+
+    def waiting(self, notice: WaitingNotice) -> None:
+        """A session has waited for the person too long: one line (JSON with ``--json``)."""
+        if self.as_json:
+            record = {"type": "waiting", "session": notice.session, "since": notice.since}
+            record.update({"why": notice.why, "asks": notice.asks})
+            self.out.write(orjson.dumps(record).decode() + "\n")
+            self.out.flush()
+            return
+        asks = f": {printable(notice.asks)}" if notice.asks else ""
+        self.err.write(f"loopwatch: {printable(notice.session)} waits for input ({notice.why}){asks}\n")
+        self.err.flush()
 
     def detection(self, detection: Any) -> None:
         self.detections += 1

@@ -115,6 +115,7 @@ class SessionView:
         "last_wait",
         "last_call_key",
         "last_call_ts",
+        "input_wait",
     )
 
     def __init__(self, session: str, tool_overrides: dict[str, ToolOverride] | None = None):
@@ -132,6 +133,8 @@ class SessionView:
         #: The latest tool call's key and time (a poll repeated 20 s later waited).
         self.last_call_key: str | None = None
         self.last_call_ts = 0.0
+        #: The wait for the person it is in (:mod:`monitor.detect.input_wait`), or None.
+        self.input_wait: Any = None
 
     def exempt(self, tool: str | None) -> bool:
         if not self.tool_overrides:

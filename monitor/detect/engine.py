@@ -6,7 +6,10 @@
 
 1. **drop a duplicate**: a tool call or result whose call id the session
    reported lately (:class:`SeenIds`) -- a hook and a transcript of one
-   session both report every call;
+   session both report every call -- or an assistant message or compaction
+   both reported (:mod:`~monitor.detect.echoes`); a ``waiting`` event (the agent
+   waits for the person) is followed (:mod:`~monitor.detect.input_wait`),
+   numbered, and seen by no detector;
 2. **enrich**: number the event, pair a result with its call (and the call's
    record with its result), mark a call made after a wait
    (:mod:`~monitor.detect.analysis.waits`), follow the session's lifecycle
@@ -41,15 +44,20 @@ from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
+from monitor.detect.echoes import Echoes
 from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.input_wait import asks_the_person, unhold
+from monitor.detect.input_wait import follow as follow_wait
 from monitor.detect.summary import SessionSummary, SparkHistory, summarize
 from monitor.events import (
+    COMPACTION,
     MESSAGE,
     SESSION_END,
     SESSION_START,
     TOOL_CALL,
     TOOL_RESULT,
     USAGE,
+    WAITING,
     Event,
     EventRef,
     Kind,
@@ -157,6 +165,8 @@ class SessionState:
     trackers: dict[float, TurnTracker] = field(default_factory=dict)
     #: The trackers fed, those of the unmuted turn detectors.
     fed: tuple[tuple[float, TurnTracker], ...] = ()
+    #: Assistant messages lately, to drop the second copy of one (hook and transcript).
+    echoes: Echoes = field(default_factory=Echoes)
 
     def route(self) -> None:
         """Work out the steps of each kind (after creation or a mute)."""
@@ -327,6 +337,14 @@ class Engine:
             if not seen.admit(event):
                 self.duplicates += 1
                 return _DROPPED[self.level(event.session)]
+        if (
+            (event.kind is MESSAGE and event.role == "assistant") or event.kind is COMPACTION
+        ) and state.echoes.repeated(event):
+            # A hook's copy of a message or compaction the transcript gave too (or the other way round).
+            self.duplicates += 1
+            return _DROPPED[self.level(event.session)]
+        if self._follow_wait(state, event):
+            return _QUIET[self.level(event.session)]
         self._enrich(state, event)
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
@@ -336,6 +354,21 @@ class Engine:
         escalation = self.policy.sessions.get(event.session)
         level = escalation.level if escalation is not None else Level.NONE
         return Processed(False, tuple(found), level) if found else _QUIET[level]
+
+    def _follow_wait(self, state: SessionState, event: Event) -> bool:
+        """Follow the session's wait for the person (:mod:`~monitor.detect.input_wait`);
+        True for a ``waiting`` event, taken here: no detector sees a wait."""
+        view = state.view
+        if view.input_wait is None and event.kind is not WAITING and not asks_the_person(event):
+            return False
+        wait = view.input_wait
+        view.input_wait = follow_wait(wait, event)
+        if wait is not None and view.input_wait is None:
+            unhold(view, wait, event.ts)  # the person's time is not the agent's
+        if event.kind is not WAITING:
+            return False
+        self._enrich(state, event)
+        return True
 
     def process_many(self, events: Iterable[Event]) -> list[Detection]:
         """:meth:`process` each event in order; their detections."""

@@ -9,6 +9,7 @@
 | ``usage``         | ``session``, ``input_tokens``, ``output_tokens``, ``cost_usd`` |
 | ``compaction``    | ``session``                                              |
 | ``session_end``   | ``session``, ``status`` (opt.)                           |
+| ``waiting``       | ``session``, ``content`` (what it asks), ``status`` (why; ``resolved`` ends it) |
 
 Every record may carry ``ts`` (ISO 8601 or epoch seconds).  A log without
 ``ts`` has every record at the time it was read, so a ``message`` record
@@ -41,6 +42,7 @@ from monitor.events import (
     TOOL_CALL,
     TOOL_RESULT,
     USAGE,
+    WAITING,
     Event,
     Kind,
 )
@@ -56,6 +58,7 @@ _FIELDS: dict[str, set[str]] = {
     "usage": {"input_tokens", "output_tokens", "cost_usd"},
     "compaction": set(),
     "session_end": {"status"},
+    "waiting": {"content", "status"},
 }
 
 
@@ -313,6 +316,10 @@ class NativeDecoder(RecordDecoder):
         elif kind is SESSION_END:
             status = get("status")
             event.status = None if status is None else str(status)
+        elif kind is WAITING:
+            status = get("status")
+            event.status = None if status is None else str(status)
+            event.content = _text(record, "content", kind_name) if "content" in record else ""
         return event
 
 

@@ -30,6 +30,8 @@ from monitor.hub.recording import Recorder
 from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.hub.state import HubSession
+from monitor.hub.waiting import follow_event as follow_wait
+from monitor.hub.waiting import overdue as overdue_waits
 from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord,
@@ -37,6 +39,7 @@ from monitor.updates import (
     ProblemReported,
     SessionInfo,
     Stats,
+    WaitingNotice,
 )
 
 log = logging.getLogger("loopwatch.hub")
@@ -332,6 +335,7 @@ class Hub:
             if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
+            follow_wait(state, event)
             lifecycle.observe(state, event, arrival)
             remember(state, event, detections)
             if state.nudged:
@@ -371,6 +375,7 @@ class Hub:
                 if ticks % EXIT_CHECK_TICKS == 0:
                     self.sweep_exited()
                 self.sweep_idle()
+                self.notice_waits()
                 self.publisher.now()
                 self.recorder.sessions(self.lifecycle.sessions)
                 for problem in self.recorder.losses():
@@ -385,6 +390,14 @@ class Hub:
         if ended:
             self.publisher.now()
         return ended
+
+    def notice_waits(self) -> list[WaitingNotice]:
+        """Publish a notice per session waiting past ``[sources] waiting_notice_seconds`` (once a wait)."""
+        seconds = self.config.sources.waiting_notice_seconds
+        notices = overdue_waits(self.lifecycle.sessions.values(), self.clock(), seconds)
+        for notice in notices:
+            self.publish(notice)
+        return notices
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids."""

@@ -223,4 +223,7 @@ class Snapshots:
             quiet_until=summary.quiet_until if level < Level.WARN else 0.0,
             episode_cost=summary.episode_cost,
             loop_cost=summary.loop_cost,
+            waiting_since=state.waiting.since if state.waiting is not None else 0.0,
+            waiting_why=state.waiting.why if state.waiting is not None else "",
+            waiting_for=state.waiting.asks if state.waiting is not None else "",
         )

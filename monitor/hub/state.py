@@ -12,6 +12,7 @@ from typing import Any
 
 from monitor.control import PidClaim, ProcessIdentity
 from monitor.detect.base import Detection
+from monitor.detect.input_wait import InputWait
 from monitor.events import Event, Level
 from monitor.updates import SessionInfo
 
@@ -63,4 +64,7 @@ class HubSession:
     #: a detection whose span reaches it drives no automatic action.
     otlp_seq: int = 0
     auto_skipped: bool = False  # the operator was told automatic actions were skipped
+    #: The wait for the person it is in (monitor/hub/waiting.py), and whether it was noticed.
+    waiting: InputWait | None = None
+    wait_noticed: bool = False
     home: str = ""  # the source it was first seen from: what its live-session share counts against

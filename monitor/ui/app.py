@@ -179,6 +179,8 @@ class LoopwatchApp(HostApp):
         if not batch:
             return
         self.flushes += 1
+        for notice in batch.notices:
+            self.notify_waiting(notice)
         for screen in self.screen_stack:
             apply = getattr(screen, "apply_live", None)
             if apply is not None and getattr(screen, "ready", False):
@@ -186,6 +188,20 @@ class LoopwatchApp(HostApp):
                     apply(batch)
                 except NoMatches:  # the screen is being torn down
                     pass
+
+    def notify_waiting(self, notice: Any) -> None:
+        """A session has waited for the person too long: say so (agent text literally, no markup)."""
+        from monitor.text import printable
+
+        waited = max(0.0, self.clock() - notice.since)
+        asks = f": {printable(notice.asks)}" if notice.asks else ""
+        self.notify(
+            f"{printable(notice.session)} has waited {waited / 60:.0f} min for you ({notice.why}){asks}",
+            title="Waiting for input",
+            severity="warning",
+            markup=False,
+            timeout=10,
+        )
 
     # -- themes --------------------------------------------------------------------
 

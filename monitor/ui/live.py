@@ -18,7 +18,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, SessionChanged, Stats
+from monitor.updates import (
+    ActionFinished,
+    DetectionRaised,
+    ProblemReported,
+    SessionChanged,
+    Stats,
+    WaitingNotice,
+)
 
 #: Detections and actions kept for the feeds (older ones are in the store).
 FEED_LIMIT = 500
@@ -54,10 +61,17 @@ class Batch:
     actions: list[Any] = field(default_factory=list)
     problems: int = 0
     stats: Any | None = None
+    #: Sessions that have waited for the person too long (monitor/hub/waiting.py).
+    notices: list[Any] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
-            self.sessions or self.detections or self.actions or self.problems or self.stats is not None
+            self.sessions
+            or self.detections
+            or self.actions
+            or self.problems
+            or self.stats is not None
+            or self.notices
         )
 
     def touches(self, session: str) -> bool:
@@ -113,6 +127,8 @@ class LiveFeed:
         elif isinstance(update, ProblemReported):
             self.problems += 1
             pending.problems += 1
+        elif isinstance(update, WaitingNotice):
+            pending.notices.append(update)
         else:
             return
         self.request_flush()

@@ -94,6 +94,8 @@ def summarize(
         return f"session start ({agent or 'agent'})"
     if kind == Kind.SESSION_END:
         return f"session end ({status or 'ended'})"
+    if kind == Kind.WAITING:
+        return f"waiting for input ({status or 'input'}): {content}"
     return content or str(kind)
 
 

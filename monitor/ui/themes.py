@@ -42,6 +42,7 @@ DOMAIN_VARIABLES: dict[str, str] = {
     "status-live": "#3fb950",
     "status-idle": "#8b949e",
     "status-ended": "#6e7681",
+    "status-waiting": "#d2a8ff",
 }
 
 _COLOR_KEYS = (

@@ -154,6 +154,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             palette=self.app.palette,
             loop_cost=getattr(stats, "loop_cost_today", None),
             store=getattr(stats, "store", ""),
+            waiting=sum(1 for s in sessions if getattr(s, "waiting_since", 0) and s.status != "ended"),
         )
 
     def pin_selection(self) -> None:

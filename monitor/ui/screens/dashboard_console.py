@@ -124,7 +124,7 @@ class DashboardConsole(TableVimKeys):
         table = self.table
         target = next_in(self.attention_order(), table.selected_session)
         if target is None:
-            self.app.notify("No session is at warn or above.", markup=False, timeout=3)
+            self.app.notify("No session waits for input or is at warn or above.", markup=False, timeout=3)
             return
         if not table.select_session(target):
             self.app.notify(f"{target} is hidden by the filter.", markup=False, timeout=3)

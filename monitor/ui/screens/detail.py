@@ -104,6 +104,8 @@ def cost_text(info: dict[str, Any]) -> str:
 
 def live_header(info: Any) -> dict[str, Any]:
     status = "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
+    if getattr(info, "waiting", False):
+        status = "waiting"  # for the person (the dashboard's status, monitor/hub/waiting.py)
     return {
         "id": info.id,
         "level": info.level,

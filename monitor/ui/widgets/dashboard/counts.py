@@ -26,11 +26,16 @@ class CountsBar(TextPanel):
         palette: Palette = DEFAULT_PALETTE,
         loop_cost: Spend | None = None,
         store: str = "",
+        waiting: int = 0,
     ) -> None:
         text = Text()
         text.append(f" {title} ", style="bold reverse")
         text.append("  ● ", style=palette.fg("status-live"))
         text.append(f"{live} live", style="bold")
+        if waiting:  # blocked on the person: neither working nor looping
+            text.append(SEP)
+            text.append("◆ ", style=palette.fg("status-waiting"))
+            text.append(f"{waiting} waiting for input", style="bold")
         warn_style = palette.level(Level.WARN) if warnings else palette.fg("level-watching")
         text.append(SEP)
         text.append("▲ ", style=warn_style)

@@ -32,11 +32,14 @@ from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
-STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
+STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended", "waiting": "status-waiting"}
 
 
 def shown_status(info: Any) -> str:
-    """The status column: "nudged" for a live session nudged and not yet recovered."""
+    """The status column: "waiting" for a session waiting for the person (live or
+    idle), "nudged" for a live session nudged and not yet recovered."""
+    if getattr(info, "waiting_since", 0) and info.status != "ended":
+        return "waiting"
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 
 
@@ -78,6 +81,8 @@ def matches(info: Any, needle: str) -> bool:
             info.level.label,
             info.detector or "",
             info.reason,
+            shown_status(info),
+            getattr(info, "waiting_for", ""),  # what a waiting session asks ("rm -rf")
         )
     )
     return needle.lower() in hay.lower()

@@ -79,10 +79,18 @@ def waiting_since(info: Any, detections: Iterable[Any], acks: Iterable[float]) -
     return last.ts if last is not None else info.last_ts
 
 
+def waiting_for_input(info: Any) -> bool:
+    """Whether the session waits for the person (monitor/detect/input_wait.py), not ended."""
+    return bool(getattr(info, "waiting_since", 0)) and info.status != "ended"
+
+
 def attention_queue(infos: Iterable[Any], since: Callable[[Any], float]) -> list[str]:
-    """Sessions at warn or above, the one waiting longest first."""
-    waiting = [i for i in infos if i.level >= Level.WARN]
-    return [i.id for i in sorted(waiting, key=lambda i: (since(i), i.id))]
+    """Sessions waiting for the person (the longest waiting first), then those
+    at warn or above, the one waiting longest first."""
+    infos = list(infos)
+    asking = sorted((i for i in infos if waiting_for_input(i)), key=lambda i: (i.waiting_since, i.id))
+    flagged = [i for i in infos if i.level >= Level.WARN and not waiting_for_input(i)]
+    return [i.id for i in asking] + [i.id for i in sorted(flagged, key=lambda i: (since(i), i.id))]
 
 
 def next_in(queue: list[str], current: str | None) -> str | None:

@@ -29,6 +29,7 @@ KIND_TAGS = {
     Kind.SESSION_END: "end",
     Kind.USAGE: "usage",
     Kind.COMPACTION: "compact",
+    Kind.WAITING: "wait",
 }
 
 

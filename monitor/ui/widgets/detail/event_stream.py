@@ -37,6 +37,7 @@ KIND_TAGS = {
     "session_end": "end",
     "usage": "usage",
     "compaction": "compact",
+    "waiting": "wait",
 }
 
 
