@@ -20,7 +20,8 @@ e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
 
     [store]   path = "…/loopwatch.db", retention_days = 30, content_chars = 4000
     [sources] paths = ["~/agents/logs"], socket = "…", from_start = false
-    [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5
+    [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5, guard = false
+    [alerts]  level = "warn", desktop = false, webhook = "", command = [], every_seconds = 300
     [ui]      theme = "loopwatch-dark", refresh_hz = 10, keymap = { kill = "ctrl+k" }
 
     [prices."claude-sonnet-4-5"]   # dollars per million tokens, over monitor/prices.toml
@@ -93,6 +94,24 @@ class ControlSettings:
     auto_inject: bool = False
     auto_kill: bool = False
     kill_grace_seconds: float = 5.0
+    #: Deny (through the hook) the calls that continue a loop at ``guard_level``,
+    #: for every session; the operator turns it on or off per session too.
+    guard: bool = False
+    guard_level: Level = Level.CRITICAL
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """``[alerts]``: telling someone outside the terminal (monitor/alerts.py)."""
+
+    level: Level = Level.WARN
+    desktop: bool = False
+    webhook: str = ""  # an http(s) URL; empty: none
+    command: tuple[str, ...] = ()  # argv, run without a shell, the detection as JSON on stdin
+    timeout_seconds: float = 10.0
+    retries: int = 3
+    #: One alert per (session, detector, pattern) in this many seconds.
+    every_seconds: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,7 @@ class Config:
     store: StoreSettings = field(default_factory=StoreSettings)
     sources: SourceSettings = field(default_factory=SourceSettings)
     control: ControlSettings = field(default_factory=ControlSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
     ui: UISettings = field(default_factory=UISettings)
     #: What tokens cost: the shipped table with ``[prices.<model>]`` over it.
     prices: PriceTable = field(default_factory=default_prices)
@@ -216,7 +236,18 @@ def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> A
 def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
     """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
     registry = _registry()
-    allowed = {"preset", "detectors", "tools", "escalation", "store", "sources", "control", "ui", "prices"}
+    allowed = {
+        "preset",
+        "detectors",
+        "tools",
+        "escalation",
+        "store",
+        "sources",
+        "control",
+        "alerts",
+        "ui",
+        "prices",
+    }
     for key in data:
         if key not in allowed:
             raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
@@ -254,6 +285,9 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
     config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
     config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
     config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
+    if config.control.guard_level < Level.WARN:
+        raise ConfigError("control.guard_level: expected warn, critical or terminate")
+    config.alerts = _alerts(data.get("alerts", {}))
     config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
     if "prices" in data:
         try:
@@ -261,6 +295,19 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         except PriceError as exc:
             raise ConfigError(str(exc)) from None
     return config
+
+
+def _alerts(table: Any) -> AlertSettings:
+    """``[alerts]``, with the checks a type cannot express (a URL, an argv of strings)."""
+    alerts = _build_dataclass(AlertSettings, "alerts", table)
+    if alerts.level < Level.NOTICE:
+        raise ConfigError("alerts.level: expected notice, warn, critical or terminate")
+    if alerts.webhook and not alerts.webhook.startswith(("http://", "https://")):
+        raise ConfigError(f"alerts.webhook: expected an http:// or https:// URL, got {alerts.webhook!r}")
+    for i, part in enumerate(alerts.command):
+        if not isinstance(part, str) or not part:
+            raise ConfigError(f"alerts.command[{i}]: expected a non-empty string, got {part!r}")
+    return alerts
 
 
 def _escalation(data: dict[str, Any], preset: str) -> EscalationSettings:

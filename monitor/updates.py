@@ -61,6 +61,10 @@ class SessionInfo:
     #: all (None: no usage reported): monitor/cost.py.
     episode_cost: Any = None
     loop_cost: Any = None
+    #: Wall-clock time its process was paused by the operator (0: running).
+    paused: float = 0.0
+    #: Whether the guard denies the calls that continue its loop.
+    guard: bool = False
 
     @property
     def window(self) -> tuple[Event, ...]:

@@ -23,7 +23,8 @@ from monitor.detect.engine import Engine
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
-from monitor.hub.actions import Actions
+from monitor.hub.actions import AUTO_WHO, Actions
+from monitor.hub.guard import Guard
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
@@ -69,7 +70,7 @@ class Hub:
         self.clock = clock
         self.engine = Engine(config, sparklines=True)
         self.who = current_user()
-        self.snapshots = Snapshots(self.engine)
+        self.snapshots = Snapshots(self.engine, config.control.guard)
         self.recorder = Recorder(store, self.engine)
         self.publisher = Publisher(self.snapshots, self.recorder)
         self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.publisher.touch)
@@ -77,6 +78,7 @@ class Hub:
         if self.recorder.on:
             self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
+        self.guard = Guard(self)
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
         self._worker: asyncio.Task | None = None
@@ -124,11 +126,21 @@ class Hub:
             await asyncio.gather(self._ticker, return_exceptions=True)
         if self.actions.running:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
+        await self.guard.settled()
+        await self._resume_paused()
         self.lifecycle.stop_all()
         self.publisher.now()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
         self.publish(self.stats())
         await _flush(self.store)
+
+    async def _resume_paused(self) -> None:
+        """No agent stays stopped after the monitor that paused it is gone (each resume recorded)."""
+        for state in list(self.lifecycle.sessions.values()):
+            if state.paused:
+                await self.actions.act(
+                    "resume", state.id, text=None, detection=None, detector=None, who=AUTO_WHO
+                )
 
     async def _drain_now(self) -> None:
         while not self._queue.empty():
@@ -181,6 +193,7 @@ class Hub:
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
         await self._queue.join()
+        await self.guard.settled()  # a denial's message is in its mailbox before a poll drains it
         self.publisher.now()
 
     async def processed(self) -> None:
@@ -334,6 +347,7 @@ class Hub:
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
             lifecycle.observe(state, event, arrival)
             remember(state, event, detections)
+            self.guard.observe(state, event, detections)
             if state.nudged:
                 self.actions.follow_nudge(state, event, detections)
             if detections:

@@ -269,8 +269,8 @@ class Lifecycle:
         now = self.clock()
         closed = []
         for state in list(self.sessions.values()):
-            if state.status != "live" or now - state.last_activity <= timeout:
-                continue
+            if state.status != "live" or now - state.last_activity <= timeout or state.paused:
+                continue  # a paused session's clock stands still: never idle
             silent = now - state.last_arrival
             if silent > quiet or (now - state.last_activity > replayed and silent > REPLAY_QUIET_SECONDS):
                 self.close(state, "idle")

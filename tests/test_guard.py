@@ -1,0 +1,148 @@
+"""The guard: a call that continues a loop at ``critical`` is denied before it runs.
+
+Real parts only: the hub with a real store, the real socket server, and
+``python -m monitor hook claude|codex`` as a subprocess per hook call (the
+payloads use the field names of the Claude Code hooks reference: PreToolUse's
+``tool_name``, ``tool_input``, ``tool_use_id``; the answer
+``hookSpecificOutput.permissionDecision: "deny"`` with
+``permissionDecisionReason``, which Codex's PreToolUse reads too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from monitor.config import build_config
+from monitor.events import Level
+from monitor.hub import Hub
+from monitor.sources.sockets import SocketServer
+from monitor.store import Store
+from tests.socketkit import short_socket_path
+from tests.test_hooks import POST_TOOL, PRE_TOOL, run_hook_async
+
+#: Hook calls tried before giving up (a bound, not a timing).
+MAX_ROUNDS = 12
+OTHER = dict(PRE_TOOL, tool_input={"command": "make -C src", "description": "build"})
+
+
+def _denied(reply: dict | None) -> str | None:
+    if not reply:
+        return None
+    out = reply.get("hookSpecificOutput") or {}
+    if out.get("permissionDecision") == "deny":
+        return out.get("permissionDecisionReason")
+    return None
+
+
+class Monitor:
+    """A hub with a store and the socket server, as ``watch`` assembles them."""
+
+    def __init__(self, tmp_path: Path, control: dict):
+        self.config = build_config({"preset": "aggressive", "control": control})
+        self.store = Store(tmp_path / "lw.db", flush_ms=20)
+        self.path = short_socket_path(tmp_path)
+
+    async def __aenter__(self) -> Monitor:
+        self.store.start()
+        self.hub = Hub(self.config, self.store)
+        await self.hub.start()
+        self.server = SocketServer(self.hub, self.config, unix_path=self.path)
+        await self.server.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.stop()
+        await self.hub.stop()
+        self.store.close()
+
+
+async def _loop_until_denied(
+    sock: Path, agent: str = "claude", name: str = "toolu"
+) -> tuple[int, str | None]:
+    """The same failing call again and again, as a looping agent makes it; the round denied."""
+    for i in range(MAX_ROUNDS):
+        code, reply, err = await run_hook_async(agent, dict(PRE_TOOL, tool_use_id=f"{name}_{i}"), sock)
+        assert code == 0, err
+        reason = _denied(reply)
+        if reason is not None:
+            return i, reason
+        await run_hook_async(agent, dict(POST_TOOL, tool_use_id=f"{name}_{i}"), sock)
+    return MAX_ROUNDS, None
+
+
+async def test_the_call_that_continues_a_critical_loop_is_denied_and_recorded(tmp_path: Path):
+    async with Monitor(tmp_path, {"guard": True}) as monitor:
+        hub, sock = monitor.hub, monitor.path
+        rounds, reason = await _loop_until_denied(sock)
+        assert reason is not None, "the guard never denied the looping call"
+        assert rounds >= 2  # the loop had to be flagged first: the first calls ran
+        assert reason.startswith("loopwatch denied this call")
+        assert "[loopwatch]" in reason  # the loop's nudge is what the agent reads
+        await hub.join()
+        assert hub.session("sess-1").level >= Level.CRITICAL
+        assert hub.session("sess-1").guard is True
+        # Another call runs: only the flagged loop is denied.
+        code, reply, err = await run_hook_async("claude", dict(OTHER, tool_use_id="toolu_other"), sock)
+        assert (code, _denied(reply)) == (0, None), (reply, err)
+        # The loop's call again: denied again.
+        code, reply, err = await run_hook_async("claude", dict(PRE_TOOL, tool_use_id="toolu_again"), sock)
+        assert _denied(reply) is not None
+        await hub.join()
+        actions = [a for a in monitor.store.actions("sess-1") if a["kind"] == "deny"]
+        assert len(actions) == 2
+        assert {a["outcome"] for a in actions} == {"delivered"}
+        assert all(a["who"] == "loopwatch (guard)" for a in actions)
+        assert "toolu_again" in actions[-1]["detail"]
+
+
+async def test_without_the_guard_the_loop_runs_and_the_operator_turns_it_on(tmp_path: Path):
+    async with Monitor(tmp_path, {}) as monitor:
+        hub, sock = monitor.hub, monitor.path
+        for i in range(4):
+            code, reply, err = await run_hook_async("claude", dict(PRE_TOOL, tool_use_id=f"toolu_{i}"), sock)
+            assert _denied(reply) is None, reply
+            await run_hook_async("claude", dict(POST_TOOL, tool_use_id=f"toolu_{i}"), sock)
+        await hub.join()
+        assert hub.session("sess-1").level >= Level.CRITICAL and hub.session("sess-1").guard is False
+        record = await hub.act("guard", "sess-1", text="on")
+        assert record.outcome == "delivered" and "guard on" in record.detail, record.detail
+        # Armed by the loop it is in: the next call that continues it is denied.
+        rounds, reason = await _loop_until_denied(sock, name="later")
+        assert reason is not None and rounds == 0
+        off = await hub.act("guard", "sess-1", text="off")
+        assert off.outcome == "delivered"
+        code, reply, err = await run_hook_async("claude", dict(PRE_TOOL, tool_use_id="toolu_off"), sock)
+        assert _denied(reply) is None
+        kinds = [a["kind"] for a in monitor.store.actions("sess-1")]
+        assert kinds.count("guard") == 2 and "deny" in kinds
+
+
+async def test_codex_reads_the_same_denial(tmp_path: Path):
+    async with Monitor(tmp_path, {"guard": True}) as monitor:
+        rounds, reason = await _loop_until_denied(monitor.path, agent="codex")
+        assert reason is not None and rounds >= 2
+
+
+async def test_an_acknowledgement_disarms_the_guard(tmp_path: Path):
+    async with Monitor(tmp_path, {"guard": True}) as monitor:
+        hub, sock = monitor.hub, monitor.path
+        rounds, reason = await _loop_until_denied(sock)
+        assert reason is not None
+        ack = await hub.act("ack", "sess-1")
+        assert ack.outcome == "delivered"
+        code, reply, err = await run_hook_async("claude", dict(PRE_TOOL, tool_use_id="toolu_acked"), sock)
+        assert _denied(reply) is None
+
+
+def test_guard_settings_are_validated():
+    import pytest
+
+    from monitor.config import ConfigError
+
+    assert build_config({"control": {"guard": True, "guard_level": "terminate"}}).control.guard_level == (
+        Level.TERMINATE
+    )
+    with pytest.raises(ConfigError, match="control.guard_level"):
+        build_config({"control": {"guard_level": "notice"}})
+    with pytest.raises(ConfigError, match="control.guard: expected true or false"):
+        build_config({"control": {"guard": "yes"}})
