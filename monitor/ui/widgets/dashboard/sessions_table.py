@@ -32,11 +32,14 @@ from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
-STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended"}
+STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended", "paused": "status-idle"}
 
 
 def shown_status(info: Any) -> str:
-    """The status column: "nudged" for a live session nudged and not yet recovered."""
+    """The status column: "paused" for a live session the operator paused, "nudged"
+    for one nudged and not yet recovered."""
+    if info.status == "live" and getattr(info, "paused", 0):
+        return "paused"
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
 
 
