@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from monitor import collector
+from monitor.alerts import Alerts
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
-from monitor.hub.actions import AUTO_WHO, Actions
+from monitor.hub.actions import AUTO_MAX_AGE_SECONDS, AUTO_WHO, Actions
 from monitor.hub.guard import Guard
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.publishing import Publisher
@@ -79,6 +80,7 @@ class Hub:
             self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
         self.guard = Guard(self)
+        self.alerts = Alerts(config.alerts) if Alerts.wanted(config.alerts) else None
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
         self._worker: asyncio.Task | None = None
@@ -102,6 +104,8 @@ class Hub:
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
+        if self.alerts is not None:
+            self.alerts.start()
 
     async def stop(self) -> None:
         """Process everything queued, finish running actions, flush the store."""
@@ -128,6 +132,8 @@ class Hub:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
         await self.guard.settled()
         await self._resume_paused()
+        if self.alerts is not None:
+            await asyncio.to_thread(self.alerts.stop)
         self.lifecycle.stop_all()
         self.publisher.now()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
@@ -364,6 +370,9 @@ class Hub:
             self.detections_total += 1
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
+            if self.alerts is not None and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
+                state = sessions.get(detection.session)  # not replayed history: someone may act
+                self.alerts.offer(detection, state.agent if state is not None else None)
 
     def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
         for problem in problems:
