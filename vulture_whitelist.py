@@ -51,6 +51,7 @@ plain_markup  # ui.literal: what the widgets show, as tests/test_ui_literal.py c
 _.text_only, _.text_value  # detect.analysis.turns: the turn API, as tests/test_detect_turns.py uses it
 _.evicted  # otlp_http.Gate: strangers' connections closed to make room, as tests/test_otlp_limits.py counts them
 normalize_output  # output_similarity: what a turn's compared text is, as tests/test_detect_output_similarity.py checks it
+_.limited  # alerts.Counts: alerts the rate limit held back, as tests/test_alerts.py counts them
 
 # -- the interface detectors are given ------------------------------------------------------------
 _.started_ts, _.tool_calls_seen  # SessionView: what a detector may read about its session

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import control_message
 from monitor.detect.analysis.signatures import fingerprint
@@ -30,8 +30,19 @@ from monitor.events import Event, Kind, Level
 from monitor.updates import ActionFinished, ActionRecord
 
 if TYPE_CHECKING:
-    from monitor.hub.actions import ActionsHub
+    from monitor.config import Config
     from monitor.hub.state import HubSession
+
+
+class GuardHub(Protocol):
+    """What the guard uses of the hub (a subset of ``monitor.hub.actions.ActionsHub``)."""
+
+    config: Config
+    store: Any
+    clock: Callable[[], float]
+
+    def publish(self, update: object) -> None: ...
+
 
 log = logging.getLogger("loopwatch.hub")
 
@@ -64,12 +75,11 @@ class GuardedLoop:
 class Guard:
     """Arms on a detection at the guard's level; denies the calls that continue it."""
 
-    def __init__(self, hub: ActionsHub):
+    def __init__(self, hub: GuardHub):
         self.hub = hub
         self.level = hub.config.control.guard_level
         self.default = hub.config.control.guard
         self.pending: set[asyncio.Task] = set()
-        self.denied = 0
 
     def on(self, state: HubSession) -> bool:
         return self.default if state.guard is None else state.guard
@@ -106,10 +116,7 @@ class Guard:
             detection.detector, detection.pattern, detection.level, detection.message, detection.nudge, prints
         )
 
-    def disarm(self, state: HubSession) -> None:
-        state.guarded = None
-
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
@@ -146,8 +153,6 @@ class Guard:
             status, result = outcome.status, f"{detail}; {outcome.detail}"
         except Exception as exc:  # a channel should not raise; the denial is still accounted for
             status, result = "failed", f"{type(exc).__name__}: {exc}"
-        if status == "delivered":
-            self.denied += 1
         if store is not None:
             try:
                 await asyncio.to_thread(store.finish_action, action_id, status, result)

@@ -13,16 +13,27 @@ each before calling :func:`carry_out`, and its result after.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import suspend
 
 if TYPE_CHECKING:
-    from monitor.hub.actions import ActionsHub
+    from monitor.config import Config
+    from monitor.hub.guard import Guard
     from monitor.hub.state import HubSession
 
 
-async def carry_out(hub: ActionsHub, kind: str, state: HubSession, text: str | None) -> tuple[str, str]:
+class PauseHub(Protocol):
+    """What pausing uses of the hub (a subset of ``monitor.hub.actions.ActionsHub``)."""
+
+    config: Config
+    clock: Callable[[], float]
+    engine: Any
+    guard: Guard
+
+
+async def carry_out(hub: PauseHub, kind: str, state: HubSession, text: str | None) -> tuple[str, str]:
     """Pause, resume or switch the guard of ``state``'s session: (status, detail)."""
     if kind == "guard":
         return _switch_guard(hub, state, text)
@@ -53,7 +64,7 @@ async def carry_out(hub: ActionsHub, kind: str, state: HubSession, text: str | N
     return outcome.status, outcome.detail
 
 
-def _switch_guard(hub: ActionsHub, state: HubSession, text: str | None) -> tuple[str, str]:
+def _switch_guard(hub: PauseHub, state: HubSession, text: str | None) -> tuple[str, str]:
     wanted = (text or "").strip().lower()
     if wanted not in ("on", "off"):
         return "failed", f"guard: expected 'on' or 'off', got {text!r}"
