@@ -142,3 +142,15 @@ async def test_a_session_without_a_process_refuses_pause(monitor):
     await hub.join()
     record = await hub.act("pause", "nopid")
     assert record.outcome == "refused" and "no process" in record.detail
+
+
+async def test_a_paused_process_is_resumed_before_it_is_killed(agent, monitor):
+    """SIGTERM waits while a process is stopped: the kill lets it run first, so it ends at once."""
+    hub, store = monitor
+    await hub.submit([Event(Kind.SESSION_START, "s", time.time(), agent="sleepy", pid=agent.pid)])
+    await hub.join()
+    assert (await hub.act("pause", "s")).outcome == "delivered"
+    record = await hub.act("kill", "s")
+    assert record.outcome == "delivered" and "after SIGTERM" in record.detail, record.detail
+    assert await asyncio.wait_for(agent.wait(), DEADLINE) != 0
+    assert hub.session("s").paused == 0

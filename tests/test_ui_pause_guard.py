@@ -12,7 +12,9 @@ import time
 import pytest
 
 from monitor.control import process_state
+from monitor.ui.widgets.dashboard.escalation_view import escalation_lines
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable, shown_status
+from tests.scripted import T0
 from tests.test_ui_actions import (  # noqa: F401  (spawn is a fixture)
     SLEEPER,
     looping_session,
@@ -55,6 +57,9 @@ async def test_b_switches_the_guard_for_the_session(tmp_path, utc):
         await pilot.press("b")
         await settle(pilot)
         await until(pilot, lambda: app.hub.session("looper").guard, "the guard to be on")
+        facts = app.escalation_facts(app.hub.session("looper"))
+        shown = " ".join(line.plain for line in escalation_lines(app.hub.session("looper"), facts, T0))
+        assert "guard on" in shown
         await pilot.press("b")
         await settle(pilot)
         await until(pilot, lambda: not app.hub.session("looper").guard, "the guard to be off")

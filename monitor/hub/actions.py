@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from monitor.control import control_message, terminate
+from monitor.control import control_message, suspend, terminate
 from monitor.detect.base import Detection
 from monitor.events import Event, Kind, Level
 from monitor.hub.pausing import carry_out
@@ -240,6 +240,9 @@ class Actions:
                 await asyncio.wait_for(self._send(state, "kill"), 1.0)
             except Exception:
                 pass
+        if state.paused:  # a stopped process cannot act on SIGTERM: let it run to handle it
+            await suspend(claim.identity, False)
+            state.paused = 0.0
         outcome = await terminate(claim.identity, grace=self.hub.config.control.kill_grace_seconds)
         return outcome.status, outcome.detail
 

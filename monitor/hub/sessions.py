@@ -218,6 +218,8 @@ class Lifecycle:
             self.closed_count += 1
             self._left_live(state.id, state.home)
         state.status = status
+        if status == "ended":
+            state.paused = 0.0  # its process is gone: nothing stays stopped
         self.engine.close(state.id)
         state.recent.clear()
         state.latest.clear()
