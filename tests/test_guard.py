@@ -10,9 +10,12 @@ payloads use the field names of the Claude Code hooks reference: PreToolUse's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from monitor.config import build_config
+import pytest
+
+from monitor.config import ConfigError, build_config
 from monitor.events import Level
 from monitor.hub import Hub
 from monitor.sources.sockets import SocketServer
@@ -135,10 +138,6 @@ async def test_an_acknowledgement_disarms_the_guard(tmp_path: Path):
 
 
 def test_guard_settings_are_validated():
-    import pytest
-
-    from monitor.config import ConfigError
-
     assert build_config({"control": {"guard": True, "guard_level": "terminate"}}).control.guard_level == (
         Level.TERMINATE
     )
@@ -146,3 +145,48 @@ def test_guard_settings_are_validated():
         build_config({"control": {"guard_level": "notice"}})
     with pytest.raises(ConfigError, match="control.guard: expected true or false"):
         build_config({"control": {"guard": "yes"}})
+
+
+async def test_a_denial_goes_only_to_the_poll_of_the_call_it_names():
+    import time as _time
+
+    from monitor.control import DENY_SECONDS, HookMailbox, control_message
+
+    mailbox = HookMailbox("sess-1")
+    await mailbox.send(control_message("deny", "sess-1", call_id="toolu_A", reason="loop"))
+    await mailbox.send(control_message("inject", "sess-1", text="hello"))
+    assert [m["type"] for m in mailbox.pending("toolu_B")] == ["inject"]  # another call: runs
+    assert [m["type"] for m in mailbox.pending(None)] == ["inject"]  # a Stop or PostToolUse poll
+    assert [m["type"] for m in mailbox.pending("toolu_A")] == ["deny", "inject"]
+    stale = control_message("deny", "sess-1", call_id="toolu_C", reason="old")
+    stale["ts"] = _time.time() - DENY_SECONDS - 1
+    await mailbox.send(stale)
+    assert [m.get("call_id") for m in mailbox.pending("toolu_C")] == [None]  # dropped, not delivered
+    assert len(mailbox) == 2
+
+
+def test_the_hook_answers_only_the_denied_call():
+    from monitor.hooks import answer, parse_hook_input
+
+    deny = {"type": "deny", "session": "sess-1", "call_id": "toolu_1", "reason": "loopwatch denied this call"}
+    for agent in ("claude-code", "codex"):
+        call = parse_hook_input(json.dumps(PRE_TOOL).encode(), agent, pid=1)
+        assert answer(call, [deny]) == {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "loopwatch denied this call",
+            }
+        }
+        other = parse_hook_input(json.dumps(dict(PRE_TOOL, tool_use_id="toolu_9")).encode(), agent, pid=1)
+        assert answer(other, [deny]) is None
+        post = parse_hook_input(json.dumps(POST_TOOL).encode(), agent, pid=1)
+        assert answer(post, [deny]) is None  # only a PreToolUse can refuse its call
+
+
+def test_the_guard_and_pause_keys_can_be_rebound():
+    from monitor.ui.app import check_keymap
+
+    check_keymap({"pause": "P", "guard": "ctrl+g"})
+    with pytest.raises(ConfigError, match="ui.keymap.guard"):
+        check_keymap({"guard": "a"})  # ack's key on the same screen
