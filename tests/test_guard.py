@@ -190,3 +190,29 @@ def test_the_guard_and_pause_keys_can_be_rebound():
     check_keymap({"pause": "P", "guard": "ctrl+g"})
     with pytest.raises(ConfigError, match="ui.keymap.guard"):
         check_keymap({"guard": "a"})  # ack's key on the same screen
+
+
+async def test_a_call_the_transcript_reported_first_is_still_denied_to_its_hook(tmp_path: Path):
+    """Tailing ~/.claude/projects and the hook: when the transcript's copy of the looping call
+    is read before its PreToolUse fires, the denial queued for that call id waits for its hook."""
+    from monitor.sources.files import FileSource
+    from tests.test_hooks import SESSION_START
+    from tests.test_hooks_contract import _transcript_records
+
+    session = "7f0c2a9e-guard"
+    transcript = tmp_path / "projects" / "-w" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    records = _transcript_records(session, 6)[:-1]  # the last call has not run: no result yet
+    async with Monitor(tmp_path, {"guard": True}) as monitor:
+        hub, sock = monitor.hub, monitor.path
+        code, reply, err = await run_hook_async("claude", dict(SESSION_START, session_id=session), sock)
+        assert code == 0, err
+        transcript.write_text("".join(json.dumps(record) + "\n" for record in records))
+        async with FileSource([str(transcript.parent)], hub, fmt="claude") as source:
+            await source.sync()
+            await hub.join()
+            assert hub.session(session).level >= Level.CRITICAL
+            last = dict(PRE_TOOL, session_id=session, tool_use_id="toolu_5")
+            code, reply, err = await run_hook_async("claude", last, sock)
+        assert _denied(reply) is not None, (reply, err)
+        assert hub.engine.duplicates >= 1  # the hook's copy was the transcript's call
