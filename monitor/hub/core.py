@@ -27,6 +27,7 @@ from monitor.formats.base import Problem
 from monitor.hub.actions import AUTO_MAX_AGE_SECONDS, AUTO_WHO, Actions
 from monitor.hub.guard import Guard
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
+from monitor.hub.pausing import resume_paused
 from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import Lifecycle
@@ -131,7 +132,7 @@ class Hub:
         if self.actions.running:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
         await self.guard.settled()
-        await self._resume_paused()
+        await resume_paused(self.actions.act, self.lifecycle.sessions.values(), AUTO_WHO)
         if self.alerts is not None:
             await asyncio.to_thread(self.alerts.stop)
         self.lifecycle.stop_all()
@@ -139,14 +140,6 @@ class Hub:
         self.recorder.sessions(self.lifecycle.sessions, force=True)
         self.publish(self.stats())
         await _flush(self.store)
-
-    async def _resume_paused(self) -> None:
-        """No agent stays stopped after the monitor that paused it is gone (each resume recorded)."""
-        for state in list(self.lifecycle.sessions.values()):
-            if state.paused:
-                await self.actions.act(
-                    "resume", state.id, text=None, detection=None, detector=None, who=AUTO_WHO
-                )
 
     async def _drain_now(self) -> None:
         while not self._queue.empty():
@@ -371,8 +364,7 @@ class Hub:
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
             if self.alerts is not None and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
-                state = sessions.get(detection.session)  # not replayed history: someone may act
-                self.alerts.offer(detection, state.agent if state is not None else None)
+                self.alerts.offer(detection, getattr(sessions.get(detection.session), "agent", None))
 
     def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
         for problem in problems:

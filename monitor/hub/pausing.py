@@ -13,7 +13,7 @@ each before calling :func:`carry_out`, and its result after.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import suspend
@@ -84,3 +84,10 @@ def _switch_guard(hub: PauseHub, state: HubSession, text: str | None) -> tuple[s
             f"(channel: {channel}); only hook sessions (loopwatch install-hook) can be denied a call"
         )
     return "delivered", f"guard on: a call that continues a loop at {level} will be denied"
+
+
+async def resume_paused(act: Callable[..., Any], sessions: Iterable[HubSession], who: str) -> None:
+    """The monitor stops: no agent stays stopped after it is gone (each resume an action, recorded)."""
+    for state in list(sessions):
+        if state.paused:
+            await act("resume", state.id, text=None, detection=None, detector=None, who=who)
