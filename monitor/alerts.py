@@ -97,6 +97,7 @@ class Alerts:
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
         self.notifier = desktop_notifier() if settings.desktop else None
+        self.on = self.wanted(settings)
         self.results: list[tuple[str, str, str]] = []  # (sink, status, detail), the latest few
 
     @staticmethod
@@ -104,7 +105,7 @@ class Alerts:
         return bool(settings.desktop or settings.webhook or settings.command)
 
     def start(self) -> None:
-        if self.thread is None:
+        if self.thread is None and self.on:
             self.thread = threading.Thread(target=self._run, name="loopwatch-alerts", daemon=True)
             self.thread.start()
 

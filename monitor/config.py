@@ -284,9 +284,7 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
 
     config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
     config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
-    config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
-    if config.control.guard_level < Level.WARN:
-        raise ConfigError("control.guard_level: expected warn, critical or terminate")
+    config.control = _control(data.get("control", {}))
     config.alerts = _alerts(data.get("alerts", {}))
     config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
     if "prices" in data:
@@ -295,6 +293,13 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         except PriceError as exc:
             raise ConfigError(str(exc)) from None
     return config
+
+
+def _control(table: Any) -> ControlSettings:
+    control = _build_dataclass(ControlSettings, "control", table)
+    if control.guard_level < Level.WARN:
+        raise ConfigError("control.guard_level: expected warn, critical or terminate")
+    return control
 
 
 def _alerts(table: Any) -> AlertSettings:

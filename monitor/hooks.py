@@ -96,6 +96,8 @@ ANSWERABLE = frozenset(
 _CONTEXT_EVENTS = frozenset(
     {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
 )
+#: The control messages a hook answers with (``deny``: the guard's, for one call).
+_ANSWERS = frozenset({"inject", "kill", "deny"})
 STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
 #: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
 STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
@@ -533,6 +535,14 @@ def connect_to_monitor(path: Path, timeout: float) -> socket.socket | None:
     return sock
 
 
+def _poll(call: HookCall) -> dict[str, Any]:
+    """The poll line; a PreToolUse's names its call, so a guard's denial of it comes back."""
+    poll = {"type": "poll", "session": call.session}
+    if call.event == "PreToolUse":
+        poll["call_id"] = _call_id(call.payload)
+    return poll
+
+
 def exchange(
     call: HookCall, path: Path, timeout: float, reached: list[bool] | None = None
 ) -> list[dict[str, Any]]:
@@ -551,10 +561,7 @@ def exchange(
             *call.events,
         ]
         if call.answerable:
-            poll = {"type": "poll", "session": call.session}
-            if call.event == "PreToolUse":
-                poll["call_id"] = _call_id(call.payload)  # a guard's denial of this call comes back
-            lines.append(poll)
+            lines.append(_poll(call))
         data = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
         sock.settimeout(max(deadline.left(), 0.001))
         sock.sendall(data)
@@ -587,10 +594,7 @@ def exchange(
                         f"loopwatch hook: the monitor rejected a line: {message.get('reason')}",
                         file=sys.stderr,
                     )
-                elif (
-                    kind in ("inject", "kill", "deny")
-                    and message.get("session", call.session) == call.session
-                ):
+                elif kind in _ANSWERS and message.get("session", call.session) == call.session:
                     messages.append(message)
     except OSError:  # timeouts included: the agent must never wait on us
         pass

@@ -81,7 +81,7 @@ class Hub:
             self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
         self.guard = Guard(self)
-        self.alerts = Alerts(config.alerts) if Alerts.wanted(config.alerts) else None
+        self.alerts = Alerts(config.alerts)  # its thread runs only when an alert is configured
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
         self._worker: asyncio.Task | None = None
@@ -105,8 +105,7 @@ class Hub:
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
-        if self.alerts is not None:
-            self.alerts.start()
+        self.alerts.start()
 
     async def stop(self) -> None:
         """Process everything queued, finish running actions, flush the store."""
@@ -133,8 +132,7 @@ class Hub:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
         await self.guard.settled()
         await resume_paused(self.actions.act, self.lifecycle.sessions.values(), AUTO_WHO)
-        if self.alerts is not None:
-            await asyncio.to_thread(self.alerts.stop)
+        await asyncio.to_thread(self.alerts.stop)
         self.lifecycle.stop_all()
         self.publisher.now()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
@@ -363,7 +361,7 @@ class Hub:
             self.detections_total += 1
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
-            if self.alerts is not None and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
+            if self.alerts.on and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
                 self.alerts.offer(detection, getattr(sessions.get(detection.session), "agent", None))
 
     def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
