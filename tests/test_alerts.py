@@ -230,7 +230,7 @@ def test_doctor_sends_a_test_alert_to_each_configured_one(tmp_path: Path):
     with Webhook() as hook:
         config = tmp_path / "config.toml"
         command = json.dumps([sys.executable, "-c", RECORDER, str(out)])
-        config.write_text(f'[alerts]\nwebhook = "{hook.url}"\ncommand = {command}\n')
+        config.write_text(f'[control]\nguard = true\n[alerts]\nwebhook = "{hook.url}"\ncommand = {command}\n')
         result = subprocess.run(
             [
                 sys.executable,
@@ -253,3 +253,4 @@ def test_doctor_sends_a_test_alert_to_each_configured_one(tmp_path: Path):
     assert any(line.startswith("OK  alerts: webhook: HTTP 204") for line in lines), result.stdout
     assert any(line.startswith("OK  alerts: command") for line in lines), result.stdout
     assert posted["test"] is True and json.loads(out.read_text())["test"] is True
+    assert any(line.startswith("OK  guard: on: a call that continues a loop at critical") for line in lines)

@@ -14,6 +14,7 @@ is optional and off:
   were detected in their most recent files;
 * the database: writable, and its size;
 * the OTLP endpoint of the running monitor, if it has one: does it answer;
+* ``[control] guard``: on or off by default;
 * ``[alerts]``: a test alert sent to each configured one (desktop, webhook,
   command), and whether this machine has a desktop notifier at all.
 
@@ -721,8 +722,24 @@ def run(args: argparse.Namespace) -> int:
         socket_path=socket_path, db_path=db_path, paths=paths, project=Path(args.project).expanduser()
     )
     checks += check_ui(config)
+    checks += check_guard(config)
     checks += check_alerts(config)
     return report(checks, sys.stdout)
+
+
+def check_guard(config: Any) -> list[Check]:
+    """``[control] guard``: whether calls continuing a flagged loop are denied by default."""
+    control = config.control
+    if not control.guard:
+        return [Check("--", "guard", "off by default ([control] guard = true; `b` turns it on per session)")]
+    return [
+        Check(
+            "OK",
+            "guard",
+            f"on: a call that continues a loop at {control.guard_level.label} is denied "
+            "(hook sessions: `loopwatch install-hook claude|codex`)",
+        )
+    ]
 
 
 def check_alerts(config: Any) -> list[Check]:
