@@ -15,6 +15,7 @@ The body is documented in docs/alerts.md (:data:`SCHEMA`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor import __version__
+from monitor.formats.base import Problem
+from monitor.updates import ProblemReported
 
 log = logging.getLogger("loopwatch.alerts")
 
@@ -99,12 +102,17 @@ class Alerts:
         self.notifier = desktop_notifier() if settings.desktop else None
         self.on = self.wanted(settings)
         self.results: list[tuple[str, str, str]] = []  # (sink, status, detail), the latest few
+        self.report: Callable[[object], object] | None = None  # failures, to the hub's subscribers
 
     @staticmethod
     def wanted(settings: Any) -> bool:
         return bool(settings.desktop or settings.webhook or settings.command)
 
-    def start(self) -> None:
+    def start(self, publish: Callable[[object], None] | None = None) -> None:
+        """Start the thread; ``publish`` (the hub's, called on the running loop) hears of each failure."""
+        if publish is not None:
+            loop = asyncio.get_running_loop()
+            self.report = lambda update: loop.call_soon_threadsafe(publish, update)
         if self.thread is None and self.on:
             self.thread = threading.Thread(target=self._run, name="loopwatch-alerts", daemon=True)
             self.thread.start()
@@ -153,7 +161,16 @@ class Alerts:
                 else:
                     self.counts.failed += 1
                     log.warning("alert to %s failed: %s", sink, detail)
+                    self._tell(f"alert to {sink} failed for session {body.get('session')}: {detail}")
                 self.results = [*self.results[-9:], (sink, status, detail)]
+
+    def _tell(self, reason: str) -> None:
+        if self.report is None:
+            return
+        try:
+            self.report(ProblemReported(Problem("alerts", None, reason)))
+        except RuntimeError:  # the loop closed while the monitor stopped
+            pass
 
     def deliver(self, body: dict[str, Any]) -> list[tuple[str, str, str]]:
         """Send ``body`` to every configured sink: ``(sink, "OK" | "FIX", detail)`` each."""

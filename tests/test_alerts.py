@@ -84,6 +84,20 @@ def _detection(session: str = "s", level: Level = Level.WARN, pattern: str = "ca
     )
 
 
+def _looping_events(session: str, now: float) -> list[Event]:
+    """The same failing call six times, with its results."""
+    events = []
+    for i in range(6):
+        call = Event(
+            Kind.TOOL_CALL, session, now + i, tool="bash", args={"command": "ls /nope"}, call_id=f"c{i}"
+        )
+        events.append(call)
+        events.append(
+            Event(Kind.TOOL_RESULT, session, now + i + 0.5, call_id=f"c{i}", content="ls: no", is_error=True)
+        )
+    return events
+
+
 def _settings(**table):
     return build_config({"alerts": table}).alerts
 
@@ -190,30 +204,7 @@ async def test_the_hub_sends_an_alert_when_a_session_reaches_warn(tmp_path: Path
         hub = Hub(build_config({"alerts": {"webhook": hook.url}}))
         await hub.start()
         try:
-            now = time.time()
-            events = []
-            for i in range(6):
-                events.append(
-                    Event(
-                        Kind.TOOL_CALL,
-                        "looper",
-                        now + i,
-                        tool="bash",
-                        args={"command": "ls /nope"},
-                        call_id=f"c{i}",
-                    )
-                )
-                events.append(
-                    Event(
-                        Kind.TOOL_RESULT,
-                        "looper",
-                        now + i + 0.5,
-                        call_id=f"c{i}",
-                        content="ls: no",
-                        is_error=True,
-                    )
-                )
-            await hub.submit(events)
+            await hub.submit(_looping_events("looper", time.time()))
             await hub.join()
             body = await asyncio.to_thread(hook.bodies.get, True, DEADLINE)
             flagged = {(d.detector, d.pattern) for d in hub.recent_detections() if d.level >= Level.WARN}
@@ -254,3 +245,19 @@ def test_doctor_sends_a_test_alert_to_each_configured_one(tmp_path: Path):
     assert any(line.startswith("OK  alerts: command") for line in lines), result.stdout
     assert posted["test"] is True and json.loads(out.read_text())["test"] is True
     assert any(line.startswith("OK  guard: on: a call that continues a loop at critical") for line in lines)
+
+
+async def test_a_failing_alert_is_reported_to_the_hubs_subscribers(tmp_path: Path):
+    from monitor.updates import ProblemReported
+    from tests.socketkit import Updates
+
+    hub = Hub(build_config({"alerts": {"command": ["/nonexistent/page-me"]}}))
+    await hub.start()
+    updates = Updates(hub)
+    try:
+        await hub.submit(_looping_events("looper", time.time()))
+        await hub.join()
+        update = await updates.wait(lambda u: isinstance(u, ProblemReported) and u.problem.source == "alerts")
+    finally:
+        await hub.stop()
+    assert "alert to command failed" in update.problem.reason and "not found" in update.problem.reason

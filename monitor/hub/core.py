@@ -105,7 +105,7 @@ class Hub:
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
-        self.alerts.start()
+        self.alerts.start(self.publish)
 
     async def stop(self) -> None:
         """Process everything queued, finish running actions, flush the store."""
