@@ -52,6 +52,7 @@ _.text_only, _.text_value  # detect.analysis.turns: the turn API, as tests/test_
 _.parent_span_id  # otlp_export: a protobuf Span field, set to put the detection under the session's span
 _.evicted  # otlp_http.Gate: strangers' connections closed to make room, as tests/test_otlp_limits.py counts them
 normalize_output  # output_similarity: what a turn's compared text is, as tests/test_detect_output_similarity.py checks it
+_.limited  # alerts.Counts: alerts the rate limit held back, as tests/test_alerts.py counts them
 
 # -- the interface detectors are given ------------------------------------------------------------
 _.started_ts, _.tool_calls_seen  # SessionView: what a detector may read about its session

@@ -20,7 +20,8 @@ e.g. ``detectors.exact_repeat.threshold: expected an integer, got 'three'``.
 
     [store]   path = "…/loopwatch.db", retention_days = 30, content_chars = 4000
     [sources] paths = ["~/agents/logs"], socket = "…", from_start = false
-    [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5
+    [control] auto_inject = false, auto_kill = false, kill_grace_seconds = 5, guard = false
+    [alerts]  level = "warn", desktop = false, webhook = "", command = [], every_seconds = 300
     [ui]      theme = "loopwatch-dark", refresh_hz = 10, keymap = { kill = "ctrl+k" }
     [export]  otlp_url = "http://localhost:4318", otlp_headers = { Authorization = "Bearer …" }
 
@@ -97,6 +98,24 @@ class ControlSettings:
     auto_inject: bool = False
     auto_kill: bool = False
     kill_grace_seconds: float = 5.0
+    #: Deny (through the hook) the calls that continue a loop at ``guard_level``,
+    #: for every session; the operator turns it on or off per session too.
+    guard: bool = False
+    guard_level: Level = Level.CRITICAL
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """``[alerts]``: telling someone outside the terminal (monitor/alerts.py)."""
+
+    level: Level = Level.WARN
+    desktop: bool = False
+    webhook: str = ""  # an http(s) URL; empty: none
+    command: tuple[str, ...] = ()  # argv, run without a shell, the detection as JSON on stdin
+    timeout_seconds: float = 10.0
+    retries: int = 3
+    #: One alert per (session, detector, pattern) in this many seconds.
+    every_seconds: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,7 @@ class Config:
     store: StoreSettings = field(default_factory=StoreSettings)
     sources: SourceSettings = field(default_factory=SourceSettings)
     control: ControlSettings = field(default_factory=ControlSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
     ui: UISettings = field(default_factory=UISettings)
     export: ExportSettings = field(default_factory=ExportSettings)
     #: What tokens cost: the shipped table with ``[prices.<model>]`` over it.
@@ -238,6 +258,7 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         "store",
         "sources",
         "control",
+        "alerts",
         "ui",
         "prices",
         "export",
@@ -279,7 +300,8 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
     config.store = _build_dataclass(StoreSettings, "store", data.get("store", {}))
     config.sources = _build_dataclass(SourceSettings, "sources", data.get("sources", {}))
     config.export = _build_dataclass(ExportSettings, "export", data.get("export", {}))
-    config.control = _build_dataclass(ControlSettings, "control", data.get("control", {}))
+    config.control = _control(data.get("control", {}))
+    config.alerts = _alerts(data.get("alerts", {}))
     config.ui = _build_dataclass(UISettings, "ui", data.get("ui", {}))
     if "prices" in data:
         try:
@@ -287,6 +309,26 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         except PriceError as exc:
             raise ConfigError(str(exc)) from None
     return config
+
+
+def _control(table: Any) -> ControlSettings:
+    control = _build_dataclass(ControlSettings, "control", table)
+    if control.guard_level < Level.WARN:
+        raise ConfigError("control.guard_level: expected warn, critical or terminate")
+    return control
+
+
+def _alerts(table: Any) -> AlertSettings:
+    """``[alerts]``, with the checks a type cannot express (a URL, an argv of strings)."""
+    alerts = _build_dataclass(AlertSettings, "alerts", table)
+    if alerts.level < Level.NOTICE:
+        raise ConfigError("alerts.level: expected notice, warn, critical or terminate")
+    if alerts.webhook and not alerts.webhook.startswith(("http://", "https://")):
+        raise ConfigError(f"alerts.webhook: expected an http:// or https:// URL, got {alerts.webhook!r}")
+    for i, part in enumerate(alerts.command):
+        if not isinstance(part, str) or not part:
+            raise ConfigError(f"alerts.command[{i}]: expected a non-empty string, got {part!r}")
+    return alerts
 
 
 def _escalation(data: dict[str, Any], preset: str) -> EscalationSettings:

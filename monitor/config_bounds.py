@@ -30,6 +30,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "sources.waiting_notice_seconds": (0, 7 * 86400),
     "ui.refresh_hz": (0.1, 120),
     "control.kill_grace_seconds": (0, 3600),
+    "alerts.timeout_seconds": (0.1, 600),
+    "alerts.retries": (0, 10),
+    "alerts.every_seconds": (0, 86_400),
     # A count of one is every failure; a window past a thousand rounds is no longer "recent".
     "detectors.stale_outcome.threshold": (2, 1000),
     "detectors.stale_outcome.window": (2, 1000),

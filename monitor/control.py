@@ -36,6 +36,8 @@ DELIVERED, FAILED, UNSUPPORTED, REFUSED = "delivered", "failed", "unsupported", 
 
 #: What a hook session's queued message reports; the hook collects it later.
 QUEUED_DETAIL = "queued for the agent's next hook call"
+#: A guard's denial waits this long for the hook call of the call it denies.
+DENY_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -215,9 +217,19 @@ class HookMailbox:
         self._queue.append(message)
         return Outcome(DELIVERED, QUEUED_DETAIL)
 
-    def pending(self) -> list[dict]:
-        """The messages waiting, oldest first; they stay until :meth:`taken`."""
-        return list(self._queue)
+    def pending(self, call_id: str | None = None) -> list[dict]:
+        """The messages waiting, oldest first; they stay until :meth:`taken`.
+
+        A guard's ``deny`` names the call it answers: it goes only to the poll
+        of that call (``call_id``), and one older than :data:`DENY_SECONDS`
+        (its call ran or was never asked about) is dropped."""
+        if not any(m.get("type") == "deny" for m in self._queue):
+            return list(self._queue)
+        now = time.time()
+        stale = [m for m in self._queue if m.get("type") == "deny" and now - m.get("ts", now) > DENY_SECONDS]
+        if stale:
+            self.taken(stale)
+        return [m for m in self._queue if m.get("type") != "deny" or m.get("call_id") == call_id]
 
     def taken(self, messages: list[dict]) -> None:
         """``messages`` (from :meth:`pending`) reached the hook: remove them."""
@@ -606,3 +618,52 @@ async def terminate(identity: ProcessIdentity, grace: float = 5.0) -> Outcome:
     finally:
         if pidfd is not None:
             os.close(pidfd)
+
+
+# -- pause and resume ------------------------------------------------------------------
+
+
+def process_state(pid: int) -> str | None:
+    """The process's state letter from ``/proc`` (``T``: stopped), or None."""
+    stat = _proc_stat(pid) if _HAVE_PROC else None
+    return stat[0] if stat is not None else None
+
+
+def _suspend_refusal(identity: ProcessIdentity | None, verb: str) -> str | None:
+    """:func:`check_killable`'s proof, worded for ``verb`` (pause or resume)."""
+    reason = check_killable(identity)
+    return None if reason is None else reason.replace("refusing to kill", f"refusing to {verb}")
+
+
+async def suspend(identity: ProcessIdentity, pause: bool) -> Outcome:
+    """SIGSTOP (``pause``) or SIGCONT the session's process, with the kill's proof
+    (same user, pid + start time, never pid 1, the monitor or its ancestors),
+    checked again after the pid is pinned by a pidfd."""
+    verb, sig, name = ("pause", signal.SIGSTOP, "SIGSTOP") if pause else ("resume", signal.SIGCONT, "SIGCONT")
+    reason = _suspend_refusal(identity, verb)
+    if reason is not None:
+        return Outcome(REFUSED, reason)
+    pidfd = _open_pidfd(identity.pid)
+    try:
+        reason = _suspend_refusal(identity, verb)
+        if reason is not None:
+            return Outcome(REFUSED, reason)
+        try:
+            _signal(identity, pidfd, sig)
+        except ProcessLookupError:
+            return Outcome(FAILED, f"pid {identity.pid} has already exited")
+        except PermissionError as exc:
+            return Outcome(FAILED, f"{name} to pid {identity.pid} not permitted: {exc.strerror or exc}")
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    # The kernel stops the process asynchronously: say what /proc shows once it shows it.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.0
+    state = process_state(identity.pid)
+    while _HAVE_PROC and (state in ("T", "t")) != pause and loop.time() < deadline:
+        await asyncio.sleep(0.005)
+        state = process_state(identity.pid)
+    done = "stopped" if pause else "running again"
+    shown = f" (state {state})" if state else ""
+    return Outcome(DELIVERED, f"{name} sent to pid {identity.pid}: {done}{shown}")

@@ -33,7 +33,10 @@ pass it the event as JSON on standard input.  This module:
    the documented way (Claude Code 2.1.163 and later) to keep the turn going
    without the hook being shown as an error; Codex's ``Stop`` takes
    ``{"decision": "block", "reason": …}`` (so does Claude's with
-   ``LOOPWATCH_STOP_FORM=block``, for older versions).  Nothing pending: no output.
+   ``LOOPWATCH_STOP_FORM=block``, for older versions); a **deny** from the
+   guard (``monitor/hub/guard.py``) naming this ``PreToolUse``'s call id
+   denies that call (``permissionDecision: "deny"``, the nudge as
+   ``permissionDecisionReason``; the poll names the call).  Nothing pending: no output.
    A stop is held at most ``$LOOPWATCH_STOP_BLOCKS`` (default 1) times in a
    row: while ``stop_hook_active`` says the agent already continues because
    of a stop hook and that many were held, ``Stop`` does not poll, so the
@@ -112,6 +115,8 @@ _WAITING_NOTIFICATIONS = {
 }
 #: What is kept of a wait's question (characters).
 _ASKS = 300
+#: The control messages a hook answers with (``deny``: the guard's, for one call).
+_ANSWERS = frozenset({"inject", "kill", "deny"})
 STOP_BLOCKS_ENV = "LOOPWATCH_STOP_BLOCKS"
 #: "block": answer Claude's Stop with decision block (for Claude Code before 2.1.163).
 STOP_FORM_ENV = "LOOPWATCH_STOP_FORM"
@@ -119,6 +124,7 @@ DEFAULT_STOP_BLOCKS = 1
 #: Processes between the agent and this hook that are not the agent itself.
 _WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice"})
 DEFAULT_KILL_REASON = "Stopped by the loopwatch operator: the session was looping."
+DEFAULT_DENY_REASON = "loopwatch denied this call: it continues a loop. Try something different."
 
 
 class HookInputError(ValueError):
@@ -652,6 +658,14 @@ def connect_to_monitor(path: Path, timeout: float) -> socket.socket | None:
     return sock
 
 
+def _poll(call: HookCall) -> dict[str, Any]:
+    """The poll line; a PreToolUse's names its call, so a guard's denial of it comes back."""
+    poll = {"type": "poll", "session": call.session}
+    if call.event == "PreToolUse":
+        poll["call_id"] = _call_id(call.payload)
+    return poll
+
+
 def exchange(
     call: HookCall, path: Path, timeout: float, reached: list[bool] | None = None
 ) -> list[dict[str, Any]]:
@@ -670,7 +684,7 @@ def exchange(
             *call.events,
         ]
         if call.answerable:
-            lines.append({"type": "poll", "session": call.session})
+            lines.append(_poll(call))
         data = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
         sock.settimeout(max(deadline.left(), 0.001))
         sock.sendall(data)
@@ -703,7 +717,7 @@ def exchange(
                         f"loopwatch hook: the monitor rejected a line: {message.get('reason')}",
                         file=sys.stderr,
                     )
-                elif kind in ("inject", "kill") and message.get("session", call.session) == call.session:
+                elif kind in _ANSWERS and message.get("session", call.session) == call.session:
                     messages.append(message)
     except OSError:  # timeouts included: the agent must never wait on us
         pass
@@ -721,6 +735,18 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     injects = [m.get("text") for m in messages if m.get("type") == "inject"]
     text = "\n\n".join(t for t in injects if isinstance(t, str) and t.strip())
     event = call.event
+    denial = _denial(call, messages)
+    if denial is not None and not kills:
+        reason = f"{denial}\n\n{text}" if text else denial
+        # Claude Code and Codex read the same PreToolUse answer: the call does not run,
+        # and the reason is what the model reads instead of the tool's output.
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": _clip(reason),
+            }
+        }
     if kills:
         reason = (
             next(
@@ -759,6 +785,18 @@ def answer(call: HookCall, messages: list[dict[str, Any]]) -> dict[str, Any] | N
     if event not in _CONTEXT_EVENTS:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _denial(call: HookCall, messages: list[dict[str, Any]]) -> str | None:
+    """The guard's reason to deny this very call (a ``deny`` naming its id), or None."""
+    if call.event != "PreToolUse":
+        return None
+    call_id = _call_id(call.payload)
+    for message in messages:
+        if message.get("type") == "deny" and message.get("call_id") == call_id:
+            reason = message.get("reason")
+            return reason if isinstance(reason, str) and reason.strip() else DEFAULT_DENY_REASON
+    return None
 
 
 def read_stdin(stdin: BinaryIO, limit: int = MAX_STDIN, seconds: float | None = None) -> bytes:

@@ -73,6 +73,11 @@ class SessionInfo:
         """Waiting for the person, not ended."""
         return bool(self.waiting_since) and self.status != "ended"
 
+    #: Wall-clock time its process was paused by the operator (0: running).
+    paused: float = 0.0
+    #: Whether the guard denies the calls that continue its loop.
+    guard: bool = False
+
     @property
     def window(self) -> tuple[Event, ...]:
         """The events the detectors were comparing (built when first read, then

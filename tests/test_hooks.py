@@ -190,7 +190,7 @@ def test_pre_tool_use_inject_becomes_additional_context(tmp_path: Path):
     assert hello == {"type": "hello", "agent": "claude-code", "origin": "hook", "session": "sess-1"}
     assert call["session"] == "sess-1" and call["id"] == "toolu_1" and call["name"] == "Bash"
     assert call["args"] == {"command": "ls build/", "description": "list"}
-    assert poll == {"type": "poll", "session": "sess-1"}
+    assert poll == {"type": "poll", "session": "sess-1", "call_id": "toolu_1"}  # the guard's deny names it
 
 
 def test_stop_inject_continues_the_turn(tmp_path: Path):

@@ -13,7 +13,10 @@ is optional and off:
   Claude's and Codex's own directories): whether they exist and which formats
   were detected in their most recent files;
 * the database: writable, and its size;
-* the OTLP endpoint of the running monitor, if it has one: does it answer.
+* the OTLP endpoint of the running monitor, if it has one: does it answer;
+* ``[control] guard``: on or off by default;
+* ``[alerts]``: a test alert sent to each configured one (desktop, webhook,
+  command), and whether this machine has a desktop notifier at all.
 
 Exit status 0 when every line is OK (or optional), 1 otherwise.
 """
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-HELP = "check the monitor, hooks, watched paths, database and OTLP endpoint; say what to fix"
+HELP = "check the monitor, hooks, watched paths, database, OTLP endpoint and alerts; say what to fix"
 #: Recent files per watched path whose format is sniffed.
 SNIFF_FILES = 5
 #: Lines read from the head of each file to find its first valid record.
@@ -771,7 +774,31 @@ def run(args: argparse.Namespace) -> int:
         socket_path=socket_path, db_path=db_path, paths=paths, project=Path(args.project).expanduser()
     )
     checks += check_ui(config)
+    checks += check_guard(config)
+    checks += check_alerts(config)
     return report(checks, sys.stdout)
+
+
+def check_guard(config: Any) -> list[Check]:
+    """``[control] guard``: whether calls continuing a flagged loop are denied by default."""
+    control = config.control
+    if not control.guard:
+        return [Check("--", "guard", "off by default ([control] guard = true; `b` turns it on per session)")]
+    return [
+        Check(
+            "OK",
+            "guard",
+            f"on: a call that continues a loop at {control.guard_level.label} is denied "
+            "(hook sessions: `loopwatch install-hook claude|codex`)",
+        )
+    ]
+
+
+def check_alerts(config: Any) -> list[Check]:
+    """``[alerts]``: a test alert to each configured sink (a notification, a POST, the command)."""
+    from monitor.alerts import try_alerts
+
+    return [Check(status, f"alerts: {sink}", detail) for sink, status, detail in try_alerts(config.alerts)]
 
 
 def check_ui(config: Any) -> list[Check]:

@@ -1,4 +1,4 @@
-"""Operator and automatic actions: acknowledge, inject, kill, false positive, mute.
+"""Operator and automatic actions: acknowledge, inject, kill, pause/resume, guard, false positive, mute.
 
 An action is committed to the store *before* it is carried out, delivered
 through the session's channel (its socket, the inbox file next to a native
@@ -15,15 +15,17 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from monitor.control import control_message, terminate
+from monitor.control import control_message, suspend, terminate
 from monitor.detect.base import Detection
 from monitor.events import Event, Kind, Level
+from monitor.hub.pausing import carry_out
 from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 
 if TYPE_CHECKING:
     from monitor.config import Config
     from monitor.detect.engine import Engine
     from monitor.detect.summary import SessionSummary
+    from monitor.hub.guard import Guard
     from monitor.hub.recording import Recorder
     from monitor.hub.sessions import Lifecycle
     from monitor.hub.snapshots import Snapshots
@@ -44,6 +46,7 @@ class ActionsHub(Protocol):
     snapshots: Snapshots
     recorder: Recorder
     problems_total: int
+    guard: Guard
 
     def wants_sessions(self) -> bool: ...
 
@@ -52,7 +55,7 @@ class ActionsHub(Protocol):
     def touch(self, state: HubSession) -> None: ...
 
 
-ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
+ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute", "pause", "resume", "guard")
 AUTO_WHO = "loopwatch (auto)"
 #: Auto-responses only answer detections this recent (not replayed history).
 AUTO_MAX_AGE_SECONDS = 60.0
@@ -163,13 +166,14 @@ class Actions:
         if state is None:
             return "failed", f"unknown session {session!r}"
         gone = _gone(state)
-        if gone and kind in ("inject", "kill"):
+        if gone and kind in ("inject", "kill", "pause"):
             return "refused", gone
         hub = self.hub
         engine = hub.engine
         if kind == "ack":
             # Escalation runs on event time: the cool-down starts at the session's latest event.
             engine.acknowledge(session, state.last_ts)
+            state.guarded = None  # acknowledged: the guard waits for the loop to be flagged again
             state.nudged = 0.0
             state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
             if state.channel is None:
@@ -194,6 +198,8 @@ class Actions:
             return status, detail
         if kind == "kill":
             return await self._kill(state, auto=auto)
+        if kind in ("pause", "resume", "guard"):
+            return await carry_out(self.hub, kind, state, text)
         if kind == "false_positive":
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
@@ -234,6 +240,9 @@ class Actions:
                 await asyncio.wait_for(self._send(state, "kill"), 1.0)
             except Exception:
                 pass
+        if state.paused:  # a stopped process cannot act on SIGTERM: let it run to handle it
+            await suspend(claim.identity, False)
+            state.paused = 0.0
         outcome = await terminate(claim.identity, grace=self.hub.config.control.kill_grace_seconds)
         return outcome.status, outcome.detail
 

@@ -17,14 +17,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from monitor import collector
+from monitor.alerts import Alerts
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
-from monitor.hub.actions import Actions
+from monitor.hub.actions import AUTO_MAX_AGE_SECONDS, AUTO_WHO, Actions
+from monitor.hub.guard import Guard
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
+from monitor.hub.pausing import resume_paused
 from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
 from monitor.hub.sessions import Lifecycle
@@ -72,7 +75,7 @@ class Hub:
         self.clock = clock
         self.engine = Engine(config, sparklines=True)
         self.who = current_user()
-        self.snapshots = Snapshots(self.engine)
+        self.snapshots = Snapshots(self.engine, config.control.guard)
         self.recorder = Recorder(store, self.engine)
         self.publisher = Publisher(self.snapshots, self.recorder)
         self.lifecycle = Lifecycle(config, self.engine, self.snapshots, clock, self.publisher.touch)
@@ -80,6 +83,8 @@ class Hub:
         if self.recorder.on:
             self.lifecycle.on_forget = self.recorder.session
         self.actions = Actions(self)
+        self.guard = Guard(self)
+        self.alerts = Alerts(config.alerts)  # its thread runs only when an alert is configured
         self.intake = Intake(queue_items)
         self._queue = self.intake.queue
         self._worker: asyncio.Task | None = None
@@ -103,6 +108,7 @@ class Hub:
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
         self._ticker = asyncio.create_task(self._tick(), name="loopwatch-hub-ticker")
+        self.alerts.start(self.publish)
 
     async def stop(self) -> None:
         """Process everything queued, finish running actions, flush the store."""
@@ -127,6 +133,9 @@ class Hub:
             await asyncio.gather(self._ticker, return_exceptions=True)
         if self.actions.running:
             await asyncio.gather(*list(self.actions.running), return_exceptions=True)
+        await self.guard.settled()
+        await resume_paused(self.actions.act, self.lifecycle.sessions.values(), AUTO_WHO)
+        await asyncio.to_thread(self.alerts.stop)
         self.lifecycle.stop_all()
         self.publisher.now()
         self.recorder.sessions(self.lifecycle.sessions, force=True)
@@ -184,6 +193,7 @@ class Hub:
     async def join(self) -> None:
         """Wait until everything submitted so far has been processed and published."""
         await self._queue.join()
+        await self.guard.settled()  # a denial's message is in its mailbox before a poll drains it
         self.publisher.now()
 
     async def processed(self) -> None:
@@ -338,6 +348,7 @@ class Hub:
             follow_wait(state, event)
             lifecycle.observe(state, event, arrival)
             remember(state, event, detections)
+            self.guard.observe(state, event, detections)
             if state.nudged:
                 self.actions.follow_nudge(state, event, detections)
             if detections:
@@ -354,6 +365,8 @@ class Hub:
             self.detections_total += 1
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
+            if self.alerts.on and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
+                self.alerts.offer(detection, getattr(sessions.get(detection.session), "agent", None))
 
     def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
         for problem in problems:

@@ -218,6 +218,8 @@ class Lifecycle:
             self.closed_count += 1
             self._left_live(state.id, state.home)
         state.status = status
+        if status == "ended":
+            state.paused = 0.0  # its process is gone: nothing stays stopped
         self.engine.close(state.id)
         state.recent.clear()
         state.latest.clear()
@@ -269,8 +271,8 @@ class Lifecycle:
         now = self.clock()
         closed = []
         for state in list(self.sessions.values()):
-            if state.status != "live" or now - state.last_activity <= timeout:
-                continue
+            if state.status != "live" or now - state.last_activity <= timeout or state.paused:
+                continue  # a paused session's clock stands still: never idle
             silent = now - state.last_arrival
             if silent > quiet or (now - state.last_activity > replayed and silent > REPLAY_QUIET_SECONDS):
                 self.close(state, "idle")

@@ -168,8 +168,12 @@ def _size(value: Any, budget: int) -> int:
 class Snapshots:
     """Builds each session's snapshot when it changed and someone reads it."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, guard_default: bool = False):
         self.engine = engine
+        self.guard_default = guard_default
+
+    def guard_on(self, state: HubSession) -> bool:
+        return self.guard_default if state.guard is None else state.guard
 
     def info(self, state: HubSession) -> SessionInfo:
         if state.dirty or state.info is None:
@@ -226,4 +230,6 @@ class Snapshots:
             waiting_since=state.waiting.since if state.waiting is not None else 0.0,
             waiting_why=state.waiting.why if state.waiting is not None else "",
             waiting_for=state.waiting.asks if state.waiting is not None else "",
+            paused=state.paused if state.status == "live" else 0.0,
+            guard=self.guard_on(state),
         )

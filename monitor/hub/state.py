@@ -19,6 +19,8 @@ from monitor.updates import SessionInfo
 #: Recent events per live session shown in the UI's window when the
 #: detectors compare none (bounded copies: see :func:`~monitor.hub.snapshots.window_copy`).
 RECENT_EVENTS = 24
+#: Recent tool calls' (seq, fingerprint) kept for the guard, to name a flagged loop's calls.
+GUARD_CALLS = 64
 
 
 @dataclass(eq=False)
@@ -68,3 +70,10 @@ class HubSession:
     waiting: InputWait | None = None
     wait_noticed: bool = False
     home: str = ""  # the source it was first seen from: what its live-session share counts against
+    #: Wall-clock time its process was paused (SIGSTOP) by the operator; 0: running.
+    paused: float = 0.0
+    #: The guard for this session as the operator set it (None: ``[control] guard``).
+    guard: bool | None = None
+    #: What the guard denies: the loop at the guard's level, and its recent calls (monitor/hub/guard.py).
+    guarded: Any = None
+    guard_calls: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=GUARD_CALLS))

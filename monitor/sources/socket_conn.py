@@ -416,7 +416,8 @@ class Connection:
         # A message leaves the mailbox only once it left for the hook: one the
         # socket could not take waits for the next hook call, never lost.
         written = []
-        for message in mailbox.pending():
+        call_id = record.get("call_id")
+        for message in mailbox.pending(call_id if isinstance(call_id, str) else None):
             if not self.out.write(encode_line(message)):  # never dropped: the hook is waiting for them
                 break
             written.append(message)

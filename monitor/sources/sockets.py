@@ -12,7 +12,8 @@ Protocol lines the server handles itself (never passed to the decoder):
   this connection after a reconnect; ``origin: "hook"`` marks a hook process.
   Answered with ``{"type":"welcome","server":"loopwatch","version":…}``.
 * ``{"type":"poll","session":S}`` — a hook collects the control messages
-  queued for S, then ``{"type":"poll_done","session":S}``.
+  queued for S, then ``{"type":"poll_done","session":S}``.  A ``PreToolUse``
+  hook adds ``"call_id"``: a guard's ``deny`` goes only to the poll of the call it names.
 * ``{"type":"ping"}`` — keeps an idle connection open; no reply.
 
 Every session an agent connection speaks for gets a :class:`SocketChannel`

@@ -55,6 +55,9 @@ ACTION_TITLES = {
     "kill": "Kill",
     "false_positive": "False positive",
     "mute": "Mute",
+    "pause": "Pause",
+    "resume": "Resume",
+    "guard": "Guard",
 }
 
 HubFactory = Callable[[], AbstractAsyncContextManager["Hub"]]

@@ -34,6 +34,23 @@ OPERATOR_BINDINGS = [
         tooltip="Mark the last detection a false positive",
     ),
     Binding("m", "mute", "Mute", id="mute", tooltip="Mute a detector for this session"),
+    # Not in the footer (it is full at 80 columns): in the help screen and the palette.
+    Binding(
+        "p",
+        "pause",
+        "Pause",
+        show=False,
+        id="pause",
+        tooltip="Pause (SIGSTOP) or resume (SIGCONT) the agent's process",
+    ),
+    Binding(
+        "b",
+        "guard",
+        "Guard",
+        show=False,
+        id="guard",
+        tooltip="Deny the calls that continue a critical loop (on/off)",
+    ),
 ]
 
 #: Action name -> (palette title, help text).
@@ -43,6 +60,11 @@ OPERATOR_COMMANDS = {
     "kill": ("Kill session", "Stop the selected session's process (asks first)"),
     "false_positive": ("Mark false positive", "Mark the selected session's last detection a false positive"),
     "mute": ("Mute detector", "Mute one detector for the selected session"),
+    "pause": ("Pause or resume", "Stop (SIGSTOP) or continue (SIGCONT) the selected session's process"),
+    "guard": (
+        "Guard on or off",
+        "Deny, through the hook, the calls that continue the session's critical loop",
+    ),
 }
 
 
@@ -128,6 +150,27 @@ class OperatorActions(ScreenMixin):
                 self.app.perform("kill", info.id)
 
         self.app.push_screen(KillScreen(info.id, describe, refusal), confirmed)
+
+    def action_pause(self) -> None:
+        """Reversible, so no dialog: the same proof as a kill is checked before the signal."""
+        self.pin_selection()
+        info = self.selected_info()
+        if info is None:
+            return
+        if getattr(info, "paused", 0):
+            self.app.perform("resume", info.id)
+            return
+        hub = self.app.hub
+        if hub is not None and self._refused_as_gone(hub, info.id, "Nothing to pause"):
+            return
+        self.app.perform("pause", info.id)
+
+    def action_guard(self) -> None:
+        self.pin_selection()
+        info = self.selected_info()
+        if info is None:
+            return
+        self.app.perform("guard", info.id, text="off" if getattr(info, "guard", False) else "on")
 
     def _refused_as_gone(self, hub: Any, session: str, title: str) -> bool:
         """An ended or stopped session cannot be reached: say why instead of opening a dialog."""

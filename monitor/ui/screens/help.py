@@ -100,7 +100,8 @@ class HelpScreen(ModalScreen[None]):
                     "bad, breaks through. False positive (f): that pattern is never flagged again in "
                     "this session. After an inject a session is nudged until it has taken 5 steps "
                     "without a warning, then it is back to watching.\n"
-                    "Status: live (a source is delivering it), idle, ended, stopped (its watcher stopped).",
+                    "Status: live (a source is delivering it), paused (p stopped its process), idle, "
+                    "ended, stopped (its watcher stopped).",
                     style="dim",
                 )
             )

@@ -80,6 +80,10 @@ def escalation_lines(
         f"auto-kill {'on' if facts.auto_kill else 'off'}",
         style="dim",
     )
+    if getattr(info, "guard", False) and not closed:  # said only when on: the common case stays as it was
+        auto.append(
+            " · guard on: a call continuing a critical loop is denied", style=palette.level(Level.WARN)
+        )
     lines.append(auto)
     if level >= Level.WARN and facts.keys and not closed:
         hints = _label("You")

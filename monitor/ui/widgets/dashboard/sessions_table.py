@@ -32,12 +32,20 @@ from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
 from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
-STATUS_COLOUR = {"nudged": "status-live", "stopped": "status-ended", "waiting": "status-waiting"}
+STATUS_COLOUR = {
+    "nudged": "status-live",
+    "stopped": "status-ended",
+    "waiting": "status-waiting",
+    "paused": "status-idle",
+}
 
 
 def shown_status(info: Any) -> str:
-    """The status column: "waiting" for a session waiting for the person (live or
-    idle), "nudged" for a live session nudged and not yet recovered."""
+    """The status column: "paused" for a live session the operator paused,
+    "waiting" for a session waiting for the person (live or idle), "nudged" for
+    a live session nudged and not yet recovered."""
+    if info.status == "live" and getattr(info, "paused", 0):
+        return "paused"
     if getattr(info, "waiting_since", 0) and info.status != "ended":
         return "waiting"
     return "nudged" if info.status == "live" and getattr(info, "nudged", 0) else info.status
