@@ -40,6 +40,7 @@ from monitor.detect.analysis.outcomes import (
     outcome_of,
     reply_outcome,
 )
+from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
@@ -113,10 +114,13 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
         # The last rounds (see _Round); a success takes a slot as None.
         self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
+        #: The last result's round (its call's reply, the call's and the result's seq).
+        self.last_round: tuple[object, int, int] | None = None
 
     def reset(self) -> None:
         self.rounds.clear()
         self.refusals = ("", 0, ())
+        self.last_round = None
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         outcome: Outcome | None
@@ -128,12 +132,18 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
         rounds = self.rounds
+        before, self.last_round = self.last_round, round_of(event)
+        sibling = same_round(before, self.last_round)
         if is_edit(event.call):
             self._forget_answers()  # after an edit, the same answer may be the work's
         if outcome is None and self.settings.answer_threshold:
             outcome = answer_of(event)
         if outcome is None:
             rounds.append((None, "", 0, None, _NO_LINES))
+            return None
+        if sibling and outcome.kind != ANSWER and rounds and rounds[-1][0] == outcome.key:
+            # One reply's calls made together, failing alike: one attempt (an
+            # answer is not: two questions in one reply answered alike were asked twice).
             return None
         rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
         same, stale, threshold, window = self._judge(
