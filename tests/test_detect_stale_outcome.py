@@ -329,3 +329,24 @@ def test_an_edit_the_tool_did_not_apply_is_a_refusal_keyed_by_what_it_names():
     assert refused("E999 SyntaxError: unmatched ']'", "x") != refused("E999 SyntaxError: unmatched ')'", "x")
     missing = rejection("[No exact match found in /workspace/src/App.tsx for\n```\nconst a = 1;\n```\n]")
     assert missing is not None and missing.kind == REJECTED
+
+
+def test_the_same_message_again_after_answers_that_brought_nothing_new():
+    """A person pasting the same complaint after each edit: the third copy warns; new results
+    between the copies (the work moved) or a compaction (the harness re-posts the task) do not."""
+    from tests.eventkit import Script
+
+    complaint = "The images still stack in one column; I want rows of different widths, as in Photos."
+
+    def session(between) -> list:
+        script = Script()
+        for round_ in range(3):
+            between(script.user(complaint), round_)
+        return by(script.run(only(NAME)), NAME)
+
+    (hit,) = session(lambda s, r: s.call("edit", {"file": "App.js"}, "Applied edit to App.js"))
+    assert hit.count == 3 and "same message" in hit.message
+    assert session(lambda s, r: s.call("bash", {"command": "pytest"}, f"{r + 3} passed")) == []
+    assert (
+        session(lambda s, r: s.call("edit", {"file": "App.js"}, "Applied edit to App.js").compaction()) == []
+    )
