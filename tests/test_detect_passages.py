@@ -98,3 +98,14 @@ def test_a_loop_in_aider_reasoning_is_placed_at_its_line(tmp_path: Path):
     report = scan([str(history(tmp_path))], only("chanting"))
     (hit,) = [d for d in report.detections if d.detector == "chanting"]
     assert hit.line == 16  # the fifth copy of the paragraph (lines 8, 10, 12, 14, 16)
+
+
+def test_the_passage_settings_are_bounded():
+    import pytest
+
+    from monitor.config import ConfigError, build_config
+
+    for bad in ({"passage_repeats": 1001}, {"passage_chars": 0}):
+        with pytest.raises(ConfigError, match="passage"):
+            build_config({"detectors": {"chanting": bad}})
+    build_config({"detectors": {"chanting": {"passage_repeats": 0}}})  # off
