@@ -307,3 +307,46 @@ def test_a_failure_that_names_no_cause_is_no_outcome():
     for text in ("Error: ripgrep command failed: exit status 2", "Error: exit code 1"):
         assert outcome_of(_result(text, error=True)) is None, text
     assert outcome_of(_result("ModuleNotFoundError: No module named 'pytz'", error=True)) is not None
+
+
+def test_an_edit_the_tool_did_not_apply_is_a_refusal_keyed_by_what_it_names():
+    """ "Your changes have NOT been applied" and "No exact match found" refuse an edit; the
+    diagnostics the harness names by code are part of the refusal, the echoed edit is not."""
+    from monitor.detect.analysis.outcomes import rejection
+
+    def refused(error: str, echo: str) -> str:
+        found = rejection(
+            "Your proposed edit has introduced new syntax error(s).\n\nERRORS:\n"
+            f"- {error}\n\nThis is how your edit would have looked if applied\n{echo}\n"
+            "Your changes have NOT been applied. Please fix your edit command and try again."
+        )
+        assert found is not None and found.kind == REJECTED
+        return found.key
+
+    assert refused("E999 SyntaxError: unmatched ')'", "12: x = (1))") == refused(
+        "E999 SyntaxError: unmatched ')'", "14: y = f(2))"
+    )
+    assert refused("E999 SyntaxError: unmatched ']'", "x") != refused("E999 SyntaxError: unmatched ')'", "x")
+    missing = rejection("[No exact match found in /workspace/src/App.tsx for\n```\nconst a = 1;\n```\n]")
+    assert missing is not None and missing.kind == REJECTED
+
+
+def test_the_same_message_again_after_answers_that_brought_nothing_new():
+    """A person pasting the same complaint after each edit: the third copy warns; new results
+    between the copies (the work moved) or a compaction (the harness re-posts the task) do not."""
+    from tests.eventkit import Script
+
+    complaint = "The images still stack in one column; I want rows of different widths, as in Photos."
+
+    def session(between) -> list:
+        script = Script()
+        for round_ in range(3):
+            between(script.user(complaint), round_)
+        return by(script.run(only(NAME)), NAME)
+
+    (hit,) = session(lambda s, r: s.call("edit", {"file": "App.js"}, "Applied edit to App.js"))
+    assert hit.count == 3 and "same message" in hit.message
+    assert session(lambda s, r: s.call("bash", {"command": "pytest"}, f"{r + 3} passed")) == []
+    assert (
+        session(lambda s, r: s.call("edit", {"file": "App.js"}, "Applied edit to App.js").compaction()) == []
+    )

@@ -488,7 +488,8 @@ class Engine:
         for detection in found:
             detection.session = detection.session or event.session
             detection.source = event.source
-            detection.line = event.line
+            if detection.line is None:  # (a detector may name a line inside a long message)
+                detection.line = event.line
             detection.ts = event.ts
             detection.seq = seq
             self.policy.apply(detection)

@@ -23,7 +23,9 @@ started at YYYY-MM-DD HH:MM:SS`` (local time) and is one session, named
   aider's own errors outside an edit or a command (``litellm.NotFoundError:
   …``, ``Model … has hit a token limit!``) are a ``system`` message;
 * any other text is the assistant's answer: a message (without the
-  ``<thinking-content-…>`` reasoning some models print), and when it holds
+  ``<thinking-content-…>`` reasoning some models print: that is kept in the
+  event's ``meta["reasoning"]``, from the file line ``meta["reasoning_line"]``;
+  ``meta["text_line"]`` is the line the answer starts at), and when it holds
   edit blocks (``<<<<<<< SEARCH``) or aider reports an edit, a tool call
   ``edit`` with args ``{"files": [...], "edits": <the blocks>}`` (in the
   whole-file format, the answer is the edit).
@@ -54,6 +56,8 @@ _APPLIED = re.compile(r"\AApplied edit to (.+)")
 _RUNNING = re.compile(r"\ARunning (.+)")
 #: Reasoning some models print (aider keeps it in the history): not the answer.
 _THINKING = re.compile(r"<thinking-content-(\w+)>.*?</thinking-content-\1>", re.S)
+#: Of the reasoning only this much is kept (in the event's ``meta``).
+REASONING_CHARS = 100_000
 _FILE_BEFORE_FENCE = re.compile(r"\A(?=\S*[./])[\w./\\~-]+\Z")
 _FAILED_EDIT = (
     "The LLM did not conform to the edit format",
@@ -174,10 +178,17 @@ class _Run:
         self.event(Kind.MESSAGE, block.line, role="user", content=text)
 
     def text(self, block: _Block) -> None:
-        text = _THINKING.sub("", "\n".join(block.lines)).strip()
+        joined = "\n".join(block.lines)
+        text = _THINKING.sub("", joined).strip()
         if not text:
             return
-        self.event(Kind.MESSAGE, block.line, role="assistant", content=text)
+        self.event(
+            Kind.MESSAGE,
+            block.line,
+            role="assistant",
+            content=text,
+            meta=_text_meta(joined, text, block.line),
+        )
         files = sorted(
             {
                 before.strip()
@@ -246,6 +257,23 @@ class _Run:
         if errors and self.calls == calls:
             # Aider's own error, answering no call: the harness talking.
             self.event(Kind.MESSAGE, block.line, role="system", content="\n".join(errors))
+
+
+def _text_meta(joined: str, text: str, line: int) -> dict[str, Any]:
+    """Where the answer starts in the file (``text_line``, when the answer is
+    one stretch of the block), and the reasoning the model printed before or
+    around it (``reasoning``, its first ``REASONING_CHARS``, from the file line
+    ``reasoning_line``): not the answer, but a loop in it is a loop."""
+    meta: dict[str, Any] = {}
+    at = joined.find(text)
+    if at >= 0:
+        meta["text_line"] = line + joined.count("\n", 0, at)
+    thinking = [m for m in _THINKING.finditer(joined)]
+    if thinking:
+        start, end = thinking[0].start(), thinking[-1].end()
+        meta["reasoning"] = joined[start : min(end, start + REASONING_CHARS)]
+        meta["reasoning_line"] = line + joined.count("\n", 0, start)
+    return meta
 
 
 def session_base(path: Path) -> str:

@@ -7,6 +7,7 @@ in docs/detectors.md (*Stale outcomes*):
 
 * **rejected**: the harness refused the reply or the action ("No tool calls
   found in the response", "Your patch is empty", "did not conform to the edit format", "validation failed",
+  an edit the tool did not apply ("Your changes have NOT been applied", "No exact match found"),
   "has not been read yet", a model call refused at a token limit…).  Read
   in tool results and in the harness's messages (user-role or system).
   A system message ending in an error line (aider's ``litellm.NotFoundError:
@@ -83,7 +84,8 @@ _REJECTION = re.compile(  # searched in lower-cased text
     r"|your (?:patch|diff|submission) is empty|did not conform to the edit format"
     r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
     r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found|no replacement was performed"
-    r"|did not appear verbatim|string to replace not found"
+    r"|did not appear verbatim|string to replace not found|no exact match found"
+    r"|(?:changes|edit|patch) (?:have|has|was|were) not been applied"
     r"|has not been read yet"
     r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
     r"|unknown (?:tool|command|action)|invalid (?:tool|action|command) (?:name|call)?"
@@ -96,10 +98,14 @@ _REJECTION_WORDS = (
     "tool call", "must include", "must contain", "exactly one", "format error", "malformed", "is empty",
     "did not conform", "failed to match", "searchreplace", "exact text", "old_s", "old_t", "oldstr",
     "oldtext", "to replace not found", "no replacement", "verbatim", "not been read", "validation failed",
+    "exact match", "not been applied",
     "hook ", "rejected", "unknown tool", "unknown command", "unknown action", "invalid tool",
     "invalid action", "invalid command", "hit a token", "hit a rate", "limit exceeded", "limit reached",
     "context_length",
 )  # fmt: skip
+#: A checker's diagnostic named by its code, as harnesses list them under a refused edit
+#: (flake8's ``- E999 SyntaxError: unmatched ']'``, ``F821 undefined name``, tsc's ``TS2322: …``).
+_DIAGNOSTIC = re.compile(r"^[ \t]*[-*]?[ \t]*[A-Z]{1,3}\d{3,4}\b:?[ \t]+\S[^\n]*", re.M)
 #: A search or lookup that found nothing.
 _EMPTY = re.compile(
     r"(?i)\bno (?:matches|match|results?|files?|entries|items|hits)(?: were)? found\b|\bnothing found\b"
@@ -211,7 +217,12 @@ def rejection(text: str) -> Outcome | None:
     start = clipped.rfind("\n", 0, found.start()) + 1
     end = clipped.find("\n", found.end())
     line = clipped[start : end if end >= 0 else len(clipped)].strip()
-    return Outcome(REJECTED, "J:" + phrase, line[:200])
+    # What the harness found wrong, when it names it by a checker's code
+    # ("- E999 SyntaxError: unmatched ']'", "TS2322 …"), is part of the refusal:
+    # a different error each time is a different refusal (fixing forward).
+    found_wrong = list(dict.fromkeys(m.group().strip() for m in _DIAGNOSTIC.finditer(text, 0, OUTCOME_CHARS)))
+    named = "|" + normalise(" ; ".join(found_wrong[:4])) if found_wrong else ""
+    return Outcome(REJECTED, "J:" + phrase + named, line[:200])
 
 
 def _empty(text: str, call: Event | None) -> Outcome | None:

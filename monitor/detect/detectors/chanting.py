@@ -22,6 +22,12 @@ Honest repetition that is deliberately *not* flagged:
   exact back-to-back repetition is a chant;
 * units with fewer than two letters (``0, 0, 0``, ``=====``, ``.....``).
 
+A reply may also go round in circles without repeating back to back: the
+same passage (a run of non-blank lines, digits aside, code included) said
+``passage_repeats`` times anywhere in one reply, in its answer or in the
+reasoning the format kept (``meta["reasoning"]``): see
+:mod:`monitor.detect.analysis.passages` for what it leaves alone.
+
 Cost is linear in the text: one window per ``window_chars`` characters is
 looked up once (``str.find`` over at most ``max_period + window_chars``
 characters); a run found is measured with galloping slice comparisons and the
@@ -40,6 +46,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.passages import repeated_passage
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import squash_ws
@@ -138,6 +145,9 @@ class ChantingSettings(DetectorSettings):
     min_repeats: int = 10  # times a window must recur back to back
     max_period: int = 400  # longest repeated unit looked for
     max_scan_chars: int = 8000  # of a longer message only head and tail (half each) are scanned
+    #: One passage (a run of non-blank lines, digits aside) this many times in one reply, anywhere in it.
+    passage_repeats: int = 5
+    passage_chars: int = 40  # a passage shorter than this (normalised) is never counted
 
 
 class ChantFinder:
@@ -259,8 +269,8 @@ class Chanting(Detector[ChantingSettings]):
     #: numbering (``Event.seq``), so the others need not call it.
     kinds = frozenset({Kind.MESSAGE})
     presets = {
-        "conservative": {"min_repeats": 15},
-        "aggressive": {"min_repeats": 6},
+        "conservative": {"min_repeats": 15, "passage_repeats": 8},
+        "aggressive": {"min_repeats": 6, "passage_repeats": 4},
     }
 
     def __init__(self, settings: ChantingSettings | None = None):
@@ -295,6 +305,13 @@ class Chanting(Detector[ChantingSettings]):
         return list(self.messages)
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
+        chants = self._chants(event, view)
+        repeated = self._passages(event) if event.role == "assistant" else None
+        if repeated and chants:
+            return chants + repeated
+        return repeated or chants
+
+    def _chants(self, event: Event, view: SessionView) -> list[Detection] | None:
         seq = event.seq
         follows = seq == self.next_seq
         self.next_seq = seq + 1
@@ -332,6 +349,40 @@ class Chanting(Detector[ChantingSettings]):
         if view.keeps_similarity:
             view.note_similarity(self.name, min(1.0, covered / len(text)))
         return self._report(chants) if chants else None
+
+    def _passages(self, event: Event) -> list[Detection] | None:
+        """The same passage ``passage_repeats`` times in this reply's answer
+        or in the reasoning it printed (:mod:`~monitor.detect.analysis.passages`),
+        placed at the file line of the copy that made it a loop when the format says
+        where the text starts (``meta["text_line"]``, ``meta["reasoning_line"]``)."""
+        s = self.settings
+        if s.passage_repeats < 2:
+            return None
+        meta = event.meta
+        texts = [(event.content, meta.get("text_line") if meta else None)]
+        if meta and isinstance(meta.get("reasoning"), str):
+            texts.insert(0, (meta["reasoning"], meta.get("reasoning_line")))
+        limit = max(self.scan_limit, 100_000)
+        for text, first_line in texts:
+            found = repeated_passage(text, s.passage_chars, s.passage_repeats, limit) if text else None
+            if found is None:
+                continue
+            preview = found.passage if len(found.passage) <= 60 else found.passage[:59] + "…"
+            detection = Detection(
+                detector=self.name,
+                level=Level.WARN,
+                score=min(1.0, found.count / (2 * s.passage_repeats)),
+                message=f"one reply says the same passage {found.count} times: “{preview}”",
+                pattern=f"passage:{digest(found.passage)}",
+                count=found.count,
+                summary=f"wrote the same passage {found.count} times in one reply",
+                advice="You are going round in circles inside one reply. Stop, and say it once.",
+                evidence=evidence(self.messages),
+            )
+            if isinstance(first_line, int):
+                detection.line = first_line + text.count("\n", 0, found.offset)
+            return [detection]
+        return None
 
     def _regions(self, text: str) -> tuple[list[_Region], bool]:
         """What to scan: the carried tail plus the message, or for a huge

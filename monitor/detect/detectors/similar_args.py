@@ -3,8 +3,10 @@
 ``grep fooBar`` → ``grep foobar`` → ``grep foo_bar``, all "No matches": the
 agent varies the arguments slightly (normalized Levenshtein >= 0.8 on the
 primary arguments, field by field for objects — design note 001, level 3) and
-the outcome stays the same failure.  The check runs when the next variant is
-called, using the results of the earlier ones, so the retry is flagged early.
+the outcome stays the same failure.  The check runs when a variant's result
+is back: ``threshold`` variants whose results are known and agree, never a
+guess at the one still running (two misses and a third try that then finds
+it was a search, not a loop).
 
 Not flagged: variants whose results differ (exploration), variants that
 succeed (a success is an answer), and variants that differ only in a path,
@@ -113,8 +115,13 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         if event.kind is _TOOL_RESULT:
-            self._result(event)
-            return None
+            state = self._result(event)
+            if state is None or (view.tool_overrides and view.exempt(event.tool)):
+                return None
+            threshold = view.threshold(state.chain[-1].tool, self.settings.threshold)
+            if len(state.chain) < threshold or len({r.hash for r in state.chain}) < 2:
+                return None
+            return self._check(state, event, threshold)
         if event.kind is not _TOOL_CALL or (view.tool_overrides and view.exempt(event.tool)):
             return None
         self.calls += 1
@@ -132,24 +139,25 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
         chain = state.chain
         if len(chain) > threshold + CHAIN_SLACK:
             del chain[0]
-        if len(chain) < threshold or len({r.hash for r in chain}) < 2:
-            return None
-        return self._check(state, event, threshold)
+        return None  # judged when its result is back
 
-    def _result(self, event: Event) -> None:
-        """Note the comparable failure of a result of a call in its tool's chain."""
+    def _result(self, event: Event) -> _Tool | None:
+        """Note the comparable failure of a result of a call in its tool's
+        chain; the chain, when that result is a failure to judge it by."""
         call = event.call
         state = self.tools.get(call.tool or "") if call is not None else None
         if call is None or state is None:
-            return
+            return None
         record = made_record(call)
         if record is None or record.failure is not None:
-            return
+            return None
         if event.is_error and not_an_outcome(event):
-            return
+            return None
         # Mostly the chain's latest call; a record not in its chain is not judged.
         if state.chain[-1] is record or record in state.chain:
             record.failure = _failure(event)
+            return state if record.failure else None
+        return None
 
     def _extends(self, state: _Tool, event: Event, record: CallRecord, view: SessionView) -> bool:
         """Whether the call extends its tool's chain (else it starts a new one)."""
@@ -187,29 +195,21 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
             del tools[tool]
 
     def _check(self, state: _Tool, event: Event, threshold: int) -> list[Detection] | None:
-        chain = state.chain
-        # The streak of earlier variants that all failed the same way, counted
-        # back from the newest; the one just before may still be running.
-        earlier = chain[:-1]
+        # The streak of variants that all failed the same way, counted back
+        # from the newest whose result is known (a later one may still be running).
         streak: list[CallRecord] = []
         reference: str | None = None
-        known = 0
-        for position, record in enumerate(reversed(earlier)):
+        for record in reversed(state.chain):
             failure = record.failure
-            if failure is None:
-                if position == 0:
-                    streak.append(record)
-                    continue
-                break
-            if failure == "" or (reference is not None and not _same_failure(reference, failure)):
+            if failure is None and not streak:
+                continue  # sent after it, still running: no evidence either way
+            if not failure or (reference is not None and not _same_failure(reference, failure)):
                 break
             reference = reference or failure
-            known += 1
             streak.append(record)
-        if reference is None or known < 2:
-            return None  # one failure and a guess is not yet "the same failure again"
-
-        involved = list(reversed(streak)) + [chain[-1]]
+        if reference is None:
+            return None
+        involved = list(reversed(streak))
         count = len(involved)
         if count < threshold or len({r.hash for r in involved}) < 2:
             return None

@@ -34,12 +34,17 @@ from monitor.detect.analysis.failures import is_edit
 from monitor.detect.analysis.outcomes import (
     ANSWER,
     EMPTY,
+    FAILURE,
+    MIN_ANSWER_CHARS,
     REJECTED,
     Outcome,
     answer_of,
+    normalise,
     outcome_of,
     reply_outcome,
 )
+from monitor.detect.analysis.progress import round_of, same_round
+from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
@@ -48,6 +53,11 @@ _MESSAGE = Kind.MESSAGE
 #: One round: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines).
 _Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
 _NO_LINES: frozenset[int] = frozenset()
+#: Results remembered to tell whether the work since a request brought anything new, and how much of each.
+SEEN_RESULTS = 256
+#: The key prefix of a request sent again (a user's message).
+REQUEST = "U:"
+REQUEST_RESULT_CHARS = 2000
 
 
 def _stale(same: list[_Round]) -> int:
@@ -85,7 +95,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
     name = "stale_outcome"
     title = "Stale outcomes"
     Settings = StaleOutcomeSettings
-    kinds = frozenset({Kind.TOOL_RESULT, Kind.MESSAGE})
+    kinds = frozenset({Kind.TOOL_RESULT, Kind.MESSAGE, Kind.COMPACTION})
     # A harness's refusal may arrive as a user message: it is a round, not a
     # person taking over (and a person repeating the same failing request
     # is stuck too).
@@ -113,27 +123,51 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
         # The last rounds (see _Round); a success takes a slot as None.
         self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
+        #: The last result's round (its call's reply, the call's and the result's seq).
+        self.last_round: tuple[object, int, int] | None = None
+        #: The last user messages (normalised, evidence), and whether the agent acted since the last.
+        self.requests: deque[tuple[str, EventRef]] = deque(maxlen=self.settings.span)
+        self.acted = False
+        #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
+        self.seen: dict[int, None] = {}
+        self.learned = False
 
     def reset(self) -> None:
         self.rounds.clear()
         self.refusals = ("", 0, ())
+        self.last_round = None
+        self.requests.clear()
+        self.acted = False
+        self.seen.clear()
+        self.learned = False
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         outcome: Outcome | None
         if event.kind is _MESSAGE:
             return self._refusal(event)
+        if event.kind is Kind.COMPACTION:
+            self.requests.clear()  # the harness re-posts the task after it: no one asked again
+            return None
         if event.call is None or (view.tool_overrides and view.exempt(event.tool)):
             return None
         self.refusals = ("", 0, ())  # the agent acted: a refusal before it was a slip
+        self.acted = True
+        self._note_result(event)
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
         rounds = self.rounds
+        before, self.last_round = self.last_round, round_of(event)
+        sibling = same_round(before, self.last_round)
         if is_edit(event.call):
             self._forget_answers()  # after an edit, the same answer may be the work's
         if outcome is None and self.settings.answer_threshold:
             outcome = answer_of(event)
         if outcome is None:
             rounds.append((None, "", 0, None, _NO_LINES))
+            return None
+        if sibling and outcome.kind != ANSWER and rounds and rounds[-1][0] == outcome.key:
+            # One reply's calls made together, failing alike: one attempt (an
+            # answer is not: two questions in one reply answered alike were asked twice).
             return None
         rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
         same, stale, threshold, window = self._judge(
@@ -177,7 +211,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         bring new outcomes, a refusal was a slip, not a loop."""
         outcome = reply_outcome(message)
         if outcome is None:
-            return None  # what a person says is not a round
+            return self._request(message)  # what a person says is not a round…
         key, count, cited = self.refusals
         if key != outcome.key:
             count, cited = 0, ()
@@ -188,6 +222,45 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             return None
         same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
         return [self._detection(message, outcome, same, self.settings.in_a_row, count, count)]
+
+    def _note_result(self, result: Event) -> None:
+        """Whether the agent learned something since the last request: a result
+        that is no acknowledgement and that this session has not seen before."""
+        if is_acknowledgement(result):
+            return
+        seen = self.seen
+        key = hash(normalise(result.content[:REQUEST_RESULT_CHARS], limit=REQUEST_RESULT_CHARS))
+        if key in seen:
+            return
+        self.learned = True
+        seen[key] = None
+        if len(seen) > SEEN_RESULTS:
+            del seen[next(iter(seen))]
+
+    def _request(self, message: Event) -> list[Detection] | None:
+        """…but the same message again after the agent answered it (a person
+        pasting the same complaint after each fix, a hook repeating itself)
+        says the agent's rounds changed nothing: the outcome is not new."""
+        if message.role != "user":
+            self.acted = self.acted or message.role == "assistant"
+            return None
+        key = normalise(message.content)
+        acted, self.acted = self.acted, False
+        learned, self.learned = self.learned, False
+        if len(key) < MIN_ANSWER_CHARS:
+            return None
+        requests = self.requests
+        if learned:
+            requests.clear()  # the work since the last request brought something new
+        if requests and requests[-1][0] == key and not acted:
+            return None  # sent twice with nothing between: one request
+        requests.append((key, ref(message)))
+        alike = [cite for other, cite in requests if other == key]
+        if len(alike) < self.settings.threshold:
+            return None
+        outcome = Outcome(FAILURE, REQUEST + key, message.content.strip()[:200])
+        same = [(outcome.key, FAILURE, 0, cite, _NO_LINES) for cite in alike]
+        return [self._detection(message, outcome, same, self.settings.threshold, len(alike), len(requests))]
 
     def _detection(
         self,
@@ -213,6 +286,12 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             advice = (
                 "Asking again in other words gets the same answer: act on it "
                 "(edit, decide, or say what you are unsure of) instead of checking again."
+            )
+        elif outcome.key.startswith(REQUEST):
+            what = "the same message from the user"
+            advice = (
+                "The same message came back after each of your answers: what you changed did not "
+                "change what they see. Ask what they see, or try another approach."
             )
         else:
             what = "rejections" if outcome.kind == REJECTED else "the same failure"

@@ -1,0 +1,58 @@
+"""Passages a reply says again and again, not necessarily back to back.
+
+A model that degenerates does not always chant one stretch back to back
+(:mod:`monitor.detect.detectors.chanting`): it may write the same edit block
+ten times with an empty one between each, cycle "Step 6: update a.ts", "Step
+7: update b.ts", "Step 8: update a.ts" … up to step 48, or go round the same
+paragraph of reasoning every hundred lines.  Such a reply is cut into
+*passages* -- runs of non-blank lines, so a paragraph, a list item written as
+one, or a piece of a code block -- and each is normalised the way outcomes are
+(every digit dropped, white space squashed, case folded: "Step 6" and "Step 48"
+are one passage).  A passage of at least ``min_chars`` that comes back
+``repeats`` times in one reply is repeated.
+
+Left alone: short passages (a closing fence, "Done.", a one-line heading), a
+passage said twice or three times (a plan restated once, the same import block
+in two edits), and replies whose passages each differ -- several edits of one
+file, a list of steps over different files.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from monitor.text import squash_ws
+
+#: A passage: a run of lines with something on each (a blank line ends it).
+_PASSAGE = re.compile(r"(?:[^\n]*\S[^\n]*(?:\n|\Z))+")
+_DIGITS = re.compile(r"\d+")
+
+
+class Repeat(NamedTuple):
+    """The passage that came back ``count`` times; ``offset`` is where its
+    ``count``-th copy starts in the text."""
+
+    offset: int
+    count: int  # type: ignore[assignment]  # (a field named like tuple.count, as Chant's)
+    passage: str
+
+
+def normal(passage: str) -> str:
+    """A passage as compared: digits dropped, white space squashed, case folded."""
+    return squash_ws(_DIGITS.sub("", passage)).strip().lower()
+
+
+def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Repeat | None:
+    """The first passage of ``text`` (its first ``limit`` characters) to come
+    back ``repeats`` times, counted where its ``repeats``-th copy starts."""
+    seen: dict[str, int] = {}
+    for match in _PASSAGE.finditer(text, 0, min(len(text), limit)):
+        key = normal(match.group())
+        if len(key) < min_chars:
+            continue
+        count = seen.get(key, 0) + 1
+        if count >= repeats:
+            return Repeat(match.start(), count, key)
+        seen[key] = count
+    return None
