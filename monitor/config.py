@@ -247,10 +247,9 @@ def _build_dataclass(cls: type, section: str, table: Any, base: Any = None) -> A
     return dataclasses.replace(base, **changes)
 
 
-def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
-    """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
-    registry = _registry()
-    allowed = {
+#: The top-level keys of a config file.
+SECTIONS = frozenset(
+    {
         "preset",
         "detectors",
         "tools",
@@ -263,9 +262,15 @@ def build_config(data: dict[str, Any], preset: str | None = None, path: Path | N
         "prices",
         "export",
     }
+)
+
+
+def build_config(data: dict[str, Any], preset: str | None = None, path: Path | None = None) -> Config:
+    """A :class:`Config` from parsed TOML data (``{}`` for defaults)."""
+    registry = _registry()
     for key in data:
-        if key not in allowed:
-            raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
+        if key not in SECTIONS:
+            raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(sorted(SECTIONS))})")
     chosen = preset or data.get("preset", "balanced")
     if not isinstance(chosen, str) or chosen not in PRESETS:
         raise ConfigError(f"preset: expected one of {', '.join(PRESETS)}, got {chosen!r}")

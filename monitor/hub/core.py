@@ -123,24 +123,7 @@ class Hub:
                 collector.release(LIVE_GC_THRESHOLD)
 
     async def _finish(self) -> None:
-        if self._worker is not None:
-            await self._queue.put(Stop())
-            await asyncio.gather(self._worker, return_exceptions=True)
-        else:  # never started: still process what was queued
-            await self._drain_now()
-        if self._ticker is not None:
-            self._ticker.cancel()
-            await asyncio.gather(self._ticker, return_exceptions=True)
-        if self.actions.running:
-            await asyncio.gather(*list(self.actions.running), return_exceptions=True)
-        await self.guard.settled()
-        await resume_paused(self.actions.act, self.lifecycle.sessions.values(), AUTO_WHO)
-        await asyncio.to_thread(self.alerts.stop)
-        self.lifecycle.stop_all()
-        self.publisher.now()
-        self.recorder.sessions(self.lifecycle.sessions, force=True)
-        self.publish(self.stats())
-        await _flush(self.store)
+        await _finish(self)
 
     async def _drain_now(self) -> None:
         while not self._queue.empty():
@@ -429,6 +412,28 @@ def _live_and_warning(sessions: Iterable[HubSession], level: Callable[[str], Lev
         if state.status != "ended" and level(state.id) >= Level.WARN:
             warnings += 1
     return live, warnings
+
+
+async def _finish(hub: Hub) -> None:
+    """Stop the worker and ticker, finish actions and alerts, flush the store."""
+    if hub._worker is not None:
+        await hub._queue.put(Stop())
+        await asyncio.gather(hub._worker, return_exceptions=True)
+    else:  # never started: still process what was queued
+        await hub._drain_now()
+    if hub._ticker is not None:
+        hub._ticker.cancel()
+        await asyncio.gather(hub._ticker, return_exceptions=True)
+    if hub.actions.running:
+        await asyncio.gather(*list(hub.actions.running), return_exceptions=True)
+    await hub.guard.settled()
+    await resume_paused(hub.actions.act, hub.lifecycle.sessions.values(), AUTO_WHO)
+    await asyncio.to_thread(hub.alerts.stop)
+    hub.lifecycle.stop_all()
+    hub.publisher.now()
+    hub.recorder.sessions(hub.lifecycle.sessions, force=True)
+    hub.publish(hub.stats())
+    await _flush(hub.store)
 
 
 async def _flush(store: Any) -> None:
