@@ -53,6 +53,8 @@ class Batch:
     detections: list[Any] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
     problems: int = 0
+    #: The bad input reported (``Problem``: source, line, reason), for the log pane.
+    bad: list[Any] = field(default_factory=list)
     stats: Any | None = None
 
     def __bool__(self) -> bool:
@@ -80,6 +82,8 @@ class LiveFeed:
         self.actions: deque[Any] = deque(maxlen=FEED_LIMIT)
         self.stats: Any | None = None
         self.problems = 0
+        #: The latest problems themselves (the count above is of all of them).
+        self.bad: deque[Any] = deque(maxlen=FEED_LIMIT)
         self._action_ids: set[int] = set()
 
     def seed(self, sessions: Iterable[Any], detections: Iterable[Any] = ()) -> None:
@@ -113,6 +117,8 @@ class LiveFeed:
         elif isinstance(update, ProblemReported):
             self.problems += 1
             pending.problems += 1
+            self.bad.append(update.problem)
+            pending.bad.append(update.problem)
         else:
             return
         self.request_flush()

@@ -79,16 +79,37 @@ def waiting_since(info: Any, detections: Iterable[Any], acks: Iterable[float]) -
     return last.ts if last is not None else info.last_ts
 
 
+#: Statuses that need an operator whatever the level (a session waiting for its user's input).
+ATTENTION_STATUSES = frozenset({"waiting"})
+
+
+def needs_attention(info: Any) -> bool:
+    """At warn or above, or waiting for input (a status or a ``waiting`` flag a snapshot may carry)."""
+    return (
+        info.level >= Level.WARN or info.status in ATTENTION_STATUSES or bool(getattr(info, "waiting", False))
+    )
+
+
 def attention_queue(infos: Iterable[Any], since: Callable[[Any], float]) -> list[str]:
-    """Sessions at warn or above, the one waiting longest first."""
-    waiting = [i for i in infos if i.level >= Level.WARN]
+    """Sessions that need attention (:func:`needs_attention`), the one waiting longest first."""
+    waiting = [i for i in infos if needs_attention(i)]
     return [i.id for i in sorted(waiting, key=lambda i: (since(i), i.id))]
 
 
-def next_in(queue: list[str], current: str | None) -> str | None:
-    """The session after ``current`` in ``queue`` (wrapping; the first if absent)."""
+def next_unvisited(queue: list[str], current: str | None, visited: set[str]) -> str | None:
+    """The next session of ``queue`` not in ``visited`` (the sessions ``w`` showed this round),
+    after ``current``; when every one was shown, a new round starts at the head of the queue.
+
+    The queue's order moves as warnings come and go, so "the one after the current one" alone
+    can bounce between a few sessions and never reach the others; ``visited`` is updated here."""
     if not queue:
+        visited.clear()
         return None
-    if current not in queue:
-        return queue[0]
-    return queue[(queue.index(current) + 1) % len(queue)]
+    left = [sid for sid in queue if sid not in visited]
+    if not left:
+        visited.clear()
+        left = list(queue)
+    after = queue[queue.index(current) + 1 :] if current in queue else queue
+    target = next((sid for sid in after if sid in left), left[0])
+    visited.add(target)
+    return target
