@@ -37,7 +37,12 @@ PANE_BINDINGS = [
     ),
     Binding("L", "toggle_log", "Log", id="log", tooltip="Show the log: bad lines, action outcomes, sources"),
     Binding(
-        "z", "maximize_pane", "Zoom", id="pane.maximize", tooltip="Maximise the focused pane (z again: back)"
+        "z",
+        "maximize_pane",
+        "Zoom",
+        show=False,
+        id="pane.maximize",
+        tooltip="Maximise the focused pane (z again: back)",
     ),
     Binding("R", "reason_wide", "Wide reason", show=False, id="reason.wide", tooltip="Give Reason more room"),
     Binding("C", "choose_columns", "Columns", show=False, id="columns", tooltip="Choose the table's columns"),

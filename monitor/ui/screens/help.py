@@ -100,7 +100,10 @@ class HelpScreen(ModalScreen[None]):
                     "bad, breaks through. False positive (f): that pattern is never flagged again in "
                     "this session. After an inject a session is nudged until it has taken 5 steps "
                     "without a warning, then it is back to watching.\n"
-                    "Status: live (a source is delivering it), idle, ended, stopped (its watcher stopped).",
+                    "Status: live (a source is delivering it), idle, ended, stopped (its watcher stopped).\n"
+                    "Marks (dashboard): space marks a session (●), v marks a range as the cursor moves (v "
+                    "again ends it), x clears; then a, f and K act on every marked session, each recorded "
+                    "on its own; K asks once and lists the sessions it cannot kill, with why.",
                     style="dim",
                 )
             )

@@ -31,7 +31,14 @@ TRIAGE_BINDINGS = [
     Binding(
         "space", "mark", "Mark", id="mark", tooltip="Mark or unmark the session (a, f, K act on all marked)"
     ),
-    Binding("v", "mark_range", "Range", id="mark.range", tooltip="Mark a range: v, move with j/k, v again"),
+    Binding(
+        "v",
+        "mark_range",
+        "Range",
+        show=False,
+        id="mark.range",
+        tooltip="Mark a range: v, move with j/k, v again",
+    ),
     Binding("x", "unmark_all", "Unmark", show=False, id="mark.clear", tooltip="Clear every mark"),
 ]
 #: Action kind -> (past tense for the summary, why a session is skipped before acting).
@@ -55,13 +62,12 @@ class DashboardTriage(ScreenMixin):
 
     def _set_marks(self, marks: set[str]) -> None:
         table = self.table
-        changed = marks ^ table.marks
+        changed, first_or_last = marks ^ table.marks, bool(marks) != bool(table.marks)
         table.marks = marks
-        table.remark(self.app.feed.sessions, self.app.clock(), changed)
-        self.show_marks()
-
-    def show_marks(self) -> None:
-        """The counts bar says how many are marked (see the dashboard)."""
+        if first_or_last:  # the Session column makes room for the mark (or gives it back)
+            table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        else:
+            table.remark(self.app.feed.sessions, self.app.clock(), changed)
 
     def action_mark(self) -> None:
         session = self.table.selected_session

@@ -12,6 +12,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import RichLog
 
+from monitor.hub.actions import AUTO_WHO
 from monitor.ui.literal import literal
 from monitor.ui.render import clock
 from monitor.ui.watched import Watched
@@ -40,10 +41,8 @@ def action_line(action: Any) -> Text:
     if action.detail:
         line.append(" — ")
         line.append_text(literal(action.detail))
-    if action.who:
-        line.append(" (by ")
-        line.append_text(literal(action.who, limit=40))
-        line.append(")")
+    if action.who == AUTO_WHO:  # the operator's own actions need no name
+        line.append(" (automatic)", style="dim")
     return line
 
 

@@ -148,7 +148,7 @@ class SessionsTable(LazyRows, RowTable):
         source = str(info.source)
         for key, value in (
             ("agent", info.agent or "-"),
-            ("session", info.id),
+            ("session", (MARK if self.marks else "") + info.id),  # marking does not cut the id
             ("status", shown_status(info)),
             ("source", short_path(source, SOURCE_MOST)),
             ("source_name", short_path(source, 2 + cell_len(source.rsplit("/", 1)[-1]))),
