@@ -410,3 +410,55 @@ def test_layout_is_never_written_through_a_symlink(tmp_path):
     assert load(state / "ui.json") == DashboardLayout(hidden_columns=["agent"])
     os.chmod(state, 0o777)
     assert "writable by others" in (save(state / "ui.json", DashboardLayout()) or "")
+
+
+async def test_triage_keys_are_in_the_help_and_can_be_rebound(tmp_path):
+    """Every triage key is listed in the dashboard's help with its keymap id; a user keymap
+    moves one, and a key another dashboard action has is refused."""
+    from monitor.config import ConfigError
+    from monitor.ui.app import check_keymap
+
+    ids = {
+        "mark",
+        "mark.range",
+        "mark.clear",
+        "attention.only",
+        "log",
+        "pane.maximize",
+        "reason.wide",
+        "columns",
+    }
+    config = Config()
+    config.ui = dataclasses.replace(config.ui, keymap={"mark": "M"})
+    app = LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=fleet(tmp_path, 2)),
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        listed = {binding_id: key for key, binding_id, _ in app.key_help(app.screen)}
+        assert ids <= set(listed) and listed["mark"] == "M"
+        await pilot.press("M")
+        assert app.screen.query_one(SessionsTable).marks == {
+            app.screen.query_one(SessionsTable).selected_session
+        }
+    with pytest.raises(ConfigError, match="already ack's key"):
+        check_keymap({"mark": "a"})
+    with pytest.raises(ConfigError, match="already mark's key"):
+        check_keymap({"ack": "space"})
+
+
+async def test_a_range_ended_before_the_cursor_move_is_told_still_reaches_the_cursor(tmp_path):
+    """Typed fast (v j j v in a terminal), the second v can run before the table has told the
+    screen about the moves: the range still ends where the cursor is."""
+    app = make_app(tmp_path, fleet(tmp_path, 4))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one(SessionsTable)
+        await pilot.press("g", "v")
+        screen.action_table("cursor_down")  # no pause: the RowHighlighted messages are still queued
+        screen.action_table("cursor_down")
+        screen.action_mark_range()
+        assert table.marks == set(table.row_ids()[:3])

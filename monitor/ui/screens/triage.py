@@ -79,6 +79,7 @@ class DashboardTriage(ScreenMixin):
     def action_mark_range(self) -> None:
         table = self.table
         if self.range_anchor is not None:
+            self.extend_range()  # to where the cursor is now (its move may not have been told yet)
             self.range_anchor = None
             self.app.notify(f"{plural(len(table.marks), 'session')} marked.", markup=False, timeout=2)
             return

@@ -19,7 +19,7 @@ def empty_text(facts: Watched, filtered: str = "") -> Text:
     text.append("Watching   ", style="dim")
     text.append_text(literal(facts.files or "no log files"))
     text.append("\nSocket     ", style="dim")
-    text.append_text(literal(facts.socket or "none (--no-socket)"))
+    text.append_text(literal(facts.socket or "none: agents cannot connect to this monitor"))
     if facts.otlp:
         text.append("\nOTLP       ", style="dim")
         text.append_text(literal(facts.otlp))

@@ -49,7 +49,7 @@ def action_line(action: Any) -> Text:
 def watched_lines(facts: Watched) -> list[Text]:
     rows = [
         ("watching", facts.files or "no log files"),
-        ("socket", facts.socket or "none (--no-socket)"),
+        ("socket", facts.socket or "none: agents cannot connect to this monitor"),
         ("otlp", facts.otlp),
         ("database", facts.db or "none: nothing is recorded"),
     ]
