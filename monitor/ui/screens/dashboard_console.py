@@ -7,8 +7,9 @@ A mixin for :class:`~monitor.ui.screens.dashboard.DashboardScreen`:
   (beside the arrows, pgup/pgdn, home/end).
 * ``s`` cycles the sort column (attention → level → agent → … → attention),
   ``S`` reverses; clicking a column header sorts by it (again: reversed).
-* ``w`` selects the next session at warn or above, the one waiting longest
-  (oldest unacknowledged warning) first, and cycles.
+* ``w`` selects the next session needing attention (warn or above, or waiting
+  for input), the one waiting longest (oldest unacknowledged warning) first;
+  each once per round, however the order moves, then it wraps.
 """
 
 from __future__ import annotations
