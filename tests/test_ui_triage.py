@@ -361,6 +361,13 @@ async def test_maximise_widen_choose_columns_and_the_layout_survives_a_restart(t
         await pilot.press("R")
         await pilot.pause()
         assert dict((k, w) for k, _, w in table._columns)["reason"] > reason
+        await pilot.press("R")  # again: Reason on two lines, each row two lines high
+        await pilot.pause()
+        assert table.reason_lines == 2 and all(row.height == 2 for row in table.rows.values())
+        wide = dict((k, w) for k, _, w in table._columns)["reason"]
+        cells = [table.get_cell(sid, "reason") for sid in table.row_ids()]
+        long = [c for c in cells if "\n" in c.plain]
+        assert long and all(max(map(len, c.plain.split("\n"))) <= wide for c in cells)
         await pilot.press("C")
         chooser = app.screen
         assert isinstance(chooser, ColumnsScreen)
@@ -378,6 +385,7 @@ async def test_maximise_widen_choose_columns_and_the_layout_survives_a_restart(t
         attention_only=True,
         hidden_columns=["agent"],
         reason_wide=True,
+        reason_lines=2,
         log_shown=True,
     )
     again = make_app(tmp_path / "second", fleet(tmp_path, 3))
@@ -386,6 +394,7 @@ async def test_maximise_widen_choose_columns_and_the_layout_survives_a_restart(t
         await settle(pilot)
         table = again.screen.query_one(SessionsTable)
         assert table.sort_column == "level" and table.attention_only and table.reason_wide
+        assert table.reason_lines == 2
         assert table.filter_text == "loop" and "agent" not in [k for k, _, _ in table._columns]
         assert again.screen.query_one(LogPane).display
         assert sorted(table.row_ids()) == ["loop-0", "loop-1", "loop-2"]

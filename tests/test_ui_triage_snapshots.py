@@ -9,12 +9,14 @@ temporary); ``test_ui_triage`` checks the real one.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from monitor.config import Config
+from monitor.events import Level
 from monitor.formats.base import Problem
 from monitor.ui.app import LoopwatchApp
 from monitor.updates import ProblemReported
@@ -77,9 +79,16 @@ def test_log_pane(snap_compare, tmp_path, size):
         await settle(pilot)
         problem = Problem("/var/log/agents/claude-7f3a.jsonl", 41, f"invalid JSON: {HOSTILE}")
         pilot.app.hub.publish(ProblemReported(problem))
-        for key in ("g", "a", "L"):
-            await pilot.press(key)
-            await settle(pilot)
+        await pilot.press("g", "a")
+        await settle(pilot)
+        acked = pilot.app.screen.query_one("SessionsTable").selected_session
+        deadline = time.monotonic() + 20  # the hub publishes the session's new level coalesced
+        while pilot.app.feed.sessions[acked].level >= Level.WARN and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        pilot.app.hub.publish(pilot.app.hub.stats())  # the header's counts as the hub's next tick has them
+        await settle(pilot)
+        await pilot.press("L")
+        await settle(pilot)
 
     assert snap_compare(watched_app(tmp_path), terminal_size=size, run_before=run_before)
 
@@ -93,3 +102,9 @@ def test_column_chooser(snap_compare, tmp_path):
 def test_empty_dashboard(snap_compare, tmp_path, size):
     """No session yet: what is watched, the socket, the commands that connect an agent."""
     assert snap_compare(watched_app(tmp_path, events=[]), terminal_size=size, run_before=then())
+
+
+@SIZES
+def test_reason_on_two_lines(snap_compare, tmp_path, size):
+    """R twice: Reason has the room of the columns it displaced, on two lines per row."""
+    assert snap_compare(live_app(tmp_path), terminal_size=size, run_before=then("R", "R"))

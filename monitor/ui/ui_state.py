@@ -34,6 +34,7 @@ class DashboardLayout:
     attention_only: bool = False
     hidden_columns: list[str] = field(default_factory=list)
     reason_wide: bool = False
+    reason_lines: int = 1
     log_shown: bool = False
 
 
@@ -56,6 +57,9 @@ def _clean(raw: Any) -> DashboardLayout:
             if isinstance(value, list):
                 known = {c.key for c in COLUMNS}
                 layout.hidden_columns = [v for v in value if isinstance(v, str) and v in known]
+        elif item.name == "reason_lines":
+            if value in (1, 2) and not isinstance(value, bool):
+                layout.reason_lines = value
         elif isinstance(value, type(default)):
             setattr(layout, item.name, value[:200] if isinstance(value, str) else value)
     return layout

@@ -44,7 +44,14 @@ PANE_BINDINGS = [
         id="pane.maximize",
         tooltip="Maximise the focused pane (z again: back)",
     ),
-    Binding("R", "reason_wide", "Wide reason", show=False, id="reason.wide", tooltip="Give Reason more room"),
+    Binding(
+        "R",
+        "reason_wide",
+        "Wide reason",
+        show=False,
+        id="reason.wide",
+        tooltip="Reason: more room, then on two lines, then back",
+    ),
     Binding("C", "choose_columns", "Columns", show=False, id="columns", tooltip="Choose the table's columns"),
 ]
 
@@ -68,6 +75,7 @@ class DashboardPanes(ScreenMixin):
         table.attention_only = saved.attention_only
         table.hidden = frozenset(saved.hidden_columns)
         table.reason_wide = saved.reason_wide
+        table.reason_lines = saved.reason_lines
         if saved.filter_text:
             table.filter_text = saved.filter_text
             filter_input = self.query_one("#filter", Input)
@@ -87,6 +95,7 @@ class DashboardPanes(ScreenMixin):
                 attention_only=table.attention_only,
                 hidden_columns=sorted(table.hidden),
                 reason_wide=table.reason_wide,
+                reason_lines=table.reason_lines,
                 log_shown=self.query_one(LogPane).display,
             ),
         )
@@ -115,7 +124,13 @@ class DashboardPanes(ScreenMixin):
         )
 
     def action_reason_wide(self) -> None:
-        self.table.reason_wide = not self.table.reason_wide
+        table = self.table  # normal → wide → wide on two lines → normal
+        if not table.reason_wide:
+            table.reason_wide, table.reason_lines = True, 1
+        elif table.reason_lines == 1:
+            table.reason_lines = 2
+        else:
+            table.reason_wide, table.reason_lines = False, 1
         self._rebuild()
 
     def action_choose_columns(self) -> None:

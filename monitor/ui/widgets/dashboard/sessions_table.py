@@ -76,6 +76,25 @@ class SessionCell(Text):
         self.session_id = session
 
 
+def wrapped(line: Text, width: int, lines: int) -> Text:
+    """``line`` on at most ``lines`` lines of ``width`` cells, broken at spaces, the last cut
+    at a word with "…" (agent text stays literal: it is cut, never parsed)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    rest = line
+    for n in range(lines):
+        if rest.cell_len <= width or n == lines - 1:
+            out.append_text(fit_words(rest, width))
+            break
+        plain = rest.plain
+        cut = plain.rfind(" ", 0, width + 1)
+        cut = width if cut <= 0 else cut
+        out.append_text(rest[:cut])
+        out.append("\n")
+        rest = rest[cut:]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+    return out
+
+
 def matches(info: Any, needle: str) -> bool:
     """Whether the ``/`` filter text appears in the session's visible fields."""
     if not needle:
@@ -132,6 +151,8 @@ class SessionsTable(LazyRows, RowTable):
         #: Columns the operator hid (``C``), and Reason given the room of the others (``R``).
         self.hidden: frozenset[str] = frozenset()
         self.reason_wide = False
+        #: Lines per row: 2 wraps Reason onto a second line (``R`` twice).
+        self.reason_lines = 1
 
     def shown(self, info: Any) -> bool:
         """Whether ``info`` has a row: the ``/`` filter, and the attention view."""
@@ -235,6 +256,8 @@ class SessionsTable(LazyRows, RowTable):
         if key == "source":
             return literal(short_path(str(value), width))
         if key == "reason":
+            if self.reason_lines > 1:
+                return wrapped(literal(str(value)), width, self.reason_lines)
             return fit_words(literal(str(value)), width)
         return literal(str(value), limit=width)
 
@@ -271,7 +294,8 @@ class SessionsTable(LazyRows, RowTable):
                 stale[sid] = (info, now)
             else:
                 sig = signatures[sid] = self._cells(info, now, widths)
-                self.add_row(*(self._cell_text(k, sig[k], widths[k]) for k in widths), key=sid)
+                cells = (self._cell_text(k, sig[k], widths[k]) for k in widths)
+                self.add_row(*cells, key=sid, height=self.reason_lines)
                 changed_order = True
             key = self._sort_key(info)
             if keys.get(sid) != key:
