@@ -21,7 +21,7 @@ from monitor.ui.screens.help import HelpScreen
 from monitor.ui.screens.kill import KillScreen
 from monitor.ui.screens.repeat_diff import RepeatDiffScreen, word_diff
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from monitor.ui.widgets.dashboard.sorting import next_in, waiting_since
+from monitor.ui.widgets.dashboard.sorting import next_unvisited, waiting_since
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.search import SearchBar, next_match
 from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
@@ -404,7 +404,8 @@ def test_waiting_since_restarts_after_an_acknowledgement():
     assert waiting_since(Info(), detections, []) == 20
     assert waiting_since(Info(), detections, [40]) == 50
     assert waiting_since(Info(), detections, [60]) == 99.0
-    assert next_in(["a", "b"], "b") == "a" and next_in(["a", "b"], "z") == "a" and next_in([], "a") is None
+    assert next_unvisited(["a", "b"], "b", set()) == "a" and next_unvisited(["a", "b"], "z", set()) == "a"
+    assert next_unvisited([], "a", set()) is None
 
 
 async def test_history_has_vim_keys(tmp_path):

@@ -28,6 +28,7 @@ from textual.theme import BUILTIN_THEMES
 
 from monitor.config import Config, ConfigError
 from monitor.events import Level
+from monitor.ui import ui_state
 from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.host import HostApp
 from monitor.ui.keymap import check_keymap as check_keys
@@ -360,6 +361,8 @@ class LoopwatchApp(HostApp):
 
 def bindings_by_screen() -> dict[str, list[Binding]]:
     """Each screen's (and widget's) bindings with an id, by its name; the app's own as ``app``."""
+    from monitor.ui.screens.bulk_kill import BulkKillScreen
+    from monitor.ui.screens.columns import ColumnsScreen
     from monitor.ui.screens.dashboard import DashboardScreen
     from monitor.ui.screens.detail import SessionDetailScreen
     from monitor.ui.screens.event_view import EventViewScreen
@@ -380,6 +383,8 @@ def bindings_by_screen() -> dict[str, list[Binding]]:
         "history": HistoryScreen,
         "inject": InjectScreen,
         "kill": KillScreen,
+        "kill marked": BulkKillScreen,
+        "columns": ColumnsScreen,
         "mute": MuteScreen,
         "help": HelpScreen,
         "event": EventViewScreen,
@@ -432,6 +437,8 @@ def run_app(
     validate_ui(config, theme)
     app = LoopwatchApp(config, hub_factory=hub_factory, theme=theme, session=session)
     app.startup_notes = list(notes)
+    app.ui_state_path = ui_state.default_path()
+    app.monitor = getattr(hub_factory, "__self__", None)  # LiveMonitor.running, DemoRun.running
     return _run(app, last_resort)
 
 

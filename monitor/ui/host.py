@@ -9,6 +9,7 @@ screen importing the app module (which imports the screens).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -42,6 +43,10 @@ class HostApp(App[int]):
     feed: LiveFeed
     palette: Palette
     history_filters: dict[str, Any]
+    #: Where the dashboard's layout is kept (None: not kept, as in tests); see ui_state.py.
+    ui_state_path: Path | None = None
+    #: The running LiveMonitor (or what holds it), for what is watched; None in tests.
+    monitor: Any = None
 
     def open_session(self, session: str, *, read_only: bool = False) -> None:
         raise NotImplementedError

@@ -60,6 +60,8 @@ class Batch:
     detections: list[Any] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
     problems: int = 0
+    #: The bad input reported (``Problem``: source, line, reason), for the log pane.
+    bad: list[Any] = field(default_factory=list)
     stats: Any | None = None
     #: Sessions that have waited for the person too long (monitor/hub/waiting.py).
     notices: list[Any] = field(default_factory=list)
@@ -94,6 +96,8 @@ class LiveFeed:
         self.actions: deque[Any] = deque(maxlen=FEED_LIMIT)
         self.stats: Any | None = None
         self.problems = 0
+        #: The latest problems themselves (the count above is of all of them).
+        self.bad: deque[Any] = deque(maxlen=FEED_LIMIT)
         self._action_ids: set[int] = set()
 
     def seed(self, sessions: Iterable[Any], detections: Iterable[Any] = ()) -> None:
@@ -127,6 +131,8 @@ class LiveFeed:
         elif isinstance(update, ProblemReported):
             self.problems += 1
             pending.problems += 1
+            self.bad.append(update.problem)
+            pending.bad.append(update.problem)
         elif isinstance(update, WaitingNotice):
             pending.notices.append(update)
         else:

@@ -24,12 +24,16 @@ from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
 from monitor.ui.render import plural
 from monitor.ui.screens.dashboard_console import DASHBOARD_CONSOLE_BINDINGS, DashboardConsole
+from monitor.ui.screens.dashboard_panes import PANE_BINDINGS, DashboardPanes
+from monitor.ui.screens.triage import TRIAGE_BINDINGS, DashboardTriage
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.dashboard.counts import CountsBar
 from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
+from monitor.ui.widgets.dashboard.empty_state import EmptyState
 from monitor.ui.widgets.dashboard.escalation_view import EscalationView
+from monitor.ui.widgets.dashboard.log_pane import LogPane
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.window_view import WindowView
 
@@ -41,7 +45,7 @@ def window_title_text(window: tuple) -> str:
     return f"Window — what the detectors compare ({plural(len(window), 'event')})"
 
 
-class DashboardScreen(DashboardConsole, OperatorActions, Screen):
+class DashboardScreen(DashboardPanes, DashboardTriage, DashboardConsole, OperatorActions, Screen):
     """Live sessions, sorted by attention."""
 
     BINDINGS = [
@@ -65,6 +69,8 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         ),
         Binding("h", "app.history", "History", id="history", tooltip="Past sessions from the database"),
         *DASHBOARD_CONSOLE_BINDINGS,
+        *TRIAGE_BINDINGS,
+        *PANE_BINDINGS,
     ]
 
     def compose(self) -> ComposeResult:
@@ -74,6 +80,8 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             id="filter",
         )
         yield SessionsTable(id="sessions")
+        yield EmptyState(id="empty")
+        yield LogPane(id="log")
         with Horizontal(id="lower"):
             with Vertical(id="selected"):
                 yield TextPanel("Similarity", id="spark-title", classes="panel-title")
@@ -100,7 +108,9 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         self.ready = True
         table = self.table
         table.palette = self.app.palette
+        self.restore_layout()
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.app.size.width)
+        self.show_empty()
         self.query_one(DetectionsFeed).add(list(self.app.feed.detections), self.app.palette)
         self.show_counts()
         self.show_selected()
@@ -118,6 +128,10 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         table = self.table
         if batch.sessions:
             table.apply(batch.sessions.values(), now, self.app.feed.sessions)
+            self.show_empty()
+        log = self.query_one(LogPane)
+        if log.display and (batch.bad or batch.actions):
+            log.add(batch.bad, batch.actions)
         if batch.detections:
             self.query_one(DetectionsFeed).add(batch.detections, self.app.palette)
         self.show_counts()
@@ -193,6 +207,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
     # -- events and actions ------------------------------------------------------
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.extend_range()
         self.show_selected()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -203,6 +218,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         filter_input = self.query_one("#filter", Input)
         if filter_input.has_focus:
             self.table.focus()
+            self.save_layout()
             return
         info = self.selected_info()
         if info is not None:
@@ -219,6 +235,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             filter_input.value = ""
         filter_input.remove_class("-shown")
         self.table.focus()
+        self.save_layout()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "filter":
@@ -226,8 +243,10 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         table = self.table
         table.filter_text = event.value.strip()
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        self.show_empty()
         self.show_selected()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             self.table.focus()
+            self.save_layout()

@@ -7,8 +7,9 @@ A mixin for :class:`~monitor.ui.screens.dashboard.DashboardScreen`:
   (beside the arrows, pgup/pgdn, home/end).
 * ``s`` cycles the sort column (attention → level → agent → … → attention),
   ``S`` reverses; clicking a column header sorts by it (again: reversed).
-* ``w`` selects the next session at warn or above, the one waiting longest
-  (oldest unacknowledged warning) first, and cycles.
+* ``w`` selects the next session needing attention (warn or above, or waiting
+  for input), the one waiting longest (oldest unacknowledged warning) first;
+  each once per round, however the order moves, then it wraps.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from textual.widgets import DataTable
 from monitor.ui.host import HostApp, ScreenMixin
 from monitor.ui.vim_keys import vim_bindings
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from monitor.ui.widgets.dashboard.sorting import COLUMN_TITLES, attention_queue, next_in, waiting_since
+from monitor.ui.widgets.dashboard.sorting import COLUMN_TITLES, attention_queue, next_unvisited, waiting_since
 
 #: vim keys for a table screen (the dashboard and history share them).
 TABLE_VIM_BINDINGS = vim_bindings(
@@ -44,7 +45,7 @@ DASHBOARD_CONSOLE_BINDINGS = [
         "next_attention",
         "Next warning",
         id="attention.next",
-        tooltip="Select the next session at warn or above (longest waiting first)",
+        tooltip="Select the next session needing attention (longest waiting first; visits each, then wraps)",
     ),
     Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Sort by the next column (attention first)"),
     Binding("S", "reverse_sort", "Reverse", show=False, id="sort.reverse", tooltip="Reverse the sort order"),
@@ -81,6 +82,11 @@ class DashboardConsole(TableVimKeys):
 
         def show_selected(self, force: bool = False) -> None: ...
 
+        def save_layout(self) -> None: ...
+
+    #: The sessions ``w`` selected in this round (each is visited once before it wraps).
+    _visited: set[str] | None = None
+
     def action_cycle_sort(self) -> None:
         table = self.table
         keys = [key for key, _, _ in table._columns]
@@ -106,6 +112,7 @@ class DashboardConsole(TableVimKeys):
         table = self.table
         table.user_selected = True  # the selected session stays selected
         table.sort_by(column, reverse, self.app.feed.sessions)
+        self.save_layout()
         what = "attention (level, then live/idle, then start)" if column is None else COLUMN_TITLES[column]
         self.app.notify(
             f"Sorted by {what}{', reversed' if reverse else ''}", title="Sessions", markup=False, timeout=2
@@ -122,7 +129,9 @@ class DashboardConsole(TableVimKeys):
 
     def action_next_attention(self) -> None:
         table = self.table
-        target = next_in(self.attention_order(), table.selected_session)
+        if self._visited is None:
+            self._visited = set()
+        target = next_unvisited(self.attention_order(), table.selected_session, self._visited)
         if target is None:
             self.app.notify("No session waits for input or is at warn or above.", markup=False, timeout=3)
             return

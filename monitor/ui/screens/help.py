@@ -101,7 +101,10 @@ class HelpScreen(ModalScreen[None]):
                     "this session. After an inject a session is nudged until it has taken 5 steps "
                     "without a warning, then it is back to watching.\n"
                     "Status: live (a source is delivering it), paused (p stopped its process), idle, "
-                    "ended, stopped (its watcher stopped).",
+                    "ended, stopped (its watcher stopped).\n"
+                    "Marks (dashboard): space marks a session (●), v marks a range as the cursor moves (v "
+                    "again ends it), x clears; then a, f and K act on every marked session, each recorded "
+                    "on its own; K asks once and lists the sessions it cannot kill, with why.",
                     style="dim",
                 )
             )

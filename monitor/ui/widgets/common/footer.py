@@ -17,7 +17,18 @@ from textual.widgets._footer import FooterKey
 #: Below this width the footer is compact and hides the palette key.
 NARROW_FOOTER = 120
 #: Actions whose keys a narrow footer leaves to the help screen.
-NARROW_HIDDEN = frozenset({"next_attention", "cycle_sort", "diff"})
+NARROW_HIDDEN = frozenset(
+    {
+        "next_attention",
+        "cycle_sort",
+        "diff",
+        "mark",
+        "mark_range",
+        "attention_view",
+        "toggle_log",
+        "maximize_pane",
+    }
+)
 
 
 class FittedFooter(Footer):

@@ -47,6 +47,10 @@ LAST_RESORT = (("session", None), ("detector", None))
 #: Whole columns dropped, in this order, while Reason would get under ``REASON_LEAST``.
 DROP = ("source", "events", "agent", "similarity", "status")
 REASON_WANT, REASON_LEAST, MIN_REASON = 28, 20, 12
+#: With Reason widened (``R``): what it wants, and what it keeps by dropping columns.
+WIDE_WANT, WIDE_LEAST = 90, 60
+#: Columns that cannot be hidden (``C``): a row must say which session and how bad.
+ALWAYS_SHOWN = frozenset({"level", "session", "reason"})
 #: Cells of padding per column, and the table's own edges (scrollbar, border).
 PAD, EDGE = 2, 4
 #: Content widths not measured: the similarity column always wants its full
@@ -55,21 +59,32 @@ PAD, EDGE = 2, 4
 DEFAULT_NATURAL = {"similarity": 16, "detector": 17}
 
 
-def layout(width: int, natural: Mapping[str, int]) -> list[tuple[str, str, int]]:
+def layout(
+    width: int, natural: Mapping[str, int], hidden: frozenset[str] = frozenset(), reason_wide: bool = False
+) -> list[tuple[str, str, int]]:
     """(key, label, width) of each shown column for a table ``width`` cells
-    wide whose longest values are ``natural`` (cells, by column key)."""
+    wide whose longest values are ``natural`` (cells, by column key); ``hidden``
+    columns are left out, and ``reason_wide`` gives Reason the room the others
+    would take (they shrink, then are dropped in ``DROP`` order)."""
+    gone = tuple(sorted(hidden - ALWAYS_SHOWN))
+    want, least = (WIDE_WANT, WIDE_LEAST) if reason_wide else (REASON_WANT, REASON_LEAST)
+    least = min(least, max(REASON_LEAST, width // 2))
     for dropped in range(len(DROP) + 1):
-        shown, sizes, spare = _fit(width, natural, DROP[:dropped], SHRINK)
-        if spare >= REASON_LEAST:
+        shown, sizes, spare = _fit(width, natural, gone + DROP[:dropped], SHRINK, want)
+        if spare >= least:
             break
     else:
-        shown, sizes, spare = _fit(width, natural, DROP, SHRINK + LAST_RESORT)
+        shown, sizes, spare = _fit(width, natural, gone + DROP, SHRINK + LAST_RESORT, want)
     sizes["reason"] = max(MIN_REASON, spare)
     return [(c.key, c.label, sizes[c.key]) for c in shown]
 
 
 def _fit(
-    width: int, natural: Mapping[str, int], gone: tuple[str, ...], steps: tuple[tuple[str, str | None], ...]
+    width: int,
+    natural: Mapping[str, int],
+    gone: tuple[str, ...],
+    steps: tuple[tuple[str, str | None], ...],
+    want: int = REASON_WANT,
 ) -> tuple[list[Column], dict[str, int], int]:
     """The columns not ``gone`` at their content widths, shrunk by ``steps``
     until Reason has ``REASON_WANT``; and what is left for Reason."""
@@ -80,11 +95,11 @@ def _fit(
     spare = width - EDGE - PAD * len(shown) - sum(sizes.values())
     least = {c.key: c.least for c in shown if c.width is None}
     for key, soft in steps:
-        if spare >= REASON_WANT:
+        if spare >= want:
             break
         if key in least and key in sizes:
             floor = max(least[key], natural.get(soft, 0)) if soft else least[key]
-            give = min(sizes[key] - floor, REASON_WANT - spare)
+            give = min(sizes[key] - floor, want - spare)
             if give > 0:
                 sizes[key] -= give
                 spare += give

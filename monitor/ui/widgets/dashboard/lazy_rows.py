@@ -107,18 +107,26 @@ class LazyRows(_TableMixin):
         # One refresh of the widget, not one per row: DataTable finds a row's
         # region by summing the heights of the rows above it, so refreshing
         # each of a thousand changed rows costs a million additions.
-        top = int(self.scroll_offset.y)
-        bottom = top + self.size.height
+        top, bottom = self._view_rows()
         if any(index is not None and top <= index <= bottom for index in indices):
             self.refresh()
 
     # -- rows brought up to date when seen ----------------------------------------
 
+    #: Lines per row (every row is as high: the host sets it, as the sessions table does).
+    reason_lines = 1
+
+    def _view_rows(self) -> tuple[int, int]:
+        """The first row in view and the one after the last (scroll offsets are in lines)."""
+        lines = max(1, self.reason_lines)
+        top = int(self.scroll_offset.y) // lines
+        return top, top + max(1, self.size.height // lines + 1)
+
     def _rows_in_view(self) -> list[str]:
         if not self._stale:
             return []
-        top = int(self.scroll_offset.y)
-        bottom = min(self.row_count, top + max(1, self.size.height))
+        top, bottom = self._view_rows()
+        bottom = min(self.row_count, bottom)
         get_key = self._row_locations.get_key
         keys = map(get_key, range(top, bottom))
         return [key.value for key in keys if key is not None and key.value is not None]

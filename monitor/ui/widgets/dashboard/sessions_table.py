@@ -29,7 +29,12 @@ from monitor.ui.sparks import bars
 from monitor.ui.widgets.common.row_table import RowTable
 from monitor.ui.widgets.dashboard.columns import COLUMNS, layout
 from monitor.ui.widgets.dashboard.lazy_rows import LazyRows
-from monitor.ui.widgets.dashboard.sorting import COLUMN_KEYS, STATUS_RANK, attention_key  # noqa: F401 (re-exported)
+from monitor.ui.widgets.dashboard.sorting import (  # noqa: F401 (re-exported)
+    COLUMN_KEYS,
+    STATUS_RANK,
+    attention_key,
+    needs_attention,
+)
 
 #: Statuses without a theme colour of their own: drawn in this one's.
 STATUS_COLOUR = {
@@ -66,13 +71,39 @@ class _Same:
         return isinstance(other, _Same) and other.palette is self.palette
 
 
+#: Before a marked session's id (space, or a visual range with v).
+MARK = "● "
+
+
 class SessionCell(Text):
     """The session column's text, which remembers the full id for sorting."""
 
-    def __init__(self, session: str, width: int):
+    def __init__(self, session: str, width: int, marked: bool = False):
         super().__init__(no_wrap=True, overflow="ellipsis")
-        self.append_text(literal(session, limit=width))
+        if marked:
+            self.append(MARK, style="bold reverse")
+            width -= len(MARK)
+        self.append_text(literal(session, limit=max(1, width)))
         self.session_id = session
+
+
+def wrapped(line: Text, width: int, lines: int) -> Text:
+    """``line`` on at most ``lines`` lines of ``width`` cells, broken at spaces, the last cut
+    at a word with "…" (agent text stays literal: it is cut, never parsed)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    rest = line
+    for n in range(lines):
+        if rest.cell_len <= width or n == lines - 1:
+            out.append_text(fit_words(rest, width))
+            break
+        plain = rest.plain
+        cut = plain.rfind(" ", 0, width + 1)
+        cut = width if cut <= 0 else cut
+        out.append_text(rest[:cut])
+        out.append("\n")
+        rest = rest[cut:]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+    return out
 
 
 def matches(info: Any, needle: str) -> bool:
@@ -126,11 +157,24 @@ class SessionsTable(LazyRows, RowTable):
         #: ``None``: attention order; else a column key (``s`` / header click).
         self.sort_column: str | None = None
         self.sort_reverse = False
+        #: Sessions marked for a bulk action (:mod:`monitor.ui.screens.triage`).
+        self.marks: set[str] = set()
+        #: Only the sessions that need attention (``W``).
+        self.attention_only = False
+        #: Columns the operator hid (``C``), and Reason given the room of the others (``R``).
+        self.hidden: frozenset[str] = frozenset()
+        self.reason_wide = False
+        #: Lines per row: 2 wraps Reason onto a second line (``R`` twice).
+        self.reason_lines = 1
+
+    def shown(self, info: Any) -> bool:
+        """Whether ``info`` has a row: the ``/`` filter, and the attention view."""
+        return matches(info, self.filter_text) and (not self.attention_only or needs_attention(info))
 
     # -- columns -----------------------------------------------------------
 
     def _layout(self, width: int) -> list[tuple[str, str, int]]:
-        return layout(width, self._natural)
+        return layout(width, self._natural, hidden=self.hidden, reason_wide=self.reason_wide)
 
     def _measure(self, info: Any) -> bool:
         """Note the widths of ``info``'s values; True if one is the longest yet."""
@@ -138,7 +182,7 @@ class SessionsTable(LazyRows, RowTable):
         source = str(info.source)
         for key, value in (
             ("agent", info.agent or "-"),
-            ("session", info.id),
+            ("session", (MARK if self.marks else "") + info.id),  # marking does not cut the id
             ("status", shown_status(info)),
             ("source", short_path(source, SOURCE_MOST)),
             ("source_name", short_path(source, 2 + cell_len(source.rsplit("/", 1)[-1]))),
@@ -161,7 +205,7 @@ class SessionsTable(LazyRows, RowTable):
             self._programmatic = False
         self._natural = {}
         for info in sessions.values():
-            if matches(info, self.filter_text):
+            if self.shown(info):
                 self._measure(info)
         self._columns = self._layout(width)
         self._built_width = width
@@ -190,7 +234,7 @@ class SessionsTable(LazyRows, RowTable):
             elif key == "agent":
                 sig[key] = info.agent or "-"
             elif key == "session":
-                sig[key] = info.id
+                sig[key] = (info.id, info.id in self.marks)
             elif key == "status":
                 sig[key] = (shown_status(info), palette)
             elif key == "events":
@@ -211,7 +255,7 @@ class SessionsTable(LazyRows, RowTable):
         if key == "level":
             return level_text(value[0], value[1].palette)
         if key == "session":
-            return SessionCell(value, width)
+            return SessionCell(value[0], width, value[1])
         if key == "status":
             status, palette = value[0], value[1].palette
             colour = f"status-{status}" if status in STATUS_RANK else STATUS_COLOUR.get(status)
@@ -225,6 +269,8 @@ class SessionsTable(LazyRows, RowTable):
         if key == "source":
             return literal(short_path(str(value), width))
         if key == "reason":
+            if self.reason_lines > 1:
+                return wrapped(literal(str(value)), width, self.reason_lines)
             return fit_words(literal(str(value)), width)
         return literal(str(value), limit=width)
 
@@ -249,7 +295,7 @@ class SessionsTable(LazyRows, RowTable):
         keys, stale, signatures = self._keys, self._stale, self._signatures
         for info in infos:
             sid = info.id
-            if not matches(info, self.filter_text):
+            if not self.shown(info):
                 if sid in signatures:
                     self.remove_row(sid)
                     del signatures[sid]
@@ -261,7 +307,8 @@ class SessionsTable(LazyRows, RowTable):
                 stale[sid] = (info, now)
             else:
                 sig = signatures[sid] = self._cells(info, now, widths)
-                self.add_row(*(self._cell_text(k, sig[k], widths[k]) for k in widths), key=sid)
+                cells = (self._cell_text(k, sig[k], widths[k]) for k in widths)
+                self.add_row(*cells, key=sid, height=self.reason_lines)
                 changed_order = True
             key = self._sort_key(info)
             if keys.get(sid) != key:
@@ -281,7 +328,7 @@ class SessionsTable(LazyRows, RowTable):
         grew, signatures, natural = False, self._signatures, self._natural
         for info in infos:
             if info.id not in signatures:
-                if matches(info, self.filter_text):
+                if self.shown(info):
                     grew = self._measure(info) or grew
             elif len(status := shown_status(info)) > natural.get("status", 0):
                 natural["status"] = len(status)
@@ -343,6 +390,17 @@ class SessionsTable(LazyRows, RowTable):
             self.select_session(selected)
         elif self.row_count:
             self._move(0)
+
+    def remark(self, sessions: dict[str, Any], now: float, ids: Iterable[str]) -> None:
+        """Redraw the mark of ``ids`` (their session cells)."""
+        for sid in ids:
+            if sid in self._signatures and sid in sessions:
+                self._stale[sid] = (sessions[sid], now)
+        self.sync_in_view()
+
+    def row_ids(self) -> list[str]:
+        """The sessions shown, in table order."""
+        return list(self._order)
 
     # -- selection -----------------------------------------------------------
 

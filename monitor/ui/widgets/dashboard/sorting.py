@@ -84,19 +84,38 @@ def waiting_for_input(info: Any) -> bool:
     return bool(getattr(info, "waiting_since", 0)) and info.status != "ended"
 
 
+#: Statuses that need an operator whatever the level (a session waiting for its user's input).
+ATTENTION_STATUSES = frozenset({"waiting"})
+
+
+def needs_attention(info: Any) -> bool:
+    """At warn or above, or waiting for input."""
+    return info.level >= Level.WARN or info.status in ATTENTION_STATUSES or waiting_for_input(info)
+
+
 def attention_queue(infos: Iterable[Any], since: Callable[[Any], float]) -> list[str]:
     """Sessions waiting for the person (the longest waiting first), then those
-    at warn or above, the one waiting longest first."""
+    at warn or above, the one flagged longest first."""
     infos = list(infos)
     asking = sorted((i for i in infos if waiting_for_input(i)), key=lambda i: (i.waiting_since, i.id))
-    flagged = [i for i in infos if i.level >= Level.WARN and not waiting_for_input(i)]
+    flagged = [i for i in infos if needs_attention(i) and not waiting_for_input(i)]
     return [i.id for i in asking] + [i.id for i in sorted(flagged, key=lambda i: (since(i), i.id))]
 
 
-def next_in(queue: list[str], current: str | None) -> str | None:
-    """The session after ``current`` in ``queue`` (wrapping; the first if absent)."""
+def next_unvisited(queue: list[str], current: str | None, visited: set[str]) -> str | None:
+    """The next session of ``queue`` not in ``visited`` (the sessions ``w`` showed this round),
+    after ``current``; when every one was shown, a new round starts at the head of the queue.
+
+    The queue's order moves as warnings come and go, so "the one after the current one" alone
+    can bounce between a few sessions and never reach the others; ``visited`` is updated here."""
     if not queue:
+        visited.clear()
         return None
-    if current not in queue:
-        return queue[0]
-    return queue[(queue.index(current) + 1) % len(queue)]
+    left = [sid for sid in queue if sid not in visited]
+    if not left:
+        visited.clear()
+        left = list(queue)
+    after = queue[queue.index(current) + 1 :] if current in queue else queue
+    target = next((sid for sid in after if sid in left), left[0])
+    visited.add(target)
+    return target
