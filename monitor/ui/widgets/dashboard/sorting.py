@@ -90,7 +90,12 @@ ATTENTION_STATUSES = frozenset({"waiting"})
 
 def needs_attention(info: Any) -> bool:
     """At warn or above, or waiting for input."""
-    return info.level >= Level.WARN or info.status in ATTENTION_STATUSES or waiting_for_input(info)
+    return (
+        info.level >= Level.WARN
+        or info.status in ATTENTION_STATUSES
+        or bool(getattr(info, "waiting", False))  # SessionInfo.waiting
+        or waiting_for_input(info)
+    )
 
 
 def attention_queue(infos: Iterable[Any], since: Callable[[Any], float]) -> list[str]:
