@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from monitor.config import Config
+from monitor.control import process_state
 from monitor.events import Level
 from monitor.hub.live import LiveMonitor
 from monitor.sources.paths import StartPolicy
@@ -186,6 +187,37 @@ async def test_kill_marked_cancel_kills_nothing(tmp_path, spawn):
         await pilot.press("escape")
         await settle(pilot)
         assert victim.poll() is None and stored_actions(app, "v") == []
+
+
+async def test_pause_marked_stops_each_process_and_p_again_resumes_them(tmp_path, spawn):
+    """Two real processes marked: p stops both (state T, recorded per session), p again
+    (every marked one paused) continues both."""
+    victims = [spawn("-c", SLEEPER), spawn("-c", SLEEPER)]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    events = []
+    now = time.time()
+    for n, victim in enumerate(victims):
+        log = logs / f"p{n}.jsonl"
+        log.touch()
+        events += looping_session(f"p{n}", log, pid=victim.pid, start=now + n)
+    app = make_app(tmp_path, sorted(events, key=lambda e: (e.ts, e.session, e.line or 0)), channels=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(SessionsTable)
+        for session in ("p0", "p1"):
+            table.select_session(session)
+            await pilot.press("space")
+        await pilot.press("p")
+        await until(pilot, lambda: all(process_state(v.pid) == "T" for v in victims), "both stopped")
+        await until(pilot, lambda: all(app.feed.sessions[s].paused for s in ("p0", "p1")), "both paused")
+        await pilot.press("p")
+        await until(pilot, lambda: all(process_state(v.pid) in "RS" for v in victims), "both running")
+        await settle(pilot)
+        for session in ("p0", "p1"):
+            kinds = [(r["kind"], r["outcome"]) for r in stored_actions(app, session)]
+            assert kinds == [("pause", "delivered"), ("resume", "delivered")], kinds
+        assert notifications(app)[-1].startswith("Resumed: 2 sessions")
 
 
 # -- the attention view and w ---------------------------------------------------------------

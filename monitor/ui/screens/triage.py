@@ -5,8 +5,9 @@ A mixin for :class:`~monitor.ui.screens.dashboard.DashboardScreen`:
 * ``space`` marks or unmarks the selected session (``●`` before its id); ``v`` starts a
   visual range (every row between where it started and the cursor is marked as the cursor
   moves), ``v`` again ends it; ``x`` clears the marks.
-* With sessions marked, ``a`` (acknowledge), ``f`` (false positive) and ``K`` (kill) act on
-  every marked session instead of the selected one.  Each is one action per session in the
+* With sessions marked, ``a`` (acknowledge), ``f`` (false positive), ``K`` (kill) and
+  ``p`` (pause, or resume when all are paused) act on every marked session instead of the
+  selected one.  Each is one action per session in the
   hub, recorded in the store before it is carried out, exactly as from one session; the
   outcome is one notice listing what happened to each.  ``K`` opens ONE confirmation listing
   the sessions (and those refused, with why); each kill is proven by the hub on its own
@@ -42,7 +43,13 @@ TRIAGE_BINDINGS = [
     Binding("x", "unmark_all", "Unmark", show=False, id="mark.clear", tooltip="Clear every mark"),
 ]
 #: Action kind -> (past tense for the summary, why a session is skipped before acting).
-BULK_TITLES = {"ack": "Acknowledged", "false_positive": "False positive", "kill": "Kill"}
+BULK_TITLES = {
+    "ack": "Acknowledged",
+    "false_positive": "False positive",
+    "kill": "Kill",
+    "pause": "Paused",
+    "resume": "Resumed",
+}
 
 
 class DashboardTriage(ScreenMixin):
@@ -147,6 +154,24 @@ class DashboardTriage(ScreenMixin):
                 self._bulk("kill", refused, only=chosen)
 
         self.app.push_screen(BulkKillScreen(plans), confirmed)
+
+    def action_pause(self) -> None:
+        """Pause every marked session, or resume them all when every one is paused."""
+        if not self.table.marks:
+            return super().action_pause()  # type: ignore[misc]
+        hub = self.app.hub
+        if hub is None:
+            return
+        sessions = self.app.feed.sessions
+        marked = self.marked()
+        kind = "resume" if all(getattr(sessions[s], "paused", 0) for s in marked) else "pause"
+        skipped = {}
+        for session in marked:
+            if kind == "pause" and getattr(sessions[session], "paused", 0):
+                skipped[session] = "already paused"
+            elif refusal := hub.actions.unreachable(session) or hub.actions.kill_refusal(session):
+                skipped[session] = refusal  # the same proof as a kill, checked afresh
+        self._bulk(kind, skipped)
 
     def _bulk(self, kind: str, skipped: dict[str, str], only: list[str] | None = None) -> None:
         targets = [s for s in (only if only is not None else self.marked()) if s not in skipped]
