@@ -38,14 +38,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from monitor.detect.analysis.failures import (
-    comparable_failure,
-    failed,
-    is_test_run,
-    run_outcome,
-    shell_command,
-)
+from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
+from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
+from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event
 from monitor.text import clip
 
