@@ -104,7 +104,7 @@ class Metrics:
             "# HELP loopwatch_dropped_events_total Input not counted as events, by reason.",
             "# TYPE loopwatch_dropped_events_total counter",
         ]
-        dropped = {"bad_input": hub.problems_total, "duplicate": hub.engine.duplicates}
+        dropped = {"bad_input": hub.problems_total, "duplicate": hub.engine.counts().duplicates}
         if self.otlp is not None:
             dropped["otlp_rejected"] = self.otlp.rejected
             dropped["otlp_throttled"] = self.otlp.throttled

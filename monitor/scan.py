@@ -81,14 +81,14 @@ class ScanReport:
     def session_agents(self) -> dict[str, str | None]:
         """Each session seen, in order of first sight, and its agent (if known)."""
         if self.engine is not None and not self.agents:
-            self.agents = {sid: state.agent for sid, state in self.engine.sessions.items()}
+            self.agents = self.engine.agents()
         return self.agents
 
     def session_reason(self, session: str) -> str:
         """What the session's escalation state says of it: the message of its
         latest detection at its highest level."""
         if self.engine is not None:
-            return self.engine.policy.state(session).reason
+            return self.engine.reason(session)
         if self._reasons is None:  # the policy's rule, replayed over the merged detections
             shown: dict[str, tuple[Level, str]] = {}
             for d in self.detections:
@@ -614,7 +614,7 @@ def _work(
         detections=shard.detections,
         sightings=shard.sightings,
         totals=shard.totals,
-        agents={sid: s.agent for sid, s in engine.sessions.items()},
+        agents=engine.agents(),
         events=shard.events,
         line_problems=shard.line_problems,
     )

@@ -116,6 +116,15 @@ class Processed(NamedTuple):
     level: Level
 
 
+class Counts(NamedTuple):
+    """The engine's totals (:meth:`Engine.counts`)."""
+
+    #: Events processed, counted per session (duplicates left out).
+    events: int
+    #: Events dropped as duplicates (see :class:`SeenIds`).
+    duplicates: int
+
+
 #: By level, the result of an event that found nothing, and of a dropped one.
 _QUIET = tuple(Processed(False, (), level) for level in Level)
 _DROPPED = tuple(Processed(True, (), level) for level in Level)
@@ -562,6 +571,20 @@ class Engine:
         """The session's escalation level."""
         escalation = self.policy.sessions.get(session_id)
         return escalation.level if escalation is not None else Level.NONE
+
+    def reason(self, session_id: str) -> str:
+        """The message of the session's latest detection at its highest level ("" for none)."""
+        escalation = self.policy.sessions.get(session_id)
+        return escalation.reason if escalation is not None else ""
+
+    def agents(self) -> dict[str, str | None]:
+        """Each session it holds detector state for, in order of first
+        sight, and its agent (if known)."""
+        return {session_id: state.agent for session_id, state in self.sessions.items()}
+
+    def counts(self) -> Counts:
+        """How many events it processed and dropped as duplicates."""
+        return Counts(self.events_processed, self.duplicates)
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:

@@ -30,24 +30,30 @@ class HubSession:
     what arrived as the hub saw it across closes and revivals (agent, pid,
     parent, times, count) and what the hub itself decided (status, nudges,
     automatic actions).  What the engine knows of it -- level, reason,
-    similarity, window, mutes, costs -- is read from ``Engine.summary``."""
+    similarity, window, mutes, costs -- is read from ``Engine.summary``.
+
+    The fields that look like the engine's (times, count, identity, status,
+    detections) are not copies: the engine drops a session's detector state
+    when it closes and starts again when it revives, the hub keeps the
+    session across both; each says in a line why it is the hub's."""
 
     id: str
     origin: str
     source: str
-    first_ts: float
-    last_ts: float = 0.0
+    first_ts: float  # (the hub's: the engine forgets it on close; the store's first_seen)
+    last_ts: float = 0.0  # (the hub's: across closes and revivals; the store's last_seen)
     last_activity: float = 0.0  # min(event ts, arrival): idle timing immune to clocks ahead
     last_arrival: float = 0.0  # when its latest event reached the hub
-    events: int = 0
-    agent: str | None = None
-    pid: int | None = None
-    parent: str | None = None
-    status: str = "live"
+    events: int = 0  # events that reached it, across closes and revivals (the engine's restart at each)
+    agent: str | None = None  # identity claimed by any of its events, kept across closes
+    pid: int | None = None  # the pid claimed (``claim`` says what backs it), kept across closes
+    parent: str | None = None  # the parent session claimed, kept across closes
+    status: str = "live"  # the hub's lifecycle (live, idle, ended, stopped): not the engine's end status
     channel: Any = None
     identity: ProcessIdentity | None = None
     claim: PidClaim | None = None  # the pid, and what backs it
     kill_reason: str = "no process id is known for this session"
+    #: The latest detection, kept after a close (the engine's go with its detector state).
     last_detection: Detection | None = None
     #: While live: the latest detection of each detector (for operator actions).
     latest: dict[str, Detection] = field(default_factory=dict)

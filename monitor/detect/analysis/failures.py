@@ -20,21 +20,18 @@ from __future__ import annotations
 
 import re
 
-from monitor.detect.analysis.edits import is_edit as is_edit
-from monitor.detect.analysis.edits import manual_file_op as manual_file_op
-from monitor.detect.analysis.shell import SHELL_TOOLS as SHELL_TOOLS
-from monitor.detect.analysis.shell import output_body as output_body
-from monitor.detect.analysis.shell import output_ends, program, segments, tool_kind, unwrapped
-from monitor.detect.analysis.shell import shell_command as shell_command
+from monitor.detect.analysis.shell import (
+    output_body,
+    output_ends,
+    program,
+    segments,
+    shell_command,
+    tool_kind,
+    unwrapped,
+)
 from monitor.detect.analysis.signatures import failure_signature
-from monitor.detect.analysis.testruns import RunOutcome as RunOutcome
-from monitor.detect.analysis.testruns import is_test_run as is_test_run
-from monitor.detect.analysis.testruns import read_run
+from monitor.detect.analysis.testruns import RunOutcome, is_test_run, read_run
 from monitor.events import UNKNOWN, Event
-
-# (The names imported "as" themselves are kept importable from here for the
-# detectors, which imported them from here before the split; new code imports
-# them from their own modules.)
 
 #: How much of an output the exit-code search looks at, at each end.
 EXIT_CODE_SPAN = 600

@@ -39,14 +39,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from monitor.detect.analysis.failures import (
-    comparable_failure,
-    failed,
-    is_test_run,
-    run_outcome,
-    shell_command,
-)
+from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
+from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
+from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event
 from monitor.text import clip
 
@@ -239,6 +235,8 @@ def _ending_error(text: str) -> str | None:
     """The error line among the last lines of ``text``, if it ends in one."""
     # The last lines are in the last characters: the rest is not split.
     tail = text[-ENDING_CHARS:] if len(text) > ENDING_CHARS else text
+    if "\x1b" not in tail and not _has_error_word(tail):
+        return None  # no line of it can be an error line (most outputs); colours could join a word
     lines = _lines(tail)[-3 * TAIL_LINES :]
     telling = [line for line in lines if not _generic(line)]
     for line in reversed(telling[-TAIL_LINES:]):
@@ -253,6 +251,15 @@ _ERROR_WORDS = (
     "cannot", "can't", "unexpected eof", "rejected",
 )  # fmt: skip
 _GENERIC_WORDS = ("exit", "non-zero", "returned", "error", "fatal", "fail", "<")
+
+
+def _has_error_word(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`_ERROR_WORDS`, which every error line holds."""
+    low = text.lower()
+    for word in _ERROR_WORDS:
+        if word in low:
+            return True
+    return False
 
 
 def _error_line(line: str) -> bool:

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import re
 
-from monitor.detect.analysis.failures import clip_tail, failure_kind, output_body, shell_command
+from monitor.detect.analysis.failures import clip_tail, failure_kind
+from monitor.detect.analysis.shell import output_body, shell_command
 from monitor.events import Event
 
 #: Names kept from one failure, and failure kinds remembered per streak.

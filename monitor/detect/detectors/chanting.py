@@ -132,8 +132,7 @@ class Chant(NamedTuple):
     start: int
     end: int
     period: int
-    # (A field named like tuple.count: to be renamed once h29-cost's edits of detectors/ land.)
-    count: int  # type: ignore[assignment]  # how often a window of the run recurs in it
+    repeats: int  # how often a window of the run recurs in it
 
     def unit(self, text: str) -> str:
         return text[self.start : self.start + self.period]

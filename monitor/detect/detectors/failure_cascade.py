@@ -26,15 +26,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import (
-    SHELL_TOOLS,
-    failed,
-    failure_kind,
-    manual_file_op,
-    shell_command,
-    tests_failed,
-)
+from monitor.detect.analysis.edits import manual_file_op
+from monitor.detect.analysis.failures import failed, failure_kind, tests_failed
 from monitor.detect.analysis.progress import FailingForward
+from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
 from monitor.detect.analysis.signatures import not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level

@@ -101,7 +101,8 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
                 results.append((None, 0, None))
             return None
         results.append((outcome, hash(call_key(call)), ref(call)))
-        same = [(c, e) for o, c, e in results if o == outcome]
+        # (A result with an outcome always keeps its call's evidence.)
+        same = [(c, e) for o, c, e in results if o == outcome and e is not None]
         calls = {c for c, _ in same}
         if len(same) > 1:
             view.note_similarity(self.name, min(1.0, len(same) / self.settings.threshold))
@@ -114,7 +115,7 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         self,
         event: Event,
         outcome: str,
-        same: list[tuple[int, EventRef | None]],
+        same: list[tuple[int, EventRef]],
         calls: set[int],
         threshold: int,
     ) -> Detection:
@@ -148,6 +149,5 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
             tool=event.tool,
             summary=f"tried {len(calls)} different calls that all ended in the same {what}",
             advice=advice,
-            # (Only successes keep no evidence, and they have no outcome to be the same.)
-            evidence=evidence(e for _, e in same),  # type: ignore[misc]
+            evidence=evidence(e for _, e in same),
         )

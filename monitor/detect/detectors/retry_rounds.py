@@ -32,16 +32,11 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.calls import call_record
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.failures import (
-    comparable_failure,
-    failed,
-    failure_kind,
-    is_test_run,
-    shell_command,
-    shown_failure,
-)
+from monitor.detect.analysis.failures import comparable_failure, failed, failure_kind, shown_failure
 from monitor.detect.analysis.memo import TextMemo
+from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import failure_signature, not_an_outcome
+from monitor.detect.analysis.testruns import is_test_run
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key

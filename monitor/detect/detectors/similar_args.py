@@ -22,7 +22,8 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
-from monitor.detect.analysis.failures import failed, output_body
+from monitor.detect.analysis.failures import failed
+from monitor.detect.analysis.shell import output_body
 from monitor.detect.analysis.signatures import (
     arg_similarity,
     failed_silently,

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import is_edit
+from monitor.detect.analysis.edits import is_edit
 from monitor.detect.analysis.outcomes import (
     ANSWER,
     EMPTY,

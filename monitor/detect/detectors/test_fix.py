@@ -22,8 +22,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import RunOutcome, is_edit, is_test_run, run_outcome
+from monitor.detect.analysis.edits import is_edit
+from monitor.detect.analysis.failures import run_outcome
 from monitor.detect.analysis.progress import round_of, same_round
+from monitor.detect.analysis.testruns import RunOutcome, is_test_run
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 
