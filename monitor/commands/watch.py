@@ -301,7 +301,7 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
         printer.release()  # the store is closed: whatever is still held
     stats = hub.stats()
     printer.err.write(
-        f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
+        f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions_heard())} session(s); "
         f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
     )
     printer.err.flush()

@@ -41,7 +41,7 @@ from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
-from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.escalation import EscalationPolicy, pattern_key, settings_for
 from monitor.detect.summary import SessionSummary, SparkHistory, summarize
 from monitor.events import (
     MESSAGE,
@@ -255,7 +255,8 @@ class Engine:
         #: Keep per-session similarity histories (``SessionState.similarity``,
         #: ``detector_similarity``) for a UI to draw; a scan needs none.
         self.sparklines = sparklines
-        self.policy = EscalationPolicy(self.config.escalation)
+        # (the terminate nudge says whether the session is really stopped: [control] auto_kill)
+        self.policy = EscalationPolicy(settings_for(self.config.escalation, self.config.control.auto_kill))
         #: What usage and loop episodes cost (monitor/cost.py).
         self.costs = LoopCosts(self.config.prices)
         self.sessions: dict[str, SessionState] = {}
@@ -497,6 +498,31 @@ class Engine:
     def mark_false_positive(self, detection: Detection) -> None:
         """That detection's pattern is no longer flagged in its session."""
         self.policy.mark_false_positive(detection)
+
+    def seed(
+        self,
+        session_id: str,
+        last: Detection | None,
+        rungs: Iterable[tuple[str, str, int, int]] = (),
+        reason: str = "",
+    ) -> None:
+        """Take up the escalation of a session an earlier run recorded (the hub
+        seeds it from the store): ``last`` set its level (``None``: watching,
+        saying ``reason``); ``rungs`` are ``(detector, pattern, rungs climbed,
+        latest count)``.  No position is kept (seqs restart with the engine),
+        so the next detection of such a pattern continues its loop, one rung
+        up, instead of starting again at the first."""
+        state = self.policy.state(session_id)
+        steps = len(self.config.escalation.ladder)
+        for detector, pattern, climbed, count in rungs:
+            key = pattern_key(detector, pattern)
+            state.occurrences.pop(key)
+            for _ in range(min(max(climbed, 0), steps)):
+                state.occurrences.bump(key, count, 0)
+        if last is not None and last.level > Level.NONE:
+            state.show(last)
+        elif reason:
+            state.reason = reason
 
     def forget(self, session_id: str) -> None:
         """Drop all the engine keeps of a closed session: escalation, mutes."""

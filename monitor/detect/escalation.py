@@ -31,7 +31,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -56,11 +56,18 @@ DEFAULT_NUDGES: dict[str, str] = {
         "{advice}"
     ),
     "terminate": (
-        "[loopwatch] CRITICAL: You've {summary}. You are in a loop "
-        "and this session is about to be stopped. Stop now, summarise what you tried "
+        "[loopwatch] CRITICAL: You've {summary}. You are in a loop, "
+        "and the person watching this session has been alerted. Stop now, summarise what you tried "
         "and what blocks you, and ask the user for help.\n{advice}"
     ),
 }
+#: The default ``terminate`` nudge when ``[control] auto_kill`` is on: the session is
+#: really stopped then (without it, nothing stops it but the operator).
+AUTO_KILL_NUDGE = (
+    "[loopwatch] CRITICAL: You've {summary}. You are in a loop, "
+    "and this session is being stopped. Stop now, summarise what you tried "
+    "and what blocks you, and ask the user for help.\n{advice}"
+)
 
 
 @dataclass(frozen=True)
@@ -412,6 +419,15 @@ class EscalationPolicy:
             "detections_by_level": dict(self.by_level),
             "false_positives": self.false_positive_count,
         }
+
+
+def settings_for(settings: EscalationSettings, auto_kill: bool) -> EscalationSettings:
+    """``settings`` with a ``terminate`` nudge that says what will happen: with
+    ``auto_kill`` the default one says the session is being stopped (a nudge the
+    config set is kept as it is)."""
+    if not auto_kill or settings.nudges.get("terminate") != DEFAULT_NUDGES["terminate"]:
+        return settings
+    return replace(settings, nudges={**settings.nudges, "terminate": AUTO_KILL_NUDGE})
 
 
 def _without_evidence(d: Detection) -> Detection:

@@ -54,6 +54,8 @@ class ActionsHub(Protocol):
 
 ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
 AUTO_WHO = "loopwatch (auto)"
+#: How a delivered mute's outcome ends (what precedes it names the detector: monitor/hub/seeding.py).
+MUTED = " muted for this session"
 #: Auto-responses only answer detections this recent (not replayed history).
 AUTO_MAX_AGE_SECONDS = 60.0
 #: Calls or assistant replies in a row, after a nudge, without a warning: the loop stopped.
@@ -205,7 +207,7 @@ class Actions:
         if not detector:
             return "failed", "no detector named to mute"
         engine.mute(session, detector)  # (a closed session keeps it when revived)
-        return "delivered", f"{detector} muted for this session"
+        return "delivered", f"{detector}{MUTED}"
 
     async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
         outcome = await state.channel.send(control_message(kind, state.id, **fields))

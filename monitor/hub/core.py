@@ -27,6 +27,7 @@ from monitor.hub.actions import Actions
 from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
+from monitor.hub.seeding import seed_hub
 from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.hub.state import HubSession
@@ -87,6 +88,7 @@ class Hub:
         self.problems_total = 0
         self.started = False
         self.stopped = False
+        self.seeded = 0  # sessions taken up from the store on start (monitor/hub/seeding.py)
         self.file_pauses = 0  # times a file source waited for the store (room_for_files)
         self._collects_rarely = False
 
@@ -96,6 +98,8 @@ class Hub:
         if self.started:
             return
         self.started = True
+        # What an earlier watcher on this database recorded is shown, and its loops escalate on.
+        self.seeded = await seed_hub(self)
         collector.hold(LIVE_GC_THRESHOLD)
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
@@ -233,6 +237,10 @@ class Hub:
     def session(self, id: str) -> SessionInfo | None:
         state = self.lifecycle.sessions.get(id)
         return self.snapshots.info(state) if state is not None else None
+
+    def sessions_heard(self) -> list[str]:
+        """Sessions that sent events to this hub (not those only taken up from the store)."""
+        return [state.id for state in self.lifecycle.sessions.values() if state.last_arrival]
 
     def recent_detections(self) -> list[Detection]:
         """Detections raised lately in live sessions (at most

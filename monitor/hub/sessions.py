@@ -129,6 +129,15 @@ class Lifecycle:
         self.forget_old()
         return state
 
+    def adopt(self, state: HubSession) -> None:
+        """A closed session an earlier run recorded (monitor/hub/seeding.py)."""
+        self.seen += 1
+        state.order = self.seen
+        state.channel = self.channels.pop(state.id, state.channel)  # registered before the start
+        self.sessions[state.id] = state
+        self.closed_count += 1
+        self.forget_old()
+
     def _went_live(self, state: HubSession) -> None:
         """Count ``state`` as live; close the least recently active beyond the bounds."""
         self.live[state.id] = None
