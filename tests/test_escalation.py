@@ -180,7 +180,8 @@ def test_acknowledge_returns_to_watching_with_a_cooldown():
 
     during = policy.apply(detection(ts=150.0))
     assert during.level == Level.NOTICE and during.suppressed and "acknowledged" in during.suppressed
-    assert policy.state("s1").level == Level.NOTICE
+    # Back to watching, as help and docs say (was: the row read NOTICE at the next repeat).
+    assert policy.state("s1").level == Level.NONE and policy.state("s1").reason == ""
 
     after = policy.apply(detection(ts=171.0))
     assert after.level == Level.CRITICAL and after.suppressed is None

@@ -327,7 +327,9 @@ class EscalationPolicy:
             state.active.pop(key, None)
             state.active[key] = (detection.level, _pack(detection))
             _bound(state.active, MAX_STANDING)
-        if detection.level >= state.level and detection.level > Level.NONE:
+        # A quieted repeat is recorded as a notice, but the session stays back to
+        # watching (docs/operating.md): only a detection that counts sets its level.
+        if detection.level >= state.level and detection.level > Level.NONE and detection.suppressed is None:
             if state.level is Level.NONE:
                 self.episodes += 1
                 state.episode = self.episodes
