@@ -201,7 +201,7 @@ class Actions:
                 return "failed", "no detection to mark as a false positive"
             engine.mark_false_positive(detection)
             return "delivered", (
-                f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
+                f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"
             )
         # mute
         if not detector:
@@ -391,3 +391,8 @@ def _gone(state: HubSession) -> str:
     if state.status == "stopped":
         return "its watcher has stopped: loopwatch no longer hears from this session"
     return ""
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, ending in "…" when it was cut (shown in a toast)."""
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -42,6 +42,10 @@ from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
 
 OVERALL = "(any detector)"
+#: The stream counts what the store committed, the header what the hub took (a
+#: moment earlier): while they differ the stream looks again this often, so many times.
+CATCH_UP_SECONDS = 0.25
+CATCH_UP_TRIES = 40
 
 
 def _detection_key(row: DetectionRow) -> tuple:
@@ -155,6 +159,8 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         self.session = session
         self.read_only = read_only
         self._seen_detections: set[tuple] = set()
+        self._catch_ups = 0  # looks left for the stream to reach the header's count
+        self._catching_up = False
 
     # -- layout -------------------------------------------------------------
 
@@ -256,6 +262,8 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             return
         self.stream.grew()
         self.show_header()
+        self._catch_ups = CATCH_UP_TRIES
+        self._catch_up()
         self.show_sparklines()
         detections = [detection_row(d) for d in batch.detections if d.session == self.session]
         self.query_one(DetectionsList).append_rows(self._new_detections(detections))
@@ -263,6 +271,27 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         if actions:
             self.query_one(ActionsList).add_rows(actions)
         self.refresh_operator_bindings()
+
+    def _catch_up(self) -> None:
+        """The header counted an event the store had not committed yet: look at the
+        stream again shortly (a session that went quiet stayed one event behind)."""
+        info = self.selected_info()
+        source = self.stream.source
+        if info is None or not isinstance(source, StoreEvents) or self._catching_up:
+            return
+        if source.count() >= info.events or self._catch_ups <= 0:
+            return  # caught up (or never will: retention pruned the head, the store lost rows)
+        self._catch_ups -= 1
+        self._catching_up = True
+        self.set_timer(CATCH_UP_SECONDS, self._caught_up, name="detail-catch-up")
+
+    def _caught_up(self) -> None:
+        self._catching_up = False
+        if not self.is_attached:
+            return
+        self.stream.grew()
+        self.show_header()
+        self._catch_up()
 
     def restyle(self) -> None:
         palette = self.app.palette
