@@ -162,7 +162,7 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     for record in live:
         assert isinstance(record.pop("ts"), float)
     scan = subprocess.run(
-        [sys.executable, "-m", "monitor", "scan", "--json", str(log)],
+        [sys.executable, "-m", "monitor", "scan", "--json", "--detections", str(log)],
         cwd=ROOT,
         capture_output=True,
         text=True,
