@@ -16,6 +16,7 @@ from monitor.events import Event, Level
 
 if TYPE_CHECKING:
     from monitor.detect.base import Detection
+    from monitor.detect.episodes import EpisodeChange
     from monitor.detect.summary import Sparks
     from monitor.formats.base import Problem
 
@@ -91,6 +92,13 @@ class SessionChanged:
 @dataclass(frozen=True)
 class DetectionRaised:
     detection: Detection
+
+
+@dataclass(frozen=True)
+class EpisodeChanged:
+    """A loop episode opened, went on, escalated or closed (monitor/detect/episodes.py)."""
+
+    change: EpisodeChange
 
 
 @dataclass(frozen=True)

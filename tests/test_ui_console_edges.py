@@ -92,7 +92,7 @@ async def test_a_toast_cuts_a_long_reason_with_an_ellipsis(tmp_path):
         await settle(pilot)
         toast = [n.message for n in app._notifications][-1]
         assert toast.startswith("looper: delivered — ")
-        reason = toast.split("in this session: ", 1)[1]
+        reason = toast.split(" in this session: ", 1)[1]
         assert len(reason) == 120 and reason.endswith("…")
 
 

@@ -162,7 +162,7 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     for record in live:
         assert isinstance(record.pop("ts"), float)
     scan = subprocess.run(
-        [sys.executable, "-m", "monitor", "scan", "--json", str(log)],
+        [sys.executable, "-m", "monitor", "scan", "--json", "--detections", str(log)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -172,9 +172,11 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
 
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events WHERE session = 'live-1'").fetchone()[0] == 11
-        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == len(
-            live
-        )
+        # One loop: one episode row, a rung row and its first detection per rung (not a row per repeat).
+        assert conn.execute("SELECT COUNT(*) FROM episodes WHERE session = 'live-1'").fetchone()[0] == 1
+        rungs = conn.execute("SELECT COUNT(*) FROM episode_rungs WHERE session = 'live-1'").fetchone()[0]
+        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == rungs
+        assert 1 <= rungs < len(live)
         agent, level = conn.execute("SELECT agent, level FROM sessions WHERE id = 'live-1'").fetchone()
     assert agent == "demo" and level in ("warn", "critical", "terminate")
 

@@ -12,6 +12,7 @@ from monitor.commands.common import ConfigError, add_config_options, config_from
 from monitor.events import Level
 
 if TYPE_CHECKING:
+    from monitor.config import Config
     from monitor.scan import ScanReport
 
 HELP = "scan log files offline and report loops (exit 1 if any reached warn)"
@@ -22,7 +23,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "paths", nargs="*", metavar="PATH", help="log files or directories; '-' reads standard input"
     )
     add_config_options(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object per detection")
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per loop episode (docs/episodes.md)"
+    )
+    parser.add_argument(
+        "--detections",
+        action="store_true",
+        help="with --json: one JSON object per detection instead (a loop's every repeat)",
+    )
     parser.add_argument(
         "--format",
         dest="fmt",
@@ -89,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         from monitor.commands.stored import scan_database
 
         return scan_database(args, config, min_level)
+    if args.detections and not args.json:
+        return fail("scan: --detections goes with --json")
     if args.session:
         return fail("scan: --session needs --db")
     if not args.paths:
@@ -117,18 +127,29 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
     except ScanAborted as exc:
         return fail(f"scan: {exc}")
-    return _print_report(report, args.json, min_level)
+    return _print_report(report, args, min_level, config)
 
 
-def _print_report(report: ScanReport, as_json: bool, min_level: Level) -> int:
-    """The detections on stdout, the bad lines on stderr; the exit status."""
-    from monitor.scan import format_human
-
+def write_json(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> None:
+    """``--json``: the episodes, or with ``--detections`` every detection."""
     out = sys.stdout
-    if as_json:
+    if args.detections:
         for detection in report.detections:
             if detection.level >= min_level:
                 out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
+        return
+    from monitor import episode_output
+
+    episode_output.write_json(out, episode_output.scanned_episodes(report.detections, config), min_level)
+
+
+def _print_report(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> int:
+    """The episodes (or detections) on stdout, the bad lines on stderr; the exit status."""
+    from monitor.scan import format_human
+
+    out = sys.stdout
+    if args.json:
+        write_json(report, args, min_level, config)
     else:
         out.write(format_human(report, min_level) + "\n")
     for problem in report.problems[:200]:

@@ -23,6 +23,7 @@ from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 if TYPE_CHECKING:
     from monitor.config import Config
     from monitor.detect.engine import Engine
+    from monitor.detect.episodes import EpisodeChange
     from monitor.detect.summary import SessionSummary
     from monitor.hub.recording import Recorder
     from monitor.hub.sessions import Lifecycle
@@ -50,6 +51,8 @@ class ActionsHub(Protocol):
     def publish(self, update: object) -> None: ...
 
     def touch(self, state: HubSession) -> None: ...
+
+    def episodes_changed(self, changes: Sequence[EpisodeChange]) -> None: ...
 
 
 ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute")
@@ -171,7 +174,7 @@ class Actions:
         engine = hub.engine
         if kind == "ack":
             # Escalation runs on event time: the cool-down starts at the session's latest event.
-            engine.acknowledge(session, state.last_ts)
+            hub.episodes_changed(engine.acknowledge(session, state.last_ts))
             state.nudged = 0.0
             state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
             if state.channel is None:
@@ -199,7 +202,13 @@ class Actions:
         if kind == "false_positive":
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
-            engine.mark_false_positive(detection)
+            closed = engine.mark_false_positive(detection)
+            hub.episodes_changed(closed)
+            if closed:
+                names = ", ".join(closed[0].episode.detectors)
+                return "delivered", (
+                    f"{names} no longer flag this loop in this session: {_cut(detection.message, 120)}"
+                )
             return "delivered", (
                 f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"
             )
@@ -286,7 +295,7 @@ class Actions:
             state.steps_since_nudge += 1
             if state.steps_since_nudge >= RECOVERY_STEPS:
                 state.nudged = 0.0
-                self.hub.engine.recover(state.id, RECOVERY_STEPS)
+                self.hub.episodes_changed(self.hub.engine.recover(state.id, RECOVERY_STEPS))
                 self.hub.recorder.session_now(state)  # history says so now, not at the next tick
 
     # -- automatic responses ------------------------------------------------------------

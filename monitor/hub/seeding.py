@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from monitor.detect.base import Detection
+from monitor.detect.escalation import EscalationSettings
 from monitor.events import Level
 from monitor.hub.actions import MUTED
 from monitor.hub.sessions import MAX_CLOSED_SESSIONS
@@ -46,9 +47,14 @@ class Seed:
     muted: tuple[str, ...] = ()
 
 
-def read_seeds(store: Any, limit: int = MAX_CLOSED_SESSIONS, ladders: int = SEED_LADDERS) -> list[Seed]:
+def read_seeds(
+    store: Any,
+    ladder: Sequence[Level] = EscalationSettings.ladder,
+    limit: int = MAX_CLOSED_SESSIONS,
+    ladders: int = SEED_LADDERS,
+) -> list[Seed]:
     """What the store holds of its latest ``limit`` sessions, the oldest first
-    (reads only: run it in a thread)."""
+    (reads only: run it in a thread); ``ladder``: the escalation's."""
     seeds = []
     detailed = 0
     for row in store.list_sessions(limit=limit):
@@ -56,7 +62,8 @@ def read_seeds(store: Any, limit: int = MAX_CLOSED_SESSIONS, ladders: int = SEED
         level, peak = _level(row.get("level_rank")), _level(row.get("peak_rank"))
         if status != "ended" and peak >= Level.WARN and detailed < ladders:
             detailed += 1
-            seeds.append(_detailed(row, level, store.detections(row["id"]), store.actions(row["id"])))
+            found, actions = store.detections(row["id"]), store.actions(row["id"])
+            seeds.append(_detailed(row, level, ladder, found, actions))
         else:
             seeds.append(Seed(row, _from_row(row, level)))
     seeds.reverse()
@@ -92,17 +99,30 @@ def _from_row(row: dict[str, Any], level: Level, found: dict[str, Any] | None = 
     )
 
 
+def climbed(ladder: Sequence[Level], rows: int, reached: Level) -> int:
+    """Rungs a pattern had climbed: at least one past the first rung at its
+    highest level (the store keeps only the first detection of each rung), and
+    at least as many as its stored detections."""
+    first = next((at for at, rung in enumerate(ladder) if rung >= reached), len(ladder) - 1)
+    return max(rows, first + 1)
+
+
 def _detailed(
-    row: dict[str, Any], level: Level, detections: Iterable[dict[str, Any]], actions: Iterable[dict[str, Any]]
+    row: dict[str, Any],
+    level: Level,
+    ladder: Sequence[Level],
+    detections: Iterable[dict[str, Any]],
+    actions: Iterable[dict[str, Any]],
 ) -> Seed:
-    climbed: dict[tuple[str, str], list[int]] = {}  # (detector, pattern): [rungs, latest count]
+    seen: dict[tuple[str, str], list[int]] = {}  # (detector, pattern): [rows, latest count, highest rank]
     setter: dict[str, Any] | None = None
     for found in detections:
         if found.get("suppressed") or (found.get("level_rank") or 0) < Level.WARN:
             continue
-        entry = climbed.setdefault((found["detector"], found.get("pattern") or ""), [0, 0])
+        entry = seen.setdefault((found["detector"], found.get("pattern") or ""), [0, 0, 0])
         entry[0] += 1
         entry[1] = found.get("count") or 0
+        entry[2] = max(entry[2], found.get("level_rank") or 0)
         if found["detector"] == row.get("detector"):
             setter = found  # the latest of the detector that set the level
     muted = tuple(
@@ -112,7 +132,10 @@ def _detailed(
         and action.get("outcome") == "delivered"
         and str(action.get("detail") or "").endswith(MUTED)
     )
-    rungs = tuple((detector, pattern, n, count) for (detector, pattern), (n, count) in climbed.items())
+    rungs = tuple(
+        (detector, pattern, climbed(ladder, rows, _level(rank)), count)
+        for (detector, pattern), (rows, count, rank) in seen.items()
+    )
     return Seed(row, _from_row(row, level, setter), rungs, muted)
 
 
@@ -157,7 +180,7 @@ async def seed_hub(hub: Hub) -> int:
     if store is None or not hasattr(store, "list_sessions"):
         return 0
     try:
-        seeds = await asyncio.to_thread(read_seeds, store)
+        seeds = await asyncio.to_thread(read_seeds, store, hub.config.escalation.ladder)
     except Exception:  # an unreadable database must not stop the monitor: it starts empty
         log.exception("could not read the sessions an earlier run recorded")
         return 0
