@@ -205,9 +205,10 @@ class Actions:
             closed = engine.mark_false_positive(detection)
             hub.episodes_changed(closed)
             if closed:
-                names = ", ".join(closed[0].episode.detectors)
+                joined = closed[0].episode.detectors
+                names, verb = ", ".join(joined), "flags" if len(joined) == 1 else "flag"
                 return "delivered", (
-                    f"{names} no longer flag this loop in this session: {_cut(detection.message, 120)}"
+                    f"{names} no longer {verb} this loop in this session: {_cut(detection.message, 120)}"
                 )
             return "delivered", (
                 f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"

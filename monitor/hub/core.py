@@ -20,7 +20,7 @@ from monitor import collector
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.detect.episodes import EpisodeChange
+from monitor.detect.episodes import Episode, EpisodeChange
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
@@ -258,6 +258,18 @@ class Hub:
         ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
         subscribes now has missed."""
         return latest_per_session(self._detections, self.lifecycle.live, RECENT_DETECTIONS_PER_SESSION)
+
+    def recent_episodes(self) -> list[Episode]:
+        """The loop episodes open now and lately closed in the sessions the hub
+        holds, by when they opened: what a UI that subscribes now has missed."""
+        summary = self.engine.summary
+        found = []
+        for session in self.engine.books:
+            if session in self.lifecycle.sessions:
+                read = summary(session)
+                found.extend(read.closed_episodes)
+                found.extend(read.episodes)
+        return sorted(found, key=lambda e: (e.first_ts, e.session, e.number))
 
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the

@@ -123,7 +123,8 @@ class LoopwatchApp(HostApp):
             self.set_keymap(self.config.ui.keymap)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.hub is not None:
-            self.feed.seed(self.hub.sessions(), self.hub.recent_detections())
+            episodes = getattr(self.hub, "recent_episodes", None)
+            self.feed.seed(self.hub.sessions(), self.hub.recent_detections(), episodes() if episodes else ())
             self._unsubscribe = self.hub.subscribe(self.feed.push)
         for note in self.startup_notes:
             self.notify(visible(note), markup=False, timeout=12)

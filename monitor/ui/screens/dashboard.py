@@ -83,7 +83,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
             with Vertical(id="side"):
                 yield Label("Escalation", classes="panel-title")
                 yield EscalationView(id="escalation")
-                yield Label("Detections", classes="panel-title")
+                yield Label("Loop episodes", classes="panel-title")
                 yield DetectionsFeed(id="feed")
         yield FittedFooter()
 
@@ -101,7 +101,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         table = self.table
         table.palette = self.app.palette
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.app.size.width)
-        self.query_one(DetectionsFeed).add(list(self.app.feed.detections), self.app.palette)
+        self.query_one(DetectionsFeed).show(self.app.feed.episodes.values(), self.app.palette)
         self.show_counts()
         self.show_selected()
         table.focus()
@@ -118,8 +118,8 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         table = self.table
         if batch.sessions:
             table.apply(batch.sessions.values(), now, self.app.feed.sessions)
-        if batch.detections:
-            self.query_one(DetectionsFeed).add(batch.detections, self.app.palette)
+        if batch.episodes:  # one line per loop episode, updated in place
+            self.query_one(DetectionsFeed).show(batch.episodes.values(), self.app.palette)
         self.show_counts()
         selected = table.selected_session
         if selected is not None and selected in batch.sessions:
@@ -135,6 +135,7 @@ class DashboardScreen(DashboardConsole, OperatorActions, Screen):
         table = self.table
         table.palette = self.app.palette
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        self.query_one(DetectionsFeed).show((), self.app.palette)
         self.show_counts()
         self.show_selected(force=True)
 
