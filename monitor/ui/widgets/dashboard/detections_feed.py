@@ -54,7 +54,7 @@ def episode_line(change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool 
     """``since 02:31:02 ✖ terminate  same_error failure_cascade+2 ×610: <message>``:
     when the episode began, its level, who, its detectors (the leading one, and
     how many more joined) and its count, then what its leading detector says;
-    a closed one is dim and says why it closed."""
+    a closed one is dim and says why it closed (``×610 · stopped``)."""
     episode = change.episode
     level: Level = episode.level
     closed = episode.closed
@@ -71,6 +71,8 @@ def episode_line(change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool 
     if others > 0:
         line.append(f"+{others}", style="bold")  # other detectors that joined the same loop
     line.append(f" ×{episode.count}", style="bold")
+    if closed is not None:
+        line.append(f" · {closed}", style="bold")  # before the message: a cut line still says so
     detection = change.detection
     cost = Spend.from_dict(getattr(detection, "cost", None)) if detection is not None else None
     if cost is not None:
@@ -78,7 +80,6 @@ def episode_line(change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool 
     line.append(": ")
     line.append_text(literal(episode.message))
     if closed is not None:
-        line.append(f" — {closed}", style="dim")
         line.stylize(Style(dim=True))
     elif detection is not None and detection.suppressed:
         line.append(f" ({detection.suppressed})", style="dim")
