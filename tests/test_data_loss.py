@@ -287,7 +287,7 @@ def test_printer_history_and_show_survive_extreme_stored_times(tmp_path):
     from monitor.commands.watch import HeadlessPrinter
 
     out, err = io.StringIO(), io.StringIO()
-    printer = HeadlessPrinter(as_json=False, min_level=Level.NONE, out=out, err=err)
+    printer = HeadlessPrinter(as_json=False, min_level=Level.NONE, out=out, err=err, detections=True)
     for ts in (1e300, 253402300800.0, float("nan")):
         printer.detection(
             Detection(
