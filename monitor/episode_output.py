@@ -8,7 +8,7 @@ The JSON object of an episode is :meth:`monitor.detect.episodes.Episode.to_dict`
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import IO
 
 import orjson
@@ -33,20 +33,16 @@ def write_json(out: IO[str], episodes: Iterable[Episode], min_level: Level) -> N
             out.write(orjson.dumps(episode.to_dict()).decode() + "\n")
 
 
-def line(episode: Episode) -> str:
-    """One line for a person: level, ×count, detectors, message, where and state."""
-    where = episode.source if episode.first_line is None else f"{episode.source}:{episode.first_line}"
-    state = "open" if episode.closed is None else f"closed: {episode.closed}"
-    detectors = "+".join(episode.detectors)
-    return printable(
-        f"#{episode.number} {episode.peak.label:<9} ×{episode.count} {detectors}: {episode.message} "
-        f"({episode.detections} detection(s), events {episode.first_seq}–{episode.last_seq}, {where}; {state})"
-    )
-
-
-def lines(episodes: Iterable[Episode]) -> Iterator[str]:
-    for episode in episodes:
-        yield line(episode)
+def write_scan_json(
+    out: IO[str], detections: list[Detection], each: bool, min_level: Level, config: Config | None
+) -> None:
+    """``scan --json``: the episodes, or with ``--detections`` (``each``) every detection."""
+    if each:
+        for detection in detections:
+            if detection.level >= min_level:
+                out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
+        return
+    write_json(out, scanned_episodes(detections, config), min_level)
 
 
 def printed(change: EpisodeChange, min_level: Level) -> bool:

@@ -202,10 +202,11 @@ class Actions:
                 return "failed", "no detection to mark as a false positive"
             closed = engine.mark_false_positive(detection)
             hub.episodes_changed(closed)
-            if closed:
-                names = ", ".join(closed[0].episode.detectors)
+            others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
+            if others:
                 return "delivered", (
-                    f"{names} no longer flag this loop in this session: {detection.message[:120]}"
+                    f"{detection.detector} (and {', '.join(others)}, which saw the same loop) no longer "
+                    f"flags this in this session: {detection.message[:120]}"
                 )
             return "delivered", (
                 f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
