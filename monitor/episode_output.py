@@ -7,7 +7,8 @@ The JSON object of an episode is :meth:`monitor.detect.episodes.Episode.to_dict`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable
 from typing import IO
 
 import orjson
@@ -15,7 +16,7 @@ import orjson
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import episode_gap
-from monitor.detect.episodes import Episode, group
+from monitor.detect.episodes import UPDATED, Episode, EpisodeChange, group
 from monitor.events import Level
 from monitor.text import printable
 
@@ -32,17 +33,41 @@ def write_json(out: IO[str], episodes: Iterable[Episode], min_level: Level) -> N
             out.write(orjson.dumps(episode.to_dict()).decode() + "\n")
 
 
-def line(episode: Episode) -> str:
-    """One line for a person: level, ×count, detectors, message, where and state."""
-    where = episode.source if episode.first_line is None else f"{episode.source}:{episode.first_line}"
-    state = "open" if episode.closed is None else f"closed: {episode.closed}"
-    detectors = "+".join(episode.detectors)
+def write_scan_json(
+    out: IO[str], detections: list[Detection], each: bool, min_level: Level, config: Config | None
+) -> None:
+    """``scan --json``: the episodes, or with ``--detections`` (``each``) every detection."""
+    if each:
+        for detection in detections:
+            if detection.level >= min_level:
+                out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
+        return
+    write_json(out, scanned_episodes(detections, config), min_level)
+
+
+def printed(change: EpisodeChange, min_level: Level) -> bool:
+    """Whether headless output prints ``change``: an opening, escalation or
+    close (not each repeat) of an episode that reached ``min_level``."""
+    return change.kind != UPDATED and change.episode.peak >= min_level
+
+
+def change_json(change: EpisodeChange) -> str:
+    """``watch --headless --json``'s line: ``change`` and ``ts`` (its event time), then the episode."""
+    record = {"change": change.kind, "ts": change.episode.last_ts, **change.episode.to_dict()}
+    return orjson.dumps(record).decode()
+
+
+def change_line(change: EpisodeChange) -> str:
+    """``watch --headless``'s line: time, what happened, level, detectors, session, file:line, message."""
+    e = change.episode
+    try:
+        clock = time.strftime("%H:%M:%S", time.localtime(e.last_ts))
+    except (OverflowError, OSError, ValueError):  # a time no clock shows
+        clock = "--:--:--"
+    line = e.last_line if change.kind != "opened" else e.first_line
+    where = e.source if line is None else f"{e.source}:{line}"
+    what = f"closed ({e.closed})" if e.closed else change.kind
     return printable(
-        f"#{episode.number} {episode.peak.label:<9} ×{episode.count} {detectors}: {episode.message} "
-        f"({episode.detections} detection(s), events {episode.first_seq}–{episode.last_seq}, {where}; {state})"
+        f"{clock} {e.peak.label.upper():<9} {what:<10} {'+'.join(e.detectors)} {e.session} #{e.number}  "
+        f"{where}  ×{e.count} {e.message}"
     )
-
-
-def lines(episodes: Iterable[Episode]) -> Iterator[str]:
-    for episode in episodes:
-        yield line(episode)

@@ -127,6 +127,7 @@ __all__ = [
     "ActionFinished",
     "ActionRecord",
     "DetectionRaised",
+    "EpisodeChanged",
     "ProblemReported",
     "SessionChanged",
     "SessionInfo",

@@ -4,7 +4,11 @@ detection rows (real SQLite files in tmp_path)."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -16,6 +20,8 @@ from monitor.store import Store
 from monitor.store.rows import DETECTION_INSERT, detection_row
 from monitor.store.schema import latest_version, migrate
 from tests.eventkit import Script
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _loop(times: int, session: str = "s1", start: float = 1_700_000_000.0, ids: str = "c") -> Script:
@@ -113,3 +119,61 @@ def test_migration_v8_groups_old_detection_rows_into_episodes(tmp_path: Path):
     (after,) = _rows(db, "SELECT COUNT(*) FROM detections")[0]
     (rungs,) = _rows(db, "SELECT COUNT(*) FROM episode_rungs WHERE episode IS NOT NULL")[0]
     assert after == rungs and after < before // 10
+
+
+# -- the outputs, through the real CLI ---------------------------------------------
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "LOOPWATCH_CONFIG_DIR": str(tmp_path / "config"),
+        "LOOPWATCH_DATA_DIR": str(tmp_path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _recorded(tmp_path: Path, repeats: int = 200) -> Path:
+    db = tmp_path / "lw.db"
+    engine = Engine(build_config({}))
+    with Store(db) as store:
+        _record(store, engine, _loop(repeats))
+        store.upsert_session({"id": "s1", "agent": "demo", "status": "live", "level": "terminate"})
+    return db
+
+
+def test_show_history_and_exports_speak_of_episodes(tmp_path: Path):
+    db = _recorded(tmp_path)
+    shown = _cli(tmp_path, "show", "--db", str(db), "s1")
+    assert shown.returncode == 0, shown.stderr
+    assert "loop episodes (1)" in shown.stdout and "×200" in shown.stdout
+    assert "detections (3: the first of each rung)" in shown.stdout
+    as_json = json.loads(_cli(tmp_path, "show", "--db", str(db), "s1", "--json").stdout)
+    (episode,) = as_json["episodes"]
+    assert episode["count"] == 200 and episode["detectors"][0] == "exact_repeat"
+    history = _cli(tmp_path, "history", "--db", str(db))
+    assert "EPISODES" in history.stdout.splitlines()[0]
+    assert (
+        json.loads(_cli(tmp_path, "history", "--db", str(db), "--json").stdout.splitlines()[0])["episodes"]
+        == 1
+    )
+    markdown = _cli(tmp_path, "show", "--db", str(db), "s1", "--format", "markdown").stdout
+    assert "| Loop episodes | 1 |" in markdown and "**Episode 1** — **terminate**" in markdown
+    document = json.loads(_cli(tmp_path, "show", "--db", str(db), "s1", "--format", "json").stdout)
+    assert [r["level"] for r in document["episodes"][0]["rungs"]] == ["warn", "critical", "terminate"]
+    assert len(document["detections"]) == 3
+
+
+def test_a_long_loops_export_stays_small(tmp_path: Path):
+    """The export of a session that looped 2,000 times is not 2,000 detections with their evidence."""
+    db = _recorded(tmp_path, repeats=2000)
+    document = _cli(tmp_path, "show", "--db", str(db), "s1", "--format", "json").stdout
+    markdown = _cli(tmp_path, "show", "--db", str(db), "s1", "--format", "markdown").stdout
+    assert len(document) < 100_000 and len(markdown) < 50_000

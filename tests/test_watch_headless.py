@@ -139,7 +139,7 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     logs = tmp_path / "logs"
     logs.mkdir()
     db = tmp_path / "lw.db"
-    watcher = await watchers(tmp_path, "--json", "--no-socket", "--db", str(db), str(logs))
+    watcher = await watchers(tmp_path, "--json", "--detections", "--no-socket", "--db", str(db), str(logs))
     log = logs / "agent.jsonl"
     with open(log, "a") as f:
         f.write(json.dumps({"type": "session_start", "session": "live-1", "agent": "demo"}) + "\n")
@@ -262,3 +262,23 @@ def test_watch_rejects_bad_options(tmp_path):
         env=env_for(tmp_path),
     )
     assert tcp.returncode == 2 and "token" in tcp.stderr
+
+
+async def test_headless_json_prints_episodes_opened_escalated_closed(tmp_path, watchers):
+    """watch --headless --json prints a loop as one episode: opened, escalated, closed (the session
+    ended) -- not a line per repeat (docs/episodes.md)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    watcher = await watchers(tmp_path, "--json", "--no-socket", "--no-db", str(logs))
+    log = logs / "agent.jsonl"
+    with open(log, "a") as f:
+        f.write(json.dumps({"type": "session_start", "session": "live-2", "agent": "demo"}) + "\n")
+        f.write(loop_lines("live-2", 8))
+        f.write(json.dumps({"type": "session_end", "session": "live-2", "status": "done"}) + "\n")
+    await watcher.json_until(lambda r: r.get("change") == "closed")
+    assert await watcher.stop(signal.SIGTERM) == 0
+    records = [json.loads(x) for x in watcher.stdout]
+    assert [r["change"] for r in records][0] == "opened" and records[-1]["change"] == "closed"
+    assert {r["episode"] for r in records} == {1} and records[-1]["closed"] == "session ended"
+    assert all(r["change"] in ("opened", "escalated", "closed") for r in records)
+    assert len(records) < 8 and records[-1]["count"] >= 8

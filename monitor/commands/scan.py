@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-import orjson
-
 from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
 from monitor.events import Level
 
@@ -130,26 +128,15 @@ def run(args: argparse.Namespace) -> int:
     return _print_report(report, args, min_level, config)
 
 
-def write_json(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> None:
-    """``--json``: the episodes, or with ``--detections`` every detection."""
-    out = sys.stdout
-    if args.detections:
-        for detection in report.detections:
-            if detection.level >= min_level:
-                out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
-        return
-    from monitor import episode_output
-
-    episode_output.write_json(out, episode_output.scanned_episodes(report.detections, config), min_level)
-
-
 def _print_report(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> int:
     """The episodes (or detections) on stdout, the bad lines on stderr; the exit status."""
     from monitor.scan import format_human
 
     out = sys.stdout
     if args.json:
-        write_json(report, args, min_level, config)
+        from monitor.episode_output import write_scan_json
+
+        write_scan_json(sys.stdout, report.detections, args.detections, min_level, config)
     else:
         out.write(format_human(report, min_level) + "\n")
     for problem in report.problems[:200]:

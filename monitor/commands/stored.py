@@ -126,9 +126,9 @@ def scan_database(args: argparse.Namespace, config: Config, min_level: Level) ->
         elapsed = time.perf_counter() - started
         out = sys.stdout
         if args.json:
-            from monitor.commands.scan import write_json
+            from monitor.episode_output import write_scan_json
 
-            write_json(report, args, min_level, config)
+            write_scan_json(sys.stdout, report.detections, args.detections, min_level, config)
         else:
             out.write(format_human(report, min_level) + "\n")
             out.write(what_if(store, ids, report, config.preset) + "\n")

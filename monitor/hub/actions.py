@@ -204,11 +204,11 @@ class Actions:
                 return "failed", "no detection to mark as a false positive"
             closed = engine.mark_false_positive(detection)
             hub.episodes_changed(closed)
-            if closed:
-                joined = closed[0].episode.detectors
-                names, verb = ", ".join(joined), "flags" if len(joined) == 1 else "flag"
+            others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
+            if others:
                 return "delivered", (
-                    f"{names} no longer {verb} this loop in this session: {_cut(detection.message, 120)}"
+                    f"{detection.detector} (and {', '.join(others)}, which saw the same loop) no longer "
+                    f"flags this in this session: {_cut(detection.message, 120)}"
                 )
             return "delivered", (
                 f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"

@@ -113,6 +113,22 @@ def write_episodes(conn: Any, rows: list[tuple[str, list[Any]]]) -> None:
         conn.executemany(RUNG_INSERT, rungs)
 
 
+#: A sessions query's column: how many episodes the session had.
+EPISODE_COUNT = "(SELECT COUNT(*) FROM episodes e WHERE e.session = sessions.id) AS episodes"
+
+
+def episode_dict(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored episode row with its JSON columns decoded (``run_key`` left out: the store's own)."""
+    out = {k: v for k, v in row.items() if k != "run_key"}
+    for name in ("detectors", "pairs"):
+        try:
+            value = orjson.loads(row.get(name) or "[]")
+        except orjson.JSONDecodeError:
+            value = []
+        out[name] = value if isinstance(value, list) else []
+    return out
+
+
 def episode_row(episode: Episode) -> list[Any]:
     """The row of an episode as it stands, in :data:`EPISODE_COLUMNS` order
     (``run_key`` holds the engine's number until the writer makes the key)."""

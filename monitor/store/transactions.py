@@ -313,10 +313,11 @@ class Transactions:
             result[:] = [counts, derived]
 
         self.retrying(work)
-        (events, detections, inserted), derived = result
+        (events, detections, inserted, episodes), derived = result
         self._stats.events += inserted
         self._stats.duplicates += events - inserted
         self._stats.detections += detections
+        self._stats.episodes += episodes
         # Only a committed batch moves the numbering and the session info on.
         if sessions is not None:
             self.derived = {}
@@ -347,9 +348,9 @@ class Transactions:
             seqs[session] = state
         return state
 
-    def _insert(self, rows: Rows, seqs: dict[str, SeqState]) -> tuple[tuple[int, int, int], Sessions]:
+    def _insert(self, rows: Rows, seqs: dict[str, SeqState]) -> tuple[tuple[int, int, int, int], Sessions]:
         """Insert rows in the open transaction; return (events, detections,
-        inserted) and what they say about their sessions."""
+        inserted, episode and rung rows) and what they say about their sessions."""
         events: list[list[Any]] = []
         detections: list[list[Any]] = []
         episodes: list[tuple[str, list[Any]]] = []
@@ -387,7 +388,7 @@ class Transactions:
             conn.executemany(POSITION_UPSERT, list(positions.values()))
         if episodes:
             write_episodes(conn, episodes)
-        return (len(events), len(detections), inserted), derived
+        return (len(events), len(detections), inserted, len(episodes)), derived
 
     # -- retention --------------------------------------------------------------------
 

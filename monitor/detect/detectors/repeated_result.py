@@ -108,9 +108,12 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
             return None
         results.append((outcome, hash(call_key(call)), ref(call)))
         same = [(c, e) for o, c, e in results if o == outcome]
-        if outcome == self.run_outcome and len(same) > 1:
+        if len(same) < 2:
+            if outcome == self.run_outcome:
+                self.run_outcome = None  # it had left the window: a new run
+        elif outcome == self.run_outcome:
             self.run_total += 1
-        elif len(same) > 1:
+        else:
             self.run_outcome, self.run_total = outcome, len(same)
         calls = {c for c, _ in same}
         if len(same) > 1:
