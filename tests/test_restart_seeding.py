@@ -10,6 +10,7 @@ SQLite, run twice, and the real app over the second run, driven by Pilot.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ from monitor.events import Level
 from monitor.hub.live import LiveMonitor
 from monitor.sources.paths import StartPolicy
 from monitor.ui.app import LoopwatchApp
+from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
+from monitor.ui.widgets.detail.detections_list import DetectionsList
 from tests.test_restart import counts, run_once
 from tests.test_watch_headless import loop_lines
 
@@ -123,3 +126,40 @@ async def test_the_restarted_dashboard_lists_the_stored_sessions(tmp_path: Path)
         assert info.level is Level.TERMINATE and info.status == "idle" and info.events == 20
         row = " ".join(str(cell) for cell in table.get_row("looping"))
         assert "TERMINATE" in row.upper() and "idle" in row, row
+
+
+async def test_the_restarted_detail_lists_each_episode_once(tmp_path: Path):
+    """The store numbers a restarted watcher's episodes on (its own 1 is the store's 2):
+    the detail shows the earlier run's episode and the new one, each once."""
+    log = tmp_path / "agent.jsonl"
+    log.write_text(loop_lines("s1", 10))
+    db = tmp_path / "x.db"
+    await run_once([log], db)
+    with log.open("a") as out:
+        out.write(loop_lines("s1", 4, start=10))
+    config = Config()
+    live = LiveMonitor(
+        config, paths=[str(log)], start_policy=StartPolicy(mode="recent"), db=str(db), use_socket=False
+    )
+    app = LoopwatchApp(config, hub_factory=live.running)
+    async with app.run_test(size=(160, 48)) as pilot:
+        deadline = time.monotonic() + 20
+        while not (app.hub is not None and app.hub.events_total == 8):
+            assert time.monotonic() < deadline, "the appended lines were not read"
+            await pilot.pause(0.05)
+        await app.hub.join()
+        assert app.store is not None
+        app.store.flush()
+        await app.workers.wait_for_complete()
+        app.flush_live()
+        await pilot.pause()
+        app.open_session("s1")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SessionDetailScreen)
+        rows = screen.query_one(DetectionsList).rows
+        stored = app.store.episodes("s1")
+        assert len(stored) == 2 and len(rows) == 2, (stored, rows)
+        assert rows[0].first_ts < rows[1].first_ts

@@ -216,7 +216,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         are newer; a database without episodes lists its detections."""
         store = self.app.store
         read = getattr(store, "episodes", None) if store is not None else None
-        rows: dict[tuple[int, float], DetectionRow] = {}
+        rows: dict[tuple[float, str], DetectionRow] = {}
         if read is not None:
             for stored in read(self.session):
                 row = stored_episode_row(stored)

@@ -26,6 +26,8 @@ FEED_LINES = 300
 COMPACT_WIDTH = 60
 #: The same for an episode's line, which says more (since when, who joined, ×count).
 EPISODE_COMPACT_WIDTH = 80
+#: Narrower still (80 columns), the start time goes without the word "since".
+TINY_WIDTH = 45
 
 
 def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE, compact: bool = False) -> Text:
@@ -50,7 +52,9 @@ def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE, compact: 
     return line
 
 
-def episode_line(change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool = False) -> Text:
+def episode_line(
+    change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool = False, tiny: bool = False
+) -> Text:
     """``since 02:31:02 ✖ terminate  same_error failure_cascade+2 ×610: <message>``:
     when the episode began, its level, who, its detectors (the leading one, and
     how many more joined) and its count, then what its leading detector says;
@@ -59,18 +63,21 @@ def episode_line(change: Any, palette: Palette = DEFAULT_PALETTE, compact: bool 
     level: Level = episode.level
     closed = episode.closed
     line = Text(no_wrap=True, overflow="ellipsis")
-    line.append(f"since {clock(episode.first_ts)} ", style="dim")
+    line.append(f"{clock(episode.first_ts)} " if tiny else f"since {clock(episode.first_ts)} ", style="dim")
     line.append(
         f"{LEVEL_ICONS[level]} " if compact else f"{LEVEL_ICONS[level]} {level.label:<10}",
         style=palette.level(level) if closed is None else "dim",
     )
     line.append_text(literal(episode.session, limit=18))
+    if tiny:  # (the count before who counted it: a cut line keeps it)
+        line.append(f" ×{episode.count}", style="bold")
     line.append(" ")
     line.append_text(literal(episode.detector, style="bold"))
     others = len(episode.detectors) - 1
     if others > 0:
         line.append(f"+{others}", style="bold")  # other detectors that joined the same loop
-    line.append(f" ×{episode.count}", style="bold")
+    if not tiny:
+        line.append(f" ×{episode.count}", style="bold")
     if closed is not None:
         line.append(f" · {closed}", style="bold")  # before the message: a cut line still says so
     detection = change.detection
@@ -124,7 +131,8 @@ class DetectionsFeed(ScrollView, can_focus=False):
     def _strip(self, index: int, width: int) -> Strip:
         if not 0 <= index < len(self._order) or width <= 0:
             return Strip.blank(max(0, width), self.rich_style)
-        line = episode_line(self._order[index], self.palette, compact=width < EPISODE_COMPACT_WIDTH)
+        compact, tiny = width < EPISODE_COMPACT_WIDTH, width < TINY_WIDTH
+        line = episode_line(self._order[index], self.palette, compact=compact, tiny=tiny)
         # Cut here, at a word, rather than at any character.
         segments = list(fit_words(line, width).render(self.app.console))
         return Strip(segments).apply_style(self.rich_style).adjust_cell_length(width, self.rich_style)

@@ -15,10 +15,10 @@ from monitor.ui.records import DetectionRow
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, plural
 
 
-def episode_key(row: DetectionRow) -> tuple[int, float]:
-    """Which episode a row is: its number and when it began (numbers start again
-    at 1 in a watcher restarted on the same database)."""
-    return (row.episode, round(row.first_ts, 3))
+def episode_key(row: DetectionRow) -> tuple[float, str]:
+    """Which episode a row is: when it began and the detector that opened it (not
+    its number: the store's and a restarted watcher's numbers differ)."""
+    return (round(row.first_ts, 3), row.detectors[0] if row.detectors else row.detector)
 
 
 def episode_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> Text:
