@@ -205,4 +205,6 @@ class LiveMonitor:
         if self.metrics is not None:
             parts.append(f"metrics at {self.metrics.endpoint}")
         parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
+        if self.hub is not None and self.hub.seeded:
+            parts.append(f"showing {self.hub.seeded:,} session(s) recorded before")
         return "; ".join(parts)

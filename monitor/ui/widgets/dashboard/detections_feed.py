@@ -22,34 +22,11 @@ from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, fit_
 FEED_LINES = 300
 
 
-#: Narrower than this, a feed line shows the level by its icon alone, leaving room for who and what.
-COMPACT_WIDTH = 60
-#: The same for an episode's line, which says more (since when, who joined, ×count).
+#: Narrower than this, an episode's line shows the level by its icon alone, leaving room
+#: for who and what (it says more than a detection's did: since when, who joined, ×count).
 EPISODE_COMPACT_WIDTH = 80
 #: Narrower still (80 columns), the start time goes without the word "since".
 TINY_WIDTH = 45
-
-
-def detection_line(detection: Any, palette: Palette = DEFAULT_PALETTE, compact: bool = False) -> Text:
-    """One detection as a feed line (the episode line's wording, for one report)."""
-    level: Level = detection.level
-    line = Text(no_wrap=True, overflow="ellipsis")
-    line.append(f"{clock(detection.ts)} ", style="dim")
-    line.append(
-        f"{LEVEL_ICONS[level]} " if compact else f"{LEVEL_ICONS[level]} {level.label:<10}",
-        style=palette.level(level),
-    )
-    line.append_text(literal(detection.session, limit=18))
-    line.append(" ")
-    line.append_text(literal(detection.detector, style="bold"))
-    cost = Spend.from_dict(getattr(detection, "cost", None))
-    if cost is not None:
-        line.append(f" [{cost.short()}]", style="dim")  # the loop's cost so far
-    line.append(": ")
-    line.append_text(literal(detection.message))
-    if detection.suppressed:
-        line.append(f" ({detection.suppressed})", style="dim")
-    return line
 
 
 def episode_line(
