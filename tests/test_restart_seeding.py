@@ -84,6 +84,9 @@ async def test_a_loop_that_goes_on_after_a_restart_keeps_its_rung(tmp_path: Path
         new = conn.execute("SELECT DISTINCT level FROM detections WHERE seq > 20").fetchall()
     assert (level, peak, events) == ("terminate", "terminate", 26)
     assert new == [("terminate",)]
+    with sqlite3.connect(db) as conn:  # every detector of the loop's episode kept its rung
+        levels = conn.execute("SELECT level, peak FROM episodes ORDER BY number").fetchall()
+    assert levels[-1] == ("terminate", "terminate"), levels
     events, distinct, detections, distinct_d = counts(db)
     assert events == distinct == 26 and detections == distinct_d
 

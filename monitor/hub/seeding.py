@@ -63,7 +63,8 @@ def read_seeds(
         if status != "ended" and peak >= Level.WARN and detailed < ladders:
             detailed += 1
             found, actions = store.detections(row["id"]), store.actions(row["id"])
-            seeds.append(_detailed(row, level, ladder, found, actions))
+            episodes = store.episodes(row["id"]) if hasattr(store, "episodes") else []
+            seeds.append(_detailed(row, level, ladder, [*found, *_episode_pairs(episodes)], actions))
         else:
             seeds.append(Seed(row, _from_row(row, level)))
     seeds.reverse()
@@ -99,6 +100,23 @@ def _from_row(row: dict[str, Any], level: Level, found: dict[str, Any] | None = 
     )
 
 
+def _episode_pairs(episodes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each pattern that joined a stored loop episode still open, as a detection at the
+    episode's peak (the store keeps rung rows of the leading detector only)."""
+    out = []
+    for episode in episodes:
+        if episode.get("state") != "open":
+            continue
+        for pair in episode.get("pairs") or ():
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                detector, pattern = pair
+                rank = episode.get("peak_rank") or 0
+                out.append(
+                    {"detector": detector, "pattern": pattern, "level_rank": rank, "episode_peak": True}
+                )
+    return out
+
+
 def climbed(ladder: Sequence[Level], rows: int, reached: Level) -> int:
     """Rungs a pattern had climbed: at least one past the first rung at its
     highest level (the store keeps only the first detection of each rung), and
@@ -120,9 +138,11 @@ def _detailed(
         if found.get("suppressed") or (found.get("level_rank") or 0) < Level.WARN:
             continue
         entry = seen.setdefault((found["detector"], found.get("pattern") or ""), [0, 0, 0])
+        entry[2] = max(entry[2], found.get("level_rank") or 0)
+        if found.get("episode_peak"):
+            continue  # (a pattern an open episode holds: its rung only)
         entry[0] += 1
         entry[1] = found.get("count") or 0
-        entry[2] = max(entry[2], found.get("level_rank") or 0)
         if found["detector"] == row.get("detector"):
             setter = found  # the latest of the detector that set the level
     muted = tuple(
