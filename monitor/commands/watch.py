@@ -36,6 +36,7 @@ from monitor.commands.common import (
 from monitor.cost import spend_text
 from monitor.detect.episodes import EpisodeChange
 from monitor.events import Level
+from monitor.hub.reads import sessions_heard
 from monitor.updates import ActionFinished, DetectionRaised, EpisodeChanged, ProblemReported
 
 if TYPE_CHECKING:
@@ -335,7 +336,7 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
         printer.release()  # the store is closed: whatever is still held
     stats = hub.stats()
     printer.err.write(
-        f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions_heard())} session(s); "
+        f"loopwatch: stopped after {stats.events_total:,} events in {len(sessions_heard(hub))} session(s); "
         f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
     )
     printer.err.flush()

@@ -45,7 +45,7 @@ from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
 from monitor.detect.episodes import episode_gap as gap_of
-from monitor.detect.escalation import EscalationPolicy, pattern_key, settings_for
+from monitor.detect.escalation import EscalationPolicy, Rungs, seed_escalation, settings_for
 from monitor.detect.summary import SessionSummary, SparkHistory, summarize
 from monitor.events import (
     MESSAGE,
@@ -263,7 +263,6 @@ class Engine:
         #: Keep per-session similarity histories (``SessionState.similarity``,
         #: ``detector_similarity``) for a UI to draw; a scan needs none.
         self.sparklines = sparklines
-        # (the terminate nudge says whether the session is really stopped: [control] auto_kill)
         self.policy = EscalationPolicy(settings_for(self.config.escalation, self.config.control.auto_kill))
         #: What usage and loop episodes cost (monitor/cost.py).
         self.costs = LoopCosts(self.config.prices)
@@ -554,30 +553,9 @@ class Engine:
             )
         return book.close(number, FALSE_POSITIVE)
 
-    def seed(
-        self,
-        session_id: str,
-        last: Detection | None,
-        rungs: Iterable[tuple[str, str, int, int]] = (),
-        reason: str = "",
-    ) -> None:
-        """Take up the escalation of a session an earlier run recorded (the hub
-        seeds it from the store): ``last`` set its level (``None``: watching,
-        saying ``reason``); ``rungs`` are ``(detector, pattern, rungs climbed,
-        latest count)``.  No position is kept (seqs restart with the engine),
-        so the next detection of such a pattern continues its loop, one rung
-        up, instead of starting again at the first."""
-        state = self.policy.state(session_id)
-        steps = len(self.config.escalation.ladder)
-        for detector, pattern, climbed, count in rungs:
-            key = pattern_key(detector, pattern)
-            state.occurrences.pop(key)
-            for _ in range(min(max(climbed, 0), steps)):
-                state.occurrences.bump(key, count, 0)
-        if last is not None and last.level > Level.NONE:
-            state.show(last)
-        elif reason:
-            state.reason = reason
+    def seed(self, session_id: str, last: Detection | None, rungs: Rungs = (), reason: str = "") -> None:
+        """Take up the escalation of a session an earlier run recorded (see :func:`seed_escalation`)."""
+        seed_escalation(self.policy.state(session_id), self.config.escalation.ladder, last, rungs, reason)
 
     def forget(self, session_id: str) -> None:
         """Drop all the engine keeps of a closed session: escalation, mutes, episodes."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -421,6 +421,34 @@ class EscalationPolicy:
             "detections_by_level": dict(self.by_level),
             "false_positives": self.false_positive_count,
         }
+
+
+#: What a seeded session's patterns had climbed: ``(detector, pattern, rungs, latest count)``.
+Rungs = Iterable[tuple[str, str, int, int]]
+
+
+def seed_escalation(
+    state: SessionEscalation,
+    ladder: tuple[Level, ...],
+    last: Detection | None,
+    rungs: Rungs = (),
+    reason: str = "",
+) -> None:
+    """Put back the escalation of a session an earlier run recorded (the hub seeds
+    it from the store): ``last`` set its level (``None``: watching, saying
+    ``reason``); ``rungs`` are ``(detector, pattern, rungs climbed, latest count)``.
+    No position is kept (seqs restart with the engine), so the next detection of
+    such a pattern continues its loop (:func:`continues`), one rung up, instead of
+    starting again at the first."""
+    for detector, pattern, climbed, count in rungs:
+        key = pattern_key(detector, pattern)
+        state.occurrences.pop(key)
+        for _ in range(min(max(climbed, 0), len(ladder))):
+            state.occurrences.bump(key, count, 0)
+    if last is not None and last.level > Level.NONE:
+        state.show(last)
+    elif reason:
+        state.reason = reason
 
 
 def settings_for(settings: EscalationSettings, auto_kill: bool) -> EscalationSettings:

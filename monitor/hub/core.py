@@ -20,7 +20,7 @@ from monitor import collector
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.detect.episodes import Episode, EpisodeChange
+from monitor.detect.episodes import EpisodeChange
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
@@ -91,7 +91,6 @@ class Hub:
         self.problems_total = 0
         self.started = False
         self.stopped = False
-        self.seeded = 0  # sessions taken up from the store on start (monitor/hub/seeding.py)
         self.file_pauses = 0  # times a file source waited for the store (room_for_files)
         self._collects_rarely = False
 
@@ -101,8 +100,7 @@ class Hub:
         if self.started:
             return
         self.started = True
-        # What an earlier watcher on this database recorded is shown, and its loops escalate on.
-        self.seeded = await seed_hub(self)
+        await seed_hub(self)  # what an earlier watcher recorded: shown, escalating on (hub.seeded)
         collector.hold(LIVE_GC_THRESHOLD)
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
@@ -249,27 +247,11 @@ class Hub:
         state = self.lifecycle.sessions.get(id)
         return self.snapshots.info(state) if state is not None else None
 
-    def sessions_heard(self) -> list[str]:
-        """Sessions that sent events to this hub (not those only taken up from the store)."""
-        return [state.id for state in self.lifecycle.sessions.values() if state.last_arrival]
-
     def recent_detections(self) -> list[Detection]:
         """Detections raised lately in live sessions (at most
         ``RECENT_DETECTIONS_PER_SESSION`` each), oldest first: what a UI that
         subscribes now has missed."""
         return latest_per_session(self._detections, self.lifecycle.live, RECENT_DETECTIONS_PER_SESSION)
-
-    def recent_episodes(self) -> list[Episode]:
-        """The loop episodes open now and lately closed in the sessions the hub
-        holds, by when they opened: what a UI that subscribes now has missed."""
-        summary = self.engine.summary
-        found = []
-        for session in self.engine.books:
-            if session in self.lifecycle.sessions:
-                read = summary(session)
-                found.extend(read.closed_episodes)
-                found.extend(read.episodes)
-        return sorted(found, key=lambda e: (e.first_ts, e.session, e.number))
 
     def pattern_history(self, session: str, detector: str, pattern: str) -> tuple[int, float | None]:
         """How often ``detector`` flagged ``pattern`` in ``session``, and the

@@ -205,6 +205,7 @@ class LiveMonitor:
         if self.metrics is not None:
             parts.append(f"metrics at {self.metrics.endpoint}")
         parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
-        if self.hub is not None and self.hub.seeded:
-            parts.append(f"showing {self.hub.seeded:,} session(s) recorded before")
+        seeded = getattr(self.hub, "seeded", 0)
+        if seeded:
+            parts.append(f"showing {seeded:,} session(s) recorded before")
         return "; ".join(parts)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from monitor.detect.base import Detection
 from monitor.detect.escalation import EscalationSettings
@@ -24,9 +24,6 @@ from monitor.events import Level
 from monitor.hub.actions import MUTED
 from monitor.hub.sessions import MAX_CLOSED_SESSIONS
 from monitor.hub.state import HubSession
-
-if TYPE_CHECKING:
-    from monitor.hub.core import Hub
 
 log = logging.getLogger("loopwatch.hub")
 
@@ -159,7 +156,7 @@ def _detailed(
     return Seed(row, _from_row(row, level, setter), rungs, muted)
 
 
-def adopt(hub: Hub, seeds: Iterable[Seed]) -> int:
+def adopt(hub: Any, seeds: Iterable[Seed]) -> int:
     """Take ``seeds`` up in the hub's lifecycle and engine; how many were new."""
     lifecycle, engine = hub.lifecycle, hub.engine
     taken = 0
@@ -194,8 +191,10 @@ def adopt(hub: Hub, seeds: Iterable[Seed]) -> int:
     return taken
 
 
-async def seed_hub(hub: Hub) -> int:
-    """Seed ``hub`` from its store (nothing without one, or when the store cannot be read)."""
+async def seed_hub(hub: Any) -> int:
+    """Seed ``hub`` from its store (nothing without one, or when the store cannot be
+    read); ``hub.seeded`` says how many sessions it took up."""
+    hub.seeded = 0
     store = hub.store
     if store is None or not hasattr(store, "list_sessions"):
         return 0
@@ -204,4 +203,5 @@ async def seed_hub(hub: Hub) -> int:
     except Exception:  # an unreadable database must not stop the monitor: it starts empty
         log.exception("could not read the sessions an earlier run recorded")
         return 0
-    return adopt(hub, seeds)
+    hub.seeded = adopt(hub, seeds)
+    return hub.seeded
