@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
@@ -19,6 +19,9 @@ from monitor.detect.engine import episode_gap
 from monitor.detect.episodes import UPDATED, Episode, EpisodeChange, group
 from monitor.events import Level
 from monitor.text import printable
+
+if TYPE_CHECKING:
+    from monitor.scan import ScanReport
 
 
 def scanned_episodes(detections: Iterable[Detection], config: Config | None) -> list[Episode]:
@@ -43,6 +46,50 @@ def write_scan_json(
                 out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
         return
     write_json(out, scanned_episodes(detections, config), min_level)
+
+
+def format_scan(report: ScanReport, config: Config | None, min_level: Level = Level.NOTICE) -> str:
+    """``scan``'s text: per session its episodes (one line each, not a line per
+    repeat), then the summary line, which counts both."""
+    episodes = [e for e in scanned_episodes(report.detections, config) if e.peak >= min_level]
+    by_session: dict[str, list[Episode]] = {}
+    for episode in episodes:
+        by_session.setdefault(episode.session, []).append(episode)
+    lines: list[str] = []
+    for session, shown in by_session.items():
+        reason = report.session_reason(session)
+        worst = max(e.peak for e in shown)
+        agent_name = report.session_agents().get(session) or "agent"
+        lines.append(
+            printable(
+                f"session {session} ({agent_name}): {worst.label.upper()}"
+                + (f" — {reason}" if reason else "")
+            )
+        )
+        lines.extend(_scan_line(e) for e in shown)
+    counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
+    summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
+    scanned = (
+        f"{report.stored_sessions} stored session(s) from {report.database}"
+        if report.database is not None
+        else f"{report.files} file(s)"
+    )
+    lines.append(
+        f"scanned {scanned}, {report.events:,} events in "
+        f"{len(report.session_agents())} session(s): {len(episodes)} loop episode(s); detections {summary}; "
+        f"{report.problem_count} bad line(s); worst: {report.worst.label}"
+    )
+    return "\n".join(lines)
+
+
+def _scan_line(e: Episode) -> str:
+    lines = f"{e.first_line}" if e.first_line == e.last_line else f"{e.first_line}–{e.last_line}"
+    where = e.source if e.first_line is None else f"{e.source}:{lines}"
+    state = "" if e.closed is None else f"; {e.closed}"
+    return printable(
+        f"  {e.peak.label:<9} #{e.number} ×{e.count} {'+'.join(e.detectors)}  {where}  {e.message}"
+        f"  ({e.detections} detection(s){state})"
+    )
 
 
 def printed(change: EpisodeChange, min_level: Level) -> bool:

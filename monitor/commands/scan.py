@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_report(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> int:
     """The episodes (or detections) on stdout, the bad lines on stderr; the exit status."""
-    from monitor.scan import format_human
+    from monitor.episode_output import format_scan
 
     out = sys.stdout
     if args.json:
@@ -138,7 +138,7 @@ def _print_report(report: ScanReport, args: argparse.Namespace, min_level: Level
 
         write_scan_json(sys.stdout, report.detections, args.detections, min_level, config)
     else:
-        out.write(format_human(report, min_level) + "\n")
+        out.write(format_scan(report, config, min_level) + "\n")
     for problem in report.problems[:200]:
         print(f"loopwatch: skipped {problem}", file=sys.stderr)
     if report.problem_count > 200:

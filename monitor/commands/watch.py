@@ -1,7 +1,8 @@
 """``loopwatch watch``: follow agents live (log files and sockets), in the TUI or headless.
 
-``--headless`` prints each detection as it happens (``--json``: the objects
-``scan --json`` prints, plus ``ts``) and runs until Ctrl-C or SIGTERM, which
+``--headless`` prints each loop episode as it opens, escalates and closes
+(``--json``: one object per change, docs/episodes.md; ``--detections``: each
+detection, as ``scan --json --detections`` prints it plus ``ts``) and runs until Ctrl-C or SIGTERM, which
 stop it cleanly: sources stop, everything queued is processed, the database
 is flushed and closed.  Without it the Textual dashboard opens over the same
 pipeline (:class:`~monitor.hub.live.LiveMonitor`).
