@@ -1,4 +1,4 @@
-"""Golden outputs: `loopwatch scan --json` over everything in tests/, for behaviour-identical refactors.
+"""Golden outputs: `loopwatch scan --json --detections` over everything in tests/, for behaviour-identical refactors.
 
     python benchmarks/golden.py write DIR     # record the outputs of this checkout in DIR
     python benchmarks/golden.py check DIR     # compare this checkout's outputs with DIR; exit 1 on a change
@@ -34,7 +34,8 @@ def _inputs() -> list[Path]:
 
 
 def _scan(args: list[str], trace_dir: Path) -> bytes:
-    cmd = [sys.executable, "-m", "monitor", "scan", "--json", "-q", *args]
+    # Every detection, not the episodes: a change in any repeat's detection shows.
+    cmd = [sys.executable, "-m", "monitor", "scan", "--json", "--detections", "-q", *args]
     done = subprocess.run(cmd, capture_output=True, cwd=ROOT, check=False)
     # the trace lives in a fresh temporary directory: name it the same way every time
     out = done.stdout.replace(str(trace_dir).encode(), b"<trace-dir>")

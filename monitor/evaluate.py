@@ -337,7 +337,7 @@ def select(runs: Iterable[Run], split: str) -> list[Run]:
 
 
 def load_detections(path: str | Path) -> dict[str, list[Hit]]:
-    """Detections written by another detector in ``scan --json``'s shape (one object a line with at least
+    """Detections written by another detector in ``scan --json --detections``'s shape (one object a line with at least
     ``file``, ``line``, ``detector`` and ``level``), by file; :class:`LabelError` for a bad line."""
     found: dict[str, list[Hit]] = {}
     text = Path(path).read_text(encoding="utf-8", errors="replace")

@@ -6,9 +6,11 @@ key both use :func:`session_document` (read from the store) and
 files safely (never through a symlink, never into a FIFO: a new file beside
 the target, then an atomic rename).
 
-The Markdown report reads on its own: a summary, a timeline of detections and
-operator actions, each detection with its nudge and its evidence events, the
-nudges sent.  Agent text goes into fenced code blocks whose fence is longer
+The Markdown report reads on its own: a summary, its loop episodes (one per
+loop, however many repeats), a timeline of detections and operator actions,
+each detection with its nudge and its evidence events, the nudges sent.  The
+store keeps the first detection of each episode's rungs, not one per repeat,
+so the export of a long-looping session stays small.  Agent text goes into fenced code blocks whose fence is longer
 than any backtick run inside, with control characters made visible, so
 neither Markdown nor a terminal interprets it.
 """
@@ -40,8 +42,9 @@ def when(ts: float | None) -> str:
 
 
 def session_document(store: Any, session: str) -> dict[str, Any]:
-    """Everything recorded about ``session``: row, detections (each with its evidence
-    events), actions, and how many events are stored."""
+    """Everything recorded about ``session``: row, loop episodes (each with its
+    rungs), detections (each with its evidence events), actions, and how many
+    events are stored."""
     row = store.get_session(session)
     if row is None:
         raise LookupError(f"no stored session {session!r}")
@@ -65,9 +68,23 @@ def session_document(store: Any, session: str) -> dict[str, Any]:
         "session": row,
         "events_stored": store.count_events(session),
         "loop_cost": loops.to_dict() if loops is not None else None,
+        "episodes": _episodes(store, session),
         "detections": detections,
         "actions": store.actions(session),
     }
+
+
+def _episodes(store: Any, session: str) -> list[dict[str, Any]]:
+    """The session's episodes, each with the rungs it climbed."""
+    episodes = store.episodes(session)
+    rungs: dict[Any, list[dict[str, Any]]] = {}
+    for rung in store.episode_rungs(session):
+        rungs.setdefault(rung.get("episode"), []).append(
+            {k: rung.get(k) for k in ("ts", "seq", "level", "detector", "message", "count")}
+        )
+    for episode in episodes:
+        episode["rungs"] = rungs.get(episode.get("id"), [])
+    return episodes
 
 
 def json_report(document: dict[str, Any]) -> str:
@@ -153,13 +170,18 @@ def markdown_report(document: dict[str, Any]) -> str:
         + (f" — `{s['detector']}`: {inline(s.get('reason'))}" if s.get("detector") else "")
         + " |",
         f"| Events | {s.get('events') or 0:,} ({document['events_stored']:,} stored) |",
-        f"| Detections | {len(document['detections'])} |",
+        f"| Loop episodes | {len(document.get('episodes') or [])} |",
+        f"| Detections | {len(document['detections'])} (the first of each rung of each episode) |",
         f"| Loop cost | {spend_text(document.get('loop_cost')) or '-'} |",
         f"| Operator actions | {len(document['actions'])} |",
         "",
         "## Timeline",
         "",
         *_timeline(document),
+        "",
+        "## Loop episodes",
+        "",
+        *_episode_lines(document.get("episodes") or []),
         "",
         "## Detections",
         "",
@@ -171,6 +193,24 @@ def markdown_report(document: dict[str, Any]) -> str:
     lines += _nudge_lines(document["actions"])
     lines += _last_events_lines(document.get("events") or [])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _episode_lines(episodes: list[dict[str, Any]]) -> list[str]:
+    """One paragraph per episode: its peak, detectors, count, span and how it ended."""
+    if not episodes:
+        return ["_No loop episodes._"]
+    lines = []
+    for e in episodes:
+        state = f"closed: {e['closed']}" if e.get("state") == "closed" else "open"
+        rungs = " → ".join(r.get("level") or "?" for r in e.get("rungs") or [])
+        lines += [
+            f"- **Episode {e.get('number')}** — **{e.get('peak')}** — "
+            f"{', '.join(f'`{inline(d)}`' for d in e.get('detectors') or [])}: {inline(e.get('message'))} "
+            f"(×{e.get('count') or 0}, {e.get('detections') or 0} detections, events "
+            f"#{e.get('first_seq')}–#{e.get('last_seq')}, {when(e.get('first_ts'))} → {when(e.get('last_ts'))}; "
+            f"{state})" + (f"; rungs {rungs}" if rungs else ""),
+        ]
+    return lines
 
 
 def _last_events_lines(events: list[dict[str, Any]]) -> list[str]:

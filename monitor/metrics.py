@@ -6,7 +6,11 @@
   status (live / idle / ended) and escalation level;
 * ``loopwatch_sessions_waiting{why}`` -- sessions waiting for the person
   (permission, question, elicitation, idle, input), not ended;
-* ``loopwatch_detections_total{detector,level}`` -- detections raised;
+* ``loopwatch_episodes_total{change}`` -- loop episodes opened, escalated
+  and closed (one loop is one episode, however many repeats:
+  docs/episodes.md), and ``loopwatch_episodes_open`` those open now;
+* ``loopwatch_detections_total{detector,level}`` -- detections raised (a
+  loop's every repeat);
 * ``loopwatch_actions_total{kind,outcome}`` -- operator and automatic actions;
 * ``loopwatch_events_total``, and what was not counted as an event:
   ``loopwatch_dropped_events_total{reason}`` with reason ``bad_input`` (records
@@ -32,7 +36,7 @@ from collections import Counter
 from typing import Any
 
 from monitor.events import Level
-from monitor.updates import ActionFinished, DetectionRaised
+from monitor.updates import ActionFinished, DetectionRaised, EpisodeChanged
 
 DEFAULT_ADDRESS = ("127.0.0.1", 9464)
 
@@ -50,12 +54,16 @@ class Metrics:
         self.exporter = exporter
         self.detections: Counter[tuple[str, str]] = Counter()
         self.actions: Counter[tuple[str, str]] = Counter()
-        self.unsubscribe = hub.subscribe(self._on_update, (DetectionRaised, ActionFinished))
+        self.episodes: Counter[str] = Counter({"opened": 0, "escalated": 0, "closed": 0})
+        self.unsubscribe = hub.subscribe(self._on_update, (DetectionRaised, EpisodeChanged, ActionFinished))
 
     def _on_update(self, update: object) -> None:
         if isinstance(update, DetectionRaised):
             detection = update.detection
             self.detections[(detection.detector, detection.level.label)] += 1
+        elif isinstance(update, EpisodeChanged):
+            if update.change.kind != "updated":
+                self.episodes[update.change.kind] += 1
         elif isinstance(update, ActionFinished):
             self.actions[(update.action.kind, update.action.outcome)] += 1
 
@@ -74,6 +82,14 @@ class Metrics:
                     f'loopwatch_sessions{{status="{status}",level="{level.label}"}} '
                     f"{sessions.get((status, level.label), 0)}"
                 )
+        lines += [
+            "# HELP loopwatch_episodes_total Loop episodes opened, escalated and closed.",
+            "# TYPE loopwatch_episodes_total counter",
+            *(f'loopwatch_episodes_total{{change="{k}"}} {n}' for k, n in self.episodes.items()),
+            "# HELP loopwatch_episodes_open Loop episodes open now.",
+            "# TYPE loopwatch_episodes_open gauge",
+            f"loopwatch_episodes_open {self.episodes['opened'] - self.episodes['closed']}",
+        ]
         lines += [
             "# HELP loopwatch_sessions_waiting Sessions waiting for the person, by why.",
             "# TYPE loopwatch_sessions_waiting gauge",

@@ -16,6 +16,7 @@ from monitor.events import Event, Level
 
 if TYPE_CHECKING:
     from monitor.detect.base import Detection
+    from monitor.detect.episodes import EpisodeChange
     from monitor.detect.summary import Sparks
     from monitor.formats.base import Problem
 
@@ -110,6 +111,13 @@ class DetectionRaised:
 
 
 @dataclass(frozen=True)
+class EpisodeChanged:
+    """A loop episode opened, went on, escalated or closed (monitor/detect/episodes.py)."""
+
+    change: EpisodeChange
+
+
+@dataclass(frozen=True)
 class ActionFinished:
     action: ActionRecord
 
@@ -145,6 +153,7 @@ __all__ = [
     "ActionFinished",
     "ActionRecord",
     "DetectionRaised",
+    "EpisodeChanged",
     "ProblemReported",
     "SessionChanged",
     "SessionInfo",

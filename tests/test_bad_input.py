@@ -284,12 +284,17 @@ def test_exit_0_for_honest_input_even_with_bad_lines(tmp_path):
 
 
 def test_exit_1_when_something_reached_warn(tmp_path):
-    """A looping log: exit 1; --json gives one object per detection with file and line."""
+    """A looping log: exit 1; --json gives one object per episode with file and lines, and
+    --json --detections one per detection with file and line."""
     s = Script()
     for _ in range(3):
         s.call("bash", {"command": "ls build/"}, "ls: cannot access 'build/': No such file or directory")
     path = s.write(tmp_path / "loop.jsonl")
     result = run_scan_cli("--json", str(path))
+    assert result.returncode == 1
+    (episode,) = [orjson.loads(x) for x in result.stdout.splitlines()]
+    assert (episode["file"], episode["first_line"], episode["detector"]) == (str(path), 6, "exact_repeat")
+    result = run_scan_cli("--json", "--detections", str(path))
     assert result.returncode == 1
     detections = [orjson.loads(x) for x in result.stdout.splitlines()]
     assert detections and {"file", "line", "session", "detector", "level", "score", "message"} <= set(

@@ -169,16 +169,23 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
                     len(monitor.printed) >= target
                     and (round_ > 0 or any(m.get("type") == "inject" for a in agents for m in a.received))
                 ),
-                f"{target} detections (seed {seed}, round {round_}); stderr: {monitor.stderr[-5:]}",
+                f"{target} episode changes (seed {seed}, round {round_}); stderr: {monitor.stderr[-5:]}",
             )
             printed = monitor.kill()
             printed_total += len(printed)
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
                 assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", f"seed {seed}"
-                stored = Counter(conn.execute("SELECT session, detector, ts, message FROM detections"))
+                # What a script read (an episode opened, escalated or closed) is in the database:
+                # its rung row, or its episode's row closed.
+                rungs = Counter(conn.execute("SELECT session, ts, level FROM episode_rungs"))
+                closed = Counter(conn.execute("SELECT session, closed FROM episodes WHERE state = 'closed'"))
             for record in printed:
-                key = (record["session"], record["detector"], record["ts"], record["message"])
-                assert stored[key] > 0, f"printed but not stored (seed {seed}, round {round_}): {key}"
+                if record["change"] == "closed":
+                    key = (record["session"], record["closed"])
+                    assert closed[key] > 0, f"printed but not stored (seed {seed}, round {round_}): {key}"
+                    continue
+                key = (record["session"], record["ts"], record["peak"])
+                assert rungs[key] > 0, f"printed but not stored (seed {seed}, round {round_}): {key}"
     finally:
         for agent in agents:
             agent.stop.set()

@@ -172,3 +172,29 @@ def test_real_transcripts_stay_below_warn(real_fixtures: Path):
     assert report.events > 1000 and report.problem_count == 0
     mine = [d for d in report.detections if d.detector in MINE and d.level >= Level.WARN]
     assert not mine, [(d.detector, d.where, d.message) for d in mine]
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_a_format_error_loop_says_the_harness_refused_each_reply():
+    """mini-swe-agent answers every reply without exactly one action with a format error
+    (a harness message, not a user turn): the reason says so.  Was: "9 assistant turns in a
+    row without a tool call or a user turn" (real run, tests/fixtures/README.md)."""
+    path = FIXTURES / "mini-swe-agent-gemini3" / "django__django-14349.traj.json"
+    hits = by(scan([str(path)], config=only("monologue")).detections, "monologue")
+    longest = max(hits, key=lambda d: d.count)
+    assert longest.count == 9
+    assert longest.message.startswith(
+        "9 replies in a row without a tool call the harness would run, each refused: "
+    )
+    assert "EXACTLY ONE action in triple backticks" in longest.message
+    assert "user turn" not in longest.message
+    assert longest.summary.startswith("sent 9 replies in a row that the harness refused")
+    assert "format it asks for" in longest.advice
+
+
+def test_replies_with_nothing_between_still_say_no_user_turn():
+    """Without a harness answer between the replies the reason stays as it was."""
+    hits = run(summaries(3))
+    assert hits[0].message == "3 assistant turns in a row without a tool call or a user turn"

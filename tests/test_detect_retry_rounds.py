@@ -87,7 +87,7 @@ def test_the_pattern_is_the_same_in_every_process(tmp_path: Path):
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "LOOPWATCH_CONFIG_DIR": str(tmp_path / "no-config")}
         out = subprocess.run(
-            [sys.executable, "-m", "monitor", "scan", "--json", "-q", str(log)],
+            [sys.executable, "-m", "monitor", "scan", "--json", "--detections", "-q", str(log)],
             capture_output=True,
             text=True,
             env=env,

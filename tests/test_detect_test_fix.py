@@ -234,6 +234,22 @@ def test_same_failure_despite_edits_warns_at_third_run():
     assert d.line == s.line and d.count == 3
     assert "despite 2 edits" in d.message and "2 failing" in d.message
     assert "rethink" in d.advice.lower() and "DIFFERENT fix strategy" in d.nudge
+    # Was: "had 3 consecutive test failures with the same failure despite 2 edits in between".
+    assert d.nudge.startswith(
+        "[loopwatch] You've run the tests 3 times in a row, failing the same way each time, "
+        "despite 2 edits in between."
+    )
+
+
+def test_the_nudge_without_edits_reads_once():
+    """Was: "23 consecutive test failures with the same failure with no edit in between"."""
+    s = Script()
+    for _ in range(3):
+        run_tests(s, pytest_output({"test_add": "assert 5 == 4"}))
+    (d,) = by(s.run(only("test_fix")), "test_fix")
+    assert (
+        d.summary == "run the tests 3 times in a row, failing the same way each time, with no edit in between"
+    )
 
 
 def test_streak_keeps_emitting_and_climbs_the_ladder():

@@ -105,7 +105,7 @@ def test_configured_ladder_from_the_design_notes():
 
 
 def test_nudges_escalate_in_firmness_and_fill_placeholders():
-    """warn suggests, critical says STOP repeating the tool, terminate says the session will stop."""
+    """warn suggests, critical says STOP repeating the tool, terminate says the operator was alerted."""
     policy = EscalationPolicy()
     nudges = [policy.apply(detection(ts=100.0 + i, count=3 + i)).nudge for i in range(5)]
     assert nudges[0].startswith("[loopwatch] You've called bash with the same arguments 3 times")
@@ -115,8 +115,26 @@ def test_nudges_escalate_in_firmness_and_fill_placeholders():
         and "STOP repeating bash" in nudges[2]
         and "same arguments 5 times." in nudges[2]
     )
-    assert "CRITICAL" in nudges[4] and "about to be stopped" in nudges[4]
+    assert "CRITICAL" in nudges[4] and "has been alerted" in nudges[4] and "stopped" not in nudges[4]
     assert policy.state("s1").nudge == nudges[4]
+
+
+def test_the_terminate_nudge_says_the_session_is_stopped_only_when_auto_kill_is_on():
+    """Was: "this session is about to be stopped" while auto-kill was off (nothing stopped it)."""
+    from monitor.config import Config, ControlSettings
+    from monitor.detect.engine import Engine
+
+    def terminate_nudge(config: Config) -> str:
+        policy = Engine(config).policy
+        return [policy.apply(detection(ts=100.0 + i, count=3 + i)).nudge for i in range(5)][-1]
+
+    off = terminate_nudge(Config())
+    assert "has been alerted" in off and "stopped" not in off
+    on = terminate_nudge(Config(control=ControlSettings(auto_kill=True)))
+    assert "this session is being stopped" in on and "alerted" not in on
+    custom = Config(control=ControlSettings(auto_kill=True))
+    custom.escalation.nudges["terminate"] = "[ops] {summary}: stop."
+    assert terminate_nudge(custom).startswith("[ops] ")
 
 
 def test_nudges_about_replies_name_no_internal_pattern_key():
@@ -162,7 +180,8 @@ def test_acknowledge_returns_to_watching_with_a_cooldown():
 
     during = policy.apply(detection(ts=150.0))
     assert during.level == Level.NOTICE and during.suppressed and "acknowledged" in during.suppressed
-    assert policy.state("s1").level == Level.NOTICE
+    # Back to watching, as help and docs say (was: the row read NOTICE at the next repeat).
+    assert policy.state("s1").level == Level.NONE and policy.state("s1").reason == ""
 
     after = policy.apply(detection(ts=171.0))
     assert after.level == Level.CRITICAL and after.suppressed is None

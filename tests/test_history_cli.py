@@ -190,8 +190,8 @@ def test_show_unknown_or_ambiguous_session_exits_2(recorded):
 def test_scan_db_replays_stored_sessions_exactly(recorded):
     """Re-scanning the stored events finds the same detections (same file:line)
     as scanning the original logs with the same preset."""
-    from_files = loopwatch("scan", "--json", *map(str, recorded["logs"]))
-    from_db = loopwatch("scan", "--json", "--db", str(recorded["db"]))
+    from_files = loopwatch("scan", "--json", "--detections", *map(str, recorded["logs"]))
+    from_db = loopwatch("scan", "--json", "--detections", "--db", str(recorded["db"]))
     assert from_files.returncode == from_db.returncode == 1
     key = lambda d: (d["session"], d["file"], d["line"], d["detector"], d["level"])  # noqa: E731
     files = sorted(key(json.loads(line)) for line in from_files.stdout.splitlines())

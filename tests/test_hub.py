@@ -23,6 +23,7 @@ from monitor.store import Store
 from monitor.updates import (
     ActionFinished,
     DetectionRaised,
+    EpisodeChanged,
     ProblemReported,
     SessionChanged,
     SessionInfo,
@@ -121,7 +122,11 @@ async def test_events_reach_engine_subscribers_and_store(config, store, hub_fact
     assert stats.events_total == 9 and stats.sessions_live == 1 and stats.warnings_open == 1
     await hub.stop()
     assert store.count_events("s1") == 9
-    assert len(store.detections("s1")) == len(detections)
+    # One episode; the first detection of each of its rungs is the evidence kept (not one per repeat).
+    changes = [u.change for u in updates if isinstance(u, EpisodeChanged)]
+    assert [c.kind for c in changes][:1] == ["opened"] and {c.episode.number for c in changes} == {1}
+    rungs = [c for c in changes if c.kind in ("opened", "escalated")]
+    assert len(store.detections("s1")) == len(rungs) < len(detections)
     row = store.get_session("s1")
     assert row["level"] == info.level.label and row["agent"] == "demo"
 

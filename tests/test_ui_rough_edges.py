@@ -14,12 +14,13 @@ from textual.widgets.data_table import ColumnKey
 
 from monitor.config import Config
 from monitor.detect.base import Detection
+from monitor.detect.episodes import EpisodeBook
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.render import fit_words, plural, short_path
 from monitor.ui.widgets.dashboard.columns import REASON_WANT, layout
 from monitor.ui.widgets.dashboard.counts import CountsBar
-from monitor.ui.widgets.dashboard.detections_feed import detection_line
+from monitor.ui.widgets.dashboard.detections_feed import episode_line
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
 
@@ -184,7 +185,8 @@ def test_feed_line_separates_detector_from_message():
         ts=0.0,
         seq=3,
     )
-    assert "limits: approaching the failure limit" in detection_line(detection).plain
+    (change,) = EpisodeBook("s1").observe([detection])
+    assert "limits ×0: approaching the failure limit" in episode_line(change).plain
 
 
 def test_the_detail_header_says_nothing_of_a_channel_the_session_lacks():
@@ -340,22 +342,25 @@ async def test_the_history_table_fits_80_and_160_columns(tmp_path, utc):
 
 
 def test_a_narrow_feed_line_keeps_who_and_what_over_the_level_word():
-    from types import SimpleNamespace
-
     from monitor.events import Level
-    from monitor.ui.widgets.dashboard.detections_feed import detection_line
 
-    detection = SimpleNamespace(
-        level=Level.WARN,
-        ts=0.0,
-        session="claude-7f3a",
+    detection = Detection(
         detector="exact_repeat",
+        level=Level.WARN,
+        score=0.8,
         message="bash called 3 times",
-        suppressed="",
+        pattern="call:bash",
+        count=3,
+        session="claude-7f3a",
+        ts=0.0,
+        seq=6,
     )
-    assert "▲ warn" in detection_line(detection).plain
-    compact = detection_line(detection, compact=True).plain
-    assert "warn" not in compact and "▲ claude-7f3a exact_repeat: bash called 3 times" in compact
+    (change,) = EpisodeBook("claude-7f3a").observe([detection])
+    assert "▲ warn" in episode_line(change).plain
+    compact = episode_line(change, compact=True).plain
+    assert "warn" not in compact and "▲ claude-7f3a exact_repeat ×3: bash called 3 times" in compact
+    tiny = episode_line(change, compact=True, tiny=True).plain
+    assert "since" not in tiny and "▲ claude-7f3a ×3 exact_repeat: bash called 3 times" in tiny
 
 
 async def test_every_sorted_column_shows_its_arrow_however_narrow(tmp_path):

@@ -139,7 +139,7 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     logs = tmp_path / "logs"
     logs.mkdir()
     db = tmp_path / "lw.db"
-    watcher = await watchers(tmp_path, "--json", "--no-socket", "--db", str(db), str(logs))
+    watcher = await watchers(tmp_path, "--json", "--detections", "--no-socket", "--db", str(db), str(logs))
     log = logs / "agent.jsonl"
     with open(log, "a") as f:
         f.write(json.dumps({"type": "session_start", "session": "live-1", "agent": "demo"}) + "\n")
@@ -162,7 +162,7 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
     for record in live:
         assert isinstance(record.pop("ts"), float)
     scan = subprocess.run(
-        [sys.executable, "-m", "monitor", "scan", "--json", str(log)],
+        [sys.executable, "-m", "monitor", "scan", "--json", "--detections", str(log)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -172,9 +172,11 @@ async def test_headless_watcher_reports_a_live_loop_and_flushes_on_sigterm(tmp_p
 
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events WHERE session = 'live-1'").fetchone()[0] == 11
-        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == len(
-            live
-        )
+        # One loop: one episode row, a rung row and its first detection per rung (not a row per repeat).
+        assert conn.execute("SELECT COUNT(*) FROM episodes WHERE session = 'live-1'").fetchone()[0] == 1
+        rungs = conn.execute("SELECT COUNT(*) FROM episode_rungs WHERE session = 'live-1'").fetchone()[0]
+        assert conn.execute("SELECT COUNT(*) FROM detections WHERE session = 'live-1'").fetchone()[0] == rungs
+        assert 1 <= rungs < len(live)
         agent, level = conn.execute("SELECT agent, level FROM sessions WHERE id = 'live-1'").fetchone()
     assert agent == "demo" and level in ("warn", "critical", "terminate")
 
@@ -260,3 +262,23 @@ def test_watch_rejects_bad_options(tmp_path):
         env=env_for(tmp_path),
     )
     assert tcp.returncode == 2 and "token" in tcp.stderr
+
+
+async def test_headless_json_prints_episodes_opened_escalated_closed(tmp_path, watchers):
+    """watch --headless --json prints a loop as one episode: opened, escalated, closed (the session
+    ended) -- not a line per repeat (docs/episodes.md)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    watcher = await watchers(tmp_path, "--json", "--no-socket", "--no-db", str(logs))
+    log = logs / "agent.jsonl"
+    with open(log, "a") as f:
+        f.write(json.dumps({"type": "session_start", "session": "live-2", "agent": "demo"}) + "\n")
+        f.write(loop_lines("live-2", 8))
+        f.write(json.dumps({"type": "session_end", "session": "live-2", "status": "done"}) + "\n")
+    await watcher.json_until(lambda r: r.get("change") == "closed")
+    assert await watcher.stop(signal.SIGTERM) == 0
+    records = [json.loads(x) for x in watcher.stdout]
+    assert [r["change"] for r in records][0] == "opened" and records[-1]["change"] == "closed"
+    assert {r["episode"] for r in records} == {1} and records[-1]["closed"] == "session ended"
+    assert all(r["change"] in ("opened", "escalated", "closed") for r in records)
+    assert len(records) < 8 and records[-1]["count"] >= 8

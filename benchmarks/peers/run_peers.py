@@ -6,7 +6,7 @@
 Each run of the label file is read by loopwatch's readers (the same events `loopwatch scan` sees) and
 written as a neutral event stream; OpenHands' StuckDetector (openhands-sdk, `openhands_stuck.py`) and Gemini
 CLI's LoopDetectionService (@google/gemini-cli-core, `gemini_loop.mjs`) read that stream and report where
-they would have stopped the agent.  Their reports are written in `loopwatch scan --json`'s shape (one
+they would have stopped the agent.  Their reports are written in `loopwatch scan --json --detections`'s shape (one
 detection a line, level `warn`), which `loopwatch eval --detections FILE` scores like loopwatch's own.
 The peers are installed outside loopwatch's dependencies, in benchmarks/peers/.env (see setup.sh).
 """

@@ -51,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--detections",
         metavar="FILE",
-        help="score these detections (JSON lines in `scan --json`'s shape: file, line, detector, level) "
+        help="score these detections (JSON lines in `scan --json --detections`'s shape: file, line, detector, level) "
         "instead of loopwatch's own: another detector's, or an older run's",
     )
     parser.add_argument(

@@ -209,6 +209,7 @@ def format_table(rows: list[dict]) -> str:
         "AGENT",
         "ORIGIN",
         "EVENTS",
+        "EPISODES",
         "DURATION",
         "LEVEL",
         "PEAK",
@@ -226,6 +227,7 @@ def format_table(rows: list[dict]) -> str:
                 shorten(row.get("agent") or "-", 16),
                 row.get("origin") or "-",
                 f"{row.get('events') or 0:,}",
+                f"{row.get('episodes') or 0:,}",
                 fmt_duration(last - first if first is not None and last is not None else None),
                 level_label(row, "level"),
                 level_label(row),
@@ -235,7 +237,7 @@ def format_table(rows: list[dict]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    right = {4, 9}  # numbers line up on the right
+    right = {4, 5, 10}  # numbers line up on the right
     lines = []
     for r in table:
         cells = [r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(header))]

@@ -6,12 +6,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-import orjson
-
 from monitor.commands.common import ConfigError, add_config_options, config_from_args, fail
 from monitor.events import Level
 
 if TYPE_CHECKING:
+    from monitor.config import Config
     from monitor.scan import ScanReport
 
 HELP = "scan log files offline and report loops (exit 1 if any reached warn)"
@@ -22,7 +21,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "paths", nargs="*", metavar="PATH", help="log files or directories; '-' reads standard input"
     )
     add_config_options(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object per detection")
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per loop episode (docs/episodes.md)"
+    )
+    parser.add_argument(
+        "--detections",
+        action="store_true",
+        help="with --json: one JSON object per detection instead (a loop's every repeat)",
+    )
     parser.add_argument(
         "--format",
         dest="fmt",
@@ -89,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         from monitor.commands.stored import scan_database
 
         return scan_database(args, config, min_level)
+    if args.detections and not args.json:
+        return fail("scan: --detections goes with --json")
     if args.session:
         return fail("scan: --session needs --db")
     if not args.paths:
@@ -117,20 +125,20 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc.filename or ''}: cannot read: {exc.strerror or exc}")
     except ScanAborted as exc:
         return fail(f"scan: {exc}")
-    return _print_report(report, args.json, min_level)
+    return _print_report(report, args, min_level, config)
 
 
-def _print_report(report: ScanReport, as_json: bool, min_level: Level) -> int:
-    """The detections on stdout, the bad lines on stderr; the exit status."""
-    from monitor.scan import format_human
+def _print_report(report: ScanReport, args: argparse.Namespace, min_level: Level, config: Config) -> int:
+    """The episodes (or detections) on stdout, the bad lines on stderr; the exit status."""
+    from monitor.episode_output import format_scan
 
     out = sys.stdout
-    if as_json:
-        for detection in report.detections:
-            if detection.level >= min_level:
-                out.write(orjson.dumps(detection.to_dict()).decode() + "\n")
+    if args.json:
+        from monitor.episode_output import write_scan_json
+
+        write_scan_json(sys.stdout, report.detections, args.detections, min_level, config)
     else:
-        out.write(format_human(report, min_level) + "\n")
+        out.write(format_scan(report, config, min_level) + "\n")
     for problem in report.problems[:200]:
         print(f"loopwatch: skipped {problem}", file=sys.stderr)
     if report.problem_count > 200:

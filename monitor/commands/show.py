@@ -15,6 +15,7 @@ from monitor.commands.stored import (
     open_store,
     resolve_session,
 )
+from monitor.text import printable
 
 HELP = "show one recorded session: summary, detections and operator actions"
 
@@ -81,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         session = store.get_session(session_id)
         stored = store.count_events(session_id)
         detections = store.detections(session_id)
+        episodes = store.episodes(session_id)
         actions = store.actions(session_id)
         events = (
             store.events(session_id, offset=max(stored - args.events, 0), limit=args.events)
@@ -90,17 +92,28 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        document = {"session": session, "events_stored": stored, "detections": detections, "actions": actions}
+        document = {
+            "session": session,
+            "events_stored": stored,
+            "episodes": episodes,
+            "detections": detections,
+            "actions": actions,
+        }
         if args.events:
             document["events"] = events
         sys.stdout.write(dumps(document) + "\n")
         return 0
-    sys.stdout.write(format_session(session, stored, detections, actions, events) + "\n")
+    sys.stdout.write(format_session(session, stored, detections, actions, events, episodes) + "\n")
     return 0
 
 
 def format_session(
-    session: dict, stored: int, detections: list[dict], actions: list[dict], events: list[dict]
+    session: dict,
+    stored: int,
+    detections: list[dict],
+    actions: list[dict],
+    events: list[dict],
+    episodes: list[dict] | None = None,
 ) -> str:
     first, last = session.get("first_seen"), session.get("last_seen")
     duration = fmt_duration(last - first if first is not None and last is not None else None)
@@ -118,7 +131,9 @@ def format_session(
         + (f" — {session['detector']}: {session['reason']}" if session.get("detector") else ""),
         f"  events     {kept}",
         "",
-        f"detections ({len(detections)})",
+        *_episode_lines(episodes or []),
+        "",
+        f"detections ({len(detections)}: the first of each rung)",
     ]
     if not detections:
         lines.append("  none")
@@ -148,6 +163,29 @@ def format_session(
         for e in events:
             lines.append(f"  #{e['seq']:<6} {fmt_time(e['ts'])}  {_event_summary(e)}")
     return "\n".join(lines)
+
+
+def _episode_lines(episodes: list[dict]) -> list[str]:
+    """``show``'s loop episodes: one line each (the latest MAX_DETECTIONS)."""
+    lines = [f"loop episodes ({len(episodes)})"]
+    if not episodes:
+        lines.append("  none")
+    shown = episodes[-MAX_DETECTIONS:]
+    if len(episodes) > len(shown):
+        lines.append(f"  … {len(episodes) - len(shown)} earlier (see --json)")
+    for e in shown:
+        state = f"closed: {e['closed']}" if e.get("state") == "closed" else "open"
+        lines.append(
+            printable(
+                f"  #{e['number']:<3} {fmt_time(e['first_ts'])}  {e['peak']:<9} {'+'.join(e['detectors'])}  "
+                f"×{e.get('count') or 0} {e.get('message') or ''}"
+            )
+        )
+        lines.append(
+            f"  {'':24}{e.get('detections') or 0} detection(s), events #{e.get('first_seq')}–#{e.get('last_seq')}"
+            f" until {fmt_time(e['last_ts'])}; {state}"
+        )
+    return lines
 
 
 def _event_summary(event: dict, width: int = 100) -> str:

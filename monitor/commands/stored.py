@@ -97,7 +97,8 @@ def dumps(value: object) -> str:
 
 def scan_database(args: argparse.Namespace, config: Config, min_level: Level) -> int:
     """``loopwatch scan --db``: re-scan stored sessions with this config/preset."""
-    from monitor.scan import format_human, scan_store
+    from monitor.episode_output import format_scan
+    from monitor.scan import scan_store
     from monitor.scan_jobs import SHARD_MIN_BYTES
 
     store = open_store(args, config)
@@ -126,11 +127,11 @@ def scan_database(args: argparse.Namespace, config: Config, min_level: Level) ->
         elapsed = time.perf_counter() - started
         out = sys.stdout
         if args.json:
-            for detection in report.detections:
-                if detection.level >= min_level:
-                    out.write(dumps(detection.to_dict()) + "\n")
+            from monitor.episode_output import write_scan_json
+
+            write_scan_json(sys.stdout, report.detections, args.detections, min_level, config)
         else:
-            out.write(format_human(report, min_level) + "\n")
+            out.write(format_scan(report, config, min_level) + "\n")
             out.write(what_if(store, ids, report, config.preset) + "\n")
             print(f"loopwatch: re-scanned {report.events:,} events in {elapsed:.2f}s", file=sys.stderr)
         return report.exit_code

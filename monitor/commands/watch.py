@@ -1,7 +1,8 @@
 """``loopwatch watch``: follow agents live (log files and sockets), in the TUI or headless.
 
-``--headless`` prints each detection as it happens (``--json``: the objects
-``scan --json`` prints, plus ``ts``) and runs until Ctrl-C or SIGTERM, which
+``--headless`` prints each loop episode as it opens, escalates and closes
+(``--json``: one object per change, docs/episodes.md; ``--detections``: each
+detection, as ``scan --json --detections`` prints it plus ``ts``) and runs until Ctrl-C or SIGTERM, which
 stop it cleanly: sources stop, everything queued is processed, the database
 is flushed and closed.  Without it the Textual dashboard opens over the same
 pipeline (:class:`~monitor.hub.live.LiveMonitor`).
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
+from monitor import episode_output
 from monitor.commands.common import (
     ConfigError,
     add_config_options,
@@ -33,9 +35,11 @@ from monitor.commands.common import (
     ui_problem,
 )
 from monitor.cost import spend_text
+from monitor.detect.episodes import EpisodeChange
 from monitor.events import Level
+from monitor.hub.reads import sessions_heard
 from monitor.text import printable
-from monitor.updates import ActionFinished, DetectionRaised, ProblemReported, WaitingNotice
+from monitor.updates import ActionFinished, DetectionRaised, EpisodeChanged, ProblemReported, WaitingNotice
 
 if TYPE_CHECKING:
     from monitor.config import Config
@@ -52,8 +56,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="log files, directories (watched recursively for *.jsonl) or quoted globs",
     )
-    parser.add_argument("--headless", action="store_true", help="no TUI: print detections as they happen")
-    parser.add_argument("--json", action="store_true", help="with --headless: one JSON object per detection")
+    parser.add_argument(
+        "--headless", action="store_true", help="no TUI: print loop episodes as they open, escalate and close"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="with --headless: one JSON object per episode change (docs/episodes.md)",
+    )
+    parser.add_argument(
+        "--detections",
+        action="store_true",
+        help="with --headless: print every detection instead (a loop's every repeat)",
+    )
     parser.add_argument(
         "--min-level",
         default="notice",
@@ -198,23 +213,35 @@ def announce_to_doctor(where: dict[str, str | None] | None) -> None:
 
 
 class HeadlessPrinter:
-    """A hub subscriber that prints detections (stdout) and problems/actions (stderr).
+    """A hub subscriber that prints loop episodes as they open, escalate and
+    close -- or with ``detections`` every detection -- (stdout) and
+    problems/actions (stderr).
 
-    With a store (:meth:`hold_until_stored`), a detection is printed only once
-    its row is committed, so whatever a consumer read is in the database even
+    With a store (:meth:`hold_until_stored`), a detection or an episode
+    change is printed only once its row is committed, so whatever a consumer read is in the database even
     after a SIGKILL; the delay is one transaction while the store's writer is
     idle, at most its ``flush_ms`` (200 ms by default) plus one under load.
     """
 
-    def __init__(self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO):
+    def __init__(
+        self, *, as_json: bool, min_level: Level, out: TextIO, err: TextIO, detections: bool = False
+    ):
         self.as_json = as_json
+        #: Print every detection (the output before episodes), not the episodes' changes.
+        self.each_detection = detections
         self.min_level = min_level
         self.out = out
         self.err = err
         self.detections = 0
         self.worst = Level.NONE
         #: The updates it prints: subscribe with ``kinds=printer.kinds``.
-        self.kinds: tuple[type, ...] = (DetectionRaised, ProblemReported, ActionFinished, WaitingNotice)
+        self.kinds: tuple[type, ...] = (
+            DetectionRaised,
+            EpisodeChanged,
+            ProblemReported,
+            ActionFinished,
+            WaitingNotice,
+        )
         self.store: Any = None
         self._held: deque[tuple[int, Any]] = deque()  # (store position, detection)
 
@@ -239,6 +266,9 @@ class HeadlessPrinter:
     def __call__(self, update: object) -> None:
         if isinstance(update, DetectionRaised):
             self.detection(update.detection)
+        elif isinstance(update, EpisodeChanged):
+            if not self.each_detection and episode_output.printed(update.change, self.min_level):
+                self._hold(update.change)
         elif isinstance(update, ProblemReported):
             self.err.write(f"loopwatch: {update.problem}\n")
             self.err.flush()
@@ -268,16 +298,28 @@ class HeadlessPrinter:
     def detection(self, detection: Any) -> None:
         self.detections += 1
         self.worst = max(self.worst, detection.level)
-        if detection.level < self.min_level:
+        if detection.level < self.min_level or not self.each_detection:
             return
+        self._hold(detection)
+
+    def _hold(self, printed: Any) -> None:
         if self.store is not None:
-            # The hub queued its row before publishing it: wait for that row.
-            self._held.append((self.store.position(), detection))
+            # The hub queued its rows before publishing it: wait for them.
+            self._held.append((self.store.position(), printed))
             self.release()
             return
-        self._print(detection)
+        self._print(printed)
 
     def _print(self, detection: Any) -> None:
+        if isinstance(detection, EpisodeChange):
+            text = (
+                episode_output.change_json(detection)
+                if self.as_json
+                else episode_output.change_line(detection)
+            )
+            self.out.write(text + "\n")
+            self.out.flush()
+            return
         if self.as_json:
             record = detection.to_dict()
             record["ts"] = detection.ts
@@ -323,7 +365,7 @@ async def run_headless(live: LiveMonitor, printer: HeadlessPrinter) -> None:
         printer.release()  # the store is closed: whatever is still held
     stats = hub.stats()
     printer.err.write(
-        f"loopwatch: stopped after {stats.events_total:,} events in {len(hub.sessions())} session(s); "
+        f"loopwatch: stopped after {stats.events_total:,} events in {len(sessions_heard(hub))} session(s); "
         f"{printer.detections} detection(s), worst {printer.worst.label}; " + store_outcome(live.store) + "\n"
     )
     printer.err.flush()
@@ -500,7 +542,9 @@ def _watch_headless(args: argparse.Namespace, live: LiveMonitor, min_level: Leve
     from monitor.sources.sockets import SocketError
     from monitor.store import StoreError
 
-    printer = HeadlessPrinter(as_json=args.json, min_level=min_level, out=sys.stdout, err=sys.stderr)
+    printer = HeadlessPrinter(
+        as_json=args.json, min_level=min_level, out=sys.stdout, err=sys.stderr, detections=args.detections
+    )
     try:
         asyncio.run(run_headless(live, printer))
     except OSError as exc:

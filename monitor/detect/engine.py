@@ -25,7 +25,9 @@
    sparklines).
 
 It returns a :class:`Processed`: whether the event was dropped, its
-detections, and the session's level after it.  What the engine knows of a
+detections, the session's level after it, and what the event did to the
+session's loop episodes (:mod:`~monitor.detect.episodes`: opened, updated,
+escalated, closed).  What the engine knows of a
 session is read through :meth:`Engine.summary` (:mod:`~monitor.detect.summary`).
 """
 
@@ -45,7 +47,9 @@ from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.echoes import Echoes
-from monitor.detect.escalation import EscalationPolicy
+from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
+from monitor.detect.episodes import episode_gap as gap_of
+from monitor.detect.escalation import EscalationPolicy, Rungs, seed_escalation, settings_for
 from monitor.detect.input_wait import asks_the_person, unhold
 from monitor.detect.input_wait import follow as follow_wait
 from monitor.detect.summary import SessionSummary, SparkHistory, summarize
@@ -114,6 +118,8 @@ class Processed(NamedTuple):
     detections: tuple[Detection, ...]
     #: The session's escalation level after it.
     level: Level
+    #: What it did to the session's loop episodes (most events: nothing).
+    episodes: tuple[EpisodeChange, ...] = ()
 
 
 class Counts(NamedTuple):
@@ -176,6 +182,8 @@ class SessionState:
     fed: tuple[tuple[float, TurnTracker], ...] = ()
     #: Assistant messages lately, to drop the second copy of one (hook and transcript).
     echoes: Echoes = field(default_factory=Echoes)
+    #: Its loop episodes (the engine's, which outlive this state).
+    book: EpisodeBook | None = None
 
     def route(self) -> None:
         """Work out the steps of each kind (after creation or a mute)."""
@@ -274,7 +282,7 @@ class Engine:
         #: Keep per-session similarity histories (``SessionState.similarity``,
         #: ``detector_similarity``) for a UI to draw; a scan needs none.
         self.sparklines = sparklines
-        self.policy = EscalationPolicy(self.config.escalation)
+        self.policy = EscalationPolicy(settings_for(self.config.escalation, self.config.control.auto_kill))
         #: What usage and loop episodes cost (monitor/cost.py).
         self.costs = LoopCosts(self.config.prices)
         self.sessions: dict[str, SessionState] = {}
@@ -294,6 +302,10 @@ class Engine:
         self.duplicates = 0
         #: Detectors muted per session: kept when it is closed, until it is forgotten.
         self._muted: dict[str, set[str]] = {}
+        #: Per session its loop episodes (kept when it is closed, until it is forgotten).
+        self.books: dict[str, EpisodeBook] = {}
+        #: Events without a joining detection that end an episode (the detection window).
+        self.episode_gap = episode_gap(self.config)
 
     @property
     def events_processed(self) -> int:
@@ -316,6 +328,9 @@ class Engine:
             if muted:
                 state.muted |= muted
             state.route()
+            state.book = self.books.get(session_id)
+            if state.book is None:
+                state.book = self.books[session_id] = EpisodeBook(session_id, self.episode_gap)
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
@@ -324,12 +339,18 @@ class Engine:
         return state
 
     def close(self, session_id: str) -> SessionState | None:
-        """Drop a finished session's detector state (its escalation, costs and
-        mutes remain: see :meth:`forget`)."""
+        """Drop a finished session's detector state (its escalation, costs,
+        mutes and episodes remain: see :meth:`forget`); its open episodes
+        close as ended (:meth:`end_episodes` says which)."""
         state = self.sessions.pop(session_id, None)
         if state is not None:
             self._closed_events += state.events
         return state
+
+    def end_episodes(self, session_id: str) -> list[EpisodeChange]:
+        """Close the session's open episodes: it ended (or was closed idle)."""
+        book = self.books.get(session_id)
+        return book.close_all(ENDED) if book is not None else []
 
     # -- processing ---------------------------------------------------------
 
@@ -355,6 +376,8 @@ class Engine:
         if self._follow_wait(state, event):
             return _QUIET[self.level(event.session)]
         self._enrich(state, event)
+        book = state.book
+        changes = book.tick(event.seq) if book is not None and book.open else None
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
@@ -362,6 +385,13 @@ class Engine:
             found = self._conclude(state, event, found)
         escalation = self.policy.sessions.get(event.session)
         level = escalation.level if escalation is not None else Level.NONE
+        if found and book is not None:
+            joined = book.observe(found, escalation.episode if escalation is not None else 0)
+            changes = changes + joined if changes else joined
+        if event.kind is SESSION_END and book is not None and book.open:
+            changes = (changes or []) + book.close_all(ENDED)
+        if changes:
+            return Processed(False, tuple(found), level, tuple(changes))
         return Processed(False, tuple(found), level) if found else _QUIET[level]
 
     def _follow_wait(self, state: SessionState, event: Event) -> bool:
@@ -529,23 +559,53 @@ class Engine:
             state.muted.discard(detector)
             state.route()
 
-    def acknowledge(self, session_id: str, now: float) -> None:
-        """The operator has seen it: back to watching, with a cool-down from ``now`` (event time)."""
+    def acknowledge(self, session_id: str, now: float) -> list[EpisodeChange]:
+        """The operator has seen it: back to watching, with a cool-down from
+        ``now`` (event time); its open episodes close as acknowledged."""
         self.policy.acknowledge(session_id, now)
+        book = self.books.get(session_id)
+        return book.close_all(ACKNOWLEDGED) if book is not None else []
 
-    def recover(self, session_id: str, steps: int) -> None:
-        """The agent stopped looping after a nudge (``steps`` without a warning): back to watching."""
+    def recover(self, session_id: str, steps: int) -> list[EpisodeChange]:
+        """The agent stopped looping after a nudge (``steps`` without a
+        warning): back to watching; its open episodes close as stopped."""
         self.policy.recover(session_id, steps)
+        book = self.books.get(session_id)
+        return book.close_all(STOPPED) if book is not None else []
 
-    def mark_false_positive(self, detection: Detection) -> None:
-        """That detection's pattern is no longer flagged in its session."""
-        self.policy.mark_false_positive(detection)
+    def mark_false_positive(self, detection: Detection) -> list[EpisodeChange]:
+        """The loop episode of that detection is a false positive: every
+        pattern that joined it is no longer flagged in its session (whichever
+        detectors saw it), and it closes."""
+        book = self.books.get(detection.session)
+        episode = book.holding(detection.detector, detection.pattern) if book is not None else None
+        if book is None or episode is None:
+            self.policy.mark_false_positive(detection)
+            return []
+        return self.mark_episode_false_positive(detection.session, episode.number)
+
+    def mark_episode_false_positive(self, session_id: str, number: int) -> list[EpisodeChange]:
+        """Episode ``number`` of the session is a false positive (see :meth:`mark_false_positive`)."""
+        book = self.books.get(session_id)
+        episode = book.find(number) if book is not None else None
+        if book is None or episode is None:
+            return []
+        for detector, pattern in episode.pairs:
+            self.policy.mark_false_positive(
+                Detection(detector, Level.NONE, 0.0, "", pattern, session=session_id)
+            )
+        return book.close(number, FALSE_POSITIVE)
+
+    def seed(self, session_id: str, last: Detection | None, rungs: Rungs = (), reason: str = "") -> None:
+        """Take up the escalation of a session an earlier run recorded (see :func:`seed_escalation`)."""
+        seed_escalation(self.policy.state(session_id), self.config.escalation.ladder, last, rungs, reason)
 
     def forget(self, session_id: str) -> None:
-        """Drop all the engine keeps of a closed session: escalation, mutes."""
+        """Drop all the engine keeps of a closed session: escalation, mutes, episodes."""
         self.close(session_id)
         self.policy.reset(session_id)
         self._muted.pop(session_id, None)
+        self.books.pop(session_id, None)
 
     # -- reads ------------------------------------------------------------------
 
@@ -557,6 +617,7 @@ class Engine:
             self.policy.sessions.get(session_id),
             self.costs,
             self._muted.get(session_id, ()),
+            self.books.get(session_id),
         )
 
     def pattern_history(self, session_id: str, detector: str, pattern: str) -> tuple[int, float | None]:
@@ -605,3 +666,15 @@ def _distinct(found: list[Detection]) -> list[Detection]:
         elif detection.level > out[index].level:
             out[index] = detection
     return out
+
+
+def episode_gap(config: Config) -> int:
+    """The detection window in events (:func:`monitor.detect.episodes.episode_gap`):
+    from the widest ``window`` of the enabled detectors."""
+    windows = []
+    for name in REGISTRY:
+        settings = config.detector_settings(name)
+        window = getattr(settings, "window", 0)
+        if settings.enabled and isinstance(window, int):
+            windows.append(window)
+    return gap_of(windows)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -56,11 +56,18 @@ DEFAULT_NUDGES: dict[str, str] = {
         "{advice}"
     ),
     "terminate": (
-        "[loopwatch] CRITICAL: You've {summary}. You are in a loop "
-        "and this session is about to be stopped. Stop now, summarise what you tried "
+        "[loopwatch] CRITICAL: You've {summary}. You are in a loop, "
+        "and the person watching this session has been alerted. Stop now, summarise what you tried "
         "and what blocks you, and ask the user for help.\n{advice}"
     ),
 }
+#: The default ``terminate`` nudge when ``[control] auto_kill`` is on: the session is
+#: really stopped then (without it, nothing stops it but the operator).
+AUTO_KILL_NUDGE = (
+    "[loopwatch] CRITICAL: You've {summary}. You are in a loop, "
+    "and this session is being stopped. Stop now, summarise what you tried "
+    "and what blocks you, and ask the user for help.\n{advice}"
+)
 
 
 @dataclass(frozen=True)
@@ -320,7 +327,9 @@ class EscalationPolicy:
             state.active.pop(key, None)
             state.active[key] = (detection.level, _pack(detection))
             _bound(state.active, MAX_STANDING)
-        if detection.level >= state.level and detection.level > Level.NONE:
+        # A quieted repeat is recorded as a notice, but the session stays back to
+        # watching (docs/operating.md): only a detection that counts sets its level.
+        if detection.level >= state.level and detection.level > Level.NONE and detection.suppressed is None:
             if state.level is Level.NONE:
                 self.episodes += 1
                 state.episode = self.episodes
@@ -412,6 +421,43 @@ class EscalationPolicy:
             "detections_by_level": dict(self.by_level),
             "false_positives": self.false_positive_count,
         }
+
+
+#: What a seeded session's patterns had climbed: ``(detector, pattern, rungs, latest count)``.
+Rungs = Iterable[tuple[str, str, int, int]]
+
+
+def seed_escalation(
+    state: SessionEscalation,
+    ladder: tuple[Level, ...],
+    last: Detection | None,
+    rungs: Rungs = (),
+    reason: str = "",
+) -> None:
+    """Put back the escalation of a session an earlier run recorded (the hub seeds
+    it from the store): ``last`` set its level (``None``: watching, saying
+    ``reason``); ``rungs`` are ``(detector, pattern, rungs climbed, latest count)``.
+    No position is kept (seqs restart with the engine), so the next detection of
+    such a pattern continues its loop (:func:`continues`), one rung up, instead of
+    starting again at the first."""
+    for detector, pattern, climbed, count in rungs:
+        key = pattern_key(detector, pattern)
+        state.occurrences.pop(key)
+        for _ in range(min(max(climbed, 0), len(ladder))):
+            state.occurrences.bump(key, count, 0)
+    if last is not None and last.level > Level.NONE:
+        state.show(last)
+    elif reason:
+        state.reason = reason
+
+
+def settings_for(settings: EscalationSettings, auto_kill: bool) -> EscalationSettings:
+    """``settings`` with a ``terminate`` nudge that says what will happen: with
+    ``auto_kill`` the default one says the session is being stopped (a nudge the
+    config set is kept as it is)."""
+    if not auto_kill or settings.nudges.get("terminate") != DEFAULT_NUDGES["terminate"]:
+        return settings
+    return replace(settings, nudges={**settings.nudges, "terminate": AUTO_KILL_NUDGE})
 
 
 def _without_evidence(d: Detection) -> Detection:

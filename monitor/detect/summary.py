@@ -22,6 +22,7 @@ from monitor.events import Level
 if TYPE_CHECKING:
     from monitor.cost import LoopCosts, Spend
     from monitor.detect.base import Detection, Detector
+    from monitor.detect.episodes import Episode, EpisodeBook
     from monitor.detect.escalation import SessionEscalation
 
 #: Steps kept per similarity history (each session's, and each detector's in it).
@@ -108,6 +109,10 @@ class SessionSummary:
     #: all (None: no usage reported): monitor/cost.py.
     episode_cost: tuple[float, Spend] | None = None
     loop_cost: Spend | None = None
+    #: Its loop episodes open now (the oldest first), and the latest closed
+    #: ones (the latest last; the store keeps them all): monitor/detect/episodes.py.
+    episodes: tuple[Episode, ...] = ()
+    closed_episodes: tuple[Episode, ...] = ()
 
 
 class HeldState(Protocol):
@@ -136,10 +141,11 @@ def summarize(
     escalation: SessionEscalation | None,
     costs: LoopCosts,
     muted: Collection[str] = (),
+    book: EpisodeBook | None = None,
 ) -> SessionSummary:
     """The summary of ``session`` from the engine's parts: its detector state
     (``None``: closed or never seen), its escalation, the engine's costs, and
-    (when closed) the detectors muted in it."""
+    (when closed) the detectors muted in it, and its episodes."""
     mood: dict[str, Any] = {}
     if escalation is not None:
         mood = {
@@ -151,6 +157,9 @@ def summarize(
             "detection": escalation.last,
         }
     episode_cost, loop_cost = costs.episode(session, escalation), costs.loops(session)
+    if book is not None:
+        mood["episodes"] = tuple(book.open)
+        mood["closed_episodes"] = tuple(book.recent)
     if state is None:
         return SessionSummary(
             session, muted=frozenset(muted), episode_cost=episode_cost, loop_cost=loop_cost, **mood

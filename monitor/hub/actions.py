@@ -24,6 +24,7 @@ from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 if TYPE_CHECKING:
     from monitor.config import Config
     from monitor.detect.engine import Engine
+    from monitor.detect.episodes import EpisodeChange
     from monitor.detect.summary import SessionSummary
     from monitor.hub.guard import Guard
     from monitor.hub.recording import Recorder
@@ -54,9 +55,13 @@ class ActionsHub(Protocol):
 
     def touch(self, state: HubSession) -> None: ...
 
+    def episodes_changed(self, changes: Sequence[EpisodeChange]) -> None: ...
+
 
 ACTION_KINDS = ("ack", "inject", "kill", "false_positive", "mute", "pause", "resume", "guard")
 AUTO_WHO = "loopwatch (auto)"
+#: How a delivered mute's outcome ends (what precedes it names the detector: monitor/hub/seeding.py).
+MUTED = " muted for this session"
 #: Auto-responses only answer detections this recent (not replayed history).
 AUTO_MAX_AGE_SECONDS = 60.0
 #: Calls or assistant replies in a row, after a nudge, without a warning: the loop stopped.
@@ -172,7 +177,7 @@ class Actions:
         engine = hub.engine
         if kind == "ack":
             # Escalation runs on event time: the cool-down starts at the session's latest event.
-            engine.acknowledge(session, state.last_ts)
+            hub.episodes_changed(engine.acknowledge(session, state.last_ts))
             state.guarded = None  # acknowledged: the guard waits for the loop to be flagged again
             state.nudged = 0.0
             state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
@@ -203,15 +208,22 @@ class Actions:
         if kind == "false_positive":
             if detection is None:
                 return "failed", "no detection to mark as a false positive"
-            engine.mark_false_positive(detection)
+            closed = engine.mark_false_positive(detection)
+            hub.episodes_changed(closed)
+            others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
+            if others:
+                return "delivered", (
+                    f"{detection.detector} (and {', '.join(others)}, which saw the same loop) no longer "
+                    f"flags this in this session: {_cut(detection.message, 120)}"
+                )
             return "delivered", (
-                f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
+                f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"
             )
         # mute
         if not detector:
             return "failed", "no detector named to mute"
         engine.mute(session, detector)  # (a closed session keeps it when revived)
-        return "delivered", f"{detector} muted for this session"
+        return "delivered", f"{detector}{MUTED}"
 
     async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
         outcome = await state.channel.send(control_message(kind, state.id, **fields))
@@ -293,7 +305,7 @@ class Actions:
             state.steps_since_nudge += 1
             if state.steps_since_nudge >= RECOVERY_STEPS:
                 state.nudged = 0.0
-                self.hub.engine.recover(state.id, RECOVERY_STEPS)
+                self.hub.episodes_changed(self.hub.engine.recover(state.id, RECOVERY_STEPS))
                 self.hub.recorder.session_now(state)  # history says so now, not at the next tick
 
     # -- automatic responses ------------------------------------------------------------
@@ -398,3 +410,8 @@ def _gone(state: HubSession) -> str:
     if state.status == "stopped":
         return "its watcher has stopped: loopwatch no longer hears from this session"
     return ""
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, ending in "…" when it was cut (shown in a toast)."""
+    return text if len(text) <= width else text[: width - 1] + "…"

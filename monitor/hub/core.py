@@ -21,6 +21,7 @@ from monitor.alerts import Alerts
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
+from monitor.detect.episodes import EpisodeChange
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
@@ -30,6 +31,7 @@ from monitor.hub.intake import BATCH_EVENTS, QUEUE_ITEMS, Intake, Stop
 from monitor.hub.pausing import resume_paused
 from monitor.hub.publishing import Publisher
 from monitor.hub.recording import Recorder
+from monitor.hub.seeding import seed_hub
 from monitor.hub.sessions import Lifecycle
 from monitor.hub.snapshots import Snapshots, latest_per_session, window_copy
 from monitor.hub.state import HubSession
@@ -39,6 +41,7 @@ from monitor.identity import current_user
 from monitor.updates import (
     ActionRecord,
     DetectionRaised,
+    EpisodeChanged,
     ProblemReported,
     SessionInfo,
     Stats,
@@ -82,6 +85,7 @@ class Hub:
         self.publisher.sessions = self.lifecycle.sessions
         if self.recorder.on:
             self.lifecycle.on_forget = self.recorder.session
+        self.lifecycle.on_episodes = self.episodes_changed
         self.actions = Actions(self)
         self.guard = Guard(self)
         self.alerts = Alerts(config.alerts)  # its thread runs only when an alert is configured
@@ -104,6 +108,7 @@ class Hub:
         if self.started:
             return
         self.started = True
+        await seed_hub(self)  # what an earlier watcher recorded: shown, escalating on (hub.seeded)
         collector.hold(LIVE_GC_THRESHOLD)
         self._collects_rarely = True
         self._worker = asyncio.create_task(self._work(), name="loopwatch-hub")
@@ -207,6 +212,14 @@ class Hub:
     def publish(self, update: object) -> None:  # to the subscribers that take its kind
         self.publisher.publish(update)
 
+    def episodes_changed(self, changes: Sequence[EpisodeChange]) -> None:
+        """Episode changes made outside event processing (an acknowledgement,
+        a false positive, a recovery, a session closed): stored and published."""
+        if changes:
+            self.recorder.episodes(changes)
+            for change in changes:
+                self.publish(EpisodeChanged(change))
+
     def touch(self, state: HubSession) -> None:
         """The session changed: publish it and store it soon (:meth:`Publisher.touch`)."""
         self.publisher.touch(state)
@@ -307,6 +320,7 @@ class Hub:
             self.recorder.position(position)
             return
         found: list[Detection] = []
+        changes: list[EpisodeChange] = []  # what the events did to loop episodes
         engine = self.engine
         lifecycle = self.lifecycle
         sessions = lifecycle.sessions
@@ -325,6 +339,8 @@ class Hub:
                 dropped.add(id(event))
                 continue
             detections: Sequence[Detection] = processed.detections
+            if processed.episodes:
+                changes.extend(processed.episodes)
             if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
@@ -342,7 +358,9 @@ class Hub:
         if dropped:
             events = [event for event in events if id(event) not in dropped]
         self.events_total += len(events)
-        self.recorder.add(events, found, position, sessions)
+        self.recorder.add(events, found, position, sessions, changes)
+        for change in changes:
+            self.publish(EpisodeChanged(change))
         auto_respond = self.actions.auto_respond
         for detection in found:
             self.detections_total += 1

@@ -256,4 +256,7 @@ class LiveMonitor:
         if self.exporter is not None:
             parts.append(self.exporter.describe())
         parts.append(f"recording to {self.store.path}" if self.store is not None else "not recording")
+        seeded = getattr(self.hub, "seeded", 0)
+        if seeded:
+            parts.append(f"showing {seeded:,} session(s) recorded before")
         return "; ".join(parts)

@@ -1,4 +1,5 @@
-"""What the hub writes to the store: events and detections as they are
+"""What the hub writes to the store: events, loop episodes (a row per
+episode, a row per rung) and the first detection of each rung as they are
 processed, session rows at most once a second per session (at once when a
 level changed), file positions after the events read before them.
 
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
+from monitor.detect.episodes import EpisodeChange
 from monitor.events import Event, Level
 from monitor.formats.base import Problem
+from monitor.store.episodes import first_detections
 
 if TYPE_CHECKING:
     from monitor.hub.state import HubSession
@@ -50,13 +53,18 @@ class Recorder:
         found: list[Detection],
         position: dict | None,
         sessions: dict[str, HubSession],
+        changes: Sequence[EpisodeChange] = (),
     ) -> None:
         store = self.store
         if store is not None and not self.failed:
             try:
                 store.add_events(events)
-                if found:
-                    store.add_detections(found)
+                if changes:
+                    # Not a detection row per repeat: the first of each rung is the evidence.
+                    kept = first_detections(list(changes))
+                    if kept:
+                        store.add_detections(kept)
+                    store.add_episodes(changes)
             except Exception:
                 self.failed = True
                 log.exception("store rejected writes; continuing without recording")
@@ -69,6 +77,18 @@ class Recorder:
                 state = sessions.get(session)
                 if state is not None and self.level(session) != state.stored_level:
                     self.session(state)
+
+    def episodes(self, changes: Sequence[EpisodeChange]) -> None:
+        """Episode changes made outside event processing (closes, mostly)."""
+        if changes and self.on:
+            try:
+                kept = first_detections(list(changes))
+                if kept:
+                    self.store.add_detections(kept)
+                self.store.add_episodes(changes)
+            except Exception:
+                self.failed = True
+                log.exception("store rejected writes; continuing without recording")
 
     def position(self, position: dict | None) -> None:
         """After the events read before it: so the database never has a

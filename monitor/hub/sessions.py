@@ -20,6 +20,7 @@ from typing import Any
 from monitor.config import Config
 from monitor.control import PidClaim, ProcessIdentity
 from monitor.detect.engine import Engine
+from monitor.detect.episodes import EpisodeChange
 from monitor.events import Event
 from monitor.hub.snapshots import Snapshots
 from monitor.hub.state import HubSession
@@ -79,6 +80,8 @@ class Lifecycle:
         self.evicted = 0  # live sessions closed to stay within the bounds
         #: Called with a session about to be forgotten whose row the store has not had yet.
         self.on_forget: Callable[[HubSession], None] | None = None
+        #: Told the episode changes of a session closed (its open episodes end).
+        self.on_episodes: Callable[[list[EpisodeChange]], None] | None = None
 
     def register_channel(self, session: str, channel: Any) -> None:
         state = self.sessions.get(session)
@@ -128,6 +131,15 @@ class Lifecycle:
         self._went_live(state)
         self.forget_old()
         return state
+
+    def adopt(self, state: HubSession) -> None:
+        """A closed session an earlier run recorded (monitor/hub/seeding.py)."""
+        self.seen += 1
+        state.order = self.seen
+        state.channel = self.channels.pop(state.id, state.channel)  # registered before the start
+        self.sessions[state.id] = state
+        self.closed_count += 1
+        self.forget_old()
 
     def _went_live(self, state: HubSession) -> None:
         """Count ``state`` as live; close the least recently active beyond the bounds."""
@@ -221,6 +233,9 @@ class Lifecycle:
         if status == "ended":
             state.paused = 0.0  # its process is gone: nothing stays stopped
         self.engine.close(state.id)
+        ended = self.engine.end_episodes(state.id)
+        if ended and self.on_episodes is not None:
+            self.on_episodes(ended)
         state.recent.clear()
         state.latest.clear()
         state.stored_at = 0.0  # written at the next tick, not after the usual interval

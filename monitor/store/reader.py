@@ -19,6 +19,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from monitor.events import Event
+from monitor.store.episodes import EPISODE_COUNT, episode_dict
 from monitor.store.rows import detection_dict, event_dict, event_from_row, level_rank
 from monitor.store.schema import SchemaError, current_version, latest_version, migrate
 from monitor.store.sessions import shown_status
@@ -211,7 +212,7 @@ class StoreReader:
                 " OR instr(lower(COALESCE(source, '')), lower(?)))"
             )
             params.extend([text, text, text])
-        sql = "SELECT * FROM sessions"
+        sql = f"SELECT *, {EPISODE_COUNT} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY last_seen DESC, id"
@@ -233,7 +234,7 @@ class StoreReader:
             return []
 
     def get_session(self, session: str) -> dict | None:
-        rows = shown_status(self._read("SELECT * FROM sessions WHERE id = ?", [session]))
+        rows = shown_status(self._read(f"SELECT *, {EPISODE_COUNT} FROM sessions WHERE id = ?", [session]))
         return rows[0] if rows else None
 
     def find_sessions(self, prefix: str, limit: int = 20) -> list[str]:
@@ -261,6 +262,15 @@ class StoreReader:
     def detections(self, session: str) -> list[dict]:
         rows = self._read("SELECT * FROM detections WHERE session = ? ORDER BY ts, id", [session])
         return [detection_dict(row) for row in rows]
+
+    def episodes(self, session: str) -> list[dict]:
+        """The session's loop episodes, by number (monitor/store/episodes.py)."""
+        rows = self._read("SELECT * FROM episodes WHERE session = ? ORDER BY number", [session])
+        return [episode_dict(row) for row in rows]
+
+    def episode_rungs(self, session: str) -> list[dict]:
+        """The rungs its episodes climbed, in order (``episode`` is the episode's row id)."""
+        return self._read("SELECT * FROM episode_rungs WHERE session = ? ORDER BY id", [session])
 
     def actions(self, session: str) -> list[dict]:
         return self._read("SELECT * FROM actions WHERE session = ? ORDER BY ts, id", [session])

@@ -26,6 +26,9 @@ Tables (see ``loopwatch show``/``history`` for readers):
 * ``detections.cost`` what the detection's loop episode had cost (JSON), and
   ``sessions.loop_tokens`` / ``loop_usd`` / ``loop_unpriced_tokens`` what the
   session's loop episodes cost in all (v7: ``monitor/cost.py``).
+* ``episodes``    one row per loop episode, updated in place as it goes on, and
+  ``episode_rungs`` one row per rung it climbed (v8: ``monitor/store/episodes.py``);
+  since v8 ``detections`` holds the first detection of each rung, not every repeat.
 """
 
 from __future__ import annotations
@@ -242,6 +245,14 @@ def _v7_loop_costs(db: Database) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN loop_unpriced_tokens INTEGER NOT NULL DEFAULT 0")
 
 
+def _v8_episodes(db: Database) -> None:
+    # One row per loop episode and one per rung, not one detection row per
+    # repeat: the detection rows of each episode but the first of each rung go.
+    from monitor.store.episodes import migrate_v8
+
+    migrate_v8(db)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -259,6 +270,11 @@ MIGRATIONS: list[Migration] = [
         7,
         "what loops cost: detections.cost, sessions.loop_tokens/loop_usd/loop_unpriced_tokens",
         _v7_loop_costs,
+    ),
+    Migration(
+        8,
+        "loop episodes: episodes and episode_rungs, detection rows grouped (the first of each rung kept)",
+        _v8_episodes,
     ),
 ]
 

@@ -11,6 +11,7 @@ class StoreStats:
 
     events: int = 0  # event rows committed
     detections: int = 0  # detection rows committed
+    episodes: int = 0  # episode rows (each upsert) and rung rows committed
     actions: int = 0  # action rows committed
     transactions: int = 0  # write transactions committed
     duplicates: int = 0  # event rows ignored: same (session, seq) already stored

@@ -44,8 +44,10 @@ from sqlite_utils import Database
 
 from monitor.config import StoreSettings
 from monitor.detect.base import Detection
+from monitor.detect.episodes import EpisodeChange
 from monitor.events import Event
 from monitor.identity import current_user, owner_stamp
+from monitor.store.episodes import rows_of as episode_rows
 from monitor.store.paths import resolve_db_path
 from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader, check_integrity, damaged_advice
 from monitor.store.recovery import reconcile_pending, reconcile_sessions
@@ -65,7 +67,16 @@ BACKLOG_BATCHES = 4
 REQUEST_TIMEOUT = 30.0
 OUTCOMES = frozenset({"delivered", "failed", "unsupported", "refused"})
 #: Tables a run that recorded nothing leaves empty (see ``discard_if_unused``).
-RECORDED_TABLES = ("sessions", "events", "detections", "actions", "file_positions", "store_losses")
+RECORDED_TABLES = (
+    "sessions",
+    "events",
+    "detections",
+    "actions",
+    "file_positions",
+    "store_losses",
+    "episodes",
+    "episode_rungs",
+)
 
 
 class Store(StoreReader):
@@ -288,6 +299,12 @@ class Store(StoreReader):
     def add_detections(self, detections: Sequence[Detection]) -> None:
         self._enqueue("d", [detection_row(d) for d in detections])
 
+    def add_episodes(self, changes: Sequence[EpisodeChange]) -> None:
+        """Queue episode changes: each episode's row as it stands now, and a
+        rung row for each opening or escalation (monitor/store/episodes.py)."""
+        for kind, rows in _by_kind(episode_rows(list(changes))):
+            self._enqueue(kind, rows)
+
     def _enqueue(self, kind: str, rows: list[list[Any]]) -> None:
         if rows:
             try:
@@ -388,3 +405,14 @@ def _recorded_nothing(db: Database) -> bool:
         return not any(db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in RECORDED_TABLES)
     except sqlite3.Error:
         return False
+
+
+def _by_kind(rows: list[tuple[str, list[Any]]]) -> list[tuple[str, list[list[Any]]]]:
+    """Queued rows grouped by kind, in order (episode rows before their rungs)."""
+    out: list[tuple[str, list[list[Any]]]] = []
+    for kind, row in rows:
+        if out and out[-1][0] == kind:
+            out[-1][1].append(row)
+        else:
+            out.append((kind, [row]))
+    return out

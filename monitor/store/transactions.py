@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from monitor.store.episodes import EPISODE_KINDS, keyed, write_episodes
 from monitor.store.recovery import record_loss
 from monitor.store.rows import DETECTION_INSERT, DETECTION_SEQ, EVENT_COLUMNS, EVENT_INSERT, SEQ
 from monitor.store.sessions import (
@@ -43,7 +44,7 @@ PRUNE_CHUNK = 5000
 #: Sessions whose numbering the writer remembers (the rest are re-read).
 SEQ_CACHE = 20_000
 
-Rows = list[tuple[str, list[Any]]]  # ("e" | "d" | "p", row)
+Rows = list[tuple[str, list[Any]]]  # ("e" | "d" | "p" | "x" | "r", row): "x"/"r" monitor/store/episodes.py
 Sessions = dict[str, dict[str, Any]]  # session id -> pending columns
 
 #: A file's read position, committed with (or after) the events read before it.
@@ -312,10 +313,11 @@ class Transactions:
             result[:] = [counts, derived]
 
         self.retrying(work)
-        (events, detections, inserted), derived = result
+        (events, detections, inserted, episodes), derived = result
         self._stats.events += inserted
         self._stats.duplicates += events - inserted
         self._stats.detections += detections
+        self._stats.episodes += episodes
         # Only a committed batch moves the numbering and the session info on.
         if sessions is not None:
             self.derived = {}
@@ -346,11 +348,12 @@ class Transactions:
             seqs[session] = state
         return state
 
-    def _insert(self, rows: Rows, seqs: dict[str, SeqState]) -> tuple[tuple[int, int, int], Sessions]:
+    def _insert(self, rows: Rows, seqs: dict[str, SeqState]) -> tuple[tuple[int, int, int, int], Sessions]:
         """Insert rows in the open transaction; return (events, detections,
-        inserted) and what they say about their sessions."""
+        inserted, episode and rung rows) and what they say about their sessions."""
         events: list[list[Any]] = []
         detections: list[list[Any]] = []
+        episodes: list[tuple[str, list[Any]]] = []
         derived: Sessions = {}
         positions: dict[tuple[int, int], list[Any]] = {}
         for kind, row in rows:
@@ -359,10 +362,13 @@ class Transactions:
                 continue
             session = row[0]
             state = self._seq_state(session, seqs)
+            row = list(row)
+            if kind in EPISODE_KINDS:
+                episodes.append(keyed(kind, row, state.map))
+                continue
             info = derived.get(session)
             if info is None:
                 info = derived[session] = {"id": session}
-            row = list(row)
             if kind == "e":
                 row[SEQ] = state.assign(row[SEQ])
                 events.append(row)
@@ -380,7 +386,9 @@ class Transactions:
             conn.executemany(DETECTION_INSERT, detections)
         if positions:
             conn.executemany(POSITION_UPSERT, list(positions.values()))
-        return (len(events), len(detections), inserted), derived
+        if episodes:
+            write_episodes(conn, episodes)
+        return (len(events), len(detections), inserted, len(episodes)), derived
 
     # -- retention --------------------------------------------------------------------
 

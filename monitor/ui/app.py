@@ -28,6 +28,7 @@ from textual.theme import BUILTIN_THEMES
 
 from monitor.config import Config, ConfigError
 from monitor.events import Level
+from monitor.hub.reads import recent_episodes
 from monitor.ui import ui_state
 from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.host import HostApp
@@ -127,7 +128,7 @@ class LoopwatchApp(HostApp):
             self.set_keymap(self.config.ui.keymap)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.hub is not None:
-            self.feed.seed(self.hub.sessions(), self.hub.recent_detections())
+            self.feed.seed(self.hub.sessions(), self.hub.recent_detections(), recent_episodes(self.hub))
             self._unsubscribe = self.hub.subscribe(self.feed.push)
         for note in self.startup_notes:
             self.notify(visible(note), markup=False, timeout=12)

@@ -13,14 +13,16 @@ Textual: the feed is tested on its own.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.detect.episodes import EpisodeChange
 from monitor.updates import (
     ActionFinished,
     DetectionRaised,
+    EpisodeChanged,
     ProblemReported,
     SessionChanged,
     Stats,
@@ -65,6 +67,8 @@ class Batch:
     stats: Any | None = None
     #: Sessions that have waited for the person too long (monitor/hub/waiting.py).
     notices: list[Any] = field(default_factory=list)
+    #: (session, number) -> the latest EpisodeChange of each loop episode that changed.
+    episodes: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(
@@ -74,6 +78,7 @@ class Batch:
             or self.problems
             or self.stats is not None
             or self.notices
+            or self.episodes
         )
 
     def touches(self, session: str) -> bool:
@@ -82,6 +87,7 @@ class Batch:
             session in self.sessions
             or any(getattr(d, "session", None) == session for d in self.detections)
             or any(getattr(a, "session", None) == session for a in self.actions)
+            or any(key[0] == session for key in self.episodes)
         )
 
 
@@ -99,14 +105,39 @@ class LiveFeed:
         #: The latest problems themselves (the count above is of all of them).
         self.bad: deque[Any] = deque(maxlen=FEED_LIMIT)
         self._action_ids: set[int] = set()
+        #: The latest change of each loop episode, in the order they opened (bounded).
+        self.episodes: OrderedDict[tuple[str, int], Any] = OrderedDict()
 
-    def seed(self, sessions: Iterable[Any], detections: Iterable[Any] = ()) -> None:
-        """Start from the hub's current sessions (and detections already raised)."""
+    def seed(
+        self, sessions: Iterable[Any], detections: Iterable[Any] = (), episodes: Iterable[Any] = ()
+    ) -> None:
+        """Start from the hub's current sessions (and detections already raised,
+        and the loop episodes open or lately closed: ``Episode`` objects)."""
         for info in sessions:
             self.sessions[info.id] = info
             self.pending.sessions[info.id] = info
+        detections = list(detections)
         self.detections.extend(detections)
+        latest = {(d.session, d.detector, d.pattern): d for d in detections}
+        for episode in episodes:
+            lead = latest.get((episode.session, episode.detector, episode.pattern))
+            self._episode(EpisodeChange("seeded", episode, lead))
         self.request_flush()
+
+    def _episode(self, change: Any) -> None:
+        """Keep ``change`` as its episode's latest, with the latest detection of its
+        leading pattern (its evidence and nudge are what the episode shows)."""
+        episode = change.episode
+        key = (episode.session, episode.number)
+        before = self.episodes.get(key)
+        kept = before.detection if before is not None else None
+        detection = change.detection
+        if not _leads(episode, detection) and (_leads(episode, kept) or detection is None):
+            change = EpisodeChange(change.kind, episode, kept)
+        self.episodes[key] = change
+        self.pending.episodes[key] = change
+        while len(self.episodes) > FEED_LIMIT:
+            self.episodes.popitem(last=False)
 
     def push(self, update: object) -> None:
         """The hub's subscriber callback: store, never block, never raise."""
@@ -118,6 +149,8 @@ class LiveFeed:
         elif isinstance(update, DetectionRaised):
             self.detections.append(update.detection)
             pending.detections.append(update.detection)
+        elif isinstance(update, EpisodeChanged):
+            self._episode(update.change)
         elif isinstance(update, ActionFinished):
             action = update.action
             if action.id in self._action_ids:
@@ -149,3 +182,17 @@ class LiveFeed:
 
     def detections_for(self, session: str) -> list[Any]:
         return [d for d in self.detections if d.session == session]
+
+    def episodes_for(self, session: str) -> list[Any]:
+        """The session's loop episodes the feed holds (their latest changes), by number."""
+        return sorted(
+            (c for (s, _), c in self.episodes.items() if s == session), key=lambda c: c.episode.number
+        )
+
+
+def _leads(episode: Any, detection: Any) -> bool:
+    """``detection`` is of the pattern that leads ``episode``."""
+    return detection is not None and (detection.detector, detection.pattern) == (
+        episode.detector,
+        episode.pattern,
+    )

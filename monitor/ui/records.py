@@ -41,6 +41,14 @@ class DetectionRow:
     nudge: str = ""
     suppressed: str | None = None
     cost: Any = None  # its loop episode's cost so far (monitor/cost.py), if usage was reported
+    #: A loop episode's row (0: a single detection): its number, the detectors that
+    #: joined, when it began, how many reports joined, and why it closed (None: open).
+    episode: int = 0
+    detectors: tuple[str, ...] = ()
+    first_ts: float = 0.0
+    first_seq: int = 0
+    reports: int = 0
+    closed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +191,54 @@ def detection_row(row: Any) -> DetectionRow:
         nudge=str(_get(row, "nudge", default="")),
         suppressed=_get(row, "suppressed"),
         cost=Spend.from_dict(_json(_get(row, "cost"))),
+    )
+
+
+def episode_row(change: Any) -> DetectionRow:
+    """A loop episode's row from its latest ``EpisodeChange`` (the episode and the
+    latest detection that joined it: its evidence and nudge)."""
+    episode, detection = change.episode, change.detection
+    return DetectionRow(
+        ts=episode.last_ts,
+        level=episode.level,
+        detector=episode.detector,
+        message=episode.message,
+        count=episode.count,
+        score=detection.score if detection is not None else 0.0,
+        seq=episode.last_seq,
+        evidence=_evidence_seqs(detection.evidence) if detection is not None else (),
+        nudge=detection.nudge if detection is not None else "",
+        suppressed=detection.suppressed if detection is not None else None,
+        cost=Spend.from_dict(detection.cost) if detection is not None else None,
+        episode=episode.number,
+        detectors=tuple(episode.detectors),
+        first_ts=episode.first_ts,
+        first_seq=episode.first_seq,
+        reports=episode.detections,
+        closed=episode.closed,
+    )
+
+
+def stored_episode_row(row: dict[str, Any]) -> DetectionRow:
+    """A loop episode's row from a store ``episodes()`` dict (no evidence kept: it
+    jumps to the episode's first event)."""
+    detectors = _json(row.get("detectors")) or ()
+    level = row.get("level") or "watching"
+    return DetectionRow(
+        ts=float(row.get("last_ts") or 0.0),
+        level=Level.parse(level) if not isinstance(level, Level) else level,
+        detector=str(row.get("detector") or ""),
+        message=str(row.get("message") or ""),
+        count=int(row.get("count") or 0),
+        score=0.0,
+        seq=int(row.get("last_seq") or 0),
+        evidence=(),
+        episode=int(row.get("number") or 0),
+        detectors=tuple(str(d) for d in detectors) if isinstance(detectors, (list, tuple)) else (),
+        first_ts=float(row.get("first_ts") or 0.0),
+        first_seq=int(row.get("first_seq") or 0),
+        reports=int(row.get("detections") or 0),
+        closed=(row.get("closed") or "closed") if row.get("state") == "closed" else None,
     )
 
 

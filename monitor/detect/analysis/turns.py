@@ -188,6 +188,7 @@ class Turn:
         "_undo",
         "keep_keys",
         "_outcome",
+        "after",
     )
 
     def __init__(self, first: Event, keep_text: bool, response: str | None = None):
@@ -209,6 +210,9 @@ class Turn:
         self.answered = False  # at least one tool result came back
         self._undo: tuple[Any, ...] | None = None  # state before the latest message
         self._outcome: Outcome | None = None
+        #: The harness's (system) message since the turn before, if any: what it
+        #: answered that turn with (a format error, a limit).
+        self.after: Event | None = None
         #: The first call's id; the ids of all its calls once there are two
         #: (most turns make one call: no set for them).
         self.call_ids: set[str] | None = None
@@ -321,7 +325,7 @@ class TurnTracker:
     """Assembles one session's assistant turns; :meth:`feed` returns a turn once
     it is complete (at most one per event)."""
 
-    __slots__ = ("keep_text", "same_turn_seconds", "current", "_announced")
+    __slots__ = ("keep_text", "same_turn_seconds", "current", "_announced", "_heard")
 
     def __init__(self, *, keep_text: bool = True, same_turn_seconds: float = 1.0):
         """``keep_text=False`` keeps only the shape of each turn (text or not,
@@ -332,10 +336,13 @@ class TurnTracker:
         #: Response id announced by a usage report before any of its content
         #: (Claude Code reports usage on a response's first record).
         self._announced: str | None = None
+        #: The harness's latest message since the last turn started (for the next one's ``after``).
+        self._heard: Event | None = None
 
     def reset(self) -> None:
         self.current = None
         self._announced = None
+        self._heard = None
 
     def _close(self) -> Turn | None:
         turn, self.current = self.current, None
@@ -345,6 +352,8 @@ class TurnTracker:
         """Start the current turn with ``event``; the turn."""
         turn = self.current = Turn(event, self.keep_text, self._announced)
         self._announced = None
+        if self._heard is not None:
+            turn.after, self._heard = self._heard, None
         return turn
 
     def _continues(self, turn: Turn, message: Event) -> bool:
@@ -429,6 +438,7 @@ class TurnTracker:
         if event.role == "user":
             self.reset()  # the engine resets detectors too; be safe on our own
             return None
+        self._heard = event
         return self._end_response()
 
     def _usage(self, event: Event) -> Turn | None:

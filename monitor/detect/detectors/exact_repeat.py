@@ -138,7 +138,8 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
             self.awaited = AwaitedRepeat(records, count, threshold, len(calls))
             return None
         self.awaited = None
-        return self._detection(records, count, threshold, len(calls))
+        # (``count`` holds this call and the window before it: never say "11 in the last 10".)
+        return self._detection(records, count, threshold, max(len(calls), count))
 
     def _detection(
         self, records: list[CallRecord], count: int, threshold: int, window: int

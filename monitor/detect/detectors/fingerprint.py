@@ -97,6 +97,8 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         #: and a new run is a new list of one, smaller than a deque's block.)
         self.streak: list[CallRecord] = []
         self.kept = max(self.settings.threshold, self.settings.fuzzy_threshold) + 8
+        #: Calls in the run, those no longer kept too (its count goes on past ``kept``).
+        self.run = 0
         #: The run's fingerprint: its hash and its first KEY_CHARS characters.
         self.print_hash = 0
         self.print_key = ""
@@ -112,6 +114,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
 
     def reset(self) -> None:
         self.streak = []
+        self.run = 0
         self.first = None
         self.awaited = None
 
@@ -151,6 +154,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
             # fingerprint (it starts with "tool:"): a new run starts, and its
             # fingerprint is taken only once a call of the same tool follows.
             self.streak = [current]
+            self.run = 1
             self.first = event
             self.print_tool, self.print_plain = tool, plain
             return None
@@ -163,6 +167,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         if hash(key) != self.print_hash or key[:KEY_CHARS] != self.print_key:
             # Not the fingerprint of the run: a new run starts.
             self.streak = [current]
+            self.run = 1
             self.print_hash, self.print_key = hash(key), key[:KEY_CHARS]
             self.print_tool, self.print_plain = tool, plain
             return None
@@ -170,6 +175,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         history.append(current)
         if len(history) > self.kept:
             del history[0]
+        self.run += 1
         return key, records
 
     def _judge(
@@ -182,27 +188,33 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         exact_needed = view.threshold(event.tool, s.threshold)
         fuzzy_needed = max(view.threshold(event.tool, s.fuzzy_threshold), exact_needed)
         awaited = None
+        # A tier that reaches back to the run's oldest kept call goes on over the calls no longer kept.
+        earlier = max(self.run - len(records) - 1, 0)
         if len(exact_streak) >= exact_needed:
             if sum(1 for r in exact_streak if r.text is not None) >= 2:
                 self.awaited = None
-                return self._detection("exact", key, exact_streak, fuzzy_needed)
+                whole = earlier if len(exact_streak) > len(records) else 0
+                return self._detection("exact", key, exact_streak, fuzzy_needed, whole)
             # Fewer than two results back (or the run broke at a differing
             # result: a poll that moved): judged once they are.
             awaited = AwaitedRepeat(exact_streak, len(exact_streak), exact_needed, (key, fuzzy_needed))
         if len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.
-            return self._detection("fuzzy", key, fuzzy, fuzzy_needed)
+            return self._detection(
+                "fuzzy", key, fuzzy, fuzzy_needed, earlier if len(fuzzy) > len(records) else 0
+            )
         if awaited is not None:
             self.awaited = awaited
         return None
 
     def _detection(
-        self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int
+        self, tier: str, key: str, involved: list[CallRecord], fuzzy_needed: int, earlier: int = 0
     ) -> list[Detection]:
         """The detection of a run of ``involved`` calls (the latest first)
         with fingerprint ``key``: identical calls whose results agree
-        (``exact``) or calls on one target showing nothing new (``fuzzy``)."""
-        count = len(involved)
+        (``exact``) or calls on one target showing nothing new (``fuzzy``),
+        after ``earlier`` calls of the run no longer kept."""
+        count = len(involved) + earlier
         tool = involved[0].tool
         what = key.split(":", 1)[1] if ":" in key else key
         return [

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from monitor.detect.analysis.outcomes import REJECTED, reply_outcome
 from monitor.detect.analysis.turns import Turn
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
@@ -43,6 +44,11 @@ class Monologue(TurnDetector[MonologueSettings]):
         super().__init__(settings)
         self.talking = 0  # text-only turns in a row
         self.silent = 0  # empty replies in a row
+        #: Of the text-only turns in a row: how many the harness answered (no user
+        #: turn, but not silence either), how many it refused, and its latest refusal.
+        self.answered = 0
+        self.refused = 0
+        self.refusal = ""
         # The turns' first events (the last 12): a list, not a deque (an empty
         # deque still holds a block of 64 slots).
         self.recent: list[EventRef] = []
@@ -50,7 +56,23 @@ class Monologue(TurnDetector[MonologueSettings]):
     def reset(self) -> None:
         self.talking = 0
         self.silent = 0
+        self._forget_answers()
         self.recent.clear()
+
+    def _forget_answers(self) -> None:
+        self.answered = self.refused = 0
+        self.refusal = ""
+
+    def _note_answer(self, turn: Turn) -> None:
+        """What the harness answered the turn before with, if it did (mini-swe-agent's format errors)."""
+        heard = turn.after
+        if heard is None or not self.talking:  # (what came before the streak is not part of it)
+            return
+        self.answered += 1
+        outcome = reply_outcome(heard)
+        if outcome is not None and outcome.kind == REJECTED:
+            self.refused += 1
+            self.refusal = outcome.shown
 
     def window(self) -> Sequence[Event | EventRef]:
         return list(self.recent)
@@ -60,9 +82,11 @@ class Monologue(TurnDetector[MonologueSettings]):
             if self.talking:
                 self.talking = 0
                 self.silent = 0
+                self._forget_answers()
                 self.recent.clear()
             return None
         s = self.settings
+        self._note_answer(turn)
         self.talking += 1
         self.silent = 0 if turn.has_text else self.silent + 1
         recent = self.recent
@@ -86,19 +110,40 @@ class Monologue(TurnDetector[MonologueSettings]):
             ]
         if s.threshold and self.talking >= s.threshold:
             n = self.talking
+            message, summary, advice = self._words(n)
             return [
                 Detection(
                     detector=self.name,
                     level=Level.WARN,
                     score=min(1.0, n / (s.threshold + 2)),
-                    message=f"{n} assistant turns in a row without a tool call or a user turn",
+                    message=message,
                     pattern="monologue:text_only",
                     count=n,
-                    summary=f"written {n} replies in a row without using a tool",
-                    advice=(
-                        "Stop summarising: pick the next concrete task and start on it with your tools now."
-                    ),
+                    summary=summary,
+                    advice=advice,
                     evidence=evidence(recent[-n:]),
                 )
             ]
         return None
+
+    def _words(self, n: int) -> tuple[str, str, str]:
+        """Message, summary and advice for ``n`` text-only turns in a row, saying
+        what happened between them: nothing, the harness answering, or its refusals."""
+        if self.refused >= n - 1:  # the harness refused each one (a format error each time)
+            quoted = self.refusal[:100]
+            return (
+                f"{n} replies in a row without a tool call the harness would run, each refused: “{quoted}”",
+                f"sent {n} replies in a row that the harness refused (“{quoted}”)",
+                "Read the harness's message and answer exactly in the format it asks for.",
+            )
+        if self.answered >= n - 1:
+            return (
+                f"{n} assistant turns in a row without a tool call, the harness answering each",
+                f"written {n} replies in a row without using a tool",
+                "Stop summarising: pick the next concrete task and start on it with your tools now.",
+            )
+        return (
+            f"{n} assistant turns in a row without a tool call or a user turn",
+            f"written {n} replies in a row without using a tool",
+            "Stop summarising: pick the next concrete task and start on it with your tools now.",
+        )

@@ -68,9 +68,15 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         # last N results; a success takes a slot too, so failures spread thin
         # do not add up.  Successes keep no evidence: they are never cited.
         self.results: deque[tuple[str | None, int, EventRef | None]] = deque(maxlen=self.settings.window)
+        #: The outcome counted beyond the window, and how often it came while
+        #: it never left the window (a count that stops at the window's size
+        #: would freeze while the loop goes on).
+        self.run_outcome: str | None = None
+        self.run_total = 0
 
     def reset(self) -> None:
         self.results.clear()
+        self.run_outcome, self.run_total = None, 0
 
     def window(self) -> list[Event]:
         return []  # the results compared are summarized, not kept
@@ -103,6 +109,13 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         results.append((outcome, hash(call_key(call)), ref(call)))
         # (A result with an outcome always keeps its call's evidence.)
         same = [(c, e) for o, c, e in results if o == outcome and e is not None]
+        if len(same) < 2:
+            if outcome == self.run_outcome:
+                self.run_outcome = None  # it had left the window: a new run
+        elif outcome == self.run_outcome:
+            self.run_total += 1
+        else:
+            self.run_outcome, self.run_total = outcome, len(same)
         calls = {c for c, _ in same}
         if len(same) > 1:
             view.note_similarity(self.name, min(1.0, len(same) / self.settings.threshold))
@@ -121,6 +134,7 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
     ) -> Detection:
         """The detection of ``same`` results alike after ``calls`` different calls."""
         failure = outcome[:2] != "R:" or failure_signature(event) is not None
+        count = max(len(same), self.run_total if outcome == self.run_outcome else 0)
         what = "test failure" if outcome[:2] == "T:" else "error" if outcome[:2] == "E:" else "result"
         shown = shown_failure(outcome) if failure else " ".join(event.content.split())
         empty_handed = failure and any(phrase in shown.lower() for phrase in EMPTY_HANDED)
@@ -142,10 +156,9 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
             detector=self.name,
             level=level,
             score=min(1.0, len(same) / (threshold + 2)),
-            message=f"{len(calls)} different calls ended in the same {what} "
-            f"{len(same)} times: {shown[:80]!r}",
+            message=f"{len(calls)} different calls ended in the same {what} {count} times: {shown[:80]!r}",
             pattern=f"result:{outcome[:200]}",
-            count=len(same),
+            count=count,
             tool=event.tool,
             summary=f"tried {len(calls)} different calls that all ended in the same {what}",
             advice=advice,

@@ -145,7 +145,8 @@ class TestFix(Detector[TestFixSettings]):
             pattern=f"tests:{self.signature}",
             count=self.count,
             tool=call.tool,
-            summary=f"had {self.count} consecutive test failures with the same failure{edited}",
+            # (completes "You've …": the runs, then how they failed, then the edits)
+            summary=f"run the tests {self.count} times in a row, failing the same way each time,{edited}",
             advice=RETHINK if edits else RERUN + "\n" + RETHINK,
             evidence=evidence(self.events),
         )

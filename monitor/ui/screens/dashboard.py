@@ -91,7 +91,7 @@ class DashboardScreen(DashboardPanes, DashboardTriage, DashboardConsole, Operato
             with Vertical(id="side"):
                 yield Label("Escalation", classes="panel-title")
                 yield EscalationView(id="escalation")
-                yield Label("Detections", classes="panel-title")
+                yield Label("Loop episodes", classes="panel-title")
                 yield DetectionsFeed(id="feed")
         yield FittedFooter()
 
@@ -111,7 +111,7 @@ class DashboardScreen(DashboardPanes, DashboardTriage, DashboardConsole, Operato
         self.restore_layout()
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.app.size.width)
         self.show_empty()
-        self.query_one(DetectionsFeed).add(list(self.app.feed.detections), self.app.palette)
+        self.query_one(DetectionsFeed).show(self.app.feed.episodes.values(), self.app.palette)
         self.show_counts()
         self.show_selected()
         table.focus()
@@ -132,8 +132,8 @@ class DashboardScreen(DashboardPanes, DashboardTriage, DashboardConsole, Operato
         log = self.query_one(LogPane)
         if log.display and (batch.bad or batch.actions):
             log.add(batch.bad, batch.actions)
-        if batch.detections:
-            self.query_one(DetectionsFeed).add(batch.detections, self.app.palette)
+        if batch.episodes:  # one line per loop episode, updated in place
+            self.query_one(DetectionsFeed).show(batch.episodes.values(), self.app.palette)
         self.show_counts()
         selected = table.selected_session
         if selected is not None and selected in batch.sessions:
@@ -149,6 +149,7 @@ class DashboardScreen(DashboardPanes, DashboardTriage, DashboardConsole, Operato
         table = self.table
         table.palette = self.app.palette
         table.rebuild(self.app.feed.sessions, self.app.clock(), width=self.size.width)
+        self.query_one(DetectionsFeed).show((), self.app.palette)
         self.show_counts()
         self.show_selected(force=True)
 

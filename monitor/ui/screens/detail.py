@@ -29,19 +29,23 @@ from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
-from monitor.ui.records import DetectionRow, action_row, detection_row
+from monitor.ui.records import DetectionRow, action_row, detection_row, episode_row, stored_episode_row
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, clock, date_time
 from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
 from monitor.ui.widgets.common.footer import FittedFooter
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.detail.actions_list import ActionsList
-from monitor.ui.widgets.detail.detections_list import DetectionsList
+from monitor.ui.widgets.detail.detections_list import DetectionsList, episode_key
 from monitor.ui.widgets.detail.event_source import EventSource, MemoryEvents, StoreEvents
 from monitor.ui.widgets.detail.event_stream import EventStream
 from monitor.ui.widgets.detail.search import SearchBar
 from monitor.ui.widgets.detail.sparklines import DetectorSparklines
 
 OVERALL = "(any detector)"
+#: The stream counts what the store committed, the header what the hub took (a
+#: moment earlier): while they differ the stream looks again this often, so many times.
+CATCH_UP_SECONDS = 0.25
+CATCH_UP_TRIES = 40
 
 
 def _detection_key(row: DetectionRow) -> tuple:
@@ -157,6 +161,8 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         self.session = session
         self.read_only = read_only
         self._seen_detections: set[tuple] = set()
+        self._catch_ups = 0  # looks left for the stream to reach the header's count
+        self._catching_up = False
 
     # -- layout -------------------------------------------------------------
 
@@ -178,7 +184,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             with Vertical(id="detail-side"):
                 yield Label("Similarity by detector", classes="panel-title", id="sparks-title")
                 yield DetectorSparklines(self.initial_series(), id="detector-sparks")
-                yield Label("Detections — enter: jump to evidence", classes="panel-title")
+                yield Label("Loop episodes — enter: jump to evidence", classes="panel-title")
                 yield DetectionsList(id="detections")
                 yield Label("Actions", classes="panel-title")
                 yield ActionsList(id="actions")
@@ -193,12 +199,10 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         for widget in (self.stream, self.query_one(DetectionsList), self.query_one(ActionsList)):
             widget.palette = palette
         store = self.app.store
-        detections = [detection_row(r) for r in store.detections(self.session)] if store else []
         actions = [action_row(r) for r in store.actions(self.session)] if store else []
         if not self.read_only:
-            detections += [detection_row(d) for d in self.app.feed.detections_for(self.session)]
             actions += [action_row(a) for a in self.app.feed.actions_for(self.session)]
-        self.query_one(DetectionsList).set_rows(self._new_detections(detections))
+        self.query_one(DetectionsList).set_rows(self._episode_rows())
         self.query_one(ActionsList).set_rows(actions)
         self.show_header()
         if self.read_only and store is not None:
@@ -208,6 +212,27 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
     @property
     def stream(self) -> EventStream:
         return self.query_one(EventStream)
+
+    def _episode_rows(self) -> list[DetectionRow]:
+        """One row per loop episode: the stored ones, then (live) the feed's, which
+        are newer; a database without episodes lists its detections."""
+        store = self.app.store
+        read = getattr(store, "episodes", None) if store is not None else None
+        rows: dict[tuple[float, str], DetectionRow] = {}
+        if read is not None:
+            for stored in read(self.session):
+                row = stored_episode_row(stored)
+                rows[episode_key(row)] = row
+        elif store is not None and (self.read_only or not self.app.feed.episodes_for(self.session)):
+            return self._new_detections([detection_row(r) for r in store.detections(self.session)])
+        for row in self._live_episode_rows():
+            rows[episode_key(row)] = row
+        return sorted(rows.values(), key=lambda r: (r.first_ts, r.episode))
+
+    def _live_episode_rows(self) -> list[DetectionRow]:
+        if self.read_only:
+            return []
+        return [episode_row(change) for change in self.app.feed.episodes_for(self.session)]
 
     def _new_detections(self, rows: list[DetectionRow]) -> list[DetectionRow]:
         fresh = []
@@ -258,13 +283,37 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             return
         self.stream.grew()
         self.show_header()
+        self._catch_ups = CATCH_UP_TRIES
+        self._catch_up()
         self.show_sparklines()
-        detections = [detection_row(d) for d in batch.detections if d.session == self.session]
-        self.query_one(DetectionsList).append_rows(self._new_detections(detections))
+        changes = [change for (session, _), change in batch.episodes.items() if session == self.session]
+        if changes:  # one row per loop episode, changed where it is
+            self.query_one(DetectionsList).upsert_rows([episode_row(change) for change in changes])
         actions = [action_row(a) for a in batch.actions if a.session == self.session]
         if actions:
             self.query_one(ActionsList).add_rows(actions)
         self.refresh_operator_bindings()
+
+    def _catch_up(self) -> None:
+        """The header counted an event the store had not committed yet: look at the
+        stream again shortly (a session that went quiet stayed one event behind)."""
+        info = self.selected_info()
+        source = self.stream.source
+        if info is None or not isinstance(source, StoreEvents) or self._catching_up:
+            return
+        if source.count() >= info.events or self._catch_ups <= 0:
+            return  # caught up (or never will: retention pruned the head, the store lost rows)
+        self._catch_ups -= 1
+        self._catching_up = True
+        self.set_timer(CATCH_UP_SECONDS, self._caught_up, name="detail-catch-up")
+
+    def _caught_up(self) -> None:
+        self._catching_up = False
+        if not self.is_attached:
+            return
+        self.stream.grew()
+        self.show_header()
+        self._catch_up()
 
     def restyle(self) -> None:
         palette = self.app.palette
@@ -320,8 +369,10 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
 
     def on_detections_list_jump(self, event: DetectionsList.Jump) -> None:
         row = event.row
-        target = row.evidence[0] if row.evidence else row.seq
-        self.stream.jump_to_seq(target, frozenset(row.evidence or (row.seq,)))
+        # (a stored episode keeps no evidence: its first and latest events)
+        ends = tuple(seq for seq in (row.first_seq, row.seq) if seq)
+        target = row.evidence[0] if row.evidence else (ends[0] if ends else row.seq)
+        self.stream.jump_to_seq(target, frozenset(row.evidence or ends or (row.seq,)))
         self.stream.focus()
 
     def action_back(self) -> None:

@@ -1,4 +1,5 @@
-"""The session's detections; selecting one jumps the stream to its evidence."""
+"""The session's loop episodes (one row each, updated in place; a single
+detection where no episode holds it); selecting one jumps the stream to its evidence."""
 
 from __future__ import annotations
 
@@ -14,7 +15,41 @@ from monitor.ui.records import DetectionRow
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, Palette, clock, plural
 
 
+def episode_key(row: DetectionRow) -> tuple[float, str]:
+    """Which episode a row is: when it began and the detector that opened it (not
+    its number: the store's and a restarted watcher's numbers differ)."""
+    return (round(row.first_ts, 3), row.detectors[0] if row.detectors else row.detector)
+
+
+def episode_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> Text:
+    """``since 02:31:02 ✖ terminate  failure_cascade+2 ×610 · #12–#1,220 · 305 reports``, then its message."""
+    text = Text()
+    text.append(f"since {clock(row.first_ts)} ", style="dim")
+    style = palette.level(row.level) if row.closed is None else "dim"
+    text.append(f"{LEVEL_ICONS[row.level]} {row.level.label:<10}", style=style)
+    text.append_text(literal(row.detector, style="bold"))
+    if len(row.detectors) > 1:
+        text.append(f"+{len(row.detectors) - 1}", style="bold")
+    text.append(f" ×{row.count}", style="bold")
+    text.append(f"  #{row.first_seq}–#{row.seq}", style="dim")
+    if row.reports > 1:
+        text.append(f" · {plural(row.reports, 'report')}", style="dim")
+    if row.cost is not None:
+        text.append(f" · loop {row.cost.short()}", style="dim")
+    text.append("\n  ")
+    text.append_text(literal(row.message, limit=300))
+    if len(row.detectors) > 1:
+        text.append(f" ({', '.join(row.detectors)})", style="dim")
+    if row.closed is not None:
+        text.append(f" — {row.closed}", style="dim")
+    elif row.suppressed:
+        text.append(f" — {row.suppressed}", style="dim")
+    return text
+
+
 def detection_prompt(row: DetectionRow, palette: Palette = DEFAULT_PALETTE) -> Text:
+    if row.episode:
+        return episode_prompt(row, palette)
     text = Text()
     text.append(f"{clock(row.ts)} ", style="dim")
     text.append(f"{LEVEL_ICONS[row.level]} {row.level.label:<10}", style=palette.level(row.level))
@@ -62,6 +97,19 @@ class DetectionsList(OptionList):
         self.add_options([Option(detection_prompt(r, self.palette)) for r in rows])
         if at_end:
             self.scroll_end(animate=False)
+
+    def upsert_rows(self, rows: list[DetectionRow]) -> None:
+        """Episode rows: one already listed changes in place, a new one is added last."""
+        where = {episode_key(row): at for at, row in enumerate(self.rows) if row.episode}
+        fresh = []
+        for row in rows:
+            at = where.get(episode_key(row)) if row.episode else None
+            if at is None:
+                fresh.append(row)
+                continue
+            self.rows[at] = row
+            self.replace_option_prompt_at_index(at, detection_prompt(row, self.palette))
+        self.append_rows(fresh)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
