@@ -203,13 +203,10 @@ class Actions:
             closed = engine.mark_false_positive(detection)
             hub.episodes_changed(closed)
             others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
-            if others:
-                return "delivered", (
-                    f"{detection.detector} (and {', '.join(others)}, which saw the same loop) no longer "
-                    f"flags this in this session: {detection.message[:120]}"
-                )
-            return "delivered", (
-                f"{detection.detector} no longer flags this in this session: {detection.message[:120]}"
+            also = f" (and {', '.join(others)}, which saw the same loop)" if others else ""
+            return (
+                "delivered",
+                f"{detection.detector}{also} no longer flags this in this session: {detection.message[:120]}",
             )
         # mute
         if not detector:
