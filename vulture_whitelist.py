@@ -57,3 +57,4 @@ _.limited  # alerts.Counts: alerts the rate limit held back, as tests/test_alert
 # -- the interface detectors are given ------------------------------------------------------------
 _.started_ts, _.tool_calls_seen  # SessionView: what a detector may read about its session
 _.closed_episodes  # SessionSummary: the latest closed episodes, for the UI (h33-ep-ui) and tests/test_episodes.py
+format_human  # scan.py: the per-detection text of a scan, which tests/test_scan_jobs.py compares across --jobs

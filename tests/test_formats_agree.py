@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.watchkit import evaluated, scanned, warned, watched
+from tests.watchkit import evaluated, scanned, scanned_all, warned, watched
 
 TESTS = Path(__file__).parent
 REAL = [
@@ -33,4 +33,4 @@ def test_scan_watch_and_eval_agree(tmp_path: Path, name: str):
     seen, scanned_ = watched(path, tmp_path), scanned(path)
     assert seen == scanned_
     assert sum(seen[1].values()) > 5  # events were stored
-    assert evaluated(path) == warned(scanned_)
+    assert evaluated(path) == warned(scanned_all(path))

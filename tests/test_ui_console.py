@@ -496,13 +496,23 @@ async def test_export_key_writes_markdown_and_json(tmp_path, monkeypatch):
     markdown = (out / "loopwatch-reader.md").read_text()
     document = json.loads((out / "loopwatch-reader.json").read_text())
     assert markdown.startswith("# loopwatch session `reader`")
-    for heading in ("## Timeline", "## Detections", "## Nudges sent", "Evidence (8 events):", "Nudge:"):
+    for heading in (
+        "## Timeline",
+        "## Loop episodes",
+        "## Detections",
+        "## Nudges sent",
+        "Evidence (",
+        "Nudge:",
+    ):
         assert heading in markdown
-    assert "sed -i s/foo/bar/ src/delta.py" in markdown
+    assert "sed -i s/foo/bar/ src/" in markdown
     assert "\x1b" not in markdown
     assert document["session"]["id"] == "reader" and document["events_stored"] == 13
-    cascade = [d for d in document["detections"] if d["detector"] == "failure_cascade"][-1]
-    assert [e["seq"] for e in cascade["evidence_events"]] == list(range(5, 13))
+    assert document["episodes"] and document["episodes"][0]["rungs"]
+    # The first detection of each rung is kept (not one per repeat), each with its evidence events.
+    kept = document["detections"][-1]
+    seqs = [e["seq"] for e in kept["evidence_events"]]
+    assert len(seqs) >= 3 and seqs == sorted(set(seqs)) and seqs[-1] <= 12
 
 
 def test_markdown_keeps_agent_text_literal():

@@ -22,12 +22,43 @@ DEADLINE = 30.0
 
 
 def scanned(path: Path) -> tuple[list[tuple[str, str, str, int | None]], dict[str, int]]:
-    """Detections and events per session of ``scan``."""
+    """Detections and events per session of ``scan``: the detections the store keeps of them (the
+    first of each rung of each loop episode, monitor/store/episodes.py)."""
     report = scan([str(path)])
-    detections = sorted((d.session, d.detector, d.level.label, d.line) for d in report.detections)
+    detections = sorted((d.session, d.detector, d.level.label, d.line) for d in kept(report.detections))
     assert report.engine is not None
     events = {sid: state.events for sid, state in report.engine.sessions.items()}
     return detections, events
+
+
+def scanned_all(path: Path) -> tuple[list[tuple[str, str, str, int | None]], dict[str, int]]:
+    """Like :func:`scanned`, with every detection (what ``eval`` scores)."""
+    report = scan([str(path)])
+    assert report.engine is not None
+    events = {sid: state.events for sid, state in report.engine.sessions.items()}
+    return sorted((d.session, d.detector, d.level.label, d.line) for d in report.detections), events
+
+
+def kept(found: list) -> list:
+    """Of a scan's detections, those the store keeps: what opened or escalated an episode."""
+    from monitor.detect.engine import Engine
+    from monitor.detect.episodes import EpisodeBook
+    from monitor.store.episodes import first_detections
+
+    books: dict[str, EpisodeBook] = {}
+    out: list = []
+    batch: list = []
+    for detection in [*found, None]:
+        if batch and (
+            detection is None or (detection.session, detection.seq) != (batch[0].session, batch[0].seq)
+        ):
+            session = batch[0].session
+            book = books.setdefault(session, EpisodeBook(session, Engine().episode_gap))
+            out.extend(first_detections(book.observe(batch)))
+            batch = []
+        if detection is not None:
+            batch.append(detection)
+    return out
 
 
 async def _watch(path: Path, db: Path) -> Store:

@@ -213,12 +213,10 @@ class Hub:
         self.publisher.publish(update)
 
     def episodes_changed(self, changes: Sequence[EpisodeChange]) -> None:
-        """Episode changes made outside event processing (an acknowledgement,
-        a false positive, a recovery, a session closed): stored and published."""
-        if changes:
-            self.recorder.episodes(changes)
-            for change in changes:
-                self.publish(EpisodeChanged(change))
+        """Store and publish episode changes made outside event processing (an ack, a close…)."""
+        self.recorder.episodes(changes)
+        for change in changes:
+            self.publish(EpisodeChanged(change))
 
     def touch(self, state: HubSession) -> None:
         """The session changed: publish it and store it soon (:meth:`Publisher.touch`)."""
@@ -339,8 +337,7 @@ class Hub:
                 dropped.add(id(event))
                 continue
             detections: Sequence[Detection] = processed.detections
-            if processed.episodes:
-                changes.extend(processed.episodes)
+            changes.extend(processed.episodes)
             if detections and any(d.suppressed == FALSE_POSITIVE for d in detections):
                 # Marked a false positive by the operator: not shown, not stored, level untouched.
                 detections = [d for d in detections if d.suppressed != FALSE_POSITIVE]
