@@ -350,3 +350,24 @@ def test_the_same_message_again_after_answers_that_brought_nothing_new():
     assert (
         session(lambda s, r: s.call("edit", {"file": "App.js"}, "Applied edit to App.js").compaction()) == []
     )
+
+
+def test_an_answers_pattern_is_the_same_in_every_process():
+    """The pattern is printed and stored: it must not depend on the process's
+    string-hash seed (it did: ``hash()`` of the answer's text)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from monitor.events import Event, Kind\n"
+        "from monitor.detect.analysis.outcomes import answer_of\n"
+        "e = Event(kind=Kind.TOOL_RESULT, session='s', ts=1.0, content='006da4c chore(release): 1.2.3 ' * 4)\n"
+        "print(answer_of(e).key)\n"
+    )
+    keys = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        keys.add(done.stdout.strip())
+    assert len(keys) == 1 and next(iter(keys)).startswith("A:"), keys

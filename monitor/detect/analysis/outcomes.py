@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
 from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
@@ -341,12 +342,14 @@ def answer_of(result: Event) -> Outcome | None:
     if result.is_error or is_acknowledgement(result):
         return None
     # The text itself, its ends' white space aside: a page, a count or a
-    # line number is what the answer says (and a hash of the clipped text
+    # line number is what the answer says (and a digest of the clipped text
     # costs microseconds where normalising it costs a fraction of a millisecond).
     text = clip(result.content).strip()
     if len(text) < MIN_ANSWER_CHARS:
         return None
-    return Outcome(ANSWER, f"A:{hash(text):x}", text.split("\n", 1)[0][:200])
+    # A stable digest, not hash(): the pattern is printed and stored, and must
+    # be the same in every process (hash() of a str is seeded per process).
+    return Outcome(ANSWER, f"A:{digest(text)}", text.split("\n", 1)[0][:200])
 
 
 def reply_outcome(message: Event) -> Outcome | None:
