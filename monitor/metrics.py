@@ -90,13 +90,7 @@ class Metrics:
             "# TYPE loopwatch_episodes_open gauge",
             f"loopwatch_episodes_open {self.episodes['opened'] - self.episodes['closed']}",
         ]
-        lines += [
-            "# HELP loopwatch_sessions_waiting Sessions waiting for the person, by why.",
-            "# TYPE loopwatch_sessions_waiting gauge",
-        ]
-        waiting = Counter(info.waiting_why for info in hub.sessions() if info.waiting)
-        for why in ("permission", "question", "elicitation", "idle", "input"):
-            lines.append(f'loopwatch_sessions_waiting{{why="{why}"}} {waiting.get(why, 0)}')
+        lines += _waiting_lines(hub)
         lines += [
             "# HELP loopwatch_detections_total Detections raised, by detector and level.",
             "# TYPE loopwatch_detections_total counter",
@@ -217,3 +211,16 @@ class MetricsServer:
 
 
 __all__ = ["Metrics", "MetricsServer"]
+
+
+def _waiting_lines(hub: Any) -> list[str]:
+    """``loopwatch_sessions_waiting{why}``: sessions waiting for the person, by why."""
+    waiting = Counter(info.waiting_why for info in hub.sessions() if info.waiting)
+    return [
+        "# HELP loopwatch_sessions_waiting Sessions waiting for the person, by why.",
+        "# TYPE loopwatch_sessions_waiting gauge",
+        *(
+            f'loopwatch_sessions_waiting{{why="{why}"}} {waiting.get(why, 0)}'
+            for why in ("permission", "question", "elicitation", "idle", "input")
+        ),
+    ]

@@ -368,6 +368,8 @@ def test_an_answers_pattern_is_the_same_in_every_process():
     keys = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
         keys.add(done.stdout.strip())
     assert len(keys) == 1 and next(iter(keys)).startswith("A:"), keys

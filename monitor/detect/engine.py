@@ -52,7 +52,8 @@ from monitor.detect.episodes import episode_gap as gap_of
 from monitor.detect.escalation import EscalationPolicy, Rungs, seed_escalation, settings_for
 from monitor.detect.input_wait import asks_the_person, unhold
 from monitor.detect.input_wait import follow as follow_wait
-from monitor.detect.summary import SessionSummary, SparkHistory, summarize
+from monitor.detect.reads import EngineReads
+from monitor.detect.summary import SparkHistory
 from monitor.events import (
     COMPACTION,
     MESSAGE,
@@ -120,15 +121,6 @@ class Processed(NamedTuple):
     level: Level
     #: What it did to the session's loop episodes (most events: nothing).
     episodes: tuple[EpisodeChange, ...] = ()
-
-
-class Counts(NamedTuple):
-    """The engine's totals (:meth:`Engine.counts`)."""
-
-    #: Events processed, counted per session (duplicates left out).
-    events: int
-    #: Events dropped as duplicates (see :class:`SeenIds`).
-    duplicates: int
 
 
 #: By level, the result of an event that found nothing, and of a dropped one.
@@ -262,7 +254,7 @@ def _record_bars(state: SessionState, similarity: float, scores: dict[str, float
         line.append(scores.get(name, 0.0), name in flagged)
 
 
-class Engine:
+class Engine(EngineReads):
     """Runs all detectors over a stream of events from many sessions.
 
     With ``sparklines`` it also keeps each session's recent similarity scores
@@ -606,46 +598,6 @@ class Engine:
         self.policy.reset(session_id)
         self._muted.pop(session_id, None)
         self.books.pop(session_id, None)
-
-    # -- reads ------------------------------------------------------------------
-
-    def summary(self, session_id: str) -> SessionSummary:
-        """What the engine knows of the session now (:mod:`~monitor.detect.summary`)."""
-        return summarize(
-            session_id,
-            self.sessions.get(session_id),
-            self.policy.sessions.get(session_id),
-            self.costs,
-            self._muted.get(session_id, ()),
-            self.books.get(session_id),
-        )
-
-    def pattern_history(self, session_id: str, detector: str, pattern: str) -> tuple[int, float | None]:
-        """How often ``detector`` flagged ``pattern`` in the session, and the
-        event time an acknowledgement quiets it until (``None``: not acknowledged)."""
-        escalation = self.policy.sessions.get(session_id)
-        if escalation is None:
-            return 0, None
-        return escalation.count(detector, pattern), escalation.acknowledged_until(detector, pattern)
-
-    def level(self, session_id: str) -> Level:
-        """The session's escalation level."""
-        escalation = self.policy.sessions.get(session_id)
-        return escalation.level if escalation is not None else Level.NONE
-
-    def reason(self, session_id: str) -> str:
-        """The message of the session's latest detection at its highest level ("" for none)."""
-        escalation = self.policy.sessions.get(session_id)
-        return escalation.reason if escalation is not None else ""
-
-    def agents(self) -> dict[str, str | None]:
-        """Each session it holds detector state for, in order of first
-        sight, and its agent (if known)."""
-        return {session_id: state.agent for session_id, state in self.sessions.items()}
-
-    def counts(self) -> Counts:
-        """How many events it processed and dropped as duplicates."""
-        return Counts(self.events_processed, self.duplicates)
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:

@@ -176,18 +176,7 @@ class Actions:
         hub = self.hub
         engine = hub.engine
         if kind == "ack":
-            # Escalation runs on event time: the cool-down starts at the session's latest event.
-            hub.episodes_changed(engine.acknowledge(session, state.last_ts))
-            state.guarded = None  # acknowledged: the guard waits for the loop to be flagged again
-            state.nudged = 0.0
-            state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
-            if state.channel is None:
-                return "delivered", "acknowledged in loopwatch (the session has no channel to tell the agent)"
-            extra = {"detector": detection.detector, "pattern": detection.pattern} if detection else {}
-            status, detail = await self._send(state, "ack", **extra)
-            if status != "delivered":  # the acknowledgement itself took effect here regardless
-                return "delivered", f"acknowledged in loopwatch; telling the agent failed: {detail}"
-            return status, detail
+            return await self._acknowledge(state, detection)
         if kind == "inject":
             if not text:
                 return "failed", "nothing to inject: no text given and the session has no current nudge"
@@ -206,24 +195,39 @@ class Actions:
         if kind in ("pause", "resume", "guard"):
             return await carry_out(self.hub, kind, state, text)
         if kind == "false_positive":
-            if detection is None:
-                return "failed", "no detection to mark as a false positive"
-            closed = engine.mark_false_positive(detection)
-            hub.episodes_changed(closed)
-            others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
-            if others:
-                return "delivered", (
-                    f"{detection.detector} (and {', '.join(others)}, which saw the same loop) no longer "
-                    f"flags this in this session: {_cut(detection.message, 120)}"
-                )
-            return "delivered", (
-                f"{detection.detector} no longer flags this in this session: {_cut(detection.message, 120)}"
-            )
+            return self._false_positive(detection)
         # mute
         if not detector:
             return "failed", "no detector named to mute"
         engine.mute(session, detector)  # (a closed session keeps it when revived)
         return "delivered", f"{detector}{MUTED}"
+
+    async def _acknowledge(self, state: HubSession, detection: Detection | None) -> tuple[str, str]:
+        hub = self.hub
+        # Escalation runs on event time: the cool-down starts at the session's latest event.
+        hub.episodes_changed(hub.engine.acknowledge(state.id, state.last_ts))
+        state.guarded = None  # acknowledged: the guard waits for the loop to be flagged again
+        state.nudged = 0.0
+        state.auto_done = {key for key in state.auto_done if key[0] != "inject"}
+        if state.channel is None:
+            return "delivered", "acknowledged in loopwatch (the session has no channel to tell the agent)"
+        extra = {"detector": detection.detector, "pattern": detection.pattern} if detection else {}
+        status, detail = await self._send(state, "ack", **extra)
+        if status != "delivered":  # the acknowledgement itself took effect here regardless
+            return "delivered", f"acknowledged in loopwatch; telling the agent failed: {detail}"
+        return status, detail
+
+    def _false_positive(self, detection: Detection | None) -> tuple[str, str]:
+        """The whole loop episode of ``detection``, whichever detectors joined it."""
+        if detection is None:
+            return "failed", "no detection to mark as a false positive"
+        closed = self.hub.engine.mark_false_positive(detection)
+        self.hub.episodes_changed(closed)
+        others = [d for d in closed[0].episode.detectors if d != detection.detector] if closed else []
+        also = f" (and {', '.join(others)}, which saw the same loop)" if others else ""
+        return "delivered", (
+            f"{detection.detector}{also} no longer flags this in this session: {_cut(detection.message, 120)}"
+        )
 
     async def _send(self, state: HubSession, kind: str, **fields: Any) -> tuple[str, str]:
         outcome = await state.channel.send(control_message(kind, state.id, **fields))

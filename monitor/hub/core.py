@@ -404,11 +404,7 @@ class Hub:
 
     def notice_waits(self) -> list[WaitingNotice]:
         """Publish a notice per session waiting past ``[sources] waiting_notice_seconds`` (once a wait)."""
-        seconds = self.config.sources.waiting_notice_seconds
-        notices = overdue_waits(self.lifecycle.sessions.values(), self.clock(), seconds)
-        for notice in notices:
-            self.publish(notice)
-        return notices
+        return _notice_waits(self)
 
     def sweep_idle(self) -> list[str]:
         """Close live sessions silent for longer than the idle timeout; return their ids."""
@@ -427,6 +423,14 @@ def _live_and_warning(sessions: Iterable[HubSession], level: Callable[[str], Lev
         if state.status != "ended" and level(state.id) >= Level.WARN:
             warnings += 1
     return live, warnings
+
+
+def _notice_waits(hub: Hub) -> list[WaitingNotice]:
+    seconds = hub.config.sources.waiting_notice_seconds
+    notices = overdue_waits(hub.lifecycle.sessions.values(), hub.clock(), seconds)
+    for notice in notices:
+        hub.publish(notice)
+    return notices
 
 
 async def _finish(hub: Hub) -> None:

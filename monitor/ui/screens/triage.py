@@ -164,10 +164,10 @@ class DashboardTriage(ScreenMixin):
             return
         sessions = self.app.feed.sessions
         marked = self.marked()
-        kind = "resume" if all(getattr(sessions[s], "paused", 0) for s in marked) else "pause"
-        skipped = {}
+        kind = "resume" if all(sessions[s].paused for s in marked) else "pause"
+        skipped: dict[str, str] = {}
         for session in marked:
-            if kind == "pause" and getattr(sessions[session], "paused", 0):
+            if kind == "pause" and sessions[session].paused:
                 skipped[session] = "already paused"
             elif refusal := hub.actions.unreachable(session) or hub.actions.kill_refusal(session):
                 skipped[session] = refusal  # the same proof as a kill, checked afresh
