@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
@@ -29,6 +30,7 @@ from textual.theme import BUILTIN_THEMES
 from monitor.config import Config, ConfigError
 from monitor.events import Level
 from monitor.hub.reads import recent_episodes
+from monitor.text import printable
 from monitor.ui import ui_state
 from monitor.ui.hangup import GRACE_SECONDS, StopOnSignals
 from monitor.ui.host import HostApp
@@ -92,6 +94,8 @@ class LoopwatchApp(HostApp):
         self.hub = hub
         self.hub_factory = hub_factory
         self._hub_context: AbstractAsyncContextManager[Hub] | None = None
+        #: Why the monitor could not start (printed on stderr after the app exits).
+        self.start_error = ""
         self.store = store if store is not None or hub is None else hub.store
         self.mode = mode
         self.initial_session = session
@@ -120,8 +124,16 @@ class LoopwatchApp(HostApp):
         self.running_loop = asyncio.get_running_loop()
         if self.hub is None and self.hub_factory is not None:
             # Entered on the app's own loop; exited in on_unmount (awaited at shutdown).
-            self._hub_context = self.hub_factory()
-            self.hub = await self._hub_context.__aenter__()
+            context = self.hub_factory()
+            try:
+                self.hub = await context.__aenter__()
+            except (
+                Exception
+            ) as exc:  # a socket path it may not use, a port taken: said once the terminal is back
+                self.start_error = str(exc) or type(exc).__name__
+                self.exit(2)
+                return
+            self._hub_context = context
             if self.store is None:
                 self.store = self.hub.store
         if self.config.ui.keymap:
@@ -196,8 +208,6 @@ class LoopwatchApp(HostApp):
 
     def notify_waiting(self, notice: Any) -> None:
         """A session has waited for the person too long: say so (agent text literally, no markup)."""
-        from monitor.text import printable
-
         waited = max(0.0, self.clock() - notice.since)
         asks = f": {printable(notice.asks)}" if notice.asks else ""
         self.notify(
@@ -455,7 +465,10 @@ def _run(app: LoopwatchApp, last_resort: Iterable[Callable[[], None]] = ()) -> i
 
     with StopOnSignals(quit_app) as stop:
         stop.last_resort += [flush_store, *last_resort]
-        return int(app.run() or 0)
+        status = int(app.run() or 0)
+    if app.start_error:
+        sys.stderr.write(f"loopwatch: cannot watch: {printable(app.start_error)}\n")
+    return status
 
 
 def run_history(
