@@ -14,12 +14,12 @@ Attributes: the GenAI semantic conventions where they fit
 ``pattern``, ``count``, ``session``, ``score``, ``message``, ``summary``,
 ``where`` and ``episode.change``).
 
-What is sent: one event per **rung change** of a (session, detector, pattern):
-``opened`` the first time it reaches a level, ``escalated`` each time it
-reaches a higher one; a repeat at the same or a lower level (capped by an
-acknowledgement, a false positive, a cooldown) is not sent again.  (The loop
-episodes of issue 33 key on the same triple; this exporter keeps its own
-bounded memory of the rungs sent.)
+What is sent: one event per **loop episode change** (monitor/detect/episodes.py):
+``opened``, ``escalated`` (a higher rung) and ``closed`` (the loop stopped, was
+acknowledged or marked a false positive, or the session ended), with
+``loopwatch.episode.number``, ``.detectors``, ``.peak`` and ``.closed``; the
+repeats that only update an episode's count are not sent.  (:meth:`OtlpExporter.offer`
+takes single detections too: each rung change of a (session, detector, pattern) once.)
 
 It never holds the hub up: a detection is appended to a bounded queue
 (:data:`QUEUE`; the oldest dropped when full, counted in :attr:`lost`) and a
@@ -40,12 +40,13 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from monitor.detect.base import Detection
+from monitor.detect.episodes import UPDATED, EpisodeChange
 from monitor.events import Level
-from monitor.updates import DetectionRaised
+from monitor.updates import EpisodeChanged
 
 log = logging.getLogger("loopwatch.export")
 
@@ -138,6 +139,33 @@ def attributes(detection: Detection, change: str, agent: str | None) -> dict[str
     return values
 
 
+def episode_attributes(change: EpisodeChange, agent: str | None) -> dict[str, Any]:
+    """An episode change's attributes: those of the detection that made it (a close
+    has none: the episode's own), with ``loopwatch.episode.*``."""
+    episode = change.episode
+    if change.detection is not None:
+        values = attributes(change.detection, change.kind, agent)
+    else:
+        values = {
+            "event.name": EVENT,
+            "gen_ai.conversation.id": episode.session,
+            "loopwatch.session": episode.session,
+            "loopwatch.detector": episode.detector,
+            "loopwatch.level": episode.level.label,
+            "loopwatch.pattern": episode.pattern,
+            "loopwatch.message": episode.message,
+            "loopwatch.episode.change": change.kind,
+            **({"gen_ai.agent.name": agent} if agent else {}),
+        }
+    values["loopwatch.count"] = int(episode.count)  # the episode's: always true
+    values["loopwatch.episode.number"] = episode.number
+    values["loopwatch.episode.detectors"] = ",".join(episode.detectors)
+    values["loopwatch.episode.peak"] = episode.peak.label
+    if episode.closed:
+        values["loopwatch.episode.closed"] = episode.closed
+    return values
+
+
 def _key_values(values: dict[str, Any]) -> list[Any]:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
@@ -155,8 +183,14 @@ def _key_values(values: dict[str, Any]) -> list[Any]:
     return out
 
 
-#: One detection to send: (detection, its attributes, the session's trace or None).
-Item = tuple[Detection, dict[str, Any], "tuple[str, str] | None"]
+class Item(NamedTuple):
+    """One loop event to send."""
+
+    ts: float  # event time (0: unknown, the send time is used)
+    level: Level
+    message: str
+    values: dict[str, Any]  # its attributes
+    trace: tuple[str, str] | None  # the session's (trace id, latest span id), if known
 
 
 def _resource(message: Any) -> None:
@@ -177,16 +211,17 @@ def logs_request(items: list[Item]) -> bytes:
     scope = resource.scope_logs.add()
     scope.scope.name = "loopwatch"
     now = time.time_ns()
-    for detection, values, trace in items:
+    for item in items:
+        trace = item.trace
         record = scope.log_records.add(
-            time_unix_nano=int(detection.ts * 1e9) if detection.ts > 0 else now,
+            time_unix_nano=int(item.ts * 1e9) if item.ts > 0 else now,
             observed_time_unix_nano=now,
-            severity_number=SEVERITY.get(detection.level, 9),
-            severity_text=detection.level.label.upper(),
+            severity_number=SEVERITY.get(item.level, 9),
+            severity_text=item.level.label.upper(),
             event_name=EVENT,
         )
-        record.body.string_value = detection.message
-        record.attributes.extend(_key_values(values))
+        record.body.string_value = item.message
+        record.attributes.extend(_key_values(item.values))
         if trace is not None:
             record.trace_id = bytes.fromhex(trace[0])
             if trace[1]:
@@ -200,7 +235,7 @@ def traces_request(items: list[Item]) -> bytes | None:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-    known = [item for item in items if item[2] is not None]
+    known = [item for item in items if item.trace is not None]
     if not known:
         return None
     request = ExportTraceServiceRequest()
@@ -209,7 +244,7 @@ def traces_request(items: list[Item]) -> bytes | None:
     scope = resource.scope_spans.add()
     scope.scope.name = "loopwatch"
     now = time.time_ns()
-    for _detection, values, trace in known:
+    for _ts, _level, _message, values, trace in known:
         assert trace is not None
         span = scope.spans.add(
             trace_id=bytes.fromhex(trace[0]),
@@ -288,7 +323,7 @@ class OtlpExporter:
         self._closing = False
 
     def start(self) -> None:
-        self._unsubscribe = self.hub.subscribe(self._on_update, (DetectionRaised,))
+        self._unsubscribe = self.hub.subscribe(self._on_update, (EpisodeChanged,))
         self._task = asyncio.create_task(self._run(), name="loopwatch-otlp-export")
 
     async def stop(self) -> None:
@@ -318,8 +353,31 @@ class OtlpExporter:
     # -- the hub's side: never blocks ---------------------------------------------------------
 
     def _on_update(self, update: object) -> None:
-        if isinstance(update, DetectionRaised):
-            self.offer(update.detection)
+        if isinstance(update, EpisodeChanged):
+            self.offer_change(update.change)
+
+    def offer_change(self, change: EpisodeChange) -> bool:
+        """Queue an episode's opening, escalation or close (a repeat that only
+        updates its count is not sent)."""
+        if change.kind == UPDATED:
+            return False
+        episode = change.episode
+        info = self.hub.session(episode.session)
+        values = episode_attributes(change, getattr(info, "agent", None))
+        ts = change.detection.ts if change.detection is not None else episode.last_ts
+        level = episode.level if change.detection is None else change.detection.level
+        self._queue(Item(ts, level, episode.message, values, self._trace(episode.session)))
+        return True
+
+    def _trace(self, session: str) -> tuple[str, str] | None:
+        return self.traces(session) if self.traces is not None else None
+
+    def _queue(self, item: Item) -> None:
+        if len(self.queue) >= self.max_queue:
+            self.queue.popleft()
+            self.lost += 1
+        self.queue.append(item)
+        self._wake.set()
 
     def offer(self, detection: Detection) -> bool:
         """Queue ``detection`` if it changes its (session, detector, pattern)'s rung."""
@@ -337,12 +395,9 @@ class OtlpExporter:
         values = attributes(
             detection, "opened" if before is None else "escalated", getattr(info, "agent", None)
         )
-        trace = self.traces(detection.session) if self.traces is not None else None
-        if len(self.queue) >= self.max_queue:
-            self.queue.popleft()
-            self.lost += 1
-        self.queue.append((detection, values, trace))
-        self._wake.set()
+        self._queue(
+            Item(detection.ts, detection.level, detection.message, values, self._trace(detection.session))
+        )
         return True
 
     # -- the sender ------------------------------------------------------------------------------

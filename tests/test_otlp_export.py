@@ -108,8 +108,8 @@ async def until(predicate, what: str) -> None:
 
 async def test_each_rung_change_is_a_log_event_and_a_span_event_on_the_sessions_trace():
     """Claude Code tool spans (SDK exporter) → loopwatch's receiver → a loop → the exporter, which
-    is refused once (503: it backs off and retries), sends each rung change of a (session,
-    detector, pattern) once, with GenAI and loopwatch attributes, on the session's trace."""
+    is refused once (503: it backs off and retries), sends each loop episode's opening, rungs
+    and close once, with GenAI and loopwatch attributes, on the session's trace."""
     collector = Collector(refuse_first=1)
     hub = Hub(build_config({}))
     await hub.start()
@@ -137,10 +137,15 @@ async def test_each_rung_change_is_a_log_event_and_a_span_event_on_the_sessions_
     assert first["gen_ai.agent.name"] == "claude-code" and first["gen_ai.tool.name"] == "Bash"
     assert first["loopwatch.episode.change"] == "opened" and first["loopwatch.count"] >= 1
     assert {"loopwatch.detector", "loopwatch.level", "loopwatch.pattern", "loopwatch.score"} <= set(first)
-    rungs = [(r["loopwatch.detector"], r["loopwatch.pattern"], r["loopwatch.level"]) for r in records]
-    assert len(rungs) == len(set(rungs))  # each rung once
-    opened = {(d, p) for d, p, _ in rungs}
-    assert sum(r["loopwatch.episode.change"] == "opened" for r in records) == len(opened)
+    # One loop is one episode: its opening, each higher rung once, its close; no repeat.
+    changes = [
+        (r["loopwatch.episode.number"], r["loopwatch.episode.change"], r["loopwatch.level"]) for r in records
+    ]
+    assert len(changes) == len(set(changes)), changes
+    assert {c for _, c, _ in changes} <= {"opened", "escalated", "closed"}
+    episodes = {n for n, _, _ in changes}
+    assert sum(c == "opened" for _, c, _ in changes) == len(episodes)
+    assert len(records) < len(raised)  # not one event per repeat
     trace_id, span_id = otlp.adapter.traces[SESSION]
     assert {r.trace_id.hex() for r in collector.records} == {trace_id}
     assert {s.trace_id.hex() for s in collector.spans} == {trace_id}
