@@ -7,14 +7,14 @@ module holds the pipeline and this one what may be read of it; nothing outside
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from monitor.detect.summary import SessionSummary, summarize
+from monitor.detect.summary import HeldState, SessionSummary, summarize
 from monitor.events import Level
 
 if TYPE_CHECKING:
     from monitor.cost import LoopCosts
-    from monitor.detect.engine import SessionState
     from monitor.detect.episodes import EpisodeBook
     from monitor.detect.escalation import EscalationPolicy
 
@@ -28,10 +28,18 @@ class Counts(NamedTuple):
     duplicates: int
 
 
+class HeldSession(HeldState, Protocol):
+    """What these reads take of the engine's ``SessionState`` (declared here: the
+    engine imports this module)."""
+
+    @property
+    def agent(self) -> str | None: ...
+
+
 class EngineReads:
     """The read methods over the engine's per-session state."""
 
-    sessions: dict[str, SessionState]
+    sessions: Mapping[str, HeldSession]
     policy: EscalationPolicy
     costs: LoopCosts
     _muted: dict[str, set[str]]
