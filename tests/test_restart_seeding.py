@@ -21,6 +21,7 @@ from monitor.hub.live import LiveMonitor
 from monitor.sources.paths import StartPolicy
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.screens.detail import SessionDetailScreen
+from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from tests.test_restart import counts, run_once
@@ -107,7 +108,8 @@ async def test_a_seeded_session_keeps_its_mutes(tmp_path: Path):
 
 
 async def test_the_restarted_dashboard_lists_the_stored_sessions(tmp_path: Path):
-    """The real app on a restarted watcher: the rows are there, closed, at their last level."""
+    """The real app on a restarted watcher: the rows are there, closed, at their last
+    level, and the feed shows their stored loop episodes."""
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "loop.jsonl").write_text(loop_lines("looping", 10))
@@ -129,6 +131,10 @@ async def test_the_restarted_dashboard_lists_the_stored_sessions(tmp_path: Path)
         assert info.level is Level.TERMINATE and info.status == "idle" and info.events == 20
         row = " ".join(str(cell) for cell in table.get_row("looping"))
         assert "TERMINATE" in row.upper() and "idle" in row, row
+        # The feed shows the loop episode the earlier run stored (it was empty).
+        feed = app.screen.query_one(DetectionsFeed)
+        assert list(feed.episodes) == [("looping", 1)]
+        assert "looping" in feed.lines[0].text and "×" in feed.lines[0].text
 
 
 async def test_the_restarted_detail_lists_each_episode_once(tmp_path: Path):

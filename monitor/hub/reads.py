@@ -16,9 +16,12 @@ def sessions_heard(hub: Any) -> list[str]:
 
 def recent_episodes(hub: Any) -> list[Episode]:
     """The loop episodes open now and lately closed in the sessions ``hub`` holds,
-    by when they opened (read through the engine's summary)."""
+    by when they opened (read through the engine's summary), after the latest
+    ones an earlier run stored (``hub.seeded_episodes``: monitor/hub/seeding.py)."""
     summary = hub.engine.summary
-    found: list[Episode] = []
+    # Those an earlier run stored first: an episode of this run with the same
+    # (session, number) takes its line in the feed.
+    found: list[Episode] = list(getattr(hub, "seeded_episodes", ()))
     for session in hub.engine.books:
         if session in hub.lifecycle.sessions:
             read = summary(session)

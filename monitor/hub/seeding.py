@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from monitor.detect.base import Detection
+from monitor.detect.episodes import Episode
 from monitor.detect.escalation import EscalationSettings
 from monitor.events import Level
 from monitor.hub.actions import MUTED
 from monitor.hub.sessions import MAX_CLOSED_SESSIONS
 from monitor.hub.state import HubSession
+from monitor.store.episodes import episode_from_dict
 
 log = logging.getLogger("loopwatch.hub")
 
@@ -195,6 +197,7 @@ async def seed_hub(hub: Any) -> int:
     """Seed ``hub`` from its store (nothing without one, or when the store cannot be
     read); ``hub.seeded`` says how many sessions it took up."""
     hub.seeded = 0
+    hub.seeded_episodes = []
     store = hub.store
     if store is None or not hasattr(store, "list_sessions"):
         return 0
@@ -204,4 +207,20 @@ async def seed_hub(hub: Any) -> int:
         log.exception("could not read the sessions an earlier run recorded")
         return 0
     hub.seeded = adopt(hub, seeds)
+    try:
+        hub.seeded_episodes = await asyncio.to_thread(read_episodes, store, hub.lifecycle.sessions)
+    except Exception:  # the feed starts without them; the sessions are taken up
+        log.exception("could not read the loop episodes an earlier run recorded")
     return hub.seeded
+
+
+#: Stored loop episodes shown in a restarted dashboard's feed (the latest).
+SEED_EPISODES = 50
+
+
+def read_episodes(store: Any, sessions: Container[str], limit: int = SEED_EPISODES) -> list[Episode]:
+    """The latest stored loop episodes of ``sessions``, the oldest first (reads only)."""
+    if not hasattr(store, "latest_episodes"):
+        return []
+    rows = [row for row in store.latest_episodes(limit) if row.get("session") in sessions]
+    return [episode_from_dict(row) for row in reversed(rows)]

@@ -129,6 +129,34 @@ def episode_dict(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def episode_from_dict(row: dict[str, Any]) -> Episode:
+    """The :class:`Episode` a stored row (:func:`episode_dict`) describes, numbered as
+    the store numbers it (a restarted engine numbers its own from 1 again)."""
+    return Episode(
+        session=row["session"],
+        number=int(row.get("number") or 0),
+        detector=row.get("detector") or "",
+        pattern=row.get("pattern") or "",
+        message=row.get("message") or "",
+        reason=row.get("reason") or "",
+        tool=row.get("tool"),
+        count=int(row.get("count") or 0),
+        level=Level.parse(row.get("level") or "none"),
+        peak=Level.parse(row.get("peak") or "none"),
+        first_seq=int(row.get("first_seq") or 0),
+        first_ts=float(row.get("first_ts") or 0.0),
+        last_seq=int(row.get("last_seq") or 0),
+        last_ts=float(row.get("last_ts") or 0.0),
+        source=row.get("file") or "",
+        first_line=row.get("first_line"),
+        last_line=row.get("last_line"),
+        detectors=tuple(str(d) for d in row.get("detectors") or ()),
+        pairs=tuple((str(p[0]), str(p[1])) for p in row.get("pairs") or () if len(p) == 2),
+        detections=int(row.get("detections") or 0),
+        closed=row.get("closed") if row.get("state") == "closed" else None,
+    )
+
+
 def episode_row(episode: Episode) -> list[Any]:
     """The row of an episode as it stands, in :data:`EPISODE_COLUMNS` order
     (``run_key`` holds the engine's number until the writer makes the key)."""

@@ -268,6 +268,11 @@ class StoreReader:
         rows = self._read("SELECT * FROM episodes WHERE session = ? ORDER BY number", [session])
         return [episode_dict(row) for row in rows]
 
+    def latest_episodes(self, limit: int = 50) -> list[dict]:
+        """The ``limit`` loop episodes that opened last, in all sessions, the latest first."""
+        rows = self._read("SELECT * FROM episodes ORDER BY first_ts DESC, id DESC LIMIT ?", [limit])
+        return [episode_dict(row) for row in rows]
+
     def episode_rungs(self, session: str) -> list[dict]:
         """The rungs its episodes climbed, in order (``episode`` is the episode's row id)."""
         return self._read("SELECT * FROM episode_rungs WHERE session = ? ORDER BY id", [session])
