@@ -138,8 +138,8 @@ async def test_the_restarted_dashboard_lists_the_stored_sessions(tmp_path: Path)
 
 
 async def test_the_restarted_detail_lists_each_episode_once(tmp_path: Path):
-    """The store numbers a restarted watcher's episodes on (its own 1 is the store's 2):
-    the detail shows the earlier run's episode and the new one, each once."""
+    """A restarted watcher numbers its episodes after the stored ones (as the store does):
+    the detail and the feed show the earlier run's episode and the new one, each once."""
     log = tmp_path / "agent.jsonl"
     log.write_text(loop_lines("s1", 10))
     db = tmp_path / "x.db"
@@ -172,3 +172,10 @@ async def test_the_restarted_detail_lists_each_episode_once(tmp_path: Path):
         stored = app.store.episodes("s1")
         assert len(stored) == 2 and len(rows) == 2, (stored, rows)
         assert rows[0].first_ts < rows[1].first_ts
+        # The new run numbers its episode after the stored one, as the store does:
+        # the feed shows both, each on its own line.
+        assert [e["number"] for e in stored] == [1, 2]
+        app.pop_screen()
+        await pilot.pause()
+        feed = app.screen.query_one(DetectionsFeed)
+        assert list(feed.episodes) == [("s1", 1), ("s1", 2)], list(feed.episodes)

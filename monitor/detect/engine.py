@@ -588,9 +588,15 @@ class Engine(EngineReads):
             )
         return book.close(number, FALSE_POSITIVE)
 
-    def seed(self, session_id: str, last: Detection | None, rungs: Rungs = (), reason: str = "") -> None:
-        """Take up the escalation of a session an earlier run recorded (see :func:`seed_escalation`)."""
+    def seed(
+        self, session_id: str, last: Detection | None, rungs: Rungs = (), reason: str = "", episodes: int = 0
+    ) -> None:
+        """Take up a session an earlier run recorded: its escalation (:func:`seed_escalation`),
+        and its next episode numbered after the ``episodes`` stored, as the store numbers them."""
         seed_escalation(self.policy.state(session_id), self.config.escalation.ladder, last, rungs, reason)
+        if episodes > 0:
+            book = self.books.setdefault(session_id, EpisodeBook(session_id, self.episode_gap))
+            book.numbered = max(book.numbered, episodes)
 
     def forget(self, session_id: str) -> None:
         """Drop all the engine keeps of a closed session: escalation, mutes, episodes."""

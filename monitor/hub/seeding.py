@@ -185,7 +185,9 @@ def adopt(hub: Any, seeds: Iterable[Seed]) -> int:
             stored_level=_level(row.get("level_rank")),
         )
         state.home = state.source
-        engine.seed(session, seed.last, seed.rungs, reason=row.get("reason") or "")
+        engine.seed(
+            session, seed.last, seed.rungs, reason=row.get("reason") or "", episodes=row.get("episodes") or 0
+        )
         for detector in seed.muted:
             engine.mute(session, detector)
         lifecycle.adopt(state)
