@@ -4,9 +4,9 @@
 on Linux, ``osascript`` on macOS), ``webhook = "https://…"`` (a JSON POST,
 retried with back-off), ``command = ["argv", …]`` (run without a shell, the
 alert as JSON on its stdin, killed after ``timeout_seconds``).  A session
-reaching ``level`` (``warn``) sends one alert per ``(session, detector,
-pattern)`` in ``every_seconds`` -- keyed on the pattern because loop episodes
-(issue 33) are not in the engine yet; an episode id can replace it then.
+reaching ``level`` (``warn``) sends an alert when a loop episode opens or
+climbs a rung at or above it, at most one per episode in ``every_seconds``
+(the hub keys the rate limit on the session and the episode's number).
 
 Nothing here blocks the hub: :meth:`Alerts.offer` puts the alert in a bounded
 queue (a full queue drops it, counted) and one daemon thread delivers it.
@@ -95,7 +95,7 @@ class Alerts:
         self.settings = settings
         self.clock = clock
         self.counts = Counts()
-        self.last: OrderedDict[tuple[str, str, str], float] = OrderedDict()
+        self.last: OrderedDict[tuple[Any, ...], float] = OrderedDict()
         self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
@@ -129,11 +129,13 @@ class Alerts:
         self.thread.join(timeout)
         self.thread = None
 
-    def offer(self, detection: Any, agent: str | None = None) -> bool:
-        """Queue an alert for ``detection`` unless rate-limited or the queue is full (never blocks)."""
+    def offer(self, detection: Any, agent: str | None = None, key: tuple[Any, ...] | None = None) -> bool:
+        """Queue an alert for ``detection`` unless rate-limited or the queue is full (never blocks).
+        ``key`` is what the rate limit counts per (the hub's: session and loop episode;
+        default: session, detector and pattern)."""
         if detection.level < self.settings.level or detection.suppressed:
             return False
-        key = (detection.session, detection.detector, detection.pattern)
+        key = key or (detection.session, detection.detector, detection.pattern)
         now = self.clock()
         last = self.last.get(key)
         if last is not None and now - last < self.settings.every_seconds:

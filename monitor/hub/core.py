@@ -21,7 +21,7 @@ from monitor.alerts import Alerts
 from monitor.config import Config
 from monitor.detect.base import Detection
 from monitor.detect.engine import Engine
-from monitor.detect.episodes import EpisodeChange
+from monitor.detect.episodes import ESCALATED, OPENED, EpisodeChange
 from monitor.detect.escalation import FALSE_POSITIVE
 from monitor.events import Event, Kind, Level
 from monitor.formats.base import Problem
@@ -363,8 +363,8 @@ class Hub:
             self.detections_total += 1
             self.publish(DetectionRaised(detection))
             auto_respond(detection)
-            if self.alerts.on and self.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:
-                self.alerts.offer(detection, getattr(sessions.get(detection.session), "agent", None))
+        if self.alerts.on:
+            _alert(self, changes, sessions)
 
     def _report(self, problems: list[Problem]) -> None:  # bad input: counted, published as bounded
         for problem in problems:
@@ -423,6 +423,17 @@ def _live_and_warning(sessions: Iterable[HubSession], level: Callable[[str], Lev
         if state.status != "ended" and level(state.id) >= Level.WARN:
             warnings += 1
     return live, warnings
+
+
+def _alert(hub: Hub, changes: Iterable[EpisodeChange], sessions: dict[str, HubSession]) -> None:
+    """One alert per loop episode reaching a rung (opened or escalated), rate-limited per episode."""
+    for change in changes:
+        detection = change.detection
+        if change.kind not in (OPENED, ESCALATED) or detection is None:
+            continue
+        if hub.clock() - detection.ts <= AUTO_MAX_AGE_SECONDS:  # not for an old log read from the start
+            agent = getattr(sessions.get(detection.session), "agent", None)
+            hub.alerts.offer(detection, agent, key=(detection.session, change.episode.number))
 
 
 def _notice_waits(hub: Hub) -> list[WaitingNotice]:
