@@ -18,6 +18,7 @@ from monitor.detect.base import Detection
 from monitor.detect.engine import episode_gap
 from monitor.detect.episodes import UPDATED, Episode, EpisodeChange, group
 from monitor.events import Level
+from monitor.scan import scanned_line
 from monitor.text import printable
 
 if TYPE_CHECKING:
@@ -67,18 +68,7 @@ def format_scan(report: ScanReport, config: Config | None, min_level: Level = Le
             )
         )
         lines.extend(_scan_line(e) for e in shown)
-    counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
-    summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
-    scanned = (
-        f"{report.stored_sessions} stored session(s) from {report.database}"
-        if report.database is not None
-        else f"{report.files} file(s)"
-    )
-    lines.append(
-        f"scanned {scanned}, {report.events:,} events in "
-        f"{len(report.session_agents())} session(s): {len(episodes)} loop episode(s); detections {summary}; "
-        f"{report.problem_count} bad line(s); worst: {report.worst.label}"
-    )
+    lines.append(scanned_line(report, len(episodes)))
     return "\n".join(lines)
 
 

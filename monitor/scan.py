@@ -502,19 +502,27 @@ def format_human(report: ScanReport, min_level: Level = Level.NOTICE) -> str:
         for d in detections:
             cost = f"  [loop so far {spend_text(d.cost)}]" if d.cost else ""
             lines.append(f"  {d.level.label:<9} {d.detector:<17} {d.where}  {d.message}{cost}")
+    lines.append(scanned_line(report))
+    return "\n".join(lines)
+
+
+def scanned_line(report: ScanReport, episodes: int | None = None) -> str:
+    """The closing line of the text output: what was read, the detections by
+    level (and the loop episodes, when counted), bad lines, the worst level."""
     counts = {lvl: sum(1 for d in report.detections if d.level == lvl) for lvl in Level if lvl}
     summary = ", ".join(f"{n} {lvl.label}" for lvl, n in counts.items() if n) or "no detections"
+    if episodes is not None:
+        summary = f"{episodes} loop episode(s); detections {summary}"
     scanned = (
         f"{report.stored_sessions} stored session(s) from {report.database}"
         if report.database is not None
         else f"{report.files} file(s)"
     )
-    lines.append(
+    return (
         f"scanned {scanned}, {report.events:,} events in "
         f"{len(report.session_agents())} session(s): {summary}; "
         f"{report.problem_count} bad line(s); worst: {report.worst.label}"
     )
-    return "\n".join(lines)
 
 
 #: Up to this many sessions, ``scan_store`` merges per-session streams (each in
