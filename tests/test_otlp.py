@@ -189,7 +189,8 @@ async def test_recorded_agent_payloads_over_json_and_gzip(name: str, session: st
 
 def test_claude_events_map_to_calls_results_usage_and_prompts():
     """The adapter alone: prompt → user message, api_request → usage, tool_result → a call
-    (arguments from tool_input) and an error result, tool_decision ignored; sequence order."""
+    (arguments from tool_input) and an error result, tool_decision by a rule ignored (one by
+    the user ends a wait: tests/test_waiting_sources.py); sequence order."""
     from monitor.formats.otlp import OtlpAdapter
     from monitor.sources.otlp import parse_body
 
@@ -389,9 +390,10 @@ def test_collector_example_forwards_exactly_the_agent_events():
         "api_error",
         "claude_code.api_retries_exhausted",
         "subagent_completed",
+        "tool_decision",
+        "codex.tool_decision",
     ]
     drop = [
-        "tool_decision",
         "claude_code.api_refusal",
         "codex.sse_event",
         "codex.api_request",

@@ -25,6 +25,9 @@ These kinds of agent telemetry are recognised; everything else in a request
   status as a failed call; session: ``gen_ai.conversation.id`` (else the trace).
 * **Claude Code's ``claude_code.tool`` spans and OpenInference spans**: see
   :mod:`monitor.formats.otlp_spans`.
+* **Waits for the person**: Claude Code's and Codex's ``tool_decision`` events
+  decided by the user, Claude Code's ``claude_code.tool.blocked_on_user``
+  spans: see :mod:`monitor.formats.otlp_waits`.
 
 The trace a session's records were last seen in is remembered
 (:attr:`OtlpAdapter.traces`, bounded), so a detection exported about that
@@ -52,7 +55,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.events import Event
-from monitor.formats import otlp_claude, otlp_spans
+from monitor.formats import otlp_claude, otlp_spans, otlp_waits
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.native import NativeDecoder
 
@@ -291,9 +294,16 @@ class OtlpAdapter:
         short = name.rsplit(".", 1)[-1] if name.startswith(("claude_code.", "codex.")) else name
         agent = "codex" if name.startswith("codex.") or "conversation.id" in attrs else "claude-code"
         wanted = (
-            ("user_prompt", "tool_result")
+            ("user_prompt", "tool_result", otlp_waits.DECISION)
             if agent == "codex"
-            else ("user_prompt", "tool_result", "api_request", "compaction", *otlp_claude.EVENTS)
+            else (
+                "user_prompt",
+                "tool_result",
+                "api_request",
+                "compaction",
+                otlp_waits.DECISION,
+                *otlp_claude.EVENTS,
+            )
         )
         if short not in wanted:
             return []
@@ -324,6 +334,8 @@ class OtlpAdapter:
             return [{"type": "compaction", **base}]
         if short in otlp_claude.EVENTS:
             return otlp_claude.records(short, attrs, base)
+        if short == otlp_waits.DECISION:
+            return otlp_waits.decision_records(attrs, base)
         return _tool_records(attrs, base, nanos)
 
     # -- spans ------------------------------------------------------------------------------
@@ -384,11 +396,13 @@ class OtlpAdapter:
         if attrs.get("gen_ai.operation.name") != "execute_tool" and not (
             span.name.startswith("execute_tool") and "gen_ai.tool.name" in attrs
         ):
-            if not otlp_spans.is_agent_span(span, attrs):
+            if span.name != otlp_waits.CLAUDE_BLOCKED and not otlp_spans.is_agent_span(span, attrs):
                 return []
             session = where.session(attrs.get("session.id") or span.trace_id.hex())
             if session is None:
                 raise RecordError("no session.id and no trace id")
+            if span.name == otlp_waits.CLAUDE_BLOCKED:
+                return otlp_waits.blocked_records(span, attrs, session)
             if span.name == otlp_spans.CLAUDE_TOOL:
                 native = otlp_spans.claude_tool(span, attrs, session, self.failed, attributes)
             else:

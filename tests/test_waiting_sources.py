@@ -1,0 +1,219 @@
+"""Waiting for input from the sources beyond hooks (issue 35 §1): OTel, transcripts, a restart.
+
+No live agent runs here; the payloads are built from the documented field names
+(checked 2026-12-02):
+
+* Claude Code, code.claude.com/docs/en/monitoring-usage -- the ``tool_decision`` log
+  event (``tool_name``, ``tool_use_id``, ``decision`` ``accept``/``reject``, ``source``
+  ``config``/``hook``/``user_permanent``/``user_temporary``/``user_abort``/``user_reject``)
+  and the ``claude_code.tool.blocked_on_user`` span, a child of ``claude_code.tool``
+  (``duration_ms``, ``decision``, ``source``: the time a call waited for permission).
+  No log event marks the start of a permission prompt.
+* Codex, openai/codex ``codex-rs/otel/src/events/session_telemetry.rs`` -- the
+  ``codex.tool_decision`` log event (``tool_name``, ``call_id``, ``decision``
+  lower-cased ``ReviewDecision``, ``source`` ``config``/``user``/``automated_reviewer``,
+  ``ToolDecisionSource`` in ``codex-rs/otel/src/lib.rs``); no event at the approval request.
+* Codex rollouts, openai/codex ``codex-rs/rollout/src/policy.rs``
+  (``should_persist_event_msg``): ``ExecApprovalRequest``, ``ApplyPatchApprovalRequest``,
+  ``RequestPermissions``, ``RequestUserInput`` and ``ElicitationRequest`` are *not*
+  persisted; the ``function_call`` response items are, so a ``request_user_input``
+  call without its ``function_call_output`` is a question still open.
+* Claude Code transcripts record an ``AskUserQuestion`` ``tool_use`` (``input.questions[]
+  .question``) and its ``tool_result``; permission prompts are not recorded (a call
+  waiting for approval looks like one running: anthropics/claude-code, the feature
+  request "Surface pending-approval state in session JSONL").
+
+The OTel records go through the real SDK exporters (OTLP/HTTP protobuf) to a running
+receiver; transcripts are real files tailed by a running watcher; the restart is two
+hubs on one SQLite database.  Nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from monitor.events import Event, Kind
+from tests.test_otlp import _resource, receiver
+
+CLAUDE = "0b9c6a1e-3f2d-4e5a-9b8c-7d6e5f4a3b2c"
+CODEX = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
+
+
+def _send_logs(endpoint: str, service: str, records: list[dict[str, Any]]) -> None:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    provider = LoggerProvider(resource=_resource(service))
+    provider.add_log_record_processor(
+        BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{endpoint}/v1/logs", timeout=20))
+    )
+    logger = provider.get_logger(service)
+    for sequence, attributes in enumerate(records):
+        name = attributes["event.name"]
+        logger.emit(body=name, event_name=name, attributes={"event.sequence": sequence, **attributes})
+    provider.force_flush()
+    provider.shutdown()
+
+
+def _send_blocked_spans(endpoint: str, start_ns: int, waits: list[tuple[str, str, int]]) -> None:
+    """Claude Code's span tree of calls that waited: ``claude_code.tool`` with a
+    ``claude_code.tool.blocked_on_user`` child (``(source, decision, seconds waited)``
+    each) and then its ``claude_code.tool.execution``, with the times a real wait has."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.trace import set_span_in_context
+
+    provider = TracerProvider(resource=_resource("claude-code"))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    tracer = provider.get_tracer("com.anthropic.claude_code")
+    at = start_ns
+    for n, (source, decision, seconds) in enumerate(waits):
+        call = f"toolu_wait_{n}"
+        tool = tracer.start_span(
+            "claude_code.tool",
+            start_time=at,
+            attributes={"session.id": CLAUDE, "tool_name": "Bash", "tool_use_id": call},
+        )
+        inside = set_span_in_context(tool)
+        blocked = tracer.start_span(
+            "claude_code.tool.blocked_on_user",
+            context=inside,
+            start_time=at + 1_000_000,
+            attributes={
+                "session.id": CLAUDE,
+                "span.type": "claude_code.tool.blocked_on_user",
+                "decision": decision,
+                "source": source,
+                "duration_ms": seconds * 1000,
+            },
+        )
+        decided = at + 1_000_000 + seconds * 1_000_000_000
+        blocked.end(end_time=decided)
+        run = tracer.start_span(
+            "claude_code.tool.execution",
+            context=inside,
+            start_time=decided,
+            attributes={"session.id": CLAUDE, "tool_use_id": call, "success": "true"},
+        )
+        run.end(end_time=decided + 50_000_000)
+        tool.end(end_time=decided + 60_000_000)
+        at = decided + 1_000_000_000
+    provider.force_flush()
+    provider.shutdown()
+
+
+def _watching(hub: Any) -> list[Event]:
+    """Every event the receiver hands the (real) hub, in order."""
+    seen: list[Event] = []
+    submit = hub.submit
+
+    async def observed(events: list[Event], problems: list[Any], **kwargs: Any) -> Any:
+        seen.extend(events)
+        return await submit(events, problems, **kwargs)
+
+    hub.submit = observed
+    return seen
+
+
+async def test_a_blocked_on_user_span_is_the_wait_it_measured_and_rules_ask_nobody():
+    """A ``claude_code.tool.blocked_on_user`` span decided by the person: a wait for
+    permission from its start to the decision (over by the time the span is exported),
+    kept in the history where it was; one decided by a rule (``config``) is no wait."""
+    start = 1_764_000_000 * 1_000_000_000
+    async with receiver() as (hub, otlp):
+        seen = _watching(hub)
+        await asyncio.to_thread(
+            _send_blocked_spans,
+            otlp.endpoint,
+            start,
+            [("user_temporary", "accept", 240), ("config", "accept", 0)],
+        )
+        await hub.join()
+        waits = [(e.status, e.ts, e.content) for e in seen if e.kind is Kind.WAITING]
+        began = start / 1e9 + 0.001
+        assert waits == [
+            ("permission", pytest.approx(began), "a permission prompt"),
+            ("resolved", pytest.approx(began + 240), "accept by the user (user_temporary)"),
+        ]
+        calls = [e for e in seen if e.kind is Kind.TOOL_CALL]
+        assert len(calls) == 2  # the tool spans are read as before
+        info = hub.session(CLAUDE)
+        assert info is not None and not info.waiting and info.waiting_since == 0.0
+        assert info.level == 0  # a wait is never a detection
+        assert otlp.rejected == 0
+
+
+async def test_a_decision_by_the_person_ends_the_wait_a_hook_opened():
+    """Claude Code ``tool_decision`` with ``source`` ``user_temporary`` ends the permission
+    wait (here opened as the ``PermissionRequest`` hook opens it); ``config`` decisions say
+    nothing; Codex's ``codex.tool_decision`` with ``source`` ``user`` does the same."""
+    async with receiver() as (hub, otlp):
+        seen = _watching(hub)
+        now = 1_764_000_000.0
+        # What `loopwatch hook claude` sends for PermissionRequest / Codex's PermissionRequest.
+        asked = [
+            Event(Kind.WAITING, CLAUDE, now, status="permission", content="Bash: rm -rf build/"),
+            Event(Kind.WAITING, CODEX, now, status="permission", content="shell: git push"),
+        ]
+        await hub.submit(asked, [])
+        await hub.join()
+        assert hub.session(CLAUDE).waiting and hub.session(CODEX).waiting
+        await asyncio.to_thread(
+            _send_logs,
+            otlp.endpoint,
+            "claude-code",
+            [
+                {
+                    "event.name": "claude_code.tool_decision",
+                    "session.id": CLAUDE,
+                    "tool_name": "Read",
+                    "tool_use_id": "toolu_r",
+                    "decision": "accept",
+                    "source": "config",
+                },
+                {
+                    "event.name": "claude_code.tool_decision",
+                    "session.id": CLAUDE,
+                    "tool_name": "Bash",
+                    "tool_use_id": "toolu_b",
+                    "decision": "reject",
+                    "source": "user_reject",
+                },
+            ],
+        )
+        await asyncio.to_thread(
+            _send_logs,
+            otlp.endpoint,
+            "codex_cli_rs",
+            [
+                {
+                    "event.name": "codex.tool_decision",
+                    "conversation.id": CODEX,
+                    "tool_name": "shell",
+                    "call_id": "call_1",
+                    "decision": "approved",
+                    "source": "config",
+                },
+                {
+                    "event.name": "codex.tool_decision",
+                    "conversation.id": CODEX,
+                    "tool_name": "shell",
+                    "call_id": "call_2",
+                    "decision": "denied",
+                    "source": "user",
+                },
+            ],
+        )
+        await hub.join()
+        resolved = [(e.session, e.content) for e in seen if e.kind is Kind.WAITING and e.status == "resolved"]
+        assert resolved == [
+            (CLAUDE, "Bash: reject by the user (user_reject)"),
+            (CODEX, "shell: denied by the user (user)"),
+        ]
+        assert not hub.session(CLAUDE).waiting and not hub.session(CODEX).waiting
+        assert otlp.adapter.ignored == 2  # the rules' decisions
