@@ -31,12 +31,22 @@ hubs on one SQLite database.  Nothing sleeps.
 from __future__ import annotations
 
 import asyncio
+import json
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from monitor.config import Config
 from monitor.events import Event, Kind
+from monitor.hub.live import LiveMonitor
+from monitor.sources.paths import StartPolicy
 from tests.test_otlp import _resource, receiver
+from tests.test_restart import run_once
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 CLAUDE = "0b9c6a1e-3f2d-4e5a-9b8c-7d6e5f4a3b2c"
 CODEX = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
@@ -217,3 +227,160 @@ async def test_a_decision_by_the_person_ends_the_wait_a_hook_opened():
         ]
         assert not hub.session(CLAUDE).waiting and not hub.session(CODEX).waiting
         assert otlp.adapter.ignored == 2  # the rules' decisions
+
+
+# -- transcripts ----------------------------------------------------------------------------------
+
+CLAUDE_FIXTURE = FIXTURES / "claude-code" / "subagent.jsonl"  # real (marot/spotter, fixtures README)
+ASKED_AT = 33  # its line: the AskUserQuestion tool_use; line 34 holds the person's answer
+ASKING = "491e126e-1e71-469c-ade2-fcc8af567c74"
+CODEX_ID = "019d0000-aaaa-7bbb-8ccc-0123456789ab"
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _codex(kind: str, payload: dict[str, Any], ts: str) -> str:
+    return json.dumps({"timestamp": ts, "type": kind, "payload": payload}) + "\n"
+
+
+#: How long a test waits for the watcher to read what was written (never a fixed sleep).
+DEADLINE = 30.0
+
+
+@asynccontextmanager
+async def _watching_files(paths: list[Path]):
+    """A running watcher of ``paths`` (no database: never the user's default one) and
+    ``until(session, events)``: polls it, within :data:`DEADLINE`, until ``session`` has
+    ``events`` events (the files are parsed off the event loop)."""
+    live = LiveMonitor(
+        Config(),
+        paths=[str(p) for p in paths],
+        start_policy=StartPolicy(mode="recent"),
+        use_db=False,
+        use_socket=False,
+    )
+    async with live.running() as hub:
+
+        async def until(session: str, events: int) -> Any:
+            async with asyncio.timeout(DEADLINE):
+                while True:
+                    await live.files.sync()
+                    await hub.join()
+                    info = hub.session(session)
+                    if info is not None and info.events >= events:
+                        return info
+                    await asyncio.sleep(0.01)  # the parser's turn (bounded by the deadline)
+
+        yield hub, until
+
+
+async def test_a_claude_transcript_that_ends_on_a_question_waits_across_a_restart(tmp_path: Path):
+    """A real Claude Code transcript cut after its ``AskUserQuestion`` call: the session waits
+    for input, since the call, asking its first question; a restart on the same database
+    shows it waiting still, since the same time; the person's answer, appended, ends it."""
+    lines = CLAUDE_FIXTURE.read_text().splitlines(keepends=True)
+    asked = json.loads(lines[ASKED_AT - 1])
+    log = tmp_path / f"{ASKING}.jsonl"
+    log.write_text("".join(lines[:ASKED_AT]))
+    db = tmp_path / "x.db"
+    first = await run_once([log], db)
+    info = first.hub.session(ASKING)
+    assert info is not None and info.waiting_why == "question"
+    assert info.waiting_since == pytest.approx(_epoch(asked["timestamp"]))
+    assert info.waiting_for.startswith("Which rig do these beads belong to?")
+
+    again = await run_once([log], db)
+    assert again.hub.events_total == 0 and again.hub.seeded_waits == 1
+    info = again.hub.session(ASKING)
+    assert info.waiting_why == "question" and info.waiting_since == pytest.approx(_epoch(asked["timestamp"]))
+    assert info.waiting_for.startswith("Which rig do these beads belong to?")
+
+    with log.open("a") as out:
+        out.write(lines[ASKED_AT])  # the tool_result: "User has answered your questions: …"
+    third = await run_once([log], db)
+    assert third.hub.events_total >= 1
+    info = third.hub.session(ASKING)
+    assert not info.waiting_since and not info.waiting_why
+
+
+async def test_a_codex_rollout_waits_on_request_user_input_until_its_output(tmp_path: Path):
+    """A tailed Codex rollout whose last record is a ``request_user_input`` function call
+    (persisted; the approval and question *events* are not): waiting, asking the first
+    question; its ``function_call_output`` ends it."""
+    log = tmp_path / f"rollout-2026-12-02T06-00-00-{CODEX_ID}.jsonl"
+    ask = {
+        "type": "function_call",
+        "name": "request_user_input",
+        "call_id": "call_ask",
+        "arguments": json.dumps(
+            {
+                "questions": [
+                    {
+                        "id": "target",
+                        "header": "Target",
+                        "question": "Deploy to staging or production?",
+                        "options": [
+                            {"label": "staging", "description": "safe"},
+                            {"label": "production", "description": "live"},
+                        ],
+                    }
+                ]
+            }
+        ),
+    }
+    log.write_text(
+        _codex(
+            "session_meta", {"id": CODEX_ID, "cwd": "/w", "cli_version": "0.130.0"}, "2026-12-02T06:00:00Z"
+        )
+        + _codex("response_item", ask, "2026-12-02T06:00:05Z")
+    )
+    async with _watching_files([log]) as (hub, until):
+        info = await until(CODEX_ID, 2)
+        assert info.waiting_why == "question"
+        assert info.waiting_for == "Deploy to staging or production?"
+        assert info.waiting_since == pytest.approx(_epoch("2026-12-02T06:00:05Z"))
+        answer = {"type": "function_call_output", "call_id": "call_ask", "output": "staging"}
+        with log.open("a") as out:
+            out.write(_codex("response_item", answer, "2026-12-02T06:03:40Z"))
+        info = await until(CODEX_ID, 3)
+        assert not info.waiting_since and not info.waiting_why
+
+
+async def test_an_opencode_question_part_waits_until_it_is_completed(tmp_path: Path):
+    """OpenCode's ``question`` tool (``Tool.define("question")``, ``questions[].question``):
+    a running part waits for the person; the part completed ends it."""
+    from tests.test_formats_opencode_storage import LAST, SESSION, _part, _storage
+
+    root = _storage(tmp_path)
+
+    def question(status: str, **state: Any) -> dict[str, Any]:
+        return {
+            "type": "tool",
+            "tool": "question",
+            "callID": "call_q",
+            "state": {
+                "status": status,
+                "input": {"questions": [{"question": "Keep the old API?", "header": "API", "options": []}]},
+                "time": {"start": 1785420900000},
+                **state,
+            },
+        }
+
+    async with _watching_files([root]) as (hub, until):
+        info = await until(SESSION, 86)  # the real session, as its storage folder holds it
+        assert not info.waiting_since
+        _part(root, LAST, "prt_zzz_question", question("running"))
+        info = await until(SESSION, 87)
+        assert info.waiting_why == "question" and info.waiting_for == "Keep the old API?"
+        _part(
+            root,
+            LAST,
+            "prt_zzz_question",
+            question(
+                "completed", output="User answered: yes", time={"start": 1785420900000, "end": 1785421000000}
+            ),
+        )
+        info = await until(SESSION, 88)
+        assert not info.waiting_since

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from monitor.detect.base import SessionView
 
 #: Tools whose call waits for the person until its result (lower case).
-ASK_TOOLS = frozenset({"askuserquestion", "request_user_input", "ask_user", "ask_followup_question"})
+ASK_TOOLS = frozenset(
+    {"askuserquestion", "request_user_input", "ask_user", "ask_followup_question", "question"}
+)
 #: A ``waiting`` event with this status ends the wait (the person answered).
 RESOLVED = "resolved"
 #: What is shown of the question (characters).

@@ -23,6 +23,7 @@ from monitor.detect.episodes import Episode
 from monitor.detect.escalation import EscalationSettings
 from monitor.events import Level
 from monitor.hub.actions import MUTED
+from monitor.hub.restored_waits import restore_waits
 from monitor.hub.sessions import MAX_CLOSED_SESSIONS
 from monitor.hub.state import HubSession
 from monitor.store.episodes import episode_from_dict
@@ -209,6 +210,7 @@ async def seed_hub(hub: Any) -> int:
         log.exception("could not read the sessions an earlier run recorded")
         return 0
     hub.seeded = adopt(hub, seeds)
+    await restore_waits(hub, [seed.row for seed in seeds])  # waits left open (hub/restored_waits.py)
     try:
         hub.seeded_episodes = await asyncio.to_thread(read_episodes, store, hub.lifecycle.sessions)
     except Exception:  # the feed starts without them; the sessions are taken up
