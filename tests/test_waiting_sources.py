@@ -384,3 +384,92 @@ async def test_an_opencode_question_part_waits_until_it_is_completed(tmp_path: P
         )
         info = await until(SESSION, 88)
         assert not info.waiting_since
+
+
+# -- a restart ------------------------------------------------------------------------------------
+
+
+async def test_a_permission_prompt_from_a_real_hook_is_still_waiting_after_a_restart(tmp_path: Path):
+    """``loopwatch hook claude`` reports PreToolUse then PermissionRequest to a monitor that
+    records to SQLite; the monitor stops and a new one starts on the same database: the
+    session waits still, since the same time, for the same call; the tool's result, from
+    the hook again, ends it.  The first run recorded nothing about the wait but its events."""
+    from monitor.hub import Hub
+    from monitor.sources.sockets import SocketServer
+    from monitor.store import Store
+    from tests.socketkit import short_socket_path
+    from tests.test_hooks import run_hook_async
+    from tests.test_waiting_input import CALL, PERMISSION_REQUEST, RESULT, SESSION
+
+    db = tmp_path / "x.db"
+    config = Config()
+
+    @asynccontextmanager
+    async def monitor():
+        store = Store(db)
+        store.start()
+        hub = Hub(config, store)
+        await hub.start()
+        server = SocketServer(hub, config, unix_path=short_socket_path(tmp_path))
+        await server.start()
+        try:
+            yield hub, server
+        finally:
+            await server.stop()
+            await hub.stop()
+            store.close()
+
+    async with monitor() as (hub, server):
+        for payload in (CALL, PERMISSION_REQUEST):
+            code, _reply, err = await run_hook_async("claude", payload, server.unix_path)
+            assert code == 0 and "ignored" not in err
+        await hub.join()
+        before = hub.session(SESSION)
+        assert before.waiting_why == "permission" and before.waiting_for == "Bash: rm -rf build/"
+    async with monitor() as (hub, server):
+        assert hub.seeded == 1 and hub.seeded_waits == 1
+        info = hub.session(SESSION)
+        assert (info.waiting_since, info.waiting_why, info.waiting_for) == (
+            before.waiting_since,
+            "permission",
+            "Bash: rm -rf build/",
+        )
+        await run_hook_async("claude", RESULT, server.unix_path)
+        await hub.join()
+        assert not hub.session(SESSION).waiting_since
+    async with monitor() as (hub, _server):
+        assert hub.seeded_waits == 0  # answered: nothing to take up
+
+
+def test_only_the_latest_events_of_sessions_not_ended_are_read_for_a_wait(tmp_path: Path):
+    """The restart's rule over what the store holds: a wait followed by its answer is
+    over, an ended session waits for nobody, a wait read late (an older copy after it)
+    stands; at most ``limit`` sessions are read."""
+    from monitor.hub.restored_waits import read_waits
+    from monitor.store import Store
+
+    def wait(session: str, ts: float, status: str = "permission") -> Event:
+        return Event(Kind.WAITING, session, ts, status=status, content="Bash: make deploy")
+
+    events = [
+        wait("open", 100.0),
+        Event(Kind.MESSAGE, "open", 50.0, role="assistant", content="an older record read late"),
+        wait("answered", 100.0),
+        Event(Kind.TOOL_RESULT, "answered", 160.0, call_id="c1", content="ok"),
+        wait("gone", 100.0),
+        Event(Kind.SESSION_END, "gone", 200.0),
+    ]
+    for n, event in enumerate(events):
+        event.seq = n + 1
+    store = Store(tmp_path / "x.db")
+    store.start()
+    try:
+        store.add_events(events)
+        store.flush()
+        rows = store.list_sessions()
+        waits = read_waits(store, rows)
+        assert set(waits) == {"open"} and waits["open"].since == 100.0
+        assert waits["open"].asks == "Bash: make deploy"
+        assert read_waits(store, rows, limit=0) == {}
+    finally:
+        store.close()
