@@ -392,6 +392,8 @@ def test_collector_example_forwards_exactly_the_agent_events():
         "subagent_completed",
         "tool_decision",
         "codex.tool_decision",
+        "codex.plugin_install_elicitation_sent",
+        "codex.plugin_install_suggestion",
     ]
     drop = [
         "claude_code.api_refusal",

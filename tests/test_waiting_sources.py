@@ -13,6 +13,9 @@ No live agent runs here; the payloads are built from the documented field names
   ``codex.tool_decision`` log event (``tool_name``, ``call_id``, ``decision``
   lower-cased ``ReviewDecision``, ``source`` ``config``/``user``/``automated_reviewer``,
   ``ToolDecisionSource`` in ``codex-rs/otel/src/lib.rs``); no event at the approval request.
+  The same file's ``codex.plugin_install_elicitation_sent`` (``plugin_install.tool_type``,
+  ``.tool_id``, ``.tool_name``) and ``codex.plugin_install_suggestion``
+  (``.response_action``, ``.user_confirmed``, ``.completed``): an elicitation sent, answered.
 * Codex rollouts, openai/codex ``codex-rs/rollout/src/policy.rs``
   (``should_persist_event_msg``): ``ExecApprovalRequest``, ``ApplyPatchApprovalRequest``,
   ``RequestPermissions``, ``RequestUserInput`` and ``ElicitationRequest`` are *not*
@@ -227,6 +230,49 @@ async def test_a_decision_by_the_person_ends_the_wait_a_hook_opened():
         ]
         assert not hub.session(CLAUDE).waiting and not hub.session(CODEX).waiting
         assert otlp.adapter.ignored == 2  # the rules' decisions
+
+
+async def test_a_codex_plugin_install_elicitation_waits_until_its_outcome():
+    """``codex.plugin_install_elicitation_sent``: the session waits (an elicitation, asking
+    to install the plugin) until ``codex.plugin_install_suggestion`` says what the person did."""
+    async with receiver() as (hub, otlp):
+        common = {"conversation.id": CODEX, "plugin_install.tool_type": "connector"}
+        sent = {
+            "event.name": "codex.plugin_install_elicitation_sent",
+            **common,
+            "plugin_install.tool_id": "gdrive",
+            "plugin_install.tool_name": "Google Drive",
+        }
+        await asyncio.to_thread(_send_logs, otlp.endpoint, "codex_cli_rs", [sent])
+        await hub.join()
+        info = hub.session(CODEX)
+        assert info.waiting_why == "elicitation" and info.waiting_for == "install connector Google Drive?"
+        outcome = {
+            **sent,
+            "event.name": "codex.plugin_install_suggestion",
+            "plugin_install.response_action": "accept",
+            "plugin_install.user_confirmed": True,
+            "plugin_install.completed": True,
+        }
+        await asyncio.to_thread(_send_logs, otlp.endpoint, "codex_cli_rs", [outcome])
+        await hub.join()
+        assert not hub.session(CODEX).waiting_since
+        assert otlp.rejected == 0
+
+
+def test_claude_exit_plan_mode_waits_for_the_plan_to_be_approved():
+    """``ExitPlanMode`` (``input.plan``), as a Claude Code transcript records it: the plan
+    waits for the person's approval until the call's result."""
+    from monitor.config import build_config
+    from monitor.detect.engine import Engine
+
+    engine = Engine(build_config({}))
+    plan = "1. Add the migration\n2. Backfill the column"
+    engine.process(Event(Kind.TOOL_CALL, "s", 10.0, call_id="p1", tool="ExitPlanMode", args={"plan": plan}))
+    wait = engine.sessions["s"].view.input_wait
+    assert wait is not None and wait.why == "question" and wait.asks == plan
+    engine.process(Event(Kind.TOOL_RESULT, "s", 70.0, call_id="p1", content="User has approved your plan."))
+    assert engine.sessions["s"].view.input_wait is None
 
 
 # -- transcripts ----------------------------------------------------------------------------------

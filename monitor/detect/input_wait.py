@@ -26,9 +26,12 @@ from monitor.events import TOOL_CALL, USAGE, WAITING, Event
 if TYPE_CHECKING:
     from monitor.detect.base import SessionView
 
-#: Tools whose call waits for the person until its result (lower case).
+#: Tools whose call waits for the person until its result (lower case): Claude Code's
+#: ``AskUserQuestion`` and ``ExitPlanMode`` (the plan waits for approval), Codex's
+#: ``request_user_input``, Gemini CLI's ``ask_user``, Cline's ``ask_followup_question``,
+#: OpenCode's ``question``.
 ASK_TOOLS = frozenset(
-    {"askuserquestion", "request_user_input", "ask_user", "ask_followup_question", "question"}
+    {"askuserquestion", "exitplanmode", "request_user_input", "ask_user", "ask_followup_question", "question"}
 )
 #: A ``waiting`` event with this status ends the wait (the person answered).
 RESOLVED = "resolved"
@@ -52,7 +55,7 @@ def _asks(event: Event) -> str:
             text = questions[0].get("question")
             if isinstance(text, str):
                 return text[:MAX_ASKS]
-        for key in ("question", "prompt", "message"):
+        for key in ("question", "prompt", "message", "plan"):
             value = args.get(key)
             if isinstance(value, str):
                 return value[:MAX_ASKS]

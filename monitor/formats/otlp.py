@@ -294,7 +294,7 @@ class OtlpAdapter:
         short = name.rsplit(".", 1)[-1] if name.startswith(("claude_code.", "codex.")) else name
         agent = "codex" if name.startswith("codex.") or "conversation.id" in attrs else "claude-code"
         wanted = (
-            ("user_prompt", "tool_result", otlp_waits.DECISION)
+            ("user_prompt", "tool_result", *otlp_waits.CODEX_EVENTS)
             if agent == "codex"
             else (
                 "user_prompt",
@@ -336,6 +336,8 @@ class OtlpAdapter:
             return otlp_claude.records(short, attrs, base)
         if short == otlp_waits.DECISION:
             return otlp_waits.decision_records(attrs, base)
+        if short in otlp_waits.CODEX_EVENTS:
+            return otlp_waits.elicitation_records(short, attrs, base)
         return _tool_records(attrs, base, nanos)
 
     # -- spans ------------------------------------------------------------------------------

@@ -14,6 +14,12 @@ decision; what exists says so once the person has answered:
 * **Codex log event** ``codex.tool_decision`` (``tool_name``, ``call_id``,
   ``decision``, ``source`` ``config``/``user``/``automated_reviewer``;
   codex-rs/otel/src/events/session_telemetry.rs): the same for ``user``.
+* **Codex log events** ``codex.plugin_install_elicitation_sent``
+  (``plugin_install.tool_type``, ``.tool_id``, ``.tool_name``: an
+  elicitation asking the person to install a plugin or connector was
+  dispatched) and ``codex.plugin_install_suggestion`` (``.response_action``,
+  ``.user_confirmed``: its outcome): the one wait whose start Codex logs, an
+  ``elicitation`` until the outcome.
 * **Claude Code span** ``claude_code.tool.blocked_on_user`` (a child of
   ``claude_code.tool``; ``duration_ms``, ``decision``, ``source``): the wait
   itself, from its start to the decision.  Exported when it ends, so it says
@@ -36,6 +42,11 @@ from typing import Any
 CLAUDE_BLOCKED = "claude_code.tool.blocked_on_user"
 #: The log event (without ``claude_code.`` / ``codex.``) of a permission decision.
 DECISION = "tool_decision"
+#: Codex's log events (without ``codex.``) of a plugin install elicitation: sent, answered.
+CODEX_ELICITED = "plugin_install_elicitation_sent"
+CODEX_ANSWERED = "plugin_install_suggestion"
+#: The log events (without their agent's prefix) this module reads.
+CODEX_EVENTS = (DECISION, CODEX_ELICITED, CODEX_ANSWERED)
 #: What is kept of the decision's description (characters).
 MAX_TEXT = 300
 
@@ -60,6 +71,19 @@ def decision_records(attrs: dict[str, Any], base: dict[str, Any]) -> list[dict[s
     return [{"type": "waiting", **base, "status": "resolved", "content": _said(attrs)}]
 
 
+def elicitation_records(name: str, attrs: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Codex's plugin install elicitation: a wait for the person when sent, over at its outcome."""
+    kind = attrs.get("plugin_install.tool_type")
+    tool = attrs.get("plugin_install.tool_name") or attrs.get("plugin_install.tool_id")
+    what = " ".join(str(part) for part in (kind, tool) if isinstance(part, str) and part) or "a plugin"
+    if name == CODEX_ELICITED:
+        asks = f"install {what}?"[:MAX_TEXT]
+        return [{"type": "waiting", **base, "status": "elicitation", "content": asks}]
+    action = attrs.get("plugin_install.response_action")
+    told = f"{what}: {action}" if isinstance(action, str) and action else what
+    return [{"type": "waiting", **base, "status": "resolved", "content": told[:MAX_TEXT]}]
+
+
 def blocked_records(span: Any, attrs: dict[str, Any], session: str) -> list[dict[str, Any]]:
     """A ``claude_code.tool.blocked_on_user`` span's records: the wait from its start to the
     decision at its end; [] when nobody was asked."""
@@ -81,4 +105,12 @@ def blocked_records(span: Any, attrs: dict[str, Any], session: str) -> list[dict
     ]
 
 
-__all__ = ["CLAUDE_BLOCKED", "DECISION", "blocked_records", "by_the_person", "decision_records"]
+__all__ = [
+    "CLAUDE_BLOCKED",
+    "CODEX_EVENTS",
+    "DECISION",
+    "blocked_records",
+    "by_the_person",
+    "decision_records",
+    "elicitation_records",
+]
