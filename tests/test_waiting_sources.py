@@ -519,3 +519,22 @@ def test_only_the_latest_events_of_sessions_not_ended_are_read_for_a_wait(tmp_pa
         assert read_waits(store, rows, limit=0) == {}
     finally:
         store.close()
+
+
+def test_odd_decision_and_span_values_are_no_wait_and_no_error():
+    """A ``source`` that is no string, a span never ended with a duration that is no number
+    (or not finite): nothing is made up, nothing raises."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    from monitor.formats.otlp_waits import blocked_records, decision_records
+
+    base = {"session": CLAUDE, "ts": 5.0}
+    assert decision_records({"source": 7, "decision": "accept"}, base) == []
+    assert decision_records({"decision": "reject"}, base) == []
+    span = Span(name="claude_code.tool.blocked_on_user", start_time_unix_nano=10_000_000_000)
+    for duration in ("abc", "nan", "inf", -5, None):
+        records = blocked_records(span, {"source": "user_reject", "duration_ms": duration}, CLAUDE)
+        assert [(r["status"], r["ts"]) for r in records] == [("permission", 10.0), ("resolved", 10.0)]
+    ended = blocked_records(span, {"source": "user_temporary", "duration_ms": 1500}, CLAUDE)
+    assert [r["ts"] for r in ended] == [10.0, 11.5]
+    assert blocked_records(span, {"source": "config"}, CLAUDE) == []
