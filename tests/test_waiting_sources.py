@@ -25,6 +25,11 @@ No live agent runs here; the payloads are built from the documented field names
   .question``) and its ``tool_result``; permission prompts are not recorded (a call
   waiting for approval looks like one running: anthropics/claude-code, the feature
   request "Surface pending-approval state in session JSONL").
+* Gemini CLI, google-gemini/gemini-cli ``packages/core/src/core/geminiChat.ts``
+  (``recordCompletedToolCalls``): tool calls reach the chat file once completed, so none
+  is ever recorded awaiting approval (nothing to read there).
+* OpenCode, sst/opencode ``packages/opencode/src/tool/question.ts``:
+  ``Tool.define("question", {parameters: {questions: [{question, header, options}]}})``.
 
 The OTel records go through the real SDK exporters (OTLP/HTTP protobuf) to a running
 receiver; transcripts are real files tailed by a running watcher; the restart is two
