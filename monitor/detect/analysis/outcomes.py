@@ -148,14 +148,37 @@ def normalise(text: str, *, query: bool = False, limit: int = KEY_CHARS) -> str:
     addresses (``0x`` kept), commit hashes, digits (counters, pids, line numbers, timestamps); white
     space squashed, lower-cased, clipped.  With ``query`` (an empty search),
     also the quoted search term and whatever follows "for"/"matching"."""
-    text = _ANSI.sub("", text)
+    text = _without_colours(text)
     if query:
         text = _AFTER_FOR.sub(r"\1 <q>", _QUOTED.sub("<q>", text))
-    text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    return " ".join(_scrubbed(text).split()).lower()[:limit]
+
+
+#: Each character a hash is made of, as "0": seven in a row are where a hash can be.
+_HEX_AS_ZERO = str.maketrans("123456789abcdefABCDEF", "0" * 21)
+_DROP_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _without_colours(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _scrubbed(text: str) -> str:
+    """``text`` without temporary directories' names, hex ids and
+    addresses (``0x`` kept), hashes and digits.  Each pattern runs only
+    on a text that holds what it looks for: a pattern search costs tens
+    of instructions a character, these tests a few (and most outputs
+    hold no address, temporary path or hash)."""
+    if "/tmp/" in text or "/var/folders/" in text or "/private/var/" in text:
+        text = _TEMP_DIR.sub(r"\1<tmp>", text)
+    if "0x" in text:
+        text = _ADDRESS.sub("0x", text)
+    if "0000000" in text.translate(_HEX_AS_ZERO):
+        text = _HASH.sub("", text)
     # Digits are dropped, not replaced: the same as a failure signature does
-    # (monitor.detect.analysis.signatures), so the two compare.
-    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
-    return " ".join(text.split()).lower()[:limit]
+    # (monitor.detect.analysis.signatures), so the two compare.  (In ASCII
+    # text ``\d`` is 0-9 alone.)
+    return text.translate(_DROP_DIGITS) if text.isascii() else _DIGITS.sub("", text)
 
 
 #: At most this many lines of a body are kept (its head and tail are read).
@@ -166,9 +189,7 @@ def body_lines(text: str) -> frozenset[int]:
     """Digests of the lines of ``text`` (its head and tail), normalised as
     :func:`normalise` does (the substitutions made once over the whole
     text), without the lines that only say that it failed ("exit code 1")."""
-    text = _ANSI.sub("", clip(text, OUTCOME_CHARS))
-    text = _TEMP_DIR.sub(r"\1<tmp>", text)
-    text = _DIGITS.sub("", _HASH.sub("", _ADDRESS.sub("0x", text)))
+    text = _scrubbed(_without_colours(clip(text, OUTCOME_CHARS)))
     digests = set()
     for raw in text.splitlines():
         line = " ".join(raw.split()).lower()
@@ -180,7 +201,7 @@ def body_lines(text: str) -> frozenset[int]:
 
 
 def _lines(text: str) -> list[str]:
-    return [line for line in (raw.strip() for raw in _ANSI.sub("", text).splitlines()) if line]
+    return [line for line in (raw.strip() for raw in _without_colours(text).splitlines()) if line]
 
 
 def _searches(call: Event | None) -> bool:
