@@ -56,3 +56,50 @@ def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Rep
             return Repeat(match.start(), count, key)
         seen[key] = count
     return None
+
+
+#: A line that is code or markup, not a sentence: a fence, an indented line,
+#: a list item, a table row, a heading, a quote, an edit block's marker.
+_NOT_PROSE = re.compile(r"(?:[ ]{4}|\t|\s*(?:[-*+|#>]|\d+[.)]\s|<{4,}|={4,}|>{4,}))")
+_FENCE = re.compile(r"\s*(?:```|~~~)")
+#: A sentence opens with a word (after a quote at most): not a tree, a rule or a number.
+_SENTENCE = re.compile(r"[ ]{0,3}[\"'“‘(]?[^\W\d_]")
+_OPENING_PUNCTUATION = re.compile(r"^[\W_]+")
+
+
+def repeated_line(text: str, min_chars: int, repeats: int, limit: int) -> Repeat | None:
+    """The first sentence-line of ``text`` whose opening (its first ``min_chars``
+    characters, normalised as passages are, leading quotes dropped) comes back
+    ``repeats`` times in one reply: reasoning written without blank lines goes
+    round the same sentence ("Please provide the contents of `clamp.py` …" seven
+    times in one paragraph, other sentences between).  Lines opening alike back to
+    back (a report line per module) count once: a list written without markers.  Code (fenced or indented), list items, table rows,
+    headings, quotes and lines that open with no word (a file tree, a rule) are
+    never counted, nor lines shorter than ``min_chars``."""
+    seen: dict[str, int] = {}
+    last = ""
+    fenced = False
+    offset = 0
+    end = min(len(text), limit)
+    while offset < end:
+        stop = text.find("\n", offset, end)
+        stop = end if stop < 0 else stop
+        line = text[offset:stop]
+        start, offset = offset, stop + 1
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or _NOT_PROSE.match(line) or not _SENTENCE.match(line):
+            continue
+        key = _OPENING_PUNCTUATION.sub("", normal(line))
+        if len(key) < min_chars:
+            continue
+        key = key[:min_chars]
+        if key == last:
+            continue  # back to back, with only code or markup between: one list over many items
+        last = key
+        count = seen.get(key, 0) + 1
+        if count >= repeats:
+            return Repeat(start, count, key)
+        seen[key] = count
+    return None

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.passages import repeated_passage
+from monitor.detect.analysis.passages import repeated_line, repeated_passage
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import squash_ws
@@ -363,7 +363,12 @@ class Chanting(Detector[ChantingSettings]):
             texts.insert(0, (meta["reasoning"], meta.get("reasoning_line")))
         limit = max(self.scan_limit, 100_000)
         for text, first_line in texts:
-            found = repeated_passage(text, s.passage_chars, s.passage_repeats, limit) if text else None
+            found = (
+                repeated_passage(text, s.passage_chars, s.passage_repeats, limit)
+                or repeated_line(text, s.passage_chars, s.passage_repeats, limit)
+                if text
+                else None
+            )
             if found is None:
                 continue
             preview = found.passage if len(found.passage) <= 60 else found.passage[:59] + "…"

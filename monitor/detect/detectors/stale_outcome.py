@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.edits import is_edit
 from monitor.detect.analysis.outcomes import (
     ANSWER,
@@ -43,6 +44,7 @@ from monitor.detect.analysis.outcomes import (
     outcome_of,
     reply_outcome,
 )
+from monitor.detect.analysis.places import place_of
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -58,6 +60,8 @@ SEEN_RESULTS = 256
 #: The key prefix of a request sent again (a user's message).
 REQUEST = "U:"
 REQUEST_RESULT_CHARS = 2000
+#: Between an empty search's key and the digest of the place it searched.
+PLACE = "@"
 
 
 def _stale(same: list[_Round]) -> int:
@@ -89,6 +93,8 @@ class StaleOutcomeSettings(DetectorSettings):
     empty_threshold: int = 8
     #: The same substantial answer to different calls, with no edit since the first (0: off).
     answer_threshold: int = 4
+    #: Searches of one place (the same tool arguments but the term) that found nothing, among the last ``window``.
+    place_threshold: int = 4
 
 
 class StaleOutcome(Detector[StaleOutcomeSettings]):
@@ -107,6 +113,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             "in_a_row": 5,
             "empty_threshold": 9,
             "answer_threshold": 6,
+            "place_threshold": 5,
         },
         "aggressive": {
             "threshold": 3,
@@ -114,6 +121,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             "in_a_row": 3,
             "empty_threshold": 6,
             "answer_threshold": 3,
+            "place_threshold": 3,
         },
     }
 
@@ -162,6 +170,10 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             self._forget_answers()  # after an edit, the same answer may be the work's
         if outcome is None and self.settings.answer_threshold:
             outcome = answer_of(event)
+        elif outcome is not None and outcome.kind == EMPTY:
+            place = place_of(event.call)
+            if place is not None:  # a miss in one place is told apart from misses elsewhere
+                outcome = outcome._replace(key=f"{outcome.key}{PLACE}{digest(place)}")
         if outcome is None:
             rounds.append((None, "", 0, None, _NO_LINES))
             return None
@@ -186,6 +198,12 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         rounds = self.rounds
         settings = self.settings
         if outcome.kind == EMPTY:
+            if PLACE in outcome.key and settings.place_threshold:
+                # Misses for different things in one place, again and again: the
+                # place (or how it is named) is wrong; the same call again is exact_repeat's.
+                here = [r for r in rounds if r[0] == outcome.key]
+                if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
+                    return here, len(here), settings.place_threshold, len(rounds)
             same = [r for r in rounds if r[1] == EMPTY]
             return same, len(same), settings.empty_threshold, len(rounds)
         if outcome.kind == ANSWER:
@@ -275,7 +293,11 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         calls = len({r[2] for r in same})
         pattern = "stale:" + outcome.key[:200]
         if outcome.kind == EMPTY:
-            what = "searches that found nothing"
+            what = (
+                "searches of one place that found nothing"
+                if PLACE in outcome.key and all(r[0] == outcome.key for r in same)
+                else "searches that found nothing"
+            )
             advice = (
                 "Searching again will not find it: list what is there (ls, find, glob) "
                 "or question the assumption that it exists."
