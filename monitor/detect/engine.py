@@ -45,6 +45,7 @@ from monitor.detect.analysis.origin import by_harness
 from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
+from monitor.detect.corroboration import OutcomeLedger, corroborated
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.echoes import Echoes
 from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
@@ -174,6 +175,8 @@ class SessionState:
     fed: tuple[tuple[float, TurnTracker], ...] = ()
     #: Assistant messages lately, to drop the second copy of one (hook and transcript).
     echoes: Echoes = field(default_factory=Echoes)
+    #: Its recent results' outcomes, for the corroboration of warnings (detect/corroboration.py).
+    ledger: OutcomeLedger = field(default_factory=OutcomeLedger)
     #: Its loop episodes (the engine's, which outlive this state).
     book: EpisodeBook | None = None
 
@@ -371,7 +374,9 @@ class Engine(EngineReads):
         book = state.book
         changes = book.tick(event.seq) if book is not None and book.open else None
         found = self._observe(state, event)
-        if event.kind is TOOL_CALL:
+        if event.kind is TOOL_RESULT:
+            state.ledger.note(event)
+        elif event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
         if found or self.sparklines:
             found = self._conclude(state, event, found)
@@ -523,7 +528,8 @@ class Engine(EngineReads):
                 detection.line = event.line
             detection.ts = event.ts
             detection.seq = seq
-            self.policy.apply(detection)
+            shown = corroborated(detection.detector, detection.level, detection.evidence, state.ledger)
+            self.policy.apply(detection, shown)
             state.detections.append(detection)
         self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:

@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from monitor.detect.base import Detection
+from monitor.detect.corroboration import NOT_CORROBORATED
 from monitor.events import Level
 
 DEFAULT_NUDGES: dict[str, str] = {
@@ -295,12 +296,18 @@ class EscalationPolicy:
             state = self.sessions[session] = SessionEscalation()
         return state
 
-    def apply(self, detection: Detection) -> Detection:
-        """Set the detection's final level and nudge; update the session."""
+    def apply(self, detection: Detection, corroborated: bool = True) -> Detection:
+        """Set the detection's final level and nudge; update the session.
+        A detection at ``warn`` or above whose evidence contradicts it (not
+        ``corroborated``: detect/corroboration.py) stays a ``notice`` and
+        climbs no rung."""
         self.checks += 1
         state = self.state(detection.session)
         key = pattern_key(detection.detector, detection.pattern)
         detection.proposed = detection.level
+        if not corroborated and detection.level >= Level.WARN:
+            detection.level = Level.NOTICE
+            detection.message += NOT_CORROBORATED
         if key in state.false_positives:  # whatever level was proposed: it never counts again
             detection.suppressed = FALSE_POSITIVE
             detection.level = min(detection.level, Level.NOTICE)
