@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from monitor.config import build_config
-from monitor.detect.corroboration import OutcomeLedger, corroborated, repeats
+from monitor.detect.corroboration import OutcomeLedger, ceiling, repeats
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.scan import scan
 
@@ -61,6 +61,20 @@ def test_five_different_failures_are_no_cascade_loop(tmp_path):
     assert "each ended differently" in quieted[0].message
 
 
+def test_a_limit_over_changing_failures_never_climbs_past_warn(tmp_path):
+    """Fifteen failures in a row, every one different (a long, honest setup
+    fight): the failure limit warns at the fifth, and stays at warn where it
+    would have climbed to critical and terminate."""
+    steps = [
+        (f"setup-step-{n} --flag", f"Exit code 1\nerror: step {chr(97 + n)}{chr(98 + n)} broke")
+        for n in range(15)
+    ]
+    report = scan([str(_log(tmp_path, steps))])
+    limits = [d for d in report.detections if d.detector == "limits" and d.level >= Level.WARN]
+    assert limits and max(d.level for d in limits) is Level.WARN
+    assert max(d.proposed for d in limits) >= Level.CRITICAL
+
+
 def test_the_same_kind_of_failure_still_warns(tmp_path):
     """The stuck neighbour: one package manager after another, two of them
     "command not found" -- a failure of the same kind, names aside."""
@@ -86,7 +100,7 @@ def test_reading_one_file_again_shows_nothing_new():
         ledger.note(result)
         refs.append(EventRef(seq, "tool_result", "f", seq, None))
     assert repeats(ledger.outcomes(refs))
-    assert corroborated("fingerprint", Level.WARN, refs, ledger)
+    assert ceiling("fingerprint", Level.WARN, refs, ledger) is Level.TERMINATE
 
 
 def test_outputs_that_keep_moving_contradict_a_warning():
@@ -97,14 +111,17 @@ def test_outputs_that_keep_moving_contradict_a_warning():
         result.seq = seq
         ledger.note(result)
         refs.append(EventRef(seq, "tool_result", "f", seq, None))
-    assert not corroborated("exact_repeat", Level.WARN, refs, ledger)
-    # Below warn, for text-only detectors and for limits nothing is judged.
-    assert corroborated("exact_repeat", Level.NOTICE, refs, ledger)
-    assert corroborated("turn_similarity", Level.WARN, refs, ledger)
-    assert corroborated("limits", Level.WARN, refs, ledger)
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.NOTICE
+    # Below warn, and for text-only detectors, nothing is judged.
+    assert ceiling("exact_repeat", Level.NOTICE, refs, ledger) is Level.TERMINATE
+    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.TERMINATE
+    # A limit is a backstop: it may warn over failures that all differ, never more.
+    assert ceiling("limits", Level.WARN, refs, ledger) is Level.WARN
+    assert ceiling("limits", Level.TERMINATE, refs, ledger) is Level.WARN
     # Fewer than two known results: nothing contradicts the detector.
-    assert corroborated("exact_repeat", Level.WARN, refs[:1], ledger)
-    assert corroborated("stale_outcome", Level.WARN, [EventRef(99, "message", "f", 99, None)], ledger)
+    assert ceiling("exact_repeat", Level.WARN, refs[:1], ledger) is Level.TERMINATE
+    message = [EventRef(99, "message", "f", 99, None)]
+    assert ceiling("stale_outcome", Level.WARN, message, ledger) is Level.TERMINATE
 
 
 def test_the_ledger_is_bounded():

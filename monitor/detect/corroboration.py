@@ -5,7 +5,8 @@ keeps acting".  A detector that takes a session to ``warn`` cites the rounds it
 judged (its evidence).  When two or more of the tool results it cites are known
 and *no two of them ended the same way* -- the outputs moved, a new error
 replaced the old one, another range of the file came back -- the evidence
-contradicts the claim, and the detection stays a ``notice``.
+contradicts the claim, and the detection stays a ``notice`` (climbing no rung of
+the escalation ladder).
 
 A result *repeats* an earlier result the detection cites when
 
@@ -31,8 +32,11 @@ Left alone, on purpose:
   restated reply, a monologue, compactions), the waiting budget, the swarm's
   cross-session count and the revert cycles of ``retry_rounds`` (the restore
   itself is what repeats);
-* ``limits``: a limit is a backstop, not a claim that an outcome repeats (the
-  consecutive-failure limit has its own rule for failures that move on);
+* ``limits`` up to ``warn``: a limit is a backstop, not a claim that an outcome
+  repeats (the consecutive-failure limit has its own rule for failures that move
+  on; five different failures in a row still warn: ``c_loop_limits_failures``).
+  Beyond ``warn`` it is judged: failures that all differ never take a session to
+  ``critical`` or ``terminate``;
 * evidence with fewer than two known results (refusals sent as messages, a
   person's repeated complaint, results older than the ledger): nothing
   contradicts the detector, so it stands.
@@ -67,8 +71,10 @@ OWN_OUTCOME = frozenset(
         "limits",
     }
 )
+#: The backstop: its failures that all differ may warn, never more.
+BACKSTOP = "limits"
 #: What a detection that was not corroborated says after its message.
-NOT_CORROBORATED = " (a notice: the rounds it cites each ended differently)"
+NOT_CORROBORATED = " (held back: the rounds it cites each ended differently)"
 
 
 #: One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests.
@@ -134,10 +140,15 @@ def judged(detector: str) -> bool:
     return detector not in OWN_OUTCOME
 
 
-def corroborated(detector: str, level: Level, evidence: Iterable[EventRef], ledger: OutcomeLedger) -> bool:
-    """Whether a detection may stand at ``level``: below ``warn``, unjudged, or
-    citing results of which two ended the same way (or fewer than two known)."""
-    if level < Level.WARN or not judged(detector):
-        return True
+def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: OutcomeLedger) -> Level:
+    """The highest level the evidence of a detection (of ``detector``, at ``level``)
+    supports: ``notice`` for a detector that claims an outcome repeats and cites
+    two or more known results that all differ; ``warn`` for a limit whose cited
+    failures all differ (a backstop may warn, never stop a session over failures
+    that keep changing); else ``terminate`` (no ceiling)."""
+    if level < Level.WARN or (detector != BACKSTOP and not judged(detector)):
+        return Level.TERMINATE
     outcomes = ledger.outcomes(evidence)
-    return len(outcomes) < 2 or repeats(outcomes)
+    if len(outcomes) < 2 or repeats(outcomes):
+        return Level.TERMINATE
+    return Level.WARN if detector == BACKSTOP else Level.NOTICE

@@ -45,7 +45,7 @@ from monitor.detect.analysis.origin import by_harness
 from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
-from monitor.detect.corroboration import OutcomeLedger, corroborated
+from monitor.detect.corroboration import OutcomeLedger, ceiling
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.echoes import Echoes
 from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
@@ -528,8 +528,9 @@ class Engine(EngineReads):
                 detection.line = event.line
             detection.ts = event.ts
             detection.seq = seq
-            shown = corroborated(detection.detector, detection.level, detection.evidence, state.ledger)
-            self.policy.apply(detection, shown)
+            self.policy.apply(
+                detection, ceiling(detection.detector, detection.level, detection.evidence, state.ledger)
+            )
             state.detections.append(detection)
         self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:

@@ -296,17 +296,18 @@ class EscalationPolicy:
             state = self.sessions[session] = SessionEscalation()
         return state
 
-    def apply(self, detection: Detection, corroborated: bool = True) -> Detection:
+    def apply(self, detection: Detection, ceiling: Level = Level.TERMINATE) -> Detection:
         """Set the detection's final level and nudge; update the session.
-        A detection at ``warn`` or above whose evidence contradicts it (not
-        ``corroborated``: detect/corroboration.py) stays a ``notice`` and
-        climbs no rung."""
+        ``ceiling`` is the highest level its evidence supports
+        (detect/corroboration.py): a detection proposed at ``warn`` or above
+        with a ``notice`` ceiling stays a notice and climbs no rung; under a
+        ``warn`` ceiling it climbs, but its level stays ``warn``."""
         self.checks += 1
         state = self.state(detection.session)
         key = pattern_key(detection.detector, detection.pattern)
         detection.proposed = detection.level
-        if not corroborated and detection.level >= Level.WARN:
-            detection.level = Level.NOTICE
+        if ceiling < detection.level:
+            detection.level = ceiling
             detection.message += NOT_CORROBORATED
         if key in state.false_positives:  # whatever level was proposed: it never counts again
             detection.suppressed = FALSE_POSITIVE
@@ -326,7 +327,7 @@ class EscalationPolicy:
                     occurrences.pop(key)  # a new episode: back to the first rung
                 rung = state.next_level(self.settings.ladder, key)
                 occurrences.bump(key, detection.count, detection.seq)
-                detection.level = max(detection.level, rung)
+                detection.level = min(max(detection.level, rung), max(ceiling, Level.WARN))
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1
         self.by_level[detection.level.label] += 1
