@@ -42,18 +42,20 @@ Left alone, on purpose:
   contradicts the detector, so it stands.
 
 Pure and bounded: the ledger keeps the last :data:`LEDGER_SIZE` results of a
-session: its outcome keys and the digests of its lines each (``array``, 8 bytes
-a line, at most ``BODY_LINES``).
+session as small stand-ins (the head and tail of the text, at most 4,000
+characters, and the call's tool and bounded arguments), read only when a
+warning cites them.
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable
+from typing import Any
 
 from monitor.detect.analysis.failures import failed, failure_kind
-from monitor.detect.analysis.outcomes import body_lines, outcome_of
+from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
 from monitor.events import Event, EventRef, Level
+from monitor.text import clip
 
 #: Results remembered per session (a detector cites at most 12 events of its window).
 LEDGER_SIZE = 12
@@ -78,45 +80,83 @@ NOT_CORROBORATED = " (held back: the rounds it cites each ended differently)"
 
 
 #: One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests.
-Entry = tuple[int, "tuple[str, ...]", "array[int]"]
+Entry = tuple[int, "tuple[str, ...]", "frozenset[int]"]
+#: How much of a call's argument a kept call holds (the shell reads commands up to 4,000 characters).
+ARG_CHARS = 4000
 
 
 class OutcomeLedger:
-    """The outcomes of a session's recent tool results, by the ``seq`` of the
-    result and of its call (evidence cites either)."""
+    """A session's recent tool results, by the ``seq`` of the result and of its
+    call (evidence cites either).  Each is kept as a small stand-in (its text's
+    head and tail, its call's tool and bounded arguments) and read only when a
+    warning cites it: most results are never cited, and reading one is the
+    cost of an outcome (regular expressions over 4,000 characters)."""
 
-    __slots__ = ("by_seq",)
+    __slots__ = ("by_seq", "read")
 
     def __init__(self) -> None:
-        self.by_seq: dict[int, Entry] = {}
+        self.by_seq: dict[int, Event] = {}
+        self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
 
     def note(self, result: Event) -> None:
-        """Remember what ``result`` ended in and showed."""
-        found = outcome_of(result)
-        keys: tuple[str, ...] = () if found is None else (found.key,)
-        if failed(result):
-            kind = failure_kind(result)
-            if kind:
-                keys += ("K:" + kind,)
-        body = found.body if found is not None and found.body else body_lines(result.content)
-        entry: Entry = (result.seq, keys, array("q", body))
-        by_seq = self.by_seq
-        by_seq[result.seq] = entry
+        """Keep a stand-in of ``result`` (and of its call)."""
         call = result.call
-        if call is not None and call.seq:
-            by_seq[call.seq] = entry
+        kept_call = None
+        if call is not None:
+            kept_call = Event(call.kind, call.session, call.ts, tool=call.tool, args=_bounded(call.args))
+            kept_call.seq = call.seq
+        content = result.content
+        kept = Event(
+            result.kind,
+            result.session,
+            result.ts,
+            content=content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS),
+            is_error=result.is_error,
+            tool=result.tool,
+            meta=result.meta,
+        )
+        kept.seq = result.seq
+        kept.call = kept_call
+        by_seq = self.by_seq
+        by_seq[result.seq] = kept
+        if kept_call is not None and kept_call.seq:
+            by_seq[kept_call.seq] = kept
         while len(by_seq) > 2 * LEDGER_SIZE:
-            del by_seq[next(iter(by_seq))]
+            gone = by_seq.pop(next(iter(by_seq)))
+            self.read.pop(gone.seq, None)
 
     def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
         """The distinct results ``evidence`` cites and the ledger knows, that
         say something (an outcome or a line), oldest first."""
         seen: dict[int, Entry] = {}
         for ref in evidence:
-            entry = self.by_seq.get(ref.seq)
-            if entry is not None and (entry[1] or entry[2]):
-                seen[entry[0]] = entry
+            kept = self.by_seq.get(ref.seq)
+            if kept is not None and kept.seq not in seen:
+                entry = self.read.get(kept.seq)
+                if entry is None:
+                    entry = self.read[kept.seq] = _read(kept)
+                if entry[1] or entry[2]:
+                    seen[kept.seq] = entry
         return sorted(seen.values(), key=lambda entry: entry[0])
+
+
+def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``args`` with each text cut to :data:`ARG_CHARS` (a write's megabyte of content is not kept)."""
+    if not args:
+        return args
+    return {key: value[:ARG_CHARS] if isinstance(value, str) else value for key, value in args.items()}
+
+
+def _read(result: Event) -> Entry:
+    """What a kept result ended in and showed."""
+    found = outcome_of(result)
+    keys: tuple[str, ...] = () if found is None else (found.key,)
+    if failed(result):
+        kind = failure_kind(result)
+        if kind:
+            keys += ("K:" + kind,)
+    body = found.body if found is not None and found.body else body_lines(result.content)
+    return (result.seq, keys, body)
 
 
 def repeats(outcomes: list[Entry]) -> bool:
@@ -128,10 +168,9 @@ def repeats(outcomes: list[Entry]) -> bool:
         if ended.intersection(keys):
             return True
         ended.update(keys)
-        lines = set(body)
-        if lines and shown and lines <= shown:
+        if body and shown and body <= shown:
             return True
-        shown |= lines
+        shown |= body
     return False
 
 

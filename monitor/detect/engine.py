@@ -374,7 +374,7 @@ class Engine(EngineReads):
         book = state.book
         changes = book.tick(event.seq) if book is not None and book.open else None
         found = self._observe(state, event)
-        if event.kind is TOOL_RESULT:
+        if event.kind is TOOL_RESULT and not by_harness(event):  # (no detector cites the harness's)
             state.ledger.note(event)
         elif event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
