@@ -14,6 +14,8 @@ warn, and stuck episodes caught at warn (a detection inside the episode), before
 after; with ``--motivated`` the sources a change was made for are totalled apart from
 all the other dev sources (a quieting rule that loses catches elsewhere is no win).
 ``near`` lists the honest runs at notice or above, per agent, with their detectors.
+Episodes are counted as labelled, each on its own (``eval`` counts the episodes of runs
+that share one harness failure ``pattern`` once, so its totals are smaller).
 """
 
 from __future__ import annotations
