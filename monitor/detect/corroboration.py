@@ -54,6 +54,7 @@ from typing import Any
 
 from monitor.detect.analysis.failures import failed, failure_kind
 from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
+from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip
 
@@ -124,6 +125,15 @@ class OutcomeLedger:
         while len(by_seq) > 2 * LEDGER_SIZE:
             gone = by_seq.pop(next(iter(by_seq)))
             self.read.pop(gone.seq, None)
+
+    def observe(self, event: Event, view: object = None) -> None:
+        """As a detector observes: the engine runs it on each result the agent's
+        calls got, after the detectors (a call the harness made itself is seen by none)."""
+        self.note(event)
+
+    def ceiling(self, detection: Detection) -> Level:
+        """:func:`ceiling` of ``detection`` by what this ledger keeps."""
+        return ceiling(detection.detector, detection.level, detection.evidence, self)
 
     def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
         """The distinct results ``evidence`` cites and the ledger knows, that

@@ -45,7 +45,7 @@ from monitor.detect.analysis.origin import by_harness
 from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
-from monitor.detect.corroboration import OutcomeLedger, ceiling
+from monitor.detect.corroboration import OutcomeLedger
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.echoes import Echoes
 from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
@@ -131,7 +131,9 @@ _DROPPED = tuple(Processed(True, (), level) for level in Level)
 
 #: The step of one detector for one kind of event: the detector, and for a
 #: turn detector the ``same_turn_seconds`` of the tracker whose turns it judges.
-Step = tuple[Detector[Any], float | None]
+#: A detector and the ``same_turn_seconds`` of its turns (``None``: it observes events);
+#: the session's outcome ledger observes results last (detect/corroboration.py).
+Step = tuple["Detector[Any] | OutcomeLedger", float | None]
 
 
 @dataclass
@@ -191,12 +193,14 @@ class SessionState:
             if each not in self.trackers:
                 self.trackers[each] = TurnTracker(same_turn_seconds=each)
         self.fed = tuple((each, self.trackers[each]) for each in seconds)
+        ledger: tuple[Step, ...] = ((self.ledger, None),)
         self.steps = {
             kind: tuple(
                 (d, d.settings.same_turn_seconds if isinstance(d, TurnDetector) else None)
                 for d in (*active, *self.global_detectors)
                 if kind in d.kinds
             )
+            + (ledger if kind is Kind.TOOL_RESULT else ())
             for kind in Kind
         }
         self.observers = {
@@ -374,9 +378,7 @@ class Engine(EngineReads):
         book = state.book
         changes = book.tick(event.seq) if book is not None and book.open else None
         found = self._observe(state, event)
-        if event.kind is TOOL_RESULT and not by_harness(event):  # (no detector cites the harness's)
-            state.ledger.note(event)
-        elif event.kind is TOOL_CALL:
+        if event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
         if found or self.sparklines:
             found = self._conclude(state, event, found)
@@ -490,7 +492,7 @@ class Engine(EngineReads):
                 turn = turns.get(seconds)
                 if turn is None:
                     continue
-                result = detector.judge(turn, view)  # type: ignore[attr-defined]
+                result = detector.judge(turn, view)  # type: ignore[union-attr]
             if result:
                 found.extend(result)
         return found
@@ -528,9 +530,7 @@ class Engine(EngineReads):
                 detection.line = event.line
             detection.ts = event.ts
             detection.seq = seq
-            self.policy.apply(
-                detection, ceiling(detection.detector, detection.level, detection.evidence, state.ledger)
-            )
+            self.policy.apply(detection, state.ledger.ceiling(detection))
             state.detections.append(detection)
         self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:
