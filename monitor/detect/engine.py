@@ -45,6 +45,7 @@ from monitor.detect.analysis.origin import by_harness
 from monitor.detect.analysis.turns import Turn, TurnTracker
 from monitor.detect.analysis.waits import mark as mark_waited
 from monitor.detect.base import Detection, Detector, SessionView, TurnDetector
+from monitor.detect.corroboration import OutcomeLedger
 from monitor.detect.detectors import REGISTRY
 from monitor.detect.echoes import Echoes
 from monitor.detect.episodes import ACKNOWLEDGED, ENDED, FALSE_POSITIVE, STOPPED, EpisodeBook, EpisodeChange
@@ -130,7 +131,9 @@ _DROPPED = tuple(Processed(True, (), level) for level in Level)
 
 #: The step of one detector for one kind of event: the detector, and for a
 #: turn detector the ``same_turn_seconds`` of the tracker whose turns it judges.
-Step = tuple[Detector[Any], float | None]
+#: A detector and the ``same_turn_seconds`` of its turns (``None``: it observes events);
+#: the session's outcome ledger observes results last (detect/corroboration.py).
+Step = tuple["Detector[Any] | OutcomeLedger", float | None]
 
 
 @dataclass
@@ -174,6 +177,8 @@ class SessionState:
     fed: tuple[tuple[float, TurnTracker], ...] = ()
     #: Assistant messages lately, to drop the second copy of one (hook and transcript).
     echoes: Echoes = field(default_factory=Echoes)
+    #: Its recent results' outcomes, for the corroboration of warnings (detect/corroboration.py).
+    ledger: OutcomeLedger = field(default_factory=OutcomeLedger)
     #: Its loop episodes (the engine's, which outlive this state).
     book: EpisodeBook | None = None
 
@@ -188,12 +193,14 @@ class SessionState:
             if each not in self.trackers:
                 self.trackers[each] = TurnTracker(same_turn_seconds=each)
         self.fed = tuple((each, self.trackers[each]) for each in seconds)
+        ledger: tuple[Step, ...] = ((self.ledger, None),)
         self.steps = {
             kind: tuple(
                 (d, d.settings.same_turn_seconds if isinstance(d, TurnDetector) else None)
                 for d in (*active, *self.global_detectors)
                 if kind in d.kinds
             )
+            + (ledger if kind is Kind.TOOL_RESULT else ())
             for kind in Kind
         }
         self.observers = {
@@ -485,7 +492,7 @@ class Engine(EngineReads):
                 turn = turns.get(seconds)
                 if turn is None:
                     continue
-                result = detector.judge(turn, view)  # type: ignore[attr-defined]
+                result = detector.judge(turn, view)  # type: ignore[union-attr]
             if result:
                 found.extend(result)
         return found
@@ -523,7 +530,7 @@ class Engine(EngineReads):
                 detection.line = event.line
             detection.ts = event.ts
             detection.seq = seq
-            self.policy.apply(detection)
+            self.policy.apply(detection, state.ledger.ceiling(detection))
             state.detections.append(detection)
         self.costs.detected(event.session, found, self.policy.sessions.get(event.session), event.ts, seq)
         if bar >= 0 or waiting is not None:

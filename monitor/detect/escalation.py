@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from monitor.detect.base import Detection
+from monitor.detect.corroboration import NOT_CORROBORATED
 from monitor.events import Level
 
 DEFAULT_NUDGES: dict[str, str] = {
@@ -295,12 +296,19 @@ class EscalationPolicy:
             state = self.sessions[session] = SessionEscalation()
         return state
 
-    def apply(self, detection: Detection) -> Detection:
-        """Set the detection's final level and nudge; update the session."""
+    def apply(self, detection: Detection, ceiling: Level = Level.TERMINATE) -> Detection:
+        """Set the detection's final level and nudge; update the session.
+        ``ceiling`` is the highest level its evidence supports
+        (detect/corroboration.py): a detection proposed at ``warn`` or above
+        with a ``notice`` ceiling stays a notice and climbs no rung; under a
+        ``warn`` ceiling it climbs, but its level stays ``warn``."""
         self.checks += 1
         state = self.state(detection.session)
         key = pattern_key(detection.detector, detection.pattern)
         detection.proposed = detection.level
+        if ceiling < detection.level:
+            detection.level = ceiling
+            detection.message += NOT_CORROBORATED
         if key in state.false_positives:  # whatever level was proposed: it never counts again
             detection.suppressed = FALSE_POSITIVE
             detection.level = min(detection.level, Level.NOTICE)
@@ -319,7 +327,7 @@ class EscalationPolicy:
                     occurrences.pop(key)  # a new episode: back to the first rung
                 rung = state.next_level(self.settings.ladder, key)
                 occurrences.bump(key, detection.count, detection.seq)
-                detection.level = max(detection.level, rung)
+                detection.level = min(max(detection.level, rung), max(ceiling, Level.WARN))
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1
         self.by_level[detection.level.label] += 1

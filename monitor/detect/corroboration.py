@@ -1,0 +1,203 @@
+"""Corroboration: a warning must show the outcome it says has stopped being new.
+
+The guide's definition of stuck is "its outcome has stopped being new while it
+keeps acting".  A detector that takes a session to ``warn`` cites the rounds it
+judged (its evidence).  When two or more of the tool results it cites are known
+and *no two of them ended the same way* -- the outputs moved, a new error
+replaced the old one, another range of the file came back -- the evidence
+contradicts the claim, and the detection stays a ``notice`` (climbing no rung of
+the escalation ladder).
+
+A result *repeats* an earlier result the detection cites when
+
+* it ended in the same outcome: the same telling outcome
+  (:func:`monitor.detect.analysis.outcomes.outcome_of`: a failure's telling line, a
+  refusal's phrase, a test run's failing tests and their count, a search that found
+  nothing, whatever it looked for), or a failure of the same kind, names aside
+  (:func:`monitor.detect.analysis.failures.failure_kind`: ``brew``, then ``conda``,
+  "command not found"); or
+* it showed nothing new: every line of its output (normalised as outcomes are:
+  digits, addresses, hashes, temporary directories and case aside) is a line an
+  earlier one showed -- the same file again, a smaller range of a file already read.
+
+A result with no output and no outcome says nothing either way.  Each detector keeps
+its own, finer idea of "the same" (a re-run showing a new line is new for
+``stale_outcome``); this rule is the floor under all of them: a warning whose
+results *all* differ -- five different errors in a row, outputs that keep moving --
+is no evidence of an outcome that stopped being new.
+
+Left alone, on purpose:
+
+* detectors whose outcome is the repeated text itself (a chanted passage, a
+  restated reply, a monologue, compactions), the waiting budget, the swarm's
+  cross-session count and the revert cycles of ``retry_rounds`` (the restore
+  itself is what repeats);
+* ``limits`` up to ``warn``: a limit is a backstop, not a claim that an outcome
+  repeats (the consecutive-failure limit has its own rule for failures that move
+  on; five different failures in a row still warn: ``c_loop_limits_failures``).
+  Beyond ``warn`` it is judged: failures that all differ never take a session to
+  ``critical`` or ``terminate``;
+* evidence with fewer than two known results (refusals sent as messages, a
+  person's repeated complaint, results older than the ledger): nothing
+  contradicts the detector, so it stands.
+
+Pure and bounded: the ledger keeps the last :data:`LEDGER_SIZE` results of a
+session as small stand-ins (the head and tail of the text, at most 4,000
+characters, and the call's tool and bounded arguments), read only when a
+warning cites them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from monitor.detect.analysis.failures import failed, failure_kind
+from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
+from monitor.detect.base import Detection
+from monitor.events import Event, EventRef, Level
+from monitor.text import clip
+
+#: Results remembered per session (a detector cites at most 12 events of its window).
+LEDGER_SIZE = 12
+#: Detectors whose outcome is not a tool result: the repeated text, the wait, the restore.
+OWN_OUTCOME = frozenset(
+    {
+        "chanting",
+        "monologue",
+        "output_similarity",
+        "turn_similarity",
+        "compaction",
+        "waiting",
+        "swarm",
+        "retry_rounds",
+        "limits",
+    }
+)
+#: The backstop: its failures that all differ may warn, never more.
+BACKSTOP = "limits"
+#: What a detection that was not corroborated says after its message.
+NOT_CORROBORATED = " (held back: the rounds it cites each ended differently)"
+
+
+#: One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests.
+Entry = tuple[int, "tuple[str, ...]", "frozenset[int]"]
+#: How much of a call's argument a kept call holds (the shell reads commands up to 4,000 characters).
+ARG_CHARS = 4000
+
+
+class OutcomeLedger:
+    """A session's recent tool results, by the ``seq`` of the result and of its
+    call (evidence cites either).  Each is kept as a small stand-in (its text's
+    head and tail, its call's tool and bounded arguments) and read only when a
+    warning cites it: most results are never cited, and reading one is the
+    cost of an outcome (regular expressions over 4,000 characters)."""
+
+    __slots__ = ("by_seq", "read")
+
+    def __init__(self) -> None:
+        self.by_seq: dict[int, Event] = {}
+        self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
+
+    def note(self, result: Event) -> None:
+        """Keep a stand-in of ``result`` (and of its call)."""
+        call = result.call
+        kept_call = None
+        if call is not None:
+            kept_call = Event(call.kind, call.session, call.ts, tool=call.tool, args=_bounded(call.args))
+            kept_call.seq = call.seq
+        content = result.content
+        kept = Event(
+            result.kind,
+            result.session,
+            result.ts,
+            content=content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS),
+            is_error=result.is_error,
+            tool=result.tool,
+            meta=result.meta,
+        )
+        kept.seq = result.seq
+        kept.call = kept_call
+        by_seq = self.by_seq
+        by_seq[result.seq] = kept
+        if kept_call is not None and kept_call.seq:
+            by_seq[kept_call.seq] = kept
+        while len(by_seq) > 2 * LEDGER_SIZE:
+            gone = by_seq.pop(next(iter(by_seq)))
+            self.read.pop(gone.seq, None)
+
+    def observe(self, event: Event, view: object = None) -> None:
+        """As a detector observes: the engine runs it on each result the agent's
+        calls got, after the detectors (a call the harness made itself is seen by none)."""
+        self.note(event)
+
+    def ceiling(self, detection: Detection) -> Level:
+        """:func:`ceiling` of ``detection`` by what this ledger keeps."""
+        return ceiling(detection.detector, detection.level, detection.evidence, self)
+
+    def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
+        """The distinct results ``evidence`` cites and the ledger knows, that
+        say something (an outcome or a line), oldest first."""
+        seen: dict[int, Entry] = {}
+        for ref in evidence:
+            kept = self.by_seq.get(ref.seq)
+            if kept is not None and kept.seq not in seen:
+                entry = self.read.get(kept.seq)
+                if entry is None:
+                    entry = self.read[kept.seq] = _read(kept)
+                if entry[1] or entry[2]:
+                    seen[kept.seq] = entry
+        return sorted(seen.values(), key=lambda entry: entry[0])
+
+
+def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``args`` with each text cut to :data:`ARG_CHARS` (a write's megabyte of content is not kept)."""
+    if not args:
+        return args
+    return {key: value[:ARG_CHARS] if isinstance(value, str) else value for key, value in args.items()}
+
+
+def _read(result: Event) -> Entry:
+    """What a kept result ended in and showed."""
+    found = outcome_of(result)
+    keys: tuple[str, ...] = () if found is None else (found.key,)
+    if failed(result):
+        kind = failure_kind(result)
+        if kind:
+            keys += ("K:" + kind,)
+    body = found.body if found is not None and found.body else body_lines(result.content)
+    return (result.seq, keys, body)
+
+
+def repeats(outcomes: list[Entry]) -> bool:
+    """Whether a result of ``outcomes`` (oldest first) repeats an earlier one:
+    the same outcome, or nothing new shown."""
+    ended: set[str] = set()
+    shown: set[int] = set()
+    for _seq, keys, body in outcomes:
+        if ended.intersection(keys):
+            return True
+        ended.update(keys)
+        if body and shown and body <= shown:
+            return True
+        shown |= body
+    return False
+
+
+def judged(detector: str) -> bool:
+    """Whether a detection of ``detector`` claims a tool outcome repeats."""
+    return detector not in OWN_OUTCOME
+
+
+def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: OutcomeLedger) -> Level:
+    """The highest level the evidence of a detection (of ``detector``, at ``level``)
+    supports: ``notice`` for a detector that claims an outcome repeats and cites
+    two or more known results that all differ; ``warn`` for a limit whose cited
+    failures all differ (a backstop may warn, never stop a session over failures
+    that keep changing); else ``terminate`` (no ceiling)."""
+    if level < Level.WARN or (detector != BACKSTOP and not judged(detector)):
+        return Level.TERMINATE
+    outcomes = ledger.outcomes(evidence)
+    if len(outcomes) < 2 or repeats(outcomes):
+        return Level.TERMINATE
+    return Level.WARN if detector == BACKSTOP else Level.NOTICE

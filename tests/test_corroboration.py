@@ -1,0 +1,133 @@
+"""A warning must show the outcome it says has stopped being new (monitor/detect/corroboration.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from monitor.config import build_config
+from monitor.detect.corroboration import OutcomeLedger, ceiling, repeats
+from monitor.events import Event, EventRef, Kind, Level
+from monitor.scan import scan
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+
+#: Five setbacks over five different commands, each failing its own way: nothing repeats.
+SETBACKS = [
+    ("make build", "Exit code 2\nMakefile:12: *** missing separator.  Stop."),
+    ("npm run build", "Exit code 1\nError: Cannot find module 'webpack'"),
+    (
+        "docker compose up -d db",
+        "Exit code 1\npermission denied while trying to connect to the Docker daemon socket",
+    ),
+    (
+        "python manage.py migrate",
+        "Exit code 1\nOperationalError: could not connect to server: Connection refused",
+    ),
+    ("cargo build --release", "Exit code 101\nerror: linker `cc` not found"),
+]
+
+
+def _log(tmp_path: Path, steps: list[tuple[str, str]]) -> Path:
+    records: list[dict] = [{"ts": 1750200000, "type": "session_start", "agent": "test-agent", "pid": 4242}]
+    ts = 1750200003
+    for number, (command, output) in enumerate(steps, 1):
+        records.append(
+            {"ts": ts, "type": "tool_call", "id": f"c{number}", "name": "Bash", "args": {"command": command}}
+        )
+        records.append(
+            {"ts": ts + 3, "type": "tool_result", "id": f"c{number}", "content": output, "is_error": True}
+        )
+        ts += 6
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def _warned(path: Path, detector: str, **detectors: dict) -> list[int | None]:
+    config = build_config({"detectors": detectors})
+    report = scan([str(path)], config)
+    return [d.line for d in report.detections if d.detector == detector and d.level >= Level.WARN]
+
+
+def test_five_different_failures_are_no_cascade_loop(tmp_path):
+    """failure_cascade's long streak (5 failures, however different) cites five
+    rounds that all ended differently: a notice that says so, not a warning."""
+    path = _log(tmp_path, SETBACKS)
+    assert _warned(path, "failure_cascade", limits={"enabled": False}) == []
+    report = scan([str(path)], build_config({"detectors": {"limits": {"enabled": False}}}))
+    quieted = [d for d in report.detections if d.proposed >= Level.WARN and d.level is Level.NOTICE]
+    assert [d.detector for d in quieted] == ["failure_cascade"]
+    assert "each ended differently" in quieted[0].message
+
+
+def test_a_limit_over_changing_failures_never_climbs_past_warn(tmp_path):
+    """Fifteen failures in a row, every one different (a long, honest setup
+    fight): the failure limit warns at the fifth, and stays at warn where it
+    would have climbed to critical and terminate."""
+    steps = [
+        (f"setup-step-{n} --flag", f"Exit code 1\nerror: step {chr(97 + n)}{chr(98 + n)} broke")
+        for n in range(15)
+    ]
+    report = scan([str(_log(tmp_path, steps))])
+    limits = [d for d in report.detections if d.detector == "limits" and d.level >= Level.WARN]
+    assert limits and max(d.level for d in limits) is Level.WARN
+    assert max(d.proposed for d in limits) >= Level.CRITICAL
+
+
+def test_the_same_kind_of_failure_still_warns(tmp_path):
+    """The stuck neighbour: one package manager after another, two of them
+    "command not found" -- a failure of the same kind, names aside."""
+    assert _warned(SCENARIOS / "c_loop_cascade_installs.jsonl", "failure_cascade", limits={"enabled": False})
+    steps = [*SETBACKS[:3], ("brew install cc", "bash: brew: command not found"), *SETBACKS[3:]]
+    steps.insert(4, ("conda install cc", "bash: conda: command not found"))
+    assert _warned(_log(tmp_path, steps), "failure_cascade", limits={"enabled": False})
+
+
+def test_the_failure_limit_is_a_backstop_and_not_judged(tmp_path):
+    """limits is left alone: five different failures reach its limit (c_loop_limits_failures)."""
+    assert _warned(_log(tmp_path, SETBACKS), "limits") == [11]  # the fifth result
+
+
+def test_reading_one_file_again_shows_nothing_new():
+    """Outputs that differ but show only lines shown before (cat, then head) repeat."""
+    ledger = OutcomeLedger()
+    whole = "HOST = 'a'\nPORT = 1\nDEBUG = False\nWORKERS = 4"
+    refs = []
+    for seq, text in ((2, whole), (4, "HOST = 'a'\nPORT = 1"), (6, "DEBUG = False\nWORKERS = 4")):
+        result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
+        result.seq = seq
+        ledger.note(result)
+        refs.append(EventRef(seq, "tool_result", "f", seq, None))
+    assert repeats(ledger.outcomes(refs))
+    assert ceiling("fingerprint", Level.WARN, refs, ledger) is Level.TERMINATE
+
+
+def test_outputs_that_keep_moving_contradict_a_warning():
+    ledger = OutcomeLedger()
+    refs = []
+    for seq, text in ((2, "status: 10% done"), (4, "status: building step two"), (6, "status: uploading")):
+        result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
+        result.seq = seq
+        ledger.note(result)
+        refs.append(EventRef(seq, "tool_result", "f", seq, None))
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.NOTICE
+    # Below warn, and for text-only detectors, nothing is judged.
+    assert ceiling("exact_repeat", Level.NOTICE, refs, ledger) is Level.TERMINATE
+    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.TERMINATE
+    # A limit is a backstop: it may warn over failures that all differ, never more.
+    assert ceiling("limits", Level.WARN, refs, ledger) is Level.WARN
+    assert ceiling("limits", Level.TERMINATE, refs, ledger) is Level.WARN
+    # Fewer than two known results: nothing contradicts the detector.
+    assert ceiling("exact_repeat", Level.WARN, refs[:1], ledger) is Level.TERMINATE
+    message = [EventRef(99, "message", "f", 99, None)]
+    assert ceiling("stale_outcome", Level.WARN, message, ledger) is Level.TERMINATE
+
+
+def test_the_ledger_is_bounded():
+    ledger = OutcomeLedger()
+    for seq in range(1, 500):
+        result = Event(Kind.TOOL_RESULT, "s", 0.0, content=f"line {seq}")
+        result.seq = seq
+        ledger.note(result)
+    assert len(ledger.by_seq) <= 24
