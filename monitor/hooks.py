@@ -16,7 +16,8 @@ pass it the event as JSON on standard input.  This module:
    and ``Elicitation`` → ``waiting`` (the agent waits for the person:
    :mod:`monitor.detect.input_wait`; ``ElicitationResult`` ends it),
    ``PermissionDenied`` → the denied call's error ``tool_result``,
-   ``PostCompact`` → ``compaction``).  Payloads from Cursor, which runs the
+   ``PostCompact`` → ``compaction``, its ``status`` and ``error`` kept;
+   ``PreCompact`` → nothing: the compaction is counted once, at its end).  Payloads from Cursor, which runs the
    Claude Code hooks with third-party hooks on, are labelled ``cursor``.
    A subagent's events (Claude sends the parent's
    ``session_id`` plus ``agent_id``) go to the session
@@ -345,6 +346,8 @@ def _events(
     elif event == "StopFailure":
         # The turn ended on an API error (rate limit, authentication, ...): the
         # agent is not working any more; a later prompt revives the session.
+        # Its last_assistant_message is not taken: Claude Code puts the rendered API
+        # error there, which repeated would read as the agent repeating itself.
         error = payload.get("error")
         events.append(
             {
@@ -369,6 +372,10 @@ def _events(
         )
     elif event in _WAIT_EVENTS:
         events.extend(_wait_events(event, payload, base))
+    elif event == "PreCompact":
+        # Codex (and Claude Code): a compaction begins.  PostCompact is the
+        # compaction, failed ones included; recording both would count it twice.
+        return events
     else:
         return _work_events(event, payload, base)
     return events
@@ -452,9 +459,14 @@ def _wait_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> l
             {"type": "tool_result", **base, "id": _call_id(payload), "content": content, "is_error": True}
         ]
     # PostCompact: the context was compacted (the transcript's compact_boundary is the same one).
+    # Codex sends it for a failed compaction too (``status: "failed"``, ``error``): still an
+    # attempt, which is what the compaction detector counts; the outcome is kept.
     compaction: dict[str, Any] = {"type": "compaction", **base, "via": "hook"}
-    if isinstance(payload.get("trigger"), str):
-        compaction["trigger"] = payload["trigger"]
+    for key in ("trigger", "reason", "status"):
+        if isinstance(payload.get(key), str) and payload[key]:
+            compaction[key] = payload[key][:_ASKS]
+    if isinstance(payload.get("error"), str) and payload["error"]:
+        compaction["error"] = _clip(payload["error"], _ASKS)
     return [compaction]
 
 

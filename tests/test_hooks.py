@@ -134,6 +134,7 @@ class ScriptedMonitor:
     def _converse(self, connection: socket.socket) -> None:
         buffer = b""
         connection.settimeout(PROCESS_DEADLINE)
+        gone = False
         while True:
             try:
                 chunk = connection.recv(65536)
@@ -146,10 +147,12 @@ class ScriptedMonitor:
             for raw in lines:
                 message = json.loads(raw)
                 self.received.append(message)
+                if gone:
+                    continue  # what the hook sent before it went is still recorded
                 try:
                     self._reply(connection, message)
                 except OSError:  # the hook has gone (it does not wait when there is no poll)
-                    return
+                    gone = True
 
     def _reply(self, connection: socket.socket, message: dict) -> None:
         if message["type"] == "hello":
@@ -541,18 +544,21 @@ def test_install_hook_user_default_command_and_update(tmp_path: Path):
 
 
 def test_install_hook_codex(tmp_path: Path):
-    """Codex gets the same entries in $CODEX_HOME/hooks.json (no Claude timeout field) and a note on support."""
+    """Codex gets the same entries in $CODEX_HOME/hooks.json, each with its timeout, and a note on support."""
+    from monitor.commands.install_hook import CODEX_EVENT_TIMEOUTS
+
     env = dict(_env("/nonexistent.sock"), CODEX_HOME=str(tmp_path / "codex"))
     result = install_hook("codex", env=env)
     assert result.returncode == 0 and "/hooks" in result.stdout and "trust" in result.stdout
     data = json.loads((tmp_path / "codex" / "hooks.json").read_text())
     ours = _ours(data, "codex")
     assert set(ours) == set(AGENT_EVENTS["codex"])
-    # Codex's own defaults, but SessionEnd's written out: 1 s (its default; 3 s is the cap).
+    # Every timeout written out (Codex's own default is 600 s); SessionEnd 1 s (its default; 3 s is the cap).
     assert all(len(ours[e]) == 1 for e in AGENT_EVENTS["codex"])
-    assert {e: ours[e][0].get("timeout") for e in AGENT_EVENTS["codex"] if "timeout" in ours[e][0]} == {
-        "SessionEnd": 1
+    assert {e: ours[e][0]["timeout"] for e in AGENT_EVENTS["codex"]} == {
+        e: CODEX_EVENT_TIMEOUTS.get(e, 10) for e in AGENT_EVENTS["codex"]
     }
+    assert ours["SessionEnd"][0]["timeout"] == 1
     removed = install_hook("codex", "--uninstall", env=env)
     assert removed.returncode == 0 and "held nothing else" in removed.stdout
     # install-hook created the file; uninstalling leaves no `{}` behind

@@ -303,7 +303,7 @@ def test_install_hook_codex_never_rewrites_an_unchanged_entry(tmp_path: Path):
 
     env = dict(_env("/nonexistent.sock"), CODEX_HOME=str(tmp_path / "codex"))
     first = install_hook("codex", "--command", "loopwatch hook codex", env=env)
-    assert "open /hooks and trust the loopwatch entries (11 of them)" in first.stdout
+    assert "open /hooks and trust the loopwatch entries (12 of them)" in first.stdout
     path = tmp_path / "codex" / "hooks.json"
     data = json.loads(path.read_text())
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30  # tuned by the user

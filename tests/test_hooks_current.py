@@ -240,7 +240,7 @@ def test_codex_install_covers_subagents_failures_compaction_and_a_short_session_
         AGENT_EVENTS["codex"]
     )
     assert _handler("codex", "loopwatch hook codex", "SessionEnd")["timeout"] == 1  # 1 s default, 3 s cap
-    assert "timeout" not in _handler("codex", "loopwatch hook codex", "PreToolUse")
+    assert _handler("codex", "loopwatch hook codex", "PreToolUse")["timeout"] == 10  # not Codex's 600 s
     claude = {e: _handler("claude", "x", e)["timeout"] for e in AGENT_EVENTS["claude"]}
     assert claude["SessionEnd"] == 2 and claude["PreToolUse"] == 10 and claude["Notification"] == 5
 

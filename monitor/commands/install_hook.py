@@ -6,7 +6,9 @@ turns, which reset the detectors' streaks; Claude Code's PostToolUseFailure
 carries every failed call, SessionEnd and StopFailure end the session,
 SubagentStart/SubagentStop delimit its subagents, PermissionRequest,
 Notification and Elicitation say it waits for the person, Stop carries the
-turn's last assistant text, PostCompact a compaction):
+turn's last assistant text, PostCompact a compaction; Codex's PreCompact is
+installed so that each of its events reaches the hook, which answers it with
+nothing):
 
 * Claude Code: ``~/.claude/settings.json`` (``--user``, the default),
   ``DIR/.claude/settings.json`` (``--project DIR``) or the project's own, not shared
@@ -40,7 +42,9 @@ HELP = "add (or --uninstall) the loopwatch hook in Claude Code's or Codex's hook
 #: The hook events each agent gets (https://code.claude.com/docs/en/hooks,
 #: https://developers.openai.com/codex/hooks).  Codex has no PostToolUseFailure,
 #: Notification or Elicitation; a Codex subagent fires SubagentStop, not Stop, and
-#: its SessionEnd runs for the main thread only.
+#: its SessionEnd runs for the main thread only.  Codex's PreCompact is installed and
+#: forwards nothing: PostCompact (which Codex sends for a failed compaction too, with
+#: ``status``) is the compaction, and one compaction must count once.
 AGENT_EVENTS = {
     "claude": (
         "SessionStart",
@@ -66,6 +70,7 @@ AGENT_EVENTS = {
         "PreToolUse",
         "PermissionRequest",
         "PostToolUse",
+        "PreCompact",
         "PostCompact",
         "Stop",
         "StopFailure",
@@ -86,6 +91,7 @@ COVERAGE = {
     "Notification": "waiting for input",
     "Elicitation": "waiting for input",
     "PostCompact": "compaction",
+    "PreCompact": "compaction start",
     "SubagentStart": "subagents",
     "SubagentStop": "subagents",
     "SessionStart": "session start and pid",
@@ -111,10 +117,17 @@ CLAUDE_EVENT_TIMEOUTS = {
     "PostCompact": 5,
     "StopFailure": 5,
 }
-#: Codex: no timeout but where the default does not fit.  Its SessionEnd hooks
-#: get 1 s by default and 3 s at most: ours (0.5 s and a Python start) fits the
-#: default, which is written out so that nobody raises it past the cap.
-CODEX_EVENT_TIMEOUTS = {"SessionEnd": 1}
+#: Codex: the same budgets, written out (a command hook Codex is not told otherwise may
+#: hold the turn 600 s).  Its SessionEnd hooks get 1 s by default and 3 s at most
+#: (``SESSION_END_MAX_TIMEOUT_SEC``, openai/codex#33895): ours (0.5 s and a Python
+#: start) fits the default, which is written out so that nobody raises it past the cap.
+CODEX_EVENT_TIMEOUTS = {
+    "SessionEnd": 1,
+    "PermissionRequest": 5,
+    "PreCompact": 5,
+    "PostCompact": 5,
+    "StopFailure": 5,
+}
 #: Recognizes our own entries, whichever way loopwatch was invoked.
 _OURS = re.compile(r"(?:^|[\s/'\"])(?:loopwatch|-m\s+monitor)['\"]?\s+hook\s+(?P<agent>claude|codex)\b")
 CODEX_TRUST_NOTE = (
@@ -203,10 +216,8 @@ def is_ours(handler: Any, agent: str | None = None) -> bool:
 
 def _handler(agent: str, command: str, event: str = "") -> dict[str, Any]:
     handler: dict[str, Any] = {"type": "command", "command": command}
-    if agent == "claude":
-        handler["timeout"] = CLAUDE_EVENT_TIMEOUTS.get(event, CLAUDE_TIMEOUT)
-    elif event in CODEX_EVENT_TIMEOUTS:
-        handler["timeout"] = CODEX_EVENT_TIMEOUTS[event]
+    timeouts = CLAUDE_EVENT_TIMEOUTS if agent == "claude" else CODEX_EVENT_TIMEOUTS
+    handler["timeout"] = timeouts.get(event, CLAUDE_TIMEOUT)
     return handler
 
 
