@@ -31,6 +31,7 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from monitor import __version__
@@ -60,8 +61,10 @@ class Counts:
 
 def desktop_notifier() -> list[str] | None:
     """The argv prefix of this machine's desktop notifier, or None (none available)."""
-    if sys.platform == "darwin" and shutil.which("osascript"):
-        return ["osascript", "-e"]
+    if sys.platform == "darwin":
+        found = shutil.which("osascript")
+        if found:
+            return [found]
     found = shutil.which("notify-send")
     return [found] if found else None
 
@@ -189,14 +192,7 @@ class Alerts:
     def notify(self, body: dict[str, Any]) -> tuple[str, str]:
         if self.notifier is None:
             return "FIX", "no desktop notifier here (install notify-send: libnotify-bin; macOS: osascript)"
-        title = f"loopwatch: {body.get('session')} at {body.get('level')}"
-        text = str(body.get("message") or "")[:200]
-        if self.notifier[0] == "osascript":
-            script = f"display notification {json.dumps(text)} with title {json.dumps(title)}"
-            argv = [*self.notifier, script]
-        else:
-            argv = [*self.notifier, "--app-name=loopwatch", title, text]
-        return _run(argv, b"", self.settings.timeout_seconds)
+        return _run(notifier_argv(self.notifier, body), b"", self.settings.timeout_seconds)
 
     def post(self, body: dict[str, Any]) -> tuple[str, str]:
         """POST the JSON; retried (``retries`` times, back-off doubling from 1 s) on a
@@ -228,6 +224,33 @@ class Alerts:
     def run_command(self, body: dict[str, Any]) -> tuple[str, str]:
         data = json.dumps(body, ensure_ascii=False, default=str).encode()
         return _run(list(self.settings.command), data, self.settings.timeout_seconds)
+
+
+#: The AppleScript that shows a notification from its arguments (items 2 and 3: the first
+#: is a fixed word, so that no later argument can be read as an option of osascript).
+_OSASCRIPT = (
+    "on run argv",
+    "display notification (item 3 of argv) with title (item 2 of argv)",
+    "end run",
+)
+
+
+def notifier_argv(notifier: list[str], body: dict[str, Any]) -> list[str]:
+    """The notifier's argv for one alert.  The session id and the message are the agent's
+    text: control characters become pictures (no terminal escape reaches anything), the
+    text never becomes an option (``--`` before it; osascript gets it as data after a
+    fixed first argument, never inside the script) nor markup (notify-send's body is
+    markup to most notification servers: ``<``, ``>``, ``&`` escaped)."""
+    from html import escape
+
+    from monitor.text import printable
+
+    title = " ".join(printable(f"loopwatch: {body.get('session')} at {body.get('level')}").split())[:200]
+    text = printable(str(body.get("message") or ""))[:200]
+    if Path(notifier[0]).name == "osascript":
+        script = [part for line in _OSASCRIPT for part in ("-e", line)]
+        return [notifier[0], *script, "loopwatch", title, text]
+    return [*notifier, "--app-name=loopwatch", "--", title, escape(text, quote=False)]
 
 
 def _run(argv: list[str], stdin: bytes, timeout: float) -> tuple[str, str]:
