@@ -776,6 +776,9 @@ def run(args: argparse.Namespace) -> int:
     checks += check_ui(config)
     checks += check_guard(config)
     checks += check_alerts(config)
+    from monitor.commands.doctor_live import check_pause, check_waiting
+
+    checks += [Check(*line) for line in check_waiting(config) + check_pause()]
     return report(checks, sys.stdout)
 
 
