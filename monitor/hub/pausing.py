@@ -6,7 +6,8 @@ same user, pid + start time, never pid 1, the monitor or its ancestors;
 :func:`monitor.control.suspend` checks again once the pid is pinned).  A
 paused session shows as ``paused``; its clocks stand still (it is never
 closed as idle, and when it resumes its idle time starts again from the
-resume).  ``guard`` turns the guard (:mod:`monitor.hub.guard`) on (``text``
+resume; the time it was stopped is no wait of the agent's for detection:
+:meth:`~monitor.detect.engine.Engine.paused`).  ``guard`` turns the guard (:mod:`monitor.hub.guard`) on (``text``
 "on") or off for one session.  :class:`~monitor.hub.actions.Actions` records
 each before calling :func:`carry_out`, and its result after.
 """
@@ -57,7 +58,8 @@ async def carry_out(hub: PauseHub, kind: str, state: HubSession, text: str | Non
         if pause:
             state.paused = now
         else:
-            # The idle clock stood still while it was paused.
+            # The idle clock stood still while it was paused, and so did detection's.
+            hub.engine.paused(state.id, state.paused, now)
             state.last_activity = min(now, state.last_activity + max(0.0, now - state.paused))
             state.last_arrival = max(state.last_arrival, now)
             state.paused = 0.0
