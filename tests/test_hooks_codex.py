@@ -18,6 +18,9 @@ No Codex runs here; the payloads are built from the field names of Codex's sourc
   a command hook without ``timeout`` gets 600 s;
 * "Add subagent identity to hook inputs" (openai/codex#22882): a normal hook fired inside
   a subagent carries ``agent_id`` / ``agent_type``;
+* ``codex-rs/hooks/schema/generated/post-tool-use.command.output.schema.json`` @
+  0ea83813ef8631debc8ad777641fe532f0deffc2 -- PostToolUse takes ``continue`` and
+  ``hookSpecificOutput.additionalContext`` (where a kill or a nudge reaches Codex);
 * ``SessionEnd`` (openai/codex#33895, Codex 0.146): 1 s by default, capped at 3 s
   (``SESSION_END_MAX_TIMEOUT_SEC`` in ``codex-rs/hooks/src/events/session_end.rs``,
   as quoted in openai/codex-plugin-cc#619; Codex warns at every start when a hook asks for more).
@@ -204,3 +207,45 @@ async def test_codex_compactions_reach_the_engine_once_each(tmp_path: Path):
         await hub.join()
         info = hub.session(THREAD)
     assert info is not None and info.agent == "codex" and info.events == 3
+
+
+def test_a_codex_permission_request_waits_for_the_person_and_is_not_answered(tmp_path: Path):
+    """PermissionRequest: the session waits for input; the hook answers nothing (no decision:
+    Codex shows its own prompt), even with a message queued."""
+    sock = short_socket_path(tmp_path)
+    ask = {
+        **COMMON,
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cargo publish"},
+    }
+    with ScriptedMonitor(sock, [_inject("not now")]) as monitor:
+        result = run_hook("codex", ask, sock)
+    assert result.returncode == 0 and result.stdout == b""
+    assert [(m["type"], m.get("status"), m.get("content")) for m in monitor.received] == [
+        ("hello", None, None),
+        ("waiting", "permission", "Bash: cargo publish"),
+    ]
+
+
+def test_a_codex_subagent_start_opens_its_session_and_takes_a_pending_nudge(tmp_path: Path):
+    """SubagentStart (agent_id, agent_type; its output's hookSpecificOutput.additionalContext,
+    codex-rs/hooks/schema/generated/subagent-start.command.output.schema.json @ 6fff509b)."""
+    sock = short_socket_path(tmp_path)
+    sub = f"{THREAD}:agent-thr-3"
+    start = {**COMMON, "hook_event_name": "SubagentStart", "agent_id": "thr-3", "agent_type": "worker"}
+    with ScriptedMonitor(sock, [_inject("You listed build/ 5 times.", session=sub)]) as monitor:
+        result = run_hook("codex", start, sock)
+    assert json.loads(result.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "SubagentStart",
+            "additionalContext": "You listed build/ 5 times.",
+        }
+    }
+    opened = monitor.received[1]
+    assert (opened["type"], opened["session"], opened["parent"], opened["meta"]["agent_type"]) == (
+        "session_start",
+        sub,
+        THREAD,
+        "worker",
+    )
