@@ -56,3 +56,32 @@ async def test_an_hour_paused_is_not_an_hour_of_waiting(agent):
     finally:
         await hub.stop()
     assert waiting == []  # the budget (30 min) would be spent if the pause counted
+
+
+async def test_a_paused_sessions_wait_for_the_person_raises_no_notice_and_its_clock_stands_still(agent):
+    """Stopped by the operator, the agent cannot take an answer: no "waiting for you" notice
+    while paused, and the wait's clock resumes where it stood."""
+    start = 1_900_000_000.0
+    clock = [start]
+    hub = Hub(build_config({"sources": {"waiting_notice_seconds": 300}}), clock=lambda: clock[0])
+    await hub.start()
+    try:
+        await hub.submit(
+            [
+                Event(Kind.SESSION_START, "s", start, agent="asker", pid=agent.pid),
+                Event(Kind.WAITING, "s", start + 1, status="permission", content="Bash: rm -rf build"),
+            ]
+        )
+        await hub.join()
+        clock[0] = start + 11  # waited 10 s, then paused for an hour
+        assert (await hub.act("pause", "s")).outcome == "delivered"
+        clock[0] = start + 3611
+        assert hub.notice_waits() == []  # paused: nobody can answer it now
+        assert (await hub.act("resume", "s")).outcome == "delivered"
+        clock[0] = start + 3612
+        assert hub.notice_waits() == []  # 11 s of waiting, not an hour
+        clock[0] = start + 3600 + 301
+        (notice,) = hub.notice_waits()
+    finally:
+        await hub.stop()
+    assert notice.session == "s" and notice.why == "permission"

@@ -60,6 +60,9 @@ async def carry_out(hub: PauseHub, kind: str, state: HubSession, text: str | Non
         else:
             # The idle clock stood still while it was paused, and so did detection's.
             hub.engine.paused(state.id, state.paused, now)
+            if state.waiting is not None and state.waiting.since <= state.paused:
+                # A wait for the person: its clock resumes where it stood (the notice's budget).
+                state.waiting = state.waiting._replace(since=state.waiting.since + (now - state.paused))
             state.last_activity = min(now, state.last_activity + max(0.0, now - state.paused))
             state.last_arrival = max(state.last_arrival, now)
             state.paused = 0.0

@@ -39,6 +39,8 @@ def overdue(sessions: Iterable[HubSession], now: float, seconds: float) -> list[
         wait = state.waiting
         if wait is None or state.wait_noticed or state.status == "ended" or now - wait.since < seconds:
             continue
+        if state.paused:
+            continue  # its process is stopped: nobody can answer it now (its clock stands still)
         state.wait_noticed = True
         notices.append(WaitingNotice(state.id, wait.since, wait.why, wait.asks))
     return notices
