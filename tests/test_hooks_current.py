@@ -262,3 +262,14 @@ async def test_a_cursor_session_through_the_real_hook_is_labelled_cursor(tmp_pat
         await hub.join()
         info = hub.session("c0ffee-2")
         assert info is not None and info.agent == "cursor" and info.events == 2
+
+
+def test_claude_installs_each_event_the_issue_names_with_its_timeout():
+    """Issue 35 §3: Notification, PermissionRequest/PermissionDenied, PostCompact, Elicitation
+    installed; SessionEnd's timeout short (Claude Code waits for the longest one at exit)."""
+    from monitor.commands.install_hook import AGENT_EVENTS, _handler
+
+    named = {"Notification", "PermissionRequest", "PermissionDenied", "PostCompact", "Elicitation"}
+    assert named | {"Stop", "SubagentStart", "SubagentStop", "SessionEnd"} <= set(AGENT_EVENTS["claude"])
+    timeouts = {e: _handler("claude", "x", e)["timeout"] for e in AGENT_EVENTS["claude"]}
+    assert timeouts["SessionEnd"] == 2 and all(timeouts[e] == 5 for e in named)
