@@ -346,8 +346,8 @@ def _events(
     elif event == "StopFailure":
         # The turn ended on an API error (rate limit, authentication, ...): the
         # agent is not working any more; a later prompt revives the session.
-        # Its last_assistant_message is not taken: Claude Code puts the rendered API
-        # error there, which repeated would read as the agent repeating itself.
+        # Its last_assistant_message is not taken: it may be the rendered API error
+        # (not verified), which repeated would read as the agent repeating itself.
         error = payload.get("error")
         events.append(
             {
