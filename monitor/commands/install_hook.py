@@ -91,7 +91,6 @@ COVERAGE = {
     "Notification": "waiting for input",
     "Elicitation": "waiting for input",
     "PostCompact": "compaction",
-    "PreCompact": "compaction start",
     "SubagentStart": "subagents",
     "SubagentStop": "subagents",
     "SessionStart": "session start and pid",
