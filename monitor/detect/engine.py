@@ -605,15 +605,6 @@ class Engine(EngineReads):
             book = self.books.setdefault(session_id, EpisodeBook(session_id, self.episode_gap))
             book.numbered = max(book.numbered, episodes)
 
-    def paused(self, session_id: str, since: float, until: float) -> None:
-        """The session's process was stopped (pause) from ``since`` to ``until``: that time is
-        not the agent's, so what a wait is measured from moves on by it (as for the person's
-        time, :func:`~monitor.detect.input_wait.unhold`)."""
-        state = self.sessions.get(session_id)
-        view = state.view if state is not None else None
-        if view is not None and until > since and view.last_call_ts and view.last_call_ts <= since:
-            view.last_call_ts = min(view.last_call_ts + (until - since), until)
-
     def forget(self, session_id: str) -> None:
         """Drop all the engine keeps of a closed session: escalation, mutes, episodes."""
         self.close(session_id)

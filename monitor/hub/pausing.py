@@ -7,7 +7,7 @@ same user, pid + start time, never pid 1, the monitor or its ancestors;
 paused session shows as ``paused``; its clocks stand still (it is never
 closed as idle, and when it resumes its idle time starts again from the
 resume; the time it was stopped is no wait of the agent's for detection:
-:meth:`~monitor.detect.engine.Engine.paused`).  ``guard`` turns the guard (:mod:`monitor.hub.guard`) on (``text``
+:mod:`monitor.detect.pauses`).  ``guard`` turns the guard (:mod:`monitor.hub.guard`) on (``text``
 "on") or off for one session.  :class:`~monitor.hub.actions.Actions` records
 each before calling :func:`carry_out`, and its result after.
 """
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.control import suspend
+from monitor.detect.pauses import paused
 
 if TYPE_CHECKING:
     from monitor.config import Config
@@ -59,7 +60,7 @@ async def carry_out(hub: PauseHub, kind: str, state: HubSession, text: str | Non
             state.paused = now
         else:
             # The idle clock stood still while it was paused, and so did detection's.
-            hub.engine.paused(state.id, state.paused, now)
+            paused(hub.engine, state.id, state.paused, now)
             if state.waiting is not None and state.waiting.since <= state.paused:
                 # A wait for the person: its clock resumes where it stood (the notice's budget).
                 state.waiting = state.waiting._replace(since=state.waiting.since + (now - state.paused))
