@@ -29,6 +29,7 @@ from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.read_only_keys import ReadOnlyKeys
 from monitor.ui.records import DetectionRow, action_row, detection_row, episode_row, stored_episode_row
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, clock, date_time
 from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
@@ -146,7 +147,7 @@ def stored_header(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
+class SessionDetailScreen(ReadOnlyKeys, ConsoleActions, OperatorActions, Screen):
     """The whole story of one session."""
 
     BINDINGS = [
@@ -265,6 +266,9 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         )
         if self.stream.search:
             self.show_search_status()
+
+    def read_only_view(self) -> str | None:
+        return "This stored session" if self.read_only else None
 
     def show_false_positives(self) -> None:
         """The patterns marked a false positive in the session (live: the hub's,
