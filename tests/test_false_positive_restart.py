@@ -215,7 +215,7 @@ async def test_the_restarted_console_says_the_patterns_are_false_positives(tmp_p
         info = app.feed.sessions["s1"]
         assert info.level is Level.NONE, info.reason
         panel = _plain(app.screen.query_one(EscalationView).render())
-        assert "Not loop" in panel and "marked a false positive since" in panel, panel
+        assert "False+  exact_repeat" in panel and "marked a false positive since" in panel, panel
         assert "WATCHING" in panel.upper()
         app.open_session("s1")
         await pilot.pause()

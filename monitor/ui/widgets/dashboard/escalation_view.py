@@ -108,7 +108,7 @@ def _muted_lines(info: Any) -> list[Text]:
         lines.append(muted)
     marks = getattr(info, "false_positives", ())
     if marks:
-        fp = _label("Not loop")
+        fp = _label("False+")
         detectors = list(dict.fromkeys(detector for detector, _pattern, _since in marks))
         fp.append_text(literal(", ".join(detectors)))
         fp.append(f": marked a false positive since {clock(min(since for *_, since in marks))}", style="dim")
