@@ -15,20 +15,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.detect.base import Detection
-from monitor.events import Level
+from monitor.detect.false_positive_marks import episode_pairs, mark_again
 
 #: Patterns a session keeps as marked (bounded: an episode has at most 16 pairs).
 MAX_MARKED = 64
 
 
 def pairs_for(engine: Any, detection: Detection) -> tuple[tuple[str, str], ...]:
-    """The pairs marking ``detection`` a false positive marks: its loop episode's
-    (the rule of ``Engine.mark_false_positive``), else its own."""
-    book = engine.books.get(detection.session)
-    episode = book.holding(detection.detector, detection.pattern) if book is not None else None
-    if episode is not None and episode.pairs:
-        return tuple(episode.pairs)
-    return ((detection.detector, detection.pattern),)
+    """The pairs marking ``detection`` a false positive marks (its loop episode's)."""
+    return episode_pairs(engine, detection)
 
 
 def remember(state: Any, pairs: Iterable[tuple[str, str]], since: float) -> None:
@@ -43,18 +38,12 @@ def remember(state: Any, pairs: Iterable[tuple[str, str]], since: float) -> None
 def restore(engine: Any, state: Any, marks: Iterable[dict[str, Any]]) -> int:
     """Mark again in ``engine`` the patterns the store says were marked in the
     session (``{detector, pattern, since}``, as ``StoreReader.false_positives``
-    gives them); how many.  After ``Engine.seed``: the seeded rungs of those
-    patterns are dropped as the operator's mark dropped them."""
-    policy = engine.policy
-    counted = policy.false_positive_count  # marks made by an earlier run, not by this one
-    restored = 0
-    for mark in marks:
-        detector, pattern = str(mark["detector"]), str(mark["pattern"])
-        policy.mark_false_positive(Detection(detector, Level.NONE, 0.0, "", pattern, session=state.id))
-        remember(state, [(detector, pattern)], float(mark.get("since") or 0.0))
-        restored += 1
-    policy.false_positive_count = counted
-    return restored
+    gives them), after ``Engine.seed``; how many."""
+    marks = list(marks)
+    pairs = [(str(mark["detector"]), str(mark["pattern"])) for mark in marks]
+    for pair, mark in zip(pairs, marks):
+        remember(state, [pair], float(mark.get("since") or 0.0))
+    return mark_again(engine, state.id, pairs)
 
 
 def marked(state: Any) -> tuple[tuple[str, str, float], ...]:
