@@ -78,6 +78,9 @@ class SessionInfo:
     paused: float = 0.0
     #: Whether the guard denies the calls that continue its loop.
     guard: bool = False
+    #: ``(detector, pattern, since)`` of each pattern marked a false positive
+    #: (since: wall clock), kept across a restart: monitor/hub/false_positives.py.
+    false_positives: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def window(self) -> tuple[Event, ...]:

@@ -437,6 +437,9 @@ async def test_prometheus_metrics_count_sessions_detections_and_drops():
     assert f'loopwatch_sessions{{status="live",level="{level}"}} 1' in text
     assert 'loopwatch_detections_total{detector="' in text
     assert 'loopwatch_actions_total{kind="ack",outcome="delivered"} 1' in text
+    # Loop episodes, not repeats (issue 33 §1): the loop opened one, the acknowledgement closed it.
+    assert 'loopwatch_episodes_total{change="opened"} 1' in text, text
+    assert 'loopwatch_episodes_total{change="closed"} 1' in text and "loopwatch_episodes_open 0" in text
     assert 'loopwatch_dropped_events_total{reason="duplicate"} 0' in text
     assert 'loopwatch_dropped_events_total{reason="otlp_resent"} 9' in text  # the retry's records
     assert 'loopwatch_dropped_events_total{reason="bad_input"} 1' in text

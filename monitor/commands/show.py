@@ -84,6 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         detections = store.detections(session_id)
         episodes = store.episodes(session_id)
         actions = store.actions(session_id)
+        marked = store.false_positives(session_id).get(session_id, [])
         events = (
             store.events(session_id, offset=max(stored - args.events, 0), limit=args.events)
             if args.events
@@ -98,12 +99,13 @@ def _run(args: argparse.Namespace) -> int:
             "episodes": episodes,
             "detections": detections,
             "actions": actions,
+            "false_positives": marked,
         }
         if args.events:
             document["events"] = events
         sys.stdout.write(dumps(document) + "\n")
         return 0
-    sys.stdout.write(format_session(session, stored, detections, actions, events, episodes) + "\n")
+    sys.stdout.write(format_session(session, stored, detections, actions, events, episodes, marked) + "\n")
     return 0
 
 
@@ -114,6 +116,7 @@ def format_session(
     actions: list[dict],
     events: list[dict],
     episodes: list[dict] | None = None,
+    false_positives: list[dict] | None = None,
 ) -> str:
     first, last = session.get("first_seen"), session.get("last_seen")
     duration = fmt_duration(last - first if first is not None and last is not None else None)
@@ -132,6 +135,7 @@ def format_session(
         f"  events     {kept}",
         "",
         *_episode_lines(episodes or []),
+        *_false_positive_lines(false_positives or []),
         "",
         f"detections ({len(detections)}: the first of each rung)",
     ]
@@ -186,6 +190,24 @@ def _episode_lines(episodes: list[dict]) -> list[str]:
             f" until {fmt_time(e['last_ts'])}; {state}"
         )
     return lines
+
+
+def _false_positive_lines(marks: list[dict]) -> list[str]:
+    """The patterns marked a false positive: muted in this session since then (a restart keeps them)."""
+    if not marks:
+        return []
+    lines = ["", f"false positives ({len(marks)}: patterns no longer flagged in this session)"]
+    for mark in marks:
+        lines.append(
+            printable(
+                f"  since {fmt_time(mark['since'])}  {mark['detector']:<17} {_cut(mark['pattern'], 90)}"
+            )
+        )
+    return lines
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _event_summary(event: dict, width: int = 100) -> str:

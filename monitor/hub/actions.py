@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from monitor.control import control_message, suspend, terminate
 from monitor.detect.base import Detection
 from monitor.events import Event, Kind, Level
+from monitor.hub.false_positives import pairs_for, remember
 from monitor.hub.pausing import carry_out
 from monitor.updates import ActionFinished, ActionRecord, SessionChanged
 
@@ -103,8 +104,10 @@ class Actions:
             detector = detection.detector if detection is not None else summary.detector
         detail = detector or (detection.detector if detection is not None else "") or ""
         ts = hub.clock()
+        # What a false positive marks is recorded with it (a restart marks it again).
+        pairs = pairs_for(hub.engine, detection) if kind == "false_positive" and detection else ()
         # Nothing acknowledged is lost: the action is committed before it is carried out.
-        begun = await self._begin(kind, session, text, who, detail, ts)
+        begun = await self._begin(kind, session, text, who, detail, ts, pairs)
         if isinstance(begun, ActionRecord):
             return begun  # not recorded, so not carried out
         action_id = begun
@@ -115,6 +118,8 @@ class Actions:
         except Exception as exc:
             log.exception("action %s on %s failed", kind, session)
             status, outcome_detail = "failed", f"{type(exc).__name__}: {exc}"
+        if pairs and status == "delivered" and state is not None:
+            remember(state, pairs, ts)
         if store is not None:
             try:
                 await asyncio.to_thread(store.finish_action, action_id, status, outcome_detail)
@@ -130,7 +135,14 @@ class Actions:
         return record
 
     async def _begin(
-        self, kind: str, session: str, text: str | None, who: str, detail: str, ts: float
+        self,
+        kind: str,
+        session: str,
+        text: str | None,
+        who: str,
+        detail: str,
+        ts: float,
+        pairs: Sequence[tuple[str, str]] = (),
     ) -> int | ActionRecord:
         """The action's id once it is recorded, or (when it cannot be) its failed record, published."""
         hub = self.hub
@@ -138,6 +150,10 @@ class Actions:
         if store is not None:
             try:
                 # The store commits durably (fsync) before returning: off the loop.
+                if pairs:
+                    return await asyncio.to_thread(
+                        store.begin_action, kind, session, text, who, detail, pairs=pairs
+                    )
                 return await asyncio.to_thread(store.begin_action, kind, session, text, who, detail)
             except Exception as exc:
                 log.exception("could not record action")

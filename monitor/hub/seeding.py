@@ -4,7 +4,9 @@ A restarted ``watch`` shows what the database holds (closed sessions as
 ``ended`` or ``idle``, with their last level, reason and counts), and a
 session that goes on in a tailed log after the restart keeps its escalation:
 its patterns stay on the rungs they had climbed (``Engine.seed``), so three
-more identical failures do not start the ladder again at ``warn``.
+more identical failures do not start the ladder again at ``warn``, and the
+patterns the operator marked a false positive stay marked
+(:func:`restore_false_positives`).
 
 Nothing is written back: a seeded row is the store's own (``store_dirty`` is
 false until the session changes), and events are counted by the store.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from monitor.detect.base import Detection
@@ -23,6 +25,7 @@ from monitor.detect.episodes import Episode
 from monitor.detect.escalation import EscalationSettings
 from monitor.events import Level
 from monitor.hub.actions import MUTED
+from monitor.hub.false_positives import restore
 from monitor.hub.restored_waits import restore_waits
 from monitor.hub.sessions import MAX_CLOSED_SESSIONS
 from monitor.hub.state import HubSession
@@ -45,6 +48,8 @@ class Seed:
     #: ``(detector, pattern, rungs climbed, latest count)`` of each pattern that climbed the ladder.
     rungs: tuple[tuple[str, str, int, int], ...] = ()
     muted: tuple[str, ...] = ()
+    #: The patterns marked a false positive: ``{detector, pattern, since, action}`` each.
+    false_positives: tuple[dict[str, Any], ...] = ()
 
 
 def read_seeds(
@@ -57,6 +62,7 @@ def read_seeds(
     (reads only: run it in a thread); ``ladder``: the escalation's."""
     seeds = []
     detailed = 0
+    marks = store.false_positives() if hasattr(store, "false_positives") else {}
     for row in store.list_sessions(limit=limit):
         status = row.get("status")
         level, peak = _level(row.get("level_rank")), _level(row.get("peak_rank"))
@@ -67,6 +73,8 @@ def read_seeds(
             seeds.append(_detailed(row, level, ladder, [*found, *_episode_pairs(episodes)], actions))
         else:
             seeds.append(Seed(row, _from_row(row, level)))
+        if row["id"] in marks:
+            seeds[-1] = replace(seeds[-1], false_positives=tuple(marks[row["id"]]))
     seeds.reverse()
     return seeds
 
@@ -191,9 +199,17 @@ def adopt(hub: Any, seeds: Iterable[Seed]) -> int:
         )
         for detector in seed.muted:
             engine.mute(session, detector)
+        restore_false_positives(engine, state, seed)
         lifecycle.adopt(state)
         taken += 1
     return taken
+
+
+def restore_false_positives(engine: Any, state: HubSession, seed: Seed) -> None:
+    """The patterns marked a false positive before the restart stay marked (after
+    ``Engine.seed``, which put their rungs back): monitor/hub/false_positives.py."""
+    if seed.false_positives:
+        restore(engine, state, seed.false_positives)
 
 
 async def seed_hub(hub: Any) -> int:

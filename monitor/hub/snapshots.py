@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.detect.analysis.calls import events as recalled_events
 from monitor.detect.summary import NO_SPARKS
 from monitor.events import Event, Kind, Level
+from monitor.hub.false_positives import marked
 from monitor.hub.state import RECENT_EVENTS, HubSession
 from monitor.updates import SessionInfo, WindowSource
 
@@ -232,4 +233,5 @@ class Snapshots:
             waiting_for=state.waiting.asks if state.waiting is not None else "",
             paused=state.paused if state.status == "live" else 0.0,
             guard=self.guard_on(state),
+            false_positives=marked(state) if state.false_positives else (),
         )

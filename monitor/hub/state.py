@@ -83,3 +83,6 @@ class HubSession:
     #: What the guard denies: the loop at the guard's level, and its recent calls (monitor/hub/guard.py).
     guarded: Any = None
     guard_calls: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=GUARD_CALLS))
+    #: (detector, pattern) marked a false positive: when (wall clock), kept across a restart
+    #: (monitor/hub/false_positives.py).
+    false_positives: dict[tuple[str, str], float] = field(default_factory=dict)

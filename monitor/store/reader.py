@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from monitor.events import Event
 from monitor.store.episodes import EPISODE_COUNT, episode_dict
+from monitor.store.false_positives import DELIVERED, marks_of
 from monitor.store.rows import detection_dict, event_dict, event_from_row, level_rank
 from monitor.store.schema import SchemaError, current_version, latest_version, migrate
 from monitor.store.sessions import shown_status
@@ -279,6 +280,13 @@ class StoreReader:
 
     def actions(self, session: str) -> list[dict]:
         return self._read("SELECT * FROM actions WHERE session = ? ORDER BY ts, id", [session])
+
+    def false_positives(self, session: str | None = None) -> dict[str, list[dict]]:
+        """Per session (one, or all) the patterns marked a false positive:
+        ``{detector, pattern, since, action}``, the first mark of each (monitor/store/false_positives.py)."""
+        if session is None:
+            return marks_of(self._read(DELIVERED))
+        return marks_of(self._read(DELIVERED + " AND session = ?", [session]))
 
     def find_events(self, session: str, text: str, limit: int = 10_000) -> list[int]:
         """Seqs of the session's events whose tool, args, role or stored content

@@ -29,6 +29,8 @@ Tables (see ``loopwatch show``/``history`` for readers):
 * ``episodes``    one row per loop episode, updated in place as it goes on, and
   ``episode_rungs`` one row per rung it climbed (v8: ``monitor/store/episodes.py``);
   since v8 ``detections`` holds the first detection of each rung, not every repeat.
+* ``actions.pairs`` the (detector, pattern) pairs a false positive marked, so a
+  restarted monitor marks them again (v9: ``monitor/store/false_positives.py``).
 """
 
 from __future__ import annotations
@@ -253,6 +255,14 @@ def _v8_episodes(db: Database) -> None:
     migrate_v8(db)
 
 
+def _v9_false_positive_pairs(db: Database) -> None:
+    # A false positive names the patterns it marked (it named the detector only),
+    # so a restarted monitor does not flag them again.
+    from monitor.store.false_positives import migrate_v9
+
+    migrate_v9(db)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -275,6 +285,11 @@ MIGRATIONS: list[Migration] = [
         8,
         "loop episodes: episodes and episode_rungs, detection rows grouped (the first of each rung kept)",
         _v8_episodes,
+    ),
+    Migration(
+        9,
+        "actions.pairs: the (detector, pattern) pairs a false positive marked (older ones filled in)",
+        _v9_false_positive_pairs,
     ),
 ]
 

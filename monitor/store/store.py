@@ -48,6 +48,7 @@ from monitor.detect.episodes import EpisodeChange
 from monitor.events import Event
 from monitor.identity import current_user, owner_stamp
 from monitor.store.episodes import rows_of as episode_rows
+from monitor.store.false_positives import pairs_json
 from monitor.store.paths import resolve_db_path
 from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader, check_integrity, damaged_advice
 from monitor.store.recovery import reconcile_pending, reconcile_sessions
@@ -347,8 +348,18 @@ class Store(StoreReader):
         (StoreError after ``timeout`` seconds, e.g. a file locked by another process)."""
         self._call("flush", timeout=timeout)
 
-    def begin_action(self, kind: str, session: str, text: str | None, who: str, detail: str = "") -> int:
-        """Record an operator action as ``pending``; committed when this returns."""
+    def begin_action(
+        self,
+        kind: str,
+        session: str,
+        text: str | None,
+        who: str,
+        detail: str = "",
+        pairs: Sequence[tuple[str, str]] = (),
+    ) -> int:
+        """Record an operator action as ``pending``; committed when this returns.
+        ``pairs``: the (detector, pattern) pairs a false positive marks
+        (monitor/store/false_positives.py)."""
         if not kind:
             raise ValueError("begin_action: kind must not be empty")
         row = [
@@ -360,6 +371,7 @@ class Store(StoreReader):
             "pending",
             safe_text(detail) or "",
             self._owner,
+            pairs_json(pairs),
         ]
         return int(self._call("begin_action", row))
 

@@ -54,8 +54,8 @@ POSITION_UPSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 ACTION_INSERT = (
-    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO actions (session, kind, text, ts, who, outcome, detail, owner, pairs) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # An empty detail keeps the one given to begin_action.
 ACTION_FINISH = (

@@ -29,6 +29,7 @@ from monitor.events import Level
 from monitor.ui.literal import literal
 from monitor.ui.live import Batch
 from monitor.ui.operator import OPERATOR_BINDINGS, OperatorActions
+from monitor.ui.read_only_keys import ReadOnlyKeys
 from monitor.ui.records import DetectionRow, action_row, detection_row, episode_row, stored_episode_row
 from monitor.ui.render import DEFAULT_PALETTE, LEVEL_ICONS, SEP, Palette, clock, date_time
 from monitor.ui.screens.detail_console import CONSOLE_BINDINGS, ConsoleActions
@@ -146,7 +147,7 @@ def stored_header(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
+class SessionDetailScreen(ReadOnlyKeys, ConsoleActions, OperatorActions, Screen):
     """The whole story of one session."""
 
     BINDINGS = [
@@ -204,6 +205,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
             actions += [action_row(a) for a in self.app.feed.actions_for(self.session)]
         self.query_one(DetectionsList).set_rows(self._episode_rows())
         self.query_one(ActionsList).set_rows(actions)
+        self.show_false_positives()
         self.show_header()
         if self.read_only and store is not None:
             self.replay_sparklines()
@@ -265,6 +267,21 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         if self.stream.search:
             self.show_search_status()
 
+    def read_only_view(self) -> str | None:
+        return "This stored session" if self.read_only else None
+
+    def show_false_positives(self) -> None:
+        """The patterns marked a false positive in the session (live: the hub's,
+        kept across a restart; stored: the store's), above the actions."""
+        info = self.selected_info()
+        if info is not None:
+            marks = getattr(info, "false_positives", ())
+        else:
+            read = getattr(self.app.store, "false_positives", None)
+            stored = read(self.session).get(self.session, []) if read is not None else []
+            marks = tuple((m["detector"], m["pattern"], m["since"]) for m in stored)
+        self.query_one(ActionsList).set_false_positives(marks)
+
     def initial_series(self) -> dict[str, Sparks]:
         info = None if self.read_only else self.app.feed.sessions.get(self.session)
         if info is None:
@@ -292,6 +309,7 @@ class SessionDetailScreen(ConsoleActions, OperatorActions, Screen):
         actions = [action_row(a) for a in batch.actions if a.session == self.session]
         if actions:
             self.query_one(ActionsList).add_rows(actions)
+        self.show_false_positives()
         self.refresh_operator_bindings()
 
     def _catch_up(self) -> None:

@@ -19,6 +19,7 @@ from textual.widgets._select import SelectOverlay
 from monitor.cost import stored_loop_cost
 from monitor.events import Level
 from monitor.ui.literal import literal
+from monitor.ui.read_only_keys import ReadOnlyKeys
 from monitor.ui.render import date_time, level_text, plural, short_path
 from monitor.ui.screens.dashboard_console import TABLE_VIM_BINDINGS, TableVimKeys
 from monitor.ui.widgets.common.footer import FittedFooter
@@ -60,7 +61,7 @@ def _cells(row: dict[str, Any], widths: dict[str, int], palette: Any) -> dict[st
     }
 
 
-class HistoryScreen(TableVimKeys, Screen):
+class HistoryScreen(ReadOnlyKeys, TableVimKeys, Screen):
     """Browse the database."""
 
     BINDINGS = [
@@ -182,6 +183,9 @@ class HistoryScreen(TableVimKeys, Screen):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         if key is not None:  # every row is added with its session id as key
             self.app.open_session(key, read_only=True)
+
+    def read_only_view(self) -> str | None:
+        return "The history"
 
     def action_filter(self) -> None:
         self.query_one("#text", Input).focus()

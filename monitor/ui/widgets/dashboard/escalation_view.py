@@ -95,10 +95,24 @@ def escalation_lines(
             )
         )
         lines.append(hints)
+    lines += _muted_lines(info)
+    return lines
+
+
+def _muted_lines(info: Any) -> list[Text]:
+    """The detectors muted, and the patterns marked a false positive (kept across a restart)."""
+    lines = []
     if info.muted:
         muted = _label("Muted")
         muted.append_text(literal(", ".join(sorted(info.muted))))
         lines.append(muted)
+    marks = getattr(info, "false_positives", ())
+    if marks:
+        fp = _label("False+")
+        detectors = list(dict.fromkeys(detector for detector, _pattern, _since in marks))
+        fp.append_text(literal(", ".join(detectors)))
+        fp.append(f": marked a false positive since {clock(min(since for *_, since in marks))}", style="dim")
+        lines.append(fp)
     return lines
 
 
