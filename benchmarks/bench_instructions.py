@@ -10,6 +10,8 @@ trace as ``bench_scan`` under ``valgrind --tool=callgrind`` and reports
 * with ``--per-detector``, what each detector adds: the full scan minus the
   scan with that one detector disabled (shared work, such as a call's key,
   is charged to none of them);
+* with ``--without NAME,...``, the scan with those detectors disabled as well
+  (``--without stale_outcome``: the scan of the detectors before issue 31);
 * the instruction budget of the throughput target: at the machine's measured
   instructions per second, how many instructions one event may cost.
 
@@ -19,7 +21,7 @@ seed is fixed, so runs of the same code give (nearly) the same count.  Runs go
 two at a time (the counts do not depend on it).  Needs ``valgrind``
 (``apt-get install valgrind``); without it the benchmark says so and exits 0.
 
-    python benchmarks/bench_instructions.py [--events 30000] [--per-detector]
+    python benchmarks/bench_instructions.py [--events 30000] [--per-detector] [--without NAMES]
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0], 30_000)
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--per-detector", action="store_true", help="also what each detector adds (slower)")
+    p.add_argument("--without", default="", metavar="NAMES", help="also the scan without these detectors")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind): no instruction counts.")
@@ -128,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         "scan": (path, ""),
         "scan0": (empty, ""),
     }
+    without = ",".join(sorted(filter(None, args.without.split(","))))
+    unknown = set(filter(None, without.split(","))) - set(REGISTRY)
+    if unknown:
+        p.error(f"no such detector: {', '.join(sorted(unknown))}")
+    if without:
+        runs["without"] = (path, without)
     if args.per_detector:
         runs.update({name: (path, name) for name in REGISTRY})
     started = time.perf_counter()
@@ -149,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         ("engine floor (scan, no detectors)", floor, floor / parse),
         ("scan (+ all detectors, policy)", full, full / parse),
     ]
+    if without:
+        cost = per_event(counts["without"], "scan0")
+        rows.append((f"scan without {without}", cost, cost / parse))
     print(f"{n:,} events in {args.sessions} sessions, counted in {time.perf_counter() - started:.0f} s")
     print()
     print(table("instructions per event (callgrind)", ("stage", "instructions", "ratio to parse"), rows))

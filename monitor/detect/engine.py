@@ -261,6 +261,22 @@ def _record_bars(state: SessionState, similarity: float, scores: dict[str, float
         line.append(scores.get(name, 0.0), name in flagged)
 
 
+def _duplicate(state: SessionState, event: Event) -> bool:
+    """The session reported ``event`` lately: a call or result by its id, an
+    assistant message or compaction by what it says."""
+    if event.call_id and event.kind in _ID_KINDS:
+        # Two sources for one session must not make one call look like a repeat.
+        seen = state.seen
+        if seen is None:
+            seen = state.seen = SeenIds(MAX_SEEN_IDS)
+        if not seen.admit(event):
+            return True
+    # A hook's copy of a message or compaction the transcript gave too (or the other way round).
+    return (
+        (event.kind is MESSAGE and event.role == "assistant") or event.kind is COMPACTION
+    ) and state.echoes.repeated(event)
+
+
 class Engine(EngineReads):
     """Runs all detectors over a stream of events from many sessions.
 
@@ -358,18 +374,7 @@ class Engine(EngineReads):
         state = self.sessions.get(event.session)
         if state is None:
             state = self.session(event.session, event)
-        if event.call_id and event.kind in _ID_KINDS:
-            # Two sources for one session must not make one call look like a repeat.
-            seen = state.seen
-            if seen is None:
-                seen = state.seen = SeenIds(MAX_SEEN_IDS)
-            if not seen.admit(event):
-                self.duplicates += 1
-                return _DROPPED[self.level(event.session)]
-        if (
-            (event.kind is MESSAGE and event.role == "assistant") or event.kind is COMPACTION
-        ) and state.echoes.repeated(event):
-            # A hook's copy of a message or compaction the transcript gave too (or the other way round).
+        if _duplicate(state, event):
             self.duplicates += 1
             return _DROPPED[self.level(event.session)]
         if self._follow_wait(state, event):

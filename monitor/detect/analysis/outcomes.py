@@ -155,8 +155,8 @@ def normalise(text: str, *, query: bool = False, limit: int = KEY_CHARS) -> str:
 
 
 #: Each character a hash is made of, as "0": seven in a row are where a hash can be.
-_HEX_AS_ZERO = str.maketrans("123456789abcdefABCDEF", "0" * 21)
-_DROP_DIGITS = str.maketrans("", "", "0123456789")
+_HEX_AS_ZERO = bytes.maketrans(b"123456789abcdefABCDEF", b"0" * 21)
+_ASCII_DIGITS = b"0123456789"
 
 
 def _without_colours(text: str) -> str:
@@ -173,12 +173,16 @@ def _scrubbed(text: str) -> str:
         text = _TEMP_DIR.sub(r"\1<tmp>", text)
     if "0x" in text:
         text = _ADDRESS.sub("0x", text)
-    if "0000000" in text.translate(_HEX_AS_ZERO):
-        text = _HASH.sub("", text)
     # Digits are dropped, not replaced: the same as a failure signature does
-    # (monitor.detect.analysis.signatures), so the two compare.  (In ASCII
-    # text ``\d`` is 0-9 alone.)
-    return text.translate(_DROP_DIGITS) if text.isascii() else _DIGITS.sub("", text)
+    # (monitor.detect.analysis.signatures), so the two compare.
+    if not text.isascii():
+        return _DIGITS.sub("", _HASH.sub("", text))
+    # ASCII text (most): its bytes are translated, a few instructions a
+    # character where a str's translation costs tens (and ``\d`` is 0-9 alone).
+    raw = text.encode("ascii")
+    if b"0000000" in raw.translate(_HEX_AS_ZERO):
+        raw = _HASH.sub("", text).encode("ascii")
+    return raw.translate(None, _ASCII_DIGITS).decode("ascii")
 
 
 #: At most this many lines of a body are kept (its head and tail are read).
