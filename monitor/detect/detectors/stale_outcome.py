@@ -198,14 +198,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         rounds = self.rounds
         settings = self.settings
         if outcome.kind == EMPTY:
-            if PLACE in outcome.key and settings.place_threshold:
-                # Misses for different things in one place, again and again: the
-                # place (or how it is named) is wrong; the same call again is exact_repeat's.
-                here = [r for r in rounds if r[0] == outcome.key]
-                if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
-                    return here, len(here), settings.place_threshold, len(rounds)
-            same = [r for r in rounds if r[1] == EMPTY]
-            return same, len(same), settings.empty_threshold, len(rounds)
+            return self._judge_empty(outcome)
         if outcome.kind == ANSWER:
             same = [r for r in rounds if r[0] == outcome.key]
             # Different questions, one answer: the same call again is exact_repeat's.
@@ -216,6 +209,19 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         # One call repeated with one failure is exact_repeat's (and nudged there).
         stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
         return same, stale, threshold, len(recent)
+
+    def _judge_empty(self, outcome: Outcome) -> tuple[list[_Round], int, int, int]:
+        """:meth:`_judge` for a search that found nothing."""
+        rounds = self.rounds
+        settings = self.settings
+        if PLACE in outcome.key and settings.place_threshold:
+            # Misses for different things in one place, again and again: the
+            # place (or how it is named) is wrong; the same call again is exact_repeat's.
+            here = [r for r in rounds if r[0] == outcome.key]
+            if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
+                return here, len(here), settings.place_threshold, len(rounds)
+        same = [r for r in rounds if r[1] == EMPTY]
+        return same, len(same), settings.empty_threshold, len(rounds)
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
