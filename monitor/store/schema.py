@@ -31,6 +31,9 @@ Tables (see ``loopwatch show``/``history`` for readers):
   since v8 ``detections`` holds the first detection of each rung, not every repeat.
 * ``actions.pairs`` the (detector, pattern) pairs a false positive marked, so a
   restarted monitor marks them again (v9: ``monitor/store/false_positives.py``).
+* v10: the writer indexes each batch's new events with one statement
+  (:data:`FTS_INDEX_NEW`) instead of the per-row insert trigger, which cost
+  the writer more than the events themselves; deletes and updates keep their triggers.
 """
 
 from __future__ import annotations
@@ -227,6 +230,14 @@ def _fts_table(db: Database) -> None:
     db.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
 
 
+#: Index the events inserted after rowid ``?`` (the writer's batch, in its own
+#: transaction: ``id > MAX(id)`` read before the insert is exactly the new rows).
+FTS_INDEX_NEW = (
+    f"INSERT INTO events_fts(rowid, {', '.join(FTS_COLUMNS)}) "
+    f"SELECT id, {', '.join(FTS_COLUMNS)} FROM events WHERE id > ?"
+)
+
+
 def _v6_session_owner(db: Database) -> None:
     # owner: the watcher (pid:start) that last wrote the session, so readers
     # show "stopped" for the sessions of one that is gone (killed by SIGKILL).
@@ -263,6 +274,14 @@ def _v9_false_positive_pairs(db: Database) -> None:
     migrate_v9(db)
 
 
+def _v10_batched_fts(db: Database) -> None:
+    # A trigger's insert into an FTS5 table flushes the index at each row's
+    # statement savepoint: a new segment per event, merged again and again
+    # (~2.5x the writer's CPU per event).  One INSERT ... SELECT per batch
+    # writes the same index once (monitor/store/transactions.py).
+    db.execute("DROP TRIGGER IF EXISTS events_ai")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, events, detections and actions", _v1_tables),
     Migration(2, "index events by time (retention, time-ordered re-scans)", _v2_events_by_time),
@@ -290,6 +309,11 @@ MIGRATIONS: list[Migration] = [
         9,
         "actions.pairs: the (detector, pattern) pairs a false positive marked (older ones filled in)",
         _v9_false_positive_pairs,
+    ),
+    Migration(
+        10,
+        "full-text index of new events written once per batch by the store's writer (insert trigger dropped)",
+        _v10_batched_fts,
     ),
 ]
 

@@ -25,6 +25,7 @@ from sqlite_utils import Database
 from monitor.store.episodes import EPISODE_KINDS, keyed, write_episodes
 from monitor.store.recovery import record_loss
 from monitor.store.rows import DETECTION_INSERT, DETECTION_SEQ, EVENT_COLUMNS, EVENT_INSERT, SEQ
+from monitor.store.schema import FTS_INDEX_NEW
 from monitor.store.sessions import (
     SESSION_UPSERT,
     derive_from_detection,
@@ -380,8 +381,10 @@ class Transactions:
         inserted = 0
         conn = self.db.conn
         if events:
-            # rowcount, not total_changes: the full-text index's trigger writes too
+            last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
             inserted = conn.executemany(EVENT_INSERT, events).rowcount
+            if inserted > 0:  # duplicates (OR IGNORE) get no new id, so are not indexed twice
+                conn.execute(FTS_INDEX_NEW, [last])
         if detections:
             conn.executemany(DETECTION_INSERT, detections)
         if positions:
