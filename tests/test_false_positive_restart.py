@@ -174,7 +174,7 @@ def test_migration_v9_names_the_patterns_of_false_positives_recorded_before(tmp_
             "s2": [{"detector": "monologue", "pattern": "turns:plan", "since": 100.0, "action": 2}],
         }
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == latest_version() == 9
+        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == latest_version() >= 9
         assert conn.execute("SELECT pairs FROM actions WHERE session = 's3'").fetchone() == (None,)
 
 
