@@ -688,7 +688,13 @@ def test_sigkill_mid_write_leaves_a_clean_database_with_every_committed_row(db_p
         assert child.returncode == -signal.SIGKILL
         with connect(db_path) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            # the full-text index is written in the batch's transaction: it matches the rows exactly
+            conn.execute("INSERT INTO events_fts(events_fts, rank) VALUES ('integrity-check', 1)")
+            indexed = conn.execute(
+                "SELECT COUNT(*) FROM events_fts WHERE events_fts MATCH 'output'"
+            ).fetchone()[0]
             total, low, high = conn.execute("SELECT COUNT(*), MIN(seq), MAX(seq) FROM events").fetchone()
+            assert indexed == total
             actions = conn.execute("SELECT COUNT(*) FROM actions WHERE id <= ?", [last_action]).fetchone()[0]
         assert total >= total_before + committed  # nothing reported committed is lost
         assert (low, high) == (1, total)  # and nothing half-written remains
