@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from monitor.events import Event, Kind
-from monitor.formats import documents
+from monitor.formats import cline_asks, documents
 from monitor.formats.base import Problem, RecordError
 from monitor.formats.openhands_v1 import AGENT, V1Reader, is_v1_event
 from monitor.sources import Sink
@@ -49,6 +49,9 @@ from monitor.sources.tailed import TailedFile
 SETTLE_SECONDS = 2.0
 #: Largest document read whole (a bigger one is reported, not read).
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+#: The kind of a Cline / Roo Code task's ``ui_messages.json`` (its asks: :mod:`monitor.formats.cline_asks`).
+CLINE_UI = "cline-ui"
 
 _Key = tuple[Any, ...]
 
@@ -89,7 +92,9 @@ class DocumentFollower:
             if len(self._kinds) > 100_000:
                 self._kinds.clear()
             forced = self.fmt if self.fmt in documents.DOCUMENT_FORMATS else None
-            if documents.is_event_file(Path(tf.path)):
+            if cline_asks.is_ui(tf.path):
+                forced = CLINE_UI  # a Cline task's UI messages: its asks (the history is read apart)
+            elif documents.is_event_file(Path(tf.path)):
                 forced = "openhands"
             if is_storage_file(tf.path):
                 forced = "opencode-storage"  # (read by monitor.sources.storage)
@@ -115,7 +120,7 @@ class DocumentFollower:
             )
             return
         try:
-            events, problems = documents.load(Path(tf.path), documents.session_of(Path(tf.path)), self.fmt)
+            events, problems = self._load(tf)
         except OSError as exc:
             await self._report(state, [Problem(tf.path, None, f"cannot read: {exc.strerror or exc}")])
             return
@@ -139,6 +144,12 @@ class DocumentFollower:
             state.started = True
         fresh = self._fresh(state, events)
         await self._report(state, problems, fresh, self._position(tf, state))
+
+    def _load(self, tf: TailedFile) -> tuple[list[Event], list[Problem]]:
+        path = Path(tf.path)
+        if cline_asks.is_ui(tf.path):
+            return cline_asks.load(path)
+        return documents.load(path, documents.session_of(path), self.fmt)
 
     async def _event_file(self, tf: TailedFile, st: os.stat_result, state: _State) -> None:
         """One event of an OpenHands V1 conversation folder (written once): read

@@ -27,6 +27,7 @@ DOCUMENT_SUFFIXES = (
     ".traj.json",
     ".aider.chat.history.md",
     "/api_conversation_history.json",
+    "/ui_messages.json",  # (beside it: Cline's asks, monitor/formats/cline_asks.py)
     "/opencode.db",  # OpenCode's and Goose's SQLite databases (polled, see monitor/sources/databases.py)
     "/sessions.db",
 )
