@@ -186,6 +186,7 @@ async def test_a_half_written_or_malformed_ui_file_loses_nothing(tmp_path: Path)
             p.line == 4 and "ts is not a time" in p.reason and p.source.endswith("ui_messages.json")
             for p in problems
         )
+        assert sorted(p.line for p in problems if "expected a UI message" in p.reason) == [5, 6]
 
 
 def test_every_cline_ask_is_classified_and_only_command_output_does_not_wait():
@@ -222,3 +223,30 @@ def test_what_an_ask_asks_is_clipped_and_taken_from_its_json():
     assert what_it_asks("resume_task", "") == "resume_task"
     assert what_it_asks("command", "{not json") == "{not json"
     assert len(what_it_asks("command", "x" * 5000)) == 300
+
+
+async def test_a_restart_delivers_no_ask_twice_and_still_shows_the_wait(tmp_path: Path):
+    """Two watchers, one after the other, on one database: the second reads nothing again
+    (the UI file's position is kept) and shows the task waiting since the same ask; the
+    answer, written while none ran, ends it."""
+    from tests.test_restart import counts, run_once
+
+    root = tmp_path / "globalStorage"
+    folder = _task(root)
+    ui = [_say(T0, "task", "clean the build"), _ask(T0 + 5000, "command", "make clean")]
+    _write(folder, ui)
+    db = tmp_path / "x.db"
+    first = await run_once([root], db)
+    info = first.hub.session(TASK)
+    assert info.waiting_why == "permission" and info.waiting_for == "make clean"
+    again = await run_once([root], db)
+    assert again.hub.events_total == 0
+    info = again.hub.session(TASK)
+    assert info.waiting_why == "permission" and info.waiting_since == pytest.approx((T0 + 5000) / 1000)
+    ui.append(_say(T0 + 9000, "command_output", "ok"))
+    _write(folder, ui)
+    third = await run_once([root], db)
+    assert third.hub.events_total == 1
+    assert not third.hub.session(TASK).waiting_why
+    events, distinct, _, _ = counts(db)
+    assert events == distinct

@@ -90,7 +90,10 @@ def waits(records: list[Any], source: str, session: str) -> tuple[list[Event], l
     events: list[Event] = []
     problems: list[Problem] = []
     for index, record in enumerate(records):
-        if not isinstance(record, dict) or record.get("type") != "ask":
+        if not isinstance(record, dict):
+            problems.append(Problem(source, index + 1, f"expected a UI message, got {type(record).__name__}"))
+            continue
+        if record.get("type") != "ask":
             continue
         why = WAITING_ASKS.get(str(record.get("ask")))
         if why is None or record.get("partial") is True:
