@@ -16,6 +16,13 @@ commit 21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 (2026-08-22), checked 2026-12-02
   ``command`` (text: the command), ``use_mcp_server`` (an MCP payload), ``use_subagents``
   (``{prompts}``) or ``tool`` (a ``ClineSayTool`` JSON: ``tool``, ``path``, ``content`` …).
 
+* Roo Code, RooCodeInc/Roo-Code at commit cb836567180a3ff1da6d082f3178b90c3bd22a70
+  (2026-04-14), ``packages/types/src/message.ts``: ``clineAsks`` (:data:`ROO_ASKS`), sorted as
+  ``interactiveAsks`` (followup, command, tool, use_mcp_server), ``idleAsks``
+  (completion_result, api_req_failed, resume_completed_task, mistake_limit_reached,
+  auto_approval_max_req_reached), ``resumableAsks`` (resume_task) and ``nonBlockingAsks``
+  (command_output: "not associated with an actual approval").
+
 A real task folder in ``tmp_path`` is tailed by a running watcher; nothing sleeps.
 """
 
@@ -55,6 +62,20 @@ CLINE_ASKS = (
     "summarize_task",
     "report_bug",
     "use_subagents",
+)
+#: Roo Code's ``clineAsks`` at the commit above.
+ROO_ASKS = (
+    "followup",
+    "command",
+    "command_output",
+    "completion_result",
+    "tool",
+    "api_req_failed",
+    "resume_task",
+    "resume_completed_task",
+    "mistake_limit_reached",
+    "use_mcp_server",
+    "auto_approval_max_req_reached",
 )
 TASK = "1764658800000"
 T0 = 1_764_658_800_000  # 2025-12-02T07:00:00Z in epoch ms, as Cline writes ts
@@ -190,7 +211,7 @@ async def test_a_half_written_or_malformed_ui_file_loses_nothing(tmp_path: Path)
 
 
 def test_every_cline_ask_is_classified_and_only_command_output_does_not_wait():
-    assert set(WAITING_ASKS) | {"command_output"} == set(CLINE_ASKS)
+    assert set(WAITING_ASKS) | {"command_output"} == set(CLINE_ASKS) | set(ROO_ASKS)
     assert WAITING_ASKS["tool"] == WAITING_ASKS["command"] == WAITING_ASKS["use_mcp_server"] == "permission"
     assert WAITING_ASKS["followup"] == "question" and WAITING_ASKS["resume_task"] == "input"
     assert WAITING_ASKS["completion_result"] == "idle"

@@ -6,7 +6,8 @@ partial?}``, ``ts`` in epoch milliseconds).  When the agent needs the person
 it appends an ``ask`` record and waits for the answer (cline/cline
 ``apps/vscode/src/shared/ExtensionMessage.ts``, ``ClineAsk`` and ``TurnPhase``;
 ``apps/vscode/src/sdk/sdk-interaction-coordinator.ts`` awaits the approval or
-question it appended).  An ask that waits is a ``waiting`` event (why, and what
+question it appended; Roo Code's ``packages/types/src/message.ts`` sorts the same
+asks as interactive, idle, resumable and non-blocking).  An ask that waits is a ``waiting`` event (why, and what
 it asks, in :data:`WAITING_ASKS`), at the ask's time; the record after it (a
 ``say``, the answer, another ask) is a ``resolved`` ``waiting`` event at that
 record's time.  ``command_output`` does not wait (the command runs; its button
@@ -53,6 +54,7 @@ WAITING_ASKS: dict[str, str] = {
     "mistake_limit_reached": "input",
     "resume_task": "input",
     "resume_completed_task": "input",
+    "auto_approval_max_req_reached": "input",  # Roo Code: its auto-approval limit reached
     # "completed": the task is done; the agent waits for feedback or a new task.
     "completion_result": "idle",
 }

@@ -22,6 +22,10 @@ An OpenHands V1 conversation folder (``<id>/events/event-NNNNN-<uuid>.json``,
 one event a file, each written once) is read a file at a time into one
 session per conversation, each event at its place (``event-00002`` is line
 3), as ``scan`` reads the folder.
+
+A Cline / Roo Code task's ``ui_messages.json`` is followed on its own, for the
+asks that wait for the person (:mod:`monitor.formats.cline_asks`): a change to
+it reads it alone, not the history beside it.
 """
 
 from __future__ import annotations
