@@ -5,7 +5,8 @@
 * a **file** (it may not exist yet: it is picked up when it appears);
 * a **directory**, watched recursively for ``*.jsonl`` / ``*.ndjson`` files
   and the documents agents rewrite (``*.traj``, ``*.traj.json``,
-  ``api_conversation_history.json``, ``.aider.chat.history.md``, an
+  ``api_conversation_history.json`` and its ``ui_messages.json``,
+  ``.aider.chat.history.md``, an
   OpenHands conversation's ``events/event-*.json``: read by
   :mod:`monitor.sources.documents`), new ones included
   (``*.inbox.jsonl``, loopwatch's own control inboxes, are never read);
