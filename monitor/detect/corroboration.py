@@ -86,6 +86,46 @@ Entry = tuple[int, "tuple[str, ...]", "frozenset[int]"]
 ARG_CHARS = 4000
 
 
+class _Kept:
+    """What the ledger keeps of a result and its call: the fields the outcome
+    of a result reads, references to the event's own values (the text clipped
+    only when longer than an outcome reads), no copy of either event."""
+
+    __slots__ = ("seq", "kind", "session", "ts", "content", "is_error", "tool", "meta", "call")
+
+    def __init__(self, result: Event, content: str, call: tuple[Any, ...] | None):
+        self.seq = result.seq
+        self.kind = result.kind
+        self.session = result.session
+        self.ts = result.ts
+        self.content = content
+        self.is_error = result.is_error
+        self.tool = result.tool
+        self.meta = result.meta or None  # (most are empty: one dict fewer each)
+        #: The call's kind, session, ts, tool, bounded arguments and seq.
+        self.call = call
+
+    def event(self) -> Event:
+        """The result (and its call) as the outcome functions read them."""
+        kept_call = None
+        if self.call is not None:
+            kind, session, ts, tool, args, seq = self.call
+            kept_call = Event(kind, session, ts, tool=tool, args=args)
+            kept_call.seq = seq
+        kept = Event(
+            self.kind,
+            self.session,
+            self.ts,
+            content=self.content,
+            is_error=self.is_error,
+            tool=self.tool,
+            meta=self.meta or {},
+        )
+        kept.seq = self.seq
+        kept.call = kept_call
+        return kept
+
+
 class OutcomeLedger:
     """A session's recent tool results, by the ``seq`` of the result and of its
     call (evidence cites either).  Each is kept as a small stand-in (its text's
@@ -96,7 +136,7 @@ class OutcomeLedger:
     __slots__ = ("by_seq", "read")
 
     def __init__(self) -> None:
-        self.by_seq: dict[int, Event] = {}
+        self.by_seq: dict[int, _Kept] = {}
         self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
 
     def note(self, result: Event) -> None:
@@ -104,24 +144,15 @@ class OutcomeLedger:
         call = result.call
         kept_call = None
         if call is not None:
-            kept_call = Event(call.kind, call.session, call.ts, tool=call.tool, args=_bounded(call.args))
-            kept_call.seq = call.seq
+            kept_call = (call.kind, call.session, call.ts, call.tool, _bounded(call.args), call.seq)
         content = result.content
-        kept = Event(
-            result.kind,
-            result.session,
-            result.ts,
-            content=content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS),
-            is_error=result.is_error,
-            tool=result.tool,
-            meta=result.meta,
+        kept = _Kept(
+            result, content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS), kept_call
         )
-        kept.seq = result.seq
-        kept.call = kept_call
         by_seq = self.by_seq
         by_seq[result.seq] = kept
-        if kept_call is not None and kept_call.seq:
-            by_seq[kept_call.seq] = kept
+        if call is not None and call.seq:
+            by_seq[call.seq] = kept
         while len(by_seq) > 2 * LEDGER_SIZE:
             gone = by_seq.pop(next(iter(by_seq)))
             self.read.pop(gone.seq, None)
@@ -144,15 +175,16 @@ class OutcomeLedger:
             if kept is not None and kept.seq not in seen:
                 entry = self.read.get(kept.seq)
                 if entry is None:
-                    entry = self.read[kept.seq] = _read(kept)
+                    entry = self.read[kept.seq] = _read(kept.event())
                 if entry[1] or entry[2]:
                     seen[kept.seq] = entry
         return sorted(seen.values(), key=lambda entry: entry[0])
 
 
 def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``args`` with each text cut to :data:`ARG_CHARS` (a write's megabyte of content is not kept)."""
-    if not args:
+    """``args`` with each text cut to :data:`ARG_CHARS` (a write's megabyte of content is not kept):
+    ``args`` itself when none is longer (the event's dict, not a copy)."""
+    if not args or not any(isinstance(value, str) and len(value) > ARG_CHARS for value in args.values()):
         return args
     return {key: value[:ARG_CHARS] if isinstance(value, str) else value for key, value in args.items()}
 
