@@ -6,8 +6,10 @@
 * :func:`read_run` — what a test run's output reports: failing and passed
   counts, the failing tests' names and a signature of the failure (its
   names and error lines, noise aside), for telling "the same failure again"
-  from progress.  :func:`monitor.detect.analysis.failures.run_outcome` asks
-  it for a result, with whether the result failed.
+  from progress; a run whose last line gives a failing verdict in words
+  ("FAIL: …", "Failure: …") failed whatever its exit status.
+  :func:`monitor.detect.analysis.failures.run_outcome` asks it for a result,
+  with whether the result failed.
 
 Outputs are only searched in their head and tail (runners print failures and
 the summary last); names and error lines are bounded per run.
@@ -85,6 +87,9 @@ _COUNT_NUMBER = re.compile(
 )
 #: Text that can name a failing test when no summary line says how many failed.
 _FAILED_HINT = re.compile(r"FAIL|ERROR|●|×|✕|✗|rspec \./")
+#: A last line giving a failing verdict in words: an agent's own test script that
+#: prints "FAIL: …" or "Failure: did not accept …" and exits 0 failed all the same.
+_VERDICT = re.compile(r"(?i)(?:fail(?:ed|ure|s)?|tests?\s+failed)\b")
 #: (hint, pattern): a pattern only runs on text containing its hint.
 #: ``WORD(?<!.WORD)`` is ``^WORD`` with the literal first, so the regex engine
 #: skips ahead to it (other ``^`` patterns are tried at line starts only:
@@ -243,6 +248,7 @@ def _read_run(content: str, fails: bool) -> RunOutcome:
     """:func:`read_run` of a test run's output, given whether it ``fails``."""
     head, tail = output_ends(content, TEST_OUTPUT_SPAN)
     failures, passed = _summary_counts(tail or head)
+    fails = fails or _says_failed(tail or head)
     if not failures and not fails and (passed or not _FAILED_HINT.search(head + tail)):
         # A passing run: nothing to compare, so no signature to compute.
         return RunOutcome(False, failures, passed, (), "", "")
@@ -260,6 +266,13 @@ def _read_run(content: str, fails: bool) -> RunOutcome:
     signature = hashlib.blake2b(material.encode("utf-8", "replace"), digest_size=6).hexdigest()
     headline = names[0] if names else (errors[0] if errors else "")
     return RunOutcome(is_failing, failures, passed, tuple(sorted(names)), signature, headline)
+
+
+def _says_failed(text: str) -> bool:
+    """Whether the last non-blank line of a test output starts with a failing
+    verdict ("FAIL: …", "Failure: …", "Tests failed"), whatever the exit status."""
+    last = text.rstrip()[-300:].rpartition("\n")[2].strip()
+    return _VERDICT.match(last) is not None
 
 
 def _failing_names(text: str) -> list[str]:

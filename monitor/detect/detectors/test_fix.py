@@ -10,7 +10,11 @@ Runs one reply made together (in parallel, or ``meta["reply"]``:
 :mod:`~monitor.detect.analysis.progress`) failing the same way are one run.
 
 A run fails when its result has ``is_error`` or reports a nonzero exit code
-(see :mod:`monitor.detect.analysis.failures`).  It warns at 3 in a row — design
+(see :mod:`monitor.detect.analysis.failures`), or when its output counts failures
+or ends in a failing verdict (:mod:`~monitor.detect.analysis.testruns`).  A run
+reporting the streak's failing tests, by name and with the same counts, among
+other lines (``pytest -s``, a debug print) is a look at the same failure: it
+neither counts nor breaks the streak.  It warns at 3 in a row — design
 note 003's first nudge comes at 3 repetitions — so the nudge arrives before the
 hard consecutive-failure limit of 5 (design note 000, the ``limits`` detector).
 Failing commands that are not test runs are ``failure_cascade``'s.
@@ -66,6 +70,7 @@ class TestFix(Detector[TestFixSettings]):
         self.signature = ""
         self.failures: int | None = None
         self.passed: int | None = None
+        self.tests: tuple[str, ...] = ()
         self.edits_since_run = 0
         self.edits_in_streak = 0
         self.round: tuple[object, int, int] | None = None  # the last failing run's (progress.round_of)
@@ -99,6 +104,13 @@ class TestFix(Detector[TestFixSettings]):
             self.events.append(ref(event))
             return None
         self.round = now
+        if self._probe(outcome):
+            # The same tests failing the same number of times, other lines
+            # around them (`-s`, a debug print): a look at the failure, which
+            # neither counts nor breaks the streak.
+            self.edits_in_streak += self.edits_since_run
+            self.edits_since_run = 0
+            return None
         self._follow(outcome, view)
         self.events.append(ref(call))
         self.events.append(ref(event))
@@ -107,6 +119,17 @@ class TestFix(Detector[TestFixSettings]):
         if self.count < threshold:
             return None
         return [self._detection(call, outcome, threshold)]
+
+    def _probe(self, outcome: RunOutcome) -> bool:
+        """Whether a failing run with another signature reports the streak's
+        failing tests, by name, with the same counts."""
+        return (
+            self.count > 0
+            and outcome.signature != self.signature
+            and bool(outcome.tests)
+            and outcome.tests == self.tests
+            and (outcome.failures, outcome.passed) == (self.failures, self.passed)
+        )
 
     def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
         """Extend the streak with a failing run, or start a new one."""
@@ -125,6 +148,7 @@ class TestFix(Detector[TestFixSettings]):
             self.events.clear()
         self.failures = outcome.failures
         self.passed = outcome.passed
+        self.tests = outcome.tests
         self.edits_since_run = 0
 
     def _detection(self, call: Event, outcome: RunOutcome, threshold: int) -> Detection:
