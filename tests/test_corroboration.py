@@ -58,7 +58,7 @@ def test_five_different_failures_are_no_cascade_loop(tmp_path):
     report = scan([str(path)], build_config({"detectors": {"limits": {"enabled": False}}}))
     quieted = [d for d in report.detections if d.proposed >= Level.WARN and d.level is Level.NOTICE]
     assert [d.detector for d in quieted] == ["failure_cascade"]
-    assert "each ended differently" in quieted[0].message
+    assert "did not end the same way" in quieted[0].message
 
 
 def test_a_limit_over_changing_failures_never_climbs_past_warn(tmp_path):
@@ -114,7 +114,9 @@ def test_outputs_that_keep_moving_contradict_a_warning():
     assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.NOTICE
     # Below warn, and for text-only detectors, nothing is judged.
     assert ceiling("exact_repeat", Level.NOTICE, refs, ledger) is Level.TERMINATE
-    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.TERMINATE
+    assert ceiling("chanting", Level.WARN, refs, ledger) is Level.TERMINATE
+    # Turns that repeat their words while their calls' results move: judged as the same call.
+    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.NOTICE
     # A limit is a backstop: it may warn over failures that all differ, never more.
     assert ceiling("limits", Level.WARN, refs, ledger) is Level.WARN
     assert ceiling("limits", Level.TERMINATE, refs, ledger) is Level.WARN
@@ -122,6 +124,38 @@ def test_outputs_that_keep_moving_contradict_a_warning():
     assert ceiling("exact_repeat", Level.WARN, refs[:1], ledger) is Level.TERMINATE
     message = [EventRef(99, "message", "f", 99, None)]
     assert ceiling("stale_outcome", Level.WARN, message, ledger) is Level.TERMINATE
+
+
+def _ledger(texts: list[str]) -> tuple[OutcomeLedger, list[EventRef]]:
+    ledger = OutcomeLedger()
+    refs = []
+    for seq, text in enumerate(texts, 1):
+        result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
+        result.seq = 2 * seq
+        ledger.note(result)
+        refs.append(EventRef(2 * seq, "tool_result", "f", 2 * seq, None))
+    return ledger, refs
+
+
+def test_the_same_call_must_show_its_latest_outcome_repeating():
+    """The same call again (exact_repeat, similar_args, cycle, fingerprint) whose latest
+    result is new -- two runs alike, then a third that moved -- is a notice; an outcome
+    detector needs only some two of its results to agree."""
+    ledger, refs = _ledger(["FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2", "3 passed"])
+    for detector in ("exact_repeat", "similar_args", "cycle", "fingerprint"):
+        assert ceiling(detector, Level.WARN, refs, ledger) is Level.NOTICE
+    assert ceiling("stale_outcome", Level.WARN, refs, ledger) is Level.TERMINATE
+    ledger, refs = _ledger(["3 passed", "FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2"])
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.TERMINATE
+
+
+def test_an_acknowledgement_says_nothing_either_way():
+    """ "Applied edit to app.py" twice is no outcome repeating: with one telling result
+    left, nothing is known either way and the detector stands."""
+    ledger, refs = _ledger(["Applied edit to app.py", "Applied edit to app.py", "Traceback: boom"])
+    assert ledger.outcomes(refs)[0][0] == 6
+    assert len(ledger.outcomes(refs)) == 1
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.TERMINATE
 
 
 def test_the_ledger_is_bounded():
