@@ -165,3 +165,45 @@ def test_the_ledger_is_bounded():
         result.seq = seq
         ledger.note(result)
     assert len(ledger.by_seq) <= 24
+
+
+def _aider_runs(tmp_path: Path, command: str, times: int) -> Path:
+    """An Aider history where the model suggests ``command`` ``times`` times in a row
+    and Aider runs it: the output of a suggested command is not in the file."""
+    lines = [
+        "",
+        "# aider chat started at 2025-07-02 15:27:10",
+        "",
+        "> Main model: gpt-4o",
+        "",
+        "#### start it",
+        "",
+    ]
+    for _ in range(times):
+        lines += [
+            "Let me start the development server to check the page.",
+            "",
+            "```bash",
+            command,
+            "```",
+            "",
+            "> Tokens: 2.1k sent, 40 received.  ",
+            f"> {command}  ",
+            "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: y  ",
+            f"> Running {command}  ",
+            "",
+        ]
+    path = tmp_path / "proj" / ".aider.chat.history.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_repeat_whose_results_the_log_does_not_hold_is_never_flagged_blind(tmp_path):
+    """Aider runs the command the model suggested; its output is not in the file
+    (``meta["unrecorded"]``): the same call again is a notice, never "with the same result"."""
+    report = scan([str(_aider_runs(tmp_path, "npm run dev", 4))])
+    repeats = [d for d in report.detections if d.detector in ("exact_repeat", "fingerprint", "cycle")]
+    assert repeats, "the same call again is still noticed"
+    assert all(d.level is Level.NOTICE for d in repeats)
+    assert max(d.proposed for d in repeats) >= Level.WARN

@@ -11,7 +11,9 @@ the escalation ladder).  A detector whose claim is the same *call* made again
 ``turn_similarity``, whose turns' calls are cited with their words) must show more: its
 *latest* cited result repeats an earlier cited one.  Inputs that repeat while the latest
 result is new (a test run again after an edit, and this time it passed or failed elsewhere)
-are work moving, not an outcome that stopped being new.
+are work moving, not an outcome that stopped being new.  And such a detector never
+warns blind: when the results it cites are ones the log does not hold (``meta["unrecorded"]``:
+the output of a command Aider ran for the model), "the same result" is unknown.
 
 A result *repeats* an earlier result the detection cites when
 
@@ -175,6 +177,12 @@ class OutcomeLedger:
         """:func:`ceiling` of ``detection`` by what this ledger keeps."""
         return ceiling(detection.detector, detection.level, detection.evidence, self)
 
+    def unrecorded(self, evidence: Iterable[EventRef]) -> bool:
+        """Whether two or more results ``evidence`` cites are known and the log held
+        none of them (``meta["unrecorded"]``: Aider's suggested commands)."""
+        kept = {k.seq: k for k in (self.by_seq.get(ref.seq) for ref in evidence) if k is not None}
+        return len(kept) >= 2 and all(k.meta and k.meta.get("unrecorded") for k in kept.values())
+
     def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
         """The distinct results ``evidence`` cites and the ledger knows, that
         say something (an outcome or a line), oldest first."""
@@ -253,6 +261,8 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
     that keep changing); else ``terminate`` (no ceiling)."""
     if level < Level.WARN or (detector != BACKSTOP and not judged(detector)):
         return Level.TERMINATE
+    if detector in SAME_CALL and ledger.unrecorded(evidence):
+        return Level.NOTICE  # the same call again, none of whose results the log holds: blind
     outcomes = ledger.outcomes(evidence)
     if len(outcomes) < 2:
         return Level.TERMINATE
