@@ -58,7 +58,7 @@ def test_five_different_failures_are_no_cascade_loop(tmp_path):
     report = scan([str(path)], build_config({"detectors": {"limits": {"enabled": False}}}))
     quieted = [d for d in report.detections if d.proposed >= Level.WARN and d.level is Level.NOTICE]
     assert [d.detector for d in quieted] == ["failure_cascade"]
-    assert "each ended differently" in quieted[0].message
+    assert "did not end the same way" in quieted[0].message
 
 
 def test_a_limit_over_changing_failures_never_climbs_past_warn(tmp_path):
@@ -114,7 +114,9 @@ def test_outputs_that_keep_moving_contradict_a_warning():
     assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.NOTICE
     # Below warn, and for text-only detectors, nothing is judged.
     assert ceiling("exact_repeat", Level.NOTICE, refs, ledger) is Level.TERMINATE
-    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.TERMINATE
+    assert ceiling("chanting", Level.WARN, refs, ledger) is Level.TERMINATE
+    # Turns that repeat their words while their calls' results move: judged as the same call.
+    assert ceiling("turn_similarity", Level.WARN, refs, ledger) is Level.NOTICE
     # A limit is a backstop: it may warn over failures that all differ, never more.
     assert ceiling("limits", Level.WARN, refs, ledger) is Level.WARN
     assert ceiling("limits", Level.TERMINATE, refs, ledger) is Level.WARN
@@ -124,6 +126,38 @@ def test_outputs_that_keep_moving_contradict_a_warning():
     assert ceiling("stale_outcome", Level.WARN, message, ledger) is Level.TERMINATE
 
 
+def _ledger(texts: list[str]) -> tuple[OutcomeLedger, list[EventRef]]:
+    ledger = OutcomeLedger()
+    refs = []
+    for seq, text in enumerate(texts, 1):
+        result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
+        result.seq = 2 * seq
+        ledger.note(result)
+        refs.append(EventRef(2 * seq, "tool_result", "f", 2 * seq, None))
+    return ledger, refs
+
+
+def test_the_same_call_must_show_its_latest_outcome_repeating():
+    """The same call again (exact_repeat, similar_args, cycle, fingerprint) whose latest
+    result is new -- two runs alike, then a third that moved -- is a notice; an outcome
+    detector needs only some two of its results to agree."""
+    ledger, refs = _ledger(["FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2", "3 passed"])
+    for detector in ("exact_repeat", "similar_args", "cycle", "fingerprint"):
+        assert ceiling(detector, Level.WARN, refs, ledger) is Level.NOTICE
+    assert ceiling("stale_outcome", Level.WARN, refs, ledger) is Level.TERMINATE
+    ledger, refs = _ledger(["3 passed", "FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2"])
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.TERMINATE
+
+
+def test_an_acknowledgement_says_nothing_either_way():
+    """ "Applied edit to app.py" twice is no outcome repeating: with one telling result
+    left, nothing is known either way and the detector stands."""
+    ledger, refs = _ledger(["Applied edit to app.py", "Applied edit to app.py", "Traceback: boom"])
+    assert ledger.outcomes(refs)[0][0] == 6
+    assert len(ledger.outcomes(refs)) == 1
+    assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.TERMINATE
+
+
 def test_the_ledger_is_bounded():
     ledger = OutcomeLedger()
     for seq in range(1, 500):
@@ -131,3 +165,45 @@ def test_the_ledger_is_bounded():
         result.seq = seq
         ledger.note(result)
     assert len(ledger.by_seq) <= 24
+
+
+def _aider_runs(tmp_path: Path, command: str, times: int) -> Path:
+    """An Aider history where the model suggests ``command`` ``times`` times in a row
+    and Aider runs it: the output of a suggested command is not in the file."""
+    lines = [
+        "",
+        "# aider chat started at 2025-07-02 15:27:10",
+        "",
+        "> Main model: gpt-4o",
+        "",
+        "#### start it",
+        "",
+    ]
+    for _ in range(times):
+        lines += [
+            "Let me start the development server to check the page.",
+            "",
+            "```bash",
+            command,
+            "```",
+            "",
+            "> Tokens: 2.1k sent, 40 received.  ",
+            f"> {command}  ",
+            "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: y  ",
+            f"> Running {command}  ",
+            "",
+        ]
+    path = tmp_path / "proj" / ".aider.chat.history.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_repeat_whose_results_the_log_does_not_hold_is_never_flagged_blind(tmp_path):
+    """Aider runs the command the model suggested; its output is not in the file
+    (``meta["unrecorded"]``): the same call again is a notice, never "with the same result"."""
+    report = scan([str(_aider_runs(tmp_path, "npm run dev", 4))])
+    repeats = [d for d in report.detections if d.detector in ("exact_repeat", "fingerprint", "cycle")]
+    assert repeats, "the same call again is still noticed"
+    assert all(d.level is Level.NOTICE for d in repeats)
+    assert max(d.proposed for d in repeats) >= Level.WARN

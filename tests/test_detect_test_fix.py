@@ -417,7 +417,7 @@ def test_three_different_failures_are_adapting_a_notice_not_a_loop():
     assert not by(found, "failure_cascade")
     (d,) = [x for x in by(found, "failure_cascade", Level.NOTICE) if x.count == 5]
     assert d.proposed is Level.WARN and "5 consecutive shell commands failed" in d.message
-    assert "each ended differently" in d.message and "write_file" not in d.advice
+    assert "did not end the same way" in d.message and "write_file" not in d.advice
     assert by(s.run(build_config({})), "limits")  # the failure limit (5) warns
 
 

@@ -41,13 +41,20 @@ def test_design_note_turns_do_not_count_as_similar():
 
 
 def test_three_similar_turns_warn_and_five_terminate():
-    """Turn 1 passes; turns 2-4 are 3 consecutive similar turns (warn); turn 6 is the 5th (terminate)."""
+    """Turn 1 passes; turns 2-4 are 3 consecutive similar turns (warn); turn 6 is the 5th: it
+    proposes terminate, which one detector alone takes to critical; the 6th, with the session at
+    critical, terminates (docs/detectors.md, escalation)."""
     s = Script(step=5)
-    for _ in range(6):
+    for _ in range(7):
         s.say(LOOP_TURN).usage(0.01)
     hits = run(s)
-    assert [(d.count, d.proposed) for d in hits] == [(3, Level.WARN), (4, Level.WARN), (5, Level.TERMINATE)]
-    assert hits[-1].level is Level.TERMINATE
+    assert [(d.count, d.proposed) for d in hits] == [
+        (3, Level.WARN),
+        (4, Level.WARN),
+        (5, Level.TERMINATE),
+        (6, Level.TERMINATE),
+    ]
+    assert [d.level for d in hits[-2:]] == [Level.CRITICAL, Level.TERMINATE]
     assert len({d.pattern for d in hits}) == 1
 
 

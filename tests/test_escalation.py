@@ -64,10 +64,31 @@ def test_each_pattern_has_its_own_ladder_and_sessions_are_separate():
 
 
 def test_the_final_level_is_the_higher_of_rung_and_proposal():
-    """A detector proposing terminate (turn similarity at 5) is not held back by the ladder."""
+    """A detector proposing critical is not held back by the ladder."""
     policy = EscalationPolicy()
-    d = policy.apply(detection(level=Level.TERMINATE))
-    assert d.level == Level.TERMINATE and d.proposed == Level.TERMINATE
+    d = policy.apply(detection(level=Level.CRITICAL))
+    assert d.level == Level.CRITICAL and d.proposed == Level.CRITICAL
+
+
+def test_one_detectors_jump_to_terminate_stops_at_critical_until_seconded():
+    """A detector proposing terminate on its own (turn similarity at 5) takes the session
+    to critical; terminate once the session stood at critical, or with another detector warning."""
+    policy = EscalationPolicy()
+    first = policy.apply(detection(level=Level.TERMINATE, detector="turn_similarity"))
+    assert first.level == Level.CRITICAL and first.proposed == Level.TERMINATE
+    again = policy.apply(detection(ts=101.0, count=4, level=Level.TERMINATE, detector="turn_similarity"))
+    assert again.level == Level.TERMINATE  # sustained: the session already stood at critical
+
+    other = EscalationPolicy()
+    assert other.apply(detection("call:bash make")).level == Level.WARN  # exact_repeat warns
+    jump = other.apply(detection("turn:x", ts=101.0, level=Level.TERMINATE, detector="turn_similarity"))
+    assert jump.level == Level.TERMINATE  # two independent signals
+
+
+def test_the_ladders_own_terminate_rung_stands():
+    """A ladder that goes warn, warn, terminate (design note 000) still stops the session at its rung."""
+    policy = EscalationPolicy(EscalationSettings(ladder=(Level.WARN, Level.WARN, Level.TERMINATE)))
+    assert climb(policy, 3) == [Level.WARN, Level.WARN, Level.TERMINATE]
 
 
 def test_notices_do_not_climb_the_ladder():

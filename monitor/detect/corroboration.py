@@ -6,7 +6,14 @@ judged (its evidence).  When two or more of the tool results it cites are known
 and *no two of them ended the same way* -- the outputs moved, a new error
 replaced the old one, another range of the file came back -- the evidence
 contradicts the claim, and the detection stays a ``notice`` (climbing no rung of
-the escalation ladder).
+the escalation ladder).  A detector whose claim is the same *call* made again
+(:data:`SAME_CALL`: ``exact_repeat``, ``similar_args``, ``cycle``, ``fingerprint``, and
+``turn_similarity``, whose turns' calls are cited with their words) must show more: its
+*latest* cited result repeats an earlier cited one.  Inputs that repeat while the latest
+result is new (a test run again after an edit, and this time it passed or failed elsewhere)
+are work moving, not an outcome that stopped being new.  And such a detector never
+warns blind: when the results it cites are ones the log does not hold (``meta["unrecorded"]``:
+the output of a command Aider ran for the model), "the same result" is unknown.
 
 A result *repeats* an earlier result the detection cites when
 
@@ -20,7 +27,8 @@ A result *repeats* an earlier result the detection cites when
   digits, addresses, hashes, temporary directories and case aside) is a line an
   earlier one showed -- the same file again, a smaller range of a file already read.
 
-A result with no output and no outcome says nothing either way.  Each detector keeps
+A result with no output and no outcome, or an acknowledgement ("Applied edit to
+app.py", "File updated", ``exit code 0``), says nothing either way.  Each detector keeps
 its own, finer idea of "the same" (a re-run showing a new line is new for
 ``stale_outcome``); this rule is the floor under all of them: a warning whose
 results *all* differ -- five different errors in a row, outputs that keep moving --
@@ -29,7 +37,7 @@ is no evidence of an outcome that stopped being new.
 Left alone, on purpose:
 
 * detectors whose outcome is the repeated text itself (a chanted passage, a
-  restated reply, a monologue, compactions), the waiting budget, the swarm's
+  restated reply, a monologue, compactions; turns of text without calls), the waiting budget, the swarm's
   cross-session count and the revert cycles of ``retry_rounds`` (the restore
   itself is what repeats);
 * ``limits`` up to ``warn``: a limit is a backstop, not a claim that an outcome
@@ -54,6 +62,7 @@ from typing import Any
 
 from monitor.detect.analysis.failures import failed, failure_kind
 from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
+from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip
@@ -66,7 +75,6 @@ OWN_OUTCOME = frozenset(
         "chanting",
         "monologue",
         "output_similarity",
-        "turn_similarity",
         "compaction",
         "waiting",
         "swarm",
@@ -74,10 +82,13 @@ OWN_OUTCOME = frozenset(
         "limits",
     }
 )
+#: Detectors whose claim is the same call made again (the inputs repeat): they must
+#: also show its outcome repeating -- two known results, the latest one not new.
+SAME_CALL = frozenset({"exact_repeat", "similar_args", "cycle", "fingerprint", "turn_similarity"})
 #: The backstop: its failures that all differ may warn, never more.
 BACKSTOP = "limits"
 #: What a detection that was not corroborated says after its message.
-NOT_CORROBORATED = " (held back: the rounds it cites each ended differently)"
+NOT_CORROBORATED = " (held back: the rounds it cites did not end the same way)"
 
 
 #: One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests.
@@ -166,6 +177,12 @@ class OutcomeLedger:
         """:func:`ceiling` of ``detection`` by what this ledger keeps."""
         return ceiling(detection.detector, detection.level, detection.evidence, self)
 
+    def unrecorded(self, evidence: Iterable[EventRef]) -> bool:
+        """Whether two or more results ``evidence`` cites are known and the log held
+        none of them (``meta["unrecorded"]``: Aider's suggested commands)."""
+        kept = {k.seq: k for k in (self.by_seq.get(ref.seq) for ref in evidence) if k is not None}
+        return len(kept) >= 2 and all(k.meta and k.meta.get("unrecorded") for k in kept.values())
+
     def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
         """The distinct results ``evidence`` cites and the ledger knows, that
         say something (an outcome or a line), oldest first."""
@@ -190,7 +207,9 @@ def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _read(result: Event) -> Entry:
-    """What a kept result ended in and showed."""
+    """What a kept result ended in and showed (an acknowledgement: nothing)."""
+    if is_acknowledgement(result):
+        return (result.seq, (), frozenset())
     found = outcome_of(result)
     keys: tuple[str, ...] = () if found is None else (found.key,)
     if failed(result):
@@ -216,6 +235,18 @@ def repeats(outcomes: list[Entry]) -> bool:
     return False
 
 
+def latest_repeats(outcomes: list[Entry]) -> bool:
+    """Whether the latest result of ``outcomes`` (oldest first; results that say
+    nothing are not among them) repeats an earlier one: the outcome is not new *now*."""
+    *earlier, (_seq, keys, body) = outcomes
+    if any(set(keys).intersection(other[1]) for other in earlier):
+        return True
+    shown: set[int] = set()
+    for other in earlier:
+        shown |= other[2]
+    return bool(body) and body <= shown
+
+
 def judged(detector: str) -> bool:
     """Whether a detection of ``detector`` claims a tool outcome repeats."""
     return detector not in OWN_OUTCOME
@@ -224,12 +255,19 @@ def judged(detector: str) -> bool:
 def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: OutcomeLedger) -> Level:
     """The highest level the evidence of a detection (of ``detector``, at ``level``)
     supports: ``notice`` for a detector that claims an outcome repeats and cites
-    two or more known results that all differ; ``warn`` for a limit whose cited
+    two or more known results that all differ, or, for one of :data:`SAME_CALL`,
+    whose latest cited result is new; ``warn`` for a limit whose cited
     failures all differ (a backstop may warn, never stop a session over failures
     that keep changing); else ``terminate`` (no ceiling)."""
     if level < Level.WARN or (detector != BACKSTOP and not judged(detector)):
         return Level.TERMINATE
+    if detector in SAME_CALL and ledger.unrecorded(evidence):
+        return Level.NOTICE  # the same call again, none of whose results the log holds: blind
     outcomes = ledger.outcomes(evidence)
-    if len(outcomes) < 2 or repeats(outcomes):
+    if len(outcomes) < 2:
+        return Level.TERMINATE
+    if detector in SAME_CALL and not latest_repeats(outcomes):
+        return Level.NOTICE
+    if repeats(outcomes):
         return Level.TERMINATE
     return Level.WARN if detector == BACKSTOP else Level.NOTICE

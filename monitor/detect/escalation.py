@@ -103,6 +103,16 @@ FALSE_POSITIVE = "marked as a false positive"
 ACKNOWLEDGED = "acknowledged (cooling down)"
 
 
+def _seconded(state: SessionEscalation, detection: Detection) -> bool:
+    """Whether a detector's own jump to ``terminate`` (above the rung its pattern's
+    ladder gives) is backed: the session already stands at ``critical`` (the loop
+    was said to be critical and went on), or another detector warns in it (two
+    independent signals).  One detector's first claim never stops a session."""
+    return state.level >= Level.CRITICAL or (
+        state.level >= Level.WARN and state.detector != detection.detector
+    )
+
+
 def pattern_key(detector: str, pattern: str) -> int:
     """The key of a pattern in a session's escalation state: a 64-bit hash
     of ``(detector, pattern)`` (a pattern may be 200 characters long, and a
@@ -328,6 +338,12 @@ class EscalationPolicy:
                 rung = state.next_level(self.settings.ladder, key)
                 occurrences.bump(key, detection.count, detection.seq)
                 detection.level = min(max(detection.level, rung), max(ceiling, Level.WARN))
+                if (
+                    detection.level is Level.TERMINATE
+                    and rung < Level.TERMINATE
+                    and not _seconded(state, detection)
+                ):
+                    detection.level = Level.CRITICAL
         detection.nudge = self.render_nudge(detection)
         self.by_detector[detection.detector] += 1
         self.by_level[detection.level.label] += 1

@@ -19,7 +19,7 @@ started at YYYY-MM-DD HH:MM:SS`` (local time) and is one session, named
   failed to match``, ``Malformed``) and lint / test failures (``Attempt to
   fix lint errors?``, ``… test errors?``) are the result of the assistant's
   edit; ``Running cmd`` is a shell call the model suggested (its output is
-  not in the file: the result says only how many lines aider added);
+  not in the file: the result is empty and marked ``meta["unrecorded"]``);
   aider's own errors outside an edit or a command (``litellm.NotFoundError:
   …``, ``Model … has hit a token limit!``) are a ``system`` message;
 * any other text is the assistant's answer: a message (without the
@@ -154,11 +154,18 @@ class _Run:
         self.events.append(made)
         return made
 
-    def call(self, line: int, tool: str, args: dict[str, Any], content: str, error: bool) -> None:
+    def call(
+        self, line: int, tool: str, args: dict[str, Any], content: str, error: bool, recorded: bool = True
+    ) -> None:
+        """A call and its result; a result the file does not hold (``recorded`` false:
+        a suggested command's output) is marked ``meta["unrecorded"]``."""
         self.calls += 1
         call_id = f"aider-{self.calls}"
         self.event(Kind.TOOL_CALL, line, tool=tool, args=args, call_id=call_id)
-        self.event(Kind.TOOL_RESULT, line, tool=tool, call_id=call_id, content=content, is_error=error)
+        meta = {} if recorded else {"unrecorded": True}
+        self.event(
+            Kind.TOOL_RESULT, line, tool=tool, call_id=call_id, content=content, is_error=error, meta=meta
+        )
 
     def user(self, block: _Block) -> None:
         text = "\n".join(block.lines).strip()
@@ -252,7 +259,7 @@ class _Run:
         for line in lines:
             running = _RUNNING.match(line)
             if running is not None:
-                self.call(block.line, "shell", {"command": running.group(1)}, "", False)
+                self.call(block.line, "shell", {"command": running.group(1)}, "", False, recorded=False)
         errors = [line for line in lines if _HARNESS_ERROR.match(line)]
         if errors and self.calls == calls:
             # Aider's own error, answering no call: the harness talking.
