@@ -10,13 +10,17 @@ and ANSI escapes in its agent text, to show they stay literal.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.config import Config
 from monitor.events import Event, Kind
+
+if TYPE_CHECKING:
+    from monitor.ui.app import LoopwatchApp
 
 #: 2026-01-01 09:00:00 UTC; tests and screenshots run with TZ=UTC.
 T0 = 1_767_258_000.0
@@ -160,3 +164,59 @@ async def scripted_hub(
         await hub.stop()
         if store is not None:
             store.close()
+
+
+def scripted_app(
+    tmp_path: Path,
+    events: list[Event] | None = None,
+    *,
+    config: Config | None = None,
+    channels: bool = True,
+    **app_options: Any,
+) -> LoopwatchApp:
+    """The real app over :func:`scripted_hub` at the frozen clock: its store is
+    ``tmp_path/db.sqlite``, the sessions' logs (and inboxes) under ``tmp_path/logs``."""
+    from monitor.ui.app import LoopwatchApp
+
+    config = config or Config()
+    return LoopwatchApp(
+        config,
+        clock=frozen_clock(),
+        hub_factory=lambda: scripted_hub(
+            config,
+            db=tmp_path / "db.sqlite",
+            logs=tmp_path / "logs",
+            events=events,
+            channels=channels,
+        ),
+        **app_options,
+    )
+
+
+async def settle(pilot: Any) -> None:
+    """Let queued work run, flush the coalesced live updates, repaint."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    pilot.app.flush_live()
+    await pilot.pause()
+
+
+def record_history(db: Path) -> None:
+    """Run the script through a hub that stores in ``db`` and stops (as after a watch)."""
+
+    async def run() -> None:
+        async with scripted_hub(Config(), db=db):
+            pass
+
+    asyncio.run(run())
+
+
+async def history_app(tmp_path: Path, **app_options: Any) -> LoopwatchApp:
+    """The app over a store the script was recorded in (``tmp_path/h.sqlite``), at the
+    frozen clock; ``mode="history"`` unless ``app_options`` say otherwise."""
+    from monitor.store import Store
+    from monitor.ui.app import LoopwatchApp
+
+    db = tmp_path / "h.sqlite"
+    await asyncio.to_thread(record_history, db)
+    return LoopwatchApp(Config(), store=Store(db), clock=frozen_clock(), **{"mode": "history", **app_options})

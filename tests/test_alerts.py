@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
-import subprocess
 import sys
 import threading
 import time
@@ -24,8 +23,8 @@ from monitor.config import ConfigError, build_config
 from monitor.detect.base import Detection
 from monitor.events import Event, Kind, Level
 from monitor.hub import Hub
+from tests.doctorkit import run_doctor
 
-ROOT = Path(__file__).resolve().parent.parent
 #: Hang guard for waiting on a thread or a process (not a performance assertion).
 DEADLINE = 20.0
 #: A command that writes its stdin to the file named by its argument.
@@ -222,26 +221,9 @@ async def test_the_hub_sends_an_alert_when_a_session_reaches_warn(tmp_path: Path
 def test_doctor_sends_a_test_alert_to_each_configured_one(tmp_path: Path):
     out = tmp_path / "doctor-alert.json"
     with Webhook() as hook:
-        config = tmp_path / "config.toml"
         command = json.dumps([sys.executable, "-c", RECORDER, str(out)])
-        config.write_text(f'[control]\nguard = true\n[alerts]\nwebhook = "{hook.url}"\ncommand = {command}\n')
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "monitor",
-                "doctor",
-                "--config",
-                str(config),
-                "--socket",
-                str(tmp_path / "no"),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=DEADLINE,
-            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LOOPWATCH_STATE_DIR": str(tmp_path / "st")},
-        )
+        config = f'[control]\nguard = true\n[alerts]\nwebhook = "{hook.url}"\ncommand = {command}\n'
+        result = run_doctor(tmp_path, config, timeout=DEADLINE)
         posted = hook.bodies.get(timeout=DEADLINE)
     lines = result.stdout.splitlines()
     assert any(line.startswith("OK  alerts: webhook: HTTP 204") for line in lines), result.stdout

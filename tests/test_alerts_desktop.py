@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,9 +22,9 @@ from monitor.config import build_config
 from monitor.detect.base import Detection
 from monitor.events import Level
 from monitor.hub import Hub
+from tests.doctorkit import run_doctor
 from tests.test_alerts import DEADLINE, RECORDER, Webhook, _looping_events
 
-ROOT = Path(__file__).resolve().parent.parent
 #: The agent's text, hostile: an option, markup, a terminal title escape and a screen clear.
 HOSTILE_SESSION = "-rf <b>boss</b>\x1b]0;pwned\x07"
 HOSTILE_MESSAGE = "--help <i>me</i> & \x1b[2J bash called 4 times"
@@ -137,25 +136,7 @@ async def test_a_session_at_warn_notifies_the_desktop_once_per_episode(tmp_path,
 
 
 def _doctor(tmp_path: Path, config_text: str, path: str) -> list[str]:
-    config = tmp_path / "config.toml"
-    config.write_text(config_text)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "monitor",
-            "doctor",
-            "--config",
-            str(config),
-            "--socket",
-            str(tmp_path / "no"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=DEADLINE * 3,
-        env={"PATH": path, "HOME": str(tmp_path), "LOOPWATCH_STATE_DIR": str(tmp_path / "st")},
-    )
+    result = run_doctor(tmp_path, config_text, path=path, timeout=DEADLINE * 3)
     assert "Traceback" not in result.stderr, result.stderr
     return [line for line in result.stdout.splitlines() if "alerts:" in line]
 

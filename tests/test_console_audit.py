@@ -7,24 +7,17 @@ Real parts: a real SQLite store and the real app in history mode, driven by Pilo
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from monitor.commands.common import shorten
-from monitor.config import Config
-from monitor.store import Store
-from monitor.ui.app import LoopwatchApp
-from tests.scripted import frozen_clock
-from tests.test_ui_live import record_history, settle
+from tests.scripted import history_app, settle
 
 
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
 async def test_history_end_and_home_move_the_cursor_and_never_scroll_sideways(tmp_path: Path, size):
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app = await history_app(tmp_path)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#history-table")
@@ -41,9 +34,7 @@ async def test_history_end_and_home_move_the_cursor_and_never_scroll_sideways(tm
 
 
 async def test_the_history_agent_filter_takes_part_of_the_name_in_any_case(tmp_path: Path):
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app = await history_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#history-table")

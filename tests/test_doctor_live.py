@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from monitor.commands.doctor_live import check_pause, check_waiting
 from monitor.config import build_config
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.doctorkit import run_doctor
 
 
 def test_doctor_reports_the_waiting_notice_and_whether_a_process_can_be_proven(tmp_path: Path):
-    config = tmp_path / "config.toml"
-    config.write_text("[sources]\nwaiting_notice_seconds = 90\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "monitor",
-            "doctor",
-            "--config",
-            str(config),
-            "--socket",
-            str(tmp_path / "no"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LOOPWATCH_STATE_DIR": str(tmp_path / "st")},
-    )
+    result = run_doctor(tmp_path, "[sources]\nwaiting_notice_seconds = 90\n")
     lines = result.stdout.splitlines()
     assert any(
         line.startswith("OK  waiting for input: ") and "notice after 90 s" in line for line in lines

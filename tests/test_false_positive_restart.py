@@ -21,6 +21,7 @@ from monitor.config import Config
 from monitor.events import Level
 from monitor.hub.live import LiveMonitor
 from monitor.sources.paths import StartPolicy
+from tests.restartkit import caught_up, open_detail, restarted_app
 from tests.test_restart import counts, run_once
 from tests.test_watch_headless import loop_lines
 
@@ -185,7 +186,6 @@ def _plain(renderable) -> str:
 async def test_the_restarted_console_says_the_patterns_are_false_positives(tmp_path: Path):
     """The real app on a restarted watcher, driven by Pilot: the same loop going on
     is not flagged, the Escalation panel and the detail view say since when it is muted."""
-    from monitor.ui.app import LoopwatchApp
     from monitor.ui.screens.detail import SessionDetailScreen
     from monitor.ui.widgets.dashboard.escalation_view import EscalationView
     from monitor.ui.widgets.detail.actions_list import ActionsList
@@ -196,31 +196,15 @@ async def test_the_restarted_console_says_the_patterns_are_false_positives(tmp_p
     pairs = await mark_false_positive(log, db)
     with log.open("a") as out:
         out.write(loop_lines("s1", 6, start=6))
-    config = Config()
-    live = LiveMonitor(
-        config, paths=[str(log)], start_policy=StartPolicy(mode="recent"), db=str(db), use_socket=False
-    )
-    app = LoopwatchApp(config, hub_factory=live.running)
+    app = restarted_app([log], db)
     async with app.run_test(size=(160, 48)) as pilot:
-        deadline = time.monotonic() + 20
-        while not (app.hub is not None and app.hub.events_total == 12):
-            assert time.monotonic() < deadline, "the appended lines were not read"
-            await pilot.pause(0.05)
-        await app.hub.join()
-        assert app.store is not None
-        app.store.flush()
-        await app.workers.wait_for_complete()
-        app.flush_live()
-        await pilot.pause()
+        await caught_up(app, pilot, events=12)
         info = app.feed.sessions["s1"]
         assert info.level is Level.NONE, info.reason
         panel = _plain(app.screen.query_one(EscalationView).render())
         assert "False+  exact_repeat" in panel and "marked a false positive since" in panel, panel
         assert "WATCHING" in panel.upper()
-        app.open_session("s1")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await open_detail(app, pilot, "s1")
         assert isinstance(app.screen, SessionDetailScreen)
         actions = app.screen.query_one(ActionsList)
         assert {(d, p) for d, p, _ in actions.false_positives} == {tuple(p) for p in pairs}

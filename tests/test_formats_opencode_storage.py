@@ -17,21 +17,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from monitor.config import build_config
 from monitor.evaluate import scan_run
 from monitor.events import Kind
 from monitor.formats import documents
-from monitor.hub import Hub
 from monitor.scan import scan
-from monitor.sources.files import FileSource, KnownPositions, StartPolicy
+from monitor.sources.files import FileSource, StartPolicy
 from monitor.store import Store
 from tests import sqlitekit
-from tests.watchkit import scanned
+from tests.watchkit import follow, scanned
 
 SESSION = "ses_04ca851f7ffevKrKMHW3RsPK1U"
 MESSAGE = "msg_fb357c9b0001vCeyfeGDJFOYFA"  # an assistant message of the real session
 LAST = "msg_fb3605bba001tG5tf65f4Cy0Si"  # its last message, the one a live agent adds parts to
-DEADLINE = 30.0
 API_ERROR = {
     "name": "APIError",
     "data": {"message": "Rate limit exceeded", "statusCode": 429, "isRetryable": True},
@@ -73,32 +70,6 @@ def _tool(status: str, **state: Any) -> dict[str, Any]:
     }
 
 
-async def _follow(root: Path, store: Store, until, start: str = "start", then=()) -> None:
-    """Watch ``root`` until ``until()``; then for each ``(act, until)`` of ``then`` act and watch on."""
-    hub = Hub(build_config({}), store)
-    await hub.start()
-    files = FileSource(
-        [str(root)],
-        hub,
-        start=StartPolicy(start),
-        known=KnownPositions(store.file_positions()),
-        poll_seconds=0.05,
-    )
-    await files.start()
-    try:
-        for act, done in [(None, until), *then]:
-            if act is not None:
-                act()
-            async with asyncio.timeout(DEADLINE):
-                while not done():
-                    await files.sync()
-                    await hub.join()
-                    await asyncio.sleep(0.02)  # polling the store, bounded by the deadline
-    finally:
-        await files.stop()
-        await hub.stop()
-
-
 def _rows(store: Store) -> list[tuple[str, str | None, int | None]]:
     return [(row["type"], row["tool"], row["line"]) for row in store.events(SESSION)]
 
@@ -116,7 +87,7 @@ def test_scan_watch_and_eval_agree_on_the_storage_folder(tmp_path: Path):
     store = Store(tmp_path / "watch.db")
     store.start()
     try:
-        asyncio.run(_follow(root, store, lambda: store.count_events(SESSION) >= 86))
+        asyncio.run(follow(root, store, lambda: store.count_events(SESSION) >= 86))
         assert store.count_events(SESSION) == 86
         assert store.session_ids() == [SESSION]
         assert _rows(store) == _events(root)  # the same events, in the same order, at the same lines
@@ -139,7 +110,7 @@ def test_watch_feeds_new_parts_once_and_resumes_after_a_restart(tmp_path: Path):
 
     try:
         asyncio.run(
-            _follow(
+            follow(
                 root,
                 store,
                 lambda: store.count_events(SESSION) >= 86,
@@ -171,7 +142,7 @@ def test_watch_feeds_new_parts_once_and_resumes_after_a_restart(tmp_path: Path):
         assert last["is_error"] and last["call_id"] == "call_new"
         assert (last["line"], _events(root)[-1]) == (119, ("tool_result", "bash", 119))  # as scan counts it
         # A restart: nothing read twice, then only what came since.
-        asyncio.run(_follow(root, store, lambda: True))
+        asyncio.run(follow(root, store, lambda: True))
         assert store.count_events(SESSION) == 88
         late = "msg_zzz_late"
 
@@ -181,9 +152,9 @@ def test_watch_feeds_new_parts_once_and_resumes_after_a_restart(tmp_path: Path):
             )
 
         asyncio.run(
-            _follow(root, store, lambda: True, then=[(fail, lambda: store.count_events(SESSION) >= 89)])
+            follow(root, store, lambda: True, then=[(fail, lambda: store.count_events(SESSION) >= 89)])
         )
-        asyncio.run(_follow(root, store, lambda: True))
+        asyncio.run(follow(root, store, lambda: True))
         rows = store.events(SESSION)
         assert len(rows) == 89 and Counter(r["type"] for r in rows)["session_start"] == 1
         assert (rows[-1]["type"], rows[-1]["role"], rows[-1]["content"]) == (
@@ -201,7 +172,7 @@ def test_from_the_end_the_storage_folder_is_taken_as_read(tmp_path: Path):
     store.start()
     try:
         asyncio.run(
-            _follow(
+            follow(
                 root,
                 store,
                 lambda: True,
@@ -225,8 +196,8 @@ def test_a_storage_folder_beside_the_database_is_not_watched_twice(tmp_path: Pat
     store = Store(tmp_path / "watch.db")
     store.start()
     try:
-        asyncio.run(_follow(root.parent, store, lambda: store.count_events(SESSION) >= 86))
-        asyncio.run(_follow(root.parent, store, lambda: True))
+        asyncio.run(follow(root.parent, store, lambda: store.count_events(SESSION) >= 86))
+        asyncio.run(follow(root.parent, store, lambda: True))
         assert store.count_events(SESSION) == 86
     finally:
         store.close()

@@ -19,11 +19,11 @@ from monitor.events import Kind
 from monitor.formats import documents
 from monitor.hub import Hub
 from monitor.scan import scan
-from monitor.sources.files import FileSource, KnownPositions, StartPolicy
+from monitor.sources.files import FileSource, StartPolicy
 from monitor.store import Store
 from tests import sqlitekit
 from tests.formatkit import counts
-from tests.watchkit import scanned, scanned_all, watched
+from tests.watchkit import follow, scanned, scanned_all, watched
 
 SESSION = "ses_04ca851f7ffevKrKMHW3RsPK1U"
 DEADLINE = 30.0
@@ -126,33 +126,6 @@ def test_scan_watch_and_eval_agree_on_goose(tmp_path: Path):
     assert hits == sorted((d, line) for _s, d, level, line in every if level != "notice")
 
 
-async def _follow(db: Path, store: Store, until, start: str = "start", then=()) -> None:
-    """Watch ``db`` until ``until()``; then, for each ``(act, until)`` of ``then``, act (a writer
-    writes) and watch on, in the same watcher, until that holds."""
-    hub = Hub(build_config({}), store)
-    await hub.start()
-    files = FileSource(
-        [str(db)],
-        hub,
-        start=StartPolicy(start),
-        known=KnownPositions(store.file_positions()),
-        poll_seconds=0.05,
-    )
-    await files.start()
-    try:
-        for act, done in [(None, until), *then]:
-            if act is not None:
-                act()
-            async with asyncio.timeout(DEADLINE):
-                while not done():
-                    await files.sync()
-                    await hub.join()
-                    await asyncio.sleep(0.02)  # polling the store, bounded by the deadline
-    finally:
-        await files.stop()
-        await hub.stop()
-
-
 def _kinds(store: Store, session: str) -> Counter[str]:
     return Counter(row["type"] for row in store.events(session))
 
@@ -164,7 +137,7 @@ def test_watch_follows_a_wal_database_being_written_without_locking_it(tmp_path:
     store = Store(tmp_path / "watch.db")
     store.start()
     try:
-        asyncio.run(_follow(db, store, lambda: store.count_events(SESSION) >= 86))
+        asyncio.run(follow(db, store, lambda: store.count_events(SESSION) >= 86))
         message = "msg_fb357c9b0001vCeyfeGDJFOYFA"
         running = {
             "type": "tool",
@@ -179,7 +152,7 @@ def test_watch_follows_a_wal_database_being_written_without_locking_it(tmp_path:
         sqlitekit.add_part(writer, SESSION, message, "prt_zzz_new", running, 1785420900000)
         writer.execute("BEGIN IMMEDIATE")  # a write transaction held open while watch reads
         writer.execute("UPDATE session SET title = 'busy' WHERE id = ?", (SESSION,))
-        asyncio.run(_follow(db, store, lambda: _kinds(store, SESSION)["tool_call"] >= 22))
+        asyncio.run(follow(db, store, lambda: _kinds(store, SESSION)["tool_call"] >= 22))
         writer.execute("COMMIT")  # never blocked by the reader
         done = dict(
             running,
@@ -192,7 +165,7 @@ def test_watch_follows_a_wal_database_being_written_without_locking_it(tmp_path:
             ),
         )
         sqlitekit.add_part(writer, SESSION, message, "prt_zzz_new", done, 1785420901000)
-        asyncio.run(_follow(db, store, lambda: _kinds(store, SESSION)["tool_result"] >= 22))
+        asyncio.run(follow(db, store, lambda: _kinds(store, SESSION)["tool_result"] >= 22))
         kinds = _kinds(store, SESSION)
         assert (kinds["tool_call"], kinds["tool_result"], store.count_events(SESSION)) == (22, 22, 88)
         last = [row for row in store.events(SESSION) if row["type"] == "tool_result"][-1]
@@ -207,13 +180,13 @@ def test_watch_resumes_a_database_after_a_restart(tmp_path: Path):
     store = Store(tmp_path / "watch.db")
     store.start()
     try:
-        asyncio.run(_follow(db, store, lambda: store.count_events(session) >= 23))
+        asyncio.run(follow(db, store, lambda: store.count_events(session) >= 23))
         first = store.count_events(session)
         with sqlite3.connect(db) as connection:
             sqlitekit.goose_add(
                 connection, session, "user", [sqlitekit.text("Try the other quote style.")], 1_764_694_800
             )
-        asyncio.run(_follow(db, store, lambda: store.count_events(session) > first))
+        asyncio.run(follow(db, store, lambda: store.count_events(session) > first))
         assert store.count_events(session) == first + 1  # only the new message: nothing read twice
     finally:
         store.close()
@@ -244,7 +217,7 @@ def test_a_rewritten_goose_conversation_is_not_read_twice(tmp_path: Path):
 
     try:
         asyncio.run(
-            _follow(
+            follow(
                 db,
                 store,
                 lambda: store.count_events(session) >= 23,
@@ -261,11 +234,11 @@ def test_from_the_end_reads_only_new_rows(tmp_path: Path):
     store = Store(tmp_path / "watch.db")
     store.start()
     try:
-        asyncio.run(_follow(db, store, lambda: bool(store.file_positions()), start="end"))
+        asyncio.run(follow(db, store, lambda: bool(store.file_positions()), start="end"))
         assert store.count_events(session) == 0
         with sqlite3.connect(db) as connection:
             sqlitekit.goose_add(connection, session, "user", [sqlitekit.text("New question.")], 1_764_695_000)
-        asyncio.run(_follow(db, store, lambda: store.count_events(session) > 0, start="end"))
+        asyncio.run(follow(db, store, lambda: store.count_events(session) > 0, start="end"))
         assert _kinds(store, session) == Counter({"message": 1})  # (its start was before the watch began)
     finally:
         store.close()
@@ -443,7 +416,7 @@ def test_by_default_only_recent_rows_are_read(tmp_path: Path):
 
     try:
         asyncio.run(
-            _follow(
+            follow(
                 db,
                 store,
                 lambda: bool(store.file_positions()) or store.count_events(SESSION) > 0,

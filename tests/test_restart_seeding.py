@@ -10,7 +10,6 @@ SQLite, run twice, and the real app over the second run, driven by Pilot.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,11 @@ import pytest
 from monitor.config import Config
 from monitor.events import Level
 from monitor.hub.live import LiveMonitor
-from monitor.sources.paths import StartPolicy
-from monitor.ui.app import LoopwatchApp
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.detail.detections_list import DetectionsList
+from tests.restartkit import caught_up, open_detail, restarted_app
 from tests.test_restart import counts, run_once
 from tests.test_watch_headless import loop_lines
 
@@ -115,11 +113,7 @@ async def test_the_restarted_dashboard_lists_the_stored_sessions(tmp_path: Path)
     (logs / "loop.jsonl").write_text(loop_lines("looping", 10))
     db = tmp_path / "x.db"
     await run_once([logs], db)
-    config = Config()
-    live = LiveMonitor(
-        config, paths=[str(logs)], start_policy=StartPolicy(mode="recent"), db=str(db), use_socket=False
-    )
-    app = LoopwatchApp(config, hub_factory=live.running)
+    app = restarted_app([logs], db)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await app.workers.wait_for_complete()
@@ -146,26 +140,10 @@ async def test_the_restarted_detail_lists_each_episode_once(tmp_path: Path):
     await run_once([log], db)
     with log.open("a") as out:
         out.write(loop_lines("s1", 4, start=10))
-    config = Config()
-    live = LiveMonitor(
-        config, paths=[str(log)], start_policy=StartPolicy(mode="recent"), db=str(db), use_socket=False
-    )
-    app = LoopwatchApp(config, hub_factory=live.running)
+    app = restarted_app([log], db)
     async with app.run_test(size=(160, 48)) as pilot:
-        deadline = time.monotonic() + 20
-        while not (app.hub is not None and app.hub.events_total == 8):
-            assert time.monotonic() < deadline, "the appended lines were not read"
-            await pilot.pause(0.05)
-        await app.hub.join()
-        assert app.store is not None
-        app.store.flush()
-        await app.workers.wait_for_complete()
-        app.flush_live()
-        await pilot.pause()
-        app.open_session("s1")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await caught_up(app, pilot, events=8)
+        await open_detail(app, pilot, "s1")
         screen = app.screen
         assert isinstance(screen, SessionDetailScreen)
         rows = screen.query_one(DetectionsList).rows

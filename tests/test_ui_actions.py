@@ -26,7 +26,7 @@ from monitor.ui.screens.kill import KillScreen
 from monitor.ui.screens.mute import MuteScreen
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.detail.actions_list import ActionsList
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_app, scripted_hub, settle
 
 #: A minimal agent: follows its inbox and writes down the first inject it gets.
 INBOX_AGENT = r"""
@@ -83,22 +83,7 @@ def spawn():
 def make_app(tmp_path: Path, events: list, **kwargs) -> LoopwatchApp:
     config = Config()
     config.control = type(config.control)(kill_grace_seconds=2.0)
-    return LoopwatchApp(
-        config,
-        clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(
-            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=events
-        ),
-        **kwargs,
-    )
-
-
-async def settle(pilot) -> None:
-    """Let queued work run, flush the coalesced live updates, repaint."""
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
+    return scripted_app(tmp_path, events, config=config, **kwargs)
 
 
 async def until(pilot, condition, what: str, seconds: float = 20.0) -> None:

@@ -8,8 +8,6 @@ scripted events at a frozen clock, and drives it with Textual's Pilot.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from monitor.config import Config
@@ -24,7 +22,7 @@ from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.dashboard.sorting import next_unvisited, waiting_since
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.search import SearchBar, next_match
-from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_app, scripted_hub, settle
 
 LONG_RESULT = "\n".join(f"line {n}: " + "x" * 40 for n in range(60)) + "\n" + HOSTILE + "\nTHE END"
 
@@ -44,22 +42,6 @@ def reader_session() -> list:
     return script.events
 
 
-def make_app(tmp_path: Path, events: list | None = None) -> LoopwatchApp:
-    config = Config()
-    return LoopwatchApp(
-        config,
-        clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite", events=events),
-    )
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
-
-
 async def open_detail(pilot, session: str) -> SessionDetailScreen:
     await settle(pilot)
     pilot.app.open_session(session)
@@ -76,7 +58,7 @@ def body_text(app: LoopwatchApp) -> str:
 async def test_enter_shows_the_whole_event_literally_and_steps(tmp_path):
     """enter opens the event in full (args pretty-printed, all lines, markup and escapes
     literal); ←/→ step; escape returns with the cursor on the event shown last."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(pilot, "reader")
         stream = screen.stream
@@ -109,7 +91,7 @@ async def test_enter_shows_the_whole_event_literally_and_steps(tmp_path):
 
 async def test_event_view_scrolls_with_vim_keys(tmp_path):
     """j/k, G/g and ctrl+d/ctrl+u scroll the event view."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(100, 24)) as pilot:
         screen = await open_detail(pilot, "reader")
         screen.stream.cursor = 3
@@ -140,7 +122,7 @@ async def test_event_view_scrolls_with_vim_keys(tmp_path):
 async def test_search_is_incremental_with_next_previous_and_highlight(tmp_path):
     """/ finds as you type, n/N move between matches (wrapping), matches are highlighted,
     escape clears the search."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(pilot, "reader")
         stream = screen.stream
@@ -187,7 +169,7 @@ async def test_vim_keys_move_the_stream_and_kill_is_shift_k(tmp_path):
     script = ScriptedSession("long", "test-agent", T0, "/logs/long.jsonl")
     for n in range(60):
         script.call("read_file", {"path": f"f{n}.py"}, f"contents {n}")
-    app = make_app(tmp_path, script.events)
+    app = scripted_app(tmp_path, script.events)
     async with app.run_test(size=(120, 30)) as pilot:
         screen = await open_detail(pilot, "long")
         stream = screen.stream
@@ -213,7 +195,7 @@ async def test_vim_keys_move_the_stream_and_kill_is_shift_k(tmp_path):
 
 async def test_help_matches_the_screen(tmp_path):
     """? lists the keys of the screen it is opened from (and the app's), nothing else."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("question_mark")
@@ -243,7 +225,7 @@ async def test_help_matches_the_screen(tmp_path):
 
 
 async def test_help_scrolls_with_the_vim_keys_when_it_does_not_fit(tmp_path):
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("question_mark")
@@ -281,7 +263,7 @@ async def test_history_detail_help_hides_operator_keys(tmp_path):
 async def test_copy_event_detection_and_nudge(tmp_path):
     """c copies the event under the cursor, or the focused detection with its evidence;
     y copies the nudge; each time a toast says what was copied."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(pilot, "reader")
         screen.stream.cursor = 3
@@ -312,7 +294,7 @@ async def test_copy_event_detection_and_nudge(tmp_path):
 
 async def test_diff_of_repeats_shows_what_differs(tmp_path):
     """d shows the selected detection's evidence word-diffed: the file that changes is marked."""
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(pilot, "reader")
         detections = screen.query_one(DetectionsList)
@@ -342,7 +324,7 @@ def test_word_diff_marks_inserted_and_removed_words():
 async def test_dashboard_vim_keys_sort_and_attention(tmp_path):
     """j/k/g/G move the sessions table; s cycles the sort column, S reverses, a header
     click sorts by that column; w visits the sessions at warn or above, longest waiting first."""
-    app = make_app(tmp_path)  # the scripted demo sessions
+    app = scripted_app(tmp_path)  # the scripted demo sessions
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)
@@ -461,7 +443,7 @@ async def test_dashboard_home_and_end_move_the_row_cursor(tmp_path):
         script = ScriptedSession(f"s{n}", "test-agent", T0 + n, f"/logs/s{n}.jsonl")
         script.say("hello")
         events += script.events
-    app = make_app(tmp_path, events)
+    app = scripted_app(tmp_path, events)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#sessions")
@@ -484,7 +466,7 @@ async def test_export_key_writes_markdown_and_json(tmp_path, monkeypatch):
     victim.write_text("untouched")
     (out / "loopwatch-reader.md").symlink_to(victim)
     monkeypatch.chdir(out)
-    app = make_app(tmp_path, reader_session())
+    app = scripted_app(tmp_path, reader_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await open_detail(pilot, "reader")
         await pilot.press("e")

@@ -24,7 +24,7 @@ from monitor.ui.app import LoopwatchApp
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.common.text_panel import TextPanel
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_app, settle
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
@@ -36,28 +36,10 @@ def looping(session: str, log: Path, repeats: int = 4) -> ScriptedSession:
     return script
 
 
-def make_app(tmp_path: Path, events: list) -> LoopwatchApp:
-    config = Config()
-    return LoopwatchApp(
-        config,
-        clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(
-            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=events
-        ),
-    )
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
-
-
 async def test_after_acknowledge_the_row_says_watching_while_the_loop_cools_down(tmp_path):
     """Help and docs say `a` goes back to watching; the row said NOTICE at the next repeat."""
     script = looping("looper", tmp_path / "logs" / "looper.jsonl")
-    app = make_app(tmp_path, list(script.events))
+    app = scripted_app(tmp_path, list(script.events))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)
@@ -82,7 +64,7 @@ async def test_after_acknowledge_the_row_says_watching_while_the_loop_cools_down
 async def test_a_toast_cuts_a_long_reason_with_an_ellipsis(tmp_path):
     """The false positive's toast quoted the reason cut at 120 characters, mid-word and without "…"."""
     script = looping("looper", tmp_path / "logs" / "looper.jsonl")
-    app = make_app(tmp_path, list(script.events))
+    app = scripted_app(tmp_path, list(script.events))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         info = app.feed.sessions["looper"]

@@ -9,18 +9,15 @@ frozen clock, driven by Textual's Pilot.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from monitor.config import Config
 from monitor.events import Level
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.widgets.dashboard.detections_feed import DetectionsFeed
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
 from monitor.ui.widgets.detail.detections_list import DetectionsList
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, scripted_app, settle
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
@@ -28,24 +25,6 @@ pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/c
 def failing(script: ScriptedSession, times: int) -> None:
     for _ in range(times):
         script.call("bash", {"command": "ls /nope"}, "ls: cannot access '/nope'", error=True)
-
-
-def make_app(tmp_path: Path, events: list) -> LoopwatchApp:
-    config = Config()
-    return LoopwatchApp(
-        config,
-        clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(
-            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=events
-        ),
-    )
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
 
 
 def feed_lines(app: LoopwatchApp) -> list[str]:
@@ -56,7 +35,7 @@ async def test_the_feed_shows_one_line_per_episode_changed_in_place(tmp_path):
     """Was: a line per repeat ("✖ terminate same_error failure_cascade: 610 …" every second)."""
     script = ScriptedSession("looper", "test-agent", T0, str(tmp_path / "logs" / "looper.jsonl"))
     failing(script, 8)
-    app = make_app(tmp_path, list(script.events))
+    app = scripted_app(tmp_path, list(script.events))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert app.hub is not None
@@ -83,7 +62,7 @@ async def test_the_detail_lists_episodes_not_repeats(tmp_path):
     for n in range(25):  # work that moves on: the loop's episode closes
         script.call("read_file", {"path": f"src/{n}.py"}, f"contents {n}")
     failing(script, 6)  # the same loop again, later: a second episode
-    app = make_app(tmp_path, list(script.events))
+    app = scripted_app(tmp_path, list(script.events))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         app.open_session("looper")
@@ -102,7 +81,7 @@ async def test_a_false_positive_applies_to_the_whole_episode(tmp_path):
     """Was: one press per detector, and the row stayed at ``terminate … fingerprint``."""
     script = ScriptedSession("looper", "test-agent", T0, str(tmp_path / "logs" / "looper.jsonl"))
     failing(script, 10)
-    app = make_app(tmp_path, list(script.events))
+    app = scripted_app(tmp_path, list(script.events))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(SessionsTable)

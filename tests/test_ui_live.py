@@ -3,15 +3,12 @@ the virtualized event stream, evidence jumps, history filters and `open`."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from monitor.config import Config
-from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from monitor.ui.live import LiveFeed
 from monitor.ui.screens.detail import SessionDetailScreen
@@ -19,16 +16,17 @@ from monitor.ui.widgets.common.sparkline import SimilaritySparkline
 from monitor.ui.widgets.detail.detections_list import DetectionsList
 from monitor.ui.widgets.detail.event_stream import EventStream
 from monitor.updates import SessionChanged, Stats
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import (
+    T0,
+    ScriptedSession,
+    frozen_clock,
+    history_app,
+    record_history,
+    scripted_hub,
+    settle,
+)
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
 
 
 def test_feed_coalesces_to_the_latest_snapshot():
@@ -125,19 +123,9 @@ async def test_event_stream_is_virtualized_and_jumps_to_evidence(tmp_path):
         assert stream.has_focus
 
 
-def record_history(db: Path) -> None:
-    async def run() -> None:
-        async with scripted_hub(Config(), db=db):
-            pass
-
-    asyncio.run(run())
-
-
 async def test_history_filters_and_read_only_open(tmp_path):
     """Agent, level and text filters narrow the list; enter opens a session with no actions."""
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app = await history_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#history-table")
@@ -179,9 +167,7 @@ async def test_history_filters_and_read_only_open(tmp_path):
 async def test_open_mode_shows_one_stored_session(tmp_path):
     """`loopwatch open` mode starts on the session, read-only; escape goes back to the history of
     sessions (the one shown among them), escape there quits."""
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="open", session="claude-7f3a", clock=frozen_clock())
+    app = await history_app(tmp_path, mode="open", session="claude-7f3a")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, SessionDetailScreen) and app.screen.read_only
@@ -211,9 +197,7 @@ def test_open_command_errors(tmp_path, capsys):
 
 async def test_history_prefilled_from_the_command_line(tmp_path):
     """`history --tui --agent codex --level warn` opens with those filters applied."""
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app = await history_app(tmp_path)
     app.history_filters = {"agent": "swe-agent", "level": "warn", "since": T0 - 3600, "text": None}
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)

@@ -13,8 +13,8 @@ from monitor.ui.screens.detail import SessionDetailScreen
 from monitor.ui.screens.history import HistoryScreen
 from monitor.ui.widgets.dashboard.counts import CountsBar  # noqa: F401  (the header of counts)
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from tests.scripted import ScriptedSession
-from tests.test_ui_actions import looping_session, make_app, settle, until
+from tests.scripted import ScriptedSession, settle
+from tests.test_ui_actions import looping_session, make_app, until
 
 
 def status_cell(app, session: str) -> str:

@@ -7,15 +7,10 @@ Real parts: a real SQLite store recorded by a scripted hub, the real app in its
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from monitor.config import Config
-from monitor.store import Store
-from monitor.ui.app import LoopwatchApp
 from monitor.ui.screens.detail import SessionDetailScreen
-from tests.scripted import frozen_clock
-from tests.test_ui_live import record_history, settle
+from tests.scripted import history_app, settle
 
 
 def _told(app) -> list[str]:
@@ -23,9 +18,7 @@ def _told(app) -> list[str]:
 
 
 async def test_an_operator_key_in_a_stored_session_says_it_is_read_only(tmp_path: Path):
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="open", session="claude-7f3a", clock=frozen_clock())
+    app = await history_app(tmp_path, mode="open", session="claude-7f3a")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, SessionDetailScreen) and app.screen.read_only
@@ -42,9 +35,7 @@ async def test_an_operator_key_in_a_stored_session_says_it_is_read_only(tmp_path
 async def test_an_operator_key_in_the_history_says_it_is_read_only_but_typing_a_filter_does_not(
     tmp_path: Path,
 ):
-    db = tmp_path / "h.sqlite"
-    await asyncio.to_thread(record_history, db)
-    app = LoopwatchApp(Config(), store=Store(db), mode="history", clock=frozen_clock())
+    app = await history_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#history-table")

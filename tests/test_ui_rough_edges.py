@@ -22,7 +22,7 @@ from monitor.ui.widgets.dashboard.columns import REASON_WANT, layout
 from monitor.ui.widgets.dashboard.counts import CountsBar
 from monitor.ui.widgets.dashboard.detections_feed import episode_line
 from monitor.ui.widgets.dashboard.sessions_table import SessionsTable
-from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import T0, ScriptedSession, frozen_clock, scripted_hub, settle
 
 pytestmark = pytest.mark.usefixtures("utc")  # local times shown as UTC (tests/conftest.py)
 
@@ -32,13 +32,6 @@ def live_app(tmp_path: Path) -> LoopwatchApp:
     return LoopwatchApp(
         config, clock=frozen_clock(), hub_factory=lambda: scripted_hub(config, db=tmp_path / "db.sqlite")
     )
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
 
 
 def test_plural_and_paths_and_word_fitting():

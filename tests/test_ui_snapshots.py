@@ -16,6 +16,7 @@ from monitor.config import Config
 from monitor.store import Store
 from monitor.ui.app import LoopwatchApp
 from tests.scripted import frozen_clock, scripted_hub
+from tests.scripted import settle as settled
 
 NARROW, WIDE = (100, 30), (160, 48)
 SIZES = pytest.mark.parametrize("size", [NARROW, WIDE], ids=["narrow", "wide"])
@@ -47,10 +48,7 @@ def history_app(tmp_path: Path) -> LoopwatchApp:
 
 
 async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.flush_live()
-    await pilot.pause()
+    await settled(pilot)
     for widget in pilot.app.screen.query("TextArea, Input"):
         widget.cursor_blink = False  # a blinking cursor would make the SVG random
     await pilot.pause()

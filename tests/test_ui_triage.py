@@ -34,7 +34,7 @@ from monitor.ui.widgets.dashboard.log_pane import LOG_LINES, LogPane
 from monitor.ui.widgets.dashboard.sessions_table import MARK, SessionsTable
 from monitor.ui.widgets.dashboard.sorting import needs_attention, next_unvisited
 from monitor.updates import DetectionRaised
-from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_hub
+from tests.scripted import HOSTILE, T0, ScriptedSession, frozen_clock, scripted_app, scripted_hub
 from tests.test_ui_actions import (
     SLEEPER,
     looping_session,
@@ -53,14 +53,7 @@ __all__ = ["spawn"]  # the fixture, imported for these tests
 def make_app(tmp_path: Path, events: list | None = None, channels: bool = True, **kwargs) -> LoopwatchApp:
     config = Config()
     config.control = type(config.control)(kill_grace_seconds=2.0)
-    return LoopwatchApp(
-        config,
-        clock=frozen_clock(),
-        hub_factory=lambda: scripted_hub(
-            config, db=tmp_path / "db.sqlite", logs=tmp_path / "logs", events=events, channels=channels
-        ),
-        **kwargs,
-    )
+    return scripted_app(tmp_path, events, config=config, channels=channels, **kwargs)
 
 
 def session_cell(table: SessionsTable, session: str) -> str:

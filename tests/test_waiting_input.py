@@ -247,8 +247,7 @@ async def test_the_dashboard_shows_waiting_as_its_own_status_counted_and_first_f
     and the first session ``w`` visits (before those at warn); its answer clears it all."""
     from monitor.ui.app import LoopwatchApp
     from monitor.ui.widgets.dashboard.counts import CountsBar
-    from tests.scripted import T0, frozen_clock, scripted_hub
-    from tests.test_ui_live import settle
+    from tests.scripted import T0, frozen_clock, scripted_hub, settle
 
     config = build_config({})
     app = LoopwatchApp(

@@ -15,7 +15,7 @@ from pathlib import Path
 from monitor.config import build_config
 from monitor.hub import Hub
 from monitor.scan import scan
-from monitor.sources.files import FileSource, StartPolicy
+from monitor.sources.files import FileSource, KnownPositions, StartPolicy
 from monitor.store import Store
 
 DEADLINE = 30.0
@@ -113,3 +113,30 @@ def warned(
         for _, d, level, line in found[0]
         if Level.parse(level) >= Level.WARN
     )
+
+
+async def follow(path: Path, store: Store, until, start: str = "start", then=()) -> None:
+    """Watch ``path`` (a log, a database, a folder) into ``store`` until ``until()``; then, for each
+    ``(act, until)`` of ``then``, act (a writer writes) and watch on, in the same watcher, until that holds."""
+    hub = Hub(build_config({}), store)
+    await hub.start()
+    files = FileSource(
+        [str(path)],
+        hub,
+        start=StartPolicy(start),
+        known=KnownPositions(store.file_positions()),
+        poll_seconds=0.05,
+    )
+    await files.start()
+    try:
+        for act, done in [(None, until), *then]:
+            if act is not None:
+                act()
+            async with asyncio.timeout(DEADLINE):
+                while not done():
+                    await files.sync()
+                    await hub.join()
+                    await asyncio.sleep(0.02)  # polling the store, bounded by the deadline
+    finally:
+        await files.stop()
+        await hub.stop()
