@@ -83,6 +83,21 @@ def test_harness_rejections_and_empty_searches():
     assert lookup is not None and lookup.kind == FAILURE
 
 
+def test_an_empty_search_is_read_in_any_case_and_through_colours():
+    # The words an empty search's line holds are tested before the search's pattern:
+    # in any case, and joined again where colours split them.
+    for text in (
+        "NO MATCHES FOUND",
+        "No matches \x1b[1mfou\x1b[0mnd for 'x'",
+        "Found 0 files",
+        "grep: 0 matches",
+    ):
+        found = outcome_of(_result(text, tool="grep_search", pattern="x"))
+        assert found is not None and found.kind == EMPTY, text
+        assert found.body == frozenset()  # only a failure's lines are compared
+    assert outcome_of(_result("src/a.py: 3 hits", tool="grep_search", pattern="x")) is None
+
+
 def test_a_refusal_in_a_user_message_and_a_person_saying_continue():
     refusal = Event(
         kind=Kind.MESSAGE,

@@ -63,7 +63,7 @@ MIN_ANSWER_CHARS = 40
 
 class Outcome(NamedTuple):
     """What one round ended in: its ``kind``, a ``key`` equal for the same
-    outcome (see :func:`normalise`), the line to quote, and the digests of
+    outcome (see :func:`normalise`), the line to quote, and (a failure's) the digests of
     the text's lines (normalised, see :func:`body_lines`): a round with the
     same key that shows a line no earlier one showed told the agent
     something new (a debug print, another probe)."""
@@ -248,13 +248,27 @@ def rejection(text: str) -> Outcome | None:
 
 
 def _empty(text: str, call: Event | None) -> Outcome | None:
-    if len(text) > 600 or not _searches(call):
-        return None
-    lines = _lines(text)
-    for line in lines[-TAIL_LINES:]:
+    # What the text says first (a few word tests), whether the call searches
+    # only for a text that says "nothing found" (a pattern over its command).
+    if len(text) > 600 or ("\x1b" not in text and not _has_empty_word(text)):
+        return None  # (colours could join a word)
+    for line in _lines(text)[-TAIL_LINES:]:
         if _EMPTY.search(line):
-            return Outcome(EMPTY, "N:" + normalise(line, query=True), line[:200])
+            return Outcome(EMPTY, "N:" + normalise(line, query=True), line[:200]) if _searches(call) else None
     return None
+
+
+#: Words one of :data:`_EMPTY`'s matches holds (lower case).
+_EMPTY_WORDS = ("found", "match", "0 ")
+
+
+def _has_empty_word(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`_EMPTY_WORDS`, which every match of :data:`_EMPTY` holds."""
+    low = text.lower()
+    for word in _EMPTY_WORDS:
+        if word in low:
+            return True
+    return False
 
 
 def _ending_error(text: str) -> str | None:
@@ -320,8 +334,10 @@ def outcome_of(result: Event) -> Outcome | None:
     """What the round of tool result ``result`` ended in; ``None`` for a
     success (or a result that is not its call's own outcome)."""
     found = _outcome(result)
-    if found is None or found.kind == REJECTED:
-        return found  # a refusal is judged by what it refuses, not the input it echoes
+    if found is None or found.kind != FAILURE:
+        # A refusal is judged by what it refuses, not the input it echoes; an
+        # empty search by what it missed (and where): only a failure's lines are compared.
+        return found
     return found._replace(body=body_lines(result.content))
 
 
