@@ -97,7 +97,7 @@ def test_reading_one_file_again_shows_nothing_new():
     for seq, text in ((2, whole), (4, "HOST = 'a'\nPORT = 1"), (6, "DEBUG = False\nWORKERS = 4")):
         result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
         result.seq = seq
-        ledger.note(result)
+        ledger.observe(result)
         refs.append(EventRef(seq, "tool_result", "f", seq, None))
     assert repeats(ledger.outcomes(refs))
     assert ceiling("fingerprint", Level.WARN, refs, ledger) is Level.TERMINATE
@@ -109,7 +109,7 @@ def test_outputs_that_keep_moving_contradict_a_warning():
     for seq, text in ((2, "status: 10% done"), (4, "status: building step two"), (6, "status: uploading")):
         result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
         result.seq = seq
-        ledger.note(result)
+        ledger.observe(result)
         refs.append(EventRef(seq, "tool_result", "f", seq, None))
     assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.NOTICE
     # Below warn, and for text-only detectors, nothing is judged.
@@ -163,7 +163,7 @@ def test_the_ledger_is_bounded():
     for seq in range(1, 500):
         result = Event(Kind.TOOL_RESULT, "s", 0.0, content=f"line {seq}")
         result.seq = seq
-        ledger.note(result)
+        ledger.observe(result)
     assert len(ledger.by_seq) <= 24
 
 

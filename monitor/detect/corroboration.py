@@ -150,8 +150,10 @@ class OutcomeLedger:
         self.by_seq: dict[int, _Kept] = {}
         self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
 
-    def note(self, result: Event) -> None:
-        """Keep a stand-in of ``result`` (and of its call)."""
+    def observe(self, result: Event, view: object = None) -> None:
+        """Keep a stand-in of ``result`` (and of its call).  The engine runs it as
+        a detector's ``observe`` on each result the agent's calls got, after the
+        detectors (a call the harness made itself is seen by none)."""
         call = result.call
         kept_call = None
         if call is not None:
@@ -167,11 +169,6 @@ class OutcomeLedger:
         while len(by_seq) > 2 * LEDGER_SIZE:
             gone = by_seq.pop(next(iter(by_seq)))
             self.read.pop(gone.seq, None)
-
-    def observe(self, event: Event, view: object = None) -> None:
-        """As a detector observes: the engine runs it on each result the agent's
-        calls got, after the detectors (a call the harness made itself is seen by none)."""
-        self.note(event)
 
     def ceiling(self, detection: Detection) -> Level:
         """:func:`ceiling` of ``detection`` by what this ledger keeps."""
@@ -201,9 +198,14 @@ class OutcomeLedger:
 def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
     """``args`` with each text cut to :data:`ARG_CHARS` (a write's megabyte of content is not kept):
     ``args`` itself when none is longer (the event's dict, not a copy)."""
-    if not args or not any(isinstance(value, str) and len(value) > ARG_CHARS for value in args.values()):
+    if not args:
         return args
-    return {key: value[:ARG_CHARS] if isinstance(value, str) else value for key, value in args.items()}
+    for value in args.values():
+        if isinstance(value, str) and len(value) > ARG_CHARS:
+            return {
+                key: value[:ARG_CHARS] if isinstance(value, str) else value for key, value in args.items()
+            }
+    return args
 
 
 def _read(result: Event) -> Entry:

@@ -129,11 +129,12 @@ _QUIET = tuple(Processed(False, (), level) for level in Level)
 _DROPPED = tuple(Processed(True, (), level) for level in Level)
 
 
-#: The step of one detector for one kind of event: the detector, and for a
-#: turn detector the ``same_turn_seconds`` of the tracker whose turns it judges.
-#: A detector and the ``same_turn_seconds`` of its turns (``None``: it observes events);
+#: The step of one detector for one kind of event: what to call, a detector's
+#: ``observe`` (the ``same_turn_seconds`` is ``None``) or a turn detector's
+#: ``judge`` and the ``same_turn_seconds`` of the tracker whose turns it judges;
 #: the session's outcome ledger observes results last (detect/corroboration.py).
-Step = tuple["Detector[Any] | OutcomeLedger", float | None]
+#: (Bound methods made once per route, not once per event and detector.)
+Step = tuple[Callable[..., Any], float | None]
 
 
 @dataclass
@@ -193,10 +194,10 @@ class SessionState:
             if each not in self.trackers:
                 self.trackers[each] = TurnTracker(same_turn_seconds=each)
         self.fed = tuple((each, self.trackers[each]) for each in seconds)
-        ledger: tuple[Step, ...] = ((self.ledger, None),)
+        ledger: tuple[Step, ...] = ((self.ledger.observe, None),)
         self.steps = {
             kind: tuple(
-                (d, d.settings.same_turn_seconds if isinstance(d, TurnDetector) else None)
+                (d.judge, d.settings.same_turn_seconds) if isinstance(d, TurnDetector) else (d.observe, None)
                 for d in (*active, *self.global_detectors)
                 if kind in d.kinds
             )
@@ -204,7 +205,7 @@ class SessionState:
             for kind in Kind
         }
         self.observers = {
-            kind: tuple(d.observe for d, turn_seconds in steps if turn_seconds is None)
+            kind: tuple(run for run, turn_seconds in steps if turn_seconds is None)
             for kind, steps in self.steps.items()
         }
 
@@ -490,14 +491,14 @@ class Engine(EngineReads):
                 if result:
                     found.extend(result)
             return found
-        for detector, seconds in state.steps[event.kind]:
+        for run, seconds in state.steps[event.kind]:
             if seconds is None:
-                result = detector.observe(event, view)
+                result = run(event, view)
             else:
                 turn = turns.get(seconds)
                 if turn is None:
                     continue
-                result = detector.judge(turn, view)  # type: ignore[union-attr]
+                result = run(turn, view)
             if result:
                 found.extend(result)
         return found
