@@ -132,7 +132,7 @@ def _ledger(texts: list[str]) -> tuple[OutcomeLedger, list[EventRef]]:
     for seq, text in enumerate(texts, 1):
         result = Event(Kind.TOOL_RESULT, "s", 0.0, content=text)
         result.seq = 2 * seq
-        ledger.note(result)
+        ledger.observe(result)
         refs.append(EventRef(2 * seq, "tool_result", "f", 2 * seq, None))
     return ledger, refs
 
