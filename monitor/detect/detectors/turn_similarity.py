@@ -20,14 +20,15 @@ complete.  Honest repetition that must not count:
 Per session only the compared window is kept (the note caps its history at
 50 turns for memory; only the last 5 are ever compared, so those are all we
 hold).  Each turn's tokens come from clipped text (:func:`monitor.text.clip`)
-and its words are kept as one string, each between two spaces -- a few bytes
-a word, no Python object per word.
+and its distinct words are kept as a frozenset of interned strings: a word
+the remembered turns share is held once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from monitor.detect.analysis.calls import CallRecord, made_record
@@ -221,8 +222,9 @@ class TurnSimilarity(TurnDetector[TurnSimilaritySettings]):
         if not turn.has_text and waited(turn.first):
             return None  # a poll after a wait: the waiting budget's (waiting.py)
         words = _words(turn, calls)
-        # Fewer words than min_tokens means fewer distinct tokens too.
-        tokens = frozenset(words) if len(words) >= self.settings.min_tokens else _NO_TOKENS
+        # Fewer words than min_tokens means fewer distinct tokens too.  Interned:
+        # a word the remembered turns share is one string, not one per turn.
+        tokens = frozenset(map(intern, words)) if len(words) >= self.settings.min_tokens else _NO_TOKENS
         if len(tokens) < self.settings.min_tokens:
             self.consecutive = 0
             return None
