@@ -68,7 +68,9 @@ def test_every_corpus_run_reads_without_problems():
     for run in runs:
         events, problems = documents.load(run)
         assert problems == [], run
-        assert any(e.kind is Kind.TOOL_RESULT for e in events), run
+        exported = json.loads(gzip.decompress(run.read_bytes()))["trajectory"]
+        # One export of the corpus (django-11400) holds no entries at all: nothing to read, nothing wrong.
+        assert any(e.kind is Kind.TOOL_RESULT for e in events) or not exported, run
 
 
 def test_scan_and_watch_agree(tmp_path: Path):
