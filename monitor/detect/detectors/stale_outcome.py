@@ -52,8 +52,9 @@ from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
 _MESSAGE = Kind.MESSAGE
-#: One round: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines).
-_Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
+#: One result: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines,
+#: the number of its round: one reply's calls share one).
+_Round = tuple[str | None, str, int, EventRef | None, frozenset[int], int]
 _NO_LINES: frozenset[int] = frozenset()
 #: Results remembered to tell whether the work since a request brought anything new, and how much of each.
 SEEN_RESULTS = 256
@@ -62,6 +63,8 @@ REQUEST = "U:"
 REQUEST_RESULT_CHARS = 2000
 #: Between an empty search's key and the digest of the place it searched.
 PLACE = "@"
+#: Results kept per round of the window: a reply's parallel calls beyond this push older rounds out.
+CALLS_PER_ROUND = 4
 
 
 def _stale(same: list[_Round]) -> int:
@@ -130,7 +133,11 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: Harness refusals of replies in a row (no tool result between): (key, count, evidence).
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
         # The last rounds (see _Round); a success takes a slot as None.
-        self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
+        self.rounds: deque[_Round] = deque(
+            maxlen=CALLS_PER_ROUND * max(self.settings.window, self.settings.span)
+        )
+        #: The number of the latest round (a reply's calls made together are one round).
+        self.round_number = 0
         #: The last result's round (its call's reply, the call's and the result's seq).
         self.last_round: tuple[object, int, int] | None = None
         #: The last user messages (normalised, evidence), and whether the agent acted since the last.
@@ -142,6 +149,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
 
     def reset(self) -> None:
         self.rounds.clear()
+        self.round_number = 0
         self.refusals = ("", 0, ())
         self.last_round = None
         self.requests.clear()
@@ -164,8 +172,8 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
         rounds = self.rounds
-        before, self.last_round = self.last_round, round_of(event)
-        sibling = same_round(before, self.last_round)
+        sibling = self._next_round(event)
+        number = self.round_number
         if is_edit(event.call):
             self._forget_answers()  # after an edit, the same answer may be the work's
         if outcome is None and self.settings.answer_threshold:
@@ -175,13 +183,13 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             if place is not None:  # a miss in one place is told apart from misses elsewhere
                 outcome = outcome._replace(key=f"{outcome.key}{PLACE}{digest(place)}")
         if outcome is None:
-            rounds.append((None, "", 0, None, _NO_LINES))
+            rounds.append((None, "", 0, None, _NO_LINES, number))
             return None
         if sibling and outcome.kind != ANSWER and rounds and rounds[-1][0] == outcome.key:
             # One reply's calls made together, failing alike: one attempt (an
             # answer is not: two questions in one reply answered alike were asked twice).
             return None
-        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
+        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body, number))
         same, stale, threshold, window = self._judge(
             outcome, view.threshold(event.tool, self.settings.threshold)
         )
@@ -191,43 +199,66 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             return None
         return [self._detection(event, outcome, same, threshold, len(same), window)]
 
+    def _next_round(self, result: Event) -> bool:
+        """Number ``result``'s round: True when its call was made in the
+        same reply as the result before (one round), else a new round begins."""
+        before, self.last_round = self.last_round, round_of(result)
+        sibling = same_round(before, self.last_round)
+        if not sibling:
+            self.round_number += 1
+        return sibling
+
     def _judge(self, outcome: Outcome, threshold: int) -> tuple[list[_Round], int, int, int]:
         """The rounds alike to the latest (``outcome``), how many of them
         brought nothing new, the count that warns, and how many rounds back
         they were looked for."""
-        rounds = self.rounds
         settings = self.settings
         if outcome.kind == EMPTY:
             return self._judge_empty(outcome)
         if outcome.kind == ANSWER:
-            same = [r for r in rounds if r[0] == outcome.key]
+            same, back = self._alike(outcome.key, settings.window)
             # Different questions, one answer: the same call again is exact_repeat's.
             stale = len(same) if len({r[2] for r in same}) >= 3 else 0
-            return same, stale, settings.answer_threshold, len(rounds)
-        recent = rounds if settings.span >= len(rounds) else list(rounds)[-settings.span :]
-        same = [r for r in recent if r[0] == outcome.key]
+            return same, stale, settings.answer_threshold, back
+        same, back = self._alike(outcome.key, settings.span)
         # One call repeated with one failure is exact_repeat's (and nudged there).
         stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
-        return same, stale, threshold, len(recent)
+        return same, stale, threshold, back
+
+    def _alike(self, key: str | None, back: int) -> tuple[list[_Round], int]:
+        """The results of the last ``back`` rounds (one reply's calls are one
+        round) whose outcome is ``key`` (any empty search for ``None``), and
+        how many rounds back that reached."""
+        oldest = self.round_number - back
+        same = []
+        first = self.round_number
+        for round_ in reversed(self.rounds):
+            if round_[5] <= oldest:
+                break
+            first = round_[5]
+            if round_[0] == key if key is not None else round_[1] == EMPTY:
+                same.append(round_)
+        same.reverse()
+        return same, self.round_number - first + 1
 
     def _judge_empty(self, outcome: Outcome) -> tuple[list[_Round], int, int, int]:
         """:meth:`_judge` for a search that found nothing."""
-        rounds = self.rounds
         settings = self.settings
         if PLACE in outcome.key and settings.place_threshold:
             # Misses for different things in one place, again and again: the
             # place (or how it is named) is wrong; the same call again is exact_repeat's.
-            here = [r for r in rounds if r[0] == outcome.key]
+            here, back = self._alike(outcome.key, settings.window)
             if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
-                return here, len(here), settings.place_threshold, len(rounds)
-        same = [r for r in rounds if r[1] == EMPTY]
-        return same, len(same), settings.empty_threshold, len(rounds)
+                return here, len(here), settings.place_threshold, back
+        same, back = self._alike(None, settings.window)
+        # Rounds that found nothing: one reply's searches for different things are one guess.
+        return same, len({r[5] for r in same}), settings.empty_threshold, back
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
         for index, round_ in enumerate(rounds):
             if round_[1] == ANSWER:
-                rounds[index] = (None, "", 0, None, _NO_LINES)
+                rounds[index] = (None, "", 0, None, _NO_LINES, round_[5])
 
     def _refusal(self, message: Event) -> list[Detection] | None:
         """A harness refusing the reply ("No tool calls found…"): refusals count
@@ -244,7 +275,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.refusals = (outcome.key, count, cited)
         if count < self.settings.in_a_row:
             return None
-        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
+        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES, 0) for cite in cited]
         return [self._detection(message, outcome, same, self.settings.in_a_row, count, count)]
 
     def _note_result(self, result: Event) -> None:
@@ -283,7 +314,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if len(alike) < self.settings.threshold:
             return None
         outcome = Outcome(FAILURE, REQUEST + key, message.content.strip()[:200])
-        same = [(outcome.key, FAILURE, 0, cite, _NO_LINES) for cite in alike]
+        same = [(outcome.key, FAILURE, 0, cite, _NO_LINES, 0) for cite in alike]
         return [self._detection(message, outcome, same, self.settings.threshold, len(alike), len(requests))]
 
     def _detection(
