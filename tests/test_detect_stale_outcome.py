@@ -389,3 +389,18 @@ def test_an_answers_pattern_is_the_same_in_every_process():
         )
         keys.add(done.stdout.strip())
     assert len(keys) == 1 and next(iter(keys)).startswith("A:"), keys
+
+
+def test_quoted_errors_are_lines_that_name_an_error_and_its_cause():
+    from monitor.detect.analysis.outcomes import quoted_errors
+
+    text = (
+        'still broken: Processing PDF URL 3\nBackend error: {"detail":"Method Not Allowed"}\n'
+        "TypeError: Cannot read properties of undefined (reading 'map')\n"
+        "Failed to compile\nError handling\n- error management\nfailed[file.name] = 'failed'\nError: 1"
+    )
+    assert quoted_errors(text) == {
+        'backend error: {"detail":"method not allowed"}',
+        "typeerror: cannot read properties of undefined (reading 'map')",
+    }
+    assert quoted_errors("please make the header blue and the footer smaller") == frozenset()

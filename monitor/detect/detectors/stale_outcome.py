@@ -42,6 +42,7 @@ from monitor.detect.analysis.outcomes import (
     answer_of,
     normalise,
     outcome_of,
+    quoted_errors,
     reply_outcome,
 )
 from monitor.detect.analysis.places import place_of
@@ -141,7 +142,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: The last result's round (its call's reply, the call's and the result's seq).
         self.last_round: tuple[object, int, int] | None = None
         #: The last user messages (normalised, evidence), and whether the agent acted since the last.
-        self.requests: deque[tuple[str, EventRef]] = deque(maxlen=self.settings.span)
+        self.requests: deque[tuple[str, frozenset[str], EventRef]] = deque(maxlen=self.settings.window)
         self.acted = False
         #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
         self.seen: dict[int, None] = {}
@@ -309,11 +310,17 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             requests.clear()  # the work since the last request brought something new
         if requests and requests[-1][0] == key and not acted:
             return None  # sent twice with nothing between: one request
-        requests.append((key, ref(message)))
-        alike = [cite for other, cite in requests if other == key]
+        errors = quoted_errors(message.content)
+        requests.append((key, errors, ref(message)))
+        complaint, alike = key, [cite for other, _, cite in requests if other == key]
+        for error in errors:  # the same error quoted again, whatever is around it
+            quoting = [cite for _, quoted, cite in requests if error in quoted]
+            if len(quoting) > len(alike):
+                complaint, alike = error, quoting
         if len(alike) < self.settings.threshold:
             return None
-        outcome = Outcome(FAILURE, REQUEST + key, message.content.strip()[:200])
+        shown = message.content.strip()[:200] if complaint == key else complaint
+        outcome = Outcome(FAILURE, REQUEST + complaint, shown)
         same = [(outcome.key, FAILURE, 0, cite, _NO_LINES, 0) for cite in alike]
         return [self._detection(message, outcome, same, self.settings.threshold, len(alike), len(requests))]
 
