@@ -15,6 +15,13 @@ The same substantial *answer* (a success that says something: not an
 acknowledgement, at least 40 characters) to ``answer_threshold`` different
 calls among the last ``window``, with nothing edited since, is stale too:
 the history re-checked in six spellings, always the same single commit.
+Rounds are counted as a reader counts them: the calls one reply made
+together are one round of ``span`` and ``window``.
+
+A person's message is no round, except the same complaint again after
+the agent answered each time (the same message, or the same error line
+quoted in it with other words around it), ``threshold`` times among
+their last ``window`` messages, while the work between brought nothing new.
 
 Left alone on purpose: other successes (polling whose output moves, paging, one
 command over many items, edits that apply); failures that keep changing (a
@@ -73,16 +80,19 @@ def _stale(same: list[_Round]) -> int:
     nothing new: the first, and each later one that shows no line that none
     before it showed (a round that does -- a debug print, a new probe's
     answer -- is new).  A round without lines (a refusal, judged by what it
-    refuses) is never new."""
+    refuses) is never new.  One reply's calls ending alike count once (one round)."""
     seen: set[int] = set()
     stale = 0
+    counted = -1  # the number of the last round counted
     for round_ in same:
         lines = round_[4]
         if stale and lines and not lines <= seen:
             seen |= lines
             continue
         seen |= lines
-        stale += 1
+        if round_[5] != counted or not round_[5]:
+            stale += 1
+            counted = round_[5]
     return stale
 
 
@@ -198,7 +208,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             view.note_similarity(self.name, min(1.0, stale / threshold))
         if stale < threshold:
             return None
-        return [self._detection(event, outcome, same, threshold, len(same), window)]
+        return [self._detection(event, outcome, same, threshold, stale, window)]
 
     def _next_round(self, result: Event) -> bool:
         """Number ``result``'s round: True when its call was made in the
