@@ -12,7 +12,7 @@ from monitor.detect.analysis.outcomes import (
     reply_outcome,
 )
 from monitor.detect.base import SessionView
-from monitor.detect.detectors.stale_outcome import StaleOutcome, StaleOutcomeSettings
+from monitor.detect.detectors.stale_outcome import CALLS_PER_ROUND, StaleOutcome, StaleOutcomeSettings
 from monitor.detect.engine import Engine
 from monitor.events import Event, Kind, Level
 from tests.eventkit import only
@@ -212,7 +212,8 @@ def test_state_is_bounded_by_the_window():
     view = SessionView("s1")
     for i in range(50):
         detector.observe(_result(f"error: thing {i} broke", error=True, command=f"step {i}"), view)
-    assert len(detector.rounds) == 5
+    # A round may hold a reply's parallel calls: a few results per round of the window are kept.
+    assert len(detector.rounds) == CALLS_PER_ROUND * 5
 
 
 def test_settings_are_bounded_in_the_config():
@@ -388,3 +389,18 @@ def test_an_answers_pattern_is_the_same_in_every_process():
         )
         keys.add(done.stdout.strip())
     assert len(keys) == 1 and next(iter(keys)).startswith("A:"), keys
+
+
+def test_quoted_errors_are_lines_that_name_an_error_and_its_cause():
+    from monitor.detect.analysis.outcomes import quoted_errors
+
+    text = (
+        'still broken: Processing PDF URL 3\nBackend error: {"detail":"Method Not Allowed"}\n'
+        "TypeError: Cannot read properties of undefined (reading 'map')\n"
+        "Failed to compile\nError handling\n- error management\nfailed[file.name] = 'failed'\nError: 1"
+    )
+    assert quoted_errors(text) == {
+        'backend error: {"detail":"method not allowed"}',
+        "typeerror: cannot read properties of undefined (reading 'map')",
+    }
+    assert quoted_errors("please make the header blue and the footer smaller") == frozenset()

@@ -375,6 +375,32 @@ def _outcome(result: Event) -> Outcome | None:
     return None
 
 
+#: A line that names an error and says what it is, as a person pastes it from a
+#: log or a console: ``TypeError: …``, ``error: …``, ``Backend error: {…}``,
+#: ``Type error: Cannot find name …`` (a word or two before "error", then a
+#: colon or "!", then at least a few words).  Not a heading ("Error handling"),
+#: not a header that only says that it failed ("Failed to compile").
+_QUOTED_ERROR = re.compile(
+    r"^\W{0,3}(?:[\w.]*(?:Error|Exception)|(?:[\w.-]+ ){0,2}(?i:error|exception))\s*[:!]\s*\S.{7,}"
+)
+#: The lines of a message that are read for the errors it quotes (its first lines).
+QUOTED_LINES = 60
+
+
+def quoted_errors(text: str) -> frozenset[str]:
+    """The error lines a person quotes in ``text`` (:data:`_QUOTED_ERROR`),
+    normalised as :func:`normalise` does: the same error pasted again with
+    other words around it ("still the same: …", another log line before it)
+    is the same complaint."""
+    clipped = clip(text, OUTCOME_CHARS)
+    low = clipped.lower()
+    if "error" not in low and "exception" not in low:
+        return frozenset()
+    return frozenset(
+        normalise(line) for line in _lines(clipped)[:QUOTED_LINES] if _QUOTED_ERROR.match(line) is not None
+    )
+
+
 def answer_of(result: Event) -> Outcome | None:
     """A success that says something (not an acknowledgement, not a few words):
     its whole text is its key, so that the same answer from

@@ -15,6 +15,13 @@ The same substantial *answer* (a success that says something: not an
 acknowledgement, at least 40 characters) to ``answer_threshold`` different
 calls among the last ``window``, with nothing edited since, is stale too:
 the history re-checked in six spellings, always the same single commit.
+Rounds are counted as a reader counts them: the calls one reply made
+together are one round of ``span`` and ``window``.
+
+A person's message is no round, except the same complaint again after
+the agent answered each time (the same message, or the same error line
+quoted in it with other words around it), ``threshold`` times among
+their last ``window`` messages, while the work between brought nothing new.
 
 Left alone on purpose: other successes (polling whose output moves, paging, one
 command over many items, edits that apply); failures that keep changing (a
@@ -42,6 +49,7 @@ from monitor.detect.analysis.outcomes import (
     answer_of,
     normalise,
     outcome_of,
+    quoted_errors,
     reply_outcome,
 )
 from monitor.detect.analysis.places import place_of
@@ -52,8 +60,9 @@ from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
 
 _MESSAGE = Kind.MESSAGE
-#: One round: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines).
-_Round = tuple[str | None, str, int, EventRef | None, frozenset[int]]
+#: One result: (outcome key or None, its kind, hash of the call key, evidence, digests of its lines,
+#: the number of its round: one reply's calls share one).
+_Round = tuple[str | None, str, int, EventRef | None, frozenset[int], int]
 _NO_LINES: frozenset[int] = frozenset()
 #: Results remembered to tell whether the work since a request brought anything new, and how much of each.
 SEEN_RESULTS = 256
@@ -62,6 +71,8 @@ REQUEST = "U:"
 REQUEST_RESULT_CHARS = 2000
 #: Between an empty search's key and the digest of the place it searched.
 PLACE = "@"
+#: Results kept per round of the window: a reply's parallel calls beyond this push older rounds out.
+CALLS_PER_ROUND = 4
 
 
 def _stale(same: list[_Round]) -> int:
@@ -69,16 +80,19 @@ def _stale(same: list[_Round]) -> int:
     nothing new: the first, and each later one that shows no line that none
     before it showed (a round that does -- a debug print, a new probe's
     answer -- is new).  A round without lines (a refusal, judged by what it
-    refuses) is never new."""
+    refuses) is never new.  One reply's calls ending alike count once (one round)."""
     seen: set[int] = set()
     stale = 0
+    counted = -1  # the number of the last round counted
     for round_ in same:
         lines = round_[4]
         if stale and lines and not lines <= seen:
             seen |= lines
             continue
         seen |= lines
-        stale += 1
+        if round_[5] != counted or not round_[5]:
+            stale += 1
+            counted = round_[5]
     return stale
 
 
@@ -130,11 +144,15 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: Harness refusals of replies in a row (no tool result between): (key, count, evidence).
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
         # The last rounds (see _Round); a success takes a slot as None.
-        self.rounds: deque[_Round] = deque(maxlen=max(self.settings.window, self.settings.span))
+        self.rounds: deque[_Round] = deque(
+            maxlen=CALLS_PER_ROUND * max(self.settings.window, self.settings.span)
+        )
+        #: The number of the latest round (a reply's calls made together are one round).
+        self.round_number = 0
         #: The last result's round (its call's reply, the call's and the result's seq).
         self.last_round: tuple[object, int, int] | None = None
         #: The last user messages (normalised, evidence), and whether the agent acted since the last.
-        self.requests: deque[tuple[str, EventRef]] = deque(maxlen=self.settings.span)
+        self.requests: deque[tuple[str, frozenset[str], EventRef]] = deque(maxlen=self.settings.window)
         self.acted = False
         #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
         self.seen: dict[int, None] = {}
@@ -142,6 +160,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
 
     def reset(self) -> None:
         self.rounds.clear()
+        self.round_number = 0
         self.refusals = ("", 0, ())
         self.last_round = None
         self.requests.clear()
@@ -164,8 +183,8 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
         rounds = self.rounds
-        before, self.last_round = self.last_round, round_of(event)
-        sibling = same_round(before, self.last_round)
+        sibling = self._next_round(event)
+        number = self.round_number
         if is_edit(event.call):
             self._forget_answers()  # after an edit, the same answer may be the work's
         if outcome is None and self.settings.answer_threshold:
@@ -175,13 +194,13 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             if place is not None:  # a miss in one place is told apart from misses elsewhere
                 outcome = outcome._replace(key=f"{outcome.key}{PLACE}{digest(place)}")
         if outcome is None:
-            rounds.append((None, "", 0, None, _NO_LINES))
+            rounds.append((None, "", 0, None, _NO_LINES, number))
             return None
         if sibling and outcome.kind != ANSWER and rounds and rounds[-1][0] == outcome.key:
             # One reply's calls made together, failing alike: one attempt (an
             # answer is not: two questions in one reply answered alike were asked twice).
             return None
-        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body))
+        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body, number))
         same, stale, threshold, window = self._judge(
             outcome, view.threshold(event.tool, self.settings.threshold)
         )
@@ -189,45 +208,68 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             view.note_similarity(self.name, min(1.0, stale / threshold))
         if stale < threshold:
             return None
-        return [self._detection(event, outcome, same, threshold, len(same), window)]
+        return [self._detection(event, outcome, same, threshold, stale, window)]
+
+    def _next_round(self, result: Event) -> bool:
+        """Number ``result``'s round: True when its call was made in the
+        same reply as the result before (one round), else a new round begins."""
+        before, self.last_round = self.last_round, round_of(result)
+        sibling = same_round(before, self.last_round)
+        if not sibling:
+            self.round_number += 1
+        return sibling
 
     def _judge(self, outcome: Outcome, threshold: int) -> tuple[list[_Round], int, int, int]:
         """The rounds alike to the latest (``outcome``), how many of them
         brought nothing new, the count that warns, and how many rounds back
         they were looked for."""
-        rounds = self.rounds
         settings = self.settings
         if outcome.kind == EMPTY:
             return self._judge_empty(outcome)
         if outcome.kind == ANSWER:
-            same = [r for r in rounds if r[0] == outcome.key]
+            same, back = self._alike(outcome.key, settings.window)
             # Different questions, one answer: the same call again is exact_repeat's.
             stale = len(same) if len({r[2] for r in same}) >= 3 else 0
-            return same, stale, settings.answer_threshold, len(rounds)
-        recent = rounds if settings.span >= len(rounds) else list(rounds)[-settings.span :]
-        same = [r for r in recent if r[0] == outcome.key]
+            return same, stale, settings.answer_threshold, back
+        same, back = self._alike(outcome.key, settings.span)
         # One call repeated with one failure is exact_repeat's (and nudged there).
         stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
-        return same, stale, threshold, len(recent)
+        return same, stale, threshold, back
+
+    def _alike(self, key: str | None, back: int) -> tuple[list[_Round], int]:
+        """The results of the last ``back`` rounds (one reply's calls are one
+        round) whose outcome is ``key`` (any empty search for ``None``), and
+        how many rounds back that reached."""
+        oldest = self.round_number - back
+        same = []
+        first = self.round_number
+        for round_ in reversed(self.rounds):
+            if round_[5] <= oldest:
+                break
+            first = round_[5]
+            if round_[0] == key if key is not None else round_[1] == EMPTY:
+                same.append(round_)
+        same.reverse()
+        return same, self.round_number - first + 1
 
     def _judge_empty(self, outcome: Outcome) -> tuple[list[_Round], int, int, int]:
         """:meth:`_judge` for a search that found nothing."""
-        rounds = self.rounds
         settings = self.settings
         if PLACE in outcome.key and settings.place_threshold:
             # Misses for different things in one place, again and again: the
             # place (or how it is named) is wrong; the same call again is exact_repeat's.
-            here = [r for r in rounds if r[0] == outcome.key]
+            here, back = self._alike(outcome.key, settings.window)
             if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
-                return here, len(here), settings.place_threshold, len(rounds)
-        same = [r for r in rounds if r[1] == EMPTY]
-        return same, len(same), settings.empty_threshold, len(rounds)
+                return here, len(here), settings.place_threshold, back
+        same, back = self._alike(None, settings.window)
+        # Rounds that found nothing: one reply's searches for different things are one guess.
+        return same, len({r[5] for r in same}), settings.empty_threshold, back
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
         for index, round_ in enumerate(rounds):
             if round_[1] == ANSWER:
-                rounds[index] = (None, "", 0, None, _NO_LINES)
+                rounds[index] = (None, "", 0, None, _NO_LINES, round_[5])
 
     def _refusal(self, message: Event) -> list[Detection] | None:
         """A harness refusing the reply ("No tool calls found…"): refusals count
@@ -244,7 +286,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.refusals = (outcome.key, count, cited)
         if count < self.settings.in_a_row:
             return None
-        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES) for cite in cited]
+        same = [(outcome.key, outcome.kind, 0, cite, _NO_LINES, 0) for cite in cited]
         return [self._detection(message, outcome, same, self.settings.in_a_row, count, count)]
 
     def _note_result(self, result: Event) -> None:
@@ -278,12 +320,18 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             requests.clear()  # the work since the last request brought something new
         if requests and requests[-1][0] == key and not acted:
             return None  # sent twice with nothing between: one request
-        requests.append((key, ref(message)))
-        alike = [cite for other, cite in requests if other == key]
+        errors = quoted_errors(message.content)
+        requests.append((key, errors, ref(message)))
+        complaint, alike = key, [cite for other, _, cite in requests if other == key]
+        for error in errors:  # the same error quoted again, whatever is around it
+            quoting = [cite for _, quoted, cite in requests if error in quoted]
+            if len(quoting) > len(alike):
+                complaint, alike = error, quoting
         if len(alike) < self.settings.threshold:
             return None
-        outcome = Outcome(FAILURE, REQUEST + key, message.content.strip()[:200])
-        same = [(outcome.key, FAILURE, 0, cite, _NO_LINES) for cite in alike]
+        shown = message.content.strip()[:200] if complaint == key else complaint
+        outcome = Outcome(FAILURE, REQUEST + complaint, shown)
+        same = [(outcome.key, FAILURE, 0, cite, _NO_LINES, 0) for cite in alike]
         return [self._detection(message, outcome, same, self.settings.threshold, len(alike), len(requests))]
 
     def _detection(
