@@ -66,6 +66,24 @@ def test_indented_code_and_inline_code_are_not_chants():
     assert not reply("The result is `[" + "None, " * 40 + "]` as expected.")
 
 
+def test_a_chant_indented_under_a_list_item_is_said_not_quoted():
+    """Lines indented under a list item go on the item: a chant there is prose."""
+    pair = "    `def load(self)` -> `def load(self)` (no change)\n    Wait, I want to add `encoding`.\n"
+    plan = "Plan:\n1.  Change `load` to take an encoding.\n    It is keyword-only.\n\n" + pair * 20
+    (hit,) = reply(plan)
+    assert hit.count >= 10 and "(no change)" in hit.message
+    # Without the list item above them the indented lines are a code block, as before.
+    assert not reply(INTRO + pair * 20)
+
+
+def test_structure_and_code_under_a_list_item_stay_structure():
+    """Under a list item: a nested item or text indented once more (code) is not prose."""
+    nested = "1. Results:\n" + "    - test_parse_header passed on the first try today\n" * 20
+    log = "1. The log says:\n\n" + "        WARNING: cache directory is not writable, using /tmp\n" * 20
+    assert not reply(nested)
+    assert not reply(log)
+
+
 def test_list_whose_items_share_a_long_prefix_is_not_a_chant():
     """Bulleted and numbered lists, even with long shared prefixes, are structure."""
     items = "".join(

@@ -62,6 +62,25 @@ def test_a_reply_of_different_edits_is_quiet():
     assert hits("\n\n".join(edits)) == []
 
 
+def test_a_field_under_each_new_heading_is_a_template():
+    """The same field once under each of a plan's headings is counted once per section."""
+    cases = "\n\n".join(
+        f"#### TC-{n} \u2014 {what}\n\n**Description:** check {what}.\n\n**Method:** Python unit test (no DB needed)"
+        for n, what in enumerate(
+            ["an empty header", "one key", "no colon", "repeated keys", "a real file", "a CR"], 1
+        )
+    )
+    assert not hits(cases)
+    # Under one heading (or headings written again: "Step 6", "Step 7" …) the copies count.
+    assert hits("## Plan\n\n" + "\n\n".join(["**Method:** Python unit test (no DB needed)"] * 5))
+    # A "# comment" in a code block is no heading.
+    comments = "\n\n".join(
+        f"```python\n# step {w}\n```\n\nI will run the whole test suite again now, to be sure."
+        for w in "abcde"
+    )
+    assert hits(comments)
+
+
 def test_a_higher_threshold_and_off():
     assert hits(cycling(10), passage_repeats=11) == []
     assert hits(cycling(10), passage_repeats=0) == []

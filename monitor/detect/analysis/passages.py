@@ -13,7 +13,9 @@ are one passage).  A passage of at least ``min_chars`` that comes back
 
 Left alone: short passages (a closing fence, "Done.", a one-line heading), a
 passage said twice or three times (a plan restated once, the same import block
-in two edits), and replies whose passages each differ -- several edits of one
+in two edits), a passage said once under each new heading (a template's field:
+copies are counted within one section, and a heading not written before starts
+the next), and replies whose passages each differ -- several edits of one
 file, a list of steps over different files.
 """
 
@@ -45,17 +47,56 @@ def normal(passage: str) -> str:
 
 def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Repeat | None:
     """The first passage of ``text`` (its first ``limit`` characters) to come
-    back ``repeats`` times, counted where its ``repeats``-th copy starts."""
-    seen: dict[str, int] = {}
+    back ``repeats`` times within one section, counted where its ``repeats``-th
+    copy starts.  A heading the reply had not written before (outside code)
+    starts a section: a field said once under each of a template's headings
+    ("**Method:** unit test" under "#### TC-1 …", "#### TC-2 …") counts once."""
+    seen: dict[str, tuple[int, int]] = {}  # passage -> (copies in its section, that section)
+    sections = Sections()
     for match in _PASSAGE.finditer(text, 0, min(len(text), limit)):
-        key = normal(match.group())
+        passage = match.group()
+        section = sections.read(passage)
+        key = normal(passage)
         if len(key) < min_chars:
             continue
-        count = seen.get(key, 0) + 1
+        count, where = seen.get(key, (0, section))
+        count = count + 1 if where == section else 1
         if count >= repeats:
             return Repeat(match.start(), count, key)
-        seen[key] = count
+        seen[key] = (count, section)
     return None
+
+
+#: A Markdown heading line, and a code fence line.
+_HEADING_LINE = re.compile(r"[ ]{0,3}#{1,6}[ \t]+\S")
+_FENCE_LINE = re.compile(r"[ ]{0,3}(?:```|~~~)")
+
+
+class Sections:
+    """Which section of a reply its passages are in: a heading not written
+    before in the reply, outside fenced code (a ``# comment`` there is code),
+    starts the next one."""
+
+    __slots__ = ("number", "fenced", "headings")
+
+    def __init__(self) -> None:
+        self.number = 0
+        self.fenced = False
+        self.headings: set[str] = set()
+
+    def read(self, passage: str) -> int:
+        """The section ``passage`` is in, after the headings it writes."""
+        if "#" not in passage and "`" not in passage and "~" not in passage:
+            return self.number  # (most passages: no line to look at)
+        for line in passage.splitlines():
+            if _FENCE_LINE.match(line):
+                self.fenced = not self.fenced
+            elif not self.fenced and _HEADING_LINE.match(line):
+                heading = normal(line)
+                if heading not in self.headings:
+                    self.headings.add(heading)
+                    self.number += 1
+        return self.number
 
 
 #: A line that is code or markup, not a sentence: a fence, an indented line,

@@ -13,7 +13,9 @@ up to a window's length more before it is seen ("the " about 26 copies).
 Honest repetition that is deliberately *not* flagged:
 
 * text inside fenced code blocks (``` or ~~~), indented code, or an inline
-  code span (quoted, not said);
+  code span (quoted, not said); text indented under a list item is the item's
+  own, not code (a plan item going on with the same two lines is a chant),
+  unless it is a nested item or indented once more;
 * tables, lists, headings, block quotes, divider lines (``-----``) and
   box-drawing lines are structure, not prose: a run that contains one is cut
   there, so a list whose items share a long prefix -- or even repeat -- and a
@@ -73,6 +75,13 @@ STRUCTURAL = re.compile(
     re.VERBOSE | re.MULTILINE,  # ``$`` is the end of the line, not of the text
 )
 
+#: An indented line (code, unless it goes on a list item).
+INDENTED = re.compile(r"[ ]{4}|\t")
+#: A list item's first line.
+LIST_ITEM = re.compile(r"[ \t]{0,3}(?:[-*+•‣◦▪]|\d{1,4}[.)])[ \t]")
+#: How far back an indented line looks for the list item it goes on.
+ITEM_LOOKBACK = 2000
+
 
 def line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
@@ -81,6 +90,23 @@ def line_start(text: str, pos: int) -> int:
 def line_end(text: str, pos: int) -> int:
     end = text.find("\n", pos)
     return len(text) if end < 0 else end
+
+
+def continues_item(text: str, start: int) -> bool:
+    """True when the indented line at ``start`` goes on a list item: the
+    nearest line above it that is neither blank nor indented (within
+    :data:`ITEM_LOOKBACK` characters) is a list item's first line."""
+    floor = max(0, start - ITEM_LOOKBACK)
+    end = start - 1  # the newline before the line
+    while end > floor:
+        begin = text.rfind("\n", floor, end) + 1
+        if begin == 0 and floor > 0:
+            return False  # looked far enough: taken as code
+        line = text[begin:end]
+        if line.strip() and not INDENTED.match(line):
+            return LIST_ITEM.match(line) is not None
+        end = begin - 1
+    return False
 
 
 def common_prefix(text: str, a: int, b: int, limit: int) -> int:
@@ -220,7 +246,14 @@ class ChantFinder:
             return first_line
         # Structure shows at the start of a line; bounding the match keeps a
         # 1 MB line without newlines from costing a 1 MB regex scan.
-        return STRUCTURAL.match(text, start, start + 256) is not None
+        if STRUCTURAL.match(text, start, start + 256) is None:
+            return False
+        if not INDENTED.match(text, start) or not continues_item(text, start):
+            return True
+        # Text indented under a list item is the item's, not code: structural
+        # only when what follows the indentation is (a nested item, code).
+        body = start + (4 if text[start] == " " else 1)
+        return STRUCTURAL.match(text, body, body + 256) is not None
 
     def _prose(self, text: str, run: Chant, first_line: bool | None) -> Chant | None:
         """The run cut down to prose, or None when structure repeats inside it."""
