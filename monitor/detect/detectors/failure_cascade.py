@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import manual_file_op
-from monitor.detect.analysis.failures import failed, failure_kind, tests_failed
+from monitor.detect.analysis.failures import failed, failure_kind, no_status, tests_failed
 from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
@@ -137,8 +137,8 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         """Whether a failed result is a shell command failing in its own right."""
         if command is None and (tool or "").lower() not in SHELL_TOOLS:
             return False  # a failing non-shell tool neither extends nor ends it
-        if not_an_outcome(event):
-            return False  # cancelled with a failing sibling: that one counted already
+        if not_an_outcome(event) or no_status(event):
+            return False  # cancelled with a failing sibling, or stopped with no status and no output
         if view.tool_overrides and view.exempt(tool):
             return False
         return not tests_failed(event)  # the tests failed, not the command: test_fix's business
