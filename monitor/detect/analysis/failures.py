@@ -162,6 +162,16 @@ def failed(result: Event) -> bool:
     return outcome
 
 
+def no_status(result: Event) -> bool:
+    """A command the harness stopped without a status (exit code -1, as
+    Vorflux records a killed or timed-out call) that printed nothing: it
+    says nothing of how the command went -- no failure of a streak, and
+    no success that ends one."""
+    if result.content.strip():
+        return False
+    return _exit_code(result, shell_command(result.call)) == -1
+
+
 def _exit_code(result: Event, command: str | None) -> int | None:
     """The exit code a result reports: read from a shell's output, else kept by its adapter."""
     # Exit codes are only read from shell output: a file that *contains* "exit status 1"

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from monitor.detect.analysis.failures import failed, tests_failed
+from monitor.detect.analysis.failures import failed, no_status, tests_failed
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.signatures import not_an_outcome
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -232,9 +232,10 @@ class Limits(Detector[LimitsSettings]):
 
     def _failed(self, event: Event) -> list[Detection] | None:
         """Count a failed result; a detection when that reaches the limit."""
-        if not_an_outcome(event):
+        if not_an_outcome(event) or no_status(event):
             # A call cancelled because a sibling failed (or refused by the
             # user) did not fail itself: the batch is one failure, not five.
+            # A call stopped with no status and no output says nothing either.
             return None
         if tests_failed(event):
             # A test run that reported failing tests worked: five failing

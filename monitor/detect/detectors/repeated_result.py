@@ -17,7 +17,10 @@ Successes do not count by default: the same "updated successfully", "Plan
 updated" or empty output after many different edits is work getting done, and
 a parallel batch where one call failed and its siblings were cancelled is one
 failure, not many.  Failures that say nothing but "exit code 1" do not count
-either (``grep -q`` over many files).  ``failures_only = false`` also compares
+either (``grep -q`` over many files).  Calls one reply made together (in
+parallel: four searches of one reply, each "ripgrep command failed") that fail
+alike are one attempt, as for ``stale_outcome`` and ``failure_cascade``
+(:mod:`~monitor.detect.analysis.progress`).  ``failures_only = false`` also compares
 substantial successes (exact text), for agents whose tools never report errors.
 """
 
@@ -27,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from monitor.detect.analysis.failures import comparable_failure, shown_failure
+from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.signatures import (
     EMPTY_HANDED,
     failure_signature,
@@ -73,10 +77,13 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         #: would freeze while the loop goes on).
         self.run_outcome: str | None = None
         self.run_total = 0
+        #: The last result's round (progress.round_of): one reply's calls are one attempt.
+        self.round: tuple[object, int, int] | None = None
 
     def reset(self) -> None:
         self.results.clear()
         self.run_outcome, self.run_total = None, 0
+        self.round = None
 
     def window(self) -> list[Event]:
         return []  # the results compared are summarized, not kept
@@ -86,6 +93,28 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         if event.is_error or is_acknowledgement(event) or len(event.content.strip()) < MIN_SUCCESS_CHARS:
             return None
         return "R:" + clip(event.content)
+
+    def _track_run(self, outcome: str, same: int) -> None:
+        """Count ``outcome``'s run beyond the window (``same``: how often it is in it)."""
+        if same < 2:
+            if outcome == self.run_outcome:
+                self.run_outcome = None  # it had left the window: a new run
+        elif outcome == self.run_outcome:
+            self.run_total += 1
+        else:
+            self.run_outcome, self.run_total = outcome, same
+
+    def _joins_reply(self, event: Event, outcome: str | None) -> bool:
+        """Whether ``event`` came from the same reply as the result before
+        and ended the same way (one reply's parallel calls: one attempt)."""
+        before, self.round = self.round, round_of(event)
+        results = self.results
+        return (
+            outcome is not None
+            and bool(results)
+            and results[-1][0] == outcome
+            and same_round(before, self.round)
+        )
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         call = event.call
@@ -99,6 +128,8 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         if outcome is None and not self.settings.failures_only:
             outcome = self._success(event)
         results = self.results
+        if self._joins_reply(event, outcome):
+            return None  # one reply's calls made together, failing alike: one attempt
         if outcome is None:
             # A cancelled sibling or a refused call is not this call's result
             # and takes no slot.  (Neither has an outcome: ``failure_signature``
@@ -109,13 +140,7 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         results.append((outcome, hash(call_key(call)), ref(call)))
         # (A result with an outcome always keeps its call's evidence.)
         same = [(c, e) for o, c, e in results if o == outcome and e is not None]
-        if len(same) < 2:
-            if outcome == self.run_outcome:
-                self.run_outcome = None  # it had left the window: a new run
-        elif outcome == self.run_outcome:
-            self.run_total += 1
-        else:
-            self.run_outcome, self.run_total = outcome, len(same)
+        self._track_run(outcome, len(same))
         calls = {c for c, _ in same}
         if len(same) > 1:
             view.note_similarity(self.name, min(1.0, len(same) / self.settings.threshold))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import is_edit
 from monitor.detect.analysis.failures import run_outcome
+from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.testruns import RunOutcome, is_test_run
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -36,6 +37,8 @@ from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
 #: Events kept as evidence per streak (calls and results), as references:
 #: a test report may be megabytes.
 EVIDENCE = 12
+#: Line digests remembered per streak (what its runs have shown).
+SHOWN_LINES = 1000
 
 RETHINK = (
     "Step back and rethink:\n"
@@ -71,6 +74,8 @@ class TestFix(Detector[TestFixSettings]):
         self.failures: int | None = None
         self.passed: int | None = None
         self.tests: tuple[str, ...] = ()
+        #: The digests of the lines the streak's runs showed (outcomes.body_lines).
+        self.shown: set[int] = set()
         self.edits_since_run = 0
         self.edits_in_streak = 0
         self.round: tuple[object, int, int] | None = None  # the last failing run's (progress.round_of)
@@ -104,14 +109,16 @@ class TestFix(Detector[TestFixSettings]):
             self.events.append(ref(event))
             return None
         self.round = now
-        if self._probe(outcome):
+        if self._probe(outcome) or self._shows_new(event, outcome):
             # The same tests failing the same number of times, other lines
-            # around them (`-s`, a debug print): a look at the failure, which
-            # neither counts nor breaks the streak.
+            # around them (`-s`, a debug print), or the same failure shown
+            # with lines no run of the streak showed and nothing edited: a
+            # look at the failure, which neither counts nor breaks the streak.
             self.edits_in_streak += self.edits_since_run
             self.edits_since_run = 0
             return None
         self._follow(outcome, view)
+        self._remember(body_lines(event.content))
         self.events.append(ref(call))
         self.events.append(ref(event))
 
@@ -131,6 +138,29 @@ class TestFix(Detector[TestFixSettings]):
             and (outcome.failures, outcome.passed) == (self.failures, self.passed)
         )
 
+    def _shows_new(self, result: Event, outcome: RunOutcome) -> bool:
+        """Whether a run failing the streak's way, with no edit since the
+        streak's last run, shows lines none of the streak's runs showed: the
+        failing test alone or verbose, or run on the code with the changes
+        stashed (is it pre-existing?) -- a look at the failure, not an attempt
+        at a fix.  After an edit a changed line proves nothing: the traceback
+        quotes the edited code.  Its lines join the streak's either way."""
+        if (
+            not self.count
+            or self.edits_since_run
+            or outcome.signature != self.signature
+            or outcome.failures != self.failures
+        ):
+            return False
+        lines = body_lines(result.content)
+        new = not lines <= self.shown
+        self._remember(lines)
+        return new
+
+    def _remember(self, lines: frozenset[int]) -> None:
+        if len(self.shown) < SHOWN_LINES:
+            self.shown.update(lines)
+
     def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
         """Extend the streak with a failing run, or start a new one."""
         progress = (
@@ -146,6 +176,7 @@ class TestFix(Detector[TestFixSettings]):
             self.signature = outcome.signature
             self.edits_in_streak = 0
             self.events.clear()
+            self.shown.clear()
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.tests = outcome.tests
