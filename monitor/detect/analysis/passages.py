@@ -43,9 +43,18 @@ def normal(passage: str) -> str:
     return squash_ws(_DIGITS.sub("", passage)).strip().lower()
 
 
+def _too_short(text: str, min_chars: int, repeats: int, limit: int) -> bool:
+    """Whether ``text`` (its first ``limit`` characters) is too short to hold ``repeats``
+    passages or lines of ``min_chars`` each: an ASCII text, whose normal form is never
+    longer than it (lower-casing some other letters lengthens them: "İ" becomes two)."""
+    return min(len(text), limit) < min_chars * repeats and text.isascii()
+
+
 def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Repeat | None:
     """The first passage of ``text`` (its first ``limit`` characters) to come
     back ``repeats`` times, counted where its ``repeats``-th copy starts."""
+    if _too_short(text, min_chars, repeats, limit):
+        return None
     seen: dict[str, int] = {}
     for match in _PASSAGE.finditer(text, 0, min(len(text), limit)):
         key = normal(match.group())
@@ -76,6 +85,8 @@ def repeated_line(text: str, min_chars: int, repeats: int, limit: int) -> Repeat
     back (a report line per module) count once: a list written without markers.  Code (fenced or indented), list items, table rows,
     headings, quotes and lines that open with no word (a file tree, a rule) are
     never counted, nor lines shorter than ``min_chars``."""
+    if _too_short(text, min_chars, repeats, limit):
+        return None
     seen: dict[str, int] = {}
     last = ""
     fenced = False
