@@ -199,16 +199,18 @@ class SessionState:
             if each not in self.trackers:
                 self.trackers[each] = TurnTracker(same_turn_seconds=each)
         self.fed = tuple((each, self.trackers[each]) for each in seconds)
-        ledger: tuple[Step, ...] = ((self.ledger.observe, None),)
-        self.steps = {
-            kind: tuple(
+        # One step per detector, listed under each kind it observes (in run order).
+        by_kind: dict[Kind, list[Step]] = {kind: [] for kind in Kind}
+        for d in (*active, *self.global_detectors):
+            step = (
                 (d.judge, d.settings.same_turn_seconds) if isinstance(d, TurnDetector) else (d.observe, None)
-                for d in (*active, *self.global_detectors)
-                if kind in d.kinds
             )
-            + (ledger if kind is Kind.TOOL_RESULT else ())
-            for kind in Kind
-        }
+            for kind in d.kinds:
+                listed = by_kind.get(kind)
+                if listed is not None:
+                    listed.append(step)
+        by_kind[Kind.TOOL_RESULT].append((self.ledger.observe, None))
+        self.steps = {kind: tuple(listed) for kind, listed in by_kind.items()}
         self.observers = {
             kind: tuple(run for run, turn_seconds in steps if turn_seconds is None)
             for kind, steps in self.steps.items()
