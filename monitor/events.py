@@ -93,7 +93,7 @@ class Facts:
     * ``call_key``, ``args_rewritten``, ``result_key``, ``outcome_key``:
       :mod:`monitor.text`'s keys;
     * everything else: its module in :mod:`monitor.detect.analysis`
-      (``failures``, ``signatures``, ``calls``, ``waits``), which the
+      (``failures``, ``signatures``, ``calls``, ``waits``, ``progress``), which the
       detectors ask (``failed(result)``, ``call_record(call)``…); the
       engine's enrichment stage marks waits and attaches results first.
 
@@ -115,6 +115,8 @@ class Facts:
     #: A result is a failure (``failures.failed``).
     failed: bool | None = None
     failure_kind: str | None = None
+    #: What a failed result's telling line names (``progress.failure_names``).
+    failure_names: frozenset[str] | None = None
     run_outcome: Any = None
     #: A result's failure signature ("" for none), and its comparable failure.
     failure_signature: str | None = None

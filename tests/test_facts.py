@@ -39,6 +39,7 @@ OWNERS: dict[str, set[str]] = {
         "primary_args",
     },
     "detect/analysis/waits.py": {"waited", "wait_only"},
+    "detect/analysis/progress.py": {"failure_names"},
 }
 
 _USE = re.compile(r"\.facts\.(\w+)")

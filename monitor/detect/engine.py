@@ -88,16 +88,19 @@ class SeenIds:
     Holds the ids' hashes (a call's and its result's apart), not the
     strings: a session keeps hundreds of them.  Two different ids with one
     64-bit ``hash()`` would make the second look like a duplicate; with 256
-    ids held that is about one in 10**16 per id.  One dict holds them in the
-    order added (the oldest first), so there is no second structure to keep
-    that order: a set plus a deque of the same 256 ints took 45 KB (CPython
-    doubles a set's table to 2,048 slots when it loses and gains a key on every
-    call), the dict about 28 KB."""
+    ids held that is about one in 10**16 per id.  A dict holds them for the
+    lookup (a set losing and gaining a key on every call is doubled by
+    CPython to 2,048 slots: 45 KB with its ring, the dict about 28 KB); a
+    list of the same ints in the order added, used as a ring once full, says
+    which is the oldest (finding it as the dict's first key walks past every
+    key deleted since the dict was last resized: ~1,600 instructions an id)."""
 
-    __slots__ = ("ids", "size")
+    __slots__ = ("ids", "order", "oldest", "size")
 
     def __init__(self, size: int):
         self.ids: dict[int, None] = {}
+        self.order: list[int] = []
+        self.oldest = 0  # the index in ``order`` of the oldest id, once full
         self.size = size
 
     def admit(self, event: Event) -> bool:
@@ -110,8 +113,16 @@ class SeenIds:
         if key in ids:
             return False
         ids[key] = None
-        if len(ids) > self.size:
-            del ids[next(iter(ids))]  # the oldest
+        order = self.order
+        if len(order) < self.size:
+            order.append(key)
+        elif order:  # (a memory of no ids keeps none)
+            oldest = self.oldest
+            del ids[order[oldest]]
+            order[oldest] = key
+            self.oldest = (oldest + 1) % self.size
+        else:
+            del ids[key]
         return True
 
 
@@ -199,16 +210,18 @@ class SessionState:
             if each not in self.trackers:
                 self.trackers[each] = TurnTracker(same_turn_seconds=each)
         self.fed = tuple((each, self.trackers[each]) for each in seconds)
-        ledger: tuple[Step, ...] = ((self.ledger.observe, None),)
-        self.steps = {
-            kind: tuple(
+        # One step per detector, listed under each kind it observes (in run order).
+        by_kind: dict[Kind, list[Step]] = {kind: [] for kind in Kind}
+        for d in (*active, *self.global_detectors):
+            step = (
                 (d.judge, d.settings.same_turn_seconds) if isinstance(d, TurnDetector) else (d.observe, None)
-                for d in (*active, *self.global_detectors)
-                if kind in d.kinds
             )
-            + (ledger if kind is Kind.TOOL_RESULT else ())
-            for kind in Kind
-        }
+            for kind in d.kinds:
+                listed = by_kind.get(kind)
+                if listed is not None:
+                    listed.append(step)
+        by_kind[Kind.TOOL_RESULT].append((self.ledger.observe, None))
+        self.steps = {kind: tuple(listed) for kind, listed in by_kind.items()}
         self.observers = {
             kind: tuple(run for run, turn_seconds in steps if turn_seconds is None)
             for kind, steps in self.steps.items()

@@ -45,12 +45,21 @@ def normal(passage: str) -> str:
     return squash_ws(_DIGITS.sub("", passage)).strip().lower()
 
 
+def _too_short(text: str, min_chars: int, repeats: int, limit: int) -> bool:
+    """Whether ``text`` (its first ``limit`` characters) is too short to hold ``repeats``
+    passages or lines of ``min_chars`` each: an ASCII text, whose normal form is never
+    longer than it (lower-casing some other letters lengthens them: "İ" becomes two)."""
+    return min(len(text), limit) < min_chars * repeats and text.isascii()
+
+
 def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Repeat | None:
     """The first passage of ``text`` (its first ``limit`` characters) to come
     back ``repeats`` times within one section, counted where its ``repeats``-th
     copy starts.  A heading the reply had not written before (outside code)
     starts a section: a field said once under each of a template's headings
     ("**Method:** unit test" under "#### TC-1 …", "#### TC-2 …") counts once."""
+    if _too_short(text, min_chars, repeats, limit):
+        return None
     seen: dict[str, tuple[int, int]] = {}  # passage -> (copies in its section, that section)
     sections = Sections()
     for match in _PASSAGE.finditer(text, 0, min(len(text), limit)):
@@ -117,6 +126,8 @@ def repeated_line(text: str, min_chars: int, repeats: int, limit: int) -> Repeat
     back (a report line per module) count once: a list written without markers.  Code (fenced or indented), list items, table rows,
     headings, quotes and lines that open with no word (a file tree, a rule) are
     never counted, nor lines shorter than ``min_chars``."""
+    if _too_short(text, min_chars, repeats, limit):
+        return None
     seen: dict[str, int] = {}
     last = ""
     fenced = False

@@ -63,7 +63,11 @@ def _telling_line(result: Event) -> str:
 
 
 def failure_names(result: Event) -> frozenset[str]:
-    """What a failed result's telling line names (modules, files, settings)."""
+    """What a failed result's telling line names (modules, files, settings);
+    worked out once per result (``failure_cascade`` and ``limits`` both ask)."""
+    known: frozenset[str] | None = result.facts.failure_names
+    if known is not None:
+        return known
     found: set[str] = set()
     for match in _NAMES.finditer(_telling_line(result)):
         name = next(group for group in match.groups() if group)
@@ -71,7 +75,8 @@ def failure_names(result: Event) -> frozenset[str]:
             found.add(name)
             if len(found) >= MAX_NAMES:
                 break
-    return frozenset(found)
+    names = result.facts.failure_names = frozenset(found)
+    return names
 
 
 def _call_text(call: Event | None) -> str:
