@@ -40,11 +40,6 @@ Left alone, on purpose:
   restated reply, a monologue, compactions; turns of text without calls), the waiting budget, the swarm's
   cross-session count and the revert cycles of ``retry_rounds`` (the restore
   itself is what repeats);
-* ``limits`` up to ``warn``: a limit is a backstop, not a claim that an outcome
-  repeats (the consecutive-failure limit has its own rule for failures that move
-  on; five different failures in a row still warn: ``c_loop_limits_failures``).
-  Beyond ``warn`` it is judged: failures that all differ never take a session to
-  ``critical`` or ``terminate``;
 * evidence with fewer than two known results (refusals sent as messages, a
   person's repeated complaint, results older than the ledger): nothing
   contradicts the detector, so it stands.
@@ -79,14 +74,11 @@ OWN_OUTCOME = frozenset(
         "waiting",
         "swarm",
         "retry_rounds",
-        "limits",
     }
 )
 #: Detectors whose claim is the same call made again (the inputs repeat): they must
 #: also show its outcome repeating -- two known results, the latest one not new.
 SAME_CALL = frozenset({"exact_repeat", "similar_args", "cycle", "fingerprint", "turn_similarity"})
-#: The backstop: its failures that all differ may warn, never more.
-BACKSTOP = "limits"
 #: What a detection that was not corroborated says after its message.
 NOT_CORROBORATED = " (held back: the rounds it cites did not end the same way)"
 
@@ -258,10 +250,8 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
     """The highest level the evidence of a detection (of ``detector``, at ``level``)
     supports: ``notice`` for a detector that claims an outcome repeats and cites
     two or more known results that all differ, or, for one of :data:`SAME_CALL`,
-    whose latest cited result is new; ``warn`` for a limit whose cited
-    failures all differ (a backstop may warn, never stop a session over failures
-    that keep changing); else ``terminate`` (no ceiling)."""
-    if level < Level.WARN or (detector != BACKSTOP and not judged(detector)):
+    whose latest cited result is new; else ``terminate`` (no ceiling)."""
+    if level < Level.WARN or not judged(detector):
         return Level.TERMINATE
     if detector in SAME_CALL and ledger.unrecorded(evidence):
         return Level.NOTICE  # the same call again, none of whose results the log holds: blind
@@ -272,4 +262,4 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
         return Level.NOTICE
     if repeats(outcomes):
         return Level.TERMINATE
-    return Level.WARN if detector == BACKSTOP else Level.NOTICE
+    return Level.NOTICE
