@@ -16,6 +16,7 @@ from monitor.detect.detectors.cycle import Cycle
 from monitor.detect.detectors.exact_repeat import ExactRepeat
 from monitor.detect.detectors.failure_cascade import FailureCascade
 from monitor.detect.detectors.fingerprint import Fingerprint
+from monitor.detect.detectors.idle_edits import IdleEdits
 from monitor.detect.detectors.limits import Limits
 from monitor.detect.detectors.monologue import Monologue
 from monitor.detect.detectors.output_similarity import OutputSimilarity
@@ -47,6 +48,7 @@ DETECTORS: tuple[type[Detector[Any]], ...] = (
     Limits,
     Waiting,
     RetryRounds,
+    IdleEdits,
 )
 
 #: Detector name (its ``[detectors.<name>]`` table) -> class, in run order.
