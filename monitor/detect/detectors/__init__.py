@@ -22,6 +22,7 @@ from monitor.detect.detectors.monologue import Monologue
 from monitor.detect.detectors.output_similarity import OutputSimilarity
 from monitor.detect.detectors.repeated_result import RepeatedResult
 from monitor.detect.detectors.retry_rounds import RetryRounds
+from monitor.detect.detectors.same_reply import SameReply
 from monitor.detect.detectors.similar_args import SimilarArgs
 from monitor.detect.detectors.stale_outcome import StaleOutcome
 from monitor.detect.detectors.swarm import Swarm
@@ -49,6 +50,7 @@ DETECTORS: tuple[type[Detector[Any]], ...] = (
     Waiting,
     RetryRounds,
     IdleEdits,
+    SameReply,
 )
 
 #: Detector name (its ``[detectors.<name>]`` table) -> class, in run order.
