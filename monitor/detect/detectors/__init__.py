@@ -16,11 +16,13 @@ from monitor.detect.detectors.cycle import Cycle
 from monitor.detect.detectors.exact_repeat import ExactRepeat
 from monitor.detect.detectors.failure_cascade import FailureCascade
 from monitor.detect.detectors.fingerprint import Fingerprint
+from monitor.detect.detectors.idle_edits import IdleEdits
 from monitor.detect.detectors.limits import Limits
 from monitor.detect.detectors.monologue import Monologue
 from monitor.detect.detectors.output_similarity import OutputSimilarity
 from monitor.detect.detectors.repeated_result import RepeatedResult
 from monitor.detect.detectors.retry_rounds import RetryRounds
+from monitor.detect.detectors.same_reply import SameReply
 from monitor.detect.detectors.similar_args import SimilarArgs
 from monitor.detect.detectors.stale_outcome import StaleOutcome
 from monitor.detect.detectors.swarm import Swarm
@@ -47,6 +49,8 @@ DETECTORS: tuple[type[Detector[Any]], ...] = (
     Limits,
     Waiting,
     RetryRounds,
+    IdleEdits,
+    SameReply,
 )
 
 #: Detector name (its ``[detectors.<name>]`` table) -> class, in run order.
