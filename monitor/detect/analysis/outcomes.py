@@ -250,7 +250,7 @@ def rejection(text: str) -> Outcome | None:
 def _empty(text: str, call: Event | None) -> Outcome | None:
     # What the text says first (a few word tests), whether the call searches
     # only for a text that says "nothing found" (a pattern over its command).
-    if len(text) > 600 or ("\x1b" not in text and not _has_empty_word(text)):
+    if len(text) > 600 or ("\x1b" not in text and not _holds_any(text, _EMPTY_WORDS)):
         return None  # (colours could join a word)
     for line in _lines(text)[-TAIL_LINES:]:
         if _EMPTY.search(line):
@@ -262,10 +262,11 @@ def _empty(text: str, call: Event | None) -> Outcome | None:
 _EMPTY_WORDS = ("found", "match", "0 ")
 
 
-def _has_empty_word(text: str) -> bool:
-    """Whether ``text`` holds one of :data:`_EMPTY_WORDS`, which every match of :data:`_EMPTY` holds."""
+def _holds_any(text: str, words: tuple[str, ...]) -> bool:
+    """Whether ``text``, lower-cased, holds one of ``words`` (lower case): a cheap test
+    before a regex every match of which holds one of them."""
     low = text.lower()
-    for word in _EMPTY_WORDS:
+    for word in words:
         if word in low:
             return True
     return False
@@ -275,7 +276,7 @@ def _ending_error(text: str) -> str | None:
     """The error line among the last lines of ``text``, if it ends in one."""
     # The last lines are in the last characters: the rest is not split.
     tail = text[-ENDING_CHARS:] if len(text) > ENDING_CHARS else text
-    if "\x1b" not in tail and not _has_error_word(tail):
+    if "\x1b" not in tail and not _holds_any(tail, _ERROR_WORDS):
         return None  # no line of it can be an error line (most outputs); colours could join a word
     lines = _lines(tail)[-3 * TAIL_LINES :]
     telling = [line for line in lines if not _generic(line)]
@@ -291,15 +292,6 @@ _ERROR_WORDS = (
     "cannot", "can't", "unexpected eof", "rejected",
 )  # fmt: skip
 _GENERIC_WORDS = ("exit", "non-zero", "returned", "error", "fatal", "fail", "<")
-
-
-def _has_error_word(text: str) -> bool:
-    """Whether ``text`` holds one of :data:`_ERROR_WORDS`, which every error line holds."""
-    low = text.lower()
-    for word in _ERROR_WORDS:
-        if word in low:
-            return True
-    return False
 
 
 def _error_line(line: str) -> bool:
