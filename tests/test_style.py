@@ -40,3 +40,14 @@ def test_pre_commit_runs_the_pinned_ruff_and_the_venv_mypy():
     rev = re.search(r"ruff-pre-commit\n\s+rev: v(\S+)", config)
     assert rev and rev.group(1) == pinned, f"set the ruff-pre-commit rev to v{pinned}"
     assert "entry: .venv/bin/mypy" in config
+
+
+def test_pre_commit_refuses_a_commit_subject_of_72_characters():
+    config = (ROOT / ".pre-commit-config.yaml").read_text()
+    hook = re.search(r"id: commit-subject\n(?:\s+\w+: .*\n)*?\s+entry: '(.+)'", config)
+    assert hook, "the commit-subject hook is in .pre-commit-config.yaml"
+    assert "commit-msg" in config.split("repos:")[0], "pre-commit install installs the commit-msg hook"
+    # pygrep --multiline: one search over the file, MULTILINE | DOTALL, on bytes
+    too_long = re.compile(hook.group(1).encode(), re.MULTILINE | re.DOTALL)
+    assert too_long.search(b"x" * 72 + b"\n\nbody\n")
+    assert not too_long.search(b"x" * 71 + b"\n\n" + b"a body line may be long " * 10 + b"\n")
