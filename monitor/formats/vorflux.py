@@ -25,6 +25,10 @@ A ``tool_call`` entry no reply asked for is the harness's own (a hook it runs
 between the model's steps): its events carry ``meta["harness"] = True``, and
 the detectors do not take it for the agent acting (:func:`_harness`); a call
 recognised as the harness's once is the harness's each time it runs.
+In an export whose replies record no requests, a reply's calls the harness
+handles itself (dispatching subagents, waiting for them, todo lists) leave no
+trace: its message carries ``meta["calls_unrecorded"] = True`` (no evidence
+that it made no call).
 An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
 its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
 the harness grading replies and are skipped (counted).  The ``line`` of an event
@@ -253,6 +257,11 @@ class _Run:
         self.ts = base
         self.answered, self.alone, self.replies = _pair(trajectory)
         self.harness = _harness(trajectory, self.answered)
+        #: Whether the replies record their requests: when none does, a reply's calls the
+        #: harness handles itself (``add_task``, ``wait_any_task_result`` …) leave no trace.
+        self.requests = any(
+            isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory
+        )
         self.told = False
         self.skipped: dict[str, int] = {}
 
@@ -280,7 +289,8 @@ class _Run:
         output = entry.get("output")
         text = _text(output.get("content")) if isinstance(output, dict) else ""
         if text.strip():
-            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip()))
+            unknown = {} if self.requests else {"calls_unrecorded": True}
+            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip(), meta=unknown))
         for place, (ident, name, args) in enumerate(_requests(entry)):
             if (index, place) in self.alone:
                 out.append(
