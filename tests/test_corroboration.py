@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from monitor.config import build_config
+from monitor.detect.analysis.failures import closer_look, command_words
 from monitor.detect.corroboration import OutcomeLedger, ceiling, repeats
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.scan import scan
@@ -208,3 +209,83 @@ def test_a_repeat_whose_results_the_log_does_not_hold_is_never_flagged_blind(tmp
     assert repeats, "the same call again is still noticed"
     assert all(d.level is Level.NOTICE for d in repeats)
     assert max(d.proposed for d in repeats) >= Level.WARN
+
+
+#: An environment set up through different setbacks (pydata__xarray-6744): one of them, an
+#: install failing to build, is run again narrower to read why (a closer look).
+_BUILD_FAILED = (
+    "note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+    "error: subprocess-exited-with-error\n"
+    "Getting requirements to build wheel did not run successfully.\n"
+    "exit code: 1\n"
+    "note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+    "Exit code 1"
+)
+_BUILD_FAILED_WHY = (
+    "Collecting numpy==1.23.0\n"
+    "  Installing build dependencies: started\n"
+    '  File "/tmp/pip-build-env/setuptools/__init__.py", line 10, in <module>\n'
+    "    import distutils.core\n"
+    "  ModuleNotFoundError: No module named 'distutils'\n" + _BUILD_FAILED
+)
+SETUP = [
+    ("ls /usr/local/bin/python*; which python3.10", "/usr/local/bin/python\nExit code 127"),
+    (
+        "pip install numpy==1.23.0 pandas==1.5.3 scipy==1.11.1 2>&1 | tail -10",
+        "error: externally-managed-environment\nhint: See PEP 668 for the detailed specification.\nExit code 1",
+    ),
+    (
+        "pip install --break-system-packages numpy==1.23.0 pandas==1.5.3 scipy==1.11.1 2>&1 | tail -10",
+        _BUILD_FAILED,
+    ),
+    ("pip install --break-system-packages numpy==1.23.0 2>&1 | tail -30", _BUILD_FAILED_WHY),
+    (
+        "sudo apt-get install -y -qq python3.10 python3.10-venv",
+        "E: Unable to locate package python3.10-venv\nExit code 100",
+    ),
+    (
+        "python3 -m venv /tmp/env",
+        "The virtual environment was not created successfully because ensurepip is not\navailable.\nExit code 1",
+    ),
+]
+
+
+def test_a_closer_look_at_the_failure_before_is_no_repeat(tmp_path):
+    """Six setbacks in a row, each different but one: the install that failed to build, run
+    again narrower (numpy alone, a longer tail) to read the traceback that names the cause. A look,
+    not a retry: the long streak and the failure limit stay a notice (xarray-6744)."""
+    path = _log(tmp_path, SETUP)
+    assert _warned(path, "failure_cascade") == []
+    assert _warned(path, "limits") == []
+    report = scan([str(path)])
+    assert max(d.proposed for d in report.detections if d.detector == "failure_cascade") >= Level.WARN
+
+
+def test_the_same_install_again_is_still_a_repeat(tmp_path):
+    """The stuck neighbour: the failed install run again as it was (or with another package
+    list, not a part of the first) fails the same way: the streak warns."""
+    again = [*SETUP[:3], SETUP[2], *SETUP[4:]]
+    assert _warned(_log(tmp_path, again), "failure_cascade")
+    other = [
+        *SETUP[:3],
+        ("pip install --break-system-packages numpy==1.23.0 dask 2>&1 | tail -30", _BUILD_FAILED_WHY),
+        *SETUP[4:],
+    ]
+    assert _warned(_log(tmp_path, other), "failure_cascade")
+
+
+def test_a_closer_look_is_a_narrower_or_filtered_command_showing_more():
+    """closer_look: narrowed (a part of the words, digits aside) or filtered (the same command
+    piped into tail, head or grep), and showing two lines the failure before did not."""
+    more, less = frozenset({1, 2, 3, 4}), frozenset({1})
+    install = "pip install A B C 2>&1 | tail -10"
+    assert closer_look(install, "pip install A 2>&1 | tail -30", less, more)
+    assert closer_look("pip install A B C", "pip install A 2>&1 | grep -i error", less, more)
+    assert closer_look("make build", "make build 2>&1 | tail -50", less, more)
+    assert command_words("tail -10") == command_words("tail -30")
+    # Left alone: the same command, other words, a filter swapped, nothing new shown but the error.
+    assert not closer_look(install, install, less, more)
+    assert not closer_look(install, "pip install A D 2>&1 | tail -30", less, more)
+    assert not closer_look("make build | tail -20", "make build 2>&1 | grep -i error | head -20", less, more)
+    assert not closer_look(install, "pip install A 2>&1 | tail -30", less, frozenset({1, 2}))
+    assert not closer_look(None, "pip install A", less, more)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from monitor.events import Level
@@ -198,3 +199,51 @@ def test_replies_with_nothing_between_still_say_no_user_turn():
     """Without a harness answer between the replies the reason stays as it was."""
     hits = run(summaries(3))
     assert hits[0].message == "3 assistant turns in a row without a tool call or a user turn"
+
+
+def _vorflux(path: Path, requests: bool) -> Path:
+    """A Vorflux export: a reply that runs one command, then four replies of an orchestrator
+    that dispatches and waits for its subagents (calls the harness handles itself, no span)."""
+    command = {"command": "git diff --stat"}
+    asked = [
+        {"id": "toolu_1", "type": "function", "function": {"name": "bash", "arguments": json.dumps(command)}}
+    ]
+    replies = [
+        "Both agents approve the fix. Let me check on the testing agent, then dispatch the build agent.",
+        "The testing agent is still running. Let me send it the setup message while I dispatch the build agent.",
+        "I need to evaluate whether this is an intermediate response (a test plan) or the final testing report.",
+        "The rules say I must not modify test files. Let me dispatch the build agent with the feedback verbatim.",
+    ]
+    trajectory: list[dict] = [
+        {
+            "type": "llm_call",
+            "timestamp": "2026-05-04 23:38:10.0",
+            "output": {"content": "Checking the diff.", "tool_calls": asked if requests else []},
+        },
+        {
+            "type": "tool_call",
+            "tool": "bash_execute",
+            "timestamp": "2026-05-04 23:38:11.0",
+            "arguments": command,
+            "result": {"stdout": " django/db/models/expressions.py | 6 ++++++", "exitCode": 0},
+        },
+    ]
+    for n, text in enumerate(replies):
+        trajectory.append(
+            {"type": "llm_call", "timestamp": f"2026-05-04 23:38:{20 + 5 * n}.0", "output": {"content": text}}
+        )
+    document = {"instance_id": "x__y-1", "session_id": "s", "total_spans": 6, "trajectory": trajectory}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_replies_whose_calls_the_export_does_not_record_are_no_monologue(tmp_path: Path):
+    """An export whose replies record no requests (django__django-15930): an orchestrator
+    dispatching subagents leaves only its text; the log cannot say it made no call, so its
+    replies are never counted as turns without one. Where the export records requests, the
+    same replies asked for nothing: still a monologue."""
+    blind = scan([str(_vorflux(tmp_path / "blind.json", requests=False))])
+    assert [d for d in blind.detections if d.detector == "monologue"] == []
+    recorded = scan([str(_vorflux(tmp_path / "recorded.json", requests=True))])
+    warned = [d.line for d in recorded.detections if d.detector == "monologue" and d.level >= Level.WARN]
+    assert warned == [6]

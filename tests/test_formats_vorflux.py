@@ -211,3 +211,23 @@ def test_calls_without_arguments_pair_by_tool_name(tmp_path: Path):
     events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
     calls = [(e.tool, e.call_id, e.line) for e in events if e.kind is Kind.TOOL_CALL]
     assert calls == [("list_tasks", "toolu_1", 1), ("list-git-repositories", "toolu_2", 2)]
+
+
+def test_a_call_recognised_as_the_harnesss_once_is_the_harnesss_everywhere(tmp_path: Path):
+    """An export whose replies record no requests (django__django-15930): the hook run three times
+    after one reply is recognised as the harness's; run once after each of three later replies it is
+    still the harness's, not the agent repeating a call (it used to warn exact_repeat). A call of the
+    model's own, once after each reply, is still the model's."""
+    plain = {"type": "llm_call", "timestamp": "2026-05-04 23:25:04.5", "output": {"content": ""}}
+    step = {"command": "python repro.py"}
+    trajectory = [plain, _span(HOOK), _span(HOOK), _span(HOOK)]
+    for n in range(3):
+        trajectory += [plain, _span({"command": f"sed -n '{n},+9p' a.py"}, {"stdout": f"{n}", "exitCode": 0})]
+        trajectory += [_span(HOOK)]
+    trajectory += [plain, _span(step), plain, _span(step), plain, _span(step)]
+    events, _ = documents.load(_export(tmp_path / "run.json", trajectory))
+    assert {line for _, line in _harness_lines(events)} == {2, 3, 4, 7, 10, 13}
+    report = scan([str(tmp_path / "run.json")])
+    assert [(d.detector, d.line) for d in report.detections if d.level.label == "warn"] == [
+        ("exact_repeat", 19)
+    ]

@@ -27,6 +27,11 @@ A result *repeats* an earlier result the detection cites when
   digits, addresses, hashes, temporary directories and case aside) is a line an
   earlier one showed -- the same file again, a smaller range of a file already read.
 
+A closer look at the failure just before it (:func:`~monitor.detect.analysis.failures.closer_look`:
+the failed command re-run narrower or filtered, showing more of its error) is
+a look, not a retry: it does not repeat *that* failure (it still repeats an
+older one that ended the same way).
+
 A result with no output and no outcome, or an acknowledgement ("Applied edit to
 app.py", "File updated", ``exit code 0``), says nothing either way.  Each detector keeps
 its own, finer idea of "the same" (a re-run showing a new line is new for
@@ -53,10 +58,11 @@ warning cites them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from monitor.detect.analysis.failures import failed, failure_kind
+from monitor.detect.analysis.failures import closer_look, failed, failure_kind
 from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
+from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.base import Detection
 from monitor.events import Event, EventRef, Level
@@ -83,8 +89,18 @@ SAME_CALL = frozenset({"exact_repeat", "similar_args", "cycle", "fingerprint", "
 NOT_CORROBORATED = " (held back: the rounds it cites did not end the same way)"
 
 
-#: One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests.
-Entry = tuple[int, "tuple[str, ...]", "frozenset[int]"]
+class Entry(NamedTuple):
+    """One result: its seq, its outcome keys (telling outcome, failure kind), its lines' digests."""
+
+    seq: int
+    keys: tuple[str, ...]
+    body: frozenset[int]
+    #: A failed result's command (``None`` for a success or a tool that is no shell).
+    command: str | None = None
+    #: The seq of the result the session's agent got just before it (0: none).
+    before: int = 0
+
+
 #: How much of a call's argument a kept call holds (the shell reads commands up to 4,000 characters).
 ARG_CHARS = 4000
 
@@ -94,10 +110,11 @@ class _Kept:
     of a result reads, references to the event's own values (the text clipped
     only when longer than an outcome reads), no copy of either event."""
 
-    __slots__ = ("seq", "kind", "session", "ts", "content", "is_error", "tool", "meta", "call")
+    __slots__ = ("seq", "kind", "session", "ts", "content", "is_error", "tool", "meta", "call", "before")
 
-    def __init__(self, result: Event, content: str, call: tuple[Any, ...] | None):
+    def __init__(self, result: Event, content: str, call: tuple[Any, ...] | None, before: int):
         self.seq = result.seq
+        self.before = before  # the seq of the result kept just before it
         self.kind = result.kind
         self.session = result.session
         self.ts = result.ts
@@ -136,10 +153,11 @@ class OutcomeLedger:
     warning cites it: most results are never cited, and reading one is the
     cost of an outcome (regular expressions over 4,000 characters)."""
 
-    __slots__ = ("by_seq", "read")
+    __slots__ = ("by_seq", "read", "last")
 
     def __init__(self) -> None:
         self.by_seq: dict[int, _Kept] = {}
+        self.last = 0  # the seq of the result kept last
         self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
 
     def observe(self, result: Event, view: object = None) -> None:
@@ -152,8 +170,12 @@ class OutcomeLedger:
             kept_call = (call.kind, call.session, call.ts, call.tool, _bounded(call.args), call.seq)
         content = result.content
         kept = _Kept(
-            result, content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS), kept_call
+            result,
+            content if len(content) <= OUTCOME_CHARS else clip(content, OUTCOME_CHARS),
+            kept_call,
+            self.last,
         )
+        self.last = result.seq
         by_seq = self.by_seq
         by_seq[result.seq] = kept
         if call is not None and call.seq:
@@ -181,10 +203,10 @@ class OutcomeLedger:
             if kept is not None and kept.seq not in seen:
                 entry = self.read.get(kept.seq)
                 if entry is None:
-                    entry = self.read[kept.seq] = _read(kept.event())
+                    entry = self.read[kept.seq] = _read(kept.event())._replace(before=kept.before)
                 if entry[1] or entry[2]:
                     seen[kept.seq] = entry
-        return sorted(seen.values(), key=lambda entry: entry[0])
+        return sorted(seen.values(), key=lambda entry: entry.seq)
 
 
 def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -203,42 +225,63 @@ def _bounded(args: dict[str, Any] | None) -> dict[str, Any] | None:
 def _read(result: Event) -> Entry:
     """What a kept result ended in and showed (an acknowledgement: nothing)."""
     if is_acknowledgement(result):
-        return (result.seq, (), frozenset())
+        return Entry(result.seq, (), frozenset())
     found = outcome_of(result)
     keys: tuple[str, ...] = () if found is None else (found.key,)
+    command = None
     if failed(result):
         kind = failure_kind(result)
         if kind:
             keys += ("K:" + kind,)
+        command = shell_command(result.call)
     body = found.body if found is not None and found.body else body_lines(result.content)
-    return (result.seq, keys, body)
+    return Entry(result.seq, keys, body, command)
+
+
+def looks_closer(previous: Entry | None, entry: Entry) -> bool:
+    """Whether ``entry`` is a closer look at ``previous``, the failure the agent
+    got just before it: its command narrowed or filtered, showing more of the
+    error (:func:`~monitor.detect.analysis.failures.closer_look`)."""
+    return (
+        previous is not None
+        and entry.before == previous.seq
+        and previous.command is not None
+        and closer_look(previous.command, entry.command, previous.body, entry.body)
+    )
 
 
 def repeats(outcomes: list[Entry]) -> bool:
     """Whether a result of ``outcomes`` (oldest first) repeats an earlier one:
-    the same outcome, or nothing new shown."""
+    the same outcome, or nothing new shown.  A closer look at the failure just
+    before it does not repeat that one's outcome (an older one's, still)."""
     ended: set[str] = set()
+    older: set[str] = set()  # what ended before the result before
     shown: set[int] = set()
-    for _seq, keys, body in outcomes:
-        if ended.intersection(keys):
+    previous = None
+    for entry in outcomes:
+        if (older if looks_closer(previous, entry) else ended).intersection(entry.keys):
             return True
-        ended.update(keys)
-        if body and shown and body <= shown:
+        older = set(ended)
+        ended.update(entry.keys)
+        if entry.body and shown and entry.body <= shown:
             return True
-        shown |= body
+        shown |= entry.body
+        previous = entry
     return False
 
 
 def latest_repeats(outcomes: list[Entry]) -> bool:
     """Whether the latest result of ``outcomes`` (oldest first; results that say
-    nothing are not among them) repeats an earlier one: the outcome is not new *now*."""
-    *earlier, (_seq, keys, body) = outcomes
-    if any(set(keys).intersection(other[1]) for other in earlier):
+    nothing are not among them) repeats an earlier one: the outcome is not new *now*
+    (a closer look at the failure just before does not repeat that one's outcome)."""
+    *earlier, latest = outcomes
+    compared = earlier[:-1] if earlier and looks_closer(earlier[-1], latest) else earlier
+    if any(set(latest.keys).intersection(other.keys) for other in compared):
         return True
     shown: set[int] = set()
     for other in earlier:
-        shown |= other[2]
-    return bool(body) and body <= shown
+        shown |= other.body
+    return bool(latest.body) and latest.body <= shown
 
 
 def judged(detector: str) -> bool:

@@ -23,7 +23,12 @@ A span's call carries the reply it ran for (``meta["reply"]``, that
 ``llm_call``'s place): calls one reply made together are one round.
 A ``tool_call`` entry no reply asked for is the harness's own (a hook it runs
 between the model's steps): its events carry ``meta["harness"] = True``, and
-the detectors do not take it for the agent acting (:func:`_harness`).
+the detectors do not take it for the agent acting (:func:`_harness`); a call
+recognised as the harness's once is the harness's each time it runs.
+In an export whose replies record no requests, a reply's calls the harness
+handles itself (dispatching subagents, waiting for them, todo lists) leave no
+trace: its message carries ``meta["calls_unrecorded"] = True`` (no evidence
+that it made no call).
 An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
 its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
 the harness grading replies and are skipped (counted).  The ``line`` of an event
@@ -171,10 +176,13 @@ def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
     When the export records the replies' requests, an entry no request
     matched.  When it records none, only what shows without them: the same
     call run twice among the spans after one reply, before the next (a model
-    asks for a call once per reply; a harness re-runs its hook), every one
-    of them."""
+    asks for a call once per reply; a harness re-runs its hook).  A call
+    recognised as the harness's anywhere in the export is the harness's
+    everywhere in it, each time it runs (the hook run once between two
+    replies too), except where a recorded request asked for it."""
     recorded = any(isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory)
     found: set[int] = set()
+    spans: dict[bytes, list[int]] = {}  # every call's spans, by tool and arguments
     since_reply: dict[bytes, int] = {}  # the calls run since the last reply: the first span of each
     for index, entry in enumerate(trajectory, start=1):
         kind = entry.get("type") if isinstance(entry, dict) else None
@@ -182,16 +190,20 @@ def _harness(trajectory: list[Any], answered: dict[int, str]) -> set[int]:
             since_reply.clear()  # a reply between: the same call again is the model's
         if kind != "tool_call":
             continue
+        key = orjson.dumps(
+            [entry.get("tool"), entry.get("arguments")], option=orjson.OPT_SORT_KEYS, default=str
+        )
+        spans.setdefault(key, []).append(index)
         if recorded:
             if index not in answered:
                 found.add(index)
             continue
-        key = orjson.dumps(
-            [entry.get("tool"), entry.get("arguments")], option=orjson.OPT_SORT_KEYS, default=str
-        )
         first = since_reply.setdefault(key, index)
         if first != index:
             found.update((first, index))
+    for indices in spans.values():
+        if len(indices) > 1 and not found.isdisjoint(indices):
+            found.update(index for index in indices if index not in answered)
     return found
 
 
@@ -245,6 +257,11 @@ class _Run:
         self.ts = base
         self.answered, self.alone, self.replies = _pair(trajectory)
         self.harness = _harness(trajectory, self.answered)
+        #: Whether the replies record their requests: when none does, a reply's calls the
+        #: harness handles itself (``add_task``, ``wait_any_task_result`` …) leave no trace.
+        self.requests = any(
+            isinstance(e, dict) and e.get("type") == "llm_call" and _requests(e) for e in trajectory
+        )
         self.told = False
         self.skipped: dict[str, int] = {}
 
@@ -272,7 +289,8 @@ class _Run:
         output = entry.get("output")
         text = _text(output.get("content")) if isinstance(output, dict) else ""
         if text.strip():
-            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip()))
+            unknown = {} if self.requests else {"calls_unrecorded": True}
+            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip(), meta=unknown))
         for place, (ident, name, args) in enumerate(_requests(entry)):
             if (index, place) in self.alone:
                 out.append(

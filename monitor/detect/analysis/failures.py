@@ -14,6 +14,8 @@ event, so that several detectors pay for it once.
 * :func:`comparable_failure` / :func:`shown_failure` — what a failure is,
   comparable across calls and sessions, and how to quote it.
 * :func:`failure_kind` — what kind of failure it is, the names in it aside.
+* :func:`closer_look` — a failed command re-run narrower or filtered to read
+  its error: a look at the failure before, not a retry of it.
 """
 
 from __future__ import annotations
@@ -284,6 +286,66 @@ def failure_kind(result: Event) -> str:
     kind = kind[:200]
     result.facts.failure_kind = kind
     return kind
+
+
+#: A closer look shows at least this many lines the failure before did not: more than its own error line.
+NEW_LINES = 2
+#: Programs a command's output is piped into to read a part of it.
+_FILTERS = frozenset({"tail", "head", "grep", "egrep", "fgrep", "less", "more"})
+_PIPE = re.compile(r"(?<!\|)\|(?!\|)")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def command_words(command: str | None) -> frozenset[str]:
+    """A command's words (its first 2,000 characters) without their digits:
+    ``tail -10`` and ``tail -30`` alike."""
+    if not command:
+        return frozenset()
+    return frozenset(word.translate(_NO_DIGITS) for word in command[:2000].split())
+
+
+def unfiltered(command: str) -> tuple[str, bool]:
+    """``command`` without the filters its output is piped into at its end
+    (``2>&1 | tail -30``, ``| grep -i error | head -20``), and whether it had any."""
+    parts = _PIPE.split(command[:2000])
+    filtered = False
+    while len(parts) > 1 and program(parts[-1].strip()) in _FILTERS:
+        parts.pop()
+        filtered = True
+    base = "|".join(parts).strip()
+    if base.endswith("2>&1"):
+        base = base[:-4].rstrip()
+    return base, filtered
+
+
+def closer_look(
+    previous_command: str | None,
+    command: str | None,
+    previous_lines: frozenset[int] = frozenset(),
+    lines: frozenset[int] = frozenset(),
+) -> bool:
+    """Whether ``command``, failing the same way as ``previous_command`` just
+    before it, is a closer look at that failure rather than a retry: the
+    command before *narrowed* (its words, digits aside, a strict part of the
+    one before's, with or without the filters at their ends: one package of
+    several) or *filtered* (the same command, its output now piped into
+    ``tail``, ``head`` or ``grep``), showing at least :data:`NEW_LINES` lines
+    (``previous_lines`` and ``lines``: :func:`~monitor.detect.analysis.outcomes.body_lines`
+    of the two outputs) the one before did not.  Left alone: the same command
+    again, a command with other words, one filter swapped for another (``|
+    tail -20``, then ``| grep -i error``), and a re-run whose only new line
+    is its error line."""
+    if not command or not previous_command or len(lines - previous_lines) < NEW_LINES:
+        return False
+    words, previous_words = command_words(command), command_words(previous_command)
+    if words and words < previous_words:
+        return True
+    base, filtered = unfiltered(command)
+    previous_base, was_filtered = unfiltered(previous_command)
+    base_words, previous_base_words = command_words(base), command_words(previous_base)
+    if base_words and base_words < previous_base_words:
+        return True  # narrowed, its filter changed too
+    return filtered and not was_filtered and bool(base_words) and base_words == previous_base_words
 
 
 def clip_tail(text: str, limit: int = 2000) -> str:

@@ -11,11 +11,11 @@ consecutive-failure limit of design note 000) with no success.  A failure
 whose command acted on what the failure before it named and that fails in a
 new way moved on (:mod:`~monitor.detect.analysis.progress`: installing the
 missing module, then meeting the next one): the streak starts again at it.
-The command before narrowed (its words, digits aside, a part of the one
-before's) failing the same way but showing more than its error line anew
-(``pip install A B C | tail -10`` failing to build, then ``pip install A |
-tail -30`` to see why) is a closer look at that failure, not the same
-failure again.  When they are
+The command before narrowed or filtered, failing the same way but showing
+more than its error line anew (``pip install A B C | tail -10`` failing to
+build, then ``pip install A | tail -30`` to see why:
+:func:`~monitor.detect.analysis.failures.closer_look`) is a closer look at
+that failure, not the same failure again.  When they are
 file operations done by hand (``cat``, ``echo >``, ``sed -i``, ``printf >``)
 the advice is to use the file tools.
 
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import manual_file_op
-from monitor.detect.analysis.failures import failed, failure_kind, no_status, tests_failed
+from monitor.detect.analysis.failures import closer_look, failed, failure_kind, no_status, tests_failed
 from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
@@ -42,9 +42,6 @@ from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
 
 #: Events kept as evidence per streak (calls and results), as references.
 EVIDENCE = 12
-#: A narrowed command failing the same way that shows this many lines the one
-#: before did not (more than its own error line) is a closer look at it.
-NEW_LINES = 2
 
 FILE_TOOLS = (
     "Use the file tools instead of shell one-liners: read_file to read a file, "
@@ -62,16 +59,6 @@ class FailureCascadeSettings(DetectorSettings):
         3  # at the Nth consecutive failing shell command: notice, or warn if one failed as the last
     )
     long_threshold: int = 5  # warn at the Nth consecutive failure, however different
-
-
-def _words(command: str | None) -> frozenset[str]:
-    """A command's words without their digits (``tail -10`` and ``tail -30`` alike)."""
-    if not command:
-        return frozenset()
-    return frozenset(word.translate(_NO_DIGITS) for word in command[:2000].split())
-
-
-_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 class FailureCascade(Detector[FailureCascadeSettings]):
@@ -102,7 +89,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         self.repeated = 0  # failures of the same kind as the one before
         self.last_kind: str | None = None
         self.last_lines: frozenset[int] = frozenset()  # outcomes.body_lines of the failure before
-        self.last_words: frozenset[str] = frozenset()  # its command's words, digits aside
+        self.last_command: str | None = None  # its command
         self.programs.clear()
         self.pattern = ""  # fixed when the streak first crosses the threshold
         self.events.clear()
@@ -154,10 +141,13 @@ class FailureCascade(Detector[FailureCascadeSettings]):
         self.count += 1
         kind = failure_kind(event)
         lines = body_lines(event.content)
-        words = _words(command)
-        if kind and kind == self.last_kind and not self._closer_look(words, lines):
+        if (
+            kind
+            and kind == self.last_kind
+            and not closer_look(self.last_command, command, self.last_lines, lines)
+        ):
             self.repeated += 1
-        self.last_kind, self.last_lines, self.last_words = kind, lines, words
+        self.last_kind, self.last_lines, self.last_command = kind, lines, command
         if manual_file_op(command):
             self.file_ops += 1
             program = command.split(None, 1)[0] if command else ""
@@ -167,12 +157,6 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             self.events.append(ref(event.call))
         self.events.append(ref(event))
         return True
-
-    def _closer_look(self, words: frozenset[str], lines: frozenset[int]) -> bool:
-        """The command before narrowed (its words, digits aside, a part of the
-        one before's: one package of several, a longer ``tail``) and showing
-        more than its error line anew: a closer look at the failure before."""
-        return bool(words) and words < self.last_words and len(lines - self.last_lines) >= NEW_LINES
 
     def _adapting(self, tool: str | None, long_threshold: int) -> Detection:
         """Each command failed differently: a notice (the agent may be adapting)."""

@@ -11,6 +11,10 @@ Claude Code writes a single response as several records (a white-space text
 block, thinking, text, each tool use), and streaming agents send chunks, so
 records of one response are grouped before counting.  Any tool call resets
 both counts; a user turn resets everything (the engine calls :meth:`reset`).
+A reply whose calls the log does not record (``meta["calls_unrecorded"]``: a
+Vorflux export whose replies record no requests, where dispatching subagents
+leaves no trace) is no evidence of a reply without a tool call: it neither
+counts nor resets.
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ from dataclasses import dataclass
 from monitor.detect.analysis.outcomes import REJECTED, reply_outcome
 from monitor.detect.analysis.turns import Turn
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import Event, EventRef, Level
+from monitor.events import MESSAGE, Event, EventRef, Level
+
+
+def _calls_unrecorded(turn: Turn) -> bool:
+    """Whether a text-only turn's reply is one whose calls the log does not record."""
+    return any(e.meta and e.meta.get("calls_unrecorded") is True for e in turn.events if e.kind is MESSAGE)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ class Monologue(TurnDetector[MonologueSettings]):
                 self._forget_answers()
                 self.recent.clear()
             return None
+        if _calls_unrecorded(turn):
+            return None  # it may have acted: the log cannot say (never judged blind)
         s = self.settings
         self._note_answer(turn)
         self.talking += 1
