@@ -128,3 +128,81 @@ def test_the_passage_settings_are_bounded():
         with pytest.raises(ConfigError, match="passage"):
             build_config({"detectors": {"chanting": bad}})
     build_config({"detectors": {"chanting": {"passage_repeats": 0}}})  # off
+
+
+QUOTE = "```python\nthresholds = np.r_[thresholds[0] + 1, thresholds]\n```"
+THOUGHTS = [
+    "Clipping the first threshold to one would keep probability estimates in range.",
+    "Dropping the extra term entirely makes the first two thresholds identical, confusing users.",
+    "Decision function values have no natural upper bound, so a constant cap cannot work there.",
+    "Using nextafter gives the smallest value above the maximum score, but it is overly clever.",
+    "The upstream commit replaced the prepended value with infinity and updated the docstring.",
+    "Infinity is documented as arbitrary anyway, and every existing curve keeps its shape.",
+]
+
+
+def test_code_lines_by_their_shape():
+    from monitor.detect.analysis.passages import code_line
+
+    for line in (
+        "thresholds = np.r_[thresholds[0] + 1, thresholds]",
+        "    return x",
+        "backup.cpp",
+        "<<<<<<< SEARCH",
+        "for i in range(0, len(page_records), page_batch_size):",
+    ):
+        assert code_line(line), line
+    for line in (
+        "The fix: `thresholds[0] + 1` should become something that does not exceed 1.",
+        "I will run the whole test suite again (to be sure).",
+        "becomes:",
+        "Let me look at what the linked PR does:",
+    ):
+        assert not code_line(line), line
+
+
+def test_code_quoted_again_after_new_reasoning_is_no_circle():
+    """Quoting one code line while the reasoning around it moves on is not chanting."""
+    text = "\n\n".join(f"{thought}\n\n{QUOTE}" for thought in THOUGHTS)
+    assert repeated_passage(text, 40, 5, 100_000) is None
+    assert hits(text) == []
+
+
+def test_code_quoted_again_with_nothing_new_between_is_a_circle():
+    # The same words between the copies (or none): the reply goes round the quote.
+    same = "\n\n".join(f"Wait, the same line again.\n\n{QUOTE}" for _ in range(6))
+    found = repeated_passage(same, 40, 5, 100_000)
+    assert found is not None and found.count == 5 and "np.r_" in found.passage
+    assert repeated_passage("\n\n".join([QUOTE] * 5), 40, 5, 100_000) is not None
+    # A short word or two between the copies ("becomes:", "No!") is no new reasoning either.
+    few = "\n\n".join(f"{word}\n\n{QUOTE}" for word in ("so:", "becomes:", "no!", "again:", "hmm:"))
+    assert repeated_passage(few, 40, 5, 100_000) is not None
+
+
+def test_prose_said_again_counts_whatever_is_between():
+    """Only code is a quote: a paragraph said again is counted with new reasoning between."""
+    said = "Let us look at handleRelease again; it looks correct to me."
+    text = "\n\n".join(f"{thought}\n\n{said}" for thought in THOUGHTS)
+    assert repeated_passage(text, 40, 5, 100_000) is not None
+
+
+def test_real_replies_quoting_code(tmp_path: Path):
+    """scikit-learn-26194 (Vorflux, honest): the same line quoted six times while the fix is
+    weighed; sympy-15976 (mini-swe-agent, stuck): the same no-op sed seven times, the prose
+    between going round the same two words."""
+    import gzip
+    import json
+
+    root = Path(__file__).resolve().parent
+    run = json.loads(
+        gzip.decompress(
+            (root / "corpus/vorflux-opus46/scikit-learn__scikit-learn-26194.json.gz").read_bytes()
+        )
+    )
+    honest = run["trajectory"][44]["output"]["content"]
+    assert honest.count("thresholds = np.r_[thresholds[0] + 1, thresholds]\n```") == 6
+    assert repeated_passage(honest, 40, 5, 100_000) is None
+    assert repeated_passage(honest, 40, 4, 100_000) is None  # aggressive
+    stuck = json.loads((root / "fixtures/mini-swe-agent-gemini3/sympy__sympy-15976.traj.json").read_text())
+    found = repeated_passage(stuck["messages"][46]["content"], 40, 5, 100_000)
+    assert found is not None and "sed -i" in found.passage

@@ -668,3 +668,83 @@ def test_test_runs_one_reply_made_together_are_one_run_of_the_cycle():
     assert not by(s.run(only("test_fix")), "test_fix")
     s.bash("python -m pytest tests/ -x", missing, code=1)
     assert by(s.run(only("test_fix")), "test_fix")
+
+
+# -- a rerun after an edit that printed something new (outcomes.printed_lines) ---------------
+
+
+def unittest_output(source: str, line: int, printed: str = "") -> str:
+    """A Django/unittest report of one error whose traceback quotes ``source`` at ``line``."""
+    return (
+        "Creating test database for alias 'default'...\n"
+        f"{printed}"
+        ".............................s...........E\n"
+        "======================================================================\n"
+        "ERROR: test_signals (delete.tests.DeletionTests)\n"
+        "----------------------------------------------------------------------\n"
+        "Traceback (most recent call last):\n"
+        '  File "/testbed/tests/delete/tests.py", line 256, in test_signals\n'
+        "    r.delete()\n"
+        f'  File "/testbed/django/db/models/deletion.py", line {line}, in related_objects\n'
+        f"    {source}\n"
+        "delete.models.R.DoesNotExist: R matching query does not exist.\n\n"
+        "----------------------------------------------------------------------\n"
+        "Ran 42 tests in 0.521s\n\nFAILED (errors=1, skipped=1)\n"
+    )
+
+
+def test_printed_lines_leave_out_quoted_source():
+    from monitor.detect.analysis.outcomes import body_lines, printed_lines
+
+    a = unittest_output("return qs.only('pk')", 231)
+    b = unittest_output("return qs.only('pk', 'r_id') if fast else qs", 244)
+    assert body_lines(a) != body_lines(b)  # the traceback quotes the edited code
+    assert printed_lines(a) == printed_lines(b)
+    # pytest's traceback: the test's source, its > and E lines and its location are quotes.
+    one = pytest_output({"test_add": "assert 5 == 4"}, line=8)
+    two = one.replace(
+        "    def test_add():\n>       assert thing()", "    def test_add():\n>       assert thing(2)"
+    )
+    assert printed_lines(one) == printed_lines(two.replace("test_calc.py:8:", "test_calc.py:9:"))
+    # Node's stack frames and a code frame are quotes; parallel runs shuffle the progress line.
+    js = (
+        "TypeError: x is undefined\n    at parse (src/a.js:10:5)\n> 10 | return x.y\n     |        ^\n..F.s\n"
+    )
+    moved = "TypeError: x is undefined\n    at parse (src/a.js:12:5)\n> 12 | return x.y.z\n     |          ^\n.F..s\n"
+    assert printed_lines(js) == printed_lines(moved)
+    # What the program printed is kept.
+    debug = unittest_output("return qs.only('pk')", 231, printed="Checking model S, has_post: True\n")
+    assert printed_lines(debug) > printed_lines(a)
+    # A label over nothing (stderr printed, and empty) is no output of its own.
+    labelled = unittest_output("return qs.only('pk')", 231, printed="STDERR output:\n\n")
+    assert printed_lines(labelled) == printed_lines(a)
+
+
+def test_a_rerun_after_an_edit_that_printed_something_new_is_no_repeat():
+    """The same error twice; a debug print added, and the third run prints its line: the edit
+    took effect (django-11087); the next run with nothing new printed counts again."""
+    s = Script()
+    edit(s, 0)
+    run_tests(s, unittest_output("return qs.only('pk')", 231))
+    edit(s, 1)
+    run_tests(s, unittest_output("return qs.only('pk', 'r_id')", 233))
+    edit(s, 2)
+    run_tests(s, unittest_output("print(related)", 231, printed="Checking model S, has_post: True\n"))
+    assert not by(s.run(only("test_fix")), "test_fix")
+    edit(s, 3)  # (a fix that changes nothing printed: the streak goes on, 3 runs)
+    run_tests(
+        s, unittest_output("print(related); return qs", 232, printed="Checking model S, has_post: True\n")
+    )
+    (d,) = by(s.run(only("test_fix")), "test_fix")
+    assert d.count == 3
+
+
+def test_edits_that_only_change_the_quoted_source_still_repeat():
+    """After each edit the traceback quotes the new code and its line numbers, nothing printed
+    differs: the same failure three times."""
+    s = Script()
+    for n, source in enumerate(("return qs.only('pk')", "return qs.only('pk', 'r_id')", "return qs")):
+        edit(s, n)
+        run_tests(s, unittest_output(source, 231 + 2 * n))
+    (d,) = by(s.run(only("test_fix")), "test_fix")
+    assert d.count == 3

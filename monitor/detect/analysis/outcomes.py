@@ -204,6 +204,83 @@ def body_lines(text: str) -> frozenset[int]:
     return frozenset(digests)
 
 
+#: A Python traceback frame (``File "x.py", line 12, in f``; digits are scrubbed
+#: before lines are read): the line after it, indented deeper, quotes its source.
+_FRAME = re.compile(r'[ \t]*File "[^"\n]*", line\b')
+#: Lines that quote code or point at it, not lines the program printed: pytest's
+#: ``>`` (the failing line) and ``E`` (its explanation) lines, a location
+#: (``tests/test_a.py:12: AssertionError``, ``file.py:12: in f``), a JavaScript stack
+#: frame (``at f (a.js:1:2)``), a code frame's numbered or pointer line (``> 12 | x``,
+#: ``   | ^``), a line of carets or tildes under a quoted line (Python 3.11).
+_QUOTES_CODE = re.compile(
+    r">(?:\s|$)|E(?:\s|$)|[\w./\\-]+\.\w+:\d*:? (?:in \S+$|\w*(?:Error|Exception|Failure)\b)"
+    r"|\s+at \S|\s*>?\s*\d*\s*\|(?:\s|$)|\s*[~^]+\s*$"
+)
+#: A pytest section heading (``____ test_foo ____``, ``_ _ _ _`` between frames):
+#: the traceback it starts runs to the next ``--- Captured … ---`` or ``===`` line.
+_PYTEST_FAILURE = re.compile(r"_{3,} \S.* _{3,}\s*$|(?:_ ){3,}")
+_PYTEST_SECTION_END = re.compile(r"-{3,} Captured |={3,}")
+
+
+#: A test runner's progress line (``..F.s``, ``tests/test_a.py .F. [ 50%]``; digits
+#: scrubbed): which tests passed, in an order parallel runs shuffle.
+_PROGRESS = re.compile(r"\s*(?:\S+\s+)?(?:[.sSfFeExX]*\.[.sSfFeExX]*|[FE]+)\s*(?:\[\s*%\])?\s*$")
+
+
+def _quoted_source(lines: list[str]) -> set[int]:
+    """The indexes of ``lines`` that quote source code or point at it (see
+    :func:`printed_lines`)."""
+    quoted: set[int] = set()
+    frame_indent = -1  # the indentation of the frame just read, if the last line was one
+    in_pytest = False
+    for index, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        if frame_indent >= 0 and indent > frame_indent and line.strip() and not _FRAME.match(line):
+            quoted.add(index)  # the source line a frame quotes
+            frame_indent = -1
+            continue
+        frame_indent = -1
+        if in_pytest and _PYTEST_SECTION_END.match(line):
+            in_pytest = False
+        if _PYTEST_FAILURE.match(line):
+            in_pytest = True
+            continue  # (the heading names the failing test: printed, and in the signature)
+        if _FRAME.match(line):
+            frame_indent = indent
+            quoted.add(index)
+        elif in_pytest or _QUOTES_CODE.match(line) or _PROGRESS.match(line):
+            quoted.add(index)
+    return quoted
+
+
+def printed_lines(text: str) -> frozenset[int]:
+    """:func:`body_lines` without the lines that quote source code: what the
+    program printed.  A traceback's frames and the source line under each (a
+    Python ``File "…", line N`` frame, then its code), pytest's tracebacks (from
+    a ``____ test ____`` heading to its captured output or the next ``===``
+    line: the test's source, its ``>`` and ``E`` lines, its locations), ``>``
+    and ``E`` lines anywhere, JavaScript stack frames (``at f (a.js:1:2)``), code
+    frames (``> 12 | x``) and caret lines are quotes: an edit changes them by
+    itself, so a change in them is no sign of what the edit did.  A test
+    runner's progress line (``..F.s``) is left out too: parallel runs shuffle
+    it, and the failing tests it shows are compared by name already; and so is
+    a line that only labels what follows (it ends in a colon: ``STDERR output:``
+    printed over an empty stderr is no output of its own)."""
+    text = _scrubbed(_without_colours(clip(text, OUTCOME_CHARS)))
+    lines = text.splitlines()
+    quoted = _quoted_source(lines)
+    digests = set()
+    for index, raw in enumerate(lines):
+        if index in quoted:
+            continue
+        line = " ".join(raw.split()).lower()
+        if line and not line.endswith(":") and not _generic(line):
+            digests.add(hash(line[:KEY_CHARS]))
+            if len(digests) >= BODY_LINES:
+                break
+    return frozenset(digests)
+
+
 def _lines(text: str) -> list[str]:
     return [line for line in (raw.strip() for raw in _without_colours(text).splitlines()) if line]
 

@@ -15,8 +15,11 @@ Left alone: short passages (a closing fence, "Done.", a one-line heading), a
 passage said twice or three times (a plan restated once, the same import block
 in two edits), a passage said once under each new heading (a template's field:
 copies are counted within one section, and a heading not written before starts
-the next), and replies whose passages each differ -- several edits of one
-file, a list of steps over different files.
+the next), replies whose passages each differ -- several edits of one
+file, a list of steps over different files -- and code quoted again while the
+reasoning around it moves on (:class:`Shape`): a copy of a code passage does
+not count when the prose since its last copy brings ``min_chars`` characters
+of words the reply had not used.
 """
 
 from __future__ import annotations
@@ -57,23 +60,97 @@ def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Rep
     back ``repeats`` times within one section, counted where its ``repeats``-th
     copy starts.  A heading the reply had not written before (outside code)
     starts a section: a field said once under each of a template's headings
-    ("**Method:** unit test" under "#### TC-1 …", "#### TC-2 …") counts once."""
+    ("**Method:** unit test" under "#### TC-1 …", "#### TC-2 …") counts once.
+    A copy of a code passage after new reasoning (:class:`Shape`) is a quote:
+    it does not count."""
     if _too_short(text, min_chars, repeats, limit):
         return None
-    seen: dict[str, tuple[int, int]] = {}  # passage -> (copies in its section, that section)
+    #: passage -> (copies in its section, that section, new words' characters when last seen)
+    seen: dict[str, tuple[int, int, int]] = {}
     sections = Sections()
+    shape = Shape()
     for match in _PASSAGE.finditer(text, 0, min(len(text), limit)):
         passage = match.group()
         section = sections.read(passage)
         key = normal(passage)
+        code = shape.read(passage, key)
         if len(key) < min_chars:
             continue
-        count, where = seen.get(key, (0, section))
-        count = count + 1 if where == section else 1
+        fresh = shape.fresh
+        count, where, before = seen.get(key, (0, section, fresh))
+        if where != section:
+            count = 1
+        elif not (code and count and fresh - before >= min_chars):
+            count += 1
+        # (else: code quoted again after new reasoning -- a quote, not a circle)
         if count >= repeats:
             return Repeat(match.start(), count, key)
-        seen[key] = (count, section)
+        seen[key] = (count, section, fresh)
     return None
+
+
+#: A line shaped like code: a bracket, an operator, or an identifier joined by ``_``,
+#: ``.`` or ``::`` (``np.r_``, ``set_output``, ``backup.cpp``).
+_CODE_MARK = re.compile(r"[()\[\]{};=<>]|->|::|\w[._]\w")
+#: Four plain words in a row (outside inline code), each ending at a space, a
+#: punctuation mark or the line's end: a sentence, not code (``for i in range(`` is three).
+_PROSE_RUN = re.compile(r"(?<![\w.])(?:[^\W\d_]+(?:'[^\W\d_]+)?[,.;:!?\"]?(?:[ ]+|$)){4}")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_CODE_INDENT = re.compile(r"(?:[ ]{4}|\t)\S")
+#: A word, as the new words of reasoning are counted (the text is normalised: no digits).
+_WORD = re.compile(r"[^\W\d_][\w']+")
+
+
+def code_line(line: str) -> bool:
+    """Whether a line outside a fenced block is code by its shape: indented
+    (4 spaces or a tab), or carrying a bracket, an operator or a joined identifier
+    with no run of four plain words outside inline code."""
+    if _CODE_INDENT.match(line):
+        return True
+    if _CODE_MARK.search(line) is None:
+        return False
+    return _PROSE_RUN.search(_INLINE_CODE.sub(" ", line)) is None
+
+
+class Shape:
+    """Whether each passage of a reply is code, and how much new reasoning the
+    reply has written so far.
+
+    A passage is code when most of its lines are: fence lines, lines inside a
+    fenced block, or lines shaped like code (:func:`code_line`).  Every word of
+    the reply is remembered; ``fresh`` adds up the length of each word its
+    prose (the passages that are not code) uses for the first time in the reply.
+    Between two copies of a code passage, ``fresh`` grows by at least
+    ``min_chars`` when the reasoning around the quote moved on (new terms:
+    "decision function", "nextafter"), not when it goes round the quoted line
+    with the words it already used ("I want `msubsup` in the replacement")."""
+
+    __slots__ = ("fenced", "words", "fresh")
+
+    def __init__(self) -> None:
+        self.fenced = False
+        self.words: set[str] = set()
+        self.fresh = 0
+
+    def read(self, passage: str, key: str) -> bool:
+        """Whether ``passage`` (normalised: ``key``) is code; counts its new words."""
+        lines = code = 0
+        for line in passage.splitlines():
+            lines += 1
+            if _FENCE_LINE.match(line):
+                self.fenced = not self.fenced
+                code += 1
+            elif self.fenced or code_line(line):
+                code += 1
+        is_code = 2 * code > lines
+        words = self.words
+        if not is_code:  # its words, not the code it quotes inline
+            for word in _WORD.findall(_INLINE_CODE.sub(" ", key)):
+                if word not in words:
+                    words.add(word)
+                    self.fresh += len(word)
+        words.update(_WORD.findall(key))
+        return is_code
 
 
 #: A Markdown heading line, and a code fence line.

@@ -14,7 +14,10 @@ A run fails when its result has ``is_error`` or reports a nonzero exit code
 or ends in a failing verdict (:mod:`~monitor.detect.analysis.testruns`).  A run
 reporting the streak's failing tests, by name and with the same counts, among
 other lines (``pytest -s``, a debug print) is a look at the same failure: it
-neither counts nor breaks the streak.  It warns at 3 in a row — design
+neither counts nor breaks the streak.  So is a run after an edit that fails
+the streak's way but prints a line no run of the streak printed: the edit took
+effect (:func:`~monitor.detect.analysis.outcomes.printed_lines` leaves out the
+lines that quote source code, which an edit changes by itself).  It warns at 3 in a row — design
 note 003's first nudge comes at 3 repetitions — so the nudge arrives before the
 hard consecutive-failure limit of 5 (design note 000, the ``limits`` detector).
 Failing commands that are not test runs are ``failure_cascade``'s.
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import is_edit
 from monitor.detect.analysis.failures import run_outcome
-from monitor.detect.analysis.outcomes import body_lines
+from monitor.detect.analysis.outcomes import body_lines, printed_lines
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.testruns import RunOutcome, is_test_run
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
@@ -76,6 +79,8 @@ class TestFix(Detector[TestFixSettings]):
         self.tests: tuple[str, ...] = ()
         #: The digests of the lines the streak's runs showed (outcomes.body_lines).
         self.shown: set[int] = set()
+        #: ... and of those the program printed, not quoting source (outcomes.printed_lines).
+        self.printed: set[int] = set()
         self.edits_since_run = 0
         self.edits_in_streak = 0
         self.round: tuple[object, int, int] | None = None  # the last failing run's (progress.round_of)
@@ -109,16 +114,18 @@ class TestFix(Detector[TestFixSettings]):
             self.events.append(ref(event))
             return None
         self.round = now
-        if self._probe(outcome) or self._shows_new(event, outcome):
+        if self._probe(outcome) or self._shows_new(event, outcome) or self._took_effect(event, outcome):
             # The same tests failing the same number of times, other lines
-            # around them (`-s`, a debug print), or the same failure shown
-            # with lines no run of the streak showed and nothing edited: a
-            # look at the failure, which neither counts nor breaks the streak.
+            # around them (`-s`, a debug print), the same failure shown
+            # with lines no run of the streak showed and nothing edited, or
+            # after an edit with lines printed that no run of the streak
+            # printed: a look at the failure, which neither counts nor breaks the streak.
             self.edits_in_streak += self.edits_since_run
             self.edits_since_run = 0
             return None
         self._follow(outcome, view)
         self._remember(body_lines(event.content))
+        self._remember_printed(printed_lines(event.content))
         self.events.append(ref(call))
         self.events.append(ref(event))
 
@@ -157,9 +164,27 @@ class TestFix(Detector[TestFixSettings]):
         self._remember(lines)
         return new
 
+    def _took_effect(self, result: Event, outcome: RunOutcome) -> bool:
+        """Whether a run failing the streak's way after an edit printed lines
+        no run of the streak printed (not lines quoting source code, which an
+        edit changes by itself: :func:`~monitor.detect.analysis.outcomes.printed_lines`):
+        the edit took effect (a debug print's output, another value), so the run
+        is no repeat of the failure.  Its lines join the streak's either way."""
+        if not self.count or not self.edits_since_run or outcome.signature != self.signature:
+            return False
+        printed = printed_lines(result.content)
+        new = not printed <= self.printed
+        self._remember_printed(printed)
+        self._remember(body_lines(result.content))
+        return new
+
     def _remember(self, lines: frozenset[int]) -> None:
         if len(self.shown) < SHOWN_LINES:
             self.shown.update(lines)
+
+    def _remember_printed(self, lines: frozenset[int]) -> None:
+        if len(self.printed) < SHOWN_LINES:
+            self.printed.update(lines)
 
     def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
         """Extend the streak with a failing run, or start a new one."""
@@ -177,6 +202,7 @@ class TestFix(Detector[TestFixSettings]):
             self.edits_in_streak = 0
             self.events.clear()
             self.shown.clear()
+            self.printed.clear()
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.tests = outcome.tests
