@@ -94,20 +94,66 @@ def block_text(content: Any) -> str:
 
 def _block(block: dict[str, Any]) -> str:
     kind = block.get("type")
-    if kind in ("text", "input_text", "output_text") or (kind is None and "text" in block):
+    if kind in ("image", "input_image"):
+        return "(image)"
+    if kind in ("text", "input_text", "output_text", "summary_text") or (kind is None and "text" in block):
         return str(block.get("text", ""))
     if kind == "toolCall":
         return f"TOOL_CALL {block.get('name')}: {clip(block.get('arguments'))}"
     if kind == "thinking":
         return "(thinking) " + str(block.get("thinking", ""))
     if kind == "tool_use":
-        return f"TOOL_USE {block.get('name')} id={block.get('id')} input={clip(block.get('input'))}"
+        return (
+            f"TOOL_USE {block.get('name')} id={block.get('id')} input={clip(args_text(block.get('input')))}"
+        )
     if kind == "tool_result":
         err = " ERROR" if block.get("is_error") else ""
         return f"TOOL_RESULT{err} id={block.get('tool_use_id')}: {clip(block_text(block.get('content')))}"
     if "functionCall" in block or "functionResponse" in block:
         return clip(block)
     return clip(block)
+
+
+def args_text(value: Any) -> str:
+    """Tool arguments as ``key: value`` lines, string values as written (a JSON string is decoded first)."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if not isinstance(decoded, dict):
+            return value
+        value = decoded
+    if not isinstance(value, dict):
+        return "" if value is None else json.dumps(value, ensure_ascii=False)
+    parts = []
+    for key, item in value.items():
+        if key == "command" and isinstance(item, list) and all(isinstance(a, str) for a in item):
+            # Codex shell calls: ["bash", "-lc", SCRIPT] shows SCRIPT; else the words joined.
+            item = item[-1] if len(item) == 3 and item[1] in ("-lc", "-c") else " ".join(item)
+        parts.append(
+            f"{key}: {item}" if isinstance(item, str) else f"{key}: {json.dumps(item, ensure_ascii=False)}"
+        )
+    return "\n".join(parts)
+
+
+def output_text(value: Any) -> str:
+    """A Codex tool output: ``{"output", "metadata": {"exit_code"}}`` JSON text shown as exit code and text."""
+    if isinstance(value, dict) and "content" in value:
+        value = block_text(value["content"])
+    if isinstance(value, list):
+        return block_text(value)
+    if not isinstance(value, str):
+        return "" if value is None else json.dumps(value, ensure_ascii=False)
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+        meta = decoded.get("metadata")
+        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        return (f"(exit code {code}) " if code is not None else "") + decoded["output"]
+    return value
 
 
 def emit(unit: str, text: str) -> None:
@@ -126,6 +172,14 @@ def jsonl_record(record: Any) -> str:
     if "payload" in record and isinstance(record.get("payload"), dict):  # Codex rollout
         return _codex(record["type"] if isinstance(record.get("type"), str) else "?", record["payload"])
     kind = record.get("type")
+    if (
+        kind is None and "instructions" in record and "id" in record
+    ):  # Codex rollout before the envelope format
+        return f"(session header) instructions: {clip(record.get('instructions'), 300)}"
+    if kind is None and record.get("record_type") == "state":
+        return "(state)"
+    if _codex_bare_item(record):
+        return _codex("response_item", record)
     message = record.get("message")
     if isinstance(message, dict) and "content" in message:  # Claude Code
         role = message.get("role", kind)
@@ -144,21 +198,55 @@ def jsonl_record(record: Any) -> str:
     return f"{kind or record.get('kind') or record.get('role')}: {clip(rest, CLIP * 2)}"
 
 
+#: Response items a Codex rollout from before the envelope format holds bare, one a line.
+_CODEX_BARE = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "local_shell_call_output",
+        "web_search_call",
+    }
+)
+
+
+def _codex_bare_item(record: dict[str, Any]) -> bool:
+    kind = record.get("type")
+    if kind in _CODEX_BARE and ("call_id" in record or "action" in record):
+        return True
+    if kind == "reasoning" and "summary" in record:
+        return True
+    content = record.get("content")
+    return (
+        kind == "message"
+        and isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") in ("input_text", "output_text") for b in content)
+    )
+
+
 def _codex(kind: str, payload: dict[str, Any]) -> str:
     ptype = payload.get("type")
     if ptype == "message":
         return f"{payload.get('role')}: {clip(block_text(payload.get('content')), CLIP * 2)}"
     if ptype in ("function_call", "custom_tool_call"):
         args = payload.get("arguments", payload.get("input"))
-        return f"CALL {payload.get('name')} id={payload.get('call_id')}: {clip(args)}"
+        return f"CALL {payload.get('name')} id={payload.get('call_id')}: {clip(args_text(args))}"
     if ptype == "local_shell_call":
-        return f"CALL shell id={payload.get('call_id')}: {clip(payload.get('action'))}"
-    if ptype in ("function_call_output", "custom_tool_call_output"):
-        return f"OUTPUT id={payload.get('call_id')}: {clip(payload.get('output'))}"
+        return f"CALL shell id={payload.get('call_id')}: {clip(args_text(payload.get('action')))}"
+    if isinstance(ptype, str) and ptype.endswith("_output") and "call_id" in payload:
+        return f"OUTPUT id={payload.get('call_id')}: {clip(output_text(payload.get('output')))}"
     if ptype in ("token_count", None) or kind == "turn_context":
         return f"({kind}{'/' + ptype if ptype else ''})"
     if ptype == "reasoning":
-        return f"(reasoning) {clip(payload.get('summary'), 300)}"
+        summary = payload.get("summary")
+        return f"(reasoning) {clip(block_text(summary) if isinstance(summary, list) else summary, 300)}"
+    if kind == "event_msg" and ptype == "user_message":
+        return f"user (typed): {clip(payload.get('message'), CLIP * 2)}"
+    if kind == "event_msg" and ptype in ("agent_message", "agent_reasoning"):
+        text = payload.get("message", payload.get("text"))
+        return f"({ptype}) {clip(text, 300)}"
     return f"{kind}/{ptype}: {clip(payload, 240)}"
 
 
@@ -169,7 +257,9 @@ def render_jsonl(lines: list[bytes]) -> None:
         try:
             record = json.loads(line)
         except ValueError:
-            emit(f"L{number}", f"(not JSON) {clip(line.decode('utf-8', 'replace'), 200)}")
+            nul = line.count(0)
+            shown = clip(line.replace(b"\0", b"").decode("utf-8", "replace"), 200)
+            emit(f"L{number}", f"(not JSON{f', {nul} NUL bytes left out' if nul else ''}) {shown}")
             continue
         if isinstance(record, dict) and isinstance(record.get("history"), list) and len(lines) == 1:
             render_history(record)  # an OpenHands evaluation output line: one whole run
