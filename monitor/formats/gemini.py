@@ -24,6 +24,35 @@ message appended again under the same ``id`` once its tool calls finished
 
 ``thoughts``, ``info`` and ``warning`` records are skipped (counted).  Times
 are each record's ``timestamp`` (a result's: its call's).
+
+``$set`` and ``$rewindTo``, as Gemini CLI writes and replays them
+(google-gemini/gemini-cli 5411f113, packages/core/src/services/
+chatRecordingService.ts: ``updateMetadata``, ``updateMessagesFromHistory``,
+``rewindTo``, ``loadConversationRecord``):
+
+- ``{"$set": {"messages": [...], "lastUpdated"}}`` is a checkpoint of the whole
+  message list, written when the CLI syncs its history into the file (on
+  start and resume, after ``/compress`` replaces the history, on a rolled-back
+  or cancelled turn, when tool outputs are masked).  The CLI's loader drops
+  what it had and rebuilds from the list.  Here each message of the list is
+  read as a message record: one seen before under the same ``id`` adds only
+  what its earlier copies lacked (the last copy wins), so nothing is emitted
+  twice; a message new in the list (the CLI's own synthetic turns) is read
+  as any other, except a user turn of the CLI's own context
+  (``<session_context>``, ``<hook_context>``: the CLI does not resume them),
+  skipped (counted).  Messages the list no longer holds were seen, and stay.
+  Entries without a string ``id`` are skipped (counted), as the loader skips
+  them, and so are entries of no known ``type`` or time (the rest of the list
+  is still read); a ``$set`` that is not an object, or whose ``messages`` is not a list,
+  is an error.  A message of the list unknown once the reader has forgotten
+  old ids (more than 4096 messages) is skipped (counted), not read as new.
+- Any other ``$set`` (``lastUpdated``, ``summary``, ``directories``,
+  ``memoryScratchpad``, ``sessionId``) carries no work: skipped (counted).
+- ``{"$rewindTo": id}`` drops that message and the later ones from the
+  CLI's list; what was emitted stays: skipped (counted).
+
+Parts marked ``thought`` are thoughts, not text (the CLI's history puts a
+turn's thoughts in its ``content``).
 """
 
 from __future__ import annotations
@@ -42,6 +71,8 @@ _TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 _DONE = frozenset({"success", "error", "cancelled"})
 #: Message ids remembered for re-appended copies (bounded: a chat can be endless).
 _MEMORY = 4096
+#: User turns of Gemini CLI's own context, in a ``$set`` list (``isIgnoredUserContent``).
+_CONTEXT = ("<session_context>", "<hook_context>")
 
 
 def is_chat(document: Any) -> bool:
@@ -61,8 +92,12 @@ def parts_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        return "\n".join(
+            p["text"]
+            for p in value
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and p.get("thought") is not True
+        )
+    if isinstance(value, dict) and isinstance(value.get("text"), str) and value.get("thought") is not True:
         return str(value["text"])
     return ""
 
@@ -103,8 +138,10 @@ class GeminiDecoder(RecordDecoder):
         self.session = default_session
         self.ts: float | None = None
         self.started = False
-        #: What was emitted per message id: its text, its calls, its answered calls.
-        self._seen: dict[str, tuple[bool, set[str], set[str]]] = {}
+        #: What was emitted per message id: its text, its usage, its calls, its answered calls.
+        self._seen: dict[str, tuple[bool, bool, set[str], set[str]]] = {}
+        #: True once an id was dropped from ``_seen`` (a ``$set`` may list it again).
+        self._forgotten = False
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -136,8 +173,44 @@ class GeminiDecoder(RecordDecoder):
         if "projectHash" in record and "sessionId" in record and "type" not in record:
             return [] if self.started else [self.header(record, line, now)]
         if "$set" in record:
+            return self._checkpoint(record["$set"], line, now)
+        if "$rewindTo" in record and "type" not in record:
+            self.skip("$rewindTo")
+            return []
+        return self._message(record, line, now)
+
+    def _checkpoint(self, update: Any, line: int | None, now: float) -> list[Event]:
+        """A ``$set``: the messages of a checkpoint list not emitted yet, else nothing."""
+        if not isinstance(update, dict):
+            raise RecordError(f"$set: expected an object, got {type(update).__name__}")
+        messages = update.get("messages")
+        if messages is None:
             self.skip("$set")
             return []
+        if not isinstance(messages, list):
+            raise RecordError(f"$set: messages: expected a list, got {type(messages).__name__}")
+        before = self.ts
+        out: list[Event] = []
+        for message in messages:
+            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                self.skip("$set message without an id")
+            elif message["id"] not in self._seen and self._forgotten:
+                self.skip("$set message forgotten")
+            elif message.get("type") == "user" and parts_text(message.get("content")).lstrip().startswith(
+                _CONTEXT
+            ):
+                self.skip("$set context")
+            else:
+                try:
+                    out.extend(self._message(message, line, now))
+                except RecordError:
+                    self.skip("$set message unreadable")
+        if before is not None and (self.ts is None or self.ts < before):
+            self.ts = before
+        return out
+
+    def _message(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
+        """The events of one message record not emitted for its ``id`` yet."""
         kind = record.get("type")
         if not isinstance(kind, str) or kind not in _TYPES:
             raise RecordError(f"message: expected a type ({', '.join(sorted(_TYPES))}), got {kind!r}")
@@ -153,9 +226,10 @@ class GeminiDecoder(RecordDecoder):
 
         given = record.get("id")
         ident = given if isinstance(given, str) else f"line-{line}"
-        texted, called, answered = self._seen.get(ident, (False, set(), set()))
+        texted, used, called, answered = self._seen.get(ident, (False, False, set(), set()))
         if len(self._seen) >= _MEMORY and ident not in self._seen:
             self._seen.pop(next(iter(self._seen)))
+            self._forgotten = True
         text = parts_text(record.get("content"))
         if kind in ("info", "warning"):
             self.skip(kind)
@@ -164,14 +238,24 @@ class GeminiDecoder(RecordDecoder):
             out.append(event(Kind.MESSAGE, role=role, content=text))
             texted = True
         if kind == "gemini":
-            out.extend(self._calls(event, record, called, answered))
-        self._seen[ident] = (texted, called, answered)
+            calls = self._calls(event, record, used, called, answered)
+            used = used or any(e.kind is Kind.USAGE for e in calls)
+            out.extend(calls)
+        self._seen[ident] = (texted, used, called, answered)
         return out
 
-    def _calls(self, event: Any, record: dict[str, Any], called: set[str], answered: set[str]) -> list[Event]:
+    def _calls(
+        self, event: Any, record: dict[str, Any], used: bool, called: set[str], answered: set[str]
+    ) -> list[Event]:
         out: list[Event] = []
         tokens = record.get("tokens")
-        if isinstance(tokens, dict) and not called and not answered and (_int(tokens.get("total")) or 0) > 0:
+        if (
+            isinstance(tokens, dict)
+            and not used
+            and not called
+            and not answered
+            and (_int(tokens.get("total")) or 0) > 0
+        ):
             cached = _int(tokens.get("cached"))
             meta: dict[str, Any] = {"cached_input_tokens": cached} if cached else {}
             if isinstance(record.get("model"), str):
