@@ -212,6 +212,13 @@ def test_failure_signatures():
         sig("def handle_error(): raise ValueError('x')\n" * 30, error=False) is None
     )  # a file, not a failure
     assert sig("<tool_use_error>Sibling tool call errored</tool_use_error>") is None
+    # Claude Code 2.1's wording of the same cancellation
+    assert (
+        sig(
+            "<tool_use_error>Cancelled: parallel tool call Bash(ls /home/zorrik/Projects/Sentinel/CLAUDE…) errored</tool_use_error>"
+        )
+        is None
+    )
 
 
 def test_different_failures_behind_a_shared_preamble_are_different():

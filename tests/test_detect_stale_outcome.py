@@ -404,3 +404,37 @@ def test_quoted_errors_are_lines_that_name_an_error_and_its_cause():
         "typeerror: cannot read properties of undefined (reading 'map')",
     }
     assert quoted_errors("please make the header blue and the footer smaller") == frozenset()
+
+
+def test_a_complaint_answered_in_words_and_left_behind_is_cleared_up():
+    """A complaint the agent answered in words alone, after which the person went on to
+    something else (restate the question, restated, "C"), was cleared up: it does not
+    count when the same words come back about the next question.  The same complaint
+    straight after a reply in words, or after work, still counts."""
+    complaint = "can you restate the question? it did not print properly."
+    s = Stream()
+    for answer in ("C", "B", "A"):
+        s.say("**Recommended:** Option B - the safest default.\n\n| Option | Description |\n| A | ... |")
+        s.say(complaint, role="user")
+        s.say("Question: should the system allow it? **Recommended:** Option B.")
+        s.say(answer, role="user")
+        s.call("apply_patch", "Success. Updated the following files:\nM spec.md", input=f"+- answer {answer}")
+    _, found = run(s)
+    assert not by(found, NAME)
+
+    again = Stream()
+    for _ in range(3):  # restated in words each time, and the person still cannot read it
+        again.say("**Recommended:** Option B - the safest default.")
+        again.say(complaint, role="user")
+    _, found = run(again)
+    assert [d.count for d in by(found, NAME)] == [3]
+
+    worked = Stream()
+    for i in range(3):  # an edit after each complaint, then the person's next words, then the complaint
+        worked.say(complaint, role="user")
+        worked.call("apply_patch", "Success. Updated the following files:\nM ui.py", input=f"+- fix {i}")
+        worked.say("Fixed the printing; here is the question again.")
+        worked.say(f"here is more help: the table renders but the heading line {i} is missing", role="user")
+        worked.say("Understood.")
+    _, found = run(worked)
+    assert by(found, NAME)

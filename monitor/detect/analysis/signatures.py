@@ -205,9 +205,11 @@ def arg_similarity(a: Any, b: Any, cutoff: float = 0.0) -> float:
 # -- failures and their signatures ------------------------------------------------
 
 #: Results that are not the call's own outcome: a sibling in a parallel batch
-#: failed, the user refused or interrupted the call.
+#: failed (Claude Code's "Sibling tool call errored", and from 2.1 "Cancelled:
+#: parallel tool call Bash(…) errored"), the user refused or interrupted the call.
 _NOT_AN_OUTCOME = (
     "sibling tool call errored",
+    "cancelled: parallel tool call",
     "doesn't want to proceed",
     "was rejected",
     "request interrupted",

@@ -22,6 +22,8 @@ A person's message is no round, except the same complaint again after
 the agent answered each time (the same message, or the same error line
 quoted in it with other words around it), ``threshold`` times among
 their last ``window`` messages, while the work between brought nothing new.
+A complaint the agent answered in words alone, after which the person went
+on to something else, was cleared up: it does not count.
 
 Left alone on purpose: other successes (polling whose output moves, paging, one
 command over many items, edits that apply); failures that keep changing (a
@@ -154,6 +156,10 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: The last user messages (normalised, evidence), and whether the agent acted since the last.
         self.requests: deque[tuple[str, frozenset[str], EventRef]] = deque(maxlen=self.settings.window)
         self.acted = False
+        #: Whether a tool result came since the last request kept (the agent worked on it, not only
+        #: answered), and whether the person has said nothing since that request.
+        self.worked = False
+        self.open = False
         #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
         self.seen: dict[int, None] = {}
         self.learned = False
@@ -165,6 +171,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.last_round = None
         self.requests.clear()
         self.acted = False
+        self.worked = self.open = False
         self.seen.clear()
         self.learned = False
 
@@ -178,7 +185,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if event.call is None or (view.tool_overrides and view.exempt(event.tool)):
             return None
         self.refusals = ("", 0, ())  # the agent acted: a refusal before it was a slip
-        self.acted = True
+        self.acted = self.worked = True
         self._note_result(event)
         outcome = outcome_of(event)
         call_hash = hash(call_key(event.call))
@@ -313,15 +320,18 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         key = normalise(message.content)
         acted, self.acted = self.acted, False
         learned, self.learned = self.learned, False
+        requests = self.requests
+        errors = quoted_errors(message.content) if len(key) >= MIN_ANSWER_CHARS else frozenset()
+        if self._cleared_up(key, errors, acted):
+            requests.pop()
         if len(key) < MIN_ANSWER_CHARS:
             return None
-        requests = self.requests
         if learned:
             requests.clear()  # the work since the last request brought something new
         if requests and requests[-1][0] == key and not acted:
             return None  # sent twice with nothing between: one request
-        errors = quoted_errors(message.content)
         requests.append((key, errors, ref(message)))
+        self.worked, self.open = False, True
         complaint, alike = key, [cite for other, _, cite in requests if other == key]
         for error in errors:  # the same error quoted again, whatever is around it
             quoting = [cite for _, quoted, cite in requests if error in quoted]
@@ -333,6 +343,18 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         outcome = Outcome(FAILURE, REQUEST + complaint, shown)
         same = [(outcome.key, FAILURE, 0, cite, _NO_LINES, 0) for cite in alike]
         return [self._detection(message, outcome, same, self.settings.threshold, len(alike), len(requests))]
+
+    def _cleared_up(self, key: str, errors: frozenset[str], acted: bool) -> bool:
+        """Whether the person's first message after the last request kept moves on from it
+        after the agent answered it in words alone ("can you restate the question?",
+        restated, then "C"): it was cleared up, not work that failed, and the same words
+        later are about the next thing.  A copy of it, or the same error quoted, is no
+        moving on; nor is anything after a tool result (the agent worked on it)."""
+        opened, self.open = self.open, False
+        if not (opened and acted and self.requests) or self.worked:
+            return False
+        last, quoted, _ = self.requests[-1]
+        return last != key and not errors & quoted
 
     def _detection(
         self,
