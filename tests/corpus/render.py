@@ -180,6 +180,12 @@ def jsonl_record(record: Any) -> str:
         return "(state)"
     if _codex_bare_item(record):
         return _codex("response_item", record)
+    if kind in _GEMINI_TYPES and "message" not in record and ("content" in record or "toolCalls" in record):
+        return gemini_message(record)  # Gemini CLI chat JSONL: a message record
+    if kind is None and "$set" in record:  # Gemini CLI chat JSONL: an update of the session's fields
+        return f"(update) {clip(quiet(record['$set']), 300)}"
+    if kind is None and "projectHash" in record and "sessionId" in record:
+        return "(session header)"
     message = record.get("message")
     if isinstance(message, dict) and "content" in message:  # Claude Code
         role = message.get("role", kind)
@@ -267,6 +273,50 @@ def render_jsonl(lines: list[bytes]) -> None:
         emit(f"L{number}", jsonl_record(record))
 
 
+# ---------------------------------------------------------------- Gemini CLI chats (JSON document or JSONL)
+
+_GEMINI_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+
+
+def gemini_message(message: dict[str, Any]) -> str:
+    """A Gemini CLI chat message: its text, its thoughts' subjects, each tool call and its result as text."""
+    lines = [f"{message.get('type')}: {clip(block_text(message.get('content')), CLIP * 2)}"]
+    thoughts = message.get("thoughts")
+    if isinstance(thoughts, list) and thoughts:
+        subjects = "; ".join(
+            str(t.get("subject") or t.get("description") or "") for t in thoughts if isinstance(t, dict)
+        )
+        lines.append(f"(thoughts) {clip(subjects, 300)}")
+    for call in message.get("toolCalls") or ():
+        if not isinstance(call, dict):
+            lines.append(f"TOOL_CALL {clip(call, 500)}")
+            continue
+        lines.append(f"TOOL_CALL {call.get('name')}: {clip(args_text(call.get('args')))}")
+        lines.append(f"RESULT {call.get('status')}: {clip(_gemini_result(call))}")
+    return "\n".join(lines)
+
+
+def _gemini_result(call: dict[str, Any]) -> str:
+    """A tool call's output: the ``functionResponse.response`` output or error, else its ``resultDisplay``."""
+    result = call.get("result")
+    texts = []
+    for part in result if isinstance(result, list) else [result]:
+        if not isinstance(part, dict):
+            continue
+        response = part.get("functionResponse", {}).get("response")
+        if isinstance(response, dict):
+            for key in ("output", "error"):
+                if response.get(key):
+                    item = response[key]
+                    texts.append(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False))
+        elif isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    display = call.get("resultDisplay")
+    if not texts and display:
+        texts.append(display if isinstance(display, str) else json.dumps(display, ensure_ascii=False))
+    return "\n".join(texts)
+
+
 # ---------------------------------------------------------------- JSON documents
 
 
@@ -311,6 +361,9 @@ def render_messages(messages: list[Any]) -> None:
     for index, message in enumerate(messages, 1):
         if not isinstance(message, dict):
             emit(f"msg {index}", clip(message))
+            continue
+        if message.get("type") in _GEMINI_TYPES and "role" not in message:  # a Gemini CLI chat document
+            emit(f"msg {index}", gemini_message(message))
             continue
         role = message.get("role") or message.get("type") or "?"
         text = block_text(message.get("content", message.get("parts")))
