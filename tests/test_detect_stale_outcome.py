@@ -347,6 +347,25 @@ def test_an_edit_the_tool_did_not_apply_is_a_refusal_keyed_by_what_it_names():
     assert missing is not None and missing.kind == REJECTED
 
 
+def test_a_patch_whose_old_lines_are_not_in_the_file_is_the_same_refusal_each_time():
+    """Codex's apply_patch answering "Failed to find expected lines" (no exit code, plain text)
+    refused the edit; the lines it quotes are the agent's hunk echoed back, so two hunks refused
+    this way are the same refusal, and a refusal for another cause is another."""
+    head = (
+        "apply_patch verification failed: Failed to find expected lines in /home/dev/app/src/EditPage.tsx:\n"
+    )
+    first = outcome_of(_result(head + '    <thead className="bg-gray-50">\n      <tr>', tool="shell"))
+    second = outcome_of(
+        _result(head + "      <td className=\"px-4 py-3\">\n        value={item.name || ''}", tool="shell")
+    )
+    assert first is not None and first.kind == REJECTED
+    assert second is not None and first.key == second.key
+    other = outcome_of(
+        _result("apply_patch verification failed: invalid hunk at line 5, 'x' is not valid", tool="shell")
+    )
+    assert other is None or other.key != first.key
+
+
 def test_the_same_message_again_after_answers_that_brought_nothing_new():
     """A person pasting the same complaint after each edit: the third copy warns; new results
     between the copies (the work moved) or a compaction (the harness re-posts the task) do not."""

@@ -85,3 +85,97 @@ def test_scan_and_watch_agree(real_fixtures: Path, tmp_path: Path):
     assert watched(document, tmp_path) == scanned(document)
     lines = _as_lines(real_fixtures, tmp_path)
     assert watched(lines, tmp_path / "x") == scanned(lines)
+
+
+def _shell_message(n: int, command: str, output: str) -> dict:
+    """A Gemini CLI message with one finished ``run_shell_command`` call, as the CLI writes it."""
+    call_id = f"run_shell_command_17771230013{n:02d}_0"
+    response = {
+        "functionResponse": {"id": call_id, "name": "run_shell_command", "response": {"output": output}}
+    }
+    return {
+        "id": f"m{n}",
+        "timestamp": f"2026-04-25T13:16:{n:02d}.000Z",
+        "type": "gemini",
+        "content": "",
+        "toolCalls": [
+            {
+                "id": call_id,
+                "name": "run_shell_command",
+                "args": {"command": command, "description": command},
+                "result": [response],
+                "status": "success",
+                "timestamp": f"2026-04-25T13:16:{n:02d}.100Z",
+            }
+        ],
+    }
+
+
+def test_a_shell_result_is_what_the_command_printed_and_its_exit_code(tmp_path: Path):
+    """``run_shell_command``'s result is an envelope whose status is "success" whenever the command
+    ran: the exit code is read from it (nonzero: an error), the content is the command's output, and
+    the fields around it (the PGID, new every call) are not."""
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "2026-04-25T13:04:08.408Z", "kind": "main"}
+    outputs = [
+        ("cd TP-Tutor", "Output: (empty)\nProcess Group PGID: 17576"),
+        (
+            "git add .",
+            "Output: fatal: not a git repository (or any of the parent directories): .git\n"
+            "Exit Code: 128\nProcess Group PGID: 17580",
+        ),
+        (  # the older envelope: every field, "(none)" when empty
+            "gcloud config get-value project",
+            "Command: gcloud config get-value project\nDirectory: (root)\n"
+            "Output: Your active configuration is: [cloudshell-8500]\ntreino-indoor-ohx4v\n"
+            "Error: (none)\nExit Code: 0\nSignal: 0\nBackground PIDs: (none)\nProcess Group PGID: 8385",
+        ),
+        ("npm run build", "Output: vite build\nError: Build failed\nExit Code: 1\nProcess Group PGID: 9001"),
+    ]
+    records = [header] + [_shell_message(n, command, out) for n, (command, out) in enumerate(outputs)]
+    events, decoder = decode_file(write_jsonl(tmp_path / "session-2026-04-25T13-04-16a02704.jsonl", records))
+    assert decoder.format == "gemini" and decoder.problems == []
+    results = [e for e in events if e.kind is Kind.TOOL_RESULT]
+    assert [(e.content, e.is_error, e.meta.get("exit_code")) for e in results] == [
+        ("", False, None),
+        ("fatal: not a git repository (or any of the parent directories): .git", True, 128),
+        ("Your active configuration is: [cloudshell-8500]\ntreino-indoor-ohx4v", False, 0),
+        ("vite build\nError: Build failed", True, 1),
+    ]
+
+
+def test_a_lone_cd_then_the_command_twice_with_the_same_results_is_a_cycle(tmp_path: Path):
+    """Gemini CLI runs every shell call in the project's directory: ``cd shop-app`` as a call of its
+    own changes nothing, and the listing after it shows the home directory each time.  The two
+    passes differ only in the envelope's PGID, which is no output: the same results, a cycle."""
+    from monitor.events import Level
+    from monitor.scan import scan
+
+    home = (
+        "Directory listing for /home/dev:\n[DIR] .cache\n[DIR] .config\n[DIR] .npm\n[DIR] shop-app\n"
+        ".bashrc (3553 bytes)\n.gitconfig (29 bytes)\n.profile (807 bytes)"
+    )
+    not_a_repo = (
+        "Output: fatal: not a git repository (or any of the parent directories): .git\nExit Code: 128"
+    )
+    steps = [
+        ("run_shell_command", {"command": "cd shop-app"}, "Output: (empty)"),
+        ("run_shell_command", {"command": "git add ."}, not_a_repo),
+        ("run_shell_command", {"command": "cd shop-app"}, "Output: (empty)"),
+        ("list_directory", {"dir_path": "."}, home),
+        ("run_shell_command", {"command": "cd shop-app"}, "Output: (empty)"),
+        ("list_directory", {"dir_path": "."}, home),
+        ("run_shell_command", {"command": "git add ."}, not_a_repo),
+    ]
+    header = {"sessionId": "s", "projectHash": "h", "startTime": "2026-04-25T13:04:08.408Z", "kind": "main"}
+    records: list[dict] = [header]
+    for n, (tool, args, output) in enumerate(steps):
+        if tool == "run_shell_command":
+            output += f"\nProcess Group PGID: {17576 + 4 * n}"
+        call_id = f"{tool}_17771230013{n:02d}_0"
+        response = {"functionResponse": {"id": call_id, "name": tool, "response": {"output": output}}}
+        call = {"id": call_id, "name": tool, "args": args, "result": [response], "status": "success"}
+        at = f"2026-04-25T13:16:{2 * n:02d}.000Z"
+        records.append({"id": f"m{n}", "timestamp": at, "type": "gemini", "content": "", "toolCalls": [call]})
+    path = write_jsonl(tmp_path / "session-2026-04-25T13-04-16a02704.jsonl", records)
+    warned = [(d.detector, d.line) for d in scan([str(path)]).detections if d.level >= Level.WARN]
+    assert ("cycle", 7) in warned

@@ -22,6 +22,17 @@ message appended again under the same ``id`` once its tool calls finished
 | ``gemini`` ``tokens``                   | usage (``input``, ``output``, ``cached``) |
 | ``error``                               | a system message                         |
 
+A ``run_shell_command`` result is Gemini CLI's envelope around the command's
+output (packages/core/src/tools/shell.ts): ``Command: …``, ``Directory: …``
+(older versions), ``Output: …`` (or ``Stdout:``/``Stderr:``), then ``Error:``,
+``Exit Code: N``, ``Signal:``, ``Background PIDs:``, ``Process Group PGID: N``
+(older versions write every field, ``(none)`` when empty; newer ones only those
+that say something).  The tool's ``status`` is ``success`` whenever the command
+ran, whatever its exit code: the result's content is what the command printed
+(``(empty)`` is nothing; an ``Error:`` or ``Stderr:`` that says something stays
+after it), its exit code is kept as meta ``exit_code``, and a nonzero one is an
+error.  The envelope's other fields are not output (the PGID is new each call).
+
 ``thoughts``, ``info`` and ``warning`` records are skipped (counted).  Times
 are each record's ``timestamp`` (a result's: its call's).
 
@@ -57,6 +68,7 @@ turn's thoughts in its ``content``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -122,6 +134,37 @@ def _response(call: dict[str, Any]) -> tuple[str, bool]:
     if not texts and isinstance(call.get("resultDisplay"), str):
         texts.append(call["resultDisplay"])
     return "\n".join(texts), failed
+
+
+#: Gemini CLI's shell tool, whose result is an envelope of labelled fields.
+_SHELL_TOOL = "run_shell_command"
+#: Fields the envelope ends with (after the output); ``Error``/``Stderr`` when they say nothing.
+_TRAILER = re.compile(
+    r"\n(?:Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*$|\n(?:Error|Stderr): \((?:none|empty)\)$"
+)
+_EXIT = re.compile(r"\nExit Code: (-?\d+)$")
+_LEAD = re.compile(r"(?:Command: .*?\nDirectory: [^\n]*\n)?(?:Output|Stdout): ", re.S)
+
+
+def shell_output(text: str) -> tuple[str, int | None]:
+    """What a ``run_shell_command`` envelope says the command printed, and its exit
+    code; ``(text, None)`` for a text that is no envelope."""
+    lead = _LEAD.match(text)
+    if lead is None or "\nProcess Group PGID: " not in text and "\nExit Code: " not in text:
+        return text, None
+    body, code = "\n" + text[lead.end() :], None
+    while True:
+        field = _TRAILER.search(body)
+        if field is None:
+            break
+        found = _EXIT.fullmatch(field.group())
+        if found is not None:
+            code = int(found.group(1))
+        body = body[: field.start()]
+    body = body[1:]
+    if body == "(empty)" or body.startswith("(empty)\n"):
+        body = body[len("(empty)") :].lstrip("\n")
+    return body, code
 
 
 def _int(value: Any) -> int | None:
@@ -281,6 +324,12 @@ class GeminiDecoder(RecordDecoder):
             if call_id in answered or (call.get("result") is None and status not in _DONE):
                 continue
             content, failed = _response(call)
+            facts: dict[str, Any] = {"status": status} if isinstance(status, str) else {}
+            if call["name"] == _SHELL_TOOL:
+                content, code = shell_output(content)
+                if code is not None:
+                    facts["exit_code"] = code
+                    failed = failed or code != 0
             out.append(
                 event(
                     Kind.TOOL_RESULT,
@@ -288,7 +337,7 @@ class GeminiDecoder(RecordDecoder):
                     call_id=call_id,
                     content=content,
                     is_error=failed or status in ("error", "cancelled"),
-                    meta={"status": status} if isinstance(status, str) else {},
+                    meta=facts,
                 )
             )
             answered.add(call_id)

@@ -7,7 +7,8 @@ in docs/detectors.md (*Stale outcomes*):
 
 * **rejected**: the harness refused the reply or the action ("No tool calls
   found in the response", "Your patch is empty", "did not conform to the edit format", "validation failed",
-  an edit the tool did not apply ("Your changes have NOT been applied", "No exact match found"),
+  an edit the tool did not apply ("Your changes have NOT been applied", "No exact match found",
+  a patch whose old lines are not in the file: "Failed to find expected lines"),
   "has not been read yet", a model call refused at a token limit…).  Read
   in tool results and in the harness's messages (user-role or system).
   A system message ending in an error line (aider's ``litellm.NotFoundError:
@@ -82,6 +83,7 @@ _REJECTION = re.compile(  # searched in lower-cased text
     r"|(?:search/replace|edit) blocks? failed to match|searchreplacenoexactmatch"
     r"|could not find the exact text|old_?(?:str|string|text) (?:was )?not found|no replacement was performed"
     r"|did not appear verbatim|string to replace not found|no exact match found"
+    r"|failed to find (?:expected lines|context)"
     r"|(?:changes|edit|patch) (?:have|has|was|were) not been applied"
     r"|has not been read yet"
     r"|validation failed|hook (?:failed|rejected|blocked)|(?:commit|push) (?:was )?rejected"
@@ -95,7 +97,7 @@ _REJECTION_WORDS = (
     "tool call", "must include", "must contain", "exactly one", "format error", "malformed", "is empty",
     "did not conform", "failed to match", "searchreplace", "exact text", "old_s", "old_t", "oldstr",
     "oldtext", "to replace not found", "no replacement", "verbatim", "not been read", "validation failed",
-    "exact match", "not been applied",
+    "exact match", "not been applied", "failed to find",
     "hook ", "rejected", "unknown tool", "unknown command", "unknown action", "invalid tool",
     "invalid action", "invalid command", "hit a token", "hit a rate", "limit exceeded", "limit reached",
     "context_length",
