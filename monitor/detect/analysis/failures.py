@@ -25,6 +25,7 @@ import re
 from monitor.detect.analysis.shell import (
     output_body,
     output_ends,
+    printed_lines,
     program,
     segments,
     shell_command,
@@ -273,7 +274,7 @@ def failure_kind(result: Event) -> str:
     if signature is not None:
         line = signature[2:]
     else:
-        lines = [ln for ln in output_body(clip_tail(result.content)).splitlines() if ln.strip()]
+        lines = printed_lines(clip_tail(result.content))
         line = lines[-1] if lines else ""
     line = _ITEMISH.sub(" ", _QUOTED.sub(" ", line))
     # The last clause says what went wrong; the ones before name who met it

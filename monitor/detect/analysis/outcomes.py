@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
-from monitor.detect.analysis.shell import shell_command
+from monitor.detect.analysis.shell import shell_command, without_status
 from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
 from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event
@@ -357,7 +357,7 @@ def _ending_error(text: str) -> str | None:
     tail = text[-ENDING_CHARS:] if len(text) > ENDING_CHARS else text
     if "\x1b" not in tail and not _holds_any(tail, _ERROR_WORDS):
         return None  # no line of it can be an error line (most outputs); colours could join a word
-    lines = _lines(tail)[-3 * TAIL_LINES :]
+    lines = without_status(_lines(tail))[-3 * TAIL_LINES :]
     telling = [line for line in lines if not _generic(line)]
     for line in reversed(telling[-TAIL_LINES:]):
         if _error_line(line):

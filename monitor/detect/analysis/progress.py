@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 
 from monitor.detect.analysis.failures import clip_tail, failure_kind
-from monitor.detect.analysis.shell import output_body, shell_command
+from monitor.detect.analysis.shell import printed_lines, shell_command
 from monitor.events import Event
 
 #: Names kept from one failure, and failure kinds remembered per streak.
@@ -55,7 +55,7 @@ _ERRORISH = re.compile(
 
 
 def _telling_line(result: Event) -> str:
-    lines = [ln.strip() for ln in output_body(clip_tail(result.content)).splitlines() if ln.strip()]
+    lines = [line.strip() for line in printed_lines(clip_tail(result.content))]
     for line in reversed(lines[-12:]):
         if _ERRORISH.search(line):
             return line[:400]

@@ -184,6 +184,31 @@ _WRAPPERS_OF_OUTPUT = re.compile(
 )
 
 
+#: Status lines a harness writes after a command's output, not printed by the command: Gemini CLI's
+#: shell tool ends its result in ``Error: (none)``, ``Exit Code: 1``, ``Signal: 0``, ``Background PIDs:
+#: (none)`` and ``Process Group PGID: 8632`` (google-gemini/gemini-cli, packages/core/src/tools/shell.ts).
+_STATUS_AFTER_OUTPUT = re.compile(
+    r"(?i)(?:error:\s*\(none\)|exit code:\s*(?:-?\d+|\(none\))|signal:\s*(?:-?\d+|\(none\)|sig[a-z]+)"
+    r"|background pids:[\d,\s]*(?:\(none\))?|process group pgid:\s*(?:\d+|\(none\)))\s*"
+)
+
+
+def without_status(lines: list[str]) -> list[str]:
+    """``lines`` (a command's output, split) without the status lines a harness wrote after
+    it (:data:`_STATUS_AFTER_OUTPUT`): their last is the output's own last line, where a
+    failure says what went wrong."""
+    end = len(lines)
+    while end and _STATUS_AFTER_OUTPUT.fullmatch(lines[end - 1].strip()):
+        end -= 1
+    return lines if end == len(lines) else lines[:end]
+
+
+def printed_lines(text: str) -> list[str]:
+    """The non-empty lines of what a command printed (:func:`output_body`), without the
+    status lines a harness writes after it (:func:`without_status`)."""
+    return without_status([line for line in output_body(text).splitlines() if line.strip()])
+
+
 def output_body(text: str) -> str:
     """What a command printed, without the lines agents wrap around it (exit
     code reports, ``<returncode>``/``<output>`` tags); empty when it printed

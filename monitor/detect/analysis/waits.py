@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.detect.analysis import shell
 from monitor.detect.analysis.memo import TextMemo
 from monitor.events import Event
-from monitor.text import call_key
+from monitor.text import call_key, canonical_args
 
 if TYPE_CHECKING:
     from monitor.detect.base import SessionView
@@ -151,3 +151,14 @@ def waited(call: Event) -> float:
 def wait_only(call: Event) -> bool:
     """Whether ``call`` does nothing but wait (see :func:`mark`)."""
     return bool(call.facts.wait_only)
+
+
+def asked(call: Event) -> str:
+    """What ``call`` asks, however long it waits first: its :func:`~monitor.text.call_key`
+    without the wait arguments of a tool that is not a shell (``read_background_output``
+    of one pid with ``delay_ms`` 5000, 10000 or none asks one thing: the job's output, now).
+    A shell tool's ``timeout`` caps its command and stays."""
+    args = call.args
+    if not args or _WAIT_KEY_SET.isdisjoint(args) or not _PLAIN_TOOLS[call.tool]:
+        return call_key(call)
+    return f"{call.tool}:{canonical_args({k: v for k, v in args.items() if k not in _WAIT_KEY_SET})}"

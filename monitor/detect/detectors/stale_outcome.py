@@ -57,6 +57,7 @@ from monitor.detect.analysis.outcomes import (
 from monitor.detect.analysis.places import place_of
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.signatures import is_acknowledgement
+from monitor.detect.analysis.waits import asked
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 from monitor.text import call_key
@@ -96,6 +97,12 @@ def _stale(same: list[_Round]) -> int:
             stale += 1
             counted = round_[5]
     return stale
+
+
+def _question(call: Event | None, outcome: Outcome, call_hash: int) -> int:
+    """The hash of what ``call`` asked, for an answer: its call without its wait (asked
+    again after waiting longer, or not at all, is the same question: polling)."""
+    return hash(asked(call)) if outcome.kind == ANSWER and call is not None else call_hash
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if outcome is None:
             rounds.append((None, "", 0, None, _NO_LINES, number))
             return None
+        call_hash = _question(event.call, outcome, call_hash)
         if sibling and outcome.kind != ANSWER and rounds and rounds[-1][0] == outcome.key:
             # One reply's calls made together, failing alike: one attempt (an
             # answer is not: two questions in one reply answered alike were asked twice).
