@@ -6,7 +6,13 @@ gives on either side of each test (ASCII or not, with a hash or without)."""
 
 import pytest
 
-from monitor.detect.analysis.outcomes import body_lines, normalise
+from monitor.detect.analysis.outcomes import (
+    _REJECTION_GROUPS,
+    _REJECTION_WORDS,
+    _holds_a_rejection_word,
+    body_lines,
+    normalise,
+)
 
 
 @pytest.mark.parametrize(
@@ -41,3 +47,14 @@ def test_body_lines_are_normalised_alike():
         "error at 0x2e in /tmp/xyz/f.py:40\nexit code 2"
     )
     assert body_lines("commit 9f3e2a1b\nÜ 7") == frozenset({hash("commit"), hash("ü")})
+
+
+def test_the_rejection_words_are_found_through_their_pieces():
+    """Each refusal word is tested only once the text holds its piece: every word holds
+    its piece, and a text holds a word exactly when the flat search over all finds one."""
+    assert sorted(word for _, words in _REJECTION_GROUPS for word in words) == sorted(_REJECTION_WORDS)
+    assert all(piece in word for piece, words in _REJECTION_GROUPS for word in words)
+    texts = [*_REJECTION_WORDS, *(f"x {word[:-1]} y" for word in _REJECTION_WORDS), "", "old", "not  found"]
+    texts += [f"error: {a} and {b[1:]}" for a, b in zip(_REJECTION_WORDS, _REJECTION_WORDS[1:])]
+    for text in texts:
+        assert _holds_a_rejection_word(text) == any(word in text for word in _REJECTION_WORDS), text

@@ -102,6 +102,28 @@ _REJECTION_WORDS = (
     "invalid action", "invalid command", "hit a token", "hit a rate", "limit exceeded", "limit reached",
     "context_length",
 )  # fmt: skip
+#: Shorter pieces of :data:`_REJECTION_WORDS`, each held by several of them: a text is
+#: searched for these first, and for the words that hold a piece only when it holds the
+#: piece (most texts hold none: 18 ``in`` tests of a text instead of 35).
+_REJECTION_PIECES = (
+    "not ", "exact", "old", "invalid ", "unknown ", "limit ", "hit a ", "must ", "replace", "failed",
+)  # fmt: skip
+
+
+def _by_piece(words: tuple[str, ...], pieces: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each of ``pieces`` with the ``words`` that hold it (and no earlier piece), then
+    each word that holds none as its own piece: a text holds one of ``words`` exactly
+    when it holds a piece and one of that piece's words."""
+    groups = []
+    left = words
+    for piece in pieces:
+        groups.append((piece, tuple(word for word in left if piece in word)))
+        left = tuple(word for word in left if piece not in word)
+    return (*groups, *((word, (word,)) for word in left))
+
+
+#: :data:`_REJECTION_WORDS` by piece (see :func:`_by_piece`).
+_REJECTION_GROUPS = _by_piece(_REJECTION_WORDS, _REJECTION_PIECES)
 #: A checker's diagnostic named by its code, as harnesses list them under a refused edit
 #: (flake8's ``- E999 SyntaxError: unmatched ']'``, ``F821 undefined name``, tsc's ``TS2322: …``).
 _DIAGNOSTIC = re.compile(r"^[ \t]*[-*]?[ \t]*[A-Z]{1,3}\d{3,4}\b:?[ \t]+\S[^\n]*", re.M)
@@ -301,10 +323,7 @@ def rejection(text: str) -> Outcome | None:
     """The harness refused the reply or the action (see the module's rules)."""
     clipped = clip(text, OUTCOME_CHARS)
     low = clipped.lower()
-    for word in _REJECTION_WORDS:  # (a loop, not any() over a generator: cheaper)
-        if word in low:
-            break
-    else:
+    if not _holds_a_rejection_word(low):
         return None
     found = _REJECTION.search(low)
     if found is None:
@@ -324,6 +343,16 @@ def rejection(text: str) -> Outcome | None:
     found_wrong = list(dict.fromkeys(m.group().strip() for m in _DIAGNOSTIC.finditer(text, 0, OUTCOME_CHARS)))
     named = "|" + normalise(" ; ".join(found_wrong[:4])) if found_wrong else ""
     return Outcome(REJECTED, "J:" + phrase + named, line[:200])
+
+
+def _holds_a_rejection_word(low: str) -> bool:
+    """Whether the lower-cased ``low`` holds one of :data:`_REJECTION_WORDS` (by their pieces)."""
+    for piece, words in _REJECTION_GROUPS:  # (loops, not any() over a generator: cheaper)
+        if piece in low:
+            for word in words:
+                if word in low:
+                    return True
+    return False
 
 
 def _empty(text: str, call: Event | None) -> Outcome | None:

@@ -35,6 +35,7 @@ from monitor.events import Event, EventRef, Kind, Level
 _PATH_KEYS = ("path", "file_path", "filePath", "filename", "target_file")
 _OLD_KEYS = ("old_string", "old_str")
 _NEW_KEYS = ("new_string", "new_str")
+_OLD_KEY_SET = frozenset(_OLD_KEYS)
 #: A line that is only a comment, in the common languages.
 _COMMENT = re.compile(r"^(?:#|//|/\*|\*)")
 _SPACE = re.compile(r"\s+")
@@ -104,8 +105,8 @@ class IdleEdits(Detector[IdleEditsSettings]):
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         args = event.args
-        if not args:
-            return None
+        if not args or _OLD_KEY_SET.isdisjoint(args):
+            return None  # not an edit that replaces a text (most calls)
         old, new = _first_string(args, _OLD_KEYS), _first_string(args, _NEW_KEYS)
         path = _first_string(args, _PATH_KEYS)
         if old is None or new is None or not path:
