@@ -5,13 +5,20 @@ every step: ``No module named 'pytz'`` → ``pip install pytz && python repro.py
 → ``No module named 'sqlparse'`` → …  Each failed call acts on what the
 failure before it *named* (the module, the file, the setting) and then fails
 in a way not seen before in the streak, naming something the call itself did
-not (the next missing thing): it moved on.  A count of such failures
+not (the next missing thing), or failing in a *kind* of failure the streak has
+not met (zsh's ``no matches found: /Users/liza/Videos/%(title)s…`` → the
+pattern quoted in ``-o '~/Videos/%(title)s…'`` → the program now runs and
+meets ``HTTP Error 403``): it moved on.  A path the failure names is touched
+by a call that writes it from the home directory (the shell printed ``~/x``
+expanded).  A count of such failures
 is no evidence of a loop, so ``failure_cascade`` and ``limits`` start their
 streak again at a failure that moved on (:meth:`FailingForward.moved_on`).
 
 Left alone: the same failure again after acting on it (``No module named
 'foo'`` → ``pip install foo && …`` → ``No module named 'foo'``: not moved on),
-a failure that comes back from earlier in the streak (A, B, A), a failure
+a failure that comes back from earlier in the streak (A, B, A), or whose kind
+does (``cat a/config.yml`` → "No such file" → ``cat b/config.yml`` → "No such
+file": looking in several places), a failure
 that names only what its own call named (``cat conf/config.yml`` → "No such
 file": looking for one file in several places), and failures
 whose next call does not touch what they named (``brew`` then ``conda``:
@@ -49,6 +56,8 @@ _NAMES = re.compile(
     r"|\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b"
     r"|\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"
 )
+#: A path a call writes from the home directory (``~/Videos``); a shell prints it expanded.
+_HOME_PATH = re.compile(r"~(/[\w.@+-]+(?:/[\w.@+-]+)*)")
 _ERRORISH = re.compile(
     r"error|exception|not found|no such|cannot|can't|could not|denied|failed|missing", re.I
 )
@@ -89,6 +98,17 @@ def _call_text(call: Event | None) -> str:
     return text[:CALL_CHARS]
 
 
+def touches(text: str, name: str) -> bool:
+    """Whether a call's text touches a name a failure gave: the name itself,
+    or, for an absolute path, the same path written from the home directory
+    (``~/Videos`` for the ``/Users/liza/Videos`` the shell printed)."""
+    if name in text:
+        return True
+    if not name.startswith("/"):
+        return False
+    return any(len(name) > len(tail) and name.endswith(tail) for tail in _HOME_PATH.findall(text))
+
+
 def round_of(result: Event) -> tuple[object, int, int]:
     """A result's round: its call's reply (``meta["reply"]``, if an adapter
     knows it), the call's seq and the result's seq."""
@@ -109,11 +129,13 @@ def same_round(before: tuple[object, int, int] | None, now: tuple[object, int, i
 class FailingForward:
     """Per streak: the failure before, and the kinds of failure seen so far."""
 
-    __slots__ = ("names", "seen", "round")
+    __slots__ = ("names", "seen", "kinds", "round")
 
     def __init__(self) -> None:
         self.names: frozenset[str] = frozenset()
         self.seen: dict[tuple[str, frozenset[str]], None] = {}
+        #: The failure kinds seen so far in the streak.
+        self.kinds: dict[str, None] = {}
         #: The last failure's round: its call's reply (if known), the call's and the result's seq.
         self.round: tuple[object, int, int] | None = None
 
@@ -121,6 +143,7 @@ class FailingForward:
         """A success: the next failure starts a new streak."""
         self.names = frozenset()
         self.seen.clear()
+        self.kinds.clear()
         self.round = None
 
     def joins_round(self, result: Event) -> bool:
@@ -133,17 +156,24 @@ class FailingForward:
     def moved_on(self, result: Event) -> bool:
         """Feed each failed result of the streak in order: True when its call
         acted on what the failure before named and it failed in a new way,
-        naming something the call itself did not (the next missing thing)."""
+        naming something the call itself did not (the next missing thing) or
+        in a kind of failure the streak has not met."""
         names = failure_names(result)
-        key = (failure_kind(result), names)
+        kind = failure_kind(result)
+        key = (kind, names)
         new = key not in self.seen
         moved = False
         if new and self.seen and self.names:
             text = _call_text(result.call)
             # It acted on what the last failure named, and its own failure names
-            # something the call did not: the next missing thing, found.
-            moved = any(n in text for n in self.names) and any(n not in text for n in names)
+            # something the call did not (the next missing thing, found), or is
+            # a kind of failure not met before (the last one dealt with).
+            moved = any(touches(text, n) for n in self.names) and (
+                any(n not in text for n in names) or kind not in self.kinds
+            )
         if new and len(self.seen) < MAX_SEEN:
             self.seen[key] = None
+        if len(self.kinds) < MAX_SEEN:
+            self.kinds[kind] = None
         self.names = names
         return moved

@@ -9,7 +9,9 @@ found", ``cat`` then ``sed`` "No such file or directory") once the streak
 reaches ``threshold``, or when failures go on to ``long_threshold`` (5, the
 consecutive-failure limit of design note 000) with no success.  A failure
 whose command acted on what the failure before it named and that fails in a
-new way moved on (:mod:`~monitor.detect.analysis.progress`: installing the
+new way (naming the next missing thing, or a kind of failure the streak had
+not met: the quoting fixed, then an HTTP 403) moved on
+(:mod:`~monitor.detect.analysis.progress`: installing the
 missing module, then meeting the next one): the streak starts again at it.
 The command before narrowed or filtered, failing the same way but showing
 more than its error line anew (``pip install A B C | tail -10`` failing to
