@@ -589,8 +589,10 @@ def test_shell_calls_cancelled_with_a_failing_sibling_do_not_extend_a_cascade():
             is_error=True,
         )
     assert not by(s.run(only("failure_cascade")), "failure_cascade")
-    s.bash("pip install flask", "ERROR: Could not find a version", code=1)
-    s.bash("python3 -m pip install flask", "error: externally-managed-environment", code=1)
+    # Two more failures, each of another kind, neither dealing with what the one before
+    # named (a fix that did would start the streak again: failing forward).
+    s.bash("node server.js", "Error: Cannot find module 'express'", code=1)
+    s.bash("ruby app.rb", "cannot load such file -- sinatra (LoadError)", code=1)
     (d,) = by(s.run(only("failure_cascade")), "failure_cascade", Level.NOTICE)
     assert d.count == 3
 
