@@ -65,7 +65,7 @@ def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Rep
     it does not count."""
     if _too_short(text, min_chars, repeats, limit):
         return None
-    #: passage -> (copies in its section, that section, new words' characters when last seen)
+    #: passage -> (copies in its section, that section, the index of its last copy)
     seen: dict[str, tuple[int, int, int]] = {}
     sections = Sections()
     shape = Shape()
@@ -73,19 +73,18 @@ def repeated_passage(text: str, min_chars: int, repeats: int, limit: int) -> Rep
         passage = match.group()
         section = sections.read(passage)
         key = normal(passage)
-        code = shape.read(passage, key)
+        index = shape.add(passage, key)
         if len(key) < min_chars:
             continue
-        fresh = shape.fresh
-        count, where, before = seen.get(key, (0, section, fresh))
+        count, where, last = seen.get(key, (0, section, index))
         if where != section:
             count = 1
-        elif not (code and count and fresh - before >= min_chars):
+        elif not (count and shape.quoted_again(last, index, min_chars)):
             count += 1
         # (else: code quoted again after new reasoning -- a quote, not a circle)
         if count >= repeats:
             return Repeat(match.start(), count, key)
-        seen[key] = (count, section, fresh)
+        seen[key] = (count, section, index)
     return None
 
 
@@ -123,17 +122,40 @@ class Shape:
     Between two copies of a code passage, ``fresh`` grows by at least
     ``min_chars`` when the reasoning around the quote moved on (new terms:
     "decision function", "nextafter"), not when it goes round the quoted line
-    with the words it already used ("I want `msubsup` in the replacement")."""
+    with the words it already used ("I want `msubsup` in the replacement").
+    A passage's shape is read only when a copy of it comes back (most replies:
+    never), and then the passages before it too, in order (:meth:`at`)."""
 
-    __slots__ = ("fenced", "words", "fresh")
+    __slots__ = ("passages", "fenced", "words", "fresh", "codes")
 
     def __init__(self) -> None:
+        #: The reply's passages so far, each with its normal form.
+        self.passages: list[tuple[str, str]] = []
         self.fenced = False
         self.words: set[str] = set()
-        self.fresh = 0
+        #: Of each passage read: whether it is code, and ``fresh`` after it.
+        self.codes: list[bool] = []
+        self.fresh: list[int] = []
 
-    def read(self, passage: str, key: str) -> bool:
-        """Whether ``passage`` (normalised: ``key``) is code; counts its new words."""
+    def add(self, passage: str, key: str) -> int:
+        """Note the reply's next passage (normalised: ``key``); its index."""
+        self.passages.append((passage, key))
+        return len(self.passages) - 1
+
+    def at(self, index: int) -> tuple[bool, int]:
+        """Whether passage ``index`` is code, and ``fresh`` after it."""
+        while len(self.codes) <= index:
+            self.read(*self.passages[len(self.codes)])
+        return self.codes[index], self.fresh[index]
+
+    def quoted_again(self, last: int, index: int, min_chars: int) -> bool:
+        """Whether passage ``index``, a copy of passage ``last``, is code quoted
+        again after at least ``min_chars`` characters of new reasoning."""
+        code, fresh = self.at(index)
+        return code and fresh - self.at(last)[1] >= min_chars
+
+    def read(self, passage: str, key: str) -> None:
+        """Read the next passage (normalised: ``key``): whether it is code, its new words."""
         lines = code = 0
         for line in passage.splitlines():
             lines += 1
@@ -144,13 +166,15 @@ class Shape:
                 code += 1
         is_code = 2 * code > lines
         words = self.words
+        fresh = self.fresh[-1] if self.fresh else 0
         if not is_code:  # its words, not the code it quotes inline
             for word in _WORD.findall(_INLINE_CODE.sub(" ", key)):
                 if word not in words:
                     words.add(word)
-                    self.fresh += len(word)
+                    fresh += len(word)
         words.update(_WORD.findall(key))
-        return is_code
+        self.codes.append(is_code)
+        self.fresh.append(fresh)
 
 
 #: A Markdown heading line, and a code fence line.

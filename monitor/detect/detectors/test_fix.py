@@ -31,17 +31,21 @@ from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import is_edit
 from monitor.detect.analysis.failures import run_outcome
-from monitor.detect.analysis.outcomes import body_lines, printed_lines
+from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, printed_lines
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.testruns import RunOutcome, is_test_run
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_CALL, TOOL_RESULT, Event, EventRef, Kind, Level
+from monitor.text import clip
 
 #: Events kept as evidence per streak (calls and results), as references:
 #: a test report may be megabytes.
 EVIDENCE = 12
 #: Line digests remembered per streak (what its runs have shown).
 SHOWN_LINES = 1000
+#: Runs of a streak whose printed lines are read only when a run after an edit
+#: asks for them (:meth:`TestFix._took_effect`; most streaks: never), at most this many.
+UNREAD = 8
 
 RETHINK = (
     "Step back and rethink:\n"
@@ -81,6 +85,8 @@ class TestFix(Detector[TestFixSettings]):
         self.shown: set[int] = set()
         #: ... and of those the program printed, not quoting source (outcomes.printed_lines).
         self.printed: set[int] = set()
+        #: The streak's runs (their texts as printed_lines reads them) not in ``printed`` yet.
+        self.unread: list[str] = []
         self.edits_since_run = 0
         self.edits_in_streak = 0
         self.round: tuple[object, int, int] | None = None  # the last failing run's (progress.round_of)
@@ -125,7 +131,7 @@ class TestFix(Detector[TestFixSettings]):
             return None
         self._follow(outcome, view)
         self._remember(body_lines(event.content))
-        self._remember_printed(printed_lines(event.content))
+        self._remember_printed_later(event.content)
         self.events.append(ref(call))
         self.events.append(ref(event))
 
@@ -172,6 +178,7 @@ class TestFix(Detector[TestFixSettings]):
         is no repeat of the failure.  Its lines join the streak's either way."""
         if not self.count or not self.edits_since_run or outcome.signature != self.signature:
             return False
+        self._read_unread()
         printed = printed_lines(result.content)
         new = not printed <= self.printed
         self._remember_printed(printed)
@@ -185,6 +192,17 @@ class TestFix(Detector[TestFixSettings]):
     def _remember_printed(self, lines: frozenset[int]) -> None:
         if len(self.printed) < SHOWN_LINES:
             self.printed.update(lines)
+
+    def _remember_printed_later(self, text: str) -> None:
+        """A run's printed lines join ``printed`` when a run needs them (:meth:`_read_unread`)."""
+        self.unread.append(clip(text, OUTCOME_CHARS))
+        if len(self.unread) >= UNREAD:
+            self._read_unread()
+
+    def _read_unread(self) -> None:
+        for text in self.unread:  # in order: ``printed`` is capped
+            self._remember_printed(printed_lines(text))
+        self.unread.clear()
 
     def _follow(self, outcome: RunOutcome, view: SessionView) -> None:
         """Extend the streak with a failing run, or start a new one."""
@@ -203,6 +221,7 @@ class TestFix(Detector[TestFixSettings]):
             self.events.clear()
             self.shown.clear()
             self.printed.clear()
+            self.unread.clear()
         self.failures = outcome.failures
         self.passed = outcome.passed
         self.tests = outcome.tests
