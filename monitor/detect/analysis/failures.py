@@ -25,7 +25,7 @@ import re
 from monitor.detect.analysis.shell import (
     output_body,
     output_ends,
-    printed_lines,
+    output_lines,
     program,
     segments,
     shell_command,
@@ -274,7 +274,7 @@ def failure_kind(result: Event) -> str:
     if signature is not None:
         line = signature[2:]
     else:
-        lines = printed_lines(clip_tail(result.content))
+        lines = output_lines(clip_tail(result.content))
         line = lines[-1] if lines else ""
     line = _ITEMISH.sub(" ", _QUOTED.sub(" ", line))
     # The last clause says what went wrong; the ones before name who met it

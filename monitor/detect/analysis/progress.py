@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 
 from monitor.detect.analysis.failures import clip_tail, failure_kind
-from monitor.detect.analysis.shell import printed_lines, shell_command
+from monitor.detect.analysis.shell import output_lines, shell_command
 from monitor.events import Event
 
 #: Names kept from one failure, and failure kinds remembered per streak.
@@ -64,7 +64,7 @@ _ERRORISH = re.compile(
 
 
 def _telling_line(result: Event) -> str:
-    lines = [line.strip() for line in printed_lines(clip_tail(result.content))]
+    lines = [line.strip() for line in output_lines(clip_tail(result.content))]
     for line in reversed(lines[-12:]):
         if _ERRORISH.search(line):
             return line[:400]

@@ -203,7 +203,7 @@ def without_status(lines: list[str]) -> list[str]:
     return lines if end == len(lines) else lines[:end]
 
 
-def printed_lines(text: str) -> list[str]:
+def output_lines(text: str) -> list[str]:
     """The non-empty lines of what a command printed (:func:`output_body`), without the
     status lines a harness writes after it (:func:`without_status`)."""
     return without_status([line for line in output_body(text).splitlines() if line.strip()])
