@@ -466,3 +466,41 @@ def test_a_prompt_queued_while_the_agent_works_is_a_user_turn(tmp_path: Path):
     users = [(e.line, e.content, e.meta.get("queued", False)) for e in events if e.role == "user"]
     assert users == [(1, "fix the exporter", False), (3, "and the tests", True), (5, "also the docs", True)]
     assert {e.session for e in events} == {sid}
+
+
+def _edits_that_fail(message_ids: list[str]) -> list[dict]:
+    """Edits of one file, each refused "File does not exist", made in the API messages named."""
+    records = [_record("user", role="user", content="apply the review")]
+    for i, message_id in enumerate(message_ids):
+        call = {
+            "type": "tool_use",
+            "id": f"t{i}",
+            "name": "Edit",
+            "input": {"file_path": "/notes/draft.md", "old_string": f"line {i}", "new_string": f"line {i}!"},
+        }
+        records.append(_record("assistant", id=message_id, role="assistant", content=[call]))
+        result = {
+            "type": "tool_result",
+            "tool_use_id": f"t{i}",
+            "content": "File does not exist.",
+            "is_error": True,
+        }
+        records.append(_record("user", role="user", content=[result]))
+    return records
+
+
+def test_the_parallel_calls_of_one_reply_are_one_attempt(tmp_path: Path):
+    """Claude Code writes one reply's parallel calls as records of their own, a result after
+    each: twelve edits of one reply failing alike are one attempt the agent could not
+    correct between (a real run: tests/corpus, mlevison/dotfiles e76b8c5a), so nothing
+    warns; the same twelve as twelve replies, each after the last refusal, are a loop."""
+    calls = tmp_path / "one-reply.jsonl"
+    write_jsonl(calls, _edits_that_fail(["msg_1"] * 12))
+    events, _ = decode_file(calls)
+    assert {e.meta["reply"] for e in events if e.kind is Kind.TOOL_CALL} == {"msg_1"}
+    assert not [d for d in scan([str(calls)]).detections if d.level >= Level.WARN]
+
+    replies = write_jsonl(
+        tmp_path / "twelve-replies.jsonl", _edits_that_fail([f"msg_{i}" for i in range(12)])
+    )
+    assert [d for d in scan([str(replies)]).detections if d.level >= Level.WARN]

@@ -499,3 +499,30 @@ def test_a_subagent_rollout_is_the_hooks_session_and_skips_its_parents_copied_hi
     assert events[0].kind is Kind.SESSION_START and events[0].parent == parent
     assert [e.call_id for e in events if e.kind is Kind.TOOL_CALL] == ["call_child_1"]
     assert decoder.decoder.skipped["replayed from the parent"] == 4
+
+
+def test_the_code_mode_exec_tools_outputs():
+    """Codex's code-mode ``exec`` answers in content items that begin "Script completed"
+    or "Script failed" (tests/corpus, doudouqie66/CommonTools): a failed script, or one
+    whose command exited non-zero, is an error; one that printed nothing is an
+    acknowledgement, not an answer that could come back "the same" after different patches."""
+    from monitor.detect.analysis.shell import output_body
+    from monitor.detect.analysis.signatures import text_is_acknowledgement
+
+    def items(*texts: str) -> list[dict]:
+        return [{"type": "input_text", "text": text} for text in texts]
+
+    failed = items("Script failed\nWall time 0.2 seconds\nOutput:\n", "Script error:\nReferenceError: x")
+    assert parse_output(failed)[1] is True
+    nonzero = items(
+        "Script completed\nWall time 0.2 seconds\nOutput:\n", "Exit code: 1\nWall time: 0.2 seconds"
+    )
+    assert parse_output(nonzero)[1:] == (True, 1)
+    silent = parse_output(items("Script completed\nWall time 0.0 seconds\nOutput:\n", "{}"))
+    assert silent[1] is False and text_is_acknowledgement(silent[0])
+    printed = items(
+        "Script completed\nWall time 0.2 seconds\nOutput:\n",
+        "Exit code: 0\nWall time: 0.2 seconds\nOutput:\nRows : 33",
+    )
+    text = parse_output(printed)[0]
+    assert not text_is_acknowledgement(text) and output_body(text) == "Rows : 33"

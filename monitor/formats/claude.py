@@ -340,7 +340,7 @@ class ClaudeDecoder(RecordDecoder):
                     text.append(value)
             elif block_type in ("tool_use", "server_tool_use", "mcp_tool_use"):
                 flush_text()
-                events.append(self._tool_call(block, index, line, ts))
+                events.append(self._tool_call(block, index, line, ts, message.get("id")))
             elif (
                 isinstance(block_type, str)
                 and block_type.endswith("tool_result")
@@ -356,7 +356,12 @@ class ClaudeDecoder(RecordDecoder):
             events.append(usage)
         return events
 
-    def _tool_call(self, block: dict[str, Any], index: int, line: int | None, ts: float) -> Event:
+    def _tool_call(
+        self, block: dict[str, Any], index: int, line: int | None, ts: float, message_id: object
+    ) -> Event:
+        """A tool call; the API message it came in is its reply (``meta["reply"]``): Claude
+        Code writes a reply's parallel calls as records of their own, each result
+        between, though the model made them all before it saw any result."""
         name = block.get("name")
         if not isinstance(name, str) or not name:
             raise RecordError(f"assistant.message.content[{index}].name: expected a tool name, got {name!r}")
@@ -367,7 +372,13 @@ class ClaudeDecoder(RecordDecoder):
             args = {"input": args}
         call_id = block.get("id")
         return self._event(
-            Kind.TOOL_CALL, ts, line, tool=name, args=args, call_id=None if call_id is None else str(call_id)
+            Kind.TOOL_CALL,
+            ts,
+            line,
+            tool=name,
+            args=args,
+            call_id=None if call_id is None else str(call_id),
+            meta={"reply": message_id} if isinstance(message_id, str) and message_id else {},
         )
 
     def _tool_result(self, block: dict[str, Any], line: int | None, ts: float) -> Event:

@@ -38,7 +38,8 @@ copy and skipped (counted), so the parent's calls are not counted twice.
 Arguments that are not valid JSON (Codex redacts or truncates some) are kept
 as text under ``{"arguments": …}``.  A tool output that is JSON with
 ``metadata.exit_code`` (or text saying "Process exited with code N" / "Exit
-code: N") with a nonzero code is an error result.
+code: N") with a nonzero code is an error result, and so is the code-mode
+``exec`` tool's output that begins "Script failed".
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ _BARE_TYPES = frozenset(
 )
 _ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 _EXIT_CODE = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
+_SCRIPT_FAILED = "Script failed"
 #: User text Codex injects as context rather than a person typing it.
 _INJECTED_PREFIXES = (
     "<environment_context>",
@@ -154,7 +156,13 @@ def parse_output(output: Any) -> tuple[str, bool, int | None]:
             is_error = True
         return text, is_error, None
     if isinstance(output, list):
-        return content_text(output), False, None
+        # Content items; the code-mode ``exec`` tool's begin "Script completed" or
+        # "Script failed" (a script that threw, or whose command failed).
+        text = content_text(output)
+        if text.startswith(_SCRIPT_FAILED):
+            return text, True, _exit_code(text)
+        exit_code = _exit_code(text)
+        return text, exit_code not in (None, 0), exit_code
     if not isinstance(output, str):
         return ("" if output is None else str(output)), False, None
     text = output
@@ -170,10 +178,14 @@ def parse_output(output: Any) -> tuple[str, bool, int | None]:
             if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
                 exit_code = metadata["exit_code"]
     if exit_code is None:
-        match = _EXIT_CODE.search(text[:2000])
-        if match:
-            exit_code = int(match.group(1))
+        exit_code = _exit_code(text)
     return text, exit_code not in (None, 0), exit_code
+
+
+def _exit_code(text: str) -> int | None:
+    """The exit code a tool output reports in its text ("Exit code: 1"), if any."""
+    match = _EXIT_CODE.search(text[:2000])
+    return int(match.group(1)) if match else None
 
 
 @register_line_format

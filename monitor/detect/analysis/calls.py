@@ -16,7 +16,7 @@ detector sees the result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from monitor.detect.analysis.inputs import CallIO, call_io
@@ -45,7 +45,8 @@ class CallRecord:
     (``error``, ``long`` -- over 400 characters -- and the memos are set when
     it does); ``failure`` similar_args' comparable failure (``None`` while
     unknown); ``io`` what the call writes (a repeat after its inputs changed
-    is a new call) and whether it was made after a wait (``io.waited``)."""
+    is a new call) and whether it was made after a wait (``io.waited``);
+    ``reply`` the reply that made the call (``meta["reply"]``), ``None`` where unknown."""
 
     __slots__ = (
         "seq",
@@ -63,6 +64,7 @@ class CallRecord:
         "_marks",
         "failure",
         "io",
+        "reply",
     )
     seq: int
     ts: float
@@ -79,6 +81,7 @@ class CallRecord:
     _marks: int | None
     failure: Any
     io: CallIO
+    reply: object
 
     @property
     def ref(self) -> EventRef:
@@ -243,7 +246,22 @@ def new_record(event: Event) -> CallRecord:
     record.text = None
     record.failure = None
     record.io = call_io(event).kept(bool(waited(event)))
+    record.reply = event.meta.get("reply") if event.meta else None
     return record
+
+
+def attempts(records: Iterable[CallRecord]) -> int:
+    """How many attempts ``records`` (in order, either way) are: the calls one reply
+    made together (the same ``reply``, where the adapter knows it) count once, as
+    the agent saw none of their results before it made them all."""
+    count = 0
+    before: object = None
+    for record in records:
+        reply = record.reply
+        if reply is None or reply != before:
+            count += 1
+        before = reply
+    return count
 
 
 def call_record(event: Event) -> CallRecord:

@@ -177,9 +177,11 @@ def program(segment: str) -> str:
 
 
 #: Lines that wrap a command's output without being part of it: exit-code
-#: reports (Claude Code, Codex) and mini-swe-agent's ``<returncode>`` tags.
+#: reports (Claude Code, Codex; Codex's code-mode ``exec``: "Script completed",
+#: "Wall time 0.2 seconds") and mini-swe-agent's ``<returncode>`` tags.
 _WRAPPERS_OF_OUTPUT = re.compile(
-    r"(?im)^[ \t]*(?:exit code:?\s*-?\d+|process exited with code -?\d+|wall time:[^\n]*|output:|"
+    r"(?im)^[ \t]*(?:exit code:?\s*-?\d+|process exited with code -?\d+|wall time(?::| [\d.]+ ?s)[^\n]*|output:|"
+    r"script (?:completed|failed)|script error:|"
     r"<returncode>\s*-?\d+\s*</returncode>|</?output>|<returncode>|</returncode>)[ \t]*$"
 )
 

@@ -71,7 +71,9 @@ _ACK = re.compile(
     r"success\. updated the following files:.*|"  # Codex apply_patch
     # a job only started says that it started, not what it found (Claude Code, Vorflux, …)
     r"(?:background (?:job|process|task) started|command running in (?:the )?background).*|"
-    r"exit code:? 0|process exited with code 0)\.?$",
+    r"exit code:? 0|process exited with code 0|"
+    # Codex's code-mode exec: a script that ran and printed nothing (or an empty value)
+    r"script completed(?: wall time:? [\d.]+ ?s(?:econds?)?)?(?: output:)?(?: \{\}| \[\]| null| undefined)?)\.?$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -318,7 +320,8 @@ _ERROR_LINE = LinePattern(
 )
 #: Wrapper lines agents put around a command's output (Claude Code, Codex).
 _WRAPPER_LINE = LinePattern(
-    r"[ \t]*(?:exit code:?\s*-?\d+|wall time:[^\n]*|process exited with code -?\d+|"
+    r"[ \t]*(?:exit code:?\s*-?\d+|wall time(?::| [\d.]+ ?s)[^\n]*|process exited with code -?\d+|"
+    r"script (?:completed|failed)|script error:|"
     r"chunk id:[^\n]*|original token count:[^\n]*|output:|error: exit code -?\d+|"
     r"</?tool_use_error>|<returncode>\s*-?\d+\s*</returncode>|</?output>)[ \t]*$",
     re.IGNORECASE,

@@ -23,6 +23,7 @@ from monitor.detect.analysis.calls import (
     AwaitedRepeat,
     AwaitsRepeats,
     CallRecord,
+    attempts,
     call_record,
     events,
 )
@@ -190,7 +191,8 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         awaited = None
         # A tier that reaches back to the run's oldest kept call goes on over the calls no longer kept.
         earlier = max(self.run - len(records) - 1, 0)
-        if len(exact_streak) >= exact_needed:
+        # One reply's calls made together are one attempt: the agent saw no result between them.
+        if attempts(exact_streak) >= exact_needed:
             if sum(1 for r in exact_streak if r.text is not None) >= 2:
                 self.awaited = None
                 whole = earlier if len(exact_streak) > len(records) else 0
@@ -198,7 +200,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
             # Fewer than two results back (or the run broke at a differing
             # result: a poll that moved): judged once they are.
             awaited = AwaitedRepeat(exact_streak, len(exact_streak), exact_needed, (key, fuzzy_needed))
-        if len(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
+        if attempts(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.
             return self._detection(
                 "fuzzy", key, fuzzy, fuzzy_needed, earlier if len(fuzzy) > len(records) else 0
@@ -214,7 +216,7 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         with fingerprint ``key``: identical calls whose results agree
         (``exact``) or calls on one target showing nothing new (``fuzzy``),
         after ``earlier`` calls of the run no longer kept."""
-        count = len(involved) + earlier
+        count = attempts(involved) + earlier
         tool = involved[0].tool
         what = key.split(":", 1)[1] if ":" in key else key
         return [

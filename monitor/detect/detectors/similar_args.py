@@ -21,7 +21,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
+from monitor.detect.analysis.calls import CallRecord, attempts, call_record, events, made_record
 from monitor.detect.analysis.failures import failed
 from monitor.detect.analysis.shell import output_body
 from monitor.detect.analysis.signatures import (
@@ -211,7 +211,7 @@ class SimilarArgs(Detector[SimilarArgsSettings]):
         if reference is None:
             return None
         involved = list(reversed(streak))
-        count = len(involved)
+        count = attempts(involved)  # one reply's calls made together: one attempt
         if count < threshold or len({r.hash for r in involved}) < 2:
             return None
         shown = reference[2:]
