@@ -223,3 +223,30 @@ def test_calls_cancelled_with_a_failing_sibling_are_not_failures_of_their_own():
             is_error=True,
         )
     assert labels(s.run(only("limits", max_consecutive_failures=4)))[-1] == ("limit:failures", "warn", 4)
+
+
+def test_a_failure_that_names_only_part_of_the_one_before_moved_on():
+    """A bulk ``sed -i`` over a quoted ``$FILES`` fails naming the whole list as one file, twice;
+    listing the files fails for just the two that are missing: the rest was dealt with, so the
+    streak starts again there (a real run: tests/corpus, pshung/personal_git b8de8317)."""
+    from monitor.detect.detectors.failure_cascade import FailureCascade  # noqa: F401 (registered)
+
+    files = [f"docs/part{n}.md" for n in range(18)] + ["TODO.md"]
+    listed = " ".join(files)
+    s = Script()
+    for _ in range(2):
+        s.call(
+            "bash",
+            {"command": f'FILES="{listed}" && sed -i "s|a|b|g" "$FILES"'},
+            f"Exit code 2\nsed: can't read {listed}: No such file or directory",
+            is_error=True,
+        )
+    s.call(
+        "bash",
+        {"command": f'sed -i "s|a|b|g" {listed}'},
+        "Exit code 2\nsed: can't read docs/part17.md: No such file or directory\n"
+        "sed: can't read TODO.md: No such file or directory",
+        is_error=True,
+    )
+    warned = [d for d in s.run(only("failure_cascade")) if d.level >= Level.WARN]
+    assert not warned, [(d.detector, d.message) for d in warned]

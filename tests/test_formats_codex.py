@@ -526,3 +526,24 @@ def test_the_code_mode_exec_tools_outputs():
     )
     text = parse_output(printed)[0]
     assert not text_is_acknowledgement(text) and output_body(text) == "Rows : 33"
+
+
+def test_the_ide_extensions_context_is_not_what_the_person_typed():
+    """Codex's IDE extension opens every user message with the editor's state (active
+    file, open tabs), the same on each turn, then "## My request for Codex:" and what the
+    person typed (tests/corpus, BearTDK6/ba-pro): the request alone is the user turn, so
+    three different requests are not "the same message from the user" three times."""
+    from monitor.formats.codex import typed_request
+
+    context = (
+        "# Context from my IDE setup:\n\n## Active file: src/a.ts\n\n## Open tabs:\n- a.ts: src/a.ts\n\n"
+    )
+    assert typed_request(context + "## My request for Codex:\nrefactor this\n") == (
+        "refactor this",
+        context.strip(),
+    )
+    assert typed_request("plain request") == ("plain request", "")
+    assert typed_request("# Context from my IDE setup: nothing after") == (
+        "# Context from my IDE setup: nothing after",
+        "",
+    )

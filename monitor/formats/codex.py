@@ -83,10 +83,25 @@ _INJECTED_PREFIXES = (
     "<user_shell_command>",
 )
 _PENDING_CALLS = 256
+#: Codex's IDE extension puts the editor's state before what the person typed.
+_IDE_CONTEXT = "# Context from my IDE setup:"
+_IDE_REQUEST = "## My request for Codex:"
 
 
 #: How long after a fork's or subagent's start its copy of the parent's history is stamped.
 REPLAY_SECONDS = 1.0
+
+
+def typed_request(text: str) -> tuple[str, str]:
+    """(what the person typed, the IDE context before it) of a user message: the
+    IDE extension opens each message with the active file and open tabs, the
+    same on every turn, then "## My request for Codex:" and the request."""
+    if not text.startswith(_IDE_CONTEXT):
+        return text, ""
+    context, found, request = text.partition(_IDE_REQUEST)
+    if not found:
+        return text, ""
+    return request.strip(), context.strip()
 
 
 def _spawned_by(payload: dict[str, Any]) -> str | None:
@@ -385,9 +400,11 @@ class CodexDecoder(RecordDecoder):
         if item == "user_message":
             text = payload.get("message")
             text = text if isinstance(text, str) else content_text(text)
+            text, context = typed_request(text)
             if not text.strip():
                 return []
-            return [self._event(Kind.MESSAGE, ts, line, role="user", content=text)]
+            meta = {"ide_context": context} if context else {}
+            return [self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta=meta)]
         if item == "token_count":
             return self._usage(payload, line, ts)
         self.skip(f"event_msg:{item}")  # agent_message duplicates the response item, etc.

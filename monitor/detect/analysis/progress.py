@@ -45,7 +45,7 @@ from monitor.detect.analysis.shell import output_lines, shell_command
 from monitor.events import Event
 
 #: Names kept from one failure, and failure kinds remembered per streak.
-MAX_NAMES = 8
+MAX_NAMES = 32
 MAX_SEEN = 16
 #: How much of a call's text is searched for a name.
 CALL_CHARS = 4000
@@ -156,8 +156,9 @@ class FailingForward:
     def moved_on(self, result: Event) -> bool:
         """Feed each failed result of the streak in order: True when its call
         acted on what the failure before named and it failed in a new way,
-        naming something the call itself did not (the next missing thing) or
-        in a kind of failure the streak has not met."""
+        naming something the call itself did not (the next missing thing), or
+        only part of what the failure before named (the rest dealt with), or in a
+        kind of failure the streak has not met."""
         names = failure_names(result)
         kind = failure_kind(result)
         key = (kind, names)
@@ -168,8 +169,12 @@ class FailingForward:
             # It acted on what the last failure named, and its own failure names
             # something the call did not (the next missing thing, found), or is
             # a kind of failure not met before (the last one dealt with).
+            # Or it names only part of what the last one named (the rest dealt with).
             moved = any(touches(text, n) for n in self.names) and (
-                any(n not in text for n in names) or kind not in self.kinds
+                any(n not in text for n in names)
+                or kind not in self.kinds
+                or bool(names)
+                and names < self.names
             )
         if new and len(self.seen) < MAX_SEEN:
             self.seen[key] = None
