@@ -154,10 +154,13 @@ class Backlog:
         if rows and self.oldest_at is None:
             self.oldest_at = now
 
-    def give_up(self) -> None:
-        """Closing on a disk still full: what is queued is lost, counted (lock held)."""
+    def give_up(self) -> int:
+        """Closing on a disk still full: what is queued is lost, counted (lock held); how many."""
         lost = self.queued()
         self.pending.clear()
+        self.oldest_at = None
         if self.spill is not None:
             self.spill.count = 0
-        self.drop(lost)
+        self.drop(lost, full=True)
+        self.stats.lost_closing += lost
+        return lost

@@ -3,7 +3,10 @@
 The writer keeps a batch it could not commit because the disk is full (in
 memory, bounded) and retries it after a back-off; :class:`DiskFull` is that
 state, and the one warning a run gives when the disk fills, when the spill
-file cannot grow, and when writing resumes.
+file cannot grow, and how it ended: written again (:meth:`DiskFull.resumed`),
+or still full when the store closed (:meth:`DiskFull.gave_up`).  Either way
+the statement gives the run's count of lost rows, and :attr:`DiskFull.stated`
+keeps that count, so the store's closing word on losses is not said twice.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class DiskFull:
         self.retry_at = 0.0
         self._delay = RETRY_MIN
         self._said: set[str] = set()  # each message once a run
+        #: The run's count of lost rows as the last statement of how a full disk ended gave it.
+        self.stated: int | None = None
 
     @property
     def full(self) -> bool:
@@ -71,15 +76,35 @@ class DiskFull:
     def resumed(self, dropped: int) -> None:
         """A batch was committed: the disk has room again."""
         since, self.since = self.since, None
-        if since is not None:
-            self._once(
-                "resumed",
-                "the database is being written again after %.1f s of a full disk; %d rows lost this run",
-                time.monotonic() - since,
-                dropped,
-            )
+        if since is not None and self._once(
+            "resumed",
+            "the database is being written again after %.1f s of a full disk; %d rows lost this run",
+            time.monotonic() - since,
+            dropped,
+        ):
+            self.stated = dropped
 
-    def _once(self, key: str, message: str, *args: object) -> None:
-        if key not in self._said:
-            self._said.add(key)
-            log.warning(message, *args)
+    def gave_up(self, lost: int, dropped: int, sessions: int) -> None:
+        """Closing, the disk stayed full: the ``lost`` rows still waiting are given up
+        (``dropped``, the run's count, includes them), and the newest state of
+        ``sessions`` sessions.  Said whatever was said before: it is how the run ends."""
+        since, self.since = self.since, None
+        if since is None:
+            return
+        log.warning(
+            "the disk holding the database was still full when the store closed (after %.1f s of "
+            "a full disk): %d rows that were waiting are lost; %d rows lost this run%s",
+            time.monotonic() - since,
+            lost,
+            dropped,
+            f" (and the latest state of {sessions} sessions)" if sessions else "",
+        )
+        self.stated = dropped
+
+    def _once(self, key: str, message: str, *args: object) -> bool:
+        """Say ``message`` unless it was said this run; whether it was said now."""
+        if key in self._said:
+            return False
+        self._said.add(key)
+        log.warning(message, *args)
+        return True

@@ -21,5 +21,6 @@ class StoreStats:
     pruned: int = 0  # event rows deleted by retention
     pending: int = 0  # rows queued right now
     lost_full: int = 0  # of ``dropped``: rows lost while the disk was full
+    lost_closing: int = 0  # of ``lost_full``: rows still waiting when the store closed on a full disk
     disk_full: bool = False  # the disk holding the database is full right now (rows wait in memory)
     last_error: str = ""

@@ -273,8 +273,14 @@ class Store(StoreReader):
         parts = []
         if failure is not None:
             parts.append(f"the store writer STOPPED ({failure!r}); nothing after it was recorded")
-        if stats.lost_full:
-            parts.append(f"{stats.lost_full:,} rows lost to a full disk (the memory queue was full)")
+        if stats.lost_full - stats.lost_closing:
+            parts.append(
+                f"{stats.lost_full - stats.lost_closing:,} rows lost to a full disk (the memory queue was full)"
+            )
+        if stats.lost_closing:
+            parts.append(
+                f"{stats.lost_closing:,} rows lost to a full disk (still waiting when the store closed)"
+            )
         if stats.dropped - stats.lost_full:
             parts.append(
                 f"{stats.dropped - stats.lost_full:,} rows dropped (the queue and its spill file were full)"

@@ -213,7 +213,8 @@ class Writer:
                 self.state = "closed"
             if self._spill is not None:
                 self._spill.close()
-        if self._stats.dropped or self._stats.failed:
+        said = self._full.stated == self._stats.dropped  # by how the full disk ended
+        if self._stats.failed or (self._stats.dropped and not said):
             log.warning(
                 "the store lost %d rows this run (%d dropped, %d refused)",
                 self._stats.dropped + self._stats.failed,
@@ -257,25 +258,18 @@ class Writer:
                     )
                     sessions_waiting = bool(self._dirty or self._tx.derived)
                     sessions_due = sessions_waiting and (closing or now >= self._tx.sessions_at + every)
-                    if self._full.waiting(now):
+                    full_wait = self._full.waiting(now)
+                    if full_wait:
                         rows_due = sessions_due = False  # the disk is full: wait for the retry
                         if closing and not self._requests and now - self._closing_since > CLOSE_SECONDS:
-                            self._dirty = {}
-                            self.rows.give_up()  # what is queued is lost, counted
+                            self._give_up()
                             return
                     prune_due = self.retention_days > 0 and now >= next_prune
                     if self._requests or rows_due or sessions_due or prune_due:
                         break
-                    if closing:  # and everything is written
+                    if closing and not (queued or sessions_waiting):  # everything is written
                         return
-                    waits = [next_prune - now] if self.retention_days > 0 else []
-                    if self._full.full:
-                        waits.append(self._full.retry_at - now)
-                    if queued:
-                        waits.append(min(oldest + flush, eager_at) - now)
-                    if sessions_waiting:
-                        waits.append(self._tx.sessions_at + every - now)
-                    self._cond.wait(min(waits) if waits else None)
+                    self._cond.wait(self._idle_for(now, next_prune, full_wait, queued, sessions_waiting))
                 request = self._requests.popleft() if self._requests else None
                 if request is None and not prune_due:
                     rows = self.rows.take(self.batch_size if rows_due else 0)
@@ -287,6 +281,26 @@ class Writer:
                 self._tx.prune()
             else:
                 self._write(rows, sessions)
+
+    def _idle_for(
+        self, now: float, next_prune: float, full_wait: bool, queued: int, sessions_waiting: bool
+    ) -> float | None:
+        """How long the thread may wait (lock held; None: until notified)."""
+        waits = [next_prune - now] if self.retention_days > 0 else []
+        if full_wait:  # nothing is written before the retry (or, closing, the giving up)
+            waits.append(self._full.retry_at - now)
+            if self.state != "running":
+                waits.append(self._closing_since + CLOSE_SECONDS - now)
+        else:
+            if queued:
+                oldest = self.rows.oldest_at if self.rows.oldest_at is not None else now
+                eager_at = (
+                    self._commits[0] + self.flush_seconds if len(self._commits) == EAGER_COMMITS else now
+                )
+                waits.append(min(oldest + self.flush_seconds, eager_at) - now)
+            if sessions_waiting:
+                waits.append(self._tx.sessions_at + self.session_seconds - now)
+        return max(min(waits), 0.001) if waits else None
 
     def _take_sessions(self) -> Sessions:
         sessions, self._dirty = self._dirty, {}
@@ -321,27 +335,39 @@ class Writer:
             if not rows:
                 break
             remaining -= len(rows)
-            self._write(rows, None)
+            if not self._write(rows, None):
+                return  # the disk is full: what is queued waits for the writer's retries
         with self._cond:
             sessions = self._take_sessions()
         if sessions or self._tx.derived:
             self._write([], sessions)
 
-    def _write(self, rows: Rows, sessions: Sessions | None) -> None:
+    def _write(self, rows: Rows, sessions: Sessions | None) -> bool:
+        """Commit a batch (every write goes through here); False if the disk is full."""
         try:
             self._tx.write(rows, sessions)
         except NoSpace as full:
             self._written(full.committed)
             self._keep(rows[full.committed :], sessions, str(full))
-            return
+            return False
         if self._full.full:
             with self._cond:
                 self._full.resumed(self._stats.dropped)
         if rows:
             self._commits.append(time.monotonic())
         self._written(len(rows))
+        return True
 
     # -- a full disk -------------------------------------------------------------------
+
+    def _give_up(self) -> None:
+        """Closing, and the disk stayed full for CLOSE_SECONDS (lock held): what is
+        queued is lost and counted, and the run is told how the full disk ended."""
+        sessions = len(self._dirty.keys() | self._tx.derived.keys())
+        self._dirty = {}
+        self._tx.derived = {}
+        lost = self.rows.give_up()
+        self._full.gave_up(lost, self._stats.dropped, sessions)
 
     def _keep(self, rows: Rows, sessions: Sessions | None, error: str) -> None:
         """The disk is full: put the batch back at the head of the queue (in
