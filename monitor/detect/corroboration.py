@@ -57,6 +57,7 @@ warning cites them.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -151,12 +152,17 @@ class OutcomeLedger:
     call (evidence cites either).  Each is kept as a small stand-in (its text's
     head and tail, its call's tool and bounded arguments) and read only when a
     warning cites it: most results are never cited, and reading one is the
-    cost of an outcome (regular expressions over 4,000 characters)."""
+    cost of an outcome (regular expressions over 4,000 characters).
 
-    __slots__ = ("by_seq", "read", "last")
+    The stand-ins go into a bounded deque under each of their seqs, the last
+    ``2 * LEDGER_SIZE`` seqs kept (the deque drops the oldest itself); the
+    deque is made a dict by seq only when a warning is judged, which is rare
+    next to results."""
+
+    __slots__ = ("kept", "read", "last")
 
     def __init__(self) -> None:
-        self.by_seq: dict[int, _Kept] = {}
+        self.kept: deque[tuple[int, _Kept]] = deque(maxlen=2 * LEDGER_SIZE)
         self.last = 0  # the seq of the result kept last
         self.read: dict[int, Entry] = {}  # the stand-ins read so far, by result seq
 
@@ -176,13 +182,17 @@ class OutcomeLedger:
             self.last,
         )
         self.last = result.seq
-        by_seq = self.by_seq
-        by_seq[result.seq] = kept
+        self.kept.append((result.seq, kept))
         if call is not None and call.seq:
-            by_seq[call.seq] = kept
-        while len(by_seq) > 2 * LEDGER_SIZE:
-            gone = by_seq.pop(next(iter(by_seq)))
-            self.read.pop(gone.seq, None)
+            self.kept.append((call.seq, kept))
+
+    def by_seq(self) -> dict[int, _Kept]:
+        """The stand-ins kept, by the seq of the result and of its call; the
+        results read before and no longer kept are forgotten."""
+        by_seq = dict(self.kept)
+        if len(self.read) > LEDGER_SIZE:
+            self.read = {seq: entry for seq, entry in self.read.items() if seq in by_seq}
+        return by_seq
 
     def ceiling(self, detection: Detection) -> Level:
         """:func:`ceiling` of ``detection`` by what this ledger keeps."""
@@ -191,15 +201,17 @@ class OutcomeLedger:
     def unrecorded(self, evidence: Iterable[EventRef]) -> bool:
         """Whether two or more results ``evidence`` cites are known and the log held
         none of them (``meta["unrecorded"]``: Aider's suggested commands)."""
-        kept = {k.seq: k for k in (self.by_seq.get(ref.seq) for ref in evidence) if k is not None}
+        by_seq = self.by_seq()
+        kept = {k.seq: k for k in (by_seq.get(ref.seq) for ref in evidence) if k is not None}
         return len(kept) >= 2 and all(k.meta and k.meta.get("unrecorded") for k in kept.values())
 
     def outcomes(self, evidence: Iterable[EventRef]) -> list[Entry]:
         """The distinct results ``evidence`` cites and the ledger knows, that
         say something (an outcome or a line), oldest first."""
+        by_seq = self.by_seq()
         seen: dict[int, Entry] = {}
         for ref in evidence:
-            kept = self.by_seq.get(ref.seq)
+            kept = by_seq.get(ref.seq)
             if kept is not None and kept.seq not in seen:
                 entry = self.read.get(kept.seq)
                 if entry is None:

@@ -160,6 +160,8 @@ class SessionState:
     id: str
     view: SessionView
     detectors: list[Detector[Any]]
+    #: Its loop episodes (the engine's, which outlive this state).
+    book: EpisodeBook
     agent: str | None = None
     source: str = ""
     pid: int | None = None
@@ -196,8 +198,6 @@ class SessionState:
     echoes: Echoes = field(default_factory=Echoes)
     #: Its recent results' outcomes, for the corroboration of warnings (detect/corroboration.py).
     ledger: OutcomeLedger = field(default_factory=OutcomeLedger)
-    #: Its loop episodes (the engine's, which outlive this state).
-    book: EpisodeBook | None = None
 
     def route(self) -> None:
         """Work out the steps of each kind (after creation or a mute)."""
@@ -237,6 +237,8 @@ class SessionState:
         return []
 
 
+#: Kinds that can start or be a wait for the person (while a session waits, every kind may end it).
+_WAIT_KINDS = frozenset({Kind.TOOL_CALL, Kind.WAITING})
 #: Kinds whose call ids are checked for duplicates.
 _ID_KINDS = frozenset({Kind.TOOL_CALL, Kind.TOOL_RESULT})
 #: Kinds whose per-event similarity goes into the sparkline histories.
@@ -355,16 +357,20 @@ class Engine(EngineReads):
             view = SessionView(session_id, self.config.tool_overrides)
             view.keeps_similarity = self.sparklines
             detectors = [cls(settings) for cls, settings in self._session_classes]
+            book = self.books.get(session_id)
+            if book is None:
+                book = self.books[session_id] = EpisodeBook(session_id, self.episode_gap)
             state = SessionState(
-                id=session_id, view=view, detectors=detectors, global_detectors=self.global_detectors
+                id=session_id,
+                view=view,
+                detectors=detectors,
+                book=book,
+                global_detectors=self.global_detectors,
             )
             muted = self._muted.get(session_id)
             if muted:
                 state.muted |= muted
             state.route()
-            state.book = self.books.get(session_id)
-            if state.book is None:
-                state.book = self.books[session_id] = EpisodeBook(session_id, self.episode_gap)
             if event is not None:
                 state.first_ts = event.ts
                 state.source = event.source
@@ -396,11 +402,12 @@ class Engine(EngineReads):
         if _duplicate(state, event):
             self.duplicates += 1
             return _DROPPED[self.level(event.session)]
-        if self._follow_wait(state, event):
+        waits = event.kind in _WAIT_KINDS or state.view.input_wait is not None  # (else no wait is involved)
+        if waits and self._follow_wait(state, event):
             return _QUIET[self.level(event.session)]
         self._enrich(state, event)
         book = state.book
-        changes = book.tick(event.seq) if book is not None and book.open else None
+        changes = book.tick(event.seq) if book.open else None
         found = self._observe(state, event)
         if event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
@@ -408,10 +415,10 @@ class Engine(EngineReads):
             found = self._conclude(state, event, found)
         escalation = self.policy.sessions.get(event.session)
         level = escalation.level if escalation is not None else Level.NONE
-        if found and book is not None:
+        if found:
             joined = book.observe(found, escalation.episode if escalation is not None else 0)
             changes = changes + joined if changes else joined
-        if event.kind is SESSION_END and book is not None and book.open:
+        if event.kind is SESSION_END and book.open:
             changes = (changes or []) + book.close_all(ENDED)
         if changes:
             return Processed(False, tuple(found), level, tuple(changes))
@@ -419,7 +426,8 @@ class Engine(EngineReads):
 
     def _follow_wait(self, state: SessionState, event: Event) -> bool:
         """Follow the session's wait for the person (:mod:`~monitor.detect.input_wait`);
-        True for a ``waiting`` event, taken here: no detector sees a wait."""
+        True for a ``waiting`` event, taken here: no detector sees a wait.  (Asked of
+        calls and waits, and of every event while the session waits: see ``_WAIT_KINDS``.)"""
         view = state.view
         if view.input_wait is None and event.kind is not WAITING and not asks_the_person(event):
             return False
