@@ -27,7 +27,7 @@ whose next call does not touch what they named (``brew`` then ``conda``:
 Calls one reply made together are one round: when several of them fail (two
 parallel greps of one missing file), the streak counts one failure
 (:meth:`FailingForward.joins_round`).  A call is of the reply before when an
-adapter says so (``meta["reply"]``, as the Vorflux adapter does) or, without
+adapter says so (``meta["reply"]``, as the Vorflux and Claude Code adapters do) or, either way,
 that, when it was made before the earlier failure's result was back.
 
 A failure's *names* are the quoted strings, paths, dotted names and
@@ -121,8 +121,8 @@ def same_round(before: tuple[object, int, int] | None, now: tuple[object, int, i
     """Whether the result of round ``now`` came from the same reply as ``before``'s."""
     if before is None:
         return False
-    if now[0] is not None and before[0] is not None:
-        return now[0] == before[0]
+    if now[0] is not None and now[0] == before[0]:
+        return True  # the adapter says so
     return now[1] < before[2]  # made before the earlier result was back
 
 
