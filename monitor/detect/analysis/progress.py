@@ -27,8 +27,8 @@ whose next call does not touch what they named (``brew`` then ``conda``:
 Calls one reply made together are one round: when several of them fail (two
 parallel greps of one missing file), the streak counts one failure
 (:meth:`FailingForward.joins_round`).  A call is of the reply before when an
-adapter says so (``meta["reply"]``, as the Vorflux and Claude Code adapters do) or, either way,
-that, when it was made before the earlier failure's result was back.
+adapter says so (``meta["reply"]``, as the Vorflux and Claude Code adapters do), or when
+it was made before the earlier failure's result was back.
 
 A failure's *names* are the quoted strings, paths, dotted names and
 ALL_CAPS settings on its telling line (the last line that reads like an
