@@ -179,11 +179,13 @@ def program(segment: str) -> str:
 #: Lines that wrap a command's output without being part of it: exit-code
 #: reports (Claude Code, Codex; Codex's code-mode ``exec``: "Script completed",
 #: "Wall time 0.2 seconds") and mini-swe-agent's ``<returncode>`` tags.
-_WRAPPERS_OF_OUTPUT = re.compile(
-    r"(?im)^[ \t]*(?:exit code:?\s*-?\d+|process exited with code -?\d+|wall time(?::| [\d.]+ ?s)[^\n]*|output:|"
-    r"script (?:completed|failed)|script error:|"
-    r"<returncode>\s*-?\d+\s*</returncode>|</?output>|<returncode>|</returncode>)[ \t]*$"
+#: The exit-code and timing lines themselves (a regex alternation), shared with
+#: ``signatures``' wrapper lines.
+STATUS_WRAPPERS = (
+    r"exit code:?\s*-?\d+|process exited with code -?\d+|wall time(?::| [\d.]+ ?s)[^\n]*|output:|"
+    r"script (?:completed|failed)|script error:|<returncode>\s*-?\d+\s*</returncode>|</?output>"
 )
+_WRAPPERS_OF_OUTPUT = re.compile(rf"(?im)^[ \t]*(?:{STATUS_WRAPPERS}|<returncode>|</returncode>)[ \t]*$")
 
 
 #: Status lines a harness writes after a command's output, not printed by the command: Gemini CLI's

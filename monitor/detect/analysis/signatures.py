@@ -31,6 +31,7 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from monitor.detect.analysis.memo import TextMemo
+from monitor.detect.analysis.shell import STATUS_WRAPPERS
 from monitor.events import Event
 from monitor.text import SIMILARITY_CHARS, call_key, canonical_args, clip, squash_ws
 
@@ -320,10 +321,8 @@ _ERROR_LINE = LinePattern(
 )
 #: Wrapper lines agents put around a command's output (Claude Code, Codex).
 _WRAPPER_LINE = LinePattern(
-    r"[ \t]*(?:exit code:?\s*-?\d+|wall time(?::| [\d.]+ ?s)[^\n]*|process exited with code -?\d+|"
-    r"script (?:completed|failed)|script error:|"
-    r"chunk id:[^\n]*|original token count:[^\n]*|output:|error: exit code -?\d+|"
-    r"</?tool_use_error>|<returncode>\s*-?\d+\s*</returncode>|</?output>)[ \t]*$",
+    rf"[ \t]*(?:{STATUS_WRAPPERS}|"
+    r"chunk id:[^\n]*|original token count:[^\n]*|error: exit code -?\d+|</?tool_use_error>)[ \t]*$",
     re.IGNORECASE,
 )
 #: Error lines that only say a command failed, not why ("make: Error 2",
