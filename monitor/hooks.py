@@ -63,6 +63,7 @@ import sys
 import time
 from pathlib import Path
 
+from monitor.ide_context import typed_request
 from monitor.paths import hook_state_dir as state_dir  # noqa: F401  (part of this module's API)
 from monitor.paths import socket_path
 
@@ -475,6 +476,8 @@ def _work_events(event: str, payload: dict[str, Any], base: dict[str, Any]) -> l
     events: list[dict[str, Any]] = []
     if event == "UserPromptSubmit":
         prompt = payload.get("prompt")
+        if isinstance(prompt, str):
+            prompt = typed_request(prompt)[0]  # without the IDE extension's editor state
         if isinstance(prompt, str) and prompt.strip():
             events.append({"type": "message", **base, "role": "user", "content": _clip(prompt)})
     elif event == "PreToolUse":

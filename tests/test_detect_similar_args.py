@@ -1,6 +1,7 @@
 """Similar-arguments detector: small spelling variations, same informative result."""
 
 from monitor.detect.analysis.signatures import arg_similarity, varies_only_in_items
+from monitor.events import Level
 from tests.eventkit import Script, only
 from tests.streams import Stream, by, run
 
@@ -196,3 +197,31 @@ def test_one_search_over_many_directories_is_no_retry():
         args = dict(base, dirPath=where, **({"-C": 10} if n == 2 else {}))
         s.call("grep_search", args, "Error: ripgrep command failed: exit status 2", is_error=True)
     assert not [d for d in s.run(only("similar_args")) if d.detector == "similar_args"]
+
+
+def test_calls_made_before_any_of_their_results_are_one_attempt():
+    """A log without reply ids (native, a Codex rollout before this was known): twelve
+    edits made one after another before any result came back are one reply's parallel
+    calls, one attempt the agent could not correct between, so nothing warns; the same
+    twelve each after the last refusal are a loop."""
+
+    def edits(parallel: bool) -> Script:
+        s = Script()
+        s.user("apply the review")
+        for i in range(12):
+            args = {"file_path": "/notes/draft.md", "old_string": f"line {i}", "new_string": f"line {i}!"}
+            s.call("Edit", args, "File does not exist.", is_error=True, answer=not parallel)
+        if parallel:
+            for call in [r for r in s.records if r["type"] == "tool_call"]:
+                s.add(
+                    {
+                        "type": "tool_result",
+                        "id": call["id"],
+                        "content": "File does not exist.",
+                        "is_error": True,
+                    }
+                )
+        return s
+
+    assert not [d for d in edits(parallel=True).run() if d.level >= Level.WARN]
+    assert [d for d in edits(parallel=False).run() if d.level >= Level.WARN]

@@ -533,7 +533,7 @@ def test_the_ide_extensions_context_is_not_what_the_person_typed():
     file, open tabs), the same on each turn, then "## My request for Codex:" and what the
     person typed (tests/corpus, BearTDK6/ba-pro): the request alone is the user turn, so
     three different requests are not "the same message from the user" three times."""
-    from monitor.formats.codex import typed_request
+    from monitor.ide_context import typed_request
 
     context = (
         "# Context from my IDE setup:\n\n## Active file: src/a.ts\n\n## Open tabs:\n- a.ts: src/a.ts\n\n"
@@ -547,3 +547,63 @@ def test_the_ide_extensions_context_is_not_what_the_person_typed():
         "# Context from my IDE setup: nothing after",
         "",
     )
+
+
+def test_an_ide_request_in_a_pre_envelope_rollout_is_stripped_too(tmp_path: Path):
+    """Rollouts before the envelope take user turns from response items: the IDE
+    extension's context is cut from those as from ``user_message`` events."""
+    context = "# Context from my IDE setup:\n\n## Active file: a.py\n\n"
+    path = write_jsonl(
+        tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl",
+        [
+            {
+                "id": "0196a0b0-1111-2222-3333-444455556666",
+                "timestamp": "2025-05-01T10:00:00Z",
+                "instructions": "",
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": context + "## My request for Codex:\nfix the bug"}
+                ],
+            },
+        ],
+    )
+    events, _ = decode_file(path)
+    (message,) = [e for e in events if e.kind is Kind.MESSAGE]
+    assert message.content == "fix the bug"
+    assert message.meta["ide_context"] == context.strip()
+
+
+def test_calls_written_before_any_output_are_one_reply(tmp_path: Path):
+    """Codex writes a reply's parallel calls before their outputs; a call after an
+    output (or after the person's next turn) is a new reply (``meta["reply"]``), so
+    similar_args and fingerprint count the calls one reply made together once."""
+
+    def call(call_id: str) -> dict:
+        return _item(
+            "response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": call_id}
+        )
+
+    def output(call_id: str) -> dict:
+        return _item("response_item", {"type": "function_call_output", "call_id": call_id, "output": "ok"})
+
+    records = [
+        _item("session_meta", {"id": "0196a0b0-1111-2222-3333-444455556666"}),
+        _item("response_item", {"type": "reasoning", "summary": []}),
+        call("a"),
+        call("b"),
+        output("a"),
+        output("b"),
+        call("c"),
+        output("c"),
+        _item("event_msg", {"type": "user_message", "message": "go on"}),
+        call("d"),
+        _item("event_msg", {"type": "user_message", "message": "and again"}),
+        call("e"),
+    ]
+    events, _ = decode_file(write_jsonl(tmp_path / "rollout.jsonl", records))
+    replies = [e.meta["reply"] for e in events if e.kind is Kind.TOOL_CALL]
+    assert replies[0] == replies[1]
+    assert len(set(replies)) == 4

@@ -249,3 +249,17 @@ def test_a_codex_subagent_start_opens_its_session_and_takes_a_pending_nudge(tmp_
         THREAD,
         "worker",
     )
+
+
+def test_a_prompt_from_the_ide_extension_is_what_the_person_typed():
+    """The IDE extension puts the editor's state before each request: the hook's user
+    message is the request alone, as the rollout reader makes it."""
+    from monitor.hooks import parse_hook_input
+
+    prompt = (
+        "# Context from my IDE setup:\n\n## Active file: a.py\n\n## My request for Codex:\nfix the test\n"
+    )
+    payload = {**COMMON, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    call = parse_hook_input(json.dumps(payload).encode(), "codex", pid=1234, now=5.0)
+    messages = [e for e in call.events if e["type"] == "message"]
+    assert [m["content"] for m in messages] == ["fix the test"]

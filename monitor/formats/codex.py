@@ -35,6 +35,11 @@ parent's history copied in, every record stamped within a moment of the
 fork; records within ``REPLAY_SECONDS`` of its ``session_meta`` are that
 copy and skipped (counted), so the parent's calls are not counted twice.
 
+A call carries the reply it came in (``meta["reply"]``): the response items
+after an output or a user turn, up to the next one, are one model reply, so
+the calls a reply made together (parallel calls, written before any of their
+outputs) share it.
+
 Arguments that are not valid JSON (Codex redacts or truncates some) are kept
 as text under ``{"arguments": …}``.  A tool output that is JSON with
 ``metadata.exit_code`` (or text saying "Process exited with code N" / "Exit
@@ -55,6 +60,7 @@ from monitor.formats.base import RecordDecoder, RecordError
 from monitor.formats.compressed import plain_name
 from monitor.formats.native import parse_ts
 from monitor.formats.registry import register_line_format
+from monitor.ide_context import typed_request
 
 AGENT = "codex"
 _ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -83,25 +89,8 @@ _INJECTED_PREFIXES = (
     "<user_shell_command>",
 )
 _PENDING_CALLS = 256
-#: Codex's IDE extension puts the editor's state before what the person typed.
-_IDE_CONTEXT = "# Context from my IDE setup:"
-_IDE_REQUEST = "## My request for Codex:"
-
-
 #: How long after a fork's or subagent's start its copy of the parent's history is stamped.
 REPLAY_SECONDS = 1.0
-
-
-def typed_request(text: str) -> tuple[str, str]:
-    """(what the person typed, the IDE context before it) of a user message: the
-    IDE extension opens each message with the active file and open tabs, the
-    same on every turn, then "## My request for Codex:" and the request."""
-    if not text.startswith(_IDE_CONTEXT):
-        return text, ""
-    context, found, request = text.partition(_IDE_REQUEST)
-    if not found:
-        return text, ""
-    return request.strip(), context.strip()
 
 
 def _spawned_by(payload: dict[str, Any]) -> str | None:
@@ -221,6 +210,10 @@ class CodexDecoder(RecordDecoder):
         #: A fork or subagent rollout opens with its parent's history copied in, all stamped
         #: within a moment of the fork: records before this time are that copy.
         self.replayed_until: float | None = None
+        #: The model reply being written (its number), and whether one is open: an
+        #: output or a user turn closes it, the next response item opens the next.
+        self.reply = 0
+        self.in_reply = False
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -325,22 +318,32 @@ class CodexDecoder(RecordDecoder):
             return []
         if item == "message":
             return self._message(payload, line, ts)
+        if item.endswith("_output") and "call_id" in payload:
+            self.in_reply = False
+            return [self._result(payload, line, ts)]
+        self._open_reply()
         if item in _CALL_TYPES:
             return self._call(item, payload, line, ts)
-        if isinstance(item, str) and item.endswith("_output") and "call_id" in payload:
-            return [self._result(payload, line, ts)]
         self.skip(f"response_item:{item}")  # reasoning, unknown
         return []
+
+    def _open_reply(self) -> None:
+        """A model response item: the first after an output or a user turn begins a reply."""
+        if not self.in_reply:
+            self.reply += 1
+            self.in_reply = True
 
     def _message(self, payload: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         role = payload.get("role")
         text = content_text(payload.get("content")).strip()
         if role == "assistant":
+            self._open_reply()
             if not text:
                 return []
             return [self._event(Kind.MESSAGE, ts, line, role="assistant", content=text)]
         if role == "user" and self.legacy and text and not text.startswith(_INJECTED_PREFIXES):
-            return [self._event(Kind.MESSAGE, ts, line, role="user", content=text)]
+            self.in_reply = False
+            return [self._user_message(text, ts, line)]
         # developer/system instructions; user items duplicate event_msg user_message
         # or carry injected context.
         self.skip(f"message:{role}")
@@ -375,7 +378,8 @@ class CodexDecoder(RecordDecoder):
             self.calls[call_id] = tool
             if len(self.calls) > _PENDING_CALLS:
                 self.calls.popitem(last=False)
-        return [self._event(Kind.TOOL_CALL, ts, line, tool=tool, args=args, call_id=call_id)]
+        meta = {"reply": f"reply-{self.reply}"}
+        return [self._event(Kind.TOOL_CALL, ts, line, tool=tool, args=args, call_id=call_id, meta=meta)]
 
     def _result(self, payload: dict[str, Any], line: int | None, ts: float) -> Event:
         call_id = str(payload.get("call_id"))
@@ -400,15 +404,20 @@ class CodexDecoder(RecordDecoder):
         if item == "user_message":
             text = payload.get("message")
             text = text if isinstance(text, str) else content_text(text)
-            text, context = typed_request(text)
-            if not text.strip():
+            self.in_reply = False
+            if not typed_request(text)[0].strip():
                 return []
-            meta = {"ide_context": context} if context else {}
-            return [self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta=meta)]
+            return [self._user_message(text, ts, line)]
         if item == "token_count":
             return self._usage(payload, line, ts)
         self.skip(f"event_msg:{item}")  # agent_message duplicates the response item, etc.
         return []
+
+    def _user_message(self, text: str, ts: float, line: int | None) -> Event:
+        """What the person typed, without the IDE extension's context before it."""
+        text, context = typed_request(text)
+        meta = {"ide_context": context} if context else {}
+        return self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta=meta)
 
     def _usage(self, payload: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         """One usage event per API call: Codex repeats each token_count, so a

@@ -46,7 +46,8 @@ class CallRecord:
     it does); ``failure`` similar_args' comparable failure (``None`` while
     unknown); ``io`` what the call writes (a repeat after its inputs changed
     is a new call) and whether it was made after a wait (``io.waited``);
-    ``reply`` the reply that made the call (``meta["reply"]``), ``None`` where unknown."""
+    ``reply`` the reply that made the call (``meta["reply"]``), ``None`` where unknown;
+    ``answered`` the seq of its result, ``None`` until it arrives."""
 
     __slots__ = (
         "seq",
@@ -65,6 +66,7 @@ class CallRecord:
         "failure",
         "io",
         "reply",
+        "answered",
     )
     seq: int
     ts: float
@@ -82,6 +84,7 @@ class CallRecord:
     failure: Any
     io: CallIO
     reply: object
+    answered: int | None
 
     @property
     def ref(self) -> EventRef:
@@ -153,6 +156,7 @@ class CallRecord:
 
     def attach(self, result: Event) -> None:
         content = result.content
+        self.answered = result.seq
         self.error = result.is_error
         self._outcome = self._marks = None
         if len(content) > 400:
@@ -247,21 +251,33 @@ def new_record(event: Event) -> CallRecord:
     record.failure = None
     record.io = call_io(event).kept(bool(waited(event)))
     record.reply = event.meta.get("reply") if event.meta else None
+    record.answered = None
     return record
 
 
 def attempts(records: Iterable[CallRecord]) -> int:
     """How many attempts ``records`` (in order, either way) are: the calls one reply
-    made together (the same ``reply``, where the adapter knows it) count once, as
-    the agent saw none of their results before it made them all."""
+    made together count once, as the agent saw none of their results before it made
+    them all (:func:`made_together`)."""
     count = 0
-    before: object = None
+    before: CallRecord | None = None
     for record in records:
-        reply = record.reply
-        if reply is None or reply != before:
+        if before is None or not made_together(before, record):
             count += 1
-        before = reply
+        before = record
     return count
+
+
+def made_together(one: CallRecord, other: CallRecord) -> bool:
+    """Whether two neighbouring calls came in one reply: the same ``reply`` where the
+    adapter knows it; else the later was made before the earlier's result came back
+    (or, that result still out, right after it, nothing between)."""
+    if one.reply is not None and one.reply == other.reply:
+        return True
+    earlier, later = (one, other) if one.seq < other.seq else (other, one)
+    if earlier.answered is None:
+        return later.seq == earlier.seq + 1
+    return later.seq < earlier.answered
 
 
 def call_record(event: Event) -> CallRecord:
