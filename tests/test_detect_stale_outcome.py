@@ -255,6 +255,46 @@ def test_the_same_answer_after_each_edit_is_the_work():
     assert not by(found, NAME)
 
 
+def _web_search(query: str, links: str = "") -> str:
+    """A result shaped as Claude Code's WebSearch writes it (tests/corpus,
+    Damon-Salvetore/claude-code b700b6d7): the query quoted back, then its links."""
+    found = f"Links: {links}\n\n" if links else ""
+    return (
+        f'Web search results for query: "{query}"\n\n{found}'
+        "I'll perform that web search for you right away.\n\n\n"
+        "REMINDER: You MUST include the sources above in your response to the user using markdown hyperlinks."
+    )
+
+
+def test_a_search_tool_answering_every_query_with_the_same_words_warns():
+    """Six searches reworded, each answered with no links: only the query each result
+    quotes back differs, so every round ended in the same answer."""
+    s = Stream()
+    for query in (
+        "model precision format bf16",
+        "huggingface model card dtype",
+        "model specifications weights format",
+        "release blog post model details",
+        "site:example.org model release",
+    ):
+        s.call("WebSearch", _web_search(query), query=query)
+    _, found = run(s)
+    hits = [d for d in by(found, NAME) if d.level >= Level.WARN]
+    assert hits and 'query: "…"' in hits[0].message
+
+
+def test_searches_that_each_find_links_are_different_answers():
+    s = Stream()
+    for n, query in enumerate(("bf16 format", "model card dtype", "weights format", "release notes", "blog")):
+        s.call(
+            "WebSearch",
+            _web_search(query, f'[{{"title": "page {n}", "url": "https://e.org/{n}"}}]'),
+            query=query,
+        )
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
 def test_pages_whose_numbers_differ_are_different_answers():
     s = Stream()
     for page in range(6):

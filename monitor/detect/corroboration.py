@@ -24,8 +24,10 @@ A result *repeats* an earlier result the detection cites when
   (:func:`monitor.detect.analysis.failures.failure_kind`: ``brew``, then ``conda``,
   "command not found"); or
 * it showed nothing new: every line of its output (normalised as outcomes are:
-  digits, addresses, hashes, temporary directories and case aside) is a line an
-  earlier one showed -- the same file again, a smaller range of a file already read.
+  digits, addresses, hashes, temporary directories and case aside; what it quotes
+  of its own call's arguments left out) is a line an earlier one showed -- the
+  same file again, a smaller range of a file already read, a search tool's same
+  words around another query.
 
 A closer look at the failure just before it (:func:`~monitor.detect.analysis.failures.closer_look`:
 the failed command re-run narrower or filtered, showing more of its error) is
@@ -62,7 +64,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from monitor.detect.analysis.failures import closer_look, failed, failure_kind
-from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of
+from monitor.detect.analysis.outcomes import OUTCOME_CHARS, body_lines, outcome_of, without_echo
 from monitor.detect.analysis.shell import shell_command
 from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.base import Detection
@@ -246,7 +248,11 @@ def _read(result: Event) -> Entry:
         if kind:
             keys += ("K:" + kind,)
         command = shell_command(result.call)
-    body = found.body if found is not None and found.body else body_lines(result.content)
+    body = (
+        found.body
+        if found is not None and found.body
+        else body_lines(without_echo(result.content, result.call))
+    )
     return Entry(result.seq, keys, body, command)
 
 

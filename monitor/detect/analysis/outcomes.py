@@ -505,18 +505,37 @@ def answer_of(result: Event) -> Outcome | None:
     """A success that says something (not an acknowledgement, not a few words):
     its whole text is its key, so that the same answer from
     different questions ("006da4c chore(release): …" from five ``git log``
-    spellings) is recognised.  ``None`` for a failure or a bare "done"."""
+    spellings) is recognised -- without what it quotes of the call's own
+    arguments (:func:`without_echo`).  ``None`` for a failure or a bare "done"."""
     if result.is_error or is_acknowledgement(result):
         return None
     # The text itself, its ends' white space aside: a page, a count or a
     # line number is what the answer says (and a digest of the clipped text
     # costs microseconds where normalising it costs a fraction of a millisecond).
-    text = clip(result.content).strip()
+    text = without_echo(clip(result.content).strip(), result.call)
     if len(text) < MIN_ANSWER_CHARS:
         return None
     # A stable digest, not hash(): the pattern is printed and stored, and must
     # be the same in every process (hash() of a str is seeded per process).
     return Outcome(ANSWER, f"A:{digest(text)}", text.split("\n", 1)[0][:200])
+
+
+#: An argument this long or longer, found in its call's result, is the input echoed back.
+MIN_ECHO_CHARS = 8
+#: Arguments longer than this are content (a file, a script), not a query a result quotes.
+MAX_ECHO_CHARS = 500
+
+
+def without_echo(text: str, call: Event | None) -> str:
+    """``text`` with what it quotes of its own call's arguments as "…" ("Web search
+    results for query: \"…\""): a tool answering every question with the same
+    words around the question says the same thing each time."""
+    if call is None or not call.args:
+        return text
+    for value in call.args.values():
+        if isinstance(value, str) and MIN_ECHO_CHARS <= len(value) <= MAX_ECHO_CHARS and value in text:
+            text = text.replace(value, "…")
+    return text
 
 
 def reply_outcome(message: Event) -> Outcome | None:
