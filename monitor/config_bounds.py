@@ -41,6 +41,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "detectors.stale_outcome.empty_threshold": (2, 1000),
     "detectors.stale_outcome.answer_threshold": (0, 1000),
     "detectors.stale_outcome.place_threshold": (0, 1000),
+    "detectors.stale_outcome.name_threshold": (0, 1000),
     # 0 turns the passage rule off; one copy is no repetition.
     "detectors.chanting.passage_repeats": (0, 1000),
     "detectors.chanting.passage_chars": (1, 100_000),

@@ -497,3 +497,41 @@ def test_a_complaint_answered_in_words_and_left_behind_is_cleared_up():
         worked.say("Understood.")
     _, found = run(worked)
     assert by(found, NAME)
+
+
+def test_one_name_looked_for_again_and_again_in_one_place_warns():
+    """The same name grepped for in tests/ with small changes, each finding nothing
+    (tests/corpus, vorflux sphinx-doc__sphinx-9711): it is not there; the fourth try warns."""
+    s = Stream()
+    for pattern in (
+        "needs_extensions",
+        "verify_needs_extensions\\|needs_extensions",
+        "needs_extensions\\|verify_needs",
+        "VersionRequirement\\|needs_extensions",
+    ):
+        s.call("bash", "", command=f'cd /code/sphinx && grep -rn "{pattern}" tests/ | head -30')
+    _, found = run(s)
+    hits = by(found, NAME)
+    assert hits and "searches for 'needs_extensions' that found nothing" in hits[0].message
+
+
+def test_one_name_looked_for_in_one_file_after_another_is_one_search_over_many():
+    """``__file__`` looked for in migrate.py, makemigrations.py, … each "No matches found"
+    (tests/corpus, vorflux django__django-11141): one search over many items."""
+    s = Stream()
+    for name in (
+        "migrate.py",
+        "makemigrations.py",
+        "showmigrations.py",
+        "squashmigrations.py",
+        "sqlmigrate.py",
+    ):
+        s.call(
+            "grep_search",
+            "No matches found",
+            pattern="__file__",
+            dirPath="django/core/management/commands",
+            glob=name,
+        )
+    _, found = run(s)
+    assert not by(found, NAME)

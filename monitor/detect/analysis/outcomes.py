@@ -443,9 +443,16 @@ def outcome_of(result: Event) -> Outcome | None:
 
 def _outcome(result: Event) -> Outcome | None:
     text = result.content
-    if not text.strip() or not_an_outcome(result):
-        return None
     call = result.call
+    if not text.strip():
+        # A search that printed nothing found nothing (grep piped into head exits 0).
+        return (
+            Outcome(EMPTY, "N:", "(nothing printed)")
+            if _searches(call) and not not_an_outcome(result)
+            else None
+        )
+    if not_an_outcome(result):
+        return None
     if result.is_error and not failed(result):
         return None  # exit status 1 of a search or a comparison: "no", not a failure
     if is_test_run(call):

@@ -57,6 +57,7 @@ from monitor.detect.analysis.outcomes import (
 from monitor.detect.analysis.places import place_of
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.signatures import is_acknowledgement
+from monitor.detect.analysis.sought import Sought, sought
 from monitor.detect.analysis.waits import asked
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
@@ -118,6 +119,8 @@ class StaleOutcomeSettings(DetectorSettings):
     answer_threshold: int = 4
     #: Searches of one place (the same tool arguments but the term) that found nothing, among the last ``window``.
     place_threshold: int = 4
+    #: Searches that found nothing, each looking for a name another of them looked for, among the last ``window``.
+    name_threshold: int = 4
 
 
 class StaleOutcome(Detector[StaleOutcomeSettings]):
@@ -137,6 +140,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             "empty_threshold": 9,
             "answer_threshold": 6,
             "place_threshold": 5,
+            "name_threshold": 5,
         },
         "aggressive": {
             "threshold": 3,
@@ -145,6 +149,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             "empty_threshold": 6,
             "answer_threshold": 3,
             "place_threshold": 3,
+            "name_threshold": 3,
         },
     }
 
@@ -167,12 +172,17 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: answered), and whether the person has said nothing since that request.
         self.worked = False
         self.open = False
+        #: Searches that found nothing, what and where they looked for (analysis/sought.py), the latest last.
+        self.misses: deque[tuple[Sought, _Round]] = deque(maxlen=self.rounds.maxlen)
+        #: The name the latest warning's misses looked for ("": not such a warning).
+        self.missed_name = ""
         #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
         self.seen: dict[int, None] = {}
         self.learned = False
 
     def reset(self) -> None:
         self.rounds.clear()
+        self.misses.clear()
         self.round_number = 0
         self.refusals = ("", 0, ())
         self.last_round = None
@@ -215,7 +225,9 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             # One reply's calls made together, failing alike: one attempt (an
             # answer is not: two questions in one reply answered alike were asked twice).
             return None
-        rounds.append((outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body, number))
+        self._keep(
+            (outcome.key, outcome.kind, call_hash, ref(event.call or event), outcome.body, number), event
+        )
         same, stale, threshold, window = self._judge(
             outcome, view.threshold(event.tool, self.settings.threshold)
         )
@@ -224,6 +236,12 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if stale < threshold:
             return None
         return [self._detection(event, outcome, same, threshold, stale, window)]
+
+    def _keep(self, round_: _Round, result: Event) -> None:
+        """Keep a round, and a search that found nothing with what and where it looked."""
+        self.rounds.append(round_)
+        if round_[1] == EMPTY:
+            self.misses.append((sought(result.call), round_))
 
     def _next_round(self, result: Event) -> bool:
         """Number ``result``'s round: True when its call was made in the
@@ -276,9 +294,35 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             here, back = self._alike(outcome.key, settings.window)
             if len(here) >= settings.place_threshold and len({r[2] for r in here}) >= 3:
                 return here, len(here), settings.place_threshold, back
+        self.missed_name = ""
+        if settings.name_threshold:
+            # Misses, again and again, of a name looked for before in that place: it is not
+            # there (or not spelled so); the same call again is exact_repeat's.
+            named, back, name = self._missed_again(settings.window)
+            if len({r[5] for r in named}) >= settings.name_threshold and len({r[2] for r in named}) >= 3:
+                self.missed_name = name
+                return named, len({r[5] for r in named}), settings.name_threshold, back
         same, back = self._alike(None, settings.window)
         # Rounds that found nothing: one reply's searches for different things are one guess.
         return same, len({r[5] for r in same}), settings.empty_threshold, back
+
+    def _missed_again(self, back: int) -> tuple[list[_Round], int, str]:
+        """The misses of the last ``back`` rounds that looked for a name the latest
+        miss looked for, in the place it looked, how many rounds back the first of
+        them was, and the name most of them looked for."""
+        if not self.misses:
+            return [], 0, ""
+        latest = self.misses[-1][0]
+        oldest = self.round_number - back
+        named = [
+            (looked, r)
+            for looked, r in self.misses
+            if r[5] > oldest and looked.names & latest.names and looked.same_place(latest)
+        ]
+        if not named:
+            return [], 0, ""
+        name = max(sorted(latest.names), key=lambda n: sum(n in looked.names for looked, _ in named))
+        return [r for _, r in named], self.round_number - named[0][1][5] + 1, name
 
     def _forget_answers(self) -> None:
         rounds = self.rounds
@@ -377,11 +421,12 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         calls = len({r[2] for r in same})
         pattern = "stale:" + outcome.key[:200]
         if outcome.kind == EMPTY:
-            what = (
-                "searches of one place that found nothing"
-                if PLACE in outcome.key and all(r[0] == outcome.key for r in same)
-                else "searches that found nothing"
-            )
+            if self.missed_name:
+                what = f"searches for {self.missed_name!r} that found nothing"
+            elif PLACE in outcome.key and all(r[0] == outcome.key for r in same):
+                what = "searches of one place that found nothing"
+            else:
+                what = "searches that found nothing"
             advice = (
                 "Searching again will not find it: list what is there (ls, find, glob) "
                 "or question the assumption that it exists."
