@@ -63,6 +63,8 @@ class StoreSettings:
     content_chars: int = 4000  # bounded copy of each event's content
     batch_size: int = 500
     flush_ms: int = 200
+    #: Closing on a full disk: retried this long, then what still waits is given up (counted lost).
+    full_disk_close_seconds: float = 5.0  # monitor.store.fullness.CLOSE_SECONDS
 
 
 @dataclass(frozen=True)

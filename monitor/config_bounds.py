@@ -21,6 +21,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "store.batch_size": (1, 100_000),
     "export.otlp_queue": (1, 100_000),
     "store.content_chars": (0, 10_000_000),
+    "store.full_disk_close_seconds": (0, 3600),
     "sources.max_line_bytes": (1024, 1 << 30),
     "sources.max_connections": (1, 65_536),
     "sources.max_unauthenticated": (1, 65_536),

@@ -51,3 +51,17 @@ def _hook_state_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("LOOPWATCH_STATE_DIR", None)
     else:
         os.environ["LOOPWATCH_STATE_DIR"] = previous
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """mypy (tests/test_types.py) starts as soon as it is known to be run: it runs beside the tests."""
+    if any(item.nodeid.endswith("test_types.py::test_mypy_is_clean") for item in session.items):
+        from tests.test_types import start_mypy
+
+        start_mypy()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests.test_types import stop_mypy
+
+    stop_mypy()

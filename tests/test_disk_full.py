@@ -151,12 +151,37 @@ def fill(path):
         os.close(fd)
 
 
+#: Closing on a disk that stays full, the store retries this long (``[store]
+#: full_disk_close_seconds``; 5 s by default) before giving up: the tests need not wait 5 s.
+CLOSE_SECONDS = 0.5
+
+
+def short_close(tmp_path: Path) -> dict[str, str]:
+    """The environment of ``watch`` whose store gives up on a full disk ``CLOSE_SECONDS`` after the stop."""
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text(f"[store]\nfull_disk_close_seconds = {CLOSE_SECONDS}\n")
+    return env_for(tmp_path)
+
+
+def test_a_full_disk_is_given_up_5_s_after_the_stop_by_default():
+    from monitor.config import StoreSettings
+    from monitor.store.fullness import CLOSE_SECONDS as DEFAULT
+
+    assert StoreSettings().full_disk_close_seconds == DEFAULT == 5.0
+    assert Store.from_settings(StoreSettings(), "x.db").full_disk_close_seconds == DEFAULT
+    short = Store.from_settings(StoreSettings(full_disk_close_seconds=CLOSE_SECONDS), "x.db")
+    assert short.full_disk_close_seconds == CLOSE_SECONDS
+
+
 FULL = "disk holding the database is full"
 RESUMED = "the database is being written again after"
 GAVE_UP = "the disk holding the database was still full when the store closed"
 
 
-def watch_until_full(tmp_path, db: Path) -> tuple[subprocess.Popen, list[str]]:
+def watch_until_full(
+    tmp_path, db: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, list[str]]:
     """``watch --headless`` reading 30,000 events from the start into ``db`` on the small
     disk, read on stderr up to the line saying the disk is full."""
     logs = tmp_path / "logs"
@@ -171,7 +196,7 @@ def watch_until_full(tmp_path, db: Path) -> tuple[subprocess.Popen, list[str]]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=ROOT,
-        env=env_for(tmp_path),
+        env=env or env_for(tmp_path),
         text=True,
     )
     lines: list[str] = []
@@ -211,11 +236,11 @@ def stored_events(db: Path) -> int:
 
 
 def test_watch_on_a_full_disk_says_so_once_and_exits_non_zero(tmp_path, tmpfs):
-    """The disk stays full until the monitor has stopped: the rows still waiting then
-    are given up after a few seconds of retries, counted, said once with the run's
-    count, and ``watch`` exits 3 (never "flushed and closed" with rows unwritten)."""
+    """The disk stays full until the monitor has stopped: the rows still waiting then are
+    given up after ``full_disk_close_seconds`` of retries (shortened here), counted, said once
+    with the run's count, and ``watch`` exits 3 (never "flushed and closed" with rows unwritten)."""
     db = tmpfs.path / "lw.db"
-    proc, lines = watch_until_full(tmp_path, db)
+    proc, lines = watch_until_full(tmp_path, db, short_close(tmp_path))
     # Keep it full to the last byte, so that rows are still waiting when the monitor is told to stop.
     fill(tmpfs.path / "filler")
     err = stopped(proc, lines)
@@ -269,7 +294,7 @@ def test_watch_exits_3_when_a_socket_agents_rows_are_lost_to_a_full_disk(tmp_pat
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=ROOT,
-        env=env_for(tmp_path),
+        env=short_close(tmp_path),
         text=True,
     )
     lines: list[str] = []

@@ -49,6 +49,7 @@ from monitor.events import Event
 from monitor.identity import current_user, owner_stamp
 from monitor.store.episodes import rows_of as episode_rows
 from monitor.store.false_positives import pairs_json
+from monitor.store.fullness import CLOSE_SECONDS
 from monitor.store.paths import resolve_db_path
 from monitor.store.reader import BUSY_TIMEOUT_MS, StoreError, StoreReader, check_integrity, damaged_advice
 from monitor.store.recovery import reconcile_pending, reconcile_sessions
@@ -96,6 +97,7 @@ class Store(StoreReader):
         clock: Callable[[], float] = time.time,
         spill_bytes: int = SPILL_BYTES,
         discard_if_unused: bool = False,
+        full_disk_close_seconds: float = CLOSE_SECONDS,
     ):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -107,6 +109,7 @@ class Store(StoreReader):
         self.max_pending = max_pending or max(20 * batch_size, 10_000)
         self.block_seconds = block_seconds
         self.spill_bytes = spill_bytes
+        self.full_disk_close_seconds = full_disk_close_seconds
         self.clock = clock
         self._writer: Writer | None = None
         self._final_stats = StoreStats()  # what a closed writer did
@@ -132,6 +135,7 @@ class Store(StoreReader):
             batch_size=settings.batch_size,
             flush_ms=settings.flush_ms,
             retention_days=settings.retention_days,
+            full_disk_close_seconds=settings.full_disk_close_seconds,
         )
 
     def __enter__(self) -> Store:
@@ -158,6 +162,7 @@ class Store(StoreReader):
                 clock=self.clock,
                 owner=self._owner,
                 spill=Spill(self.path.parent, self.spill_bytes) if self.spill_bytes > 0 else None,
+                close_seconds=self.full_disk_close_seconds,
             )
 
     def _open_writer(self) -> Database:

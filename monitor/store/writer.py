@@ -83,6 +83,7 @@ class Writer:
         session_seconds: float | None = None,
         spill: Spill | None = None,
         owner: str | None = None,
+        close_seconds: float = CLOSE_SECONDS,
     ):
         self.db = db
         self.batch_size = batch_size
@@ -93,6 +94,7 @@ class Writer:
         self.retention_days = retention_days
         self.max_pending = max_pending
         self.block_seconds = block_seconds
+        self.close_seconds = close_seconds  # closing, a disk still full this long is given up on
         self.clock = clock
         self.state = "running"  # running | closing | closed | failed
         self._cond = threading.Condition()
@@ -261,7 +263,7 @@ class Writer:
                     full_wait = self._full.waiting(now)
                     if full_wait:
                         rows_due = sessions_due = False  # the disk is full: wait for the retry
-                        if closing and not self._requests and now - self._closing_since > CLOSE_SECONDS:
+                        if closing and not self._requests and now - self._closing_since > self.close_seconds:
                             self._give_up()
                             return
                     prune_due = self.retention_days > 0 and now >= next_prune
@@ -290,7 +292,7 @@ class Writer:
         if full_wait:  # nothing is written before the retry (or, closing, the giving up)
             waits.append(self._full.retry_at - now)
             if self.state != "running":
-                waits.append(self._closing_since + CLOSE_SECONDS - now)
+                waits.append(self._closing_since + self.close_seconds - now)
         else:
             if queued:
                 oldest = self.rows.oldest_at if self.rows.oldest_at is not None else now
@@ -361,7 +363,7 @@ class Writer:
     # -- a full disk -------------------------------------------------------------------
 
     def _give_up(self) -> None:
-        """Closing, and the disk stayed full for CLOSE_SECONDS (lock held): what is
+        """Closing, and the disk stayed full for ``close_seconds`` (lock held): what is
         queued is lost and counted, and the run is told how the full disk ended."""
         sessions = len(self._dirty.keys() | self._tx.derived.keys())
         self._dirty = {}
