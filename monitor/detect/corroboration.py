@@ -24,8 +24,8 @@ A result *repeats* an earlier result the detection cites when
   (:func:`monitor.detect.analysis.failures.failure_kind`: ``brew``, then ``conda``,
   "command not found"); or
 * it showed nothing new: every line of its output (normalised as outcomes are:
-  digits, addresses, hashes, temporary directories and case aside; what it quotes
-  of its own call's arguments left out) is a line an earlier one showed -- the
+  digits, addresses, hashes, temporary directories and case aside; what its first
+  line quotes of its own call's arguments left out) is a line an earlier one showed -- the
   same file again, a smaller range of a file already read, a search tool's same
   words around another query.
 

@@ -527,22 +527,26 @@ def answer_of(result: Event) -> Outcome | None:
     return Outcome(ANSWER, f"A:{digest(text)}", text.split("\n", 1)[0][:200])
 
 
-#: An argument this long or longer, found in its call's result, is the input echoed back.
+#: An argument this long or longer, quoted in its call's result's first line, is the input echoed back.
 MIN_ECHO_CHARS = 8
 #: Arguments longer than this are content (a file, a script), not a query a result quotes.
 MAX_ECHO_CHARS = 500
 
 
 def without_echo(text: str, call: Event | None) -> str:
-    """``text`` with what it quotes of its own call's arguments as "…" ("Web search
-    results for query: \"…\""): a tool answering every question with the same
-    words around the question says the same thing each time."""
+    """``text`` with the argument of its own call that its first line quotes as "…"
+    ("Web search results for query: \"…\""): a tool answering every question
+    with the same words around the question quoted back says the same thing each
+    time.  Only a quoted argument in the first line (a header) is an echo: a search's
+    matches hold what it looked for, and are its answer."""
     if call is None or not call.args:
         return text
+    first, newline, rest = text.partition("\n")
     for value in call.args.values():
-        if isinstance(value, str) and MIN_ECHO_CHARS <= len(value) <= MAX_ECHO_CHARS and value in text:
-            text = text.replace(value, "…")
-    return text
+        if isinstance(value, str) and MIN_ECHO_CHARS <= len(value) <= MAX_ECHO_CHARS and value in first:
+            for quote in ('"', "'", "`"):
+                first = first.replace(f"{quote}{value}{quote}", f"{quote}…{quote}")
+    return first + newline + rest
 
 
 def reply_outcome(message: Event) -> Outcome | None:
