@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/loopwatch demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --numprocesses=auto --maxprocesses=4
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

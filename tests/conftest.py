@@ -54,7 +54,10 @@ def _hook_state_dir(tmp_path_factory: pytest.TempPathFactory):
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """mypy (tests/test_types.py) starts as soon as it is known to be run: it runs beside the tests."""
+    """mypy (tests/test_types.py) starts as soon as it is known to be run: it runs beside the tests
+    (in one process; under pytest-xdist each worker collects every test, so there the test starts it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if any(item.nodeid.endswith("test_types.py::test_mypy_is_clean") for item in session.items):
         from tests.test_types import start_mypy
 

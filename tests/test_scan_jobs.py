@@ -217,6 +217,20 @@ def _has_open(pid: int, path) -> bool:
     return False
 
 
+def _scan_workers() -> list:
+    """This process's forked scan workers: children that run its own command line
+    (not another child of the suite, such as the mypy run beside it)."""
+    me = psutil.Process()
+    workers = []
+    for child in me.children():
+        try:
+            if child.cmdline() == me.cmdline():
+                workers.append(child)
+        except psutil.Error:
+            pass  # (gone meanwhile)
+    return workers
+
+
 def test_a_worker_that_dies_is_reported_with_the_file_it_was_reading(trace):
     """SIGKILL of a worker mid-scan: the scan raises ScanAborted naming the
     file, never a partial result as if it were complete."""
@@ -235,7 +249,7 @@ def test_a_worker_that_dies_is_reported_with_the_file_it_was_reading(trace):
     while not workers or not all(_has_open(worker.pid, trace) for worker in workers):
         assert time.monotonic() < deadline and "report" not in outcome, "no worker opened the log"
         time.sleep(0.005)
-        workers = psutil.Process().children()
+        workers = _scan_workers()
     for worker in workers:
         os.kill(worker.pid, signal.SIGKILL)
     thread.join(60)
