@@ -250,3 +250,28 @@ def test_a_failure_that_names_only_part_of_the_one_before_moved_on():
     )
     warned = [d for d in s.run(only("failure_cascade")) if d.level >= Level.WARN]
     assert not warned, [(d.detector, d.message) for d in warned]
+
+
+def test_a_command_retried_after_waiting_for_a_lock_is_a_poll():
+    """apt-get refused twice by "Could not get lock … held by process 6683", the second time after
+    ``sleep 30 &&`` (tests/corpus, vorflux scikit-learn-12585): waiting for the lock to clear is
+    a poll that has not moved yet, not "again the same way"; retried at once, it is."""
+    lock = (
+        "Exit code 100\nE: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 6683 "
+        "(unattended-upgr)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend)"
+    )
+
+    def run(retry: str) -> list:
+        s = Script()
+        s.bash("git gc --prune=now", "fatal: unable to read 63ab5735\nfatal: failed to run repack", code=128)
+        s.bash(
+            "apt-get install -y build-essential",
+            "E: Could not open lock file /var/lib/apt/lists/lock",
+            code=100,
+        )
+        s.bash("sudo apt-get install -y build-essential", lock.split("\n", 1)[1], code=100)
+        s.bash(f"{retry}sudo apt-get install -y build-essential", lock.split("\n", 1)[1], code=100)
+        return [d for d in s.run(only("failure_cascade")) if d.level >= Level.WARN]
+
+    assert not run("sleep 30 && ")
+    assert run("")

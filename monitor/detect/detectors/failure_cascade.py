@@ -39,6 +39,7 @@ from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
 from monitor.detect.analysis.signatures import not_an_outcome
+from monitor.detect.analysis.waits import waited
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
 
@@ -147,6 +148,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             kind
             and kind == self.last_kind
             and not closer_look(self.last_command, command, self.last_lines, lines)
+            and not waited(event.call)  # retried after waiting (for a lock): a poll, not yet a repeat
         ):
             self.repeated += 1
         self.last_kind, self.last_lines, self.last_command = kind, lines, command
