@@ -148,7 +148,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             kind
             and kind == self.last_kind
             and not closer_look(self.last_command, command, self.last_lines, lines)
-            and not waited(event.call)  # retried after waiting (for a lock): a poll, not yet a repeat
+            and not (event.call is not None and waited(event.call))  # retried after a wait: a poll
         ):
             self.repeated += 1
         self.last_kind, self.last_lines, self.last_command = kind, lines, command
