@@ -504,3 +504,19 @@ def test_the_parallel_calls_of_one_reply_are_one_attempt(tmp_path: Path):
         tmp_path / "twelve-replies.jsonl", _edits_that_fail([f"msg_{i}" for i in range(12)])
     )
     assert [d for d in scan([str(replies)]).detections if d.level >= Level.WARN]
+
+
+def test_a_transcript_written_twice_is_read_once(tmp_path: Path):
+    """Some transcripts hold the session twice: after a ``summary`` record, the same records
+    again with the same uuids and timestamps (tests/corpus, egv/dot-files). The copy is
+    skipped and counted, so three replies are not six (no monologue)."""
+    ids = [f"0b6c1f3e-0000-4000-8000-00000000000{n}" for n in range(4)]
+    first = [_record("user", {"uuid": ids[0]}, role="user", content="set up the project")]
+    for n in range(1, 4):
+        text = [{"type": "text", "text": f"Step {n}: I will write the file."}]
+        first.append(_record("assistant", {"uuid": ids[n]}, id=f"msg_{n}", role="assistant", content=text))
+    path = write_jsonl(tmp_path / "twice.jsonl", [*first, {"type": "summary", "summary": "setup"}, *first])
+    events, decoder = decode_file(path)
+    assert [e.kind for e in events].count(Kind.MESSAGE) == 4
+    assert decoder.problem_count == 0
+    assert decoder.decoder.skipped["copy of an earlier record"] == 4

@@ -27,6 +27,11 @@ as one: records flagged ``isMeta`` / ``isCompactSummary`` (skill prompts,
 system reminders, the compaction summary), command output, background-task
 notifications and the "[Request interrupted by user]" marker are not.
 
+A record whose ``uuid`` was already read is the same record again: some
+transcripts hold the whole session written twice (after a ``summary``
+record, the same records with the same uuids and timestamps).  The copy is
+counted and skipped, so its calls and replies are not seen twice.
+
 Subagents (``<session>/subagents/agent-<id>.jsonl``, records with
 ``isSidechain`` and ``agentId``) are sessions of their own named
 ``<parent>:agent-<id>`` and linked to the parent through ``Event.parent``;
@@ -51,6 +56,10 @@ AGENT = "claude-code"
 #: Record types only Claude Code writes; enough to recognize a transcript.
 _OWN_TYPES = frozenset({"file-history-snapshot", "queue-operation", "summary"})
 _MESSAGE_TYPES = frozenset({"user", "assistant", "system", "progress"})
+#: Record types that can become events (the ones a copied record is looked for in).
+_EVENT_TYPES = frozenset({"user", "assistant", "system", "attachment"})
+#: Record uuids remembered per file (a copy further back than this is read again).
+SEEN_RECORDS = 100_000
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 #: Text Claude Code puts in a ``user`` record that no person typed.
 _INJECTED_PREFIXES = (
@@ -150,6 +159,8 @@ class ClaudeDecoder(RecordDecoder):
         self._target: tuple[str, str | None] = (default_session, None)  # (session, parent) of this record
         self._sidechains: set[str] = set()
         self._usage: OrderedDict[str, int] = OrderedDict()  # message id -> output tokens reported
+        #: The uuids of the records read (the last SEEN_RECORDS): a record seen again is a copy.
+        self._seen: dict[str, None] = {}
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -261,6 +272,9 @@ class ClaudeDecoder(RecordDecoder):
         if not isinstance(kind, str):
             self.skip("<no type>")
             return []
+        if kind in _EVENT_TYPES and self._copy(record):
+            self.skip("copy of an earlier record")
+            return []
         if kind == "attachment" and _queued_prompt(record) is not None:
             return self._queued(record, line, now)
         if kind not in ("user", "assistant", "system"):
@@ -286,6 +300,18 @@ class ClaudeDecoder(RecordDecoder):
         else:
             events.extend(self._system(record, line, ts))
         return events
+
+    def _copy(self, record: dict[str, Any]) -> bool:
+        """Whether ``record`` (by its ``uuid``) was read before; remember it if not."""
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or not _UUID.match(uuid):
+            return False
+        if uuid in self._seen:
+            return True
+        self._seen[uuid] = None
+        if len(self._seen) > SEEN_RECORDS:
+            del self._seen[next(iter(self._seen))]
+        return False
 
     def _queued(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
         """A prompt the person typed while the agent worked (an ``attachment``
