@@ -145,6 +145,25 @@ def slash_command(text: str) -> str | None:
     return f"{name} {args.group(1)}".strip() if args else name
 
 
+class RecordCopies:
+    """The uuids of a file's records read so far (the last :data:`SEEN_RECORDS`):
+    a record whose uuid is among them is a copy of one already read."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, None] = {}
+
+    def seen(self, uuid: object) -> bool:
+        """Whether ``uuid`` (a record's, when it is a UUID) was read before; remember it if not."""
+        if not isinstance(uuid, str) or not _UUID.match(uuid):
+            return False
+        if uuid in self._seen:
+            return True
+        self._seen[uuid] = None
+        if len(self._seen) > SEEN_RECORDS:
+            del self._seen[next(iter(self._seen))]
+        return False
+
+
 @register_line_format
 class ClaudeDecoder(RecordDecoder):
     """Decoder for one Claude Code transcript file (main session or subagent)."""
@@ -159,8 +178,7 @@ class ClaudeDecoder(RecordDecoder):
         self._target: tuple[str, str | None] = (default_session, None)  # (session, parent) of this record
         self._sidechains: set[str] = set()
         self._usage: OrderedDict[str, int] = OrderedDict()  # message id -> output tokens reported
-        #: The uuids of the records read (the last SEEN_RECORDS): a record seen again is a copy.
-        self._seen: dict[str, None] = {}
+        self._copies = RecordCopies()
 
     @classmethod
     def sniff(cls, record: dict[str, Any]) -> bool:
@@ -272,7 +290,7 @@ class ClaudeDecoder(RecordDecoder):
         if not isinstance(kind, str):
             self.skip("<no type>")
             return []
-        if kind in _EVENT_TYPES and self._copy(record):
+        if kind in _EVENT_TYPES and self._copies.seen(record.get("uuid")):
             self.skip("copy of an earlier record")
             return []
         if kind == "attachment" and _queued_prompt(record) is not None:
@@ -300,18 +318,6 @@ class ClaudeDecoder(RecordDecoder):
         else:
             events.extend(self._system(record, line, ts))
         return events
-
-    def _copy(self, record: dict[str, Any]) -> bool:
-        """Whether ``record`` (by its ``uuid``) was read before; remember it if not."""
-        uuid = record.get("uuid")
-        if not isinstance(uuid, str) or not _UUID.match(uuid):
-            return False
-        if uuid in self._seen:
-            return True
-        self._seen[uuid] = None
-        if len(self._seen) > SEEN_RECORDS:
-            del self._seen[next(iter(self._seen))]
-        return False
 
     def _queued(self, record: dict[str, Any], line: int | None, now: float) -> list[Event]:
         """A prompt the person typed while the agent worked (an ``attachment``
