@@ -535,3 +535,31 @@ def test_one_name_looked_for_in_one_file_after_another_is_one_search_over_many()
         )
     _, found = run(s)
     assert not by(found, NAME)
+
+
+def test_an_edit_refused_the_same_way_whatever_it_quotes_back_warns():
+    """Edits refused "Found 4 matches of the string to replace…" then ``String: <the old
+    text>`` (tests/corpus, TheLazyLemur/dotfiles-stow a9e9ef8a): each try adds more of the
+    lines all the tests share, the refusal quotes the try back and stays the same."""
+    s = Stream()
+    tries = [
+        "\t// the logger",
+        "\t})).Return(mockResponse, nil)\n\t// the logger",
+        "\texpectedURL := gatewayUrl",
+    ]
+    for old in tries:
+        refusal = (
+            "Found 4 matches of the string to replace, but replace_all is false. To replace all occurrences, "
+            "set replace_all to true. To replace only one occurrence, please provide more context to uniquely "
+            f"identify the instance.\nString: {old}"
+        )
+        s.call(
+            "Edit",
+            refusal,
+            error=True,
+            file_path="client_test.go",
+            old_string=old,
+            new_string=old + "\n\tx()",
+        )
+    _, found = run(s)
+    assert by(found, NAME)

@@ -43,7 +43,7 @@ from typing import NamedTuple
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
 from monitor.detect.analysis.shell import shell_command, without_status
-from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome
+from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome, not_echoed
 from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event
 from monitor.text import clip
@@ -438,7 +438,7 @@ def outcome_of(result: Event) -> Outcome | None:
         # A refusal is judged by what it refuses, not the input it echoes; an
         # empty search by what it missed (and where): only a failure's lines are compared.
         return found
-    return found._replace(body=body_lines(result.content))
+    return found._replace(body=body_lines(not_echoed(result.content, result.call)))
 
 
 def _outcome(result: Event) -> Outcome | None:

@@ -383,6 +383,34 @@ def _telling_error_line(lines: list[str]) -> str:
     return lines[-1]
 
 
+#: An argument this long or longer, found whole in a line of its result, is quoted back.
+MIN_ECHO_CHARS = 8
+#: A call's argument text searched for the lines a failure quotes back (head only).
+ECHO_SOURCE_CHARS = 20_000
+
+
+def not_echoed(text: str, call: Event | None) -> str:
+    """``text`` without the lines that quote its own call's arguments back (an edit
+    refused "Found 4 matches…" then ``String: <the old text>``): what the agent sent is
+    not what the failure shows anew."""
+    if call is None or not call.args:
+        return text
+    sent = [
+        v[:ECHO_SOURCE_CHARS] for v in call.args.values() if isinstance(v, str) and len(v) >= MIN_ECHO_CHARS
+    ]
+    if not sent:
+        return text
+    kept = []
+    for line in text.splitlines():
+        quoted = line.strip()
+        _, colon, after = quoted.partition(": ")
+        tail = after.strip() if colon else ""
+        if len(quoted) >= MIN_ECHO_CHARS and any(quoted in arg or (tail and tail in arg) for arg in sent):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def failure_signature(result: Event) -> str | None:
     """What went wrong, comparable across different calls; ``None`` when the
     result is not a failure, or a failure with nothing to compare ("Exit code 1").
@@ -408,6 +436,8 @@ def failure_signature(result: Event) -> str | None:
         if not failed and "Traceback (most recent call last)" in text:
             failed = True
     if failed and not not_an_outcome(result):
+        if result.is_error and "\n" in text:
+            text = not_echoed(text, result.call)  # what went wrong, not the input it quotes back
         candidate = _FAILURES[text]
         if len(candidate) >= MIN_SIGNATURE_CHARS:
             signature = ("E:" if result.is_error else "R:") + candidate
