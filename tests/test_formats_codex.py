@@ -338,16 +338,23 @@ def test_bad_records_become_problems(tmp_path: Path):
     assert [e.content for e in events if e.kind is Kind.MESSAGE] == ["done"]
 
 
+def _pre_envelope(tmp_path: Path, items: list[dict]) -> Path:
+    """A rollout from before the envelope format: its header line, then bare response items."""
+    header = {
+        "id": "0196a0b0-1111-2222-3333-444455556666",
+        "timestamp": "2025-05-01T10:00:00Z",
+        "instructions": "",
+    }
+    return write_jsonl(
+        tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl", [header, *items]
+    )
+
+
 def test_pre_envelope_rollouts(tmp_path: Path):
     """Older rollouts (a header, then bare response items) decode too; user items count as turns."""
-    path = write_jsonl(
-        tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl",
+    path = _pre_envelope(
+        tmp_path,
         [
-            {
-                "id": "0196a0b0-1111-2222-3333-444455556666",
-                "timestamp": "2025-05-01T10:00:00Z",
-                "instructions": "",
-            },
             {
                 "type": "message",
                 "role": "user",
@@ -553,14 +560,9 @@ def test_an_ide_request_in_a_pre_envelope_rollout_is_stripped_too(tmp_path: Path
     """Rollouts before the envelope take user turns from response items: the IDE
     extension's context is cut from those as from ``user_message`` events."""
     context = "# Context from my IDE setup:\n\n## Active file: a.py\n\n"
-    path = write_jsonl(
-        tmp_path / "rollout-2025-05-01T10-00-00-0196a0b0-1111-2222-3333-444455556666.jsonl",
+    path = _pre_envelope(
+        tmp_path,
         [
-            {
-                "id": "0196a0b0-1111-2222-3333-444455556666",
-                "timestamp": "2025-05-01T10:00:00Z",
-                "instructions": "",
-            },
             {
                 "type": "message",
                 "role": "user",
