@@ -43,7 +43,7 @@ from typing import NamedTuple
 from monitor.detect.analysis.digest import digest
 from monitor.detect.analysis.failures import comparable_failure, failed, run_outcome
 from monitor.detect.analysis.shell import shell_command, without_status
-from monitor.detect.analysis.signatures import is_acknowledgement, not_an_outcome, not_echoed
+from monitor.detect.analysis.signatures import MIN_ECHO_CHARS, is_acknowledgement, not_an_outcome, not_echoed
 from monitor.detect.analysis.testruns import is_test_run
 from monitor.events import Event
 from monitor.text import clip
@@ -527,8 +527,6 @@ def answer_of(result: Event) -> Outcome | None:
     return Outcome(ANSWER, f"A:{digest(text)}", text.split("\n", 1)[0][:200])
 
 
-#: An argument this long or longer, quoted in its call's result's first line, is the input echoed back.
-MIN_ECHO_CHARS = 8
 #: Arguments longer than this are content (a file, a script), not a query a result quotes.
 MAX_ECHO_CHARS = 500
 

@@ -383,7 +383,7 @@ def _telling_error_line(lines: list[str]) -> str:
     return lines[-1]
 
 
-#: An argument this long or longer, found whole in a line of its result, is quoted back.
+#: An argument this long or longer, found in its result, is the call's input quoted back.
 MIN_ECHO_CHARS = 8
 #: A call's argument text searched for the lines a failure quotes back (head only).
 ECHO_SOURCE_CHARS = 20_000
