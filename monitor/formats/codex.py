@@ -343,7 +343,7 @@ class CodexDecoder(RecordDecoder):
             return [self._event(Kind.MESSAGE, ts, line, role="assistant", content=text)]
         if role == "user" and self.legacy and text and not text.startswith(_INJECTED_PREFIXES):
             self.in_reply = False
-            return [self._user_message(text, ts, line)]
+            return self._user_message(text, ts, line)
         # developer/system instructions; user items duplicate event_msg user_message
         # or carry injected context.
         self.skip(f"message:{role}")
@@ -405,19 +405,20 @@ class CodexDecoder(RecordDecoder):
             text = payload.get("message")
             text = text if isinstance(text, str) else content_text(text)
             self.in_reply = False
-            if not typed_request(text)[0].strip():
-                return []
-            return [self._user_message(text, ts, line)]
+            return self._user_message(text, ts, line)
         if item == "token_count":
             return self._usage(payload, line, ts)
         self.skip(f"event_msg:{item}")  # agent_message duplicates the response item, etc.
         return []
 
-    def _user_message(self, text: str, ts: float, line: int | None) -> Event:
-        """What the person typed, without the IDE extension's context before it."""
+    def _user_message(self, text: str, ts: float, line: int | None) -> list[Event]:
+        """What the person typed, without the IDE extension's context before it
+        (nothing when that leaves no request)."""
         text, context = typed_request(text)
+        if not text.strip():
+            return []
         meta = {"ide_context": context} if context else {}
-        return self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta=meta)
+        return [self._event(Kind.MESSAGE, ts, line, role="user", content=text, meta=meta)]
 
     def _usage(self, payload: dict[str, Any], line: int | None, ts: float) -> list[Event]:
         """One usage event per API call: Codex repeats each token_count, so a
