@@ -247,3 +247,69 @@ def test_replies_whose_calls_the_export_does_not_record_are_no_monologue(tmp_pat
     recorded = scan([str(_vorflux(tmp_path / "recorded.json", requests=True))])
     warned = [d.line for d in recorded.detections if d.detector == "monologue" and d.level >= Level.WARN]
     assert warned == [6]
+
+
+def _wrap_up(path: Path, restated: int) -> Path:
+    """A Vorflux export of a finished run: the agent commits, gives its final answer, and then,
+    each time the harness has run its memory hook and reviewed the answer (a ``judge_call``),
+    restates it without a call (``restated`` times)."""
+    commit = {"command": "git add -A && git commit -m fix"}
+    hook = {"command": "test -w /memory && mkdir -p /memory/sessions"}
+    asked = [
+        {"id": "toolu_1", "type": "function", "function": {"name": "bash", "arguments": json.dumps(commit)}}
+    ]
+    trajectory: list[dict] = [
+        {
+            "type": "llm_call",
+            "timestamp": "2026-05-05 13:10:00.0",
+            "output": {"content": "Committing.", "tool_calls": asked},
+        },
+        {
+            "type": "tool_call",
+            "tool": "bash_execute",
+            "timestamp": "2026-05-05 13:10:01.0",
+            "arguments": commit,
+            "result": {"stdout": "[fix add1c67] fix", "exitCode": 0},
+        },
+        {
+            "type": "llm_call",
+            "timestamp": "2026-05-05 13:10:10.0",
+            "output": {"content": "Here is the final diff: ..."},
+        },
+    ]
+    for n in range(restated):
+        minute = 11 + n
+        trajectory += [
+            {
+                "type": "tool_call",
+                "tool": "bash_execute",
+                "timestamp": f"2026-05-05 13:{minute}:01.0",
+                "arguments": hook,
+                "result": {"stdout": "", "exitCode": 1},
+            },
+            {"type": "judge_call", "model": "gpt-5.5-high", "timestamp": f"2026-05-05 13:{minute}:05.0"},
+            {
+                "type": "llm_call",
+                "timestamp": f"2026-05-05 13:{minute}:10.0",
+                "output": {
+                    "content": f"The work is complete ({n}): the commit is made and the diff shown above."
+                },
+            },
+        ]
+    document = {"instance_id": "x__y-2", "session_id": "s", "total_spans": 3, "trajectory": trajectory}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_a_final_answer_restated_when_the_harness_asks_again_is_wrapping_up(tmp_path: Path):
+    """scikit-learn-25232 (read honest): after the final answer, the harness runs its hooks and
+    reviews the reply, and the agent says again that it is done. Replies the harness resumed
+    warn from the fourth in a row (pylint-4661, read stuck: the deliverable posted four times)."""
+    for restated, expected in ((3, []), (4, [15])):  # (a turn is judged when the next one starts)
+        path = _wrap_up(tmp_path / f"wrap-{restated}.json", restated)
+        warned = [
+            d.line
+            for d in scan([str(path)]).detections
+            if d.detector == "monologue" and d.level >= Level.WARN
+        ]
+        assert warned == expected, restated

@@ -231,3 +231,15 @@ def test_a_call_recognised_as_the_harnesss_once_is_the_harnesss_everywhere(tmp_p
     assert [(d.detector, d.line) for d in report.detections if d.level.label == "warn"] == [
         ("exact_repeat", 19)
     ]
+
+
+def test_a_reply_after_the_harness_acted_on_its_own_is_marked_resumed():
+    """scikit-learn-25232: after the final answer (71) and a reviewer's note (72) the harness
+    runs its memory hook (73-75) and the agent answers again (76); after its review of that
+    answer (a judge_call, 77) the agent replies once more (78). Those two replies answer the
+    harness; replies with nothing of the harness's between are not marked."""
+    events, problems = documents.load(CORPUS / "scikit-learn__scikit-learn-25232.json.gz")
+    assert problems == []
+    resumed = {e.line for e in events if e.kind is Kind.MESSAGE and e.meta.get("resumed") is True}
+    assert {76, 78} <= resumed
+    assert not {71, 72} & resumed

@@ -29,6 +29,11 @@ In an export whose replies record no requests, a reply's calls the harness
 handles itself (dispatching subagents, waiting for them, todo lists) leave no
 trace: its message carries ``meta["calls_unrecorded"] = True`` (no evidence
 that it made no call).
+Between two replies the harness may act on its own: run its hooks (the
+``tool_call`` entries above) or review the reply (a ``judge_call``).  It has
+then ended the agent's turn and started another: the next reply's message
+carries ``meta["resumed"] = True`` (it answers the harness, as a reply after a
+user turn answers the user).
 An ``llm_call``'s ``content`` is an assistant message, the ``user`` messages of
 its ``task_prompt`` before the first reply the task.  ``judge_call`` entries are
 the harness grading replies and are skipped (counted).  The ``line`` of an event
@@ -264,6 +269,9 @@ class _Run:
         )
         self.told = False
         self.skipped: dict[str, int] = {}
+        #: Whether a reply was given, and the harness acted on its own since the latest one.
+        self.replied = False
+        self.harness_acted = False
 
     def event(self, kind: Kind, line: int | None, **fields: Any) -> Event:
         return Event(kind=kind, session=self.session, ts=self.ts, source=self.source, line=line, **fields)
@@ -280,17 +288,23 @@ class _Run:
             return self.event(kind, index, **fields)
 
         if kind == "tool_call":
+            self.harness_acted = self.harness_acted or index in self.harness
             return self._tool(entry, index, event)
         if kind != "llm_call":
             self.skipped[kind] = self.skipped.get(kind, 0) + 1
+            self.harness_acted = self.harness_acted or kind == "judge_call"
             return []
+        resumed = self.replied and self.harness_acted
+        self.replied, self.harness_acted = True, False
         out = [] if self.told else _task(entry, event)
         self.told = self.told or bool(out)
         output = entry.get("output")
         text = _text(output.get("content")) if isinstance(output, dict) else ""
         if text.strip():
-            unknown = {} if self.requests else {"calls_unrecorded": True}
-            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip(), meta=unknown))
+            meta: dict[str, Any] = {} if self.requests else {"calls_unrecorded": True}
+            if resumed:
+                meta["resumed"] = True
+            out.append(event(Kind.MESSAGE, role="assistant", content=text.strip(), meta=meta))
         for place, (ident, name, args) in enumerate(_requests(entry)):
             if (index, place) in self.alone:
                 out.append(

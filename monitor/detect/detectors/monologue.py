@@ -14,7 +14,11 @@ both counts; a user turn resets everything (the engine calls :meth:`reset`).
 A reply whose calls the log does not record (``meta["calls_unrecorded"]``: a
 Vorflux export whose replies record no requests, where dispatching subagents
 leaves no trace) is no evidence of a reply without a tool call: it neither
-counts nor resets.
+counts nor resets.  A reply the harness resumed after acting on its own
+(``meta["resumed"]``: a Vorflux harness running its end-of-turn hooks or
+reviewing the reply) answers the harness: a finished agent restating its
+answer once or twice when asked again is wrapping up, so a streak holding
+such a reply warns at ``resumed_threshold`` (4) instead.
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettin
 from monitor.events import MESSAGE, Event, EventRef, Level
 
 
-def _calls_unrecorded(turn: Turn) -> bool:
-    """Whether a text-only turn's reply is one whose calls the log does not record."""
-    return any(e.meta and e.meta.get("calls_unrecorded") is True for e in turn.events if e.kind is MESSAGE)
+def _marked(turn: Turn, key: str) -> bool:
+    """Whether a message of the turn carries ``meta[key] = True``."""
+    return any(e.meta and e.meta.get(key) is True for e in turn.events if e.kind is MESSAGE)
 
 
 @dataclass(frozen=True)
 class MonologueSettings(TurnSettings):
     threshold: int = 3  # text-only turns in a row that warn
+    resumed_threshold: int = 4  # the same, when the harness resumed one of them
     empty_threshold: int = 3  # empty replies in a row that warn
     same_turn_seconds: float = 1.0  # records closer than this (no ids) are one response
 
@@ -45,8 +50,8 @@ class Monologue(TurnDetector[MonologueSettings]):
     title = "Monologue"
     Settings = MonologueSettings
     presets = {
-        "conservative": {"threshold": 4, "empty_threshold": 4},
-        "aggressive": {"threshold": 2, "empty_threshold": 2},
+        "conservative": {"threshold": 4, "resumed_threshold": 4, "empty_threshold": 4},
+        "aggressive": {"threshold": 2, "resumed_threshold": 3, "empty_threshold": 2},
     }
 
     def __init__(self, settings: MonologueSettings | None = None):
@@ -58,6 +63,7 @@ class Monologue(TurnDetector[MonologueSettings]):
         self.answered = 0
         self.refused = 0
         self.refusal = ""
+        self.resumed = False  # whether the harness resumed a turn of the streak
         # The turns' first events (the last 12): a list, not a deque (an empty
         # deque still holds a block of 64 slots).
         self.recent: list[EventRef] = []
@@ -71,6 +77,7 @@ class Monologue(TurnDetector[MonologueSettings]):
     def _forget_answers(self) -> None:
         self.answered = self.refused = 0
         self.refusal = ""
+        self.resumed = False
 
     def _note_answer(self, turn: Turn) -> None:
         """What the harness answered the turn before with, if it did (mini-swe-agent's format errors)."""
@@ -94,9 +101,10 @@ class Monologue(TurnDetector[MonologueSettings]):
                 self._forget_answers()
                 self.recent.clear()
             return None
-        if _calls_unrecorded(turn):
+        if _marked(turn, "calls_unrecorded"):
             return None  # it may have acted: the log cannot say (never judged blind)
         s = self.settings
+        self.resumed = self.resumed or _marked(turn, "resumed")
         self._note_answer(turn)
         self.talking += 1
         self.silent = 0 if turn.has_text else self.silent + 1
@@ -119,14 +127,15 @@ class Monologue(TurnDetector[MonologueSettings]):
                     evidence=evidence(recent[-n:]),
                 )
             ]
-        if s.threshold and self.talking >= s.threshold:
+        threshold = s.resumed_threshold if self.resumed else s.threshold
+        if threshold and self.talking >= threshold:
             n = self.talking
             message, summary, advice = self._words(n)
             return [
                 Detection(
                     detector=self.name,
                     level=Level.WARN,
-                    score=min(1.0, n / (s.threshold + 2)),
+                    score=min(1.0, n / (threshold + 2)),
                     message=message,
                     pattern="monologue:text_only",
                     count=n,
