@@ -275,3 +275,66 @@ def test_a_command_retried_after_waiting_for_a_lock_is_a_poll():
 
     assert not run("sleep 30 && ")
     assert run("")
+
+
+def test_waiting_out_a_lock_is_one_failure_however_often_it_is_retried():
+    """sympy-15345 (read honest): apt-get refused for permissions, then by a lock, retried after
+    ``sleep 10`` and ``sleep 30`` (the same lock), the holder killed, then a new error: one try
+    plus two waits is one failure, and four different failures are the agent adapting. Neither
+    ``failure_cascade`` nor the failure limit warns; the same lock retried at once still counts."""
+    lock = (
+        "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4439 "
+        "(unattended-upgr)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend)"
+    )
+
+    def run(wait: str) -> list:
+        s = Script()
+        s.bash("apt-get install -y mpmath", "E: Could not open lock file /var/lib/apt/lists/lock", code=100)
+        s.bash("sudo apt-get install -y mpmath", lock, code=100)
+        s.bash(f"{wait.format(10)}sudo apt-get install -y mpmath", lock, code=100)
+        s.bash(f"{wait.format(30)}sudo apt-get install -y mpmath", lock, code=100)
+        s.bash(
+            "sudo kill -9 4439; sudo apt-get install -y mpmath",
+            "E: Unable to locate package mpmath",
+            code=100,
+        )
+        return _warned(s, "failure_cascade", "limits")
+
+    assert run("sleep {} && ") == []
+    assert run("") != []
+
+
+def test_a_path_that_ends_a_sentence_is_named_without_its_full_stop():
+    """sympy-13877: "Could not get lock /var/lib/dpkg/lock. It is held by process 31257 (dpkg)";
+    the next command removes ``/var/lib/dpkg/lock`` and meets a new error: it acted on what the
+    failure named and moved on (the streak starts again), so six setbacks, two of them alike,
+    are no cascade."""
+    s = Script()
+    s.bash("apt-get install -y mpmath", "E: Could not open lock file /var/lib/apt/lists/lock", code=100)
+    s.bash("sudo apt-get install -y mpmath", "E: Unable to acquire the dpkg frontend lock", code=100)
+    s.bash(
+        "sudo apt-get install -y python3-mpmath", "E: Temporary failure resolving 'deb.debian.org'", code=100
+    )
+    s.bash(
+        "sudo kill -9 4031; sudo apt-get install -y python3-mpmath",
+        "E: Could not get lock /var/lib/dpkg/lock. It is held by process 31257 (dpkg)",
+        code=100,
+    )
+    s.bash(
+        "sudo kill -9 31257; sudo rm -f /var/lib/dpkg/lock; sudo apt-get install -y python3-mpmath",
+        "E: dpkg was interrupted, you must manually run 'sudo dpkg --configure -a' to correct the problem.",
+        code=100,
+    )
+    s.bash(
+        "sudo dpkg --configure -a && sudo apt-get install -y python3-mpmath",
+        "E: Temporary failure resolving 'deb.debian.org'",
+        code=100,
+    )
+    assert _warned(s, "failure_cascade", "limits") == []
+
+
+def _warned(script: Script, *detectors: str) -> list[tuple[str, int | None]]:
+    """Each detector run on its own over the script: its warnings, by line."""
+    return [
+        (d.detector, d.line) for name in detectors for d in script.run(only(name)) if d.level >= Level.WARN
+    ]

@@ -42,6 +42,7 @@ import re
 
 from monitor.detect.analysis.failures import clip_tail, failure_kind
 from monitor.detect.analysis.shell import output_lines, shell_command
+from monitor.detect.analysis.waits import waited
 from monitor.events import Event
 
 #: Names kept from one failure, and failure kinds remembered per streak.
@@ -80,6 +81,8 @@ def failure_names(result: Event) -> frozenset[str]:
     found: set[str] = set()
     for match in _NAMES.finditer(_telling_line(result)):
         name = next(group for group in match.groups() if group)
+        if match.group(5):
+            name = name.rstrip(".")  # a path ending a sentence: its full stop is not part of it
         if len(name) >= 2:
             found.add(name)
             if len(found) >= MAX_NAMES:
@@ -129,7 +132,7 @@ def same_round(before: tuple[object, int, int] | None, now: tuple[object, int, i
 class FailingForward:
     """Per streak: the failure before, and the kinds of failure seen so far."""
 
-    __slots__ = ("names", "seen", "kinds", "round")
+    __slots__ = ("names", "seen", "kinds", "round", "kind")
 
     def __init__(self) -> None:
         self.names: frozenset[str] = frozenset()
@@ -138,6 +141,8 @@ class FailingForward:
         self.kinds: dict[str, None] = {}
         #: The last failure's round: its call's reply (if known), the call's and the result's seq.
         self.round: tuple[object, int, int] | None = None
+        #: The last failure's kind (:func:`failure_kind`).
+        self.kind: str | None = None
 
     def clear(self) -> None:
         """A success: the next failure starts a new streak."""
@@ -145,6 +150,17 @@ class FailingForward:
         self.seen.clear()
         self.kinds.clear()
         self.round = None
+        self.kind = None
+
+    def waits_it_out(self, result: Event) -> bool:
+        """Feed each failed result (after :meth:`joins_round`): True when its call
+        waited first and it failed the way the failure before did (``sleep 30 &&
+        apt-get install …`` while another process holds the lock): the same
+        attempt, waiting for what blocks it to clear, not another failure
+        (``waiting`` judges polls)."""
+        kind, self.kind = self.kind, failure_kind(result)
+        call = result.call
+        return bool(kind) and kind == self.kind and call is not None and waited(call) > 0
 
     def joins_round(self, result: Event) -> bool:
         """Feed each failed result first: True when its call was made in the

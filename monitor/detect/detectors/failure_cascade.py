@@ -17,7 +17,9 @@ The command before narrowed or filtered, failing the same way but showing
 more than its error line anew (``pip install A B C | tail -10`` failing to
 build, then ``pip install A | tail -30`` to see why:
 :func:`~monitor.detect.analysis.failures.closer_look`) is a closer look at
-that failure, not the same failure again.  When they are
+that failure, not the same failure again.  A command retried after a wait
+failing the same way (``sleep 30 && apt-get …`` while a lock is held) is the
+same attempt, waiting: it joins the failure before.  When they are
 file operations done by hand (``cat``, ``echo >``, ``sed -i``, ``printf >``)
 the advice is to use the file tools.
 
@@ -39,7 +41,6 @@ from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
 from monitor.detect.analysis.signatures import not_an_outcome
-from monitor.detect.analysis.waits import waited
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import TOOL_RESULT, Event, EventRef, Kind, Level
 
@@ -135,9 +136,9 @@ class FailureCascade(Detector[FailureCascadeSettings]):
 
     def _count(self, event: Event, command: str | None) -> bool:
         """Add a failed command to the streak; False when it only joined the
-        failure before (one reply's parallel calls: one attempt)."""
-        if self.forward.joins_round(event):
-            self.events.append(ref(event))
+        failure before (one reply's parallel calls, or a wait for the same obstacle: one attempt)."""
+        if self.forward.joins_round(event) or self.forward.waits_it_out(event):
+            self.events.append(ref(event))  # one attempt: one reply's calls, or a wait for the same obstacle
             return False
         if self.forward.moved_on(event):
             self._restart()  # it dealt with the last failure and met a new one: progress
@@ -148,7 +149,6 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             kind
             and kind == self.last_kind
             and not closer_look(self.last_command, command, self.last_lines, lines)
-            and not (event.call is not None and waited(event.call))  # retried after a wait: a poll
         ):
             self.repeated += 1
         self.last_kind, self.last_lines, self.last_command = kind, lines, command

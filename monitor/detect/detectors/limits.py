@@ -20,7 +20,8 @@ the failure before it named and that fails in a new way moved on
 (:mod:`~monitor.detect.analysis.progress`: installing the module the last
 error said was missing, then meeting the next): the streak starts again at
 it, because a count of failures that keep changing is no evidence of a
-loop.  Past ``terminate`` the detection is repeated at every further step, so
+loop.  A retry after a wait failing the same way (a lock still held) is the
+same failure, waiting.  Past ``terminate`` the detection is repeated at every further step, so
 an acknowledged session is reminded while it keeps going.
 
 The totals are whole-session: a user turn does not reset them
@@ -242,8 +243,9 @@ class Limits(Detector[LimitsSettings]):
             # cases run one by one are triage, not five failed calls.
             return None
         s = self.settings
-        if self.forward.joins_round(event):
-            self.failed_events.append(ref(event))  # one reply's parallel calls: one failure
+        if self.forward.joins_round(event) or self.forward.waits_it_out(event):
+            # One reply's parallel calls, or a retry after a wait failing the same way: one failure.
+            self.failed_events.append(ref(event))
             return None
         if self.forward.moved_on(event):
             self._restart_failures()  # it dealt with the last failure and met a new one
