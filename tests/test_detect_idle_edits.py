@@ -65,3 +65,32 @@ def test_three_idle_edits_are_below_the_threshold_but_not_for_aggressive():
         edit(s, OLD, OLD)
     assert run(s) == []
     assert run(s, threshold=3)
+
+
+def test_a_change_applied_undone_and_applied_again_with_nothing_run_warns():
+    """django-11532 (read stuck): a fix applied, undone, applied again and undone in one file,
+    other files edited between, and no command run: three edits back to code the place had.
+    The same edits with a test run after each are an edit-test cycle (it tried them); one undo
+    each of a change made to four files (pshung personal_git) is one decision, not dithering."""
+    changed = OLD.replace("default", "fallback")
+
+    def dither(run_between: bool) -> Script:
+        s = Script()
+        s.user("Fix the default handling.")
+        for new, old in ((changed, OLD), (OLD, changed), (changed, OLD), (OLD, changed)):
+            edit(s, old, new)
+            edit(s, "import os", "import os, sys", path="app/other.py")
+            if run_between:
+                s.bash("python -m pytest -q tests/test_utils.py", "1 failed, 4 passed")
+        return s
+
+    hits = run(dither(run_between=False))
+    assert hits and "nothing run between" in hits[0].message
+    assert not run(dither(run_between=True))
+
+    reverted = Script()
+    for n in range(4):
+        edit(reverted, OLD, changed, path=f"app/mod{n}.py")
+    for n in range(4):
+        edit(reverted, changed, OLD, path=f"app/mod{n}.py")
+    assert not run(reverted)

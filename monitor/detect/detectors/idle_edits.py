@@ -14,7 +14,9 @@ text once white space, blank lines and whole-line comments (``#``, ``//``,
 place (an undo: back to the original, or to a version tried before).  The
 place is the file and the first line of code of the replaced text.
 ``threshold`` (4) idle edits among the last ``window`` (6) edits of one place
-warn.
+warn.  So do ``unrun_threshold`` (3) edits of one place back to a version it
+already had with no shell command run since the first of them: a change
+applied, undone and applied again, never tried (dithering).
 
 Left alone: edits that change the code (an edit-test cycle, each round another
 version), a comment or blank line added once or twice, comments added to many
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.shell import shell_command
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
 
@@ -72,6 +75,7 @@ def _first_string(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
 class IdleEditsSettings(DetectorSettings):
     threshold: int = 4  # idle edits of one place among its last `window` edits that warn
     window: int = 6  # the edits of one place compared
+    unrun_threshold: int = 3  # edits of one place back to a version it had, nothing run between
 
 
 @dataclass(slots=True)
@@ -81,19 +85,25 @@ class _Place:
     edits: list[tuple[bool, EventRef]]
     #: The code versions of its last edits (before and after each), oldest first.
     versions: list[str]
+    #: Its edits back to a version it had since a shell command last ran.
+    unrun: int = 0
 
 
 class IdleEdits(Detector[IdleEditsSettings]):
     name = "idle_edits"
     title = "Idle edits"
     Settings = IdleEditsSettings
-    presets = {"conservative": {"threshold": 5}, "aggressive": {"threshold": 3}}
+    presets = {
+        "conservative": {"threshold": 5, "unrun_threshold": 4},
+        "aggressive": {"threshold": 3, "unrun_threshold": 2},
+    }
     kinds = frozenset({Kind.TOOL_CALL})
 
     def __init__(self, settings: IdleEditsSettings | None = None):
         super().__init__(settings)
         self.places: dict[tuple[str, str], _Place] = {}
         self.last: tuple[str, str] | None = None
+        self.unrun = False  # whether a place has edits back to a version since a command ran
 
     def reset(self) -> None:
         self.places.clear()
@@ -106,41 +116,66 @@ class IdleEdits(Detector[IdleEditsSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         args = event.args
         if not args or _OLD_KEY_SET.isdisjoint(args):
+            if self.unrun and shell_command(event) is not None:
+                self._ran()
             return None  # not an edit that replaces a text (most calls)
         old, new = _first_string(args, _OLD_KEYS), _first_string(args, _NEW_KEYS)
         path = _first_string(args, _PATH_KEYS)
         if old is None or new is None or not path:
             return None
         before, after = code_of(old), code_of(new)
-        key = (path, before[0] if before else old.strip().partition("\n")[0])
-        place = self.places.pop(key, None) or _Place([], [])
-        self.places[key] = place  # the most recently edited place last
-        if len(self.places) > _PLACES:
-            del self.places[next(iter(self.places))]
-        self.last = key
+        place = self._place((path, before[0] if before else old.strip().partition("\n")[0]))
         was, now = digest("\n".join(before)), digest("\n".join(after))
-        idle = now == was or now in place.versions
+        back = now != was and now in place.versions
+        idle = now == was or back
         place.versions += (was, now)
         place.edits.append((idle, ref(event)))
         if len(place.edits) > self.settings.window:
             del place.edits[0]
             del place.versions[:2]
+        if back:
+            place.unrun += 1
+            self.unrun = True
         count = sum(1 for flag, _ in place.edits if flag)
-        view.note_similarity(self.name, min(1.0, count / max(1, self.settings.threshold)))
-        if not idle or count < self.settings.threshold:
-            return None
-        return [self._detection(path, count, place)]
+        s = self.settings
+        view.note_similarity(self.name, min(1.0, count / max(1, s.threshold)))
+        if idle and count >= s.threshold:
+            return [self._detection(path, count, place)]
+        if back and s.unrun_threshold and place.unrun >= s.unrun_threshold:
+            return [self._detection(path, count, place, unrun=True)]
+        return None
 
-    def _detection(self, path: str, count: int, place: _Place) -> Detection:
+    def _place(self, key: tuple[str, str]) -> _Place:
+        """The place an edit is of, now the most recently edited (the oldest of too many goes)."""
+        place = self.places.pop(key, None) or _Place([], [])
+        self.places[key] = place
+        if len(self.places) > _PLACES:
+            del self.places[next(iter(self.places))]
+        self.last = key
+        return place
+
+    def _ran(self) -> None:
+        """A shell command ran: the edits before it were tried."""
+        for place in self.places.values():
+            place.unrun = 0
+        self.unrun = False
+
+    def _detection(self, path: str, count: int, place: _Place, unrun: bool = False) -> Detection:
         name = path.rsplit("/", 1)[-1]
+        message = (
+            f"{count} of the last {len(place.edits)} edits of one place in {name} "
+            "left its code as it was (the same text, white space, comments, or undone)"
+        )
+        if unrun:
+            message = (
+                f"{place.unrun} edits of one place in {name} went back to code it already had, "
+                "with nothing run between (applied, undone, applied again)"
+            )
         return Detection(
             detector=self.name,
             level=Level.WARN,
             score=min(1.0, count / len(place.edits)),
-            message=(
-                f"{count} of the last {len(place.edits)} edits of one place in {name} "
-                "left its code as it was (the same text, white space, comments, or undone)"
-            ),
+            message=message,
             pattern=f"idle_edits:{digest(path)}",
             count=count,
             summary=f"edited the same code in {name} {count} times without changing it",
