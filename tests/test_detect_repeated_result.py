@@ -157,12 +157,20 @@ def test_different_empty_handed_searches_are_exploring():
     assert [d for d in by(found, "repeated_result") if d.level >= 2][0].count == 8
 
 
-def test_the_same_empty_handed_search_again_still_counts():
-    """A search made again among the misses is a repeat, not exploring: warn at 4 as before."""
-    s = Stream()
+def test_the_same_empty_handed_search_made_a_third_time_counts():
+    """One search made twice among different misses is still exploring (Vorflux sphinx-9673,
+    read honest: subagents exploring in parallel looked for "napoleon" in one file twice);
+    made a third time it is a repeat, not exploring: a warning."""
+    twice = Stream()
     for pattern in ("retryDelay", "backoff_factor", "retryDelay", "MAX_ATTEMPTS"):
-        s.call("Grep", "No matches found", pattern=pattern, path="src/")
-    _, found = run(s)
+        twice.call("Grep", "No matches found", pattern=pattern, path="src/")
+    _, found = run(twice)
+    assert by(found, "repeated_result", min_level=1)
+    assert not [d for d in by(found, "repeated_result") if d.level >= 2]
+    thrice = Stream()
+    for pattern in ("retryDelay", "backoff_factor", "retryDelay", "MAX_ATTEMPTS", "retryDelay"):
+        thrice.call("Grep", "No matches found", pattern=pattern, path="src/")
+    _, found = run(thrice)
     assert [d for d in by(found, "repeated_result") if d.level >= 2]
 
 

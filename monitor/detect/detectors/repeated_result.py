@@ -9,9 +9,9 @@ tracebacks whose frames and line numbers differ still match.
 Searches for *different* things that each find nothing ("No matches found",
 a grep without a match) are exploring, not a loop: until
 ``empty_handed_threshold`` of them (default 8, the whole window: every one
-of the last 8 results) they are a ``notice`` at most.  The same search made
-again is a repeat and keeps the ordinary threshold (and ``exact_repeat``
-sees it too).
+of the last 8 results) they are a ``notice`` at most, one of them made twice
+included.  A search made a third time is a repeat and keeps the ordinary
+threshold (and ``exact_repeat`` sees it too).
 
 Successes do not count by default: the same "updated successfully", "Plan
 updated" or empty output after many different edits is work getting done, and
@@ -54,6 +54,14 @@ class RepeatedResultSettings(DetectorSettings):
     failures_only: bool = True  # false: identical substantial successes count too
     #: Different searches that all find nothing: a notice from ``threshold``, warn from here.
     empty_handed_threshold: int = 8
+
+
+def _most_repeated(same: list[tuple[int, EventRef]]) -> int:
+    """How often the call made most often among ``same`` was made."""
+    counts: dict[int, int] = {}
+    for call, _ in same:
+        counts[call] = counts.get(call, 0) + 1
+    return max(counts.values(), default=0)
 
 
 class RepeatedResult(Detector[RepeatedResultSettings]):
@@ -166,10 +174,10 @@ class RepeatedResult(Detector[RepeatedResultSettings]):
         level = Level.WARN
         if (
             empty_handed
-            and len(calls) == len(same)
+            and _most_repeated(same) <= 2
             and len(same) < max(threshold, self.settings.empty_handed_threshold)
         ):
-            level = Level.NOTICE  # each a different search: exploring, so far
+            level = Level.NOTICE  # different searches (one made twice at most): exploring, so far
         if empty_handed:
             advice = (
                 "You keep looking where it is not: search for it (find, glob, grep) "
