@@ -283,9 +283,17 @@ def test_a_closer_look_is_a_narrower_or_filtered_command_showing_more():
     assert closer_look("pip install A B C", "pip install A 2>&1 | grep -i error", less, more)
     assert closer_look("make build", "make build 2>&1 | tail -50", less, more)
     assert command_words("tail -10") == command_words("tail -30")
-    # Left alone: the same command, other words, a filter swapped, nothing new shown but the error.
+    # One filter swapped for another: the failure's end, then its error lines (a grep pattern
+    # holding `\|` is one command of the pipeline: scikit-learn-14983, read honest).
+    assert closer_look("make build | tail -20", "make build 2>&1 | grep -i error | head -20", less, more)
+    assert closer_look(
+        "pip install -e . 2>&1 | tail -20",
+        'pip install -e . 2>&1 | grep -i "error\\|Error" | head -20',
+        less,
+        more,
+    )
+    # Left alone: the same command, other words, nothing new shown but the error.
     assert not closer_look(install, install, less, more)
     assert not closer_look(install, "pip install A D 2>&1 | tail -30", less, more)
-    assert not closer_look("make build | tail -20", "make build 2>&1 | grep -i error | head -20", less, more)
     assert not closer_look(install, "pip install A 2>&1 | tail -30", less, frozenset({1, 2}))
     assert not closer_look(None, "pip install A", less, more)

@@ -208,7 +208,7 @@ def test_short_successes_never_count():
 
 
 def test_state_is_bounded_by_the_window():
-    detector = StaleOutcome(StaleOutcomeSettings(window=5, span=4))
+    detector = StaleOutcome(StaleOutcomeSettings(window=5, span=4, long_span=5))
     view = SessionView("s1")
     for i in range(50):
         detector.observe(_result(f"error: thing {i} broke", error=True, command=f"step {i}"), view)
@@ -563,3 +563,36 @@ def test_an_edit_refused_the_same_way_whatever_it_quotes_back_warns():
         )
     _, found = run(s)
     assert by(found, NAME)
+
+
+def _check_again(other_failure: bool) -> Stream:
+    """scikit-learn-13496 (read stuck, 28-115): `python3 -c "import numpy.distutils"` fails,
+    setuptools and numpy are installed in one version after another, and the same check fails
+    the same way each time, far apart; scikit-learn-14983 (read honest) re-runs its build
+    between fixes that each meet a new error."""
+    probe = 'python3 -c "import numpy.distutils; print(1)"'
+    missing = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'numpy.distutils'"
+    s = Stream()
+    for n, pin in enumerate(("setuptools<60", "setuptools<70", "numpy==1.26.4")):
+        s.call("bash", missing, error=True, command=probe)
+        for step in range(3):
+            s.call("bash", f"Successfully installed {pin} ({step})", command=f"pip install '{pin}' # {step}")
+            s.call("read_file", f"line {n}{step} of setup.py", path="setup.py", offset=n * 10 + step)
+        if other_failure:
+            met = ("Multiple top-level packages discovered", "no attribute 'ImpImporter'", "no Cython")[n]
+            s.call(
+                "bash", f"Traceback (most recent call last):\nError: {met}", error=True, command=f"make {n}"
+            )
+    s.call("bash", missing, error=True, command=probe)
+    return s
+
+
+def test_the_same_check_failing_the_same_way_after_each_fix_is_stale():
+    """The same check failing the same way a third time, other work between and no other failure
+    met since it first failed: the fixes changed nothing it shows. When each fix meets a new error
+    in between, the agent is moving: left alone."""
+    _, found = run(_check_again(other_failure=False))
+    hits = by(found, NAME)
+    assert hits and hits[0].level is Level.WARN and hits[0].count == 3
+    _, found = run(_check_again(other_failure=True))
+    assert not by(found, NAME)

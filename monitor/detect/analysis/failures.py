@@ -293,7 +293,6 @@ def failure_kind(result: Event) -> str:
 NEW_LINES = 2
 #: Programs a command's output is piped into to read a part of it.
 _FILTERS = frozenset({"tail", "head", "grep", "egrep", "fgrep", "less", "more"})
-_PIPE = re.compile(r"(?<!\|)\|(?!\|)")
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
@@ -305,10 +304,35 @@ def command_words(command: str | None) -> frozenset[str]:
     return frozenset(word.translate(_NO_DIGITS) for word in command[:2000].split())
 
 
+def pipe_parts(command: str) -> list[str]:
+    """The commands of a pipeline: ``command`` split at each ``|`` outside quotes
+    (``grep -i "error\\|Error"`` is one command) that is not part of ``||``."""
+    parts: list[str] = []
+    start, quote, i = 0, "", 0
+    while i < len(command):
+        char = command[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 1  # an escaped character inside double quotes
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "|":
+            if command[i + 1 : i + 2] == "|" or command[i - 1 : i] == "|":
+                i += 1  # `||`: one command, not a pipe
+                continue
+            parts.append(command[start:i])
+            start = i + 1
+        i += 1
+    parts.append(command[start:])
+    return parts
+
+
 def unfiltered(command: str) -> tuple[str, bool]:
     """``command`` without the filters its output is piped into at its end
     (``2>&1 | tail -30``, ``| grep -i error | head -20``), and whether it had any."""
-    parts = _PIPE.split(command[:2000])
+    parts = pipe_parts(command[:2000])
     filtered = False
     while len(parts) > 1 and program(parts[-1].strip()) in _FILTERS:
         parts.pop()
@@ -330,23 +354,24 @@ def closer_look(
     command before *narrowed* (its words, digits aside, a strict part of the
     one before's, with or without the filters at their ends: one package of
     several) or *filtered* (the same command, its output now piped into
-    ``tail``, ``head`` or ``grep``), showing at least :data:`NEW_LINES` lines
+    ``tail``, ``head`` or ``grep``, or into another of them: ``| tail -20``,
+    then ``| grep -i error``), showing at least :data:`NEW_LINES` lines
     (``previous_lines`` and ``lines``: :func:`~monitor.detect.analysis.outcomes.body_lines`
     of the two outputs) the one before did not.  Left alone: the same command
-    again, a command with other words, one filter swapped for another (``|
-    tail -20``, then ``| grep -i error``), and a re-run whose only new line
-    is its error line."""
+    again, a command with other words, and a re-run whose only new line is
+    its error line.  Pipes are split outside quotes (:func:`pipe_parts`)."""
     if not command or not previous_command or len(lines - previous_lines) < NEW_LINES:
         return False
     words, previous_words = command_words(command), command_words(previous_command)
     if words and words < previous_words:
         return True
     base, filtered = unfiltered(command)
-    previous_base, was_filtered = unfiltered(previous_command)
+    previous_base, _ = unfiltered(previous_command)
     base_words, previous_base_words = command_words(base), command_words(previous_base)
     if base_words and base_words < previous_base_words:
         return True  # narrowed, its filter changed too
-    return filtered and not was_filtered and bool(base_words) and base_words == previous_base_words
+    # Filtered now: first filtered, or its filter changed (`| tail -20`, then `| grep -i error`).
+    return filtered and bool(base_words) and base_words == previous_base_words and command != previous_command
 
 
 def clip_tail(text: str, limit: int = 2000) -> str:

@@ -9,7 +9,11 @@ outcome has stopped being new, whatever the calls were: the same commit
 retried with small edits between while a hook rejects it, a reply in prose
 answered "command not found" at every step, a patch submitted again to a
 harness that answers "Your patch is empty", a change restored and
-re-applied by different means ending in the same error.
+re-applied by different means ending in the same error.  Farther apart,
+one check (the same call) failing the same way ``check_threshold`` times
+among the last ``long_span`` rounds, other work between and no other
+failure met since it first failed, is stale too: the fixes between changed
+nothing it shows.
 
 The same substantial *answer* (a success that says something: not an
 acknowledgement, at least 40 characters) to ``answer_threshold`` different
@@ -100,6 +104,18 @@ def _stale(same: list[_Round]) -> int:
     return stale
 
 
+def _checked_again(spread: list[_Round], rounds: Sequence[_Round], key: str | None) -> list[_Round]:
+    """Of ``spread`` (the rounds of the last ``long_span`` ending in failure ``key``), those of
+    the latest call (a check), when it was not run back to back and no other failure came
+    since it first failed (the fixes between met nothing new); else none."""
+    check = [r for r in spread if r[2] == spread[-1][2]] if spread else []
+    if len(check) < 2 or check[-1][5] - check[0][5] < len(check):
+        return []  # run again and again with nothing between: exact_repeat's
+    first = check[0][5]
+    others = {r[0] for r in rounds if r[5] >= first and r[1] == FAILURE}
+    return check if others == {key} else []
+
+
 def _question(call: Event | None, outcome: Outcome, call_hash: int) -> int:
     """The hash of what ``call`` asked, for an answer: its call without its wait (asked
     again after waiting longer, or not at all, is the same question: polling)."""
@@ -111,6 +127,10 @@ class StaleOutcomeSettings(DetectorSettings):
     threshold: int = 3  # rounds ending in the same failure or rejection…
     span: int = 6  # …among the last N rounds
     window: int = 10  # the rounds kept: searches that found nothing and answers are counted in them
+    #: The same check (one call) failing the same way this often among the last ``long_span`` rounds,
+    #: other work between: the fixes between changed nothing it shows (0: off).
+    check_threshold: int = 3
+    long_span: int = 30
     #: A harness's refusals of the reply (or its errors) in a row, with no action between.
     in_a_row: int = 4
     #: Searches that found nothing (each for anything) among the last ``window`` rounds.
@@ -141,6 +161,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             "answer_threshold": 6,
             "place_threshold": 5,
             "name_threshold": 5,
+            "check_threshold": 4,
         },
         "aggressive": {
             "threshold": 3,
@@ -159,7 +180,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.refusals: tuple[str, int, tuple[EventRef, ...]] = ("", 0, ())
         # The last rounds (see _Round); a success takes a slot as None.
         self.rounds: deque[_Round] = deque(
-            maxlen=CALLS_PER_ROUND * max(self.settings.window, self.settings.span)
+            maxlen=CALLS_PER_ROUND * max(self.settings.window, self.settings.span, self.settings.long_span)
         )
         #: The number of the latest round (a reply's calls made together are one round).
         self.round_number = 0
@@ -267,6 +288,11 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         same, back = self._alike(outcome.key, settings.span)
         # One call repeated with one failure is exact_repeat's (and nudged there).
         stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
+        if stale < threshold and settings.check_threshold:
+            spread, far = self._alike(outcome.key, settings.long_span)
+            check = _checked_again(spread, self.rounds, outcome.key)
+            if _stale(check) >= settings.check_threshold:
+                return check, _stale(check), settings.check_threshold, far
         return same, stale, threshold, back
 
     def _alike(self, key: str | None, back: int) -> tuple[list[_Round], int]:
