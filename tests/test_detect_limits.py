@@ -338,3 +338,20 @@ def _warned(script: Script, *detectors: str) -> list[tuple[str, int | None]]:
     return [
         (d.detector, d.line) for name in detectors for d in script.run(only(name)) if d.level >= Level.WARN
     ]
+
+
+def test_other_versions_failing_alike_are_a_search_over_versions():
+    """scikit-learn-13439 (read honest): `numpy==1.23.5`, `numpy==1.24.0`, then `setuptools<60
+    numpy<1.24` each fail to build the same way, and the agent turns to wheels: trying one
+    version after another is a search, not "again the same way". The same version installed
+    again, failing the same way, is a repeat."""
+    built = "× Getting requirements to build wheel did not run successfully.\n│ exit code: 1"
+
+    def run(*specs: str) -> list:
+        s = Script()
+        for spec in specs:
+            s.bash(f"pip install --break-system-packages {spec} 2>&1 | tail -5", built, code=1)
+        return [d for d in s.run(only("failure_cascade")) if d.level >= Level.WARN]
+
+    assert not run("'numpy==1.23.5'", "'numpy==1.24.0'", "'setuptools<60' 'numpy<1.24'")
+    assert run("'numpy==1.23.5'", "'numpy==1.23.5'", "'numpy==1.23.5'")

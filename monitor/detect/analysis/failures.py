@@ -304,6 +304,31 @@ def command_words(command: str | None) -> frozenset[str]:
     return frozenset(word.translate(_NO_DIGITS) for word in command[:2000].split())
 
 
+#: A package pinned to a version in an install command: ``numpy==1.23.5``, ``'setuptools<60'``.
+_PINNED = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)\s*(==|>=|<=|~=|!=|<|>)\s*[\w.*]+")
+_INSTALLS = re.compile(
+    r"\b(?:pip3?|uv pip|conda|mamba|micromamba|poetry|npm|yarn|pnpm|gem|cargo)\b[^|;&]*\b(?:install|add)\b"
+)
+
+
+def pins(command: str | None) -> frozenset[tuple[str, str]]:
+    """The packages an install command pins, with their constraints (``("numpy", "==1.24.0")``)."""
+    if not command or not _INSTALLS.search(command[:2000]):
+        return frozenset()
+    return frozenset(
+        (name.lower(), op + spec.group(0).split(op, 1)[1].strip())
+        for spec in _PINNED.finditer(command[:2000])
+        for name, op in [(spec.group(1), spec.group(2))]
+    )
+
+
+def other_versions(previous_command: str | None, command: str | None) -> bool:
+    """Whether ``command`` installs other versions of a package ``previous_command`` pinned:
+    a search over versions (``numpy==1.23.5``, then ``numpy==1.24.0``), not the same try again."""
+    before, now = pins(previous_command), pins(command)
+    return bool(before and now and before != now and {n for n, _ in before} & {n for n, _ in now})
+
+
 def pipe_parts(command: str) -> list[str]:
     """The commands of a pipeline: ``command`` split at each ``|`` outside quotes
     (``grep -i "error\\|Error"`` is one command) that is not part of ``||``."""

@@ -17,7 +17,10 @@ The command before narrowed or filtered, failing the same way but showing
 more than its error line anew (``pip install A B C | tail -10`` failing to
 build, then ``pip install A | tail -30`` to see why:
 :func:`~monitor.detect.analysis.failures.closer_look`) is a closer look at
-that failure, not the same failure again.  A command retried after a wait
+that failure, not the same failure again; nor is an install of other
+versions of a package the command before pinned (``numpy==1.23.5``, then
+``numpy==1.24.0``: a search over versions,
+:func:`~monitor.detect.analysis.failures.other_versions`).  A command retried after a wait
 failing the same way (``sleep 30 && apt-get …`` while a lock is held) is the
 same attempt, waiting: it joins the failure before.  When they are
 file operations done by hand (``cat``, ``echo >``, ``sed -i``, ``printf >``)
@@ -36,7 +39,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.edits import manual_file_op
-from monitor.detect.analysis.failures import closer_look, failed, failure_kind, no_status, tests_failed
+from monitor.detect.analysis.failures import (
+    closer_look,
+    failed,
+    failure_kind,
+    no_status,
+    other_versions,
+    tests_failed,
+)
 from monitor.detect.analysis.outcomes import body_lines
 from monitor.detect.analysis.progress import FailingForward
 from monitor.detect.analysis.shell import SHELL_TOOLS, shell_command
@@ -149,6 +159,7 @@ class FailureCascade(Detector[FailureCascadeSettings]):
             kind
             and kind == self.last_kind
             and not closer_look(self.last_command, command, self.last_lines, lines)
+            and not other_versions(self.last_command, command)  # a search over versions
         ):
             self.repeated += 1
         self.last_kind, self.last_lines, self.last_command = kind, lines, command
