@@ -305,7 +305,7 @@ def command_words(command: str | None) -> frozenset[str]:
 
 
 #: A package pinned to a version in an install command: ``numpy==1.23.5``, ``'setuptools<60'``.
-_PINNED = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)\s*(==|>=|<=|~=|!=|<|>)\s*[\w.*]+")
+_PINNED = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)(==|>=|<=|~=|!=|<|>)([\w.*]+)")  # no spaces: not `> log`
 _INSTALLS = re.compile(
     r"\b(?:pip3?|uv pip|conda|mamba|micromamba|poetry|npm|yarn|pnpm|gem|cargo)\b[^|;&]*\b(?:install|add)\b"
 )
@@ -315,11 +315,7 @@ def pins(command: str | None) -> frozenset[tuple[str, str]]:
     """The packages an install command pins, with their constraints (``("numpy", "==1.24.0")``)."""
     if not command or not _INSTALLS.search(command[:2000]):
         return frozenset()
-    return frozenset(
-        (name.lower(), op + spec.group(0).split(op, 1)[1].strip())
-        for spec in _PINNED.finditer(command[:2000])
-        for name, op in [(spec.group(1), spec.group(2))]
-    )
+    return frozenset((name.lower(), op + version) for name, op, version in _PINNED.findall(command[:2000]))
 
 
 def other_versions(previous_command: str | None, command: str | None) -> bool:

@@ -108,6 +108,7 @@ class IdleEdits(Detector[IdleEditsSettings]):
     def reset(self) -> None:
         self.places.clear()
         self.last = None
+        self.unrun = False
 
     def window(self) -> Sequence[Event | EventRef]:
         place = self.places.get(self.last) if self.last is not None else None
