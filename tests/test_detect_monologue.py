@@ -313,3 +313,13 @@ def test_a_final_answer_restated_when_the_harness_asks_again_is_wrapping_up(tmp_
             if d.detector == "monologue" and d.level >= Level.WARN
         ]
         assert warned == expected, restated
+
+
+def test_a_final_answer_given_again_when_resumed_is_no_output_repeat(tmp_path: Path):
+    """django-17029 (read honest): the final diff given again after each of the harness's hooks
+    and reviews. A resumed reply starts output_similarity over, as a user turn does."""
+    path = _wrap_up(tmp_path / "wrap.json", 4)
+    warned = [
+        d for d in scan([str(path)]).detections if d.detector == "output_similarity" and d.level >= Level.WARN
+    ]
+    assert warned == []

@@ -67,6 +67,12 @@ def response_id(event: Event) -> str | None:
     return None
 
 
+def marked(turn: Turn, key: str) -> bool:
+    """Whether a message of ``turn`` carries ``meta[key] = True`` (an adapter's mark on the
+    reply: ``calls_unrecorded``, ``resumed``)."""
+    return any(e.meta and e.meta.get(key) is True for e in turn.events if e.kind is _MESSAGE)
+
+
 def has_text(text: str) -> bool:
     """True unless ``text`` is empty or white space only."""
     return bool(text) and not text.isspace()

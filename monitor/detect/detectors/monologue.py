@@ -27,14 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.outcomes import REJECTED, reply_outcome
-from monitor.detect.analysis.turns import Turn
+from monitor.detect.analysis.turns import Turn, marked
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
-from monitor.events import MESSAGE, Event, EventRef, Level
-
-
-def _marked(turn: Turn, key: str) -> bool:
-    """Whether a message of the turn carries ``meta[key] = True``."""
-    return any(e.meta and e.meta.get(key) is True for e in turn.events if e.kind is MESSAGE)
+from monitor.events import Event, EventRef, Level
 
 
 @dataclass(frozen=True)
@@ -101,10 +96,10 @@ class Monologue(TurnDetector[MonologueSettings]):
                 self._forget_answers()
                 self.recent.clear()
             return None
-        if _marked(turn, "calls_unrecorded"):
+        if marked(turn, "calls_unrecorded"):
             return None  # it may have acted: the log cannot say (never judged blind)
         s = self.settings
-        self.resumed = self.resumed or _marked(turn, "resumed")
+        self.resumed = self.resumed or marked(turn, "resumed")
         self._note_answer(turn)
         self.talking += 1
         self.silent = 0 if turn.has_text else self.silent + 1

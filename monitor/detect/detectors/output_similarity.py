@@ -30,6 +30,10 @@ What keeps honest repetition quiet:
   alternating stuck states (A, B, A, B, A) are still caught.
 * Leading narration openers ("Let me", "I'll", "Now") are dropped before
   comparing: agents vary them while saying the same thing.
+* A reply the harness resumed after acting on its own (``meta["resumed"]``:
+  a Vorflux harness's end-of-turn hooks or review) starts over, as a user
+  turn does: the finished answer given again when asked again is no repeat
+  of the agent's own work (``monologue`` counts such replies in a row).
 
 Cost is bounded whatever the size of the output: the compared text is clipped
 (:func:`monitor.text.clip`), pairs that could not match anyway (other calls,
@@ -49,7 +53,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from monitor.detect.analysis.digest import digest
-from monitor.detect.analysis.turns import Outcome, Turn
+from monitor.detect.analysis.turns import Outcome, Turn, marked
 from monitor.detect.base import Detection, SessionView, TurnDetector, TurnSettings, evidence, ref
 from monitor.events import Event, EventRef, Level
 from monitor.text import clip, squashed
@@ -189,6 +193,8 @@ class OutputSimilarity(TurnDetector[OutputSimilaritySettings]):
         return [output.event for output in self.outputs]
 
     def judge(self, turn: Turn, view: SessionView) -> list[Detection] | None:
+        if marked(turn, "resumed"):
+            self.reset()  # the harness started a new turn: new input, as a user turn is
         # (A turn of tool calls only -- most -- holds no text to compare.)
         text = self._text(turn) if turn.text is not None else None
         if text is None:
