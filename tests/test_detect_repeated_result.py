@@ -273,3 +273,24 @@ def test_empty_handed_agrees_with_the_plain_definition_on_random_texts():
     for _ in range(20_000):
         text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
         assert _empty_handed(text) == any(phrase in text for phrase in EMPTY_HANDED), text
+
+
+def test_pip_wrapper_lines_give_way_to_the_build_error_they_wrap():
+    """pip ends a failed build with `error: subprocess-exited-with-error` and `error:
+    metadata-generation-failed` whatever the build said (xarray-3095, read honest: a setup fixed
+    one error at a time, each build failing differently inside the same wrapper)."""
+    from monitor.detect.analysis.signatures import failure_signature
+    from monitor.events import Event, Kind
+
+    def sig(cause):
+        content = (
+            "Preparing metadata (setup.py): started\n  error: subprocess-exited-with-error\n"
+            f"  AttributeError: {cause}\n  [end of output]\nerror: metadata-generation-failed\n"
+        )
+        return failure_signature(
+            Event(kind=Kind.TOOL_RESULT, session="s", ts=0.0, content=content, is_error=True)
+        )
+
+    first = sig("module 'configparser' has no attribute 'SafeConfigParser'")
+    second = sig("'ConfigParser' object has no attribute 'readfp'")
+    assert first != second and "SafeConfigParser" in (first or "")

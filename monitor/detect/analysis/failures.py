@@ -321,8 +321,8 @@ def pins(command: str | None) -> frozenset[tuple[str, str]]:
 def other_versions(previous_command: str | None, command: str | None) -> bool:
     """Whether ``command`` installs other versions of a package ``previous_command`` pinned:
     a search over versions (``numpy==1.23.5``, then ``numpy==1.24.0``), not the same try again."""
-    before, now = pins(previous_command), pins(command)
-    return bool(before and now and before != now and {n for n, _ in before} & {n for n, _ in now})
+    before = dict(pins(previous_command))
+    return any(name in before and before[name] != version for name, version in pins(command))
 
 
 def pipe_parts(command: str) -> list[str]:

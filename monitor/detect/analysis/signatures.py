@@ -327,11 +327,16 @@ _WRAPPER_LINE = LinePattern(
 )
 #: Error lines that only say a command failed, not why ("make: Error 2",
 #: "Error: exit status 1"): a more specific line before them is preferred.
-_GENERIC_ERROR = re.compile(r"exit (?:code|status)|non-zero|returned \d|\berror \d+\s*$", re.IGNORECASE)
+_GENERIC_ERROR = re.compile(
+    r"exit (?:code|status)|non-zero|returned \d|\berror \d+\s*$"
+    # pip's wrappers around a package's own build error: that it failed, not why
+    r"|error: (?:subprocess-exited-with-error|metadata-generation-failed)",
+    re.IGNORECASE,
+)
 #: :data:`_GENERIC_ERROR` for lower-cased ASCII text, where the two agree (``(?i)``
 #: tries every alternative at every position), and words one of its matches has.
 _GENERIC_ERROR_LOWER = re.compile(_GENERIC_ERROR.pattern)
-_GENERIC_WORDS = ("exit ", "non-zero", "returned ", "error ")
+_GENERIC_WORDS = ("exit ", "non-zero", "returned ", "error ", "error:")
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
 _DIGITS = b"0123456789"
 #: Shorter than this after normalization, a failure only says "it failed".
