@@ -252,14 +252,19 @@ def test_a_failure_that_names_only_part_of_the_one_before_moved_on():
     assert not warned, [(d.detector, d.message) for d in warned]
 
 
+def _held_lock(pid: int) -> str:
+    """apt-get's answer while another process holds the dpkg lock."""
+    return (
+        f"E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process {pid} "
+        "(unattended-upgr)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend)"
+    )
+
+
 def test_a_command_retried_after_waiting_for_a_lock_is_a_poll():
     """apt-get refused twice by "Could not get lock … held by process 6683", the second time after
     ``sleep 30 &&`` (tests/corpus, vorflux scikit-learn-12585): waiting for the lock to clear is
     a poll that has not moved yet, not "again the same way"; retried at once, it is."""
-    lock = (
-        "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 6683 "
-        "(unattended-upgr)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend)"
-    )
+    lock = _held_lock(6683)
 
     def run(retry: str) -> list:
         s = Script()
@@ -282,10 +287,7 @@ def test_waiting_out_a_lock_is_one_failure_however_often_it_is_retried():
     ``sleep 10`` and ``sleep 30`` (the same lock), the holder killed, then a new error: one try
     plus two waits is one failure, and four different failures are the agent adapting. Neither
     ``failure_cascade`` nor the failure limit warns; the same lock retried at once still counts."""
-    lock = (
-        "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4439 "
-        "(unattended-upgr)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend)"
-    )
+    lock = _held_lock(4439)
 
     def run(wait: str) -> list:
         s = Script()
