@@ -103,12 +103,10 @@ class IdleEdits(Detector[IdleEditsSettings]):
         super().__init__(settings)
         self.places: dict[tuple[str, str], _Place] = {}
         self.last: tuple[str, str] | None = None
-        self.unrun = False  # whether a place has edits back to a version since a command ran
 
     def reset(self) -> None:
         self.places.clear()
         self.last = None
-        self.unrun = False
 
     def window(self) -> Sequence[Event | EventRef]:
         place = self.places.get(self.last) if self.last is not None else None
@@ -117,7 +115,7 @@ class IdleEdits(Detector[IdleEditsSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         args = event.args
         if not args or _OLD_KEY_SET.isdisjoint(args):
-            if self.unrun and shell_command(event) is not None:
+            if shell_command(event) is not None:
                 self._ran()
             return None  # not an edit that replaces a text (most calls)
         old, new = _first_string(args, _OLD_KEYS), _first_string(args, _NEW_KEYS)
@@ -136,7 +134,6 @@ class IdleEdits(Detector[IdleEditsSettings]):
             del place.versions[:2]
         if back:
             place.unrun += 1
-            self.unrun = True
         count = sum(1 for flag, _ in place.edits if flag)
         s = self.settings
         view.note_similarity(self.name, min(1.0, count / max(1, s.threshold)))
@@ -159,18 +156,18 @@ class IdleEdits(Detector[IdleEditsSettings]):
         """A shell command ran: the edits before it were tried."""
         for place in self.places.values():
             place.unrun = 0
-        self.unrun = False
 
     def _detection(self, path: str, count: int, place: _Place, unrun: bool = False) -> Detection:
         name = path.rsplit("/", 1)[-1]
-        message = (
-            f"{count} of the last {len(place.edits)} edits of one place in {name} "
-            "left its code as it was (the same text, white space, comments, or undone)"
-        )
         if unrun:
             message = (
                 f"{place.unrun} edits of one place in {name} went back to code it already had, "
                 "with nothing run between (applied, undone, applied again)"
+            )
+        else:
+            message = (
+                f"{count} of the last {len(place.edits)} edits of one place in {name} "
+                "left its code as it was (the same text, white space, comments, or undone)"
             )
         return Detection(
             detector=self.name,
