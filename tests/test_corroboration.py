@@ -146,9 +146,45 @@ def test_the_same_call_must_show_its_latest_outcome_repeating():
     ledger, refs = _ledger(["FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2", "3 passed"])
     for detector in ("exact_repeat", "similar_args", "cycle", "fingerprint"):
         assert ceiling(detector, Level.WARN, refs, ledger) is Level.NOTICE
-    assert ceiling("stale_outcome", Level.WARN, refs, ledger) is Level.TERMINATE
+    # An outcome detector needs only two of its results to agree to warn, but its latest
+    # result moved: it warns and climbs no further.
+    assert ceiling("stale_outcome", Level.WARN, refs, ledger) is Level.WARN
     ledger, refs = _ledger(["3 passed", "FAILED test_a - assert 1 == 2", "FAILED test_a - assert 1 == 2"])
     assert ceiling("exact_repeat", Level.WARN, refs, ledger) is Level.TERMINATE
+    assert ceiling("stale_outcome", Level.WARN, refs, ledger) is Level.TERMINATE
+
+
+def test_a_loop_that_met_a_new_failure_climbs_no_further_than_warn(tmp_path):
+    """Two failures alike, then a failure after failure each new (an honest setup fight
+    that met one obstacle twice): the cascade warns, but a loop whose latest result is
+    new has not shown it again, so it never reaches critical or terminate."""
+    twice = ("bash: brew: command not found", "bash: conda: command not found")
+    steps = [("brew install cc", twice[0]), ("conda install cc", twice[1])]
+    steps += [
+        (f"setup-step-{n}", f"Exit code 1\nerror: step {chr(97 + n)}{chr(98 + n)} broke") for n in range(8)
+    ]
+    report = scan([str(_log(tmp_path, steps))], build_config({"detectors": {"limits": {"enabled": False}}}))
+    cascade = [d for d in report.detections if d.detector == "failure_cascade"]
+    assert max(d.level for d in cascade) is Level.WARN
+    assert max(d.proposed for d in cascade) is Level.WARN  # proposed warn: the ladder would have climbed
+    assert sum(d.level is Level.WARN for d in cascade) >= 3  # the third would have been critical
+
+
+def test_the_next_missing_module_is_a_new_failure(tmp_path):
+    """One import after another failing on a different missing module is the next
+    setback each time, not the same failure again (issue 31, item 6); the same module
+    missing again is."""
+    modules = ["asgiref", "pytz", "sqlparse", "zoneinfo", "distutils.cmd", "typing_extensions"]
+    steps = [
+        (
+            f"python3 repro_{n}.py",
+            f"Traceback (most recent call last):\nModuleNotFoundError: No module named '{m}'",
+        )
+        for n, m in enumerate(modules)
+    ]
+    assert _warned(_log(tmp_path, steps), "failure_cascade", limits={"enabled": False}) == []
+    again = [(f"python3 repro_{n}.py", steps[0][1]) for n in range(6)]
+    assert _warned(_log(tmp_path, again), "failure_cascade", limits={"enabled": False})
 
 
 def test_an_acknowledgement_says_nothing_either_way():

@@ -322,5 +322,6 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
     if detector in SAME_CALL and not latest_repeats(outcomes):
         return Level.NOTICE
     if repeats(outcomes):
-        return Level.TERMINATE
+        # Past warn only while it repeats now: a loop that met a new result has not shown it again.
+        return Level.TERMINATE if latest_repeats(outcomes) else Level.WARN
     return Level.NOTICE

@@ -318,7 +318,8 @@ class EscalationPolicy:
         detection.proposed = detection.level
         if ceiling < detection.level:
             detection.level = ceiling
-            detection.message += NOT_CORROBORATED
+            if ceiling < Level.WARN:
+                detection.message += NOT_CORROBORATED
         if key in state.false_positives:  # whatever level was proposed: it never counts again
             detection.suppressed = FALSE_POSITIVE
             detection.level = min(detection.level, Level.NOTICE)

@@ -258,6 +258,8 @@ def comparable_failure(result: Event) -> str | None:
 
 _QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
 _ITEMISH = re.compile(r"[^\s:]*[/\\.][^\s:]*|[^\s:]*\d[^\s:]*")
+#: An import that found no module: which module is missing is the failure, not a name beside it.
+_NO_MODULE = re.compile(r"No module named '?([\w.]+)")
 
 
 def failure_kind(result: Event) -> str:
@@ -266,7 +268,9 @@ def failure_kind(result: Event) -> str:
     names and numbers, and without the program a shell could not run.  Two
     different commands failing the same way (``brew``, then ``conda``: "command
     not found"; ``cat``, then ``sed``: "No such file or directory") share it;
-    ``No matching distribution found for erfa`` and ``… for pyerfa`` do not."""
+    ``No matching distribution found for erfa`` and ``… for pyerfa`` do not,
+    nor do imports missing different modules (``No module named 'zoneinfo'``,
+    then ``'distutils.cmd'``: the next missing piece)."""
     cached = result.facts.failure_kind
     if cached is not None:
         return cached
@@ -276,6 +280,11 @@ def failure_kind(result: Event) -> str:
     else:
         lines = output_lines(clip_tail(result.content))
         line = lines[-1] if lines else ""
+    missing = _NO_MODULE.search(line)
+    if missing is not None:  # the next missing module is the next setback, not the same one again
+        kind = "no module named " + missing.group(1)
+        result.facts.failure_kind = kind
+        return kind
     line = _ITEMISH.sub(" ", _QUOTED.sub(" ", line))
     # The last clause says what went wrong; the ones before name who met it
     # (``sed: can't read x:``, ``bash: brew:``), unless it is a bare word.
