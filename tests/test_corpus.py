@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.labels import load_labels
+
 CORPUS = Path(__file__).resolve().parent / "corpus"
 LABELS = tomllib.loads((CORPUS / "labels.toml").read_text(encoding="utf-8"))
 RUNS = [run for run in LABELS["run"] if not run.get("tuned")]
@@ -29,6 +31,12 @@ def test_every_file_is_labelled_once_and_every_label_has_its_file():
     files = sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.gz"))
     assert len(listed) == len(set(listed))
     assert sorted(listed) == files
+
+
+def test_the_label_file_loads_with_every_split_from_its_path():
+    """``loopwatch eval`` refuses a run whose split is not ``split_for`` of the path as written
+    here (round 24 was first drawn with splits hashed from ``tests/corpus/…`` paths)."""
+    assert len(load_labels(CORPUS / "labels.toml").runs) == len(LABELS["run"])
 
 
 @pytest.mark.parametrize("path", sorted(run["path"] for run in RUNS))
