@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+from monitor.config import build_config
 from monitor.events import Kind
 from monitor.formats import documents
 from monitor.scan import scan
@@ -243,3 +244,40 @@ def test_a_reply_after_the_harness_acted_on_its_own_is_marked_resumed():
     resumed = {e.line for e in events if e.kind is Kind.MESSAGE and e.meta.get("resumed") is True}
     assert {76, 78} <= resumed
     assert not {71, 72} & resumed
+
+
+def test_two_agents_asking_for_the_same_reads_at_once_are_no_cycle(tmp_path: Path):
+    """django-12708: the agent and its explore subagent, in one export, each search and
+    read the same code; the second search was asked for (its reply) before the first one
+    ran. A call asked for before the same call's earlier span ran cannot repeat it: no
+    cycle. The same two calls asked again after their results came back are one."""
+    grep = {"command": "grep -n 'def _constraint_names' schema.py"}
+    read = {"command": "sed -n 1140,1160p schema.py"}
+    found, shown = "1142:    def _constraint_names(self, model):", "    def _constraint_names(self, model):\n"
+    asks = iter(range(100))
+
+    def ask(args: dict) -> dict:  # a reply asking for one call, its id its own
+        reply = _reply(args)
+        reply["output"]["tool_calls"][0]["id"] = f"toolu_{next(asks)}"
+        return reply
+
+    together = [
+        ask(grep),
+        ask(grep),  # the subagent asks for the same search before the first one ran
+        _span(grep, found),
+        ask(read),
+        _span(read, shown),
+        _span(grep, found),  # the subagent's search
+        ask(read),
+        _span(read, shown),
+    ]
+    config = build_config({"detectors": {"cycle": {"min_repetitions": 2}}})
+    report = scan([str(_export(tmp_path / "together.json", together))], config)
+    assert [d.detector for d in report.detections if d.detector == "cycle"] == []
+    events, _ = documents.load(tmp_path / "together.json")
+    assert [e.meta.get("asked") for e in events if e.kind is Kind.TOOL_CALL] == [1, 4, 2, 7]
+    after = [
+        step for _ in range(2) for step in (ask(grep), _span(grep, found), ask(read), _span(read, shown))
+    ]
+    report = scan([str(_export(tmp_path / "after.json", after))], config)
+    assert [d.detector for d in report.detections if d.detector == "cycle"] == ["cycle"]

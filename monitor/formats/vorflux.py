@@ -325,6 +325,7 @@ class _Run:
             meta["harness"] = True
         elif index in self.replies:
             mark["reply"] = self.replies[index]  # calls of one reply are one round
+            mark["asked"] = self.replies[index]  # the line it was asked at, before its own
         return [
             event(Kind.TOOL_CALL, tool=tool, args=args, call_id=call_id, meta=mark),
             event(Kind.TOOL_RESULT, tool=tool, call_id=call_id, content=content, is_error=failed, meta=meta),

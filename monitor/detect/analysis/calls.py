@@ -47,6 +47,8 @@ class CallRecord:
     unknown); ``io`` what the call writes (a repeat after its inputs changed
     is a new call) and whether it was made after a wait (``io.waited``);
     ``reply`` the reply that made the call (``meta["reply"]``), ``None`` where unknown;
+    ``asked`` the line of the log where the call was asked for, when that is before
+    its own line (``meta["asked"]``: a Vorflux span runs after its reply), else ``None``;
     ``answered`` the seq of its result, ``None`` until it arrives."""
 
     __slots__ = (
@@ -66,6 +68,7 @@ class CallRecord:
         "failure",
         "io",
         "reply",
+        "asked",
         "answered",
     )
     seq: int
@@ -84,6 +87,7 @@ class CallRecord:
     failure: Any
     io: CallIO
     reply: object
+    asked: int | None
     answered: int | None
 
     @property
@@ -250,7 +254,10 @@ def new_record(event: Event) -> CallRecord:
     record.text = None
     record.failure = None
     record.io = call_io(event).kept(bool(waited(event)))
-    record.reply = event.meta.get("reply") if event.meta else None
+    meta = event.meta
+    record.reply = meta.get("reply") if meta else None
+    asked = meta.get("asked") if meta else None
+    record.asked = asked if isinstance(asked, int) else None
     record.answered = None
     return record
 
@@ -269,12 +276,16 @@ def attempts(records: Iterable[CallRecord]) -> int:
 
 
 def made_together(one: CallRecord, other: CallRecord) -> bool:
-    """Whether two neighbouring calls came in one reply: the same ``reply`` where the
-    adapter knows it; else the later was made before the earlier's result came back
-    (or, that result still out, right after it, nothing between)."""
+    """Whether two neighbouring calls came in one reply, or at once: the same ``reply``
+    where the adapter knows it; the later asked for (``asked``) before the earlier ran
+    (two agents of one session, each asking for the same read); else the later was
+    made before the earlier's result came back (or, that result still out, right
+    after it, nothing between)."""
     if one.reply is not None and one.reply == other.reply:
         return True
     earlier, later = (one, other) if one.seq < other.seq else (other, one)
+    if later.asked is not None and earlier.line is not None:
+        return later.asked < earlier.line
     if earlier.answered is None:
         return later.seq == earlier.seq + 1
     return later.seq < earlier.answered

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record
+from monitor.detect.analysis.calls import CallRecord, call_record, events, made_record, made_together
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
 from monitor.events import Event, Kind, Level
 
@@ -27,7 +27,9 @@ class CycleSettings(DetectorSettings):
 
 
 def _same(a: CallRecord, b: CallRecord) -> bool:
-    return a.same_call(b) and a.same_outcome(b)
+    """The same call with the same outcome, and asked for again after the first:
+    two agents asking for one read at once repeat nothing (:func:`made_together`)."""
+    return a.same_call(b) and a.same_outcome(b) and not made_together(b, a)
 
 
 class Cycle(Detector[CycleSettings]):
