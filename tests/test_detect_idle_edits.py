@@ -94,3 +94,22 @@ def test_a_change_applied_undone_and_applied_again_with_nothing_run_warns():
     for n in range(4):
         edit(reverted, changed, OLD, path=f"app/mod{n}.py")
     assert not run(reverted)
+
+
+def test_a_look_at_the_files_between_the_edits_tries_nothing():
+    """Applied, undone and applied again with only looks between (``ls``, ``git diff``,
+    ``grep``): nothing ran the code, so it is the same dithering; a test run between is not."""
+    changed = OLD.replace("default", "fallback")
+
+    def dither(between: str) -> Script:
+        s = Script()
+        s.user("Fix the default handling.")
+        for new, old in ((changed, OLD), (OLD, changed), (changed, OLD), (OLD, changed)):
+            edit(s, old, new)
+            s.bash(between, "app/utils.py")
+        return s
+
+    for look in ("ls app/", "git diff --stat", "grep -n default app/utils.py"):
+        hits = run(dither(look))
+        assert hits and "nothing run between" in hits[0].message, look
+    assert not run(dither("python -m pytest -q tests/test_utils.py"))

@@ -167,6 +167,12 @@ class CallIO:
     def writes_any(self) -> bool:
         return bool(self.writes) or self.blind
 
+    @property
+    def runs(self) -> bool:
+        """It runs a program that may do anything (a script, a test, a build): not
+        a look at files (``ls``, ``grep``, ``git diff``), a write by name, ``git`` or ``patch``."""
+        return self.blind and self.broad
+
     def changed_by(self, writer: CallIO) -> bool:
         """Whether ``writer``, run after this call, may have changed what this
         call reads or writes: then doing it again is a new call.  A write that

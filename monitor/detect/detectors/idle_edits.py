@@ -15,8 +15,9 @@ place (an undo: back to the original, or to a version tried before).  The
 place is the file and the first line of code of the replaced text.
 ``threshold`` (4) idle edits among the last ``window`` (6) edits of one place
 warn.  So do ``unrun_threshold`` (3) edits of one place back to a version it
-already had with no shell command run since the first of them: a change
-applied, undone and applied again, never tried (dithering).
+already had with no command run since the first of them that could try it
+(a look at the files -- ``ls``, ``grep``, ``git diff`` -- tries nothing): a
+change applied, undone and applied again, never tried (dithering).
 
 Left alone: edits that change the code (an edit-test cycle, each round another
 version), a comment or blank line added once or twice, comments added to many
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.detect.analysis.digest import digest
+from monitor.detect.analysis.inputs import call_io
 from monitor.detect.analysis.shell import shell_command
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence, ref
 from monitor.events import Event, EventRef, Kind, Level
@@ -115,8 +117,8 @@ class IdleEdits(Detector[IdleEditsSettings]):
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         args = event.args
         if not args or _OLD_KEY_SET.isdisjoint(args):
-            if shell_command(event) is not None:
-                self._ran()
+            if shell_command(event) is not None and call_io(event).runs:
+                self._ran()  # (a look at files, ``ls`` or ``git diff``, tries nothing)
             return None  # not an edit that replaces a text (most calls)
         old, new = _first_string(args, _OLD_KEYS), _first_string(args, _NEW_KEYS)
         path = _first_string(args, _PATH_KEYS)
