@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from monitor.events import Level
+from monitor.config import build_config
 from monitor.scan import scan
 from tests.eventkit import Script, by, only
 from tests.formatkit import write_jsonl
@@ -310,6 +311,21 @@ def test_a_final_answer_restated_when_the_harness_asks_again_is_wrapping_up(tmp_
         warned = [
             d.line
             for d in scan([str(path)]).detections
+            if d.detector == "monologue" and d.level >= Level.WARN
+        ]
+        assert warned == expected, restated
+
+
+def test_conservative_waits_one_more_resumed_reply(tmp_path: Path):
+    """The conservative preset asks one turn more of every monologue count (4 plain, 4 empty),
+    and so of a streak the harness resumed too: five restated answers, not four (django-15268,
+    read honest: the finished fix restated four times after the harness's reviews)."""
+    config = build_config({"preset": "conservative"})
+    for restated, expected in ((4, []), (5, [18])):
+        path = _wrap_up(tmp_path / f"wrap-{restated}.json", restated)
+        warned = [
+            d.line
+            for d in scan([str(path)], config).detections
             if d.detector == "monologue" and d.level >= Level.WARN
         ]
         assert warned == expected, restated

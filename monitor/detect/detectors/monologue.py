@@ -45,7 +45,7 @@ class Monologue(TurnDetector[MonologueSettings]):
     title = "Monologue"
     Settings = MonologueSettings
     presets = {
-        "conservative": {"threshold": 4, "empty_threshold": 4},
+        "conservative": {"threshold": 4, "resumed_threshold": 5, "empty_threshold": 4},
         "aggressive": {"threshold": 2, "resumed_threshold": 3, "empty_threshold": 2},
     }
 
