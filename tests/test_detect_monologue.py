@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from monitor.events import Level
 from monitor.config import build_config
+from monitor.events import Level
 from monitor.scan import scan
 from tests.eventkit import Script, by, only
 from tests.formatkit import write_jsonl
