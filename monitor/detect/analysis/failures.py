@@ -269,8 +269,9 @@ def failure_kind(result: Event) -> str:
     different commands failing the same way (``brew``, then ``conda``: "command
     not found"; ``cat``, then ``sed``: "No such file or directory") share it;
     ``No matching distribution found for erfa`` and ``… for pyerfa`` do not,
-    nor do imports missing different modules the commands did not name (``No
-    module named 'zoneinfo'``, then ``'distutils.cmd'``: the next missing piece)."""
+    nor do imports missing different modules the commands did not import
+    themselves (``No module named 'zoneinfo'``, then ``'distutils.cmd'``: the
+    next missing piece)."""
     cached = result.facts.failure_kind
     if cached is not None:
         return cached
@@ -281,9 +282,9 @@ def failure_kind(result: Event) -> str:
         lines = output_lines(clip_tail(result.content))
         line = lines[-1] if lines else ""
     missing = _NO_MODULE.search(line)
-    if missing is not None and missing.group(1) not in (shell_command(result.call) or ""):
-        # A module the command did not name is the next missing piece, not the same setback
-        # again (a name the command asked for is its echo: ``import reqests``, then ``requets``).
+    if missing is not None and "import " + missing.group(1) not in (shell_command(result.call) or ""):
+        # A module the command did not import itself is the next missing piece, not the same
+        # setback again (a module it imports is its echo: ``import reqests``, then ``requets``).
         kind = "no module named " + missing.group(1)
         result.facts.failure_kind = kind
         return kind
