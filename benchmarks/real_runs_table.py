@@ -5,7 +5,8 @@
 Prints, for the development and the validation part, a Markdown table per agent: stuck episodes caught
 at `warn` inside the episode, honest runs reaching `warn`, and runs not yet readable — for loopwatch
 (`balanced` and `conservative`) and, with `--peers DIR` (the output of benchmarks/peers/run_peers.py),
-for OpenHands' StuckDetector and Gemini CLI's LoopDetectionService on the same runs.
+for OpenHands' StuckDetector and Gemini CLI's LoopDetectionService on the same runs — and a table per
+detector: which one gave each first warning, inside a stuck episode or on an honest run.
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ def table(labels: Path, split: str, peers: Path | None) -> str:
     lines.append(
         f"{first['runs']} labelled runs read; {len(first['unreadable'])} not readable by loopwatch yet."
     )
+    lines += ["", by_detector(first)]
+    return "\n".join(lines)
+
+
+def by_detector(result: dict[str, Any]) -> str:
+    """Which detector gave each first warning (`balanced`): the first inside each stuck episode caught
+    (every episode, before runs that repeat one harness failure count once), and each honest run's first."""
+    found = result["levels"]["warn"]["detectors"]
+    inside, honest = found.get("true", {}), found.get("false", {})
+    lines = [
+        "| detector (`balanced`) | stuck episodes it warned first | honest runs it warned first |",
+        "|---|---|---|",
+    ]
+    for name in sorted(set(inside) | set(honest)):
+        lines.append(f"| `{name}` | {inside.get(name, 0)} | {honest.get(name, 0)} |")
     return "\n".join(lines)
 
 
