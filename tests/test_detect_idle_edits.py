@@ -67,48 +67,43 @@ def test_three_idle_edits_are_below_the_threshold_but_not_for_aggressive():
     assert run(s, threshold=3)
 
 
+CHANGED = OLD.replace("default", "fallback")
+
+
+def dither(between: str | None = None, other_file: bool = False) -> Script:
+    """A fix applied, undone, applied again and undone, with ``between`` run after each edit
+    (and, with ``other_file``, another file edited after each)."""
+    s = Script()
+    s.user("Fix the default handling.")
+    for new, old in ((CHANGED, OLD), (OLD, CHANGED), (CHANGED, OLD), (OLD, CHANGED)):
+        edit(s, old, new)
+        if other_file:
+            edit(s, "import os", "import os, sys", path="app/other.py")
+        if between is not None:
+            s.bash(between, "1 failed, 4 passed")
+    return s
+
+
 def test_a_change_applied_undone_and_applied_again_with_nothing_run_warns():
     """django-11532 (read stuck): a fix applied, undone, applied again and undone in one file,
     other files edited between, and no command run: three edits back to code the place had.
     The same edits with a test run after each are an edit-test cycle (it tried them); one undo
     each of a change made to four files (pshung personal_git) is one decision, not dithering."""
-    changed = OLD.replace("default", "fallback")
-
-    def dither(run_between: bool) -> Script:
-        s = Script()
-        s.user("Fix the default handling.")
-        for new, old in ((changed, OLD), (OLD, changed), (changed, OLD), (OLD, changed)):
-            edit(s, old, new)
-            edit(s, "import os", "import os, sys", path="app/other.py")
-            if run_between:
-                s.bash("python -m pytest -q tests/test_utils.py", "1 failed, 4 passed")
-        return s
-
-    hits = run(dither(run_between=False))
+    hits = run(dither(other_file=True))
     assert hits and "nothing run between" in hits[0].message
-    assert not run(dither(run_between=True))
+    assert not run(dither("python -m pytest -q tests/test_utils.py", other_file=True))
 
     reverted = Script()
     for n in range(4):
-        edit(reverted, OLD, changed, path=f"app/mod{n}.py")
+        edit(reverted, OLD, CHANGED, path=f"app/mod{n}.py")
     for n in range(4):
-        edit(reverted, changed, OLD, path=f"app/mod{n}.py")
+        edit(reverted, CHANGED, OLD, path=f"app/mod{n}.py")
     assert not run(reverted)
 
 
 def test_a_look_at_the_files_between_the_edits_tries_nothing():
     """Applied, undone and applied again with only looks between (``ls``, ``git diff``,
     ``grep``): nothing ran the code, so it is the same dithering; a test run between is not."""
-    changed = OLD.replace("default", "fallback")
-
-    def dither(between: str) -> Script:
-        s = Script()
-        s.user("Fix the default handling.")
-        for new, old in ((changed, OLD), (OLD, changed), (changed, OLD), (OLD, changed)):
-            edit(s, old, new)
-            s.bash(between, "app/utils.py")
-        return s
-
     for look in ("ls app/", "git diff --stat", "grep -n default app/utils.py"):
         hits = run(dither(look))
         assert hits and "nothing run between" in hits[0].message, look
