@@ -39,7 +39,9 @@ app.py", "File updated", ``exit code 0``), says nothing either way.  Each detect
 its own, finer idea of "the same" (a re-run showing a new line is new for
 ``stale_outcome``); this rule is the floor under all of them: a warning whose
 results *all* differ -- five different errors in a row, outputs that keep moving --
-is no evidence of an outcome that stopped being new.
+is no evidence of an outcome that stopped being new.  And to climb past ``warn``
+(``critical``, ``terminate``) the *latest* cited result must repeat: a loop that
+met a new failure has not shown itself again.
 
 Left alone, on purpose:
 
@@ -311,7 +313,9 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
     """The highest level the evidence of a detection (of ``detector``, at ``level``)
     supports: ``notice`` for a detector that claims an outcome repeats and cites
     two or more known results that all differ, or, for one of :data:`SAME_CALL`,
-    whose latest cited result is new; else ``terminate`` (no ceiling)."""
+    whose latest cited result is new; ``warn`` when some cited results repeat but the
+    latest is new (it warns, and climbs no further until the loop repeats again);
+    else ``terminate`` (no ceiling)."""
     if level < Level.WARN or not judged(detector):
         return Level.TERMINATE
     if detector in SAME_CALL and ledger.unrecorded(evidence):
