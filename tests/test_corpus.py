@@ -23,6 +23,7 @@ SECRET = re.compile(
     rb"AIza[0-9A-Za-z_-]{35}|sk-ant-api[0-9A-Za-z_-]{20,}|sk-proj-[A-Za-z0-9_-]{20,}|sk-or-v1-[a-f0-9]{20,}"
     rb"|ghp_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abp]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20}"
     rb"|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9]{40,}|nvapi-[A-Za-z0-9_-]{20,}|gsk_[A-Za-z0-9]{40,}"
+    rb"|\d{8,10}:AA[A-Za-z0-9_-]{33}"  # a Telegram bot token (round 28)
 )
 
 
