@@ -34,7 +34,7 @@ session is read through :meth:`Engine.summary` (:mod:`~monitor.detect.summary`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -285,18 +285,17 @@ def _record_bars(state: SessionState, similarity: float, scores: dict[str, float
 def _duplicate(state: SessionState, event: Event) -> bool:
     """The session reported ``event`` lately: a call or result by its id, an
     assistant message or compaction by what it says."""
-    kind = event.kind
-    if kind in _ID_KINDS:  # (a call or result is never an echo: no message test for it)
-        if not event.call_id:
-            return False
+    if event.call_id and event.kind in _ID_KINDS:
         # Two sources for one session must not make one call look like a repeat.
         seen = state.seen
         if seen is None:
             seen = state.seen = SeenIds(MAX_SEEN_IDS)
-        return not seen.admit(event)
+        if not seen.admit(event):
+            return True
     # A hook's copy of a message or compaction the transcript gave too (or the other way round).
-    echoed = (kind is MESSAGE and event.role == "assistant") or kind is COMPACTION
-    return echoed and state.echoes.repeated(event)
+    return (
+        (event.kind is MESSAGE and event.role == "assistant") or event.kind is COMPACTION
+    ) and state.echoes.repeated(event)
 
 
 class Engine(EngineReads):
@@ -413,7 +412,7 @@ class Engine(EngineReads):
         if event.kind is TOOL_CALL:
             state.view.last_call_key = known_call_key(event)  # (for the wait marks' gap rule)
         if found or self.sparklines:
-            found = self._conclude(state, event, list(found))  # (a list made here, not for every event)
+            found = self._conclude(state, event, found)
         escalation = self.policy.sessions.get(event.session)
         level = escalation.level if escalation is not None else Level.NONE
         if found:
@@ -499,13 +498,12 @@ class Engine(EngineReads):
         elif kind is USAGE:
             self.costs.usage(event, self.policy.sessions.get(event.session))
 
-    def _observe(self, state: SessionState, event: Event) -> Sequence[Detection]:
-        """Run the detectors of the event's kind; what they find (most events
-        nothing: ``()``, no list made for them)."""
+    def _observe(self, state: SessionState, event: Event) -> list[Detection]:
+        """Run the detectors of the event's kind; what they find."""
         if event.kind in _ID_KINDS and by_harness(event):
-            return ()  # the harness's own call is not the agent acting (analysis/origin.py)
+            return []  # the harness's own call is not the agent acting (analysis/origin.py)
         view = state.view
-        found: Sequence[Detection] = ()
+        found: list[Detection] = []
         turns: dict[float, Turn] | None = None  # the turns it completes, by same_turn_seconds
         for fed_seconds, tracker in state.fed:
             turn = tracker.feed(event)
@@ -517,7 +515,7 @@ class Engine(EngineReads):
             for observe in state.observers[event.kind]:
                 result = observe(event, view)
                 if result:
-                    found = _add(found, result)
+                    found.extend(result)
             return found
         for run, seconds in state.steps[event.kind]:
             if seconds is None:
@@ -528,7 +526,7 @@ class Engine(EngineReads):
                     continue
                 result = run(turn, view)
             if result:
-                found = _add(found, result)
+                found.extend(result)
         return found
 
     def _conclude(self, state: SessionState, event: Event, found: list[Detection]) -> list[Detection]:
@@ -645,14 +643,6 @@ class Engine(EngineReads):
         self.policy.reset(session_id)
         self._muted.pop(session_id, None)
         self.books.pop(session_id, None)
-
-
-def _add(found: Sequence[Detection], result: Iterable[Detection]) -> list[Detection]:
-    """``found`` with a detector's ``result`` added (the list made for the first)."""
-    if not isinstance(found, list):
-        return list(result)
-    found.extend(result)
-    return found
 
 
 def _distinct(found: list[Detection]) -> list[Detection]:
