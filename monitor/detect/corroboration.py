@@ -323,9 +323,9 @@ def ceiling(detector: str, level: Level, evidence: Iterable[EventRef], ledger: O
     outcomes = ledger.outcomes(evidence)
     if len(outcomes) < 2:
         return Level.TERMINATE
-    if detector in SAME_CALL and not latest_repeats(outcomes):
+    if latest_repeats(outcomes):  # (then some result repeats an earlier one too)
+        return Level.TERMINATE
+    if detector in SAME_CALL or not repeats(outcomes):
         return Level.NOTICE
-    if repeats(outcomes):
-        # Past warn only while it repeats now: a loop that met a new result has not shown it again.
-        return Level.TERMINATE if latest_repeats(outcomes) else Level.WARN
-    return Level.NOTICE
+    # Past warn only while it repeats now: a loop that met a new result has not shown it again.
+    return Level.WARN
