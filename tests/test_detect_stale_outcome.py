@@ -565,6 +565,26 @@ def test_an_edit_refused_the_same_way_whatever_it_quotes_back_warns():
     assert by(found, NAME)
 
 
+def test_one_edit_refused_again_and_again_warns_whatever_it_echoes():
+    """SWE-agent's linter refuses an edit and shows how the file would have looked
+    (tests/corpus, swe-agent-gpt4-acr django-10924, read stuck 12-14): the same edit, with
+    its indentation changed and changed back, refused three times.  Its call key squashes
+    the indentation, so the calls look like one; their results echo the tries, so they
+    differ: neither an exact repeat nor, before this, a stale outcome."""
+    s = Stream()
+    for indent in ("    ", "", "    "):
+        body = f"{indent}def formfield(self):\n{indent}    return 1"
+        refusal = (
+            "Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry "
+            "your edit commmand.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\n"
+            "This is how your edit would have looked if applied\n"
+            f"1711:{body}\n\nYour changes have not been applied."
+        )
+        s.call("edit", refusal, command=f"edit 1711:1718\n{body}\nend_of_edit")
+    _, found = run(s)
+    assert by(found, NAME)
+
+
 def _check_again(other_failure: bool) -> Stream:
     """scikit-learn-13496 (read stuck, 28-115): `python3 -c "import numpy.distutils"` fails,
     setuptools and numpy are installed in one version after another, and the same check fails

@@ -286,8 +286,9 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             stale = len(same) if len({r[2] for r in same}) >= 3 else 0
             return same, stale, settings.answer_threshold, back
         same, back = self._alike(outcome.key, settings.span)
-        # One call repeated with one failure is exact_repeat's (and nudged there).
-        stale = _stale(same) if len({r[2] for r in same}) > 1 else 0
+        # One call repeated with one failure is exact_repeat's (and nudged there); a
+        # refusal is not: what it echoes of each attempt differs where the refusal does not.
+        stale = _stale(same) if outcome.kind == REJECTED or len({r[2] for r in same}) > 1 else 0
         if stale < threshold and settings.check_threshold:
             spread, far = self._alike(outcome.key, settings.long_span)
             check = _checked_again(spread, self.rounds, outcome.key)
