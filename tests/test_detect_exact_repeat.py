@@ -74,3 +74,31 @@ def test_a_repeated_call_with_a_real_result_between_work_is_still_a_repeat():
         s.call("sql", {"query": "select count(*) from users"}, "count\n-----\n0\n(1 row)")
         s.call("Read", {"file_path": f"/app/m{n}.py"}, f"module {n}")
     assert by(s.run(only("exact_repeat")), "exact_repeat")
+
+
+def _indented_edits(last_result: str) -> Script:
+    """SWE-agent's `edit` sent twice as it was, refused the same way, then a third time with
+    its body unindented (tests/corpus, coder-gpt4 django-12908, read honest): the three share a
+    call key (white space squashed), but the third is another edit."""
+    s = Script(step=4.0)
+    body = "def distinct(self):\n    return self._chain()"
+    refused = (
+        "Your proposed edit has introduced new syntax error(s).\n- E999 IndentationError: unexpected indent"
+    )
+    for _ in range(2):
+        s.call("edit", {"command": f"edit 1137:1146\n{body}\nend_of_edit"}, refused)
+    unindented = "\n".join(line.strip() for line in body.split("\n"))
+    s.call("edit", {"command": f"edit 1137:1146\n{unindented}\nend_of_edit"}, last_result)
+    return s
+
+
+@pytest.mark.parametrize("detector", ["exact_repeat", "fingerprint"])
+def test_an_edit_sent_with_other_indentation_is_judged_by_its_own_result(detector: str):
+    moved = _indented_edits(
+        "Your proposed edit has introduced new syntax error(s).\n- E999 expected an indented block"
+    )
+    assert not by(moved.run(only(detector)), detector)
+    refused = (
+        "Your proposed edit has introduced new syntax error(s).\n- E999 IndentationError: unexpected indent"
+    )
+    assert by(_indented_edits(refused).run(only(detector)), detector)

@@ -19,13 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import orjson
+
 from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.shell import output_body
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.detect.analysis.waits import waited
 from monitor.events import CallSnapshot, Event, EventRef, Kind, call_snapshot
-from monitor.text import SIMILARITY_CHARS, call_key, clip
+from monitor.text import SIMILARITY_CHARS, VOLATILE_KEYS, call_key, clip
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
@@ -35,8 +37,10 @@ _TOOL_CALL = Kind.TOOL_CALL
 class CallRecord:
     """One tool call: its keys, its evidence, and (once known) its result.
 
-    ``hash`` and ``key`` identify the exact call (``call_key``): equal
-    records have equal hashes of the whole key and equal bounded keys.  The
+    ``hash`` and ``key`` identify the call (``call_key``): equal
+    records have equal hashes of the whole key and equal bounded keys.
+    ``exact`` is the hash of its arguments as sent (``hash`` when the key is
+    them): two edits that differ only in their lines' indentation share a key.  The
     result is kept as its clipped text (what every result comparison reads)
     until a comparison has reduced it to a hash.  Made by :func:`new_record`.
 
@@ -56,6 +60,7 @@ class CallRecord:
         "ts",
         "tool",
         "hash",
+        "exact",
         "key",
         "source",
         "line",
@@ -75,6 +80,7 @@ class CallRecord:
     ts: float
     tool: str | None
     hash: int
+    exact: int
     key: str
     source: str
     line: int | None
@@ -238,6 +244,7 @@ def new_record(event: Event) -> CallRecord:
     record.seq = seq = event.seq
     record.ts = event.ts
     record.hash = hash(key)
+    record.exact = as_sent(event.args) if event.facts.args_rewritten else record.hash
     record.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
     record.source = event.source
     record.line = event.line
@@ -260,6 +267,30 @@ def new_record(event: Event) -> CallRecord:
     record.asked = asked if isinstance(asked, int) else None
     record.answered = None
     return record
+
+
+def judged_now(streak: Iterable[CallRecord], latest: CallRecord) -> bool:
+    """Whether a repeat of ``latest`` can be flagged as it is made: two results of its
+    ``streak`` are back (a stuck call and a poll whose output moves look alike until
+    then), and every call of it was sent exactly as ``latest`` (an edit indented
+    another way shares its key, and is judged by its own result)."""
+    back = 0
+    for record in streak:
+        if record.exact != latest.exact:
+            return False
+        back += record.text is not None
+    return back >= 2
+
+
+def as_sent(args: dict[str, Any] | None) -> int:
+    """The hash of a call's arguments as sent, white space kept (ids and times left out)."""
+    if not args:
+        return hash("")
+    kept = {key: value for key, value in args.items() if key not in VOLATILE_KEYS}
+    try:
+        return hash(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return hash(repr(kept))
 
 
 def attempts(records: Iterable[CallRecord]) -> int:

@@ -33,6 +33,7 @@ from monitor.detect.analysis.calls import (
     CallWindow,
     call_record,
     events,
+    judged_now,
 )
 from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
@@ -130,11 +131,11 @@ class ExactRepeat(Detector[ExactRepeatSettings], AwaitsRepeats):
         if count < threshold:
             return None
         records = [record, *streak]  # the latest first
-        if sum(1 for r in streak if r.text is not None) < 2:
-            # Fewer than two results back: a stuck call and a poll whose
-            # output moves look alike until they are.  (A streak that ended
-            # at a differing result is a poll that moved: it needs two
-            # results in a row that agree before it is flagged again.)
+        if not judged_now(streak, record):
+            # Fewer than two results back, or a call not sent as the others:
+            # judged once its results are.  (A streak that ended at a differing
+            # result is a poll that moved: it needs two results in a row that
+            # agree before it is flagged again.)
             self.awaited = AwaitedRepeat(records, count, threshold, len(calls))
             return None
         self.awaited = None

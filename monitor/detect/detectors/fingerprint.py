@@ -26,6 +26,7 @@ from monitor.detect.analysis.calls import (
     attempts,
     call_record,
     events,
+    judged_now,
 )
 from monitor.detect.analysis.signatures import fingerprint
 from monitor.detect.base import Detection, Detector, DetectorSettings, SessionView, evidence
@@ -193,12 +194,13 @@ class Fingerprint(Detector[FingerprintSettings], AwaitsRepeats):
         earlier = max(self.run - len(records) - 1, 0)
         # One reply's calls made together are one attempt: the agent saw no result between them.
         if attempts(exact_streak) >= exact_needed:
-            if sum(1 for r in exact_streak if r.text is not None) >= 2:
+            if judged_now(exact_streak, current):
                 self.awaited = None
                 whole = earlier if len(exact_streak) > len(records) else 0
                 return self._detection("exact", key, exact_streak, fuzzy_needed, whole)
             # Fewer than two results back (or the run broke at a differing
-            # result: a poll that moved): judged once they are.
+            # result: a poll that moved), or a call not sent as the others:
+            # judged once they are.
             awaited = AwaitedRepeat(exact_streak, len(exact_streak), exact_needed, (key, fuzzy_needed))
         if attempts(fuzzy) >= fuzzy_needed and not any(r.done and r.acknowledged() for r in fuzzy):
             # Several edits of one file each answered "updated" are work, not a loop.
