@@ -150,6 +150,46 @@ def test_swe_agent_loop_is_reported_at_its_step(tmp_path: Path):
     assert 2 <= warned[0].line <= 3  # the third identical call, or the result before it
 
 
+def _coder_run(tmp_path: Path) -> Path:
+    """A CodeR run (SWE-agent format, several roles): the Programmer runs the check and
+    hands over (``succeed``), then the Tester, given the task afresh, runs the same check
+    and hands over: tests/corpus coder-gpt4 matplotlib-23476 (read honest)."""
+    history: list[dict] = [
+        {"role": "system", "agent": "Manager", "content": "You are a Manager"},
+        {"role": "user", "agent": "Manager", "content": "Solve the issue"},
+        {"role": "assistant", "agent": "Manager", "action": "plan", "content": "plan"},
+    ]
+    steps = [{"thought": "plan", "action": "plan", "observation": "planned"}]
+    for role in ("Programmer", "Tester"):
+        history += [
+            {"role": "system", "agent": role, "content": f"You are the {role}"},
+            {"role": "user", "agent": role, "is_demo": True, "content": "Here is a demonstration"},
+            {"role": "user", "agent": role, "content": f"{role}: here is the issue"},
+        ]
+        for action, seen in (("python reproduce.py", "dpi 200.0"), ("succeed", "")):
+            history += [
+                {"role": "assistant", "agent": role, "action": action, "content": action},
+                {"role": "user", "agent": role, "content": seen},
+            ]
+            steps.append({"thought": "next", "action": action, "observation": seen})
+    path = tmp_path / "coder.traj"
+    path.write_text(json.dumps({"trajectory": steps, "history": history, "info": {}}))
+    return path
+
+
+def test_a_role_handing_over_gives_the_next_role_its_task_as_a_user_message(tmp_path: Path):
+    events, problems = documents.load(_coder_run(tmp_path))
+    assert problems == []
+    users = [(e.line, e.content) for e in events if e.kind is Kind.MESSAGE and e.role == "user"]
+    assert users == [
+        (None, "Solve the issue"),
+        (2, "Programmer: here is the issue"),
+        (4, "Tester: here is the issue"),
+    ]
+    report = scan([str(_coder_run(tmp_path))])
+    assert not [d for d in report.detections if d.level >= Level.WARN]  # one check by each role
+
+
 def test_swe_agent_history_only_and_bad_steps(tmp_path: Path):
     """A .traj without trajectory steps is read from history; bad steps are problems, not crashes."""
     history = [

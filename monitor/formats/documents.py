@@ -635,25 +635,7 @@ def _load_swe_agent(
     events.extend(_swe_task(event, history))
 
     if steps:
-        for index, step in enumerate(steps, start=1):
-            if not isinstance(step, dict):
-                problems.append(
-                    Problem(source, index, f"trajectory step: expected an object, got {type(step).__name__}")
-                )
-                continue
-            spent = step.get("execution_time")
-            clock[0] += spent if isinstance(spent, (int, float)) and not isinstance(spent, bool) else 1.0
-            events.extend(
-                _swe_step(
-                    event,
-                    index,
-                    step.get("thought"),
-                    step.get("action"),
-                    step.get("observation"),
-                    problems,
-                    source,
-                )
-            )
+        events.extend(_swe_steps(event, steps, _role_tasks(history, len(steps)), clock, problems, source))
     else:
         events.extend(_swe_history(event, history, clock, problems, source))
 
@@ -683,6 +665,69 @@ def _swe_task(event: Callable[..., Event], history: list[Any]) -> list[Event]:
             if text.strip():
                 found.append(event(Kind.MESSAGE, None, role="user", content=text))
     return found
+
+
+def _swe_steps(
+    event: Callable[..., Event],
+    steps: list[Any],
+    handoffs: dict[int, str],
+    clock: list[float],
+    problems: list[Problem],
+    source: str,
+) -> list[Event]:
+    """The events of ``trajectory``'s steps, each role's task (``handoffs``) before its first."""
+    out: list[Event] = []
+    for index, step in enumerate(steps, start=1):
+        if index in handoffs:
+            out.append(event(Kind.MESSAGE, index, role="user", content=handoffs[index]))
+        if not isinstance(step, dict):
+            problems.append(
+                Problem(source, index, f"trajectory step: expected an object, got {type(step).__name__}")
+            )
+            continue
+        spent = step.get("execution_time")
+        clock[0] += spent if isinstance(spent, (int, float)) and not isinstance(spent, bool) else 1.0
+        out.extend(
+            _swe_step(
+                event,
+                index,
+                step.get("thought"),
+                step.get("action"),
+                step.get("observation"),
+                problems,
+                source,
+            )
+        )
+    return out
+
+
+def _role_tasks(history: list[Any], steps: int) -> dict[int, str]:
+    """Where a multi-agent run on SWE-agent (CodeR: history entries name their ``agent``)
+    hands the work to another role, the task that role is given (the last user message,
+    not a demonstration, before the stint's first reply), by the step it precedes: the
+    new role starts from a fresh context, as after a person's message.  Nothing when
+    the history's replies do not match the steps one to one, or name no roles."""
+    tasks: dict[int, str] = {}
+    step = 0
+    agent: Any = None
+    task: str | None = None
+    opening = False  # a stint begun, its first reply not yet made
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("agent") != agent:
+            agent, task, opening = entry.get("agent"), None, True
+        role = entry.get("role")
+        if role == "user" and opening and step and not entry.get("is_demo"):
+            task = _text(entry.get("content"))  # (the first stint's task is the run's: _swe_task)
+        elif role == "assistant":
+            step += 1
+            if task:
+                tasks[step] = task
+            task, opening = None, False
+    if step != steps or agent is None:
+        return {}
+    return tasks
 
 
 def _swe_usage(event: Callable[..., Event], info: dict[str, Any], last: int | None) -> list[Event]:
