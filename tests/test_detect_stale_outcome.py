@@ -616,3 +616,53 @@ def test_the_same_check_failing_the_same_way_after_each_fix_is_stale():
     assert hits and hits[0].level is Level.WARN and hits[0].count == 3
     _, found = run(_check_again(other_failure=True))
     assert not by(found, NAME)
+
+
+def test_a_check_that_failed_before_the_request_is_what_it_asks_about():
+    """coder-gpt4 matplotlib-25498 (read honest): the Reproducer's run shows the bug's error;
+    the Programmer, handed the task (a user message), fixes twice and meets the same error
+    twice. Far apart, only the rounds since the request count: two failed fixes, not three."""
+    probe = "python reproduce.py"
+    error = "Traceback (most recent call last):\nValueError: Invalid vmin or vmax"
+    s = Stream()
+    s.call("bash", error, error=True, command=probe)
+    s.say("We're currently solving the following issue: the colorbar fails", role="user")
+    for n in range(2):
+        for step in range(3):
+            s.call("read_file", f"line {n}{step} of colors.py", path="colors.py", offset=n * 10 + step)
+        s.call("edit", "File updated.", path="colors.py", old_string=f"a{n}", new_string=f"b{n}")
+        s.call("bash", error, error=True, command=probe)
+    _, found = run(s)
+    assert not by(found, NAME)
+
+
+def test_searches_of_a_harness_tool_that_find_nothing_are_empty_searches():
+    """Issue 31's held-out shape 2: SWE-agent's own `find_file`, called with a command line,
+    answered "No matches found for ..." again and again, each for another name."""
+    call = Event(
+        kind=Kind.TOOL_CALL, session="s", ts=1.0, tool="find_file", args={"command": 'find_file "x.py"'}
+    )
+    result = Event(
+        kind=Kind.TOOL_RESULT,
+        session="s",
+        ts=2.0,
+        tool="find_file",
+        content='No matches found for "x.py" in /repo',
+    )
+    result.call = call
+    found = outcome_of(result)
+    assert found is not None and found.kind == EMPTY
+    s = Stream()
+    for term in (
+        "data classes",
+        "Kotlin constructors",
+        "records",
+        "sealed",
+        "value class",
+        "copy",
+        "equals",
+        "hash",
+    ):
+        s.call("find_file", f'No matches found for "{term}" in /repo', command=f'find_file "{term}"')
+    _, detections = run(s)
+    assert by(detections, NAME)

@@ -310,12 +310,13 @@ def _lines(text: str) -> list[str]:
 
 
 def _searches(call: Event | None) -> bool:
-    """The call looks for something (a search tool, or a shell search)."""
+    """The call looks for something: a shell search, or a search tool (whose arguments
+    may be a command line too: SWE-agent's ``find_file``, ``search_dir``)."""
     if call is None:
         return False
     command = shell_command(call)
-    if command:
-        return _SEARCH_PROGRAM.search(command[:2000]) is not None
+    if command and _SEARCH_PROGRAM.search(command[:2000]) is not None:
+        return True
     return bool(call.tool and _SEARCH_TOOL.search(call.tool))
 
 

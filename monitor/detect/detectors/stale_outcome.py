@@ -200,6 +200,8 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         #: Results seen this session (hashes, the last SEEN_RESULTS), and whether one was new since the last request.
         self.seen: dict[int, None] = {}
         self.learned = False
+        #: The round number when the latest user message came (a request, a role's handoff).
+        self.turn_round = 0
 
     def reset(self) -> None:
         self.rounds.clear()
@@ -212,6 +214,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         self.worked = self.open = False
         self.seen.clear()
         self.learned = False
+        self.turn_round = 0
 
     def observe(self, event: Event, view: SessionView) -> list[Detection] | None:
         outcome: Outcome | None
@@ -291,6 +294,8 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         stale = _stale(same) if outcome.kind == REJECTED or len({r[2] for r in same}) > 1 else 0
         if stale < threshold and settings.check_threshold:
             spread, far = self._alike(outcome.key, settings.long_span)
+            # Far apart, only this turn's rounds: a failure before the request is what it asks about.
+            spread = [r for r in spread if r[5] > self.turn_round]
             check = _checked_again(spread, self.rounds, outcome.key)
             if _stale(check) >= settings.check_threshold:
                 return check, _stale(check), settings.check_threshold, far
@@ -396,6 +401,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if message.role != "user":
             self.acted = self.acted or message.role == "assistant"
             return None
+        self.turn_round = self.round_number
         key = normalise(message.content)
         acted, self.acted = self.acted, False
         learned, self.learned = self.learned, False
@@ -446,37 +452,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
     ) -> Detection:
         """The detection of ``count`` of the last ``window`` rounds alike (``same``)."""
         calls = len({r[2] for r in same})
-        pattern = "stale:" + outcome.key[:200]
-        if outcome.kind == EMPTY:
-            if self.missed_name:
-                what = f"searches for {self.missed_name!r} that found nothing"
-            elif PLACE in outcome.key and all(r[0] == outcome.key for r in same):
-                what = "searches of one place that found nothing"
-            else:
-                what = "searches that found nothing"
-            advice = (
-                "Searching again will not find it: list what is there (ls, find, glob) "
-                "or question the assumption that it exists."
-            )
-            pattern = "stale:empty"
-        elif outcome.kind == ANSWER:
-            what = "the same answer"
-            advice = (
-                "Asking again in other words gets the same answer: act on it "
-                "(edit, decide, or say what you are unsure of) instead of checking again."
-            )
-        elif outcome.key.startswith(REQUEST):
-            what = "the same message from the user"
-            advice = (
-                "The same message came back after each of your answers: what you changed did not "
-                "change what they see. Ask what they see, or try another approach."
-            )
-        else:
-            what = "rejections" if outcome.kind == REJECTED else "the same failure"
-            advice = (
-                "The outcome is the same whatever you change: read it and fix its cause, "
-                f"or stop and say what blocks you ({outcome.shown[:100]})."
-            )
+        what, advice, pattern = _wording(outcome, same, self.missed_name)
         return Detection(
             detector=self.name,
             level=Level.WARN,
@@ -491,3 +467,37 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
             advice=advice,
             evidence=evidence(r[3] for r in same if r[3] is not None),  # matching rounds all cite one
         )
+
+
+def _wording(outcome: Outcome, same: Sequence[_Round], missed_name: str) -> tuple[str, str, str]:
+    """What the rounds ended in, the advice, and the detection's pattern."""
+    if outcome.kind == EMPTY:
+        if missed_name:
+            what = f"searches for {missed_name!r} that found nothing"
+        elif PLACE in outcome.key and all(r[0] == outcome.key for r in same):
+            what = "searches of one place that found nothing"
+        else:
+            what = "searches that found nothing"
+        advice = (
+            "Searching again will not find it: list what is there (ls, find, glob) "
+            "or question the assumption that it exists."
+        )
+        return what, advice, "stale:empty"
+    pattern = "stale:" + outcome.key[:200]
+    if outcome.kind == ANSWER:
+        advice = (
+            "Asking again in other words gets the same answer: act on it "
+            "(edit, decide, or say what you are unsure of) instead of checking again."
+        )
+        return "the same answer", advice, pattern
+    if outcome.key.startswith(REQUEST):
+        advice = (
+            "The same message came back after each of your answers: what you changed did not "
+            "change what they see. Ask what they see, or try another approach."
+        )
+        return "the same message from the user", advice, pattern
+    advice = (
+        "The outcome is the same whatever you change: read it and fix its cause, "
+        f"or stop and say what blocks you ({outcome.shown[:100]})."
+    )
+    return ("rejections" if outcome.kind == REJECTED else "the same failure"), advice, pattern
