@@ -397,6 +397,21 @@ def call_key(event: Any) -> str:
     return key
 
 
+def sent_hash(event: Any) -> int:
+    """The hash of a call's arguments as sent, white space kept (ids and times left
+    out): the hash of its :func:`call_key` when the key holds them as they are.  Two
+    edits whose lines are indented differently share a key, not this."""
+    key = call_key(event)
+    if not event.facts.args_rewritten:
+        return hash(key)
+    args = event.args or {}
+    kept = {name: value for name, value in args.items() if name not in VOLATILE_KEYS}
+    try:
+        return hash(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return hash(repr(kept))
+
+
 def known_call_key(event: Any) -> str | None:
     """:func:`call_key` if something has asked for it already, else ``None``."""
     key: str | None = event.facts.call_key

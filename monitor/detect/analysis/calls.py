@@ -19,15 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from monitor.detect.analysis.inputs import CallIO, call_io
 from monitor.detect.analysis.memo import NORMALIZED_RESULTS
 from monitor.detect.analysis.shell import output_body
 from monitor.detect.analysis.signatures import text_is_acknowledgement, text_marks
 from monitor.detect.analysis.waits import waited
 from monitor.events import CallSnapshot, Event, EventRef, Kind, call_snapshot
-from monitor.text import SIMILARITY_CHARS, VOLATILE_KEYS, call_key, clip
+from monitor.text import SIMILARITY_CHARS, call_key, clip, sent_hash
 
 #: How much of a key a record keeps (patterns show at most 200 characters).
 KEY_CHARS = 200
@@ -244,7 +242,7 @@ def new_record(event: Event) -> CallRecord:
     record.seq = seq = event.seq
     record.ts = event.ts
     record.hash = hash(key)
-    record.exact = as_sent(event.args) if event.facts.args_rewritten else record.hash
+    record.exact = sent_hash(event)
     record.key = key if len(key) <= KEY_CHARS else key[:KEY_CHARS]
     record.source = event.source
     record.line = event.line
@@ -280,17 +278,6 @@ def judged_now(streak: Iterable[CallRecord], latest: CallRecord) -> bool:
             return False
         back += record.text is not None
     return back >= 2
-
-
-def as_sent(args: dict[str, Any] | None) -> int:
-    """The hash of a call's arguments as sent, white space kept (ids and times left out)."""
-    if not args:
-        return hash("")
-    kept = {key: value for key, value in args.items() if key not in VOLATILE_KEYS}
-    try:
-        return hash(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS))
-    except (TypeError, orjson.JSONEncodeError):
-        return hash(repr(kept))
 
 
 def attempts(records: Iterable[CallRecord]) -> int:
