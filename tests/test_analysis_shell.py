@@ -34,6 +34,17 @@ def test_a_tools_kind_is_what_its_name_says(tool, kind):
     assert is_test_run(call) == kind[0]
 
 
+def test_an_edit_whose_text_starts_a_test_runner_runs_no_tests():
+    """SWE-agent's `edit` comes as a command line whose body is the file's new text
+    (tests/corpus, swe-agent-gpt4-acr django-11964): a line of it that calls a test
+    runner is content, so the edit's refusal is not read as a test run's outcome."""
+    body = 'edit 26:26\nfrom django.test.runner import DiscoverRunner\nDiscoverRunner().run_tests(["__main__"])\nend_of_edit'
+    edit = Event(Kind.TOOL_CALL, "s", 0.0, tool="edit", args={"command": body})
+    assert not is_test_run(edit)
+    run = Event(Kind.TOOL_CALL, "s", 0.0, tool="bash", args={"command": "python -m pytest -q"})
+    assert is_test_run(run)
+
+
 def test_tool_kinds_stay_bounded_when_names_are_made_up():
     for n in range(5_000):
         assert shell.tool_kind(f"tool_{n}") == (False, False, False)

@@ -149,8 +149,11 @@ def is_test_run(call: Event | None) -> bool:
     cached = call.facts.is_test_run
     if cached is not None:
         return cached
-    if tool_kind(call.tool).test:
+    kind = tool_kind(call.tool)
+    if kind.test:
         result = True
+    elif kind.edit:
+        result = False  # what an edit writes is content (SWE-agent's edit body), not a command
     else:
         command = shell_command(call)
         result = bool(command) and _RUNS_TESTS[command]
