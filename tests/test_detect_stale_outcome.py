@@ -666,3 +666,26 @@ def test_searches_of_a_harness_tool_that_find_nothing_are_empty_searches():
         s.call("find_file", f'No matches found for "{term}" in /repo', command=f'find_file "{term}"')
     _, detections = run(s)
     assert by(detections, NAME)
+
+
+def test_misses_of_one_file_named_by_the_answer_are_misses_in_one_place():
+    """SWE-agent's `search_file` searches the open file and says which in its answer
+    (tests/corpus coder-gpt4 django-11964, read stuck 37-44): four different names missed
+    in one file. The same four misses, each in another file, are exploring."""
+
+    def misses(files: list[str]) -> Stream:
+        s = Stream()
+        for term, name in zip(
+            ("def from_db_value", "def __get__", "def to_python", "class TextChoices"), files
+        ):
+            s.call(
+                "search_file",
+                f'No matches found for "{term}" in /repo/django/db/models/{name}',
+                command=f'search_file "{term}"',
+            )
+        return s
+
+    _, found = run(misses(["fields/__init__.py"] * 4))
+    assert by(found, NAME)
+    _, found = run(misses(["fields/__init__.py", "enums.py", "base.py", "query.py"]))
+    assert not by(found, NAME)

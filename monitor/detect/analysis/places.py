@@ -8,7 +8,9 @@ things are missing (docs/detectors.md, *Stale outcomes*).  Only tool calls that
 name one file in their arguments have a place: a directory or a glob over many
 files is where exploring happens (different names looked for there, each
 missing, is learning what is not there); a shell command, or a search that
-names only its query (a web search), has none.
+names only its query (a web search), has none -- unless its answer names the one
+file it searched (SWE-agent's ``search_file``: "No matches found for "x" in
+/repo/a.py", the file being the one open): :func:`place_answered`.
 """
 
 from __future__ import annotations
@@ -38,3 +40,20 @@ def place_of(call: Event | None) -> str | None:
     if not any(isinstance(value, str) and _ONE_FILE.search(value) for value in place.values()):
         return None  # a directory or a pattern of files: looking for different things there is exploring
     return f"{call.tool}:{canonical_args(place)}"
+
+
+#: The one file an answer says it searched: "… in /repo/a/b.py" ending its first line.
+_ANSWERED_IN = re.compile(r"\bin (\S+)\s*$")
+
+
+def place_answered(call: Event | None, answer: str) -> str | None:
+    """The place a search searched, by its arguments (:func:`place_of`) or, when they
+    name none, by its answer's first line ending "in <one file>"."""
+    place = place_of(call)
+    if place is not None or call is None:
+        return place
+    first = answer[:300].split("\n", 1)[0]
+    found = _ANSWERED_IN.search(first)
+    if found is None or not _ONE_FILE.search(found.group(1)):
+        return None
+    return f"{call.tool}:{found.group(1)}"

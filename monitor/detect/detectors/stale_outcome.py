@@ -58,7 +58,7 @@ from monitor.detect.analysis.outcomes import (
     quoted_errors,
     reply_outcome,
 )
-from monitor.detect.analysis.places import place_of
+from monitor.detect.analysis.places import place_answered
 from monitor.detect.analysis.progress import round_of, same_round
 from monitor.detect.analysis.signatures import is_acknowledgement
 from monitor.detect.analysis.sought import Sought, sought
@@ -238,7 +238,7 @@ class StaleOutcome(Detector[StaleOutcomeSettings]):
         if outcome is None and self.settings.answer_threshold:
             outcome = answer_of(event)
         elif outcome is not None and outcome.kind == EMPTY:
-            place = place_of(event.call)
+            place = place_answered(event.call, event.content)
             if place is not None:  # a miss in one place is told apart from misses elsewhere
                 outcome = outcome._replace(key=f"{outcome.key}{PLACE}{digest(place)}")
         if outcome is None:
