@@ -65,6 +65,23 @@ def test_an_error_line_inside_a_file_read_is_no_outcome():
     assert outcome_of(_result(text, tool="read_file", path="a.py")) is None
 
 
+def test_a_numbered_listing_of_a_file_is_no_failure():
+    """SWE-agent's file viewer prints numbered lines (tests/corpus coder-gpt4 django-15202):
+    a view ending in `589:    raise ValidationError(...)` quotes the file. The error a run
+    ends in is still read."""
+    view = (
+        "[File: /repo/django/forms/fields.py (1287 lines total)]\n(588 more lines above)\n"
+        "588:        if value in self.empty_values:\n"
+        "589:            raise ValidationError(self.error_messages['contradiction'], code='contradiction')\n"
+        "(698 more lines below)"
+    )
+    assert outcome_of(_result(view, tool="scroll_down", command="scroll_down")) is None
+    listing = "587\tdef clean(self):\n588\t    x = 1\n589\t    raise ValidationError('bad')"
+    assert outcome_of(_result(listing, command="cat -n fields.py")) is None
+    ran = outcome_of(_result(listing + "\nValueError: bad value", command="python fields.py"))
+    assert ran is not None and ran.kind == FAILURE
+
+
 def test_the_generic_line_is_never_the_telling_one():
     a = outcome_of(_result("foo.go:9: use of internal package\n\n(Command exited with code 1)", error=True))
     b = outcome_of(

@@ -388,12 +388,16 @@ def _ending_error(text: str) -> str | None:
     if "\x1b" not in tail and not _holds_any(tail, _ERROR_WORDS):
         return None  # no line of it can be an error line (most outputs); colours could join a word
     lines = without_status(_lines(tail))[-3 * TAIL_LINES :]
-    telling = [line for line in lines if not _generic(line)]
+    telling = [line for line in lines if not _generic(line) and _NUMBERED.match(line) is None]
     for line in reversed(telling[-TAIL_LINES:]):
         if _error_line(line):
             return line
     return None
 
+
+#: A line of a numbered listing of a file (SWE-agent's viewer "589:    raise …", ``cat -n``'s
+#: "589<tab>…"): it quotes the file, it is no error the command met ("12:30:01 ERROR" is not one).
+_NUMBERED = re.compile(r"\d+(?::(?!\d)|\t)")
 
 #: Words a match of :data:`_ERROR_LINE` holds (lower case); of :data:`_GENERIC`.
 _ERROR_WORDS = (
