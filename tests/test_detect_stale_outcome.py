@@ -656,18 +656,9 @@ def test_a_check_that_failed_before_the_request_is_what_it_asks_about():
 def test_searches_of_a_harness_tool_that_find_nothing_are_empty_searches():
     """Issue 31's held-out shape 2: SWE-agent's own `find_file`, called with a command line,
     answered "No matches found for ..." again and again, each for another name."""
-    call = Event(
-        kind=Kind.TOOL_CALL, session="s", ts=1.0, tool="find_file", args={"command": 'find_file "x.py"'}
+    found = outcome_of(
+        _result('No matches found for "x.py" in /repo', tool="find_file", command='find_file "x.py"')
     )
-    result = Event(
-        kind=Kind.TOOL_RESULT,
-        session="s",
-        ts=2.0,
-        tool="find_file",
-        content='No matches found for "x.py" in /repo',
-    )
-    result.call = call
-    found = outcome_of(result)
     assert found is not None and found.kind == EMPTY
     s = Stream()
     for term in (
