@@ -269,19 +269,22 @@ FAILURE_TEXT = Profile(
 )
 
 
-def _canonical(value: Any, depth: int = 0) -> Any:
+def _canonical(value: Any, depth: int = 0, squash: bool = True) -> Any:
+    """``value`` with sorted keys, ids and times dropped, each text clipped (and its
+    white space squashed unless ``squash`` is False: :func:`sent_hash`)."""
     if depth > 8:
         return "…"
     if isinstance(value, dict):
         return {
-            str(k): _canonical(v, depth + 1)
+            str(k): _canonical(v, depth + 1, squash)
             for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
             if str(k) not in VOLATILE_KEYS
         }
     if isinstance(value, (list, tuple)):
-        return [_canonical(v, depth + 1) for v in value]
+        return [_canonical(v, depth + 1, squash) for v in value]
     if isinstance(value, str):
-        return squash_ws(clip(value, 4000))
+        clipped = clip(value, 4000)
+        return squash_ws(clipped) if squash else clipped
     return value
 
 
@@ -404,8 +407,8 @@ def sent_hash(event: Any) -> int:
     key = call_key(event)
     if not event.facts.args_rewritten:
         return hash(key)
-    args = event.args or {}
-    kept = {name: value for name, value in args.items() if name not in VOLATILE_KEYS}
+    # Bounded as the key is (each text clipped): a megabyte heredoc is not dumped whole.
+    kept = _canonical(event.args or {}, squash=False)
     try:
         return hash(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS))
     except (TypeError, orjson.JSONEncodeError):
